@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# README command 2: install what is missing, build, run the whole test suite: plain, then under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/bootstrap.sh
+jobs=$(nproc)
+
+echo "== plain build"
+scripts/build.sh build
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 900
+
+echo "== ASan + UBSan build"
+scripts/build.sh build-asan -DHANGWATCH_ASAN=ON -DHANGWATCH_BUILD_BENCH=OFF
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE no_asan

@@ -1,0 +1,54 @@
+// SignalSampler: captures a thread of this process by sending it a real-time signal (Linux).
+//
+// The handler copies registers from the ucontext, walks the frame-pointer chain and copies the
+// top of the stack into the caller's CaptureBuffer. It is async-signal-safe, allocation-free
+// and bounded; an atomic request state machine (requested -> claimed -> done / abandoned) makes
+// sure a request that timed out is never written late, and only signals sent by this sampler
+// for the current request are honoured.
+#ifndef HANGWATCH_UNWIND_SIGNAL_SAMPLER_H_
+#define HANGWATCH_UNWIND_SIGNAL_SAMPLER_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "unwind/thread_capture.h"
+
+namespace hangwatch::unwind {
+
+struct SignalSamplerOptions {
+  // Real-time signal to use; 0 picks the highest real-time signal nobody has a handler for.
+  int signal = 0;
+  // How long Capture() waits for the target to answer.
+  std::chrono::nanoseconds timeout = std::chrono::milliseconds(20);
+  // Bounds of the sampler's own preallocated capture storage. The handler writes only there;
+  // Capture() copies the result into the caller's buffer once the request is done, so a late
+  // handler can never write into memory the caller has moved on with.
+  size_t max_frames = 256;
+  size_t max_stack_bytes = 64 * 1024;
+};
+
+class SignalSampler final : public ThreadSampler {
+ public:
+  // Installs the handler. Returns nullptr and sets *error when the requested signal already
+  // has a handler (it is never clobbered), when no real-time signal is free, or when another
+  // SignalSampler exists in the process.
+  static std::unique_ptr<SignalSampler> Create(const SignalSamplerOptions& options,
+                                               std::string* error);
+  // Restores the signal's previous disposition. An abandoned request still in flight is waited
+  // for (bounded: the handler itself is bounded) before the storage goes away.
+  ~SignalSampler() override;
+
+  CaptureStatus Capture(const ThreadInfo& target, CaptureBuffer* out) override;
+
+  int signal_number() const { return signal_; }
+
+ private:
+  SignalSampler(int signal, const SignalSamplerOptions& options);
+  int signal_;
+  SignalSamplerOptions options_;
+};
+
+}  // namespace hangwatch::unwind
+
+#endif  // HANGWATCH_UNWIND_SIGNAL_SAMPLER_H_
