@@ -1,0 +1,92 @@
+// HangRecord: everything the agent knows about one hang, as handed to callbacks, returned by
+// RecentHangs() and written (field for field) to the JSON Lines report (docs/report-format.md).
+//
+// Plain values, no dependency beyond the standard library: a consumer can keep, copy and
+// serialize records without touching the agent.
+#ifndef HANGWATCH_HANG_RECORD_H_
+#define HANGWATCH_HANG_RECORD_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hangwatch {
+
+// What the main thread was doing during the hang, from its CPU time and scheduler states.
+enum class HangClass : uint8_t {
+  kUnknown = 0,  // no CPU figure (e.g. a fatal hang without samples)
+  kBusy,         // on CPU most of the time (>= 70 %): a computation
+  kBlocked,      // waiting most of the time (<= 30 %): a lock, I/O, a sleep
+  kMixed,        // in between
+};
+// "busy", "blocked", "mixed", "unknown".
+const char* HangClassName(HangClass c);
+
+struct Frame {
+  uint64_t addr = 0;      // runtime address in the reporting process
+  std::string module;     // path of the module holding addr; empty when unknown
+  std::string build_id;   // lowercase hex GNU build-id; empty when absent/unknown
+  uint64_t offset = 0;    // ELF virtual address inside the module (addr when unknown)
+  std::string symbol;     // demangled function name; empty when unknown
+  std::string file;       // source file; empty when unknown
+  int line = 0;           // source line; 0 when unknown
+};
+
+// One unique stack of a hang: identical samples are stored once with a count.
+struct Stack {
+  int id = 0;                  // index in HangRecord::stacks; timeline entries refer to it
+  uint32_t count = 0;          // samples with this stack
+  uint32_t first_seen_ms = 0;  // since the pass was first seen busy
+  uint32_t last_seen_ms = 0;
+  uint64_t cpu_us = 0;         // main-thread CPU time attributed to this stack
+  std::vector<Frame> frames;   // innermost first; frames[0] is the interrupted instruction
+};
+
+// One sampling attempt.
+struct TimelineEntry {
+  uint32_t t_ms = 0;     // since the pass was first seen busy, stopped time excluded
+  int stack = -1;        // Stack::id, or -1 when the capture failed / the table was full
+  uint32_t cpu_us = 0;   // main-thread CPU time since the previous sample
+  char state = '?';      // scheduler state (R, S, D, T, ...) or '?'
+};
+
+struct ModuleInfo {
+  std::string path;
+  uint64_t base = 0;  // load bias: addr = base + offset
+  std::string build_id;
+};
+
+struct HangRecord {
+  int64_t pid = 0;
+  int64_t tid = 0;
+  std::string process;         // main executable path
+  uint64_t hang_id = 0;        // sequence number within this process run
+  int64_t start_unix_ms = 0;   // wall clock when the pass was first seen busy
+  uint64_t duration_ms = 0;    // stopped / suspended time excluded
+  uint64_t cpu_ms = 0;
+  uint32_t cpu_percent = 0;    // 0..100
+  HangClass hang_class = HangClass::kUnknown;
+  uint64_t stopped_ms = 0;     // time excluded from duration_ms
+  uint32_t threshold_ms = 0;
+  uint32_t sample_interval_ms = 0;
+  uint32_t samples = 0;        // successful captures
+  uint32_t failed_samples = 0;
+  uint32_t dropped_stacks = 0; // samples whose stack did not fit in the stack table
+  bool fatal = false;          // still open when the process died
+  std::string fingerprint;     // 16 hex digits, stable across runs of the same build
+  int dominant_stack = -1;     // index in stacks, -1 when none
+  std::vector<Stack> stacks;   // sorted by count, descending
+  std::vector<TimelineEntry> timeline;
+  bool timeline_truncated = false;
+  std::vector<ModuleInfo> modules;  // modules referenced by the frames
+
+  const Stack* dominant() const {
+    return dominant_stack >= 0 && static_cast<size_t>(dominant_stack) < stacks.size()
+               ? &stacks[static_cast<size_t>(dominant_stack)]
+               : nullptr;
+  }
+};
+
+}  // namespace hangwatch
+
+#endif  // HANGWATCH_HANG_RECORD_H_
