@@ -10,7 +10,7 @@
 namespace hangwatch::symbols {
 
 struct SymbolInfo {
-  std::string name;             // demangled; empty when unknown
+  std::string name;              // demangled; empty when unknown
   uint64_t function_offset = 0;  // address - start of the function
 };
 

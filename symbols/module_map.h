@@ -21,10 +21,10 @@ struct AddressRange {
 };
 
 struct Module {
-  std::string path;        // as the dynamic loader reports it; the main program's real path
+  std::string path;         // as the dynamic loader reports it; the main program's real path
   uintptr_t load_bias = 0;  // dlpi_addr
   std::vector<AddressRange> exec_ranges;  // PT_LOAD segments with PF_X
-  std::string build_id;     // lowercase hex of NT_GNU_BUILD_ID, empty when absent
+  std::string build_id;                   // lowercase hex of NT_GNU_BUILD_ID, empty when absent
 };
 
 // One address resolved to a module.
@@ -54,6 +54,12 @@ class ModuleMap {
 // The current ModuleMap, refreshed only when dlpi_adds/dlpi_subs say modules were loaded or
 // unloaded since the last refresh. Current() is safe from any thread except the capture path.
 std::shared_ptr<const ModuleMap> CurrentModuleMap();
+
+// The map most recently published by CurrentModuleMap(), or nullptr before its first call.
+// Safe on the capture path: one acquire load, no lock, no allocation; every map ever published
+// stays alive until the process exits, so the pointer never dangles. Refreshing is the job of
+// CurrentModuleMap() on a normal thread (e.g. the watchdog before each capture).
+const ModuleMap* PublishedModuleMap();
 
 }  // namespace hangwatch::symbols
 

@@ -1,0 +1,118 @@
+// ElfFile and libelf helpers.
+#include "symbols/elf_file.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace hangwatch::symbols {
+
+void ElfLibraryInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { elf_version(EV_CURRENT); });
+}
+
+absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
+  ElfLibraryInit();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  auto file = std::unique_ptr<ElfFile>(new ElfFile);
+  file->path_ = path;
+  file->fd_ = fd;
+  file->elf_.reset(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+  if (file->elf_ == nullptr || elf_kind(file->elf_.get()) != ELF_K_ELF) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not an ELF file"));
+  }
+  GElf_Ehdr ehdr;
+  if (gelf_getehdr(file->elf_.get(), &ehdr) == nullptr) {
+    return absl::DataLossError(absl::StrCat(path, ": bad ELF header: ", elf_errmsg(-1)));
+  }
+  return file;
+}
+
+ElfFile::~ElfFile() {
+  elf_.reset();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string_view SectionBytes(Elf* elf, std::string_view name) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return {};
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type == SHT_NOBITS) continue;
+    const char* n = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (n == nullptr || name != n) continue;
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (data == nullptr || data->d_buf == nullptr) return {};
+    return std::string_view(static_cast<const char*>(data->d_buf), data->d_size);
+  }
+  return {};
+}
+
+namespace {
+
+std::string BuildIdFromNotes(Elf_Data* data) {
+  size_t offset = 0;
+  GElf_Nhdr nhdr;
+  size_t name_at = 0, desc_at = 0;
+  while (offset < data->d_size &&
+         (offset = gelf_getnote(data, offset, &nhdr, &name_at, &desc_at)) > 0) {
+    if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 && nhdr.n_descsz > 0 &&
+        std::memcmp(static_cast<const char*>(data->d_buf) + name_at, "GNU", 4) == 0) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      const auto* p = static_cast<const unsigned char*>(data->d_buf) + desc_at;
+      std::string hex;
+      for (size_t i = 0; i < nhdr.n_descsz; ++i) {
+        hex.push_back(kHex[p[i] >> 4]);
+        hex.push_back(kHex[p[i] & 15]);
+      }
+      return hex;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string ReadBuildId(Elf* elf) {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_NOTE) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr || data->d_buf == nullptr) continue;
+    std::string id = BuildIdFromNotes(data);
+    if (!id.empty()) return id;
+  }
+  // No section headers (or stripped of them): look at the PT_NOTE segments.
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0) return {};
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr || phdr.p_type != PT_NOTE) {
+      continue;
+    }
+    Elf_Data* data = elf_getdata_rawchunk(elf, phdr.p_offset, phdr.p_filesz, ELF_T_NHDR);
+    if (data == nullptr || data->d_buf == nullptr) continue;
+    std::string id = BuildIdFromNotes(data);
+    if (!id.empty()) return id;
+  }
+  return {};
+}
+
+std::string ReadDebugLink(Elf* elf) {
+  std::string_view link = SectionBytes(elf, ".gnu_debuglink");
+  size_t end = link.find('\0');
+  if (end == std::string_view::npos || end == 0) return {};
+  return std::string(link.substr(0, end));
+}
+
+}  // namespace hangwatch::symbols

@@ -1,0 +1,56 @@
+// ElfFile: an open ELF file (descriptor + libelf handle) and small helpers on libelf handles:
+// section bytes by name, GNU build-id, .gnu_debuglink. Every helper tolerates malformed input
+// (returns empty) because the files come from users.
+#ifndef HANGWATCH_SYMBOLS_ELF_FILE_H_
+#define HANGWATCH_SYMBOLS_ELF_FILE_H_
+
+#include <libelf.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace hangwatch::symbols {
+
+// Calls elf_version() once per process.
+void ElfLibraryInit();
+
+struct ElfEnd {
+  void operator()(Elf* elf) const { elf_end(elf); }
+};
+using ElfHandle = std::unique_ptr<Elf, ElfEnd>;
+
+class ElfFile {
+ public:
+  // Opens and validates `path` as an ELF file (errors: missing, unreadable, not ELF).
+  static absl::StatusOr<std::unique_ptr<ElfFile>> Open(const std::string& path);
+  ~ElfFile();
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
+
+  Elf* elf() const { return elf_.get(); }
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  ElfFile() = default;
+  std::string path_;
+  int fd_ = -1;
+  ElfHandle elf_;
+};
+
+// The raw (possibly compressed) bytes of the first section called `name`; empty when absent,
+// NOBITS or out of the file's bounds.
+std::string_view SectionBytes(Elf* elf, std::string_view name);
+
+// Lowercase hex NT_GNU_BUILD_ID from the note sections or PT_NOTE segments; empty when absent.
+std::string ReadBuildId(Elf* elf);
+
+// The file name recorded in .gnu_debuglink (empty when absent).
+std::string ReadDebugLink(Elf* elf);
+
+}  // namespace hangwatch::symbols
+
+#endif  // HANGWATCH_SYMBOLS_ELF_FILE_H_

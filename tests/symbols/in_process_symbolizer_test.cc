@@ -1,0 +1,215 @@
+// SymbolizeInProcess and ElfSymbolTable: static functions from .symtab, demangling, return
+// addresses at addr - 1, .dynsym only, MiniDebugInfo, bad files.
+#include "symbols/in_process_symbolizer.h"
+
+#include <dlfcn.h>
+
+#include <string>
+
+#include "fixture_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "symbols/elf_symbol_table.h"
+
+namespace hangwatch::symbols {
+namespace {
+
+using symtest::RunCommand;
+using symtest::TempDir;
+using ::testing::HasSubstr;
+
+namespace {
+__attribute__((noinline)) int HiddenStaticFunction(int x) {
+  asm volatile("" ::: "memory");
+  return x * 7;
+}
+}  // namespace
+
+template <typename T>
+struct Box {
+  __attribute__((noinline)) static T Twice(T v) {
+    asm volatile("" ::: "memory");
+    return v + v;
+  }
+};
+
+__attribute__((noinline)) uintptr_t ReturnAddressOfThisCall() {
+  auto ra = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+  asm volatile("" ::: "memory");
+  return ra;
+}
+
+__attribute__((noinline)) uintptr_t CallerOfReturnAddress() {
+  uintptr_t ra = ReturnAddressOfThisCall();
+  asm volatile("" ::: "memory");
+  return ra;
+}
+
+TEST(InProcessSymbolizerTest, StaticFunctionInAnonymousNamespace) {
+  SymbolInfo info;
+  auto addr = reinterpret_cast<uintptr_t>(&HiddenStaticFunction);
+  ASSERT_TRUE(SymbolizeInProcess(addr, false, &info));
+  EXPECT_EQ(info.name,
+            "hangwatch::symbols::(anonymous namespace)::(anonymous "
+            "namespace)::HiddenStaticFunction(int)");
+  EXPECT_EQ(info.function_offset, 0u);
+  ASSERT_TRUE(SymbolizeInProcess(addr + 3, false, &info));
+  EXPECT_EQ(info.function_offset, 3u);
+}
+
+TEST(InProcessSymbolizerTest, TemplateIsDemangled) {
+  SymbolInfo info;
+  ASSERT_TRUE(SymbolizeInProcess(reinterpret_cast<uintptr_t>(&Box<long>::Twice), false, &info));
+  EXPECT_EQ(info.name, "hangwatch::symbols::(anonymous namespace)::Box<long>::Twice(long)");
+}
+
+TEST(InProcessSymbolizerTest, ReturnAddressIsAttributedToTheCaller) {
+  uintptr_t ra = CallerOfReturnAddress();
+  SymbolInfo info;
+  ASSERT_TRUE(SymbolizeInProcess(ra, true, &info));
+  EXPECT_THAT(info.name, HasSubstr("CallerOfReturnAddress"));
+  EXPECT_GT(info.function_offset, 0u);
+}
+
+TEST(InProcessSymbolizerTest, ReturnAddressAtFunctionEndUsesAddressMinusOne) {
+  // A return address equal to the next function's first byte (a noreturn call as the last
+  // instruction) must still name the calling function.
+  const auto next = reinterpret_cast<uintptr_t>(&HiddenStaticFunction);
+  SymbolInfo as_pc, as_return;
+  ASSERT_TRUE(SymbolizeInProcess(next, false, &as_pc));
+  EXPECT_THAT(as_pc.name, HasSubstr("HiddenStaticFunction"));
+  // next - 1 is the previous function's last byte or alignment padding (then unknown).
+  if (SymbolizeInProcess(next, true, &as_return)) {
+    EXPECT_THAT(as_return.name, ::testing::Not(HasSubstr("HiddenStaticFunction")));
+  }
+}
+
+TEST(InProcessSymbolizerTest, LibcExportsAndDlopenedLibrary) {
+  SymbolInfo info;
+  ASSERT_TRUE(SymbolizeInProcess(reinterpret_cast<uintptr_t>(&::dlopen), false, &info));
+  EXPECT_THAT(info.name, HasSubstr("dlopen"));
+
+  void* handle = dlopen(SYMBOLS_TEST_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  void* entry = dlsym(handle, "symbols_test_plugin_entry");
+  ASSERT_TRUE(SymbolizeInProcess(reinterpret_cast<uintptr_t>(entry) + 1, false, &info));
+  EXPECT_EQ(info.name, "symbols_test_plugin_entry");
+  EXPECT_EQ(info.function_offset, 1u);
+  dlclose(handle);
+}
+
+TEST(InProcessSymbolizerTest, UnknownAddresses) {
+  SymbolInfo info;
+  int local = 0;
+  EXPECT_FALSE(SymbolizeInProcess(reinterpret_cast<uintptr_t>(&local), false, &info));
+  EXPECT_FALSE(SymbolizeInProcess(0, true, &info));
+  EXPECT_FALSE(SymbolizeInProcess(1, false, nullptr));
+}
+
+// Files built by the test: a shared library with .symtab, stripped to .dynsym, and stripped
+// with MiniDebugInfo added the way Fedora does it.
+class ElfSymbolTableFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    symtest::WriteFile(dir_.Join("lib.cc"), R"(
+      namespace { __attribute__((noinline)) int Local(int x) { return x * 5; } }
+      __attribute__((noinline)) static int StaticOne(int x) { return Local(x) + 1; }
+      namespace ns { __attribute__((noinline)) int Exported(int x) { return StaticOne(x) + 2; } }
+      extern "C" int c_export(int x) { return ns::Exported(x); }
+    )");
+    lib_ = dir_.Join("lib.so");
+    auto r =
+        RunCommand("g++ -O2 -g -fPIC -shared -o " + lib_ + " " + dir_.Join("lib.cc"), "", true);
+    ASSERT_EQ(r.status, 0) << r.out;
+  }
+  TempDir dir_;
+  std::string lib_;
+};
+
+std::string NameAt(const ElfSymbolTable& t, const std::string& nm_line_name,
+                   const std::string& lib) {
+  auto r = RunCommand("nm -C '" + lib + "' | grep -F '" + nm_line_name + "' | head -1");
+  if (r.out.empty()) return "<no nm line>";
+  const ElfSymbolTable::Symbol* s = t.Find(std::stoull(r.out, nullptr, 16));
+  return s == nullptr ? "<none>" : std::string(t.DemangledName(*s));
+}
+
+TEST_F(ElfSymbolTableFilesTest, SymtabHasStaticFunctions) {
+  auto t = ElfSymbolTable::Load(lib_);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE((*t)->sources() & ElfSymbolTable::kSymtab);
+  EXPECT_EQ(NameAt(**t, "StaticOne", lib_), "StaticOne(int)");
+  EXPECT_EQ(NameAt(**t, "Local", lib_), "(anonymous namespace)::Local(int)");
+  EXPECT_EQ(NameAt(**t, "ns::Exported", lib_), "ns::Exported(int)");
+}
+
+TEST_F(ElfSymbolTableFilesTest, DynsymOnlyAfterStrip) {
+  const std::string full = dir_.Join("full.so");
+  ASSERT_EQ(RunCommand("cp " + lib_ + " " + full + " && strip --strip-all " + lib_).status, 0);
+  auto t = ElfSymbolTable::Load(lib_);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->sources(), ElfSymbolTable::kDynsym);
+  EXPECT_EQ(NameAt(**t, "ns::Exported", full), "ns::Exported(int)");
+  EXPECT_EQ(NameAt(**t, "c_export", full), "c_export");
+  // A static function is not in .dynsym: its address falls to no symbol or the neighbour,
+  // never to its own name.
+  EXPECT_NE(NameAt(**t, "StaticOne", full), "StaticOne(int)");
+}
+
+TEST_F(ElfSymbolTableFilesTest, MiniDebugInfoRestoresStaticFunctions) {
+  // Fedora's recipe: keep the function symbols that .dynsym lacks in a symbol-only ELF,
+  // xz it, and add it as .gnu_debugdata to the stripped file.
+  const std::string full = dir_.Join("full.so");
+  const std::string d = dir_.path();
+  std::string script =
+      "set -e; cd " + d +
+      "; cp lib.so full.so;"
+      "nm -D full.so --format=posix --defined-only | awk '{print $1}' | sort > dynsyms;"
+      "nm full.so --format=posix --defined-only | awk '$2==\"T\"||$2==\"t\" {print $1}' | sort "
+      "> funcsyms;"
+      "comm -13 dynsyms funcsyms > keep;"
+      "objcopy --only-keep-debug full.so debug;"
+      "objcopy -S --remove-section .gdb_index --remove-section .comment --keep-symbols=keep "
+      "debug mini;"
+      "xz -f mini;"
+      "strip --strip-all lib.so;"
+      "objcopy --add-section .gnu_debugdata=mini.xz lib.so";
+  auto r = RunCommand(script, "", true);
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto t = ElfSymbolTable::Load(lib_);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->sources(), ElfSymbolTable::kDynsym | ElfSymbolTable::kMiniDebugInfo);
+  EXPECT_EQ(NameAt(**t, "StaticOne", full), "StaticOne(int)");
+  EXPECT_EQ(NameAt(**t, "ns::Exported", full), "ns::Exported(int)");
+}
+
+TEST_F(ElfSymbolTableFilesTest, CorruptMiniDebugInfoFallsBackToDynsym) {
+  auto r = RunCommand("cd " + dir_.path() +
+                          " && head -c 300 /dev/urandom > junk && strip --strip-all lib.so && "
+                          "objcopy --add-section .gnu_debugdata=junk lib.so",
+                      "", true);
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto t = ElfSymbolTable::Load(lib_);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->sources(), ElfSymbolTable::kDynsym);
+}
+
+TEST_F(ElfSymbolTableFilesTest, BadFilesAreErrorsNotCrashes) {
+  EXPECT_FALSE(ElfSymbolTable::Load(dir_.Join("missing")).ok());
+  symtest::WriteFile(dir_.Join("text"), "hello, not an ELF file\n");
+  EXPECT_FALSE(ElfSymbolTable::Load(dir_.Join("text")).ok());
+  symtest::WriteFile(dir_.Join("empty"), "");
+  EXPECT_FALSE(ElfSymbolTable::Load(dir_.Join("empty")).ok());
+  // Truncated at several points: an error or a smaller table, never a crash.
+  std::string bytes = symtest::ReadFile(lib_);
+  for (size_t cut : {size_t{16}, size_t{64}, size_t{1000}, bytes.size() / 2, bytes.size() - 1}) {
+    symtest::WriteFile(dir_.Join("cut"), bytes.substr(0, cut));
+    auto t = ElfSymbolTable::Load(dir_.Join("cut"));
+    if (t.ok()) {
+      EXPECT_LE((*t)->size(), 64u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hangwatch::symbols
