@@ -15,6 +15,9 @@
 #include "unwind/thread_capture.h"
 
 namespace hangwatch::unwind {
+namespace internal {
+class SignalChannel;
+}  // namespace internal
 
 struct SignalSamplerOptions {
   // Real-time signal to use; 0 picks the highest real-time signal nobody has a handler for.
@@ -42,11 +45,22 @@ class SignalSampler final : public ThreadSampler {
   CaptureStatus Capture(const ThreadInfo& target, CaptureBuffer* out) override;
 
   int signal_number() const { return signal_; }
+  // errno of the last kError (e.g. EAGAIN: the kernel's queue of pending signals is full).
+  int last_errno() const { return last_errno_; }
+
+  // What the handler works with; public only so that the handler (a free function) can name
+  // it. Opaque outside signal_sampler.cc.
+  struct HandlerState;
 
  private:
-  SignalSampler(int signal, const SignalSamplerOptions& options);
-  int signal_;
+  SignalSampler(const SignalSamplerOptions& options);
+  int signal_ = 0;
   SignalSamplerOptions options_;
+  std::unique_ptr<HandlerState> state_;  // preallocated storage the handler writes into
+  std::unique_ptr<internal::SignalChannel> channel_;
+  int stat_fd_ = -1;  // /proc/self/task/TID/stat of the last target, kept open
+  pid_t stat_tid_ = 0;
+  int last_errno_ = 0;
 };
 
 }  // namespace hangwatch::unwind

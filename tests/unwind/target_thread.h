@@ -1,0 +1,50 @@
+// TargetThread: a thread for capture tests that registers itself, runs a given function and
+// tells the test when it has reached the point to be captured. Synchronization is by atomics
+// only (no sleeps): the test waits for `Ready()`, captures, then releases the thread.
+#ifndef HANGWATCH_TESTS_UNWIND_TARGET_THREAD_H_
+#define HANGWATCH_TESTS_UNWIND_TARGET_THREAD_H_
+
+#include <atomic>
+#include <functional>
+#include <thread>
+
+#include "unwind/thread_capture.h"
+
+namespace hangwatch::unwind::testing {
+
+class TargetThread {
+ public:
+  // Starts a thread that registers itself and then runs body(this). The body calls
+  // SignalReady() when it is where the test wants it, and should return once ShouldStop().
+  explicit TargetThread(std::function<void(TargetThread*)> body);
+  ~TargetThread();  // Stop() + join
+
+  // Blocks until the body called SignalReady(). Returns the registered thread.
+  const ThreadInfo& WaitReady();
+  void Stop() {
+    stop_.store(true, std::memory_order_release);
+    __atomic_store_n(&stop_plain_, true, __ATOMIC_RELEASE);
+  }
+  void Join();
+
+  void SignalReady() { ready_.store(true, std::memory_order_release); }
+  bool ShouldStop() const { return stop_.load(std::memory_order_acquire); }
+  // The stop flag as plain storage, for spin loops that must not call anything.
+  const bool* stop_flag() const { return &stop_plain_; }
+  const ThreadInfo& info() const { return info_; }
+
+ private:
+  ThreadInfo info_;
+  std::atomic<bool> registered_{false};
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> stop_{false};
+  bool stop_plain_ = false;  // mirrors stop_, written and read with __atomic builtins only
+  std::thread thread_;
+};
+
+// Spins (with a CPU pause) until the flag is set. For waits on events that are known to come.
+void SpinUntil(const std::atomic<bool>& flag);
+
+}  // namespace hangwatch::unwind::testing
+
+#endif  // HANGWATCH_TESTS_UNWIND_TARGET_THREAD_H_

@@ -1,0 +1,426 @@
+#include "unwind/signal_channel.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace hangwatch::unwind::internal {
+namespace {
+
+// ---- the request word: seq (bits 3..31) | waiter (bit 2) | phase (bits 0..1) ----
+constexpr uint32_t kPhaseMask = 0x3;
+constexpr uint32_t kIdle = 0;
+constexpr uint32_t kRequested = 1;
+constexpr uint32_t kClaimed = 2;
+constexpr uint32_t kDone = 3;  // == kClaimed + 1: the handler moves on with fetch_add(1)
+constexpr uint32_t kWaiterBit = 0x4;
+constexpr uint32_t kSeqShift = 3;
+
+constexpr uint32_t Phase(uint32_t word) { return word & kPhaseMask; }
+constexpr uint32_t Seq(uint32_t word) { return word >> kSeqShift; }
+
+// Everything the handler reads lives in static storage, so that a signal arriving at any
+// moment (even after the channel is gone) only ever touches valid memory.
+struct ChannelState {
+  std::atomic<uint32_t> word{0};
+  std::atomic<pid_t> target_tid{0};
+  std::atomic<bool> active{false};  // one channel per process
+  // Written while no request can be claimed (before the first request is published); read by
+  // the handler only after it claimed a request, which synchronizes with that publication.
+  SignalBody body = nullptr;
+  void* arg = nullptr;
+  pid_t pid = 0;
+  uint32_t next_seq = 1;  // sampler side only
+};
+ChannelState g_state;
+
+long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+void Handler(int /*signal*/, siginfo_t* info, void* context) {
+  const int saved_errno = errno;
+  // Only tgkill() from this process for the thread of the current request; anything else
+  // (kill, sigqueue, another process, a stale signal of an abandoned request) is ignored.
+  if (info != nullptr && info->si_code == SI_TKILL && info->si_pid == g_state.pid) {
+    uint32_t word = g_state.word.load(std::memory_order_acquire);
+    if (Phase(word) == kRequested &&
+        g_state.target_tid.load(std::memory_order_relaxed) == gettid() &&
+        g_state.word.compare_exchange_strong(word, (word & ~kPhaseMask) | kClaimed,
+                                             std::memory_order_acq_rel)) {
+      g_state.body(g_state.arg, static_cast<const ucontext_t*>(context));
+      const uint32_t before = g_state.word.fetch_add(kDone - kClaimed, std::memory_order_acq_rel);
+      if ((before & kWaiterBit) != 0) {
+        Futex(&g_state.word, FUTEX_WAKE_PRIVATE, 1, nullptr);
+      }
+    }
+  }
+  errno = saved_errno;
+}
+
+bool IsFree(const struct sigaction& action) {
+  return (action.sa_flags & SA_SIGINFO) == 0 ? action.sa_handler == SIG_DFL
+                                             : action.sa_sigaction == nullptr;
+}
+
+// "/proc/self/task/<tid>/<leaf>" without snprintf (nothing that might allocate or lock).
+void TaskPath(pid_t tid, const char* leaf, char* out, size_t size) {
+  char digits[16];
+  size_t n = 0;
+  auto value = static_cast<unsigned long>(tid);
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0 && n < sizeof(digits));
+  size_t pos = 0;
+  auto put = [&](char c) {
+    if (pos + 1 < size) out[pos++] = c;
+  };
+  for (const char* p = "/proc/self/task/"; *p != '\0'; ++p) put(*p);
+  while (n > 0) put(digits[--n]);
+  put('/');
+  for (const char* p = leaf; *p != '\0'; ++p) put(*p);
+  out[pos] = '\0';
+}
+
+// Reads a whole small /proc file into buf (NUL-terminated). Returns bytes read, -1 on error
+// (errno set).
+ssize_t ReadSmallFile(int fd, char* buf, size_t size) {
+  size_t total = 0;
+  while (total + 1 < size) {
+    const ssize_t n = pread(fd, buf + total, size - 1 - total, static_cast<off_t>(total));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) break;
+    total += static_cast<size_t>(n);
+  }
+  buf[total] = '\0';
+  return static_cast<ssize_t>(total);
+}
+
+// The state letter follows the last ')' of "pid (comm) S ...": comm may itself contain spaces
+// and parentheses, but the fields after it never do.
+char ParseStatState(const char* buf, size_t len) {
+  const char* close = nullptr;
+  for (size_t i = 0; i < len; ++i) {
+    if (buf[i] == ')') close = buf + i;
+  }
+  if (close == nullptr || close + 2 >= buf + len || close[1] != ' ') return '?';
+  return close[2];
+}
+
+}  // namespace
+
+uint64_t MonotonicNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+char ReadSchedState(pid_t tid, int* fd, pid_t* fd_tid) {
+  if (*fd >= 0 && *fd_tid != tid) {
+    close(*fd);
+    *fd = -1;
+  }
+  char buf[512];
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (*fd < 0) {
+      char path[64];
+      TaskPath(tid, "stat", path, sizeof(path));
+      *fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (*fd < 0) return '?';
+      *fd_tid = tid;
+    }
+    // The whole line fits in one read; pread at offset 0 regenerates it each time.
+    const ssize_t n = pread(*fd, buf, sizeof(buf) - 1, 0);
+    if (n > 0) return ParseStatState(buf, static_cast<size_t>(n));
+    // The cached file may belong to a thread that has gone (and whose tid was reused).
+    close(*fd);
+    *fd = -1;
+  }
+  return '?';
+}
+
+bool ThreadBlocksSignal(pid_t tid, int signal) {
+  char path[64];
+  TaskPath(tid, "status", path, sizeof(path));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  const ssize_t n = ReadSmallFile(fd, buf, sizeof(buf));
+  close(fd);
+  if (n <= 0) return false;
+  const char* line = strstr(buf, "\nSigBlk:");
+  if (line == nullptr) return false;
+  const char* p = line + strlen("\nSigBlk:");
+  while (*p == ' ' || *p == '\t') ++p;
+  uint64_t mask = 0;
+  int digits = 0;
+  for (; digits < 16; ++p, ++digits) {
+    const char c = *p;
+    int v = 0;
+    if (c >= '0' && c <= '9') {
+      v = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      v = c - 'a' + 10;
+    } else if (c >= 'A' && c <= 'F') {
+      v = c - 'A' + 10;
+    } else {
+      break;
+    }
+    mask = (mask << 4) | static_cast<uint64_t>(v);
+  }
+  if (digits == 0 || signal < 1 || signal > 64) return false;
+  return ((mask >> (signal - 1)) & 1u) != 0;
+}
+
+std::unique_ptr<SignalChannel> SignalChannel::Create(int signal, SignalBody body, void* arg,
+                                                     std::string* error) {
+  auto fail = [error](const std::string& why) -> std::unique_ptr<SignalChannel> {
+    if (error != nullptr) *error = why;
+    return nullptr;
+  };
+  if (body == nullptr) return fail("SignalChannel: no handler body");
+  if (g_state.active.exchange(true, std::memory_order_acq_rel)) {
+    return fail("another SignalSampler is already active in this process (one at a time)");
+  }
+  auto release_and_fail = [&](const std::string& why) {
+    g_state.active.store(false, std::memory_order_release);
+    return fail(why);
+  };
+  if (Phase(g_state.word.load(std::memory_order_acquire)) == kClaimed) {
+    return release_and_fail(
+        "a capture of a previous sampler is still running in a stopped thread; cannot reuse "
+        "the signal state");
+  }
+  // A stale REQUESTED or DONE word of a previous channel is simply forgotten.
+  g_state.word.store(g_state.next_seq++ << kSeqShift, std::memory_order_relaxed);
+  g_state.body = body;
+  g_state.arg = arg;
+  g_state.pid = getpid();
+
+  struct sigaction action {};
+  action.sa_sigaction = Handler;
+  // SA_RESTART: a read() or pthread_mutex_lock() interrupted by a capture resumes by itself.
+  // SA_ONSTACK: a thread close to overflowing its stack may have an alternate one.
+  action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+
+  struct sigaction old {};
+  auto try_install = [&](int sig, std::string* why) -> bool {
+    if (sigaction(sig, nullptr, &old) != 0) {
+      *why = "sigaction(" + std::to_string(sig) + ") failed: " + strerror(errno);
+      return false;
+    }
+    if (!IsFree(old)) {
+      *why = "signal " + std::to_string(sig) +
+             " already has a handler (or is ignored); refusing to replace it";
+      return false;
+    }
+    if (sigaction(sig, &action, &old) != 0) {
+      *why = "sigaction(" + std::to_string(sig) + ") failed: " + strerror(errno);
+      return false;
+    }
+    if (!IsFree(old)) {  // someone installed one in between: give it back
+      sigaction(sig, &old, nullptr);
+      *why = "signal " + std::to_string(sig) + " was taken while installing; restored it";
+      return false;
+    }
+    return true;
+  };
+
+  std::string why;
+  if (signal != 0) {
+    if (signal < SIGRTMIN || signal > SIGRTMAX) {
+      return release_and_fail("signal " + std::to_string(signal) +
+                              " is not a real-time signal (SIGRTMIN=" + std::to_string(SIGRTMIN) +
+                              ", SIGRTMAX=" + std::to_string(SIGRTMAX) + ")");
+    }
+    if (!try_install(signal, &why)) return release_and_fail(why);
+  } else {
+    // Highest first: applications and libraries usually take real-time signals from the bottom.
+    for (signal = SIGRTMAX; signal >= SIGRTMIN; --signal) {
+      if (try_install(signal, &why)) break;
+    }
+    if (signal < SIGRTMIN) {
+      return release_and_fail(
+          "no free real-time signal: every one from SIGRTMIN to SIGRTMAX has "
+          "a handler");
+    }
+  }
+  std::unique_ptr<SignalChannel> channel(new SignalChannel(signal));
+  channel->old_action_ = old;
+  return channel;
+}
+
+SignalChannel::~SignalChannel() {
+  // No new request is published from here on. One that is only requested is withdrawn; one
+  // that is claimed is waited for, within a bound (the body is bounded; only a thread stopped
+  // in the middle of it can outlast this).
+  uint32_t word = g_state.word.load(std::memory_order_acquire);
+  if (Phase(word) == kRequested) {
+    g_state.word.compare_exchange_strong(word, word & ~(kPhaseMask | kWaiterBit),
+                                         std::memory_order_acq_rel);
+  }
+  const uint64_t deadline = MonotonicNowNs() + 100'000'000;  // 100 ms
+  while (Phase(g_state.word.load(std::memory_order_acquire)) == kClaimed &&
+         MonotonicNowNs() < deadline) {
+    const timespec pause{0, 100'000};
+    nanosleep(&pause, nullptr);
+  }
+  // Setting SIG_IGN discards instances still pending in any thread (e.g. one that blocks the
+  // signal); restoring SIG_DFL with them pending would kill the process once unblocked.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(signal_, &ignore, nullptr);
+  sigaction(signal_, &old_action_, nullptr);
+  g_state.active.store(false, std::memory_order_release);
+}
+
+bool SignalChannel::CaptureInFlight() {
+  return Phase(g_state.word.load(std::memory_order_acquire)) == kClaimed;
+}
+
+SignalChannel::Outcome SignalChannel::Prepare() {
+  uint32_t word = g_state.word.load(std::memory_order_acquire);
+  switch (Phase(word)) {
+    case kClaimed:
+      return Outcome::kBusy;  // an abandoned request is still being answered
+    case kDone:               // ... and has finished since: its output is stale, drop it
+    case kRequested:          // cannot happen between requests; withdraw it to be safe
+      g_state.word.compare_exchange_strong(word, word & ~(kPhaseMask | kWaiterBit),
+                                           std::memory_order_acq_rel);
+      return Phase(g_state.word.load(std::memory_order_acquire)) == kIdle ? Outcome::kDone
+                                                                          : Outcome::kBusy;
+    default:
+      return Outcome::kDone;
+  }
+}
+
+SignalChannel::Outcome SignalChannel::Send(pid_t tid) {
+  if (blocked_tid_known_ && tid == tid_) {
+    // The last request to this thread found the signal blocked and left one instance pending;
+    // don't queue more until it unblocks.
+    if (ThreadBlocksSignal(tid, signal_)) return Outcome::kSignalBlocked;
+    blocked_tid_known_ = false;
+  }
+  tid_ = tid;
+  const uint32_t seq = g_state.next_seq++;
+  g_state.target_tid.store(tid, std::memory_order_relaxed);
+  g_state.word.store((seq << kSeqShift) | kRequested, std::memory_order_release);
+  if (syscall(SYS_tgkill, g_state.pid, tid, signal_) != 0) {
+    error_number_ = errno;
+    uint32_t word = g_state.word.load(std::memory_order_acquire);
+    if (Phase(word) == kRequested) {
+      g_state.word.compare_exchange_strong(word, word & ~(kPhaseMask | kWaiterBit),
+                                           std::memory_order_acq_rel);
+    }
+    return error_number_ == ESRCH ? Outcome::kThreadExited : Outcome::kError;
+  }
+  return Outcome::kDone;
+}
+
+namespace {
+
+// Waits until the phase leaves `phase` or `deadline_ns` passes; returns the last word seen.
+uint32_t WaitWhilePhase(uint32_t phase, uint64_t deadline_ns, uint64_t spin_until_ns) {
+  uint32_t word = g_state.word.load(std::memory_order_acquire);
+  // Spin first: the usual answer comes within microseconds, sooner than a futex round trip.
+  while (Phase(word) == phase) {
+    const uint64_t now = MonotonicNowNs();
+    if (now >= spin_until_ns || now >= deadline_ns) break;
+    for (int i = 0; i < 16; ++i) CpuRelax();
+    word = g_state.word.load(std::memory_order_acquire);
+  }
+  while (Phase(word) == phase) {
+    const uint64_t now = MonotonicNowNs();
+    if (now >= deadline_ns) break;
+    if ((word & kWaiterBit) == 0) {
+      if (!g_state.word.compare_exchange_weak(word, word | kWaiterBit, std::memory_order_acq_rel)) {
+        continue;  // word reloaded
+      }
+      word |= kWaiterBit;
+    }
+    const uint64_t left = deadline_ns - now;
+    const timespec timeout{static_cast<time_t>(left / 1'000'000'000),
+                           static_cast<long>(left % 1'000'000'000)};
+    Futex(&g_state.word, FUTEX_WAIT_PRIVATE, word, &timeout);
+    word = g_state.word.load(std::memory_order_acquire);
+  }
+  return word;
+}
+
+}  // namespace
+
+SignalChannel::Outcome SignalChannel::Wait(uint64_t deadline_ns, uint64_t claimed_grace_ns) {
+  const uint64_t spin_until = MonotonicNowNs() + spin_ns_;
+  uint32_t word = WaitWhilePhase(kRequested, deadline_ns, spin_until);
+  if (Phase(word) == kRequested) {
+    // Withdraw it. If the CAS loses, the handler has just claimed it: wait for that below.
+    if (g_state.word.compare_exchange_strong(word, word & ~(kPhaseMask | kWaiterBit),
+                                             std::memory_order_acq_rel)) {
+      return Diagnose();
+    }
+  }
+  if (Phase(word) == kClaimed) {
+    word = WaitWhilePhase(kClaimed, deadline_ns, spin_until);
+    if (Phase(word) == kClaimed) {
+      // Claimed in time but not finished: the body is bounded, so give it a grace period.
+      word = WaitWhilePhase(kClaimed, deadline_ns + claimed_grace_ns, 0);
+    }
+    if (Phase(word) == kClaimed) return Outcome::kTimedOut;  // Prepare() says kBusy until done
+  }
+  return Phase(word) == kDone ? Outcome::kDone : Outcome::kError;
+}
+
+void SignalChannel::Release() {
+  uint32_t word = g_state.word.load(std::memory_order_acquire);
+  if (Phase(word) == kDone) {
+    g_state.word.compare_exchange_strong(word, word & ~(kPhaseMask | kWaiterBit),
+                                         std::memory_order_acq_rel);
+  }
+}
+
+SignalChannel::Outcome SignalChannel::Diagnose() {
+  int fd = -1;
+  pid_t fd_tid = 0;
+  const char state = ReadSchedState(tid_, &fd, &fd_tid);
+  if (fd >= 0) close(fd);
+  // A thread that is exiting no longer takes signals; once gone, its /proc entry goes too.
+  if (state == '?' || state == 'Z' || state == 'X') return Outcome::kThreadExited;
+  if (ThreadBlocksSignal(tid_, signal_)) {
+    blocked_tid_known_ = true;
+    return Outcome::kSignalBlocked;
+  }
+  return Outcome::kTimedOut;
+}
+
+SignalChannel::Outcome SignalChannel::Request(pid_t tid, std::chrono::nanoseconds timeout) {
+  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout.count());
+  Outcome outcome = Prepare();
+  if (outcome != Outcome::kDone) return outcome;
+  outcome = Send(tid);
+  if (outcome != Outcome::kDone) return outcome;
+  return Wait(deadline, static_cast<uint64_t>(timeout.count()));
+}
+
+}  // namespace hangwatch::unwind::internal

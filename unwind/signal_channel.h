@@ -1,0 +1,103 @@
+// SignalChannel: the request / acknowledge protocol between a sampling thread and a target
+// thread interrupted by a real-time signal (Linux). Internal to unwind/.
+//
+// SignalSampler is built on it, and so are the benchmark's peer handlers, so that they differ
+// from hangwatch only in what runs inside the handler. One channel exists per process at a
+// time: it owns one signal and the process-wide state the handler reads.
+//
+// Protocol, in one 32-bit atomic word (sequence number | phase | waiter bit):
+//   sampler: IDLE -> REQUESTED (publish target tid, then tgkill)
+//   handler: REQUESTED -> CLAIMED (CAS; only for this tid, si_code SI_TKILL, si_pid == ours)
+//            runs the body, CLAIMED -> DONE, wakes the sampler if it sleeps on the futex
+//   sampler: DONE -> IDLE after reading the body's output.
+//   timeout: REQUESTED -> IDLE (CAS). A signal that arrives later finds no request and does
+//            nothing. A CLAIMED request cannot be taken back: it is waited for (bounded), and
+//            while it is still in flight further requests report kBusy.
+#ifndef HANGWATCH_UNWIND_SIGNAL_CHANNEL_H_
+#define HANGWATCH_UNWIND_SIGNAL_CHANNEL_H_
+
+#include <signal.h>
+#include <sys/types.h>
+#include <ucontext.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace hangwatch::unwind::internal {
+
+// Runs inside the target's signal handler once the request has been claimed. Must be
+// async-signal-safe, allocation-free and bounded. errno is saved around it.
+using SignalBody = void (*)(void* arg, const ucontext_t* context);
+
+class SignalChannel {
+ public:
+  enum class Outcome : uint8_t {
+    kDone,           // the body ran for this request; its output may be read until Release()
+    kThreadExited,   // tgkill said ESRCH, or the thread is a zombie
+    kSignalBlocked,  // no answer, and the thread has the signal in SigBlk
+    kTimedOut,       // no answer within the timeout
+    kBusy,           // an earlier request was claimed and is still running
+    kError,          // tgkill failed otherwise (errno in error_number())
+  };
+
+  // Installs the handler for `signal` (0: the highest free real-time signal). Fails, with a
+  // one-line reason in *error, if the signal has a handler already (never clobbered), is not a
+  // real-time signal, if none is free, or if another channel exists in this process.
+  static std::unique_ptr<SignalChannel> Create(int signal, SignalBody body, void* arg,
+                                               std::string* error);
+  // Waits (bounded) for a claimed request to finish, discards pending instances of the
+  // signal, and restores the previous disposition.
+  ~SignalChannel();
+  SignalChannel(const SignalChannel&) = delete;
+  SignalChannel& operator=(const SignalChannel&) = delete;
+
+  int signal() const { return signal_; }
+
+  // The steps of one request, so that callers can do work in between (SignalSampler reads the
+  // scheduler state before the signal is sent, and CPU time while the target answers).
+  // Prepare(): kDone when a new request may be sent, else kBusy.
+  Outcome Prepare();
+  // Publishes a request for `tid` and sends the signal.
+  Outcome Send(pid_t tid);
+  // Waits until `deadline` (CLOCK_MONOTONIC ns) for the body to finish; abandons on timeout.
+  Outcome Wait(uint64_t deadline_ns, uint64_t claimed_grace_ns);
+  // Ends a kDone request: the body's output may be overwritten from now on.
+  void Release();
+
+  // Prepare + Send + Wait. On kDone, call Release() after reading the output.
+  Outcome Request(pid_t tid, std::chrono::nanoseconds timeout);
+
+  int error_number() const { return error_number_; }
+  // True while a claimed request is still running in some thread (its body may still write).
+  static bool CaptureInFlight();
+  // How long Wait() spins before it sleeps on the futex.
+  void set_spin_ns(uint64_t ns) { spin_ns_ = ns; }
+
+ private:
+  explicit SignalChannel(int signal) : signal_(signal) {}
+  Outcome Diagnose();  // after a timeout: exited? blocked? or just slow
+
+  int signal_;
+  pid_t tid_ = 0;
+  int error_number_ = 0;
+  uint64_t spin_ns_ = 50'000;
+  bool blocked_tid_known_ = false;  // tid_ blocked the signal at the last request
+  struct sigaction old_action_ {};  // restored by the destructor
+};
+
+// Monotonic clock in ns (vDSO; async-signal-safe).
+uint64_t MonotonicNowNs();
+
+// Scheduler state letter (R, S, D, T, t, Z, X, I...) from /proc/self/task/TID/stat, or '?'
+// when it cannot be read. `fd` caches the open file across calls for the same tid (-1: none).
+char ReadSchedState(pid_t tid, int* fd, pid_t* fd_tid);
+
+// True when the thread's SigBlk mask in /proc/self/task/TID/status has `signal`; false when
+// not or unknown.
+bool ThreadBlocksSignal(pid_t tid, int signal);
+
+}  // namespace hangwatch::unwind::internal
+
+#endif  // HANGWATCH_UNWIND_SIGNAL_CHANNEL_H_
