@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "hangwatch/export.h"
+
 namespace hangwatch {
 
 // What the main thread was doing during the hang, from its CPU time and scheduler states.
@@ -20,16 +22,16 @@ enum class HangClass : uint8_t {
   kMixed,        // in between
 };
 // "busy", "blocked", "mixed", "unknown".
-const char* HangClassName(HangClass c);
+HANGWATCH_EXPORT const char* HangClassName(HangClass c);
 
 struct Frame {
-  uint64_t addr = 0;      // runtime address in the reporting process
-  std::string module;     // path of the module holding addr; empty when unknown
-  std::string build_id;   // lowercase hex GNU build-id; empty when absent/unknown
-  uint64_t offset = 0;    // ELF virtual address inside the module (addr when unknown)
-  std::string symbol;     // demangled function name; empty when unknown
-  std::string file;       // source file; empty when unknown
-  int line = 0;           // source line; 0 when unknown
+  uint64_t addr = 0;     // runtime address in the reporting process
+  std::string module;    // path of the module holding addr; empty when unknown
+  std::string build_id;  // lowercase hex GNU build-id; empty when absent/unknown
+  uint64_t offset = 0;   // ELF virtual address inside the module (addr when unknown)
+  std::string symbol;    // demangled function name; empty when unknown
+  std::string file;      // source file; empty when unknown
+  int line = 0;          // source line; 0 when unknown
 };
 
 // One unique stack of a hang: identical samples are stored once with a count.
@@ -38,16 +40,16 @@ struct Stack {
   uint32_t count = 0;          // samples with this stack
   uint32_t first_seen_ms = 0;  // since the pass was first seen busy
   uint32_t last_seen_ms = 0;
-  uint64_t cpu_us = 0;         // main-thread CPU time attributed to this stack
-  std::vector<Frame> frames;   // innermost first; frames[0] is the interrupted instruction
+  uint64_t cpu_us = 0;        // main-thread CPU time attributed to this stack
+  std::vector<Frame> frames;  // innermost first; frames[0] is the interrupted instruction
 };
 
 // One sampling attempt.
 struct TimelineEntry {
-  uint32_t t_ms = 0;     // since the pass was first seen busy, stopped time excluded
-  int stack = -1;        // Stack::id, or -1 when the capture failed / the table was full
-  uint32_t cpu_us = 0;   // main-thread CPU time since the previous sample
-  char state = '?';      // scheduler state (R, S, D, T, ...) or '?'
+  uint32_t t_ms = 0;    // since the pass was first seen busy, stopped time excluded
+  int stack = -1;       // Stack::id, or -1 when the capture failed / the table was full
+  uint32_t cpu_us = 0;  // main-thread CPU time since the previous sample
+  char state = '?';     // scheduler state (R, S, D, T, ...) or '?'
 };
 
 struct ModuleInfo {
@@ -59,23 +61,23 @@ struct ModuleInfo {
 struct HangRecord {
   int64_t pid = 0;
   int64_t tid = 0;
-  std::string process;         // main executable path
-  uint64_t hang_id = 0;        // sequence number within this process run
-  int64_t start_unix_ms = 0;   // wall clock when the pass was first seen busy
-  uint64_t duration_ms = 0;    // stopped / suspended time excluded
+  std::string process;        // main executable path
+  uint64_t hang_id = 0;       // sequence number within this process run
+  int64_t start_unix_ms = 0;  // wall clock when the pass was first seen busy
+  uint64_t duration_ms = 0;   // stopped / suspended time excluded
   uint64_t cpu_ms = 0;
-  uint32_t cpu_percent = 0;    // 0..100
+  uint32_t cpu_percent = 0;  // 0..100
   HangClass hang_class = HangClass::kUnknown;
-  uint64_t stopped_ms = 0;     // time excluded from duration_ms
+  uint64_t stopped_ms = 0;  // time excluded from duration_ms
   uint32_t threshold_ms = 0;
   uint32_t sample_interval_ms = 0;
-  uint32_t samples = 0;        // successful captures
+  uint32_t samples = 0;  // successful captures
   uint32_t failed_samples = 0;
-  uint32_t dropped_stacks = 0; // samples whose stack did not fit in the stack table
-  bool fatal = false;          // still open when the process died
-  std::string fingerprint;     // 16 hex digits, stable across runs of the same build
-  int dominant_stack = -1;     // index in stacks, -1 when none
-  std::vector<Stack> stacks;   // sorted by count, descending
+  uint32_t dropped_stacks = 0;  // samples whose stack did not fit in the stack table
+  bool fatal = false;           // still open when the process died
+  std::string fingerprint;      // 16 hex digits, stable across runs of the same build
+  int dominant_stack = -1;      // index in stacks, -1 when none
+  std::vector<Stack> stacks;    // sorted by count, descending
   std::vector<TimelineEntry> timeline;
   bool timeline_truncated = false;
   std::vector<ModuleInfo> modules;  // modules referenced by the frames

@@ -55,13 +55,13 @@ struct Config {
   std::chrono::milliseconds check_interval{0};
 
   // Per-capture and per-hang bounds. All memory is allocated by Start() and never grows.
-  size_t max_frames = 64;           // frames kept per sample
-  size_t stack_copy_bytes = 0;      // stack bytes copied per capture (for later CFI unwinding)
-  size_t max_unique_stacks = 64;    // unique stacks kept per hang; more are counted as dropped
-  size_t max_timeline = 1024;       // timeline entries kept per hang
-  size_t ring_capacity = 16;        // recent hangs kept (oldest overwritten)
+  size_t max_frames = 64;         // frames kept per sample
+  size_t stack_copy_bytes = 0;    // stack bytes copied per capture (for later CFI unwinding)
+  size_t max_unique_stacks = 64;  // unique stacks kept per hang; more are counted as dropped
+  size_t max_timeline = 1024;     // timeline entries kept per hang
+  size_t ring_capacity = 16;      // recent hangs kept (oldest overwritten)
   std::chrono::milliseconds capture_timeout{20};
-  int signal = 0;                   // real-time signal for sampling; 0 picks a free one
+  int signal = 0;  // real-time signal for sampling; 0 picks a free one
 
   // ---- sinks ----
   // spdlog: one WARN line per hang followed by the dominant stack. nullptr: a logger named
@@ -171,7 +171,7 @@ struct Stats {
   uint64_t samples = 0;           // captures that succeeded
   uint64_t failed_captures = 0;
   uint64_t early_samples_dropped = 0;  // samples of slow passes that ended below the threshold
-  uint64_t stopped_ms = 0;        // time the watchdog saw the process stopped / suspended
+  uint64_t stopped_ms = 0;             // time the watchdog saw the process stopped / suspended
 };
 HANGWATCH_EXPORT Stats GetStats();
 

@@ -1,0 +1,68 @@
+#include "agent/hang_data.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace hangwatch::agent {
+
+HangData::HangData(const HangLimits& limits)
+    : limits_(limits),
+      stacks_(limits.max_unique_stacks, limits.max_frames),
+      timeline_(new TimelineEntry[std::max<size_t>(limits.max_timeline, 1)]) {}
+
+void HangData::Clear() {
+  summary = HangSummary{};
+  stacks_.Clear();
+  timeline_size_ = 0;
+}
+
+void HangData::CopyFrom(const HangData& other) {
+  if (&other == this) return;
+  summary = other.summary;
+  stacks_.CopyFrom(other.stacks_);
+  timeline_size_ = std::min(other.timeline_size_, std::max<size_t>(limits_.max_timeline, 1));
+  std::copy_n(other.timeline_.get(), timeline_size_, timeline_.get());
+}
+
+void HangData::AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintptr_t leaf_key,
+                         uint64_t cpu_delta_ns, char state, bool ok) {
+  const uint64_t cpu_us = cpu_delta_ns / 1000;
+  int stack = -1;
+  if (ok) {
+    ++summary.samples;
+    const uint32_t id = stacks_.Insert(frames, n, leaf_key, t_ms, cpu_us);
+    if (id == StackTable::kFull) {
+      ++summary.dropped_stacks;
+    } else {
+      stack = static_cast<int>(id);
+    }
+  } else {
+    ++summary.failed_samples;
+  }
+  if (state != '?' && state != 0) {
+    ++summary.state_samples;
+    if (state == 'R') ++summary.running_samples;
+  }
+  if (timeline_size_ < limits_.max_timeline) {
+    timeline_[timeline_size_++] = TimelineEntry{
+        t_ms, stack, static_cast<uint32_t>(std::min<uint64_t>(cpu_us, UINT32_MAX)), state};
+  } else {
+    summary.timeline_truncated = true;
+  }
+}
+
+HangClass HangData::Classify(uint64_t cpu_ns, uint64_t duration_ns, bool cpu_known) {
+  if (!cpu_known || duration_ns == 0) return HangClass::kUnknown;
+  const double share = static_cast<double>(cpu_ns) / static_cast<double>(duration_ns);
+  if (share >= 0.7) return HangClass::kBusy;
+  if (share <= 0.3) return HangClass::kBlocked;
+  return HangClass::kMixed;
+}
+
+uint32_t HangData::CpuPercent() const {
+  if (!summary.cpu_known || summary.duration_ns == 0) return 0;
+  const uint64_t pct = summary.cpu_ns * 100 / summary.duration_ns;
+  return static_cast<uint32_t>(std::min<uint64_t>(pct, 100));
+}
+
+}  // namespace hangwatch::agent

@@ -1,0 +1,75 @@
+// HangData: one hang in fixed-capacity storage, as the watchdog builds it and the ring keeps
+// it. Allocated once (at Start) with the configured bounds; building, copying and clearing a
+// hang never allocates. Turning it into a public HangRecord (symbolized, with strings) is
+// materialize.h's job and happens only when someone reads or reports it.
+#ifndef HANGWATCH_AGENT_HANG_DATA_H_
+#define HANGWATCH_AGENT_HANG_DATA_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "agent/stack_table.h"
+#include "hangwatch/hang_record.h"
+
+namespace hangwatch::agent {
+
+struct HangLimits {
+  size_t max_frames = 64;
+  size_t max_unique_stacks = 64;
+  size_t max_timeline = 1024;
+};
+
+struct HangSummary {
+  int64_t pid = 0;
+  int64_t tid = 0;
+  uint64_t hang_id = 0;
+  int64_t start_unix_ms = 0;
+  uint64_t duration_ns = 0;  // stopped time excluded
+  uint64_t cpu_ns = 0;
+  bool cpu_known = false;
+  uint64_t stopped_ns = 0;
+  uint32_t threshold_ms = 0;
+  uint32_t sample_interval_ms = 0;
+  uint32_t samples = 0;
+  uint32_t failed_samples = 0;
+  uint32_t dropped_stacks = 0;
+  uint32_t running_samples = 0;  // samples whose scheduler state was R
+  uint32_t state_samples = 0;    // samples with a known scheduler state
+  bool fatal = false;
+  bool timeline_truncated = false;
+};
+
+class HangData {
+ public:
+  explicit HangData(const HangLimits& limits);
+  HangData(const HangData&) = delete;
+  HangData& operator=(const HangData&) = delete;
+
+  void Clear();
+  void CopyFrom(const HangData& other);  // same limits required; no allocation
+
+  // Records one sampling attempt. `frames` may be null / n == 0 for a failed capture.
+  void AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintptr_t leaf_key,
+                 uint64_t cpu_delta_ns, char state, bool ok);
+
+  HangSummary summary;
+  const StackTable& stacks() const { return stacks_; }
+  const TimelineEntry* timeline() const { return timeline_.get(); }
+  size_t timeline_size() const { return timeline_size_; }
+  const HangLimits& limits() const { return limits_; }
+
+  // busy / blocked / mixed from the CPU share (unknown without a CPU figure).
+  static HangClass Classify(uint64_t cpu_ns, uint64_t duration_ns, bool cpu_known);
+  uint32_t CpuPercent() const;
+
+ private:
+  HangLimits limits_;
+  StackTable stacks_;
+  std::unique_ptr<TimelineEntry[]> timeline_;
+  size_t timeline_size_ = 0;
+};
+
+}  // namespace hangwatch::agent
+
+#endif  // HANGWATCH_AGENT_HANG_DATA_H_

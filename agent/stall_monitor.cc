@@ -1,0 +1,231 @@
+#include "agent/stall_monitor.h"
+
+#include <algorithm>
+
+namespace hangwatch::agent {
+namespace {
+
+constexpr uint64_t kNsPerMs = 1'000'000;
+
+uint32_t ToMs32(uint64_t ns) {
+  return static_cast<uint32_t>(std::min<uint64_t>(ns / kNsPerMs, UINT32_MAX));
+}
+
+}  // namespace
+
+int MonitorStats::BucketFor(uint64_t duration_ns) {
+  const uint64_t ms = duration_ns / kNsPerMs;
+  if (ms == 0) return 0;
+  // Bucket i >= 1 holds [2^(i-1), 2^i) ms: i = bit width of ms.
+  int width = 64 - __builtin_clzll(ms);
+  return std::min(width, Stats::kBuckets - 1);
+}
+
+Stats MonitorStats::Snapshot() const {
+  Stats s;
+  for (int i = 0; i < Stats::kBuckets; ++i) {
+    s.pass_duration_ms_buckets[i] = pass_buckets[i].load(std::memory_order_relaxed);
+  }
+  s.passes_seen = passes_seen.load(std::memory_order_relaxed);
+  s.passes_timed = passes_timed.load(std::memory_order_relaxed);
+  s.hangs = hangs.load(std::memory_order_relaxed);
+  s.hangs_suppressed = hangs_suppressed.load(std::memory_order_relaxed);
+  s.fatal_hangs = fatal_hangs.load(std::memory_order_relaxed);
+  s.samples = samples.load(std::memory_order_relaxed);
+  s.failed_captures = failed_captures.load(std::memory_order_relaxed);
+  s.early_samples_dropped = early_samples_dropped.load(std::memory_order_relaxed);
+  s.stopped_ms = stopped_ns.load(std::memory_order_relaxed) / kNsPerMs;
+  return s;
+}
+
+StallMonitor::StallMonitor(const MonitorOptions& options,
+                           const std::atomic<uint64_t>* run_loop_state,
+                           const unwind::ThreadInfo& target, unwind::ThreadSampler* sampler,
+                           WatchdogEnv* env, LeafNormalizer* normalizer, HangRing* ring,
+                           MonitorListener* listener, MonitorStats* stats, size_t stack_copy_bytes)
+    : options_(options),
+      run_loop_state_(run_loop_state),
+      target_(target),
+      sampler_(sampler),
+      env_(env),
+      normalizer_(normalizer),
+      ring_(ring),
+      listener_(listener),
+      stats_(stats),
+      buffer_(options.limits.max_frames, stack_copy_bytes),
+      hang_(options.limits) {
+  const uint64_t s = run_loop_state_->load(std::memory_order_relaxed);
+  initial_passes_ = (s + 1) / 2;
+}
+
+uint64_t StallMonitor::Effective(uint64_t now) const {
+  const uint64_t elapsed = now > first_seen_ns_ ? now - first_seen_ns_ : 0;
+  return elapsed > pass_stopped_ns_ ? elapsed - pass_stopped_ns_ : 0;
+}
+
+uint64_t StallMonitor::Tick() {
+  const uint64_t now = env_->MonotonicNs();
+  const uint64_t boot = env_->BoottimeNs();
+
+  if (!first_tick_) {
+    // Oversleep: the tick is late beyond what scheduling noise explains. If the main thread
+    // did not burn CPU through the gap either, the process was not running (stopped), and the
+    // gap is no part of the pass.
+    const uint64_t expected = std::max(due_ns_, last_tick_end_ns_);
+    if (now > expected && now - expected > options_.oversleep_tolerance_ns) {
+      const uint64_t gap = now - expected;
+      bool stopped = true;
+      if (tracking_) {
+        uint64_t cpu = 0;
+        if (cpu_last_known_ && env_->ThreadCpuNs(target_, &cpu) && cpu >= cpu_last_ns_ &&
+            (cpu - cpu_last_ns_) * 2 >= gap) {
+          stopped = false;  // the main thread ran: the watchdog was merely starved
+        }
+        if (stopped) pass_stopped_ns_ += gap;
+      }
+      if (stopped) stats_->stopped_ns.fetch_add(gap, std::memory_order_relaxed);
+    }
+    // Suspend: CLOCK_BOOTTIME moved on while CLOCK_MONOTONIC did not. Already excluded from
+    // every duration (they are monotonic); counted for the statistics.
+    const uint64_t boot_delta = boot - last_boot_ns_;
+    const uint64_t mono_delta = now - last_mono_ns_;
+    if (boot_delta > mono_delta && boot_delta - mono_delta > options_.oversleep_tolerance_ns) {
+      stats_->stopped_ns.fetch_add(boot_delta - mono_delta, std::memory_order_relaxed);
+    }
+  }
+  first_tick_ = false;
+  last_boot_ns_ = boot;
+  last_mono_ns_ = now;
+
+  const uint64_t state = run_loop_state_->load(std::memory_order_relaxed);
+  stats_->passes_seen.store((state + 1) / 2 - initial_passes_, std::memory_order_relaxed);
+
+  if (tracking_ && state != tracked_state_) EndPass(now, /*still_running=*/false);
+  if (!tracking_ && (state & 1) != 0) StartPass(now, state);
+
+  uint64_t wake = now + options_.check_interval_ns;
+  if (tracking_) {
+    const uint64_t eff = Effective(now);
+    bool sampled = false;
+    if (eff >= options_.early_ns && eff >= next_sample_ns_) {
+      TakeSample(eff);
+      sampled = true;
+      next_sample_ns_ += options_.sample_interval_ns;
+      if (next_sample_ns_ <= eff) next_sample_ns_ = eff + options_.sample_interval_ns;
+    } else {
+      uint64_t cpu = 0;
+      cpu_last_known_ = env_->ThreadCpuNs(target_, &cpu);
+      if (cpu_last_known_) cpu_last_ns_ = cpu;
+    }
+    if (!declared_ && eff >= options_.threshold_ns) {
+      declared_ = true;
+      listener_->OnHangOpened(hang_);
+    } else if (declared_ && sampled) {
+      listener_->OnHangSample(hang_);
+    }
+    const uint64_t next_eff = eff < options_.early_ns ? options_.early_ns : next_sample_ns_;
+    wake = std::min(wake, now + (next_eff > eff ? next_eff - eff : 0));
+  }
+  due_ns_ = wake;
+  last_tick_end_ns_ = env_->MonotonicNs();
+  return wake;
+}
+
+void StallMonitor::Finish() {
+  if (!tracking_) return;
+  const uint64_t now = env_->MonotonicNs();
+  const uint64_t state = run_loop_state_->load(std::memory_order_relaxed);
+  if (state != tracked_state_) {
+    EndPass(now, /*still_running=*/false);
+  } else if (declared_) {
+    EndPass(now, /*still_running=*/true);
+  } else {
+    const uint64_t n = hang_.summary.samples + hang_.summary.failed_samples;
+    stats_->early_samples_dropped.fetch_add(n, std::memory_order_relaxed);
+    tracking_ = false;
+  }
+}
+
+void StallMonitor::StartPass(uint64_t now, uint64_t state) {
+  tracking_ = true;
+  declared_ = false;
+  tracked_state_ = state;
+  first_seen_ns_ = now;
+  pass_stopped_ns_ = 0;
+  next_sample_ns_ = options_.early_ns;
+  hang_.Clear();
+  HangSummary& s = hang_.summary;
+  s.pid = options_.pid;
+  s.tid = target_.tid;
+  s.start_unix_ms = env_->UnixMs();
+  s.threshold_ms = ToMs32(options_.threshold_ns);
+  s.sample_interval_ms = ToMs32(options_.sample_interval_ns);
+  cpu_start_known_ = env_->ThreadCpuNs(target_, &cpu_start_ns_);
+  cpu_last_known_ = cpu_start_known_;
+  cpu_last_ns_ = cpu_start_ns_;
+}
+
+void StallMonitor::EndPass(uint64_t now, bool still_running) {
+  const uint64_t eff = Effective(now);
+  tracking_ = false;
+  if (!still_running) {
+    stats_->pass_buckets[MonitorStats::BucketFor(eff)].fetch_add(1, std::memory_order_relaxed);
+    stats_->passes_timed.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!declared_ && eff < options_.threshold_ns) {
+    const uint64_t n = hang_.summary.samples + hang_.summary.failed_samples;
+    if (n > 0) stats_->early_samples_dropped.fetch_add(n, std::memory_order_relaxed);
+    return;
+  }
+  declared_ = false;
+
+  HangSummary& s = hang_.summary;
+  s.duration_ns = eff;
+  s.stopped_ns = pass_stopped_ns_;
+  uint64_t cpu_end = 0;
+  if (cpu_start_known_ && env_->ThreadCpuNs(target_, &cpu_end) && cpu_end >= cpu_start_ns_) {
+    s.cpu_ns = std::min(cpu_end - cpu_start_ns_, eff);
+    s.cpu_known = true;
+  }
+  s.hang_id = next_hang_id_++;
+
+  if (!options_.report_under_debugger && env_->DebuggerAttached()) {
+    stats_->hangs_suppressed.fetch_add(1, std::memory_order_relaxed);
+    listener_->OnHangDiscarded();
+    return;
+  }
+  ring_->Push(hang_);
+  stats_->hangs.fetch_add(1, std::memory_order_relaxed);
+  listener_->OnHangClosed(hang_);
+}
+
+void StallMonitor::TakeSample(uint64_t effective_ns) {
+  const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
+  const bool ok = status == unwind::CaptureStatus::kOk && buffer_.num_frames > 0;
+  uint64_t cpu = 0;
+  bool cpu_ok = false;
+  char state = '?';
+  if (ok) {
+    cpu = buffer_.cpu_time_ns;
+    cpu_ok = cpu != 0;
+    state = buffer_.sched_state;
+  }
+  if (!cpu_ok) cpu_ok = env_->ThreadCpuNs(target_, &cpu);
+  if (state == '?' || state == 0) state = env_->SchedState(target_);
+
+  const uint64_t delta = cpu_ok && cpu_last_known_ && cpu >= cpu_last_ns_ ? cpu - cpu_last_ns_ : 0;
+  const size_t n = ok ? std::min(buffer_.num_frames, buffer_.max_frames()) : 0;
+  const uintptr_t leaf = n > 0 ? normalizer_->FunctionStart(buffer_.frames()[0]) : 0;
+  hang_.AddSample(ToMs32(effective_ns), ok ? buffer_.frames() : nullptr, n, leaf, delta, state, ok);
+  if (ok) {
+    stats_->samples.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    stats_->failed_captures.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (cpu_ok) {
+    cpu_last_known_ = true;
+    cpu_last_ns_ = cpu;
+  }
+}
+
+}  // namespace hangwatch::agent

@@ -1,0 +1,140 @@
+// StallMonitor: the watchdog's logic, one wake-up at a time.
+//
+// Each Tick() reads the run-loop state word (odd = a pass is running, +2 per pass), follows the
+// current pass, samples it once it has run `early` (a fraction of the threshold), declares a
+// hang when it crosses the threshold, and closes the hang when the pass ends. Tick() returns
+// when it wants to be called again; the thread around it (watchdog.h) only sleeps.
+//
+// Timing is the watchdog's alone (the main thread reads no clock): a pass starts, for the
+// monitor, at the first tick that sees it running and ends at the first tick that sees it
+// over, so a duration is off by at most one check interval at the start and one sample
+// interval at the end.
+//
+// Stopped time: when a tick comes much later than it was due (the whole process was stopped by
+// SIGSTOP or a debugger, or could not run), and the main thread's CPU clock did not advance
+// through that gap at the rate it would have if it had been running, the gap is excluded from
+// the pass. A pass made only of stopped time is never a hang. Machine suspend needs no special
+// case: CLOCK_MONOTONIC stands still during it (CLOCK_BOOTTIME, which does not, measures it for
+// the statistics).
+#ifndef HANGWATCH_AGENT_STALL_MONITOR_H_
+#define HANGWATCH_AGENT_STALL_MONITOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "agent/hang_data.h"
+#include "agent/hang_ring.h"
+#include "agent/leaf_normalizer.h"
+#include "agent/watchdog_env.h"
+#include "hangwatch/hangwatch.h"
+#include "unwind/thread_capture.h"
+
+namespace hangwatch::agent {
+
+struct MonitorOptions {
+  uint64_t threshold_ns = 250'000'000;
+  uint64_t sample_interval_ns = 25'000'000;
+  uint64_t early_ns = 125'000'000;  // sampling starts when a pass has run this long
+  uint64_t check_interval_ns = 25'000'000;
+  // A tick later than due by more than this is treated as a possible stop.
+  uint64_t oversleep_tolerance_ns = 100'000'000;
+  bool report_under_debugger = false;
+  HangLimits limits;
+  int64_t pid = 0;
+};
+
+// Counters, readable from any thread while the monitor runs.
+struct MonitorStats {
+  std::atomic<uint64_t> pass_buckets[Stats::kBuckets] = {};
+  std::atomic<uint64_t> passes_seen{0};
+  std::atomic<uint64_t> passes_timed{0};
+  std::atomic<uint64_t> hangs{0};
+  std::atomic<uint64_t> hangs_suppressed{0};
+  std::atomic<uint64_t> fatal_hangs{0};
+  std::atomic<uint64_t> samples{0};
+  std::atomic<uint64_t> failed_captures{0};
+  std::atomic<uint64_t> early_samples_dropped{0};
+  std::atomic<uint64_t> stopped_ns{0};
+
+  Stats Snapshot() const;
+  static int BucketFor(uint64_t duration_ns);
+};
+
+// Receives the monitor's events, on the watchdog thread.
+class MonitorListener {
+ public:
+  virtual ~MonitorListener() = default;
+  // The pass crossed the threshold; `hang` holds the early samples.
+  virtual void OnHangOpened(const HangData& hang) { (void)hang; }
+  // A sample was added to an open hang (its timeline entry is the last one, when it fit).
+  virtual void OnHangSample(const HangData& hang) { (void)hang; }
+  // The hang closed and is in the ring.
+  virtual void OnHangClosed(const HangData& hang) = 0;
+  // The open hang was dropped (a debugger is attached and reporting under it is off).
+  virtual void OnHangDiscarded() {}
+};
+
+class StallMonitor {
+ public:
+  // Everything is borrowed and must outlive the monitor. Allocates the hang storage and the
+  // capture buffer; Tick() allocates nothing.
+  StallMonitor(const MonitorOptions& options, const std::atomic<uint64_t>* run_loop_state,
+               const unwind::ThreadInfo& target, unwind::ThreadSampler* sampler, WatchdogEnv* env,
+               LeafNormalizer* normalizer, HangRing* ring, MonitorListener* listener,
+               MonitorStats* stats, size_t stack_copy_bytes = 0);
+
+  // One wake-up. Returns the CLOCK_MONOTONIC time (env) of the next wanted wake-up.
+  uint64_t Tick();
+
+  // Last tick, when stopping: closes the pass if it has ended; a hang still running is closed
+  // as it stands (so it is not lost), a slow pass below the threshold is dropped.
+  void Finish();
+
+  bool in_hang() const { return declared_; }
+  const HangData& open_hang() const { return hang_; }
+
+ private:
+  void StartPass(uint64_t now, uint64_t state);
+  void EndPass(uint64_t now, bool still_running);
+  void TakeSample(uint64_t effective_ns);
+  uint64_t Effective(uint64_t now) const;
+
+  const MonitorOptions options_;
+  const std::atomic<uint64_t>* run_loop_state_;
+  const unwind::ThreadInfo target_;
+  unwind::ThreadSampler* sampler_;
+  WatchdogEnv* env_;
+  LeafNormalizer* normalizer_;
+  HangRing* ring_;
+  MonitorListener* listener_;
+  MonitorStats* stats_;
+
+  unwind::CaptureBuffer buffer_;
+  HangData hang_;
+
+  // Ticks.
+  bool first_tick_ = true;
+  uint64_t due_ns_ = 0;  // when the last Tick() asked to be called
+  uint64_t last_tick_end_ns_ = 0;
+  uint64_t last_boot_ns_ = 0;
+  uint64_t last_mono_ns_ = 0;
+  uint64_t initial_passes_ = 0;
+  uint64_t next_hang_id_ = 0;
+
+  // The pass being followed.
+  bool tracking_ = false;
+  bool declared_ = false;
+  uint64_t tracked_state_ = 0;
+  uint64_t first_seen_ns_ = 0;
+  uint64_t pass_stopped_ns_ = 0;
+  bool cpu_start_known_ = false;
+  uint64_t cpu_start_ns_ = 0;
+  bool cpu_last_known_ = false;
+  uint64_t cpu_last_ns_ = 0;     // main-thread CPU at the last sample / tick of this pass
+  uint64_t next_sample_ns_ = 0;  // effective time of the next sample
+};
+
+}  // namespace hangwatch::agent
+
+#endif  // HANGWATCH_AGENT_STALL_MONITOR_H_

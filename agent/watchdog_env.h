@@ -1,0 +1,40 @@
+// WatchdogEnv: the clocks and process facts the watchdog reads. An interface so that the stall
+// logic runs, in tests, against a fake clock that makes every duration exact.
+#ifndef HANGWATCH_AGENT_WATCHDOG_ENV_H_
+#define HANGWATCH_AGENT_WATCHDOG_ENV_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "unwind/thread_capture.h"
+
+namespace hangwatch::agent {
+
+class WatchdogEnv {
+ public:
+  virtual ~WatchdogEnv() = default;
+  // CLOCK_MONOTONIC: all durations. It does not advance while the machine is suspended.
+  virtual uint64_t MonotonicNs() = 0;
+  // CLOCK_BOOTTIME: advances during suspend; the difference with MonotonicNs() is suspend time.
+  virtual uint64_t BoottimeNs() = 0;
+  // Wall clock, for start_unix_ms only.
+  virtual int64_t UnixMs() = 0;
+  // CPU time consumed so far by `thread`; false when it cannot be read (thread gone).
+  virtual bool ThreadCpuNs(const unwind::ThreadInfo& thread, uint64_t* out) = 0;
+  // Scheduler state letter of `thread` (R, S, D, T, ...), '?' when unknown.
+  virtual char SchedState(const unwind::ThreadInfo& thread) = 0;
+  // A tracer (debugger) is attached to this process (TracerPid in /proc/self/status).
+  virtual bool DebuggerAttached() = 0;
+};
+
+// The real thing: clock_gettime, /proc/self/task/TID/stat, /proc/self/status.
+std::unique_ptr<WatchdogEnv> MakeSystemWatchdogEnv();
+
+// Reads the state letter of /proc/self/task/TID/stat; '?' on any failure.
+char ReadSchedState(pid_t tid);
+// Reads TracerPid from /proc/self/status; 0 when none or unreadable.
+long ReadTracerPid();
+
+}  // namespace hangwatch::agent
+
+#endif  // HANGWATCH_AGENT_WATCHDOG_ENV_H_

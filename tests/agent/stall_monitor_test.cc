@@ -1,0 +1,319 @@
+// The watchdog's logic against a fake clock and a scripted sampler: every duration is exact.
+#include "agent/stall_monitor.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <memory>
+#include <vector>
+
+#include "tests/agent/fakes.h"
+
+// Counts every operator new of the test binary: the memory test asserts there is none.
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+}  // namespace
+void* operator new(size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace hangwatch::agent {
+namespace {
+
+using testing::FakeEnv;
+using testing::FakeSampler;
+using testing::kMs;
+using testing::RecordingListener;
+
+// threshold 100 ms, samples every 10 ms from 50 ms, checks every 10 ms.
+MonitorOptions Options() {
+  MonitorOptions o;
+  o.threshold_ns = 100 * kMs;
+  o.sample_interval_ns = 10 * kMs;
+  o.early_ns = 50 * kMs;
+  o.check_interval_ns = 10 * kMs;
+  o.oversleep_tolerance_ns = 100 * kMs;
+  o.limits.max_frames = 16;
+  o.limits.max_unique_stacks = 8;
+  o.limits.max_timeline = 64;
+  o.pid = 1;
+  return o;
+}
+
+class Harness {
+ public:
+  explicit Harness(MonitorOptions options = Options(), size_t ring_capacity = 8)
+      : sampler(&env),
+        ring(ring_capacity, options.limits),
+        monitor(options, &state, unwind::ThreadInfo{}, &sampler, &env, &normalizer, &ring,
+                &listener, &stats) {
+    next_ = monitor.Tick();
+  }
+
+  void Begin() {
+    const uint64_t v = state.load();
+    state.store(v + 1 + (v & 1));
+  }
+  void End() {
+    const uint64_t v = state.load();
+    state.store(v + (v & 1));
+  }
+
+  // Lets `ns` of time pass, calling Tick() whenever it asked to be called.
+  void Run(uint64_t ns) {
+    const uint64_t until = env.mono + ns;
+    while (next_ <= until) {
+      if (next_ > env.mono) env.Advance(next_ - env.mono);
+      next_ = monitor.Tick();
+    }
+    if (until > env.mono) env.Advance(until - env.mono);
+  }
+
+  // One pass of `ns`, then idle long enough for the watchdog to see its end.
+  void Pass(uint64_t ns) {
+    Begin();
+    Run(ns);
+    End();
+    Run(30 * kMs);
+  }
+
+  FakeEnv env;
+  FakeSampler sampler;
+  IdentityLeafNormalizer normalizer;
+  HangRing ring;
+  RecordingListener listener;
+  MonitorStats stats;
+  std::atomic<uint64_t> state{0};
+  StallMonitor monitor;
+
+ private:
+  uint64_t next_ = 0;
+};
+
+std::vector<const HangData*> Hangs(const HangRing& ring) {
+  std::vector<const HangData*> out;
+  ring.ForEachNewestFirst([&](const HangData& h) { out.push_back(&h); });
+  return out;
+}
+
+TEST(StallMonitorTest, IdleForeverIsNeverAHangAndNeverSampled) {
+  Harness h;
+  h.Run(60'000 * kMs);
+  EXPECT_EQ(h.listener.closed, 0);
+  EXPECT_EQ(h.sampler.captures, 0);
+}
+
+TEST(StallMonitorTest, ShortPassesAreNotSampled) {
+  Harness h;
+  for (int i = 0; i < 100; ++i) h.Pass(30 * kMs);
+  EXPECT_EQ(h.sampler.captures, 0);
+  EXPECT_EQ(h.listener.closed, 0);
+  EXPECT_EQ(h.stats.passes_seen.load(), 100u);
+  EXPECT_EQ(h.stats.passes_timed.load(), 100u);
+}
+
+TEST(StallMonitorTest, SlowPassBelowThresholdIsSampledThenDropped) {
+  Harness h;
+  h.Pass(80 * kMs);
+  EXPECT_GT(h.sampler.captures, 0);
+  EXPECT_EQ(h.listener.closed, 0);
+  EXPECT_EQ(h.listener.opened, 0);
+  EXPECT_EQ(h.stats.early_samples_dropped.load(), static_cast<uint64_t>(h.sampler.captures));
+  EXPECT_EQ(h.stats.hangs.load(), 0u);
+}
+
+TEST(StallMonitorTest, HangKeepsEarlySamplesAndMeasuresDuration) {
+  Harness h;
+  h.Pass(400 * kMs);
+  ASSERT_EQ(h.listener.closed, 1);
+  EXPECT_EQ(h.listener.opened, 1);
+  const HangSummary& s = h.listener.last_summary;
+  // Ticks fall exactly on the pass boundaries here, so the duration is exact to a tick.
+  EXPECT_GE(s.duration_ns, 400 * kMs);
+  EXPECT_LE(s.duration_ns, 410 * kMs);
+  // The watchdog first sees the pass at the tick after BeginWork() (10 ms in), so samples fall
+  // at effective 50, 60, ..., 390 ms: 35, early ones included.
+  EXPECT_EQ(s.samples, 35u);
+  const auto hangs = Hangs(h.ring);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0]->timeline()[0].t_ms, 50u);
+  EXPECT_EQ(hangs[0]->stacks().size(), 1u);
+  EXPECT_EQ(hangs[0]->stacks().entry(0).count, s.samples);
+  EXPECT_TRUE(s.cpu_known);
+  EXPECT_EQ(HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known), HangClass::kBusy);
+  // Every sample after the first carries a CPU delta of one sample interval (busy).
+  EXPECT_EQ(hangs[0]->timeline()[1].cpu_us, 10'000u);
+}
+
+TEST(StallMonitorTest, BlockedHangIsClassifiedBlocked) {
+  Harness h;
+  h.env.cpu_rate = 0.05;
+  h.Pass(300 * kMs);
+  ASSERT_EQ(h.listener.closed, 1);
+  const HangSummary& s = h.listener.last_summary;
+  EXPECT_EQ(HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known), HangClass::kBlocked);
+  EXPECT_EQ(s.running_samples, 0u);
+}
+
+TEST(StallMonitorTest, PhasesGiveTwoStacksInOrder) {
+  Harness h;
+  h.Begin();
+  h.sampler.stack = {0xa0, 0x2000, 0x3000};
+  h.Run(200 * kMs);
+  h.sampler.stack = {0xb0, 0x2004, 0x3000};
+  h.Run(150 * kMs);
+  h.End();
+  h.Run(30 * kMs);
+  const auto hangs = Hangs(h.ring);
+  ASSERT_EQ(hangs.size(), 1u);
+  const HangData& hang = *hangs[0];
+  ASSERT_EQ(hang.stacks().size(), 2u);
+  // Seen from 10 ms in: A sampled at effective 50..190 ms (15), B at 200..340 ms (15).
+  EXPECT_EQ(hang.stacks().entry(0).count, 15u);
+  EXPECT_EQ(hang.stacks().entry(1).count, 15u);
+  EXPECT_LT(hang.stacks().entry(0).last_seen_ms, hang.stacks().entry(1).first_seen_ms);
+  int last = 0;
+  for (size_t i = 0; i < hang.timeline_size(); ++i) {
+    EXPECT_GE(hang.timeline()[i].stack, last) << "A before B on the timeline";
+    last = hang.timeline()[i].stack;
+  }
+}
+
+TEST(StallMonitorTest, StopWhileIdleIsNotAHang) {
+  Harness h;
+  h.Run(100 * kMs);
+  h.env.Stop(2'000 * kMs);
+  h.Run(100 * kMs);
+  EXPECT_EQ(h.listener.closed, 0);
+  EXPECT_GE(h.stats.stopped_ns.load(), 1'900 * kMs);
+}
+
+TEST(StallMonitorTest, StopDuringShortBusyPassIsNotAHang) {
+  Harness h;
+  h.Begin();
+  h.Run(30 * kMs);
+  h.env.Stop(2'000 * kMs);  // SIGSTOP ... SIGCONT
+  h.Run(30 * kMs);
+  h.End();
+  h.Run(30 * kMs);
+  EXPECT_EQ(h.listener.closed, 0);
+  EXPECT_EQ(h.stats.hangs.load(), 0u);
+}
+
+TEST(StallMonitorTest, StoppedTimeIsNotCountedInAHang) {
+  Harness h;
+  h.Begin();
+  h.Run(120 * kMs);
+  h.env.Stop(2'000 * kMs);
+  h.Run(180 * kMs);
+  h.End();
+  h.Run(30 * kMs);
+  ASSERT_EQ(h.listener.closed, 1);
+  const HangSummary& s = h.listener.last_summary;
+  EXPECT_GE(s.duration_ns, 300 * kMs);
+  EXPECT_LE(s.duration_ns, 320 * kMs);
+  EXPECT_GE(s.stopped_ns, 1'990 * kMs);
+  EXPECT_EQ(HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known), HangClass::kBusy);
+}
+
+TEST(StallMonitorTest, StarvedWatchdogWhileMainThreadRunsIsNotStoppedTime) {
+  Harness h;
+  h.Begin();
+  h.Run(60 * kMs);
+  h.env.Advance(500 * kMs);  // the watchdog did not run, the main thread did (busy)
+  h.Run(20 * kMs);
+  h.End();
+  h.Run(30 * kMs);
+  ASSERT_EQ(h.listener.closed, 1);
+  EXPECT_GE(h.listener.last_summary.duration_ns, 580 * kMs);
+  EXPECT_EQ(h.listener.last_summary.stopped_ns, 0u);
+}
+
+TEST(StallMonitorTest, DebuggerAttachedSuppressesUnlessAsked) {
+  {
+    Harness h;
+    h.env.debugger = true;
+    h.Pass(300 * kMs);
+    EXPECT_EQ(h.listener.closed, 0);
+    EXPECT_EQ(h.listener.discarded, 1);
+    EXPECT_EQ(h.stats.hangs_suppressed.load(), 1u);
+  }
+  {
+    MonitorOptions o = Options();
+    o.report_under_debugger = true;
+    Harness h(o);
+    h.env.debugger = true;
+    h.Pass(300 * kMs);
+    EXPECT_EQ(h.listener.closed, 1);
+  }
+}
+
+TEST(StallMonitorTest, FailedCapturesAreTimelineEntriesWithoutStack) {
+  Harness h;
+  h.sampler.status = unwind::CaptureStatus::kTimedOut;
+  h.Pass(200 * kMs);
+  ASSERT_EQ(h.listener.closed, 1);
+  EXPECT_EQ(h.listener.last_summary.samples, 0u);
+  EXPECT_GT(h.listener.last_summary.failed_samples, 0u);
+  EXPECT_EQ(h.stats.failed_captures.load(), h.listener.last_summary.failed_samples);
+  const auto hangs = Hangs(h.ring);
+  EXPECT_EQ(hangs[0]->timeline()[0].stack, -1);
+}
+
+TEST(StallMonitorTest, FinishClosesAHangStillRunning) {
+  Harness h;
+  h.Begin();
+  h.Run(300 * kMs);
+  h.monitor.Finish();
+  EXPECT_EQ(h.listener.closed, 1);
+}
+
+TEST(StallMonitorTest, HistogramBuckets) {
+  EXPECT_EQ(MonitorStats::BucketFor(0), 0);
+  EXPECT_EQ(MonitorStats::BucketFor(999'999), 0);
+  EXPECT_EQ(MonitorStats::BucketFor(1 * kMs), 1);
+  EXPECT_EQ(MonitorStats::BucketFor(3 * kMs), 2);
+  EXPECT_EQ(MonitorStats::BucketFor(100 * kMs), 7);  // [64, 128)
+  EXPECT_EQ(MonitorStats::BucketFor(3'600'000 * kMs), Stats::kBuckets - 1);
+  Harness h;
+  h.Pass(400 * kMs);
+  EXPECT_EQ(h.stats.pass_buckets[9].load(), 1u);  // [256, 512) ms
+}
+
+TEST(StallMonitorTest, RingOfNAfterNPlus5HangsHoldsTheNewestN) {
+  constexpr size_t kN = 6;
+  Harness h(Options(), kN);
+  for (size_t i = 0; i < kN + 5; ++i) {
+    h.sampler.stack = {0x100 + i, 0x2000};
+    h.Pass(150 * kMs);
+  }
+  const auto hangs = Hangs(h.ring);
+  ASSERT_EQ(hangs.size(), kN);
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(hangs[i]->summary.hang_id, kN + 4 - i);
+    EXPECT_EQ(hangs[i]->stacks().frames(0)[0], 0x100 + kN + 4 - i);
+  }
+}
+
+TEST(StallMonitorTest, MemoryIsFlatOver10000Hangs) {
+  Harness h;
+  auto pass = [&](int i) {
+    h.sampler.stack = {static_cast<uintptr_t>(0x100 + i % 50), 0x2000, 0x3000};
+    h.Pass(120 * kMs);
+  };
+  for (int i = 0; i < 100; ++i) pass(i);  // warm up
+  const uint64_t before = g_allocations.load();
+  for (int i = 0; i < 10'000; ++i) pass(i);
+  const uint64_t after = g_allocations.load();
+  EXPECT_EQ(h.stats.hangs.load(), 10'100u);
+  EXPECT_EQ(after - before, 0u) << "the monitor allocated while building and keeping hangs";
+}
+
+}  // namespace
+}  // namespace hangwatch::agent
