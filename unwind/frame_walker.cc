@@ -28,7 +28,7 @@ __attribute__((no_sanitize("address", "thread", "hwaddress"))) bool LoadWord(con
 
 // Reads the frame record at `fp` if it is a plausible one: aligned, entirely inside the view.
 bool ReadRecord(const MemoryView& view, uintptr_t fp, uintptr_t* next_fp, uintptr_t* ret) {
-  if (fp % kRecordAlignment != 0 || fp > UINTPTR_MAX - 2 * kWordSize) {
+  if (fp % kRecordAlignment != 0 || fp > UINTPTR_MAX - (2 * kWordSize - 1)) {
     return false;
   }
   return LoadWord(view, fp, next_fp) && LoadWord(view, fp + kWordSize, ret);

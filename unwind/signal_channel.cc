@@ -32,6 +32,9 @@ struct ChannelState {
   std::atomic<uint32_t> word{0};
   std::atomic<pid_t> target_tid{0};
   std::atomic<bool> active{false};  // one channel per process
+  // Diagnostics: signals that found no request of theirs, and requests answered.
+  std::atomic<uint64_t> ignored{0};
+  std::atomic<uint64_t> claimed{0};
   // Written while no request can be claimed (before the first request is published); read by
   // the handler only after it claimed a request, which synchronizes with that publication.
   SignalBody body = nullptr;
@@ -54,23 +57,42 @@ inline void CpuRelax() {
 #endif
 }
 
+// REQUESTED -> CLAIMED for the calling thread. The CAS may fail because the sampler set the
+// waiter bit meanwhile (retry: same request) or moved on (give up: the sequence number or the
+// phase changed). The sampler changes the word at most a few times per request, so this ends.
+bool Claim() {
+  uint32_t word = g_state.word.load(std::memory_order_acquire);
+  if (Phase(word) != kRequested || g_state.target_tid.load(std::memory_order_relaxed) != gettid()) {
+    return false;
+  }
+  const uint32_t seq = Seq(word);
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    if (g_state.word.compare_exchange_weak(word, (word & ~kPhaseMask) | kClaimed,
+                                           std::memory_order_acq_rel)) {
+      return true;
+    }
+    if (Phase(word) != kRequested || Seq(word) != seq) return false;
+  }
+  return false;
+}
+
 void Handler(int /*signal*/, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   // Only tgkill() from this process for the thread of the current request; anything else
   // (kill, sigqueue, another process, a stale signal of an abandoned request) is ignored.
+  bool answered = false;
   if (info != nullptr && info->si_code == SI_TKILL && info->si_pid == g_state.pid) {
-    uint32_t word = g_state.word.load(std::memory_order_acquire);
-    if (Phase(word) == kRequested &&
-        g_state.target_tid.load(std::memory_order_relaxed) == gettid() &&
-        g_state.word.compare_exchange_strong(word, (word & ~kPhaseMask) | kClaimed,
-                                             std::memory_order_acq_rel)) {
+    if (Claim()) {
       g_state.body(g_state.arg, static_cast<const ucontext_t*>(context));
+      g_state.claimed.fetch_add(1, std::memory_order_relaxed);
       const uint32_t before = g_state.word.fetch_add(kDone - kClaimed, std::memory_order_acq_rel);
       if ((before & kWaiterBit) != 0) {
         Futex(&g_state.word, FUTEX_WAKE_PRIVATE, 1, nullptr);
       }
+      answered = true;
     }
   }
+  if (!answered) g_state.ignored.fetch_add(1, std::memory_order_relaxed);
   errno = saved_errno;
 }
 
@@ -294,6 +316,12 @@ SignalChannel::~SignalChannel() {
   sigaction(signal_, &ignore, nullptr);
   sigaction(signal_, &old_action_, nullptr);
   g_state.active.store(false, std::memory_order_release);
+}
+
+uint64_t SignalChannel::SignalsIgnored() { return g_state.ignored.load(std::memory_order_relaxed); }
+
+uint64_t SignalChannel::RequestsAnswered() {
+  return g_state.claimed.load(std::memory_order_relaxed);
 }
 
 bool SignalChannel::CaptureInFlight() {

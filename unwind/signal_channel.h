@@ -72,6 +72,10 @@ class SignalChannel {
   int error_number() const { return error_number_; }
   // True while a claimed request is still running in some thread (its body may still write).
   static bool CaptureInFlight();
+  // Process-wide counters since start: signals the handler ignored (not ours, or stale) and
+  // requests it answered.
+  static uint64_t SignalsIgnored();
+  static uint64_t RequestsAnswered();
   // How long Wait() spins before it sleeps on the futex.
   void set_spin_ns(uint64_t ns) { spin_ns_ = ns; }
 

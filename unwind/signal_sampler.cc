@@ -154,6 +154,10 @@ SignalSampler::~SignalSampler() {
   if (stat_fd_ >= 0) close(stat_fd_);
 }
 
+SignalSampler::Stats SignalSampler::stats() {
+  return Stats{SignalChannel::SignalsIgnored(), SignalChannel::RequestsAnswered()};
+}
+
 CaptureStatus SignalSampler::Capture(const ThreadInfo& target, CaptureBuffer* out) {
   if (channel_ == nullptr) return CaptureStatus::kNotStarted;
   if (out == nullptr || target.tid <= 0) return CaptureStatus::kError;

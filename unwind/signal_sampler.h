@@ -45,6 +45,14 @@ class SignalSampler final : public ThreadSampler {
   CaptureStatus Capture(const ThreadInfo& target, CaptureBuffer* out) override;
 
   int signal_number() const { return signal_; }
+  // Handler counters, process-wide: signals it ignored (not sent by a sampler of this process
+  // for the current request: kill, sigqueue, stale or foreign signals) and requests it answered.
+  struct Stats {
+    uint64_t signals_ignored = 0;
+    uint64_t requests_answered = 0;
+  };
+  static Stats stats();
+
   // errno of the last kError (e.g. EAGAIN: the kernel's queue of pending signals is full).
   int last_errno() const { return last_errno_; }
 
