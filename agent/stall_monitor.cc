@@ -163,6 +163,8 @@ void StallMonitor::StartPass(uint64_t now, uint64_t state) {
   cpu_start_known_ = env_->ThreadCpuNs(target_, &cpu_start_ns_);
   cpu_last_known_ = cpu_start_known_;
   cpu_last_ns_ = cpu_start_ns_;
+  cpu_sample_known_ = cpu_start_known_;
+  cpu_sample_ns_ = cpu_start_ns_;
 }
 
 void StallMonitor::EndPass(uint64_t now, bool still_running) {
@@ -213,7 +215,8 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   if (!cpu_ok) cpu_ok = env_->ThreadCpuNs(target_, &cpu);
   if (state == '?' || state == 0) state = env_->SchedState(target_);
 
-  const uint64_t delta = cpu_ok && cpu_last_known_ && cpu >= cpu_last_ns_ ? cpu - cpu_last_ns_ : 0;
+  const uint64_t delta =
+      cpu_ok && cpu_sample_known_ && cpu >= cpu_sample_ns_ ? cpu - cpu_sample_ns_ : 0;
   const size_t n = ok ? std::min(buffer_.num_frames, buffer_.max_frames()) : 0;
   const uintptr_t leaf = n > 0 ? normalizer_->FunctionStart(buffer_.frames()[0]) : 0;
   hang_.AddSample(ToMs32(effective_ns), ok ? buffer_.frames() : nullptr, n, leaf, delta, state, ok);
@@ -223,8 +226,8 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
     stats_->failed_captures.fetch_add(1, std::memory_order_relaxed);
   }
   if (cpu_ok) {
-    cpu_last_known_ = true;
-    cpu_last_ns_ = cpu;
+    cpu_last_known_ = cpu_sample_known_ = true;
+    cpu_last_ns_ = cpu_sample_ns_ = cpu;
   }
 }
 

@@ -131,7 +131,9 @@ class StallMonitor {
   bool cpu_start_known_ = false;
   uint64_t cpu_start_ns_ = 0;
   bool cpu_last_known_ = false;
-  uint64_t cpu_last_ns_ = 0;     // main-thread CPU at the last sample / tick of this pass
+  uint64_t cpu_last_ns_ = 0;  // main-thread CPU at the last sample / tick of this pass
+  bool cpu_sample_known_ = false;
+  uint64_t cpu_sample_ns_ = 0;   // main-thread CPU at the last sample (or the pass start)
   uint64_t next_sample_ns_ = 0;  // effective time of the next sample
 };
 

@@ -147,7 +147,9 @@ TEST(StallMonitorTest, HangKeepsEarlySamplesAndMeasuresDuration) {
   EXPECT_EQ(hangs[0]->stacks().entry(0).count, s.samples);
   EXPECT_TRUE(s.cpu_known);
   EXPECT_EQ(HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known), HangClass::kBusy);
-  // Every sample after the first carries a CPU delta of one sample interval (busy).
+  // The first sample's CPU delta covers the pass from its first sighting (50 ms); every later
+  // one covers one sample interval (busy).
+  EXPECT_EQ(hangs[0]->timeline()[0].cpu_us, 50'000u);
   EXPECT_EQ(hangs[0]->timeline()[1].cpu_us, 10'000u);
 }
 

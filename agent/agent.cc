@@ -1,0 +1,407 @@
+// The public API (include/hangwatch/hangwatch.h): the agent object, its watchdog thread, and
+// the sinks it reports to.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "agent/agent_internal.h"
+#include "agent/hang_ring.h"
+#include "agent/jsonl_writer.h"
+#include "agent/materialize.h"
+#include "agent/open_hang_file.h"
+#include "agent/spdlog_reporter.h"
+#include "agent/stall_monitor.h"
+#include "hangwatch/hangwatch.h"
+#include "spdlog/spdlog.h"
+#include "symbols/module_map.h"
+#include "unwind/signal_sampler.h"
+
+namespace hangwatch {
+namespace internal {
+std::atomic<uint64_t> g_run_loop_state{0};
+}  // namespace internal
+
+namespace agent {
+namespace {
+
+constexpr uint64_t kNsPerMs = 1'000'000;
+
+// Callbacks registered with AddHangCallback(); they outlive any one agent.
+struct CallbackRegistry {
+  std::mutex mu;
+  int next_id = 1;
+  std::vector<std::pair<int, std::shared_ptr<HangCallback>>> callbacks;
+
+  std::vector<std::shared_ptr<HangCallback>> Copy() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<std::shared_ptr<HangCallback>> out;
+    for (auto& [id, cb] : callbacks) out.push_back(cb);
+    return out;
+  }
+};
+CallbackRegistry& Callbacks() {
+  static auto* registry = new CallbackRegistry;  // never destroyed: used until exit
+  return *registry;
+}
+
+Status Validate(const Config& c) {
+  if (c.threshold.count() <= 0) return Status::Error("hangwatch: threshold must be > 0 ms");
+  if (c.sample_interval.count() < 0 || c.check_interval.count() < 0) {
+    return Status::Error("hangwatch: sample_interval and check_interval must be >= 0 ms");
+  }
+  if (!(c.early_sampling_fraction > 0.0 && c.early_sampling_fraction <= 1.0)) {
+    return Status::Error("hangwatch: early_sampling_fraction must be in (0, 1]");
+  }
+  if (c.max_frames == 0 || c.max_frames > 1024) {
+    return Status::Error("hangwatch: max_frames must be in [1, 1024]");
+  }
+  if (c.ring_capacity == 0 || c.ring_capacity > 100'000) {
+    return Status::Error("hangwatch: ring_capacity must be in [1, 100000]");
+  }
+  if (c.max_unique_stacks == 0 || c.max_unique_stacks > 65'536 || c.max_timeline == 0 ||
+      c.max_timeline > 65'536) {
+    return Status::Error("hangwatch: max_unique_stacks and max_timeline must be in [1, 65536]");
+  }
+  if (c.stack_copy_bytes > (1u << 20)) {
+    return Status::Error("hangwatch: stack_copy_bytes must be <= 1 MiB");
+  }
+  if (c.capture_timeout.count() <= 0) {
+    return Status::Error("hangwatch: capture_timeout must be > 0 ms");
+  }
+  return Status::Ok();
+}
+
+MonitorOptions OptionsFrom(const Config& c) {
+  MonitorOptions o;
+  o.threshold_ns = static_cast<uint64_t>(c.threshold.count()) * kNsPerMs;
+  const uint64_t sample = c.sample_interval.count() > 0
+                              ? static_cast<uint64_t>(c.sample_interval.count()) * kNsPerMs
+                              : std::max<uint64_t>(o.threshold_ns / 10, kNsPerMs);
+  o.sample_interval_ns = sample;
+  o.check_interval_ns = c.check_interval.count() > 0
+                            ? static_cast<uint64_t>(c.check_interval.count()) * kNsPerMs
+                            : sample;
+  o.early_ns =
+      static_cast<uint64_t>(static_cast<double>(o.threshold_ns) * c.early_sampling_fraction);
+  // Late by three check intervals (and at least 100 ms) is beyond scheduling noise.
+  o.oversleep_tolerance_ns = std::max<uint64_t>(3 * o.check_interval_ns, 100 * kNsPerMs);
+  o.report_under_debugger = c.report_under_debugger;
+  o.limits.max_frames = c.max_frames;
+  o.limits.max_unique_stacks = c.max_unique_stacks;
+  o.limits.max_timeline = c.max_timeline;
+  o.pid = getpid();
+  return o;
+}
+
+class Agent final : public MonitorListener {
+ public:
+  Agent(const Config& config, const MonitorOptions& options)
+      : config_(config), options_(options), ring_(config.ring_capacity, options.limits) {}
+
+  ~Agent() override { StopThread(); }
+
+  Status Init(StartHooks hooks) {
+    if (!unwind::RegisterCurrentThread(&main_)) {
+      return Status::Error("hangwatch: cannot register the calling thread for sampling");
+    }
+    process_ = MainExecutablePath();
+    logger_ = config_.logger;
+    if (logger_ == nullptr && config_.log_hangs) logger_ = DefaultLogger();
+
+    if (!config_.json_path.empty()) {
+      json_ = std::make_unique<JsonlWriter>(config_.json_path, config_.json_max_bytes);
+      std::string error;
+      if (!json_->Open(&error)) return Status::Error("hangwatch: " + error);
+    }
+    if (!config_.open_hang_path.empty()) {
+      HangRecord fatal;
+      std::string error;
+      switch (ReadOpenHangFile(config_.open_hang_path, &fatal, &error)) {
+        case OpenHangReadStatus::kFound:
+          fatal_ = std::move(fatal);
+          break;
+        case OpenHangReadStatus::kInvalid:
+          if (logger_) logger_->warn("hangwatch: ignoring the open-hang file: {}", error);
+          break;
+        case OpenHangReadStatus::kNoOpenHang:
+          break;
+      }
+      open_file_ = OpenHangFile::Create(config_.open_hang_path, options_.limits, &error);
+      if (open_file_ == nullptr) return Status::Error("hangwatch: " + error);
+    }
+
+    env_ = hooks.env ? std::move(hooks.env) : MakeSystemWatchdogEnv();
+    normalizer_ = hooks.normalizer ? std::move(hooks.normalizer) : MakeSymbolizingLeafNormalizer();
+    if (hooks.sampler) {
+      sampler_ = std::move(hooks.sampler);
+    } else {
+      unwind::SignalSamplerOptions so;
+      so.signal = config_.signal;
+      so.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.capture_timeout);
+      so.max_frames = config_.max_frames;
+      so.max_stack_bytes = config_.stack_copy_bytes;
+      std::string error;
+      auto sampler = unwind::SignalSampler::Create(so, &error);
+      if (sampler == nullptr) return Status::Error("hangwatch: " + error);
+      signal_ = sampler->signal_number();
+      sampler_ = std::move(sampler);
+    }
+    monitor_ = std::make_unique<StallMonitor>(options_, &internal::g_run_loop_state, main_,
+                                              sampler_.get(), env_.get(), normalizer_.get(), &ring_,
+                                              this, &stats_, config_.stack_copy_bytes);
+    return Status::Ok();
+  }
+
+  void StartThread() {
+    // The watchdog must not take the application's process-directed signals: block every
+    // asynchronous signal in it (the new thread inherits the mask).
+    sigset_t all, old;
+    sigfillset(&all);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigdelset(&all, s);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    thread_ = std::thread([this] { Run(); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+
+  // Joins the watchdog and uninstalls the sampler (restoring the signal's disposition).
+  void StopThread() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+      }
+      cv_.notify_all();
+      thread_.join();
+    }
+    monitor_.reset();
+    sampler_.reset();
+    open_file_.reset();
+    signal_ = 0;
+  }
+
+  std::thread::id watchdog_id() const { return thread_.get_id(); }
+  int signal() const { return signal_; }
+
+  std::vector<HangRecord> Recent() {
+    // Copy out under the ring's lock, symbolize outside it (the watchdog may be pushing).
+    std::vector<std::unique_ptr<HangData>> copies;
+    ring_.ForEachNewestFirst([&](const HangData& h) {
+      copies.push_back(std::make_unique<HangData>(h.limits()));
+      copies.back()->CopyFrom(h);
+    });
+    std::vector<HangRecord> out;
+    const MaterializeOptions mo = LocalOptions();
+    for (const auto& h : copies) out.push_back(Materialize(*h, mo));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fatal_reported_) out.push_back(*fatal_reported_);  // the oldest: it happened before us
+    return out;
+  }
+
+  Stats GetStats() const { return stats_.Snapshot(); }
+  std::shared_ptr<spdlog::logger> logger() const { return logger_; }
+
+  // ---- MonitorListener (watchdog thread) ----
+  void OnHangOpened(const HangData& hang) override {
+    if (open_file_) open_file_->Open(hang);
+  }
+  void OnHangSample(const HangData& hang) override {
+    if (open_file_) open_file_->AddLastSample(hang);
+  }
+  void OnHangDiscarded() override {
+    if (open_file_) open_file_->Clear();
+  }
+  void OnHangClosed(const HangData& hang) override {
+    if (open_file_) open_file_->Clear();
+    if (!HasSinks()) return;
+    Report(Materialize(hang, LocalOptions()));
+  }
+
+ private:
+  MaterializeOptions LocalOptions() const {
+    MaterializeOptions mo;
+    mo.modules = symbols::CurrentModuleMap();
+    mo.addresses_are_local = true;
+    mo.process = process_;
+    return mo;
+  }
+
+  bool HasSinks() const {
+    if ((logger_ && config_.log_hangs) || json_ || config_.on_hang) return true;
+    std::lock_guard<std::mutex> lock(Callbacks().mu);
+    return !Callbacks().callbacks.empty();
+  }
+
+  void Report(const HangRecord& record) {
+    if (logger_ && config_.log_hangs) LogHang(*logger_, record);
+    if (json_) {
+      std::string error;
+      if (!json_->Append(ToJsonLine(record), &error) && logger_) {
+        logger_->error("hangwatch: {}", error);
+      }
+    }
+    auto call = [&](const HangCallback& cb) {
+      try {
+        cb(record);
+      } catch (const std::exception& e) {
+        if (logger_) logger_->error("hangwatch: a hang callback threw: {}", e.what());
+      } catch (...) {
+        if (logger_) logger_->error("hangwatch: a hang callback threw");
+      }
+    };
+    if (config_.on_hang) call(config_.on_hang);
+    for (const auto& cb : Callbacks().Copy()) call(*cb);
+  }
+
+  void Run() {
+    pthread_setname_np(pthread_self(), "hangwatch");
+    if (fatal_) {
+      stats_.fatal_hangs.fetch_add(1, std::memory_order_relaxed);
+      Report(*fatal_);
+      std::lock_guard<std::mutex> lock(mu_);
+      fatal_reported_ = std::move(fatal_);
+      fatal_.reset();
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      const uint64_t next = monitor_->Tick();
+      lock.lock();
+      const std::chrono::steady_clock::time_point when{std::chrono::nanoseconds(next)};
+      cv_.wait_until(lock, when, [this] { return stop_; });
+    }
+    lock.unlock();
+    monitor_->Finish();
+  }
+
+  const Config config_;
+  const MonitorOptions options_;
+  unwind::ThreadInfo main_;
+  std::string process_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::unique_ptr<JsonlWriter> json_;
+  std::unique_ptr<OpenHangFile> open_file_;
+  std::optional<HangRecord> fatal_;           // read at Start, reported by the watchdog
+  std::optional<HangRecord> fatal_reported_;  // kept for RecentHangs()
+  std::unique_ptr<WatchdogEnv> env_;
+  std::unique_ptr<LeafNormalizer> normalizer_;
+  std::unique_ptr<unwind::ThreadSampler> sampler_;
+  int signal_ = 0;
+  HangRing ring_;
+  MonitorStats stats_;
+  std::unique_ptr<StallMonitor> monitor_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Start/Stop are serialized by g_lifecycle; g_agent (the running or last agent) by g_mu, held
+// only to copy the pointer.
+std::mutex g_lifecycle;
+std::mutex g_mu;
+std::shared_ptr<Agent> g_agent;
+bool g_running = false;
+std::atomic<std::thread::id> g_watchdog_id{};
+
+std::shared_ptr<Agent> CurrentAgent() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_agent;
+}
+
+bool OnWatchdogThread() { return g_watchdog_id.load() == std::this_thread::get_id(); }
+
+}  // namespace
+
+Status StartWithHooks(const Config& config, StartHooks hooks) {
+  if (OnWatchdogThread()) return Status::Error("hangwatch: Start() called from a hang callback");
+  std::lock_guard<std::mutex> lifecycle(g_lifecycle);
+  if (g_running) return Status::Error("hangwatch: already running; call Stop() first");
+  if (Status s = Validate(config); !s.ok()) return s;
+  auto agent = std::make_shared<Agent>(config, OptionsFrom(config));
+  if (Status s = agent->Init(std::move(hooks)); !s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_agent = agent;  // the previous (stopped) agent goes away here
+  }
+  agent->StartThread();
+  g_watchdog_id.store(agent->watchdog_id());
+  g_running = true;
+  return Status::Ok();
+}
+
+int SamplingSignal() {
+  auto agent = CurrentAgent();
+  return agent ? agent->signal() : 0;
+}
+
+}  // namespace agent
+
+Status Start(const Config& config) { return agent::StartWithHooks(config, agent::StartHooks{}); }
+
+void Stop() {
+  if (agent::OnWatchdogThread()) return;  // cannot join itself; documented
+  std::lock_guard<std::mutex> lifecycle(agent::g_lifecycle);
+  if (!agent::g_running) return;
+  auto a = agent::CurrentAgent();
+  if (a) a->StopThread();
+  agent::g_watchdog_id.store(std::thread::id{});
+  agent::g_running = false;
+}
+
+bool IsRunning() {
+  std::lock_guard<std::mutex> lifecycle(agent::g_lifecycle);
+  return agent::g_running;
+}
+
+std::vector<HangRecord> RecentHangs() {
+  auto a = agent::CurrentAgent();
+  return a ? a->Recent() : std::vector<HangRecord>{};
+}
+
+int AddHangCallback(HangCallback callback) {
+  auto& r = agent::Callbacks();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const int id = r.next_id++;
+  r.callbacks.emplace_back(id, std::make_shared<HangCallback>(std::move(callback)));
+  return id;
+}
+
+bool RemoveHangCallback(int id) {
+  auto& r = agent::Callbacks();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (auto it = r.callbacks.begin(); it != r.callbacks.end(); ++it) {
+    if (it->first == id) {
+      r.callbacks.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void DumpRecentHangs(spdlog::logger* logger) {
+  auto a = agent::CurrentAgent();
+  std::shared_ptr<spdlog::logger> keep;
+  if (logger == nullptr) {
+    keep = a && a->logger() ? a->logger() : agent::DefaultLogger();
+    logger = keep.get();
+  }
+  std::vector<HangRecord> hangs = RecentHangs();
+  logger->info("hangwatch: {} recent hang{}", hangs.size(), hangs.size() == 1 ? "" : "s");
+  for (auto it = hangs.rbegin(); it != hangs.rend(); ++it) agent::LogHang(*logger, *it);
+}
+
+Stats GetStats() {
+  auto a = agent::CurrentAgent();
+  return a ? a->GetStats() : Stats{};
+}
+
+}  // namespace hangwatch

@@ -1,0 +1,417 @@
+#include "agent/open_hang_file.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "agent/materialize.h"
+#include "symbols/module_map.h"
+
+namespace hangwatch::agent {
+namespace {
+
+constexpr char kMagic[8] = {'H', 'W', 'O', 'P', 'E', 'N', 'H', 'G'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kEndianCheck = 0x01020304;
+constexpr size_t kStaticHeaderOffset = 0;
+constexpr size_t kLiveHeaderOffset[2] = {256, 512};
+constexpr size_t kModulesOffset = 1024;
+constexpr size_t kMaxModules = 256;
+constexpr size_t kPathBytes = 256;
+constexpr size_t kBuildIdBytes = 64;
+constexpr size_t kRangesPerModule = 4;
+constexpr size_t kMaxFramesInFile = 512;
+constexpr size_t kMaxSamplesInFile = 1 << 16;
+
+struct StaticHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t endian_check;
+  uint32_t max_frames;
+  uint32_t max_samples;
+  uint32_t max_modules;
+  uint32_t reserved;
+  uint64_t modules_offset;
+  uint64_t samples_offset;
+  uint64_t module_record_size;
+  uint64_t sample_record_size;
+  uint64_t file_size;
+  uint64_t checksum;  // of the bytes above
+};
+static_assert(sizeof(StaticHeader) <= 256);
+
+struct LiveHeader {
+  uint64_t generation;
+  uint32_t open;         // 1 while a hang is open
+  uint32_t num_records;  // sample records written
+  int64_t pid;
+  int64_t tid;
+  int64_t start_unix_ms;
+  uint32_t threshold_ms;
+  uint32_t sample_interval_ms;
+  uint64_t elapsed_ms;  // time of the last sample
+  uint64_t cpu_us;      // CPU since the pass was first seen, as of the last sample
+  uint32_t samples;
+  uint32_t failed_samples;
+  uint32_t dropped_stacks;
+  uint32_t num_modules;
+  uint64_t modules_checksum;
+  uint64_t checksum;  // of the bytes above
+};
+static_assert(sizeof(LiveHeader) <= 256);
+
+struct ModuleRecord {
+  char path[kPathBytes];
+  char build_id[kBuildIdBytes];
+  uint64_t load_bias;
+  uint32_t num_ranges;
+  uint32_t reserved;
+  uint64_t lo[kRangesPerModule];
+  uint64_t hi[kRangesPerModule];
+};
+
+// Followed by max_frames uint64 frames, then a uint64 checksum of everything before it.
+struct SampleRecordHead {
+  uint32_t t_ms;
+  uint32_t cpu_us;
+  uint8_t kind;  // 0 failed capture, 1 stack, 2 captured but stack table full
+  char state;
+  uint16_t num_frames;
+  uint32_t reserved;
+  uint64_t leaf_key;
+};
+
+uint64_t Checksum(const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+size_t SampleRecordSize(size_t max_frames) {
+  return sizeof(SampleRecordHead) + max_frames * sizeof(uint64_t) + sizeof(uint64_t);
+}
+
+void CopyString(char* dst, size_t cap, const std::string& s) {
+  const size_t n = std::min(s.size(), cap - 1);
+  std::memcpy(dst, s.data(), n);
+  std::memset(dst + n, 0, cap - n);
+}
+
+std::string ReadString(const char* src, size_t cap) { return std::string(src, strnlen(src, cap)); }
+
+}  // namespace
+
+std::unique_ptr<OpenHangFile> OpenHangFile::Create(const std::string& path,
+                                                   const HangLimits& limits, std::string* error) {
+  std::unique_ptr<OpenHangFile> f(new OpenHangFile());
+  f->path_ = path;
+  f->limits_ = limits;
+  f->limits_.max_frames = std::min(limits.max_frames, kMaxFramesInFile);
+  f->limits_.max_timeline = std::min(std::max<size_t>(limits.max_timeline, 1), kMaxSamplesInFile);
+  const size_t record = SampleRecordSize(f->limits_.max_frames);
+  const size_t samples_offset = kModulesOffset + kMaxModules * sizeof(ModuleRecord);
+  f->size_ = samples_offset + f->limits_.max_timeline * record;
+
+  f->fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (f->fd_ < 0) {
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (flock(f->fd_, LOCK_EX | LOCK_NB) != 0) {
+    *error = path + " is in use by another process";
+    return nullptr;
+  }
+  if (ftruncate(f->fd_, static_cast<off_t>(f->size_)) != 0) {
+    *error = "cannot size " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  void* m = mmap(nullptr, f->size_, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd_, 0);
+  if (m == MAP_FAILED) {
+    *error = "cannot map " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  f->map_ = static_cast<unsigned char*>(m);
+  std::memset(f->map_, 0, 1024);
+
+  StaticHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version = kVersion;
+  h.endian_check = kEndianCheck;
+  h.max_frames = static_cast<uint32_t>(f->limits_.max_frames);
+  h.max_samples = static_cast<uint32_t>(f->limits_.max_timeline);
+  h.max_modules = kMaxModules;
+  h.modules_offset = kModulesOffset;
+  h.samples_offset = samples_offset;
+  h.module_record_size = sizeof(ModuleRecord);
+  h.sample_record_size = record;
+  h.file_size = f->size_;
+  h.checksum = Checksum(&h, offsetof(StaticHeader, checksum));
+  std::memcpy(f->map_ + kStaticHeaderOffset, &h, sizeof(h));
+  return f;
+}
+
+OpenHangFile::~OpenHangFile() {
+  if (map_ != nullptr) {
+    if (open_) Clear();
+    munmap(map_, size_);
+  }
+  if (fd_ >= 0) close(fd_);  // releases the lock
+}
+
+void OpenHangFile::WriteLiveHeader(const HangData& hang, bool open) {
+  LiveHeader h{};
+  h.generation = ++generation_;
+  h.open = open ? 1 : 0;
+  h.num_records = records_written_;
+  const HangSummary& s = hang.summary;
+  h.pid = s.pid;
+  h.tid = s.tid;
+  h.start_unix_ms = s.start_unix_ms;
+  h.threshold_ms = s.threshold_ms;
+  h.sample_interval_ms = s.sample_interval_ms;
+  h.elapsed_ms = hang.timeline_size() > 0 ? hang.timeline()[hang.timeline_size() - 1].t_ms : 0;
+  h.cpu_us = cpu_us_;
+  h.samples = s.samples;
+  h.failed_samples = s.failed_samples;
+  h.dropped_stacks = s.dropped_stacks;
+  h.num_modules = num_modules_;
+  h.modules_checksum = modules_checksum_;
+  h.checksum = Checksum(&h, offsetof(LiveHeader, checksum));
+  // Overwrite the older copy; the newer one stays intact if this write is torn.
+  std::memcpy(map_ + kLiveHeaderOffset[generation_ % 2], &h, sizeof(h));
+}
+
+void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
+  if (index >= limits_.max_timeline || index >= hang.timeline_size()) return;
+  const size_t record = SampleRecordSize(limits_.max_frames);
+  unsigned char* p = map_ + kModulesOffset + kMaxModules * sizeof(ModuleRecord) + index * record;
+  const TimelineEntry& t = hang.timeline()[index];
+  SampleRecordHead head{};
+  head.t_ms = t.t_ms;
+  head.cpu_us = t.cpu_us;
+  head.state = t.state;
+  const size_t frames_at = sizeof(SampleRecordHead);
+  std::memset(p + frames_at, 0, limits_.max_frames * sizeof(uint64_t));
+  if (t.stack >= 0) {
+    const auto id = static_cast<uint32_t>(t.stack);
+    const auto& e = hang.stacks().entry(id);
+    head.kind = 1;
+    head.leaf_key = e.leaf_key;
+    head.num_frames = static_cast<uint16_t>(std::min<size_t>(e.num_frames, limits_.max_frames));
+    const uintptr_t* frames = hang.stacks().frames(id);
+    for (size_t i = 0; i < head.num_frames; ++i) {
+      const uint64_t v = frames[i];
+      std::memcpy(p + frames_at + i * sizeof(uint64_t), &v, sizeof(v));
+    }
+  } else {
+    head.kind = 0;
+  }
+  std::memcpy(p, &head, sizeof(head));
+  const size_t body = record - sizeof(uint64_t);
+  const uint64_t sum = Checksum(p, body);
+  std::memcpy(p + body, &sum, sizeof(sum));
+  cpu_us_ += t.cpu_us;
+  records_written_ = static_cast<uint32_t>(index + 1);
+}
+
+void OpenHangFile::Open(const HangData& hang) {
+  // Module table: every module loaded now (the hang's frames can only be in those).
+  auto map = symbols::CurrentModuleMap();
+  auto* records = reinterpret_cast<ModuleRecord*>(map_ + kModulesOffset);
+  num_modules_ = 0;
+  for (const auto& m : map->modules()) {
+    if (num_modules_ == kMaxModules) break;
+    ModuleRecord r{};
+    CopyString(r.path, sizeof(r.path), m.path);
+    CopyString(r.build_id, sizeof(r.build_id), m.build_id);
+    r.load_bias = m.load_bias;
+    r.num_ranges = static_cast<uint32_t>(std::min(m.exec_ranges.size(), kRangesPerModule));
+    for (size_t i = 0; i < r.num_ranges; ++i) {
+      r.lo[i] = m.exec_ranges[i].lo;
+      r.hi[i] = m.exec_ranges[i].hi;
+    }
+    std::memcpy(&records[num_modules_++], &r, sizeof(r));
+  }
+  modules_checksum_ = Checksum(records, num_modules_ * sizeof(ModuleRecord));
+  records_written_ = 0;
+  cpu_us_ = 0;
+  for (size_t i = 0; i < hang.timeline_size(); ++i) WriteSample(i, hang);
+  open_ = true;
+  WriteLiveHeader(hang, true);
+}
+
+void OpenHangFile::AddLastSample(const HangData& hang) {
+  if (!open_) return;
+  if (hang.timeline_size() > records_written_) WriteSample(hang.timeline_size() - 1, hang);
+  WriteLiveHeader(hang, true);
+}
+
+void OpenHangFile::Clear() {
+  open_ = false;
+  records_written_ = 0;
+  LiveHeader h{};
+  h.generation = ++generation_;
+  h.checksum = Checksum(&h, offsetof(LiveHeader, checksum));
+  std::memcpy(map_ + kLiveHeaderOffset[generation_ % 2], &h, sizeof(h));
+}
+
+OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, std::string* error) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return OpenHangReadStatus::kNoOpenHang;
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return OpenHangReadStatus::kInvalid;
+  }
+  std::vector<unsigned char> data;
+  {
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || st.st_size > (1ll << 31)) {
+      close(fd);
+      *error = path + ": not an open-hang file (bad size)";
+      return OpenHangReadStatus::kInvalid;
+    }
+    data.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < data.size()) {
+      const ssize_t n = pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    close(fd);
+    data.resize(got);
+  }
+  auto invalid = [&](const std::string& why) {
+    *error = path + ": " + why;
+    return OpenHangReadStatus::kInvalid;
+  };
+  if (data.empty()) return OpenHangReadStatus::kNoOpenHang;
+  if (data.size() < kModulesOffset) return invalid("not an open-hang file (too short)");
+  StaticHeader sh;
+  std::memcpy(&sh, data.data(), sizeof(sh));
+  if (std::memcmp(sh.magic, kMagic, sizeof(kMagic)) != 0) {
+    return invalid("not an open-hang file (bad magic)");
+  }
+  if (sh.checksum != Checksum(&sh, offsetof(StaticHeader, checksum))) {
+    return invalid("corrupt header (checksum mismatch)");
+  }
+  if (sh.version != kVersion) return invalid("unsupported version " + std::to_string(sh.version));
+  if (sh.endian_check != kEndianCheck) return invalid("written on a machine of other byte order");
+  if (sh.max_frames == 0 || sh.max_frames > kMaxFramesInFile || sh.max_samples == 0 ||
+      sh.max_samples > kMaxSamplesInFile || sh.max_modules > kMaxModules ||
+      sh.module_record_size != sizeof(ModuleRecord) ||
+      sh.sample_record_size != SampleRecordSize(sh.max_frames) ||
+      sh.modules_offset != kModulesOffset ||
+      sh.samples_offset != kModulesOffset + sh.max_modules * sizeof(ModuleRecord) ||
+      sh.file_size != sh.samples_offset + sh.max_samples * sh.sample_record_size ||
+      data.size() < sh.file_size) {
+    return invalid("inconsistent layout");
+  }
+
+  // The newest valid live header.
+  LiveHeader live{};
+  bool have_live = false;
+  for (size_t off : kLiveHeaderOffset) {
+    LiveHeader h;
+    std::memcpy(&h, data.data() + off, sizeof(h));
+    if (h.checksum != Checksum(&h, offsetof(LiveHeader, checksum))) continue;
+    if (!have_live || h.generation > live.generation) {
+      live = h;
+      have_live = true;
+    }
+  }
+  if (!have_live) return invalid("no valid state (both copies torn)");
+  if (live.open == 0) return OpenHangReadStatus::kNoOpenHang;
+  if (live.num_modules > sh.max_modules || live.num_records > sh.max_samples) {
+    return invalid("inconsistent state");
+  }
+
+  // Modules.
+  std::vector<symbols::Module> modules;
+  const unsigned char* mod_base = data.data() + sh.modules_offset;
+  if (live.modules_checksum != Checksum(mod_base, live.num_modules * sizeof(ModuleRecord))) {
+    return invalid("corrupt module table");
+  }
+  for (uint32_t i = 0; i < live.num_modules; ++i) {
+    ModuleRecord r;
+    std::memcpy(&r, mod_base + i * sizeof(ModuleRecord), sizeof(r));
+    symbols::Module m;
+    m.path = ReadString(r.path, sizeof(r.path));
+    m.build_id = ReadString(r.build_id, sizeof(r.build_id));
+    m.load_bias = r.load_bias;
+    for (uint32_t k = 0; k < std::min<uint32_t>(r.num_ranges, kRangesPerModule); ++k) {
+      if (r.lo[k] < r.hi[k]) m.exec_ranges.push_back({r.lo[k], r.hi[k]});
+    }
+    modules.push_back(std::move(m));
+  }
+
+  // Samples, until the first torn one.
+  HangLimits limits;
+  limits.max_frames = sh.max_frames;
+  limits.max_timeline = sh.max_samples;
+  limits.max_unique_stacks = std::max<size_t>(live.num_records, 1);
+  HangData hang(limits);
+  std::vector<uintptr_t> frames(sh.max_frames);
+  uint64_t cpu_us = 0;
+  for (uint32_t i = 0; i < live.num_records; ++i) {
+    const unsigned char* p = data.data() + sh.samples_offset + i * sh.sample_record_size;
+    const size_t body = sh.sample_record_size - sizeof(uint64_t);
+    uint64_t sum;
+    std::memcpy(&sum, p + body, sizeof(sum));
+    if (sum != Checksum(p, body)) break;
+    SampleRecordHead head;
+    std::memcpy(&head, p, sizeof(head));
+    const size_t n = std::min<size_t>(head.num_frames, sh.max_frames);
+    for (size_t k = 0; k < n; ++k) {
+      uint64_t v;
+      std::memcpy(&v, p + sizeof(head) + k * sizeof(uint64_t), sizeof(v));
+      frames[k] = static_cast<uintptr_t>(v);
+    }
+    const bool ok = head.kind != 0;
+    hang.AddSample(head.t_ms, head.kind == 1 ? frames.data() : nullptr, head.kind == 1 ? n : 0,
+                   static_cast<uintptr_t>(head.leaf_key), uint64_t{head.cpu_us} * 1000, head.state,
+                   ok);
+    cpu_us += head.cpu_us;
+  }
+  HangSummary& s = hang.summary;
+  s.pid = live.pid;
+  s.tid = live.tid;
+  s.start_unix_ms = live.start_unix_ms;
+  s.threshold_ms = live.threshold_ms;
+  s.sample_interval_ms = live.sample_interval_ms;
+  s.duration_ns = live.elapsed_ms * 1'000'000;
+  // CPU from the recorded samples' deltas: the first sample's delta covers the pass from its
+  // first sighting, so the sum spans [0, last sample].
+  s.cpu_ns = std::min<uint64_t>(cpu_us * 1000, s.duration_ns);
+  s.cpu_known = hang.timeline_size() > 0;
+  s.samples = std::max(s.samples, live.samples);
+  s.failed_samples = std::max(s.failed_samples, live.failed_samples);
+  s.dropped_stacks = std::max(s.dropped_stacks, live.dropped_stacks);
+  s.fatal = true;
+
+  MaterializeOptions options;
+  options.modules = std::make_shared<const symbols::ModuleMap>(std::move(modules));
+  options.addresses_are_local = false;
+  options.process = "";
+  for (const auto& m : options.modules->modules()) {
+    if (!m.path.empty()) {
+      options.process = m.path;  // the first module is the main program
+      break;
+    }
+  }
+  *out = Materialize(hang, options);
+  return OpenHangReadStatus::kFound;
+}
+
+}  // namespace hangwatch::agent

@@ -1,0 +1,77 @@
+// The open-hang file: the hang in progress and its samples, in a memory-mapped file updated at
+// each sample, so that a hang that kills the process (SIGKILL from a system watchdog, a user
+// giving up) is reported as fatal by the next start of the agent or by `hangwatch report`.
+//
+// Fixed binary layout (native byte order; read on the machine that wrote it):
+//   [0, 256)      StaticHeader: magic "HWOPENHG", version, capacities, region offsets, checksum
+//   [256, 512)    LiveHeader copy 0
+//   [512, 768)    LiveHeader copy 1
+//   modules       max_modules ModuleRecords (path, build-id, load bias, executable ranges)
+//   samples       max_samples SampleRecords (t, CPU delta, state, leaf key, frames), each with
+//                 its own checksum
+// Writes never go in place over the newest valid state: a sample record is written, then the
+// live header copy that is NOT the newest is rewritten with generation + 1 and its checksum.
+// A reader takes the valid copy with the highest generation and stops at the first sample
+// whose checksum fails, so a write torn by the process dying loses at most that sample.
+#ifndef HANGWATCH_AGENT_OPEN_HANG_FILE_H_
+#define HANGWATCH_AGENT_OPEN_HANG_FILE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "agent/hang_data.h"
+#include "hangwatch/hang_record.h"
+
+namespace hangwatch::agent {
+
+class OpenHangFile {
+ public:
+  // Creates or reuses `path` (mode 0600), sized for `limits`, and takes an exclusive lock on it
+  // (another live process using the same path makes this fail). Any previous content is
+  // discarded: read it first with ReadOpenHangFile().
+  static std::unique_ptr<OpenHangFile> Create(const std::string& path, const HangLimits& limits,
+                                              std::string* error);
+  ~OpenHangFile();  // marks the file empty, unmaps, unlocks
+  OpenHangFile(const OpenHangFile&) = delete;
+  OpenHangFile& operator=(const OpenHangFile&) = delete;
+
+  // The hang crossed the threshold: writes the module table and every sample so far.
+  void Open(const HangData& hang);
+  // Writes the newest sample of `hang` (its last timeline entry) and the counters.
+  void AddLastSample(const HangData& hang);
+  // The hang closed (or was dropped): the file holds no open hang any more.
+  void Clear();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  OpenHangFile() = default;
+  void WriteSample(size_t index, const HangData& hang);
+  void WriteLiveHeader(const HangData& hang, bool open);
+
+  std::string path_;
+  int fd_ = -1;
+  unsigned char* map_ = nullptr;
+  size_t size_ = 0;
+  HangLimits limits_;
+  uint64_t generation_ = 0;
+  uint32_t num_modules_ = 0;
+  uint64_t modules_checksum_ = 0;
+  uint32_t records_written_ = 0;
+  uint64_t cpu_us_ = 0;
+  bool open_ = false;
+};
+
+enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };
+
+// Reads `path`. kFound: *out is the fatal hang (fatal = true, duration = time of the last
+// sample, a lower bound), with frames resolved against the module table of the process that
+// died and symbolized when the same build is loaded in this process. kNoOpenHang: the file is
+// valid but holds no open hang (or does not exist). kInvalid: *error says why.
+OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, std::string* error);
+
+}  // namespace hangwatch::agent
+
+#endif  // HANGWATCH_AGENT_OPEN_HANG_FILE_H_

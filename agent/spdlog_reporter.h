@@ -1,0 +1,30 @@
+// The spdlog sink: one WARN line per hang (duration, CPU %, class, samples, fingerprint),
+// followed by the dominant stack, one INFO line per frame.
+#ifndef HANGWATCH_AGENT_SPDLOG_REPORTER_H_
+#define HANGWATCH_AGENT_SPDLOG_REPORTER_H_
+
+#include <memory>
+#include <string>
+
+#include "hangwatch/hang_record.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace hangwatch::agent {
+
+// The logger named "hangwatch" from spdlog's registry, created (stderr, colored when a
+// terminal) on first use.
+std::shared_ptr<spdlog::logger> DefaultLogger();
+
+// The WARN line, without the stack (tests and the CLI reuse it).
+std::string HangSummaryLine(const HangRecord& record);
+// "#3 0x55d0c0a01234 Foo::Bar() (demo+0x1234)"
+std::string FrameLine(size_t index, const Frame& frame);
+
+void LogHang(spdlog::logger& logger, const HangRecord& record);
+
+}  // namespace hangwatch::agent
+
+#endif  // HANGWATCH_AGENT_SPDLOG_REPORTER_H_
