@@ -51,12 +51,21 @@ void HangData::AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintp
   }
 }
 
-HangClass HangData::Classify(uint64_t cpu_ns, uint64_t duration_ns, bool cpu_known) {
+HangClass HangData::Classify(uint64_t cpu_ns, uint64_t duration_ns, bool cpu_known,
+                             uint32_t running_samples, uint32_t state_samples) {
   if (!cpu_known || duration_ns == 0) return HangClass::kUnknown;
-  const double share = static_cast<double>(cpu_ns) / static_cast<double>(duration_ns);
-  if (share >= 0.7) return HangClass::kBusy;
-  if (share <= 0.3) return HangClass::kBlocked;
+  const double cpu = static_cast<double>(cpu_ns) / static_cast<double>(duration_ns);
+  const bool have_states = state_samples >= 3;
+  const double runnable =
+      have_states ? static_cast<double>(running_samples) / static_cast<double>(state_samples) : 0;
+  if (cpu >= 0.7 || (have_states && runnable >= 0.8)) return HangClass::kBusy;
+  if (cpu <= 0.3 && (!have_states || runnable <= 0.2)) return HangClass::kBlocked;
   return HangClass::kMixed;
+}
+
+HangClass HangData::Class() const {
+  return Classify(summary.cpu_ns, summary.duration_ns, summary.cpu_known, summary.running_samples,
+                  summary.state_samples);
 }
 
 uint32_t HangData::CpuPercent() const {

@@ -59,8 +59,15 @@ class HangData {
   size_t timeline_size() const { return timeline_size_; }
   const HangLimits& limits() const { return limits_; }
 
-  // busy / blocked / mixed from the CPU share (unknown without a CPU figure).
-  static HangClass Classify(uint64_t cpu_ns, uint64_t duration_ns, bool cpu_known);
+  // busy / blocked / mixed from the CPU share and, when at least 3 samples carry a scheduler
+  // state, the share of samples that found the thread runnable ('R'): a computation starved of
+  // CPU by other load is still a computation (busy), a thread asleep is waiting.
+  //   busy:    CPU >= 70 %, or runnable in >= 80 % of the samples
+  //   blocked: CPU <= 30 % and runnable in <= 20 % of the samples
+  //   mixed:   anything else; unknown without a CPU figure.
+  static HangClass Classify(uint64_t cpu_ns, uint64_t duration_ns, bool cpu_known,
+                            uint32_t running_samples = 0, uint32_t state_samples = 0);
+  HangClass Class() const;
   uint32_t CpuPercent() const;
 
  private:

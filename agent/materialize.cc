@@ -115,7 +115,7 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
   r.duration_ms = s.duration_ns / 1'000'000;
   r.cpu_ms = s.cpu_known ? s.cpu_ns / 1'000'000 : 0;
   r.cpu_percent = hang.CpuPercent();
-  r.hang_class = HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known);
+  r.hang_class = hang.Class();
   r.stopped_ms = s.stopped_ns / 1'000'000;
   r.threshold_ms = s.threshold_ms;
   r.sample_interval_ms = s.sample_interval_ms;

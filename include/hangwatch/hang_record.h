@@ -17,8 +17,8 @@ namespace hangwatch {
 // What the main thread was doing during the hang, from its CPU time and scheduler states.
 enum class HangClass : uint8_t {
   kUnknown = 0,  // no CPU figure (e.g. a fatal hang without samples)
-  kBusy,         // on CPU most of the time (>= 70 %): a computation
-  kBlocked,      // waiting most of the time (<= 30 %): a lock, I/O, a sleep
+  kBusy,         // a computation: on CPU >= 70 % of the time, or runnable in >= 80 % of samples
+  kBlocked,      // waiting: CPU <= 30 % and runnable in <= 20 % of samples (a lock, I/O, a sleep)
   kMixed,        // in between
 };
 // "busy", "blocked", "mixed", "unknown".

@@ -61,6 +61,11 @@ TEST(HangDataTest, Classify) {
   EXPECT_EQ(HangData::Classify(5, 100, true), HangClass::kBlocked);
   EXPECT_EQ(HangData::Classify(50, 100, true), HangClass::kMixed);
   EXPECT_EQ(HangData::Classify(50, 100, false), HangClass::kUnknown);
+  // Runnable in every sample but starved of CPU by other load: still a computation.
+  EXPECT_EQ(HangData::Classify(40, 100, true, 10, 10), HangClass::kBusy);
+  // Little CPU but often runnable: not clearly waiting.
+  EXPECT_EQ(HangData::Classify(20, 100, true, 5, 10), HangClass::kMixed);
+  EXPECT_EQ(HangData::Classify(20, 100, true, 1, 10), HangClass::kBlocked);
 }
 
 }  // namespace

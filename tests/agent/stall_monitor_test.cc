@@ -5,8 +5,8 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <new>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "tests/agent/fakes.h"
@@ -146,7 +146,9 @@ TEST(StallMonitorTest, HangKeepsEarlySamplesAndMeasuresDuration) {
   EXPECT_EQ(hangs[0]->stacks().size(), 1u);
   EXPECT_EQ(hangs[0]->stacks().entry(0).count, s.samples);
   EXPECT_TRUE(s.cpu_known);
-  EXPECT_EQ(HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known), HangClass::kBusy);
+  EXPECT_EQ(
+      HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known, s.running_samples, s.state_samples),
+      HangClass::kBusy);
   // The first sample's CPU delta covers the pass from its first sighting (50 ms); every later
   // one covers one sample interval (busy).
   EXPECT_EQ(hangs[0]->timeline()[0].cpu_us, 50'000u);
@@ -159,7 +161,9 @@ TEST(StallMonitorTest, BlockedHangIsClassifiedBlocked) {
   h.Pass(300 * kMs);
   ASSERT_EQ(h.listener.closed, 1);
   const HangSummary& s = h.listener.last_summary;
-  EXPECT_EQ(HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known), HangClass::kBlocked);
+  EXPECT_EQ(
+      HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known, s.running_samples, s.state_samples),
+      HangClass::kBlocked);
   EXPECT_EQ(s.running_samples, 0u);
 }
 
@@ -221,7 +225,9 @@ TEST(StallMonitorTest, StoppedTimeIsNotCountedInAHang) {
   EXPECT_GE(s.duration_ns, 300 * kMs);
   EXPECT_LE(s.duration_ns, 320 * kMs);
   EXPECT_GE(s.stopped_ns, 1'990 * kMs);
-  EXPECT_EQ(HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known), HangClass::kBusy);
+  EXPECT_EQ(
+      HangData::Classify(s.cpu_ns, s.duration_ns, s.cpu_known, s.running_samples, s.state_samples),
+      HangClass::kBusy);
 }
 
 TEST(StallMonitorTest, StarvedWatchdogWhileMainThreadRunsIsNotStoppedTime) {
