@@ -1,7 +1,6 @@
 // ElfSymbolTable: reading .symtab / .dynsym / .gnu_debugdata with libelf.
 #include "symbols/elf_symbol_table.h"
 
-#include <cxxabi.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -14,23 +13,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "symbols/demangle.h"
 #include "symbols/elf_file.h"
 
 namespace hangwatch::symbols {
-
-std::string Demangle(std::string_view mangled) {
-  if (mangled.size() < 2 || mangled[0] != '_' || mangled[1] != 'Z') return std::string(mangled);
-  std::string z(mangled);
-  int status = 0;
-  char* out = abi::__cxa_demangle(z.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) {
-    std::free(out);
-    return z;
-  }
-  std::string result(out);
-  std::free(out);
-  return result;
-}
 
 namespace {
 

@@ -49,7 +49,7 @@ class ElfSymbolTable {
   const Symbol* Find(uint64_t vaddr) const;
 
   std::string_view MangledName(const Symbol& s) const;
-  // Demangled with the Itanium C++ ABI demangler; the mangled name when it is not C++.
+  // Demangled (symbols/demangle.h); the mangled name when it is not C++.
   std::string_view DemangledName(const Symbol& s) const;
 
   size_t size() const { return symbols_.size(); }
@@ -65,9 +65,6 @@ class ElfSymbolTable {
   // One slot per symbol: nullptr until demangled; then a heap string owned by this table.
   std::unique_ptr<std::atomic<const std::string*>[]> demangled_;
 };
-
-// Demangles an Itanium C++ ABI name; returns `mangled` unchanged when it is not one.
-std::string Demangle(std::string_view mangled);
 
 }  // namespace hangwatch::symbols
 

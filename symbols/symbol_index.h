@@ -1,0 +1,93 @@
+// SymbolIndex: answers address -> inlined frames (function, file, line, column) from an index
+// built by BuildSymbolIndex (symbol_index_builder.h), memory-mapped or in memory.
+//
+// The answers follow llvm-symbolizer's rules so that `hangwatch symbolize` prints the same
+// lines: the unit that covers the address, its innermost subprogram or inlined subroutine and
+// the parent chain up to the subprogram, the line-table row for the innermost frame, the call
+// site of each inlined frame for the frame above it, and the ELF symbol table's name for the
+// outermost frame.
+//
+// Every offset read from the file is bounds-checked: a truncated or hostile index gives "??"
+// answers or an error from Open, never a crash or an endless loop.
+#ifndef HANGWATCH_SYMBOLS_SYMBOL_INDEX_H_
+#define HANGWATCH_SYMBOLS_SYMBOL_INDEX_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "symbols/symbol_index_format.h"
+
+namespace hangwatch::symbols {
+
+// One frame of an answer. An empty view means unknown ("??" in llvm-symbolizer's output).
+struct SourceFrame {
+  std::string_view function;
+  std::string_view file;
+  uint32_t line = 0;
+  uint32_t column = 0;
+};
+
+// The frames for one address, innermost first; never empty after Lookup. Reuse one object
+// across lookups to avoid allocations. Views point into the index or into `owned`.
+struct SymbolizedAddress {
+  std::vector<SourceFrame> frames;
+  std::deque<std::string> owned;  // names demangled on demand
+  void Clear() {
+    frames.clear();
+    owned.clear();
+  }
+};
+
+class SymbolIndex {
+ public:
+  // Maps an index file. Errors: missing, unreadable, not an index, wrong version, truncated.
+  static absl::StatusOr<std::unique_ptr<SymbolIndex>> Open(const std::string& path);
+  // Takes ownership of an index image (e.g. fresh from the builder).
+  static absl::StatusOr<std::unique_ptr<SymbolIndex>> FromBytes(std::string bytes);
+
+  ~SymbolIndex();
+  SymbolIndex(const SymbolIndex&) = delete;
+  SymbolIndex& operator=(const SymbolIndex&) = delete;
+
+  // `addr` is an ELF virtual address of the module (ModuleAddress::offset); pass return
+  // address - 1 for return addresses, as llvm-symbolizer's callers do.
+  void Lookup(uint64_t addr, SymbolizedAddress* out) const;
+
+  std::string_view build_id() const { return build_id_; }
+  bool has_dwarf() const;
+  size_t size_bytes() const { return size_; }
+
+ private:
+  SymbolIndex() = default;
+  absl::Status Validate();
+  template <typename T>
+  const T* Table(index_format::Section s) const {
+    return reinterpret_cast<const T*>(data_ + header_->sections[s].offset);
+  }
+  uint64_t Count(index_format::Section s) const { return header_->sections[s].count; }
+  std::string_view String(uint32_t offset) const;
+  // The unit-local file index -> path, or empty.
+  std::string_view UnitFile(const index_format::CuInfo& cu, uint32_t local) const;
+  bool FindLine(const index_format::CuInfo& cu, uint64_t addr, SourceFrame* frame) const;
+  const index_format::SymbolEntry* FindSymbol(uint64_t addr) const;
+
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+  void* mapping_ = nullptr;  // munmap on destruction when mapped
+  std::string owned_;        // or the bytes themselves
+  const index_format::Header* header_ = nullptr;
+  std::string_view build_id_;
+};
+
+// Appends llvm-symbolizer's default output for one address: per frame the function name, then
+// "file:line:column", unknowns as "??" and "??:0:0"; then an empty line.
+void AppendLlvmStyle(const SymbolizedAddress& address, std::string* out);
+
+}  // namespace hangwatch::symbols
+
+#endif  // HANGWATCH_SYMBOLS_SYMBOL_INDEX_H_

@@ -1,0 +1,681 @@
+// BuildSymbolIndex: DWARF (libdw) + ELF symbols (libelf) -> index image.
+//
+// The rules reproduce llvm-symbolizer's (LLVM 14 DWARFContext / SymbolizableObjectFile) so that
+// answers are identical: which unit covers an address (aranges, else the unit's ranges, overlaps
+// to the lowest unit), the innermost subroutine DIE (the "address -> DIE" map LLVM builds by
+// inserting each subprogram / inlined subroutine range over its parents'), names (linkage name
+// through abstract_origin / specification, else DW_AT_name, demangled), file paths (include
+// directory and compilation directory joined as LLVM does), line rows (the last row at or below
+// the address in its sequence), and the symbol table (LLVM's filter and tie-breaking).
+#include "symbols/symbol_index_builder.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "symbols/demangle.h"
+#include "symbols/dwarf_image.h"
+#include "symbols/elf_file.h"
+#include "symbols/symbol_index_format.h"
+
+namespace hangwatch::symbols {
+
+using namespace index_format;  // NOLINT(build/namespaces)
+
+namespace {
+
+// Hostile DWARF can nest DIEs arbitrarily deep; real code stays far below this.
+constexpr int kMaxDieDepth = 512;
+
+// ---------------------------------------------------------------- paths, as LLVM joins them
+
+bool IsAbsolute(std::string_view p) { return !p.empty() && p[0] == '/'; }
+
+// llvm::sys::path::append for POSIX paths: one separator between components.
+void AppendPath(std::string* path, std::string_view component) {
+  if (component.empty()) return;
+  const bool path_has_sep = !path->empty() && path->back() == '/';
+  if (path_has_sep) {
+    size_t skip = component.find_first_not_of('/');
+    if (skip == std::string_view::npos) return;
+    path->append(component.substr(skip));
+    return;
+  }
+  if (!path->empty() && component[0] != '/') path->push_back('/');
+  path->append(component);
+}
+
+// libdw joins a file's directory and name; a relative result is relative to the compilation
+// directory, which LLVM prepends.
+std::string AbsoluteFile(const char* name, const char* comp_dir) {
+  if (name == nullptr) return {};
+  if (IsAbsolute(name) || comp_dir == nullptr) return name;
+  std::string out;
+  AppendPath(&out, comp_dir);
+  AppendPath(&out, name);
+  return out;
+}
+
+// ---------------------------------------------------------------- one compilation unit
+
+struct UnitResult {
+  bool read = false;
+  std::vector<std::string> files;  // unit-local file index -> path ("" = invalid index)
+  std::vector<std::string> names;  // unit-local names (demangled)
+  struct LocalNode {
+    uint32_t name, parent, call_file, call_line, call_column;
+  };
+  std::vector<LocalNode> nodes;
+  struct Range {
+    uint64_t lo, hi;
+    uint32_t node;
+  };
+  std::vector<Range> map;  // sorted by lo
+  struct Row {
+    uint64_t addr;
+    uint32_t file;  // 0 = end of sequence, else local file + 1
+    uint32_t line, column;
+  };
+  std::vector<Row> rows;  // sorted by addr, one per address
+};
+
+// Demangling is the most expensive step per name: remember results per thread.
+class NameCache {
+ public:
+  const std::string& Get(const char* mangled) {
+    auto [it, inserted] = cache_.try_emplace(mangled);
+    if (inserted) it->second = Demangle(mangled);
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<std::string, std::string> cache_;
+};
+
+class UnitReader {
+ public:
+  UnitReader(NameCache* names, UnitResult* out) : names_(names), out_(out) {}
+
+  void Read(Dwarf_Die* cudie, int version) {
+    out_->read = true;
+    const char* comp_dir = nullptr;
+    Dwarf_Attribute attr;
+    if (dwarf_attr(cudie, DW_AT_comp_dir, &attr) != nullptr) comp_dir = dwarf_formstring(&attr);
+    ReadFiles(cudie, version, comp_dir);
+    ReadLines(cudie);
+    // Split DWARF: the DIEs live in the .dwo unit when libdw found it; lines stay here.
+    Dwarf_Die subdie;
+    uint8_t unit_type = 0;
+    Dwarf_Die* tree = cudie;
+    if (cudie->cu != nullptr &&
+        dwarf_cu_info(cudie->cu, nullptr, &unit_type, nullptr, &subdie, nullptr, nullptr,
+                      nullptr) == 0 &&
+        unit_type == DW_UT_skeleton && subdie.addr != nullptr) {
+      tree = &subdie;
+    }
+    Walk(tree, nullptr, 0);
+    for (const auto& [lo, entry] : map_) {
+      out_->map.push_back({lo, entry.first, entry.second});
+    }
+  }
+
+ private:
+  struct Pending {
+    Dwarf_Die die;
+    uint32_t node;
+    Pending* parent;  // enclosing subroutine in the inline chain; null for subprograms
+  };
+
+  void ReadFiles(Dwarf_Die* cudie, int version, const char* comp_dir) {
+    Dwarf_Files* files = nullptr;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0) return;
+    for (size_t i = 0; i < nfiles; ++i) {
+      const char* name = dwarf_filesrc(files, i, nullptr, nullptr);
+      // Before DWARF 5, file 0 does not exist (libdw puts a placeholder there).
+      const bool valid = name != nullptr && (version >= 5 || i > 0);
+      file_index_[name] = static_cast<uint32_t>(out_->files.size());
+      out_->files.push_back(valid ? AbsoluteFile(name, comp_dir) : std::string());
+    }
+    comp_dir_ = comp_dir;
+  }
+
+  uint32_t FileOf(Dwarf_Line* line) {
+    const char* name = dwarf_linesrc(line, nullptr, nullptr);
+    auto it = file_index_.find(name);
+    if (it != file_index_.end()) return it->second;
+    const auto idx = static_cast<uint32_t>(out_->files.size());
+    file_index_[name] = idx;
+    out_->files.push_back(name == nullptr ? std::string() : AbsoluteFile(name, comp_dir_));
+    return idx;
+  }
+
+  void ReadLines(Dwarf_Die* cudie) {
+    Dwarf_Lines* lines = nullptr;
+    size_t n = 0;
+    if (dwarf_getsrclines(cudie, &lines, &n) != 0) return;
+    auto& rows = out_->rows;
+    rows.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      Dwarf_Line* l = dwarf_onesrcline(lines, i);
+      Dwarf_Addr addr;
+      if (l == nullptr || dwarf_lineaddr(l, &addr) != 0) continue;
+      bool end = false;
+      dwarf_lineendsequence(l, &end);
+      UnitResult::Row row{addr, 0, 0, 0};
+      if (!end) {
+        int line = 0, col = 0;
+        dwarf_lineno(l, &line);
+        dwarf_linecol(l, &col);
+        row.file = FileOf(l) + 1;
+        row.line = static_cast<uint32_t>(line);
+        row.column = static_cast<uint32_t>(col);
+      }
+      // Rows sharing an address: the last one answers (LLVM takes the last row at or below
+      // the address; libdw sorts an end-of-sequence before a new sequence's first row).
+      if (!rows.empty() && rows.back().addr == addr) {
+        rows.back() = row;
+      } else if (!rows.empty() && rows.back().addr > addr) {
+        continue;  // overlapping sequences (discarded code): keep the first
+      } else {
+        rows.push_back(row);
+      }
+    }
+    // Rows that repeat the previous answer add nothing.
+    size_t kept = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (kept > 0) {
+        const auto& p = rows[kept - 1];
+        const auto& r = rows[i];
+        if (p.file == r.file && p.line == r.line && p.column == r.column) continue;
+      }
+      rows[kept++] = rows[i];
+    }
+    rows.resize(kept);
+  }
+
+  const char* Name(Dwarf_Die* die) {
+    Dwarf_Attribute attr;
+    for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name}) {
+      if (dwarf_attr_integrate(die, at, &attr) != nullptr) {
+        if (const char* s = dwarf_formstring(&attr)) return s;
+      }
+    }
+    return nullptr;
+  }
+
+  static uint32_t Udata(Dwarf_Die* die, int at) {
+    Dwarf_Attribute attr;
+    Dwarf_Word v = 0;
+    if (dwarf_attr(die, at, &attr) == nullptr || dwarf_formudata(&attr, &v) != 0) return 0;
+    return v > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(v);
+  }
+
+  uint32_t Materialize(Pending* p) {
+    if (p->node != kNone) return p->node;
+    const uint32_t parent = p->parent != nullptr ? Materialize(p->parent) : kNone;
+    UnitResult::LocalNode node{kNone, parent, 0, 0, 0};
+    if (const char* name = Name(&p->die)) {
+      auto [it, inserted] = name_index_.try_emplace(name, 0);
+      if (inserted) {
+        it->second = static_cast<uint32_t>(out_->names.size());
+        out_->names.push_back(names_->Get(name));
+      }
+      node.name = it->second;
+    }
+    node.call_file = Udata(&p->die, DW_AT_call_file);
+    node.call_line = Udata(&p->die, DW_AT_call_line);
+    node.call_column = Udata(&p->die, DW_AT_call_column);
+    p->node = static_cast<uint32_t>(out_->nodes.size());
+    out_->nodes.push_back(node);
+    return p->node;
+  }
+
+  // LLVM's DWARFUnit::updateAddressDieMap insertion: a range inserted inside an existing one
+  // splits it; parents are inserted before children.
+  void Insert(uint64_t lo, uint64_t hi, uint32_t node) {
+    auto b = map_.upper_bound(lo);
+    if (b != map_.begin() && lo < (--b)->second.first) {
+      if (hi < b->second.first) map_[hi] = b->second;
+      if (lo > b->first) b->second.first = lo;
+    }
+    map_[lo] = {hi, node};
+  }
+
+  void Walk(Dwarf_Die* parent, Pending* sub, int depth) {
+    if (depth > kMaxDieDepth || dwarf_haschildren(parent) <= 0) return;
+    Dwarf_Die child;
+    if (dwarf_child(parent, &child) != 0) return;
+    do {
+      const int tag = dwarf_tag(&child);
+      if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+        Pending p{child, kNone, tag == DW_TAG_subprogram ? nullptr : sub};
+        ptrdiff_t off = 0;
+        Dwarf_Addr base, start, end;
+        while ((off = dwarf_ranges(&p.die, off, &base, &start, &end)) > 0) {
+          if (start < end) Insert(start, end, Materialize(&p));
+        }
+        Walk(&child, &p, depth + 1);
+      } else {
+        Walk(&child, sub, depth + 1);
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  NameCache* names_;
+  UnitResult* out_;
+  const char* comp_dir_ = nullptr;
+  std::unordered_map<const char*, uint32_t> file_index_;
+  std::unordered_map<std::string_view, uint32_t> name_index_;
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> map_;
+};
+
+// ---------------------------------------------------------------- units and their ranges
+
+struct UnitRef {
+  Dwarf_Off die_offset;
+  int version;
+};
+
+struct Endpoint {
+  uint64_t addr;
+  uint32_t unit;
+  bool start;
+  bool operator<(const Endpoint& o) const { return addr < o.addr; }
+};
+
+// LLVM's DWARFDebugAranges::construct: sweep the endpoints; an address covered by several units
+// belongs to the lowest one, extending the previous range when possible.
+std::vector<CuRange> SweepRanges(std::vector<Endpoint> endpoints) {
+  std::stable_sort(endpoints.begin(), endpoints.end());
+  std::multiset<uint32_t> valid;
+  std::vector<CuRange> out;
+  uint64_t prev = ~uint64_t{0};
+  for (const Endpoint& e : endpoints) {
+    if (prev < e.addr && !valid.empty()) {
+      if (!out.empty() && out.back().hi == prev && valid.count(out.back().cu) != 0) {
+        out.back().hi = e.addr;
+      } else {
+        out.push_back({prev, e.addr, *valid.begin(), 0});
+      }
+    }
+    if (e.start) {
+      valid.insert(e.unit);
+    } else if (auto it = valid.find(e.unit); it != valid.end()) {
+      valid.erase(it);
+    }
+    prev = e.addr;
+  }
+  return out;
+}
+
+void CollectUnits(Dwarf* dbg, std::vector<UnitRef>* units, std::vector<CuRange>* ranges) {
+  std::unordered_map<Dwarf_Off, uint32_t> by_offset;
+  std::vector<Endpoint> endpoints;
+  std::vector<Dwarf_Die> dies;
+  Dwarf_CU* cu = nullptr;
+  Dwarf_Half version = 0;
+  uint8_t unit_type = 0;
+  Dwarf_Die cudie;
+  while (dwarf_get_units(dbg, cu, &cu, &version, &unit_type, &cudie, nullptr) == 0) {
+    if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
+    const Dwarf_Off off = dwarf_dieoffset(&cudie);
+    by_offset[off] = static_cast<uint32_t>(units->size());
+    units->push_back({off, version});
+    dies.push_back(cudie);
+  }
+  std::vector<bool> in_aranges(units->size(), false);
+  Dwarf_Aranges* aranges = nullptr;
+  size_t naranges = 0;
+  if (dwarf_getaranges(dbg, &aranges, &naranges) == 0) {
+    for (size_t i = 0; i < naranges; ++i) {
+      Dwarf_Addr start;
+      Dwarf_Word length;
+      Dwarf_Off die_off;
+      if (dwarf_getarangeinfo(dwarf_onearange(aranges, i), &start, &length, &die_off) != 0) {
+        continue;
+      }
+      auto it = by_offset.find(die_off);
+      if (it == by_offset.end()) continue;
+      in_aranges[it->second] = true;
+      if (length > 0 && start + length > start) {
+        endpoints.push_back({start, it->second, true});
+        endpoints.push_back({start + length, it->second, false});
+      }
+    }
+  }
+  for (uint32_t u = 0; u < units->size(); ++u) {
+    if (in_aranges[u]) continue;
+    ptrdiff_t off = 0;
+    Dwarf_Addr base, start, end;
+    while ((off = dwarf_ranges(&dies[u], off, &base, &start, &end)) > 0) {
+      if (start < end) {
+        endpoints.push_back({start, u, true});
+        endpoints.push_back({end, u, false});
+      }
+    }
+  }
+  *ranges = SweepRanges(std::move(endpoints));
+}
+
+// ---------------------------------------------------------------- the ELF symbol table
+
+struct RawSymbol {
+  uint64_t addr, size;
+  std::string_view name;
+  std::string_view file;  // local symbols: the STT_FILE before them in the table
+};
+
+// LLVM's SymbolizableObjectFile: .symtab (else .dynsym); function, object, notype and ifunc
+// symbols defined in a section; sorted by (address, size), the last one per address.
+std::vector<RawSymbol> ReadSymbols(Elf* elf) {
+  std::vector<RawSymbol> out;
+  for (Elf64_Word type : {SHT_SYMTAB, SHT_DYNSYM}) {
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (data == nullptr || data->d_buf == nullptr || shdr.sh_entsize == 0) continue;
+      const size_t count = data->d_size / shdr.sh_entsize;
+      std::string_view file;
+      for (size_t i = 1; i < count; ++i) {
+        GElf_Sym sym;
+        if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
+        const int st_type = GELF_ST_TYPE(sym.st_info);
+        if (st_type == STT_FILE) {
+          const char* f = elf_strptr(elf, shdr.sh_link, sym.st_name);
+          file = f != nullptr ? f : "";
+          continue;
+        }
+        if (st_type != STT_NOTYPE && st_type != STT_FUNC && st_type != STT_OBJECT &&
+            st_type != STT_GNU_IFUNC) {
+          continue;
+        }
+        if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
+        const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        if (name == nullptr) continue;
+        out.push_back({sym.st_value, sym.st_size, name,
+                       GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : std::string_view()});
+      }
+    }
+    if (!out.empty()) break;  // .dynsym only when .symtab gave nothing
+  }
+  // Ties on (address, size) keep table order; the last one wins (aliases: the global, which
+  // follows the locals in a symbol table).
+  std::stable_sort(out.begin(), out.end(), [](const RawSymbol& a, const RawSymbol& b) {
+    return a.addr != b.addr ? a.addr < b.addr : a.size < b.size;
+  });
+  size_t kept = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (kept > 0 && out[kept - 1].addr == out[i].addr) {
+      out[kept - 1] = out[i];
+    } else {
+      out[kept++] = out[i];
+    }
+  }
+  out.resize(kept);
+  return out;
+}
+
+// ---------------------------------------------------------------- serialization
+
+class StringTable {
+ public:
+  StringTable() { Add(""); }
+  uint32_t Add(std::string_view s) {
+    auto [it, inserted] = offsets_.try_emplace(std::string(s), 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(bytes_.size());
+      bytes_.append(s);
+      bytes_.push_back('\0');
+    }
+    return it->second;
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::unordered_map<std::string, uint32_t> offsets_;
+  std::string bytes_;
+};
+
+void PutUleb(std::string* out, uint64_t v) {
+  do {
+    uint8_t b = v & 0x7f;
+    v >>= 7;
+    if (v != 0) b |= 0x80;
+    out->push_back(static_cast<char>(b));
+  } while (v != 0);
+}
+
+void PutSleb(std::string* out, int64_t v) {
+  bool more = true;
+  while (more) {
+    uint8_t b = v & 0x7f;
+    v >>= 7;  // arithmetic shift
+    if ((v == 0 && (b & 0x40) == 0) || (v == -1 && (b & 0x40) != 0)) {
+      more = false;
+    } else {
+      b |= 0x80;
+    }
+    out->push_back(static_cast<char>(b));
+  }
+}
+
+class ImageWriter {
+ public:
+  ImageWriter() { image_.resize(sizeof(Header)); }
+  template <typename T>
+  void Put(Section s, const std::vector<T>& v) {
+    PutBytes(s, v.data(), v.size() * sizeof(T), v.size());
+  }
+  void PutBytes(Section s, const void* p, size_t bytes, size_t count) {
+    image_.resize((image_.size() + 7) & ~size_t{7});
+    header_.sections[s] = {image_.size(), count};
+    image_.append(static_cast<const char*>(p), bytes);
+  }
+  std::string Finish(uint32_t build_id, uint32_t flags) {
+    image_.resize((image_.size() + 7) & ~size_t{7});
+    std::memcpy(header_.magic, kMagic, sizeof(kMagic));
+    header_.version = kVersion;
+    header_.header_size = sizeof(Header);
+    header_.file_size = image_.size();
+    header_.build_id = build_id;
+    header_.flags = flags;
+    std::memcpy(image_.data(), &header_, sizeof(header_));
+    return std::move(image_);
+  }
+
+ private:
+  Header header_{};
+  std::string image_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
+                                             SymbolIndexStats* stats) {
+  SymbolIndexStats local_stats;
+  if (stats == nullptr) stats = &local_stats;
+  *stats = SymbolIndexStats();
+  ElfLibraryInit();
+
+  // The symbol table (and the build-id) come from the binary.
+  const std::string& symbols_path =
+      options.symbols_path.empty() ? options.debug_path : options.symbols_path;
+  auto symbols_file = ElfFile::Open(symbols_path);
+  if (!symbols_file.ok()) return symbols_file.status();
+  std::string build_id = ReadBuildId((*symbols_file)->elf());
+  std::vector<RawSymbol> raw_symbols = ReadSymbols((*symbols_file)->elf());
+
+  std::vector<UnitRef> units;
+  std::vector<CuRange> cu_ranges;
+  std::vector<UnitResult> results;
+  std::unique_ptr<DwarfImage> image;
+  if (!options.debug_path.empty()) {
+    auto opened = DwarfImage::Open(options.debug_path);
+    if (!opened.ok()) return opened.status();
+    image = std::move(*opened);
+    stats->debug_bytes = image->debug_bytes();
+    stats->debug_bytes_on_disk = image->debug_bytes_on_disk();
+    ElfHandle elf = image->NewElf();
+    DwarfHandle dbg = DwarfImage::NewDwarf(elf.get());
+    if (dbg != nullptr) CollectUnits(dbg.get(), &units, &cu_ranges);
+  }
+  stats->units = units.size();
+  results.resize(units.size());
+
+  // Which units to read.
+  std::vector<uint32_t> todo;
+  if (options.only_addresses.empty()) {
+    for (uint32_t u = 0; u < units.size(); ++u) todo.push_back(u);
+  } else {
+    std::vector<bool> want(units.size(), false);
+    for (uint64_t a : options.only_addresses) {
+      auto it = std::upper_bound(cu_ranges.begin(), cu_ranges.end(), a,
+                                 [](uint64_t x, const CuRange& r) { return x < r.lo; });
+      if (it != cu_ranges.begin() && a < (it - 1)->hi) want[(it - 1)->cu] = true;
+    }
+    for (uint32_t u = 0; u < units.size(); ++u) {
+      if (want[u]) todo.push_back(u);
+    }
+  }
+  stats->units_read = todo.size();
+
+  if (!todo.empty()) {
+    unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
+                                           : std::max(1u, std::thread::hardware_concurrency());
+    threads = std::min<unsigned>(threads, static_cast<unsigned>(todo.size()));
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      ElfHandle elf = image->NewElf();
+      DwarfHandle dbg = DwarfImage::NewDwarf(elf.get());
+      if (dbg == nullptr) return;
+      NameCache names;
+      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+        const uint32_t u = todo[i];
+        Dwarf_Die cudie;
+        if (dwarf_offdie(dbg.get(), units[u].die_offset, &cudie) == nullptr) continue;
+        UnitReader(&names, &results[u]).Read(&cudie, units[u].version);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+  }
+
+  // Merge into global tables.
+  StringTable strings;
+  std::vector<uint32_t> files;
+  std::unordered_map<uint32_t, uint32_t> file_by_string;
+  std::vector<CuInfo> cus(units.size());
+  std::vector<uint32_t> cu_files;
+  std::vector<MapEntry> map;
+  std::vector<Node> nodes;
+  std::vector<LineBlock> blocks;
+  std::string line_data;
+  for (uint32_t u = 0; u < units.size(); ++u) {
+    UnitResult& r = results[u];
+    CuInfo& cu = cus[u];
+    cu = CuInfo{};
+    cu.files_begin = static_cast<uint32_t>(cu_files.size());
+    cu.files_count = static_cast<uint32_t>(r.files.size());
+    for (const std::string& f : r.files) {
+      if (f.empty()) {
+        cu_files.push_back(kNone);
+        continue;
+      }
+      const uint32_t s = strings.Add(f);
+      auto [it, inserted] = file_by_string.try_emplace(s, static_cast<uint32_t>(files.size()));
+      if (inserted) files.push_back(s);
+      cu_files.push_back(it->second);
+    }
+    uint64_t base = ~uint64_t{0};
+    for (const auto& m : r.map) base = std::min(base, m.lo);
+    for (const auto& row : r.rows) base = std::min(base, row.addr);
+    cu.base = base == ~uint64_t{0} ? 0 : base;
+    const auto node_base = static_cast<uint32_t>(nodes.size());
+    std::vector<uint32_t> name_offsets;
+    name_offsets.reserve(r.names.size());
+    for (const std::string& n : r.names) name_offsets.push_back(strings.Add(n));
+    for (const auto& n : r.nodes) {
+      nodes.push_back({n.name == kNone ? kNone : name_offsets[n.name],
+                       n.parent == kNone ? kNone : node_base + n.parent, n.call_file, n.call_line,
+                       n.call_column});
+    }
+    cu.map_begin = static_cast<uint32_t>(map.size());
+    for (const auto& m : r.map) {
+      const uint64_t lo = m.lo - cu.base, size = m.hi - m.lo;
+      if (lo > 0xffffffffu || size > 0xffffffffu) continue;  // not representable: drop
+      map.push_back({static_cast<uint32_t>(lo), static_cast<uint32_t>(size), node_base + m.node});
+    }
+    cu.map_end = static_cast<uint32_t>(map.size());
+    cu.block_begin = static_cast<uint32_t>(blocks.size());
+    uint32_t prev_line = 0;
+    uint64_t prev_addr = 0;
+    for (size_t i = 0; i < r.rows.size(); ++i) {
+      const auto& row = r.rows[i];
+      if (i % kLineBlockRows == 0) {
+        blocks.push_back({row.addr, static_cast<uint32_t>(line_data.size()), 0});
+        prev_line = 0;
+        prev_addr = row.addr;
+      }
+      blocks.back().rows++;
+      PutUleb(&line_data, row.addr - prev_addr);
+      PutUleb(&line_data, row.file);
+      if (row.file != 0) {
+        PutSleb(&line_data, static_cast<int64_t>(row.line) - static_cast<int64_t>(prev_line));
+        PutUleb(&line_data, row.column);
+        prev_line = row.line;
+      }
+      prev_addr = row.addr;
+    }
+    cu.block_end = static_cast<uint32_t>(blocks.size());
+    cu.line_data_end = static_cast<uint32_t>(line_data.size());
+    r = UnitResult();  // free as we go
+  }
+
+  std::vector<SymbolEntry> symbols;
+  symbols.reserve(raw_symbols.size());
+  for (const RawSymbol& s : raw_symbols) {
+    const uint32_t mangled = strings.Add(s.name);
+    uint32_t demangled = kNone;
+    if (options.demangle_symbols) {
+      demangled = (s.name.size() >= 2 && s.name[0] == '_' && s.name[1] == 'Z')
+                      ? strings.Add(Demangle(s.name))
+                      : mangled;
+    }
+    symbols.push_back(
+        {s.addr, s.size, mangled, demangled, s.file.empty() ? kNone : strings.Add(s.file), 0});
+  }
+
+  ImageWriter w;
+  const uint32_t build_id_str = strings.Add(build_id);
+  w.PutBytes(kStrings, strings.bytes().data(), strings.bytes().size(), strings.bytes().size());
+  w.Put(kFiles, files);
+  w.Put(kCuRanges, cu_ranges);
+  w.Put(kCus, cus);
+  w.Put(kCuFiles, cu_files);
+  w.Put(kMap, map);
+  w.Put(kNodes, nodes);
+  w.Put(kLineBlocks, blocks);
+  w.PutBytes(kLineData, line_data.data(), line_data.size(), line_data.size());
+  w.Put(kSymbols, symbols);
+  std::string out = w.Finish(build_id_str, units.empty() ? 0 : kHasDwarf);
+  stats->index_bytes = out.size();
+  return out;
+}
+
+}  // namespace hangwatch::symbols

@@ -1,0 +1,46 @@
+// BuildSymbolIndex: reads DWARF with libdw (in parallel across compilation units, one libdw
+// handle per thread) and the ELF symbol table with libelf, and produces a SymbolIndex image
+// (symbol_index_format.h).
+#ifndef HANGWATCH_SYMBOLS_SYMBOL_INDEX_BUILDER_H_
+#define HANGWATCH_SYMBOLS_SYMBOL_INDEX_BUILDER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace hangwatch::symbols {
+
+struct SymbolIndexOptions {
+  // The file with the DWARF (the binary itself, or its separate debug file). Empty: build from
+  // the symbol table only.
+  std::string debug_path;
+  // The file whose ELF symbol table names outermost frames, as llvm-symbolizer uses the binary
+  // it was given (--obj) even when the DWARF comes from a separate file.
+  std::string symbols_path;
+  // Worker threads; 0 = one per hardware thread.
+  int threads = 0;
+  // When non-empty, only the compilation units covering these addresses are read: the fast
+  // path for symbolizing a handful of addresses without a cached index.
+  std::vector<uint64_t> only_addresses;
+  // Store demangled symbol-table names (else they are demangled at lookup).
+  bool demangle_symbols = true;
+};
+
+struct SymbolIndexStats {
+  uint64_t units = 0;        // compilation units in the DWARF
+  uint64_t units_read = 0;   // of which were read (all, unless only_addresses)
+  uint64_t debug_bytes = 0;  // .debug_* sections, uncompressed
+  uint64_t debug_bytes_on_disk = 0;
+  uint64_t index_bytes = 0;
+};
+
+// Returns the index image. Errors: the files are missing, not ELF, or unreadable. Malformed
+// DWARF inside a valid ELF file degrades to fewer answers, not an error.
+absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
+                                             SymbolIndexStats* stats = nullptr);
+
+}  // namespace hangwatch::symbols
+
+#endif  // HANGWATCH_SYMBOLS_SYMBOL_INDEX_BUILDER_H_
