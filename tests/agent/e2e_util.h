@@ -1,0 +1,97 @@
+// Helpers for the agent's end-to-end tests (real watchdog, real SignalSampler, real clocks):
+// waiting on events the agent produces (a callback firing, a counter moving), never on sleeps.
+#ifndef HANGWATCH_TESTS_AGENT_E2E_UTIL_H_
+#define HANGWATCH_TESTS_AGENT_E2E_UTIL_H_
+
+#include <time.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "hangwatch/hangwatch.h"
+
+namespace hangwatch::testing {
+
+// Collects every hang reported through a callback.
+class HangCollector {
+ public:
+  HangCollector() {
+    id_ = AddHangCallback([this](const HangRecord& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      hangs_.push_back(r);
+      cv_.notify_all();
+    });
+  }
+  ~HangCollector() { RemoveHangCallback(id_); }
+
+  // Waits until at least n hangs have been reported (or `timeout`). Returns whether they were.
+  bool WaitFor(size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return hangs_.size() >= n; });
+  }
+  std::vector<HangRecord> hangs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return hangs_;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return hangs_.size();
+  }
+
+ private:
+  int id_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<HangRecord> hangs_;
+};
+
+// Polls `done` (cheap reads of agent state) until true or timeout: waiting for an event the
+// agent exposes only as a counter.
+inline bool WaitUntil(const std::function<bool()>& done,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  return true;
+}
+
+inline uint64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline uint64_t MonoNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// threshold 100 ms, sample and check every 10 ms, no logging.
+inline Config TestConfig() {
+  Config c;
+  c.threshold = std::chrono::milliseconds(100);
+  c.sample_interval = std::chrono::milliseconds(10);
+  c.check_interval = std::chrono::milliseconds(10);
+  c.log_hangs = false;
+  return c;
+}
+
+// The first non-empty symbol of a stack's innermost frames, "" when none.
+inline bool StackMentions(const Stack& s, const char* name, size_t top = 3) {
+  for (size_t i = 0; i < s.frames.size() && i < top; ++i) {
+    if (s.frames[i].symbol.find(name) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace hangwatch::testing
+
+#endif  // HANGWATCH_TESTS_AGENT_E2E_UTIL_H_

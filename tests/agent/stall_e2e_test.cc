@@ -1,0 +1,249 @@
+// End to end: the public API, the real watchdog thread and the real SignalSampler, with stalls
+// of known shape on the main thread. Every wait is on an agent event (a report, a counter).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "hangwatch/hangwatch.h"
+#include "tests/agent/e2e_util.h"
+
+namespace hangwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HangCollector;
+using testing::MonoNs;
+using testing::StackMentions;
+using testing::TestConfig;
+using testing::ThreadCpuNs;
+using testing::WaitUntil;
+
+volatile uint64_t g_work;
+
+[[gnu::noinline, gnu::noipa]] void SpinUntilFlag(const std::atomic<bool>* flag) {
+  while (!flag->load(std::memory_order_relaxed)) g_work = g_work + 1;
+}
+[[gnu::noinline, gnu::noipa]] void PhaseA(const std::atomic<bool>* flag) {
+  while (!flag->load(std::memory_order_relaxed)) g_work = g_work + 1;
+}
+[[gnu::noinline, gnu::noipa]] void PhaseB(const std::atomic<bool>* flag) {
+  while (!flag->load(std::memory_order_relaxed)) g_work = g_work * 3 + 7;
+}
+[[gnu::noinline, gnu::noipa]] void SpinFor(std::chrono::milliseconds d) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < end) g_work = g_work + 1;
+}
+[[gnu::noinline, gnu::noipa]] void ExpensivePart() { SpinFor(80ms); }
+[[gnu::noinline, gnu::noipa]] void CheapTail() { std::this_thread::sleep_for(40ms); }
+
+uint64_t Samples() { return GetStats().samples; }
+
+class StallE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(Start(TestConfig()).ok()); }
+  void TearDown() override { Stop(); }
+};
+
+TEST_F(StallE2eTest, StallsAtOrOverThresholdReportedOnceShortOnesNever) {
+  HangCollector collector;
+  struct Case {
+    int ms;
+    bool hang;
+  };
+  const Case cases[] = {{50, false}, {150, true}, {400, true}, {1500, true}};
+  std::vector<uint64_t> true_ms;
+  for (const Case& c : cases) {
+    const uint64_t timed_before = GetStats().passes_timed;
+    const size_t hangs_before = collector.size();
+    const uint64_t t0 = MonoNs();
+    {
+      WorkScope pass;
+      std::this_thread::sleep_for(std::chrono::milliseconds(c.ms));
+    }
+    const uint64_t t1 = MonoNs();
+    // The watchdog has closed the pass once it counted it in the histogram.
+    ASSERT_TRUE(WaitUntil([&] { return GetStats().passes_timed > timed_before; }))
+        << c.ms << " ms pass never closed";
+    if (c.hang) {
+      ASSERT_TRUE(collector.WaitFor(hangs_before + 1)) << c.ms << " ms stall not reported";
+      true_ms.push_back((t1 - t0) / 1'000'000);
+    } else {
+      EXPECT_EQ(collector.size(), hangs_before) << c.ms << " ms stall reported";
+    }
+  }
+  const auto hangs = collector.hangs();
+  ASSERT_EQ(hangs.size(), 3u) << "each stall >= threshold exactly once";
+  EXPECT_EQ(GetStats().hangs, 3u);
+  // Within one sample interval plus one check interval (10 + 10 ms).
+  for (size_t i = 0; i < hangs.size(); ++i) {
+    const int64_t diff =
+        static_cast<int64_t>(hangs[i].duration_ms) - static_cast<int64_t>(true_ms[i]);
+    EXPECT_LE(std::abs(diff), 20) << "stall of " << true_ms[i] << " ms reported as "
+                                  << hangs[i].duration_ms << " ms";
+    EXPECT_GT(hangs[i].samples, 0u);
+    EXPECT_EQ(hangs[i].hang_class, HangClass::kBlocked) << "a sleep";
+  }
+}
+
+TEST_F(StallE2eTest, BusyStallIsBusyWithHighCpu) {
+  HangCollector collector;
+  const uint64_t t0 = MonoNs(), c0 = ThreadCpuNs();
+  {
+    WorkScope pass;
+    SpinFor(300ms);
+  }
+  const uint64_t t1 = MonoNs(), c1 = ThreadCpuNs();
+  ASSERT_TRUE(collector.WaitFor(1));
+  const HangRecord h = collector.hangs()[0];
+  EXPECT_EQ(h.hang_class, HangClass::kBusy);
+  // What the thread really got: on a loaded machine a busy thread may get less than a core.
+  const double truth = 100.0 * static_cast<double>(c1 - c0) / static_cast<double>(t1 - t0);
+  if (truth >= 90) {
+    EXPECT_GE(h.cpu_percent, 80u);
+  } else {
+    EXPECT_NEAR(h.cpu_percent, truth, 15) << "the machine is loaded; true CPU " << truth << " %";
+  }
+  EXPECT_GT(h.cpu_ms, 0u);
+}
+
+TEST_F(StallE2eTest, MutexWaitIsBlockedWithLowCpu) {
+  HangCollector collector;
+  std::mutex mu;
+  std::atomic<bool> held{false};
+  const uint64_t base = Samples();
+  std::thread holder([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    held = true;
+    // Release once the watchdog has sampled the waiting main thread 20 times (~250 ms).
+    WaitUntil([&] { return Samples() >= base + 20; });
+  });
+  WaitUntil([&] { return held.load(); });
+  {
+    WorkScope pass;
+    std::lock_guard<std::mutex> lock(mu);
+  }
+  holder.join();
+  ASSERT_TRUE(collector.WaitFor(1));
+  const HangRecord h = collector.hangs()[0];
+  EXPECT_EQ(h.hang_class, HangClass::kBlocked);
+  EXPECT_LE(h.cpu_percent, 20u);
+  for (const auto& t : h.timeline) {
+    if (t.stack >= 0) {
+      EXPECT_NE(t.state, 'R') << "at " << t.t_ms << " ms";
+    }
+  }
+}
+
+TEST_F(StallE2eTest, OneFunctionGivesOneStackCountingEverySample) {
+  HangCollector collector;
+  std::atomic<bool> flag{false};
+  const uint64_t base = Samples();
+  std::thread stopper([&] {
+    WaitUntil([&] { return Samples() >= base + 15; });
+    flag = true;
+  });
+  {
+    WorkScope pass;
+    SpinUntilFlag(&flag);
+  }
+  stopper.join();
+  ASSERT_TRUE(collector.WaitFor(1));
+  const HangRecord h = collector.hangs()[0];
+  ASSERT_GE(h.samples, 15u);
+  ASSERT_EQ(h.stacks.size(), 1u) << "one function, one stack";
+  EXPECT_EQ(h.stacks[0].count, h.samples);
+  EXPECT_TRUE(StackMentions(h.stacks[0], "SpinUntilFlag", 1)) << h.stacks[0].frames[0].symbol;
+  EXPECT_EQ(h.dominant_stack, 0);
+  EXPECT_EQ(h.fingerprint.size(), 16u);
+}
+
+TEST_F(StallE2eTest, PhaseAThenPhaseBGivesBothStacksInProportionAndOrder) {
+  HangCollector collector;
+  std::atomic<bool> end_a{false}, end_b{false};
+  const uint64_t base = Samples();
+  std::thread driver([&] {
+    WaitUntil([&] { return Samples() >= base + 12; });  // A: 12 samples
+    end_a = true;
+    WaitUntil([&] { return Samples() >= base + 18; });  // B: 6 samples
+    end_b = true;
+  });
+  {
+    WorkScope pass;
+    PhaseA(&end_a);
+    PhaseB(&end_b);
+  }
+  driver.join();
+  ASSERT_TRUE(collector.WaitFor(1));
+  const HangRecord h = collector.hangs()[0];
+  ASSERT_EQ(h.stacks.size(), 2u);
+  const Stack& a = h.stacks[0];  // sorted by count: A first
+  const Stack& b = h.stacks[1];
+  EXPECT_TRUE(StackMentions(a, "PhaseA", 1)) << a.frames[0].symbol;
+  EXPECT_TRUE(StackMentions(b, "PhaseB", 1)) << b.frames[0].symbol;
+  EXPECT_NEAR(a.count, 12, 1);
+  EXPECT_NEAR(b.count, 6, 1);
+  EXPECT_LT(a.last_seen_ms, b.first_seen_ms);
+  bool seen_b = false;
+  for (const auto& t : h.timeline) {
+    if (t.stack == b.id) seen_b = true;
+    if (t.stack == a.id) {
+      EXPECT_FALSE(seen_b) << "A after B on the timeline at " << t.t_ms;
+    }
+  }
+  EXPECT_TRUE(seen_b);
+}
+
+TEST_F(StallE2eTest, ExpensivePartThatEndedBeforeTheThresholdIsNamed) {
+  HangCollector collector;
+  {
+    WorkScope pass;
+    ExpensivePart();  // 0..80 ms
+    CheapTail();      // 80..120 ms; the hang is declared at 100 ms
+  }
+  ASSERT_TRUE(collector.WaitFor(1));
+  const HangRecord h = collector.hangs()[0];
+  bool named = false;
+  for (const Stack& s : h.stacks) {
+    if (StackMentions(s, "ExpensivePart", 3)) {
+      named = true;
+      EXPECT_LT(s.first_seen_ms, h.threshold_ms) << "an early sample";
+    }
+  }
+  EXPECT_TRUE(named) << "the early samples were dropped";
+}
+
+TEST_F(StallE2eTest, IdleRunLoopIsNeverAHang) {
+  const uint64_t t0 = MonoNs();
+  std::this_thread::sleep_for(600ms);  // idle: no pass running
+  ASSERT_GE(MonoNs() - t0, 600'000'000u);
+  Stop();
+  EXPECT_EQ(GetStats().hangs, 0u);
+  EXPECT_EQ(GetStats().samples, 0u) << "nothing is sampled while idle";
+}
+
+TEST_F(StallE2eTest, RecentHangsNewestFirstAndStatsHistogram) {
+  HangCollector collector;
+  for (int i = 0; i < 2; ++i) {
+    WorkScope pass;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + 150 * i));
+  }
+  ASSERT_TRUE(collector.WaitFor(2));
+  const auto recent = RecentHangs();
+  ASSERT_EQ(recent.size(), 2u);
+  EXPECT_GT(recent[0].hang_id, recent[1].hang_id);
+  EXPECT_GT(recent[0].duration_ms, recent[1].duration_ms);
+  const Stats s = GetStats();
+  EXPECT_EQ(s.passes_seen, 2u);
+  uint64_t in_buckets = 0;
+  for (uint64_t b : s.pass_duration_ms_buckets) in_buckets += b;
+  EXPECT_EQ(in_buckets, s.passes_timed);
+  EXPECT_EQ(s.pass_duration_ms_buckets[8], 1u);  // [128, 256) ms
+  EXPECT_EQ(s.pass_duration_ms_buckets[9], 1u);  // [256, 512) ms
+}
+
+}  // namespace
+}  // namespace hangwatch
