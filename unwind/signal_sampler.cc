@@ -167,7 +167,8 @@ CaptureStatus SignalSampler::Capture(const ThreadInfo& target, CaptureBuffer* ou
   if (outcome != SignalChannel::Outcome::kDone) return StatusOf(outcome);
 
   // Before the signal: once it is sent, a sleeping target is woken up and reads as running.
-  const char sched_state = internal::ReadSchedState(target.tid, &stat_fd_, &stat_tid_);
+  const char sched_state =
+      options_.read_sched_state ? internal::ReadSchedState(target.tid, &stat_fd_, &stat_tid_) : '?';
   // An exited main thread stays a zombie while the process lives: no signal would be handled.
   if (sched_state == 'Z' || sched_state == 'X') return CaptureStatus::kThreadExited;
   state_->bounds = target.stack;

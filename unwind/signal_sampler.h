@@ -29,6 +29,11 @@ struct SignalSamplerOptions {
   // handler can never write into memory the caller has moved on with.
   size_t max_frames = 256;
   size_t max_stack_bytes = 64 * 1024;
+  // Read the target's scheduler state from /proc/self/task/TID/stat before each signal. It is
+  // the most expensive part of a capture on the sampling side (a few microseconds: the kernel
+  // formats the whole stat line), so a caller that already knows the state (e.g. it read /proc
+  // itself to decide whether to interrupt at all) may turn it off; sched_state is then '?'.
+  bool read_sched_state = true;
 };
 
 class SignalSampler final : public ThreadSampler {
