@@ -9,6 +9,7 @@
 #include <climits>
 #include <string>
 
+#include "fixture_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "symbols/elf_file.h"
@@ -106,6 +107,45 @@ TEST(ModuleMapTest, CurrentMapIsReusedUntilALibraryIsLoadedOrUnloaded) {
   EXPECT_NE(PublishedModuleMap()->modules().size(), 0u);
   EXPECT_EQ(loaded->Find(reinterpret_cast<uintptr_t>(entry)).module->path, where.module->path);
 }
+
+// The offset must be the ELF virtual address whatever the linker's layout: lld and ld.bfd place
+// segments (and the file offset / vaddr relation) differently. Checked against nm.
+class ModuleMapLinkerTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ModuleMapLinkerTest, OffsetIsTheSymbolValue) {
+  symtest::TempDir dir;
+  symtest::WriteFile(dir.Join("lib.cc"), R"(
+    extern "C" __attribute__((noinline)) int mm_first(int x) { return x + 1; }
+    static char big[100000] = {1};  // pushes later sections around
+    extern "C" __attribute__((noinline)) int mm_second(int x) { return mm_first(x) + big[x]; }
+  )");
+  const std::string lib = dir.Join("lib.so");
+  auto r = symtest::RunCommand(std::string("g++ -O2 -shared -fPIC -fuse-ld=") + GetParam() +
+                                   " -o " + lib + " " + dir.Join("lib.cc"),
+                               "", true);
+  ASSERT_EQ(r.status, 0) << r.out;
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto map = CurrentModuleMap();
+  for (const char* name : {"mm_first", "mm_second"}) {
+    void* fn = dlsym(h, name);
+    ASSERT_NE(fn, nullptr);
+    ModuleAddress where = map->Find(reinterpret_cast<uintptr_t>(fn));
+    ASSERT_NE(where.module, nullptr) << name;
+    EXPECT_EQ(where.module->path, lib);
+    auto nm =
+        symtest::RunCommand("nm " + lib + " | awk '$3==\"" + std::string(name) + "\" {print $1}'");
+    ASSERT_FALSE(nm.out.empty());
+    EXPECT_EQ(where.offset, std::stoull(nm.out, nullptr, 16)) << name << " with " << GetParam();
+  }
+  auto file = ElfFile::Open(lib);
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(map->Find(reinterpret_cast<uintptr_t>(dlsym(h, "mm_first"))).module->build_id,
+            ReadBuildId((*file)->elf()));
+  dlclose(h);
+}
+
+INSTANTIATE_TEST_SUITE_P(Linkers, ModuleMapLinkerTest, ::testing::Values("bfd", "lld"));
 
 }  // namespace
 }  // namespace hangwatch::symbols
