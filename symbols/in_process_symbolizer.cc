@@ -17,8 +17,14 @@ namespace {
 // One module's table, loaded at most once. `table` stays null when the file is missing,
 // unreadable, not ELF, or not the file that was loaded (build-id mismatch).
 struct Slot {
+  uintptr_t load_bias = 0;
+  std::string path, build_id;
   absl::once_flag once;
   std::unique_ptr<ElfSymbolTable> table;
+
+  bool Matches(const Module& m) const {
+    return m.load_bias == load_bias && m.path == path && m.build_id == build_id;
+  }
 };
 
 class TableCache {
@@ -28,15 +34,22 @@ class TableCache {
     Slot* slot = nullptr;
     {
       absl::MutexLock lock(&mu_);
-      auto [it, inserted] = by_module_.try_emplace(&m, nullptr);
-      if (inserted) {
-        // Modules of successive snapshots are different objects; share the table between
-        // them when the path, bias and build-id match.
+      // Fast path by Module address; checked, since a caller's snapshot may have been freed
+      // and its address reused by another module.
+      auto it = by_module_.find(&m);
+      if (it != by_module_.end() && it->second->Matches(m)) {
+        slot = it->second;
+      } else {
         auto& shared = by_identity_[Identity(m)];
-        if (shared == nullptr) shared = std::make_shared<Slot>();
-        it->second = shared.get();
+        if (shared == nullptr) {
+          shared = std::make_shared<Slot>();
+          shared->load_bias = m.load_bias;
+          shared->path = m.path;
+          shared->build_id = m.build_id;
+        }
+        slot = shared.get();
+        by_module_[&m] = slot;
       }
-      slot = it->second;
     }
     absl::call_once(slot->once, [&] { slot->table = LoadTable(m); });
     return slot->table.get();
@@ -59,9 +72,8 @@ class TableCache {
   }
 
   absl::Mutex mu_;
-  // Keyed by Module address: published maps are never freed (module_map.cc), so the pointers
-  // stay valid; the Slots are owned by by_identity_.
   absl::flat_hash_map<const Module*, Slot*> by_module_ ABSL_GUARDED_BY(mu_);
+  // Owns the slots; never shrinks, so views into tables stay valid.
   absl::flat_hash_map<std::string, std::shared_ptr<Slot>> by_identity_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -72,21 +84,38 @@ TableCache& Cache() {
 
 }  // namespace
 
-bool SymbolizeInProcess(uintptr_t addr, bool is_return_address, SymbolInfo* out) {
+bool LookupInProcess(const ModuleMap& map, uintptr_t addr, bool is_return_address, bool demangle,
+                     SymbolView* out) {
   if (out == nullptr) return false;
   // A return address points after the call; the call itself (and its inlining context) is
   // the byte before, which also matters when the call is the last instruction of a function.
   const uintptr_t pc = is_return_address && addr > 0 ? addr - 1 : addr;
-  std::shared_ptr<const ModuleMap> map = CurrentModuleMap();
-  ModuleAddress where = map->Find(pc);
+  ModuleAddress where = map.Find(pc);
   if (where.module == nullptr) return false;
   const ElfSymbolTable* table = Cache().Get(*where.module);
   if (table == nullptr) return false;
   const ElfSymbolTable::Symbol* sym = table->Find(where.offset);
   if (sym == nullptr) return false;
-  out->name = std::string(table->DemangledName(*sym));
+  out->mangled = table->MangledName(*sym);
+  out->demangled = demangle ? table->DemangledName(*sym) : std::string_view();
   out->function_offset = where.offset - sym->addr;
+  out->module = where.module;
+  out->module_offset = where.offset;
   return true;
+}
+
+bool SymbolizeInProcess(uintptr_t addr, bool is_return_address, SymbolInfo* out) {
+  if (out == nullptr) return false;
+  std::shared_ptr<const ModuleMap> map = CurrentModuleMap();
+  SymbolView view;
+  if (!LookupInProcess(*map, addr, is_return_address, /*demangle=*/true, &view)) return false;
+  out->name = std::string(view.demangled);
+  out->function_offset = view.function_offset;
+  return true;
+}
+
+void WarmUpInProcessSymbolizer(const ModuleMap& map) {
+  for (const Module& m : map.modules()) Cache().Get(m);
 }
 
 }  // namespace hangwatch::symbols

@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "symbols/module_map.h"
 
 namespace hangwatch::symbols {
 
@@ -17,6 +20,23 @@ struct SymbolInfo {
 // Looks up `addr`. Return addresses are looked up at addr - 1 (pass is_return_address = true
 // for every frame but the interrupted pc). Thread-safe. Returns false when unknown.
 bool SymbolizeInProcess(uintptr_t addr, bool is_return_address, SymbolInfo* out);
+
+// The allocation-free form, for symbolizing a whole stack: the caller takes one snapshot
+// (CurrentModuleMap()) per stack, so the loaded-libraries check is paid once, not per frame.
+// The views stay valid for the life of the process (per-module tables are never freed).
+struct SymbolView {
+  std::string_view mangled;
+  std::string_view demangled;  // set only when asked for (demangling is cached per symbol)
+  uint64_t function_offset = 0;
+  const Module* module = nullptr;
+  uint64_t module_offset = 0;  // ELF virtual address in `module`
+};
+bool LookupInProcess(const ModuleMap& map, uintptr_t addr, bool is_return_address, bool demangle,
+                     SymbolView* out);
+
+// Reads every module's symbol table now (e.g. on the watchdog thread at start-up), so that
+// later lookups never touch the disk.
+void WarmUpInProcessSymbolizer(const ModuleMap& map);
 
 }  // namespace hangwatch::symbols
 

@@ -98,6 +98,25 @@ TEST(InProcessSymbolizerTest, LibcExportsAndDlopenedLibrary) {
   dlclose(handle);
 }
 
+TEST(InProcessSymbolizerTest, AllocationFreeLookupWithASnapshot) {
+  auto map = ModuleMap::Snapshot();  // a private snapshot, freed at the end of the test
+  WarmUpInProcessSymbolizer(*map);
+  SymbolView view;
+  const auto addr = reinterpret_cast<uintptr_t>(&Box<int>::Twice) + 2;
+  ASSERT_TRUE(LookupInProcess(*map, addr, false, false, &view));
+  EXPECT_THAT(view.mangled, HasSubstr("3BoxIiE5Twice"));
+  EXPECT_TRUE(view.demangled.empty());
+  EXPECT_EQ(view.function_offset, 2u);
+  EXPECT_EQ(view.module_offset, addr - view.module->load_bias);
+  ASSERT_TRUE(LookupInProcess(*map, addr, false, true, &view));
+  EXPECT_EQ(view.demangled, "hangwatch::symbols::(anonymous namespace)::Box<int>::Twice(int)");
+  map.reset();
+  // A new snapshot (possibly at the same addresses) still finds the right table.
+  auto again = ModuleMap::Snapshot();
+  ASSERT_TRUE(LookupInProcess(*again, addr, false, true, &view));
+  EXPECT_EQ(view.demangled, "hangwatch::symbols::(anonymous namespace)::Box<int>::Twice(int)");
+}
+
 TEST(InProcessSymbolizerTest, UnknownAddresses) {
   SymbolInfo info;
   int local = 0;
