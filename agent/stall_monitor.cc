@@ -63,28 +63,29 @@ uint64_t StallMonitor::Effective(uint64_t now) const {
   return elapsed > pass_stopped_ns_ ? elapsed - pass_stopped_ns_ : 0;
 }
 
+void StallMonitor::AccountGap(uint64_t gap) {
+  if (gap <= options_.oversleep_tolerance_ns) return;  // scheduling noise
+  bool stopped = true;
+  if (tracking_) {
+    uint64_t cpu = 0;
+    if (cpu_last_known_ && env_->ThreadCpuNs(target_, &cpu) && cpu >= cpu_last_ns_ &&
+        (cpu - cpu_last_ns_) * 2 >= gap) {
+      stopped = false;  // the main thread ran: the watchdog was merely starved
+    }
+    if (stopped) pass_stopped_ns_ += gap;
+  }
+  if (stopped) stats_->stopped_ns.fetch_add(gap, std::memory_order_relaxed);
+}
+
 uint64_t StallMonitor::Tick() {
   const uint64_t now = env_->MonotonicNs();
   const uint64_t boot = env_->BoottimeNs();
 
   if (!first_tick_) {
-    // Oversleep: the tick is late beyond what scheduling noise explains. If the main thread
-    // did not burn CPU through the gap either, the process was not running (stopped), and the
-    // gap is no part of the pass.
+    // Oversleep: the tick is late beyond what scheduling noise explains (AccountGap decides
+    // whether the process was stopped).
     const uint64_t expected = std::max(due_ns_, last_tick_end_ns_);
-    if (now > expected && now - expected > options_.oversleep_tolerance_ns) {
-      const uint64_t gap = now - expected;
-      bool stopped = true;
-      if (tracking_) {
-        uint64_t cpu = 0;
-        if (cpu_last_known_ && env_->ThreadCpuNs(target_, &cpu) && cpu >= cpu_last_ns_ &&
-            (cpu - cpu_last_ns_) * 2 >= gap) {
-          stopped = false;  // the main thread ran: the watchdog was merely starved
-        }
-        if (stopped) pass_stopped_ns_ += gap;
-      }
-      if (stopped) stats_->stopped_ns.fetch_add(gap, std::memory_order_relaxed);
-    }
+    if (now > expected) AccountGap(now - expected);
     // Suspend: CLOCK_BOOTTIME moved on while CLOCK_MONOTONIC did not. Already excluded from
     // every duration (they are monotonic); counted for the statistics.
     const uint64_t boot_delta = boot - last_boot_ns_;
@@ -132,6 +133,9 @@ uint64_t StallMonitor::Tick() {
 }
 
 void StallMonitor::Finish() {
+  // A last look first: a stop that just ended, or a pass that just ended, is accounted for as
+  // on any tick.
+  if (!first_tick_) Tick();
   if (!tracking_) return;
   const uint64_t now = env_->MonotonicNs();
   const uint64_t state = run_loop_state_->load(std::memory_order_relaxed);
@@ -202,7 +206,11 @@ void StallMonitor::EndPass(uint64_t now, bool still_running) {
 }
 
 void StallMonitor::TakeSample(uint64_t effective_ns) {
+  const uint64_t before = env_->MonotonicNs();
   const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
+  // The process may have been stopped while the capture waited: that time is no part of the
+  // pass either (the capture itself is bounded by its timeout, far below the tolerance).
+  AccountGap(env_->MonotonicNs() - before);
   const bool ok = status == unwind::CaptureStatus::kOk && buffer_.num_frames > 0;
   uint64_t cpu = 0;
   bool cpu_ok = false;

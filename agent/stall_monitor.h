@@ -99,6 +99,10 @@ class StallMonitor {
   void EndPass(uint64_t now, bool still_running);
   void TakeSample(uint64_t effective_ns);
   uint64_t Effective(uint64_t now) const;
+  // `gap` ns passed without the watchdog running. Beyond the tolerance, and unless the main
+  // thread's CPU clock advanced through at least half of it, the process was stopped: the gap
+  // is excluded from the pass and counted as stopped time.
+  void AccountGap(uint64_t gap);
 
   const MonitorOptions options_;
   const std::atomic<uint64_t>* run_loop_state_;
