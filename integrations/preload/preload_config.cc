@@ -1,0 +1,87 @@
+#include "integrations/preload/preload_config.h"
+
+#include <charconv>
+
+namespace hangwatch::preload {
+namespace {
+
+bool ParseMs(std::string_view s, uint32_t min, uint32_t max, uint32_t* out) {
+  uint32_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || v < min || v > max) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool ParseBool(std::string_view s, bool* out) {
+  if (s == "1" || s == "true" || s == "yes" || s == "on") {
+    *out = true;
+  } else if (s == "0" || s == "false" || s == "no" || s == "off") {
+    *out = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string>* warnings) {
+  PreloadConfig c;
+  auto ms = [&](const char* name, uint32_t min, uint32_t* dst) {
+    const char* v = getenv(name);
+    if (v == nullptr || *v == '\0') return;
+    if (!ParseMs(v, min, 3600 * 1000, dst)) {
+      warnings->push_back(std::string(name) + "='" + v + "' is not a number of milliseconds in [" +
+                          std::to_string(min) + ", 3600000]; using " + std::to_string(*dst));
+    }
+  };
+  auto flag = [&](const char* name, bool* dst) {
+    const char* v = getenv(name);
+    if (v == nullptr || *v == '\0') return;
+    if (!ParseBool(v, dst)) {
+      warnings->push_back(std::string(name) + "='" + v + "' is not 0 or 1; using " +
+                          (*dst ? "1" : "0"));
+    }
+  };
+  ms("HANGWATCH_THRESHOLD_MS", 1, &c.threshold_ms);
+  ms("HANGWATCH_SAMPLE_MS", 1, &c.sample_ms);
+  if (c.sample_ms > c.threshold_ms) {
+    warnings->push_back("HANGWATCH_SAMPLE_MS is larger than HANGWATCH_THRESHOLD_MS; using " +
+                        std::to_string(c.threshold_ms));
+    c.sample_ms = c.threshold_ms;
+  }
+  ms("HANGWATCH_STARTUP_MS", 1, &c.startup_ms);
+  flag("HANGWATCH_LOG", &c.log);
+  flag("HANGWATCH_STARTUP_STALL", &c.startup_stall);
+  flag("HANGWATCH_INHERIT", &c.inherit);
+  if (const char* v = getenv("HANGWATCH_REPORT")) c.report_path = v;
+  if (const char* v = getenv("HANGWATCH_OPEN_HANG_DIR")) c.open_hang_dir = v;
+  return c;
+}
+
+std::string RemoveShimFromPreload(std::string_view list, std::string_view self_path) {
+  std::string out;
+  size_t i = 0;
+  while (i < list.size()) {
+    while (i < list.size() && (list[i] == ':' || list[i] == ' ')) ++i;
+    size_t j = i;
+    while (j < list.size() && list[j] != ':' && list[j] != ' ') ++j;
+    if (j == i) break;
+    const std::string_view entry = list.substr(i, j - i);
+    const size_t slash = entry.rfind('/');
+    const std::string_view name = slash == std::string_view::npos ? entry : entry.substr(slash + 1);
+    const bool is_shim =
+        (!self_path.empty() && entry == self_path) || name.substr(0, 20) == "libhangwatch_preload";
+    if (!is_shim) {
+      if (!out.empty()) out.push_back(':');
+      out.append(entry);
+    }
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace hangwatch::preload

@@ -1,0 +1,51 @@
+// The LD_PRELOAD shim's settings, read from HANGWATCH_* environment variables (DESIGN.md's
+// contract), and the LD_PRELOAD rewriting that keeps the shim out of child processes unless
+// asked. Pure functions on strings, so they are tested without preloading anything.
+//
+//   HANGWATCH_THRESHOLD_MS   a run-loop pass longer than this is a hang (default 250)
+//   HANGWATCH_SAMPLE_MS      sample interval while a pass is slow (default threshold / 10)
+//   HANGWATCH_REPORT         JSON Lines file (docs/report-format.md); default: none
+//   HANGWATCH_LOG            0: no live report on stderr (default 1)
+//   HANGWATCH_STARTUP_STALL  0: do not report a slow start-up (default 1)
+//   HANGWATCH_STARTUP_MS     start-up longer than this is a start-up stall (default 2000)
+//   HANGWATCH_INHERIT        1: children keep LD_PRELOAD and the HANGWATCH_* settings
+//   HANGWATCH_OPEN_HANG_DIR  where the open-hang file of each process (open-hang.PID) lives, so
+//                            a hang that kills the process is reported as fatal; default: none
+#ifndef HANGWATCH_INTEGRATIONS_PRELOAD_PRELOAD_CONFIG_H_
+#define HANGWATCH_INTEGRATIONS_PRELOAD_PRELOAD_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hangwatch::preload {
+
+struct PreloadConfig {
+  uint32_t threshold_ms = 250;
+  uint32_t sample_ms = 0;  // 0: the agent's default (threshold / 10)
+  std::string report_path;
+  bool log = true;
+  bool startup_stall = true;
+  uint32_t startup_ms = 2000;
+  bool inherit = false;
+  std::string open_hang_dir;
+};
+
+// Looks up one variable; nullptr when unset. The shim passes secure_getenv, which returns
+// nullptr for every variable in a setuid / setgid process, so such a process runs with the
+// defaults.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Reads the settings. A malformed value keeps the default and adds one line to *warnings.
+PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string>* warnings);
+
+// The LD_PRELOAD list (entries separated by ':' or spaces, as ld.so reads it) without the
+// shim: entries equal to `self_path` or whose file name starts with "libhangwatch_preload".
+// The other entries keep their order, joined by ':'.
+std::string RemoveShimFromPreload(std::string_view list, std::string_view self_path);
+
+}  // namespace hangwatch::preload
+
+#endif  // HANGWATCH_INTEGRATIONS_PRELOAD_PRELOAD_CONFIG_H_

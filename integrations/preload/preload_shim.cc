@@ -1,0 +1,327 @@
+// libhangwatch_preload.so: watches the main thread of an unmodified program.
+//
+// An event loop idles in one of a handful of calls (epoll_wait, poll, select and their
+// variants). The shim defines those symbols; the dynamic linker binds the program's calls to
+// them because the shim is preloaded. On the main thread, entering one is "about to wait" and
+// returning from it is "woke up" (hangwatch::AboutToWait / WokeUp: two relaxed atomic stores);
+// the real call, resolved once with dlsym(RTLD_NEXT), runs in between with the same arguments,
+// and its result and errno are returned untouched. Other threads pass straight through.
+//
+// Life cycle:
+//   - load (constructor): resolves the real calls, notes the main thread and the load time,
+//     reads HANGWATCH_* (preload_config.h) and, unless HANGWATCH_INHERIT=1, removes itself from
+//     LD_PRELOAD so that programs this one executes run without it.
+//   - first blocking wait on the main thread: the program reached its event loop. Start-up
+//     longer than HANGWATCH_STARTUP_MS is reported once as a start-up stall (a
+//     {"type":"startup_stall"} line and a stderr line), then hangwatch::Start() arms the agent.
+//     Starting lazily, on the main thread, from inside the program's own loop, means batch work
+//     before the loop is never a hang and Start() never runs before the program's constructors.
+//     Waits made while Start() runs pass straight through (no recursion).
+//   - fork: a child of an armed process stays off (the watchdog thread does not exist in the
+//     child, and the agent's state describes the parent); a child forked before the parent
+//     armed arms itself at its own first wait (daemons fork before their loop).
+//   - exit: hangwatch::Stop() so that a hang that just ended is written out.
+//
+// The agent is linked in statically and every symbol but the interposed calls is hidden
+// (version script), so the shim does not clash with a program that links libhangwatch itself.
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "hangwatch/hangwatch.h"
+#include "integrations/preload/preload_config.h"
+
+namespace {
+
+using PollFn = int (*)(struct pollfd*, nfds_t, int);
+using PollChkFn = int (*)(struct pollfd*, nfds_t, int, size_t);
+using PpollFn = int (*)(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*);
+using PpollChkFn = int (*)(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*, size_t);
+using SelectFn = int (*)(int, fd_set*, fd_set*, fd_set*, struct timeval*);
+using PselectFn = int (*)(int, fd_set*, fd_set*, fd_set*, const struct timespec*, const sigset_t*);
+using EpollWaitFn = int (*)(int, struct epoll_event*, int, int);
+using EpollPwaitFn = int (*)(int, struct epoll_event*, int, int, const sigset_t*);
+using EpollPwait2Fn = int (*)(int, struct epoll_event*, int, const struct timespec*,
+                              const sigset_t*);
+
+// The real calls. Resolved by the constructor; Real() also resolves on first use in case a
+// library constructor that runs before ours already waits.
+template <typename Fn>
+Fn Resolve(Fn* slot, const char* name) {
+  Fn f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (f == nullptr) {
+    f = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+    __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+PollFn g_poll;
+PollChkFn g_poll_chk;
+PpollFn g_ppoll;
+PpollChkFn g_ppoll_chk;
+SelectFn g_select;
+PselectFn g_pselect;
+EpollWaitFn g_epoll_wait;
+EpollPwaitFn g_epoll_pwait;
+EpollPwait2Fn g_epoll_pwait2;
+
+// A missing real call (an old libc without epoll_pwait2): fail like the kernel would.
+int NoSuchCall() {
+  errno = ENOSYS;
+  return -1;
+}
+
+// Main-thread state. Written by the constructor, the main thread and the fork child handler
+// (each single-threaded at that moment), read by the main thread only.
+enum State : int { kUnarmed, kStarting, kArmed, kOff };
+int g_state = kOff;
+pthread_t g_main{};
+pid_t g_armed_pid = 0;
+uint64_t g_load_ns = 0;
+hangwatch::preload::PreloadConfig* g_config = nullptr;  // leaked on purpose: used until exit
+
+uint64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+std::string ExePath() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// One {"type":"startup_stall"} line (docs/report-format.md), appended with a single write.
+void ReportStartupStall(uint64_t startup_ms) {
+  const auto& c = *g_config;
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  if (c.log) {
+    fprintf(stderr,
+            "hangwatch: start-up stall: the main thread first waited for events %llu ms after "
+            "start (start-up threshold %u ms)\n",
+            static_cast<unsigned long long>(startup_ms), c.startup_ms);
+  }
+  if (c.report_path.empty()) return;
+  const std::string line =
+      "{\"type\":\"startup_stall\",\"format_version\":1,\"pid\":" + std::to_string(getpid()) +
+      ",\"process\":\"" + JsonEscape(ExePath()) +
+      "\",\"start_unix_ms\":" + std::to_string(now_ms - static_cast<int64_t>(startup_ms)) +
+      ",\"duration_ms\":" + std::to_string(startup_ms) +
+      ",\"threshold_ms\":" + std::to_string(c.startup_ms) + "}\n";
+  const int fd = open(c.report_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  ssize_t unused = write(fd, line.data(), line.size());
+  (void)unused;
+  close(fd);
+}
+
+void StopAtExit() {
+  if (g_state == kArmed && getpid() == g_armed_pid) hangwatch::Stop();
+}
+
+// The main thread reached its event loop: arm the agent. Runs once per process.
+__attribute__((noinline)) void Arm() {
+  const int saved_errno = errno;
+  g_state = kStarting;  // waits made by Start() itself pass straight through
+  const auto& c = *g_config;
+  const uint64_t startup_ms = (MonotonicNs() - g_load_ns) / 1000000u;
+  if (c.startup_stall && startup_ms > c.startup_ms) ReportStartupStall(startup_ms);
+
+  hangwatch::Config config;
+  config.threshold = std::chrono::milliseconds(c.threshold_ms);
+  config.sample_interval = std::chrono::milliseconds(c.sample_ms);
+  config.json_path = c.report_path;
+  config.log_hangs = c.log;
+  if (!c.open_hang_dir.empty()) {
+    config.open_hang_path = c.open_hang_dir + "/open-hang." + std::to_string(getpid());
+  }
+  const hangwatch::Status status = hangwatch::Start(config);
+  if (status.ok()) {
+    g_armed_pid = getpid();
+    static bool registered = false;  // survives fork: one handler per process image
+    if (!registered) registered = atexit(StopAtExit) == 0;
+    g_state = kArmed;
+  } else {
+    fprintf(stderr, "hangwatch preload: not watching: %s\n", status.message().c_str());
+    g_state = kOff;
+  }
+  errno = saved_errno;
+}
+
+void ForkChild() {
+  // The calling thread is the child's only thread, hence its main thread.
+  g_main = pthread_self();
+  g_load_ns = MonotonicNs();
+  if (g_state != kUnarmed) g_state = kOff;
+}
+
+// The wrapper around every interposed call. `blocking`: the call may wait (a timeout that is
+// not zero); the agent arms at the first such call, a program that only ever polls with a zero
+// timeout has not reached an event loop yet.
+template <typename Call>
+inline __attribute__((always_inline)) int Interpose(bool blocking, Call call) {
+  if (!pthread_equal(pthread_self(), g_main)) return call();
+  if (__builtin_expect(g_state != kArmed, 0)) {
+    if (g_state != kUnarmed || !blocking || g_config == nullptr) return call();
+    Arm();
+    if (g_state != kArmed) return call();
+  }
+  hangwatch::AboutToWait();
+  const int result = call();
+  hangwatch::WokeUp();  // relaxed atomic stores: errno is untouched
+  return result;
+}
+
+bool IsBlocking(const struct timespec* ts) {
+  return ts == nullptr || ts->tv_sec != 0 || ts->tv_nsec != 0;
+}
+bool IsBlocking(const struct timeval* tv) {
+  return tv == nullptr || tv->tv_sec != 0 || tv->tv_usec != 0;
+}
+
+void RemoveSelfFromPreload() {
+  const char* list = getenv("LD_PRELOAD");
+  if (list == nullptr) return;
+  Dl_info info{};
+  std::string self;
+  if (dladdr(reinterpret_cast<void*>(&RemoveSelfFromPreload), &info) != 0 &&
+      info.dli_fname != nullptr) {
+    self = info.dli_fname;
+  }
+  const std::string rest = hangwatch::preload::RemoveShimFromPreload(list, self);
+  if (rest.empty()) {
+    unsetenv("LD_PRELOAD");
+  } else {
+    setenv("LD_PRELOAD", rest.c_str(), 1);
+  }
+}
+
+__attribute__((constructor)) void LoadShim() {
+  Resolve(&g_poll, "poll");
+  Resolve(&g_poll_chk, "__poll_chk");
+  Resolve(&g_ppoll, "ppoll");
+  Resolve(&g_ppoll_chk, "__ppoll_chk");
+  Resolve(&g_select, "select");
+  Resolve(&g_pselect, "pselect");
+  Resolve(&g_epoll_wait, "epoll_wait");
+  Resolve(&g_epoll_pwait, "epoll_pwait");
+  Resolve(&g_epoll_pwait2, "epoll_pwait2");
+
+  g_load_ns = MonotonicNs();
+  std::vector<std::string> warnings;
+  g_config = new hangwatch::preload::PreloadConfig(hangwatch::preload::ReadPreloadConfig(
+      [](const char* name) -> const char* { return secure_getenv(name); }, &warnings));
+  for (const auto& w : warnings) fprintf(stderr, "hangwatch preload: %s\n", w.c_str());
+  if (!g_config->inherit) RemoveSelfFromPreload();
+
+  // Loaded by ld.so at start-up, the constructor runs on the main thread. Loaded later by
+  // dlopen on another thread, the shim cannot tell which thread is the main one: it stays off.
+  if (syscall(SYS_gettid) == getpid()) {
+    g_main = pthread_self();
+    g_state = kUnarmed;
+  }
+  pthread_atfork(nullptr, nullptr, ForkChild);
+}
+
+}  // namespace
+
+#define HW_REAL(slot, name) (Resolve(&(slot), name))
+#define HW_INTERPOSE __attribute__((visibility("default")))
+
+extern "C" {
+
+HW_INTERPOSE int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
+  auto f = HW_REAL(g_poll, "poll");
+  return Interpose(timeout != 0, [&] { return f ? f(fds, nfds, timeout) : NoSuchCall(); });
+}
+
+HW_INTERPOSE int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, size_t fdslen) {
+  auto f = HW_REAL(g_poll_chk, "__poll_chk");
+  return Interpose(timeout != 0, [&] { return f ? f(fds, nfds, timeout, fdslen) : NoSuchCall(); });
+}
+
+HW_INTERPOSE int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
+                       const sigset_t* sigmask) {
+  auto f = HW_REAL(g_ppoll, "ppoll");
+  return Interpose(IsBlocking(timeout),
+                   [&] { return f ? f(fds, nfds, timeout, sigmask) : NoSuchCall(); });
+}
+
+HW_INTERPOSE int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
+                             const sigset_t* sigmask, size_t fdslen) {
+  auto f = HW_REAL(g_ppoll_chk, "__ppoll_chk");
+  return Interpose(IsBlocking(timeout),
+                   [&] { return f ? f(fds, nfds, timeout, sigmask, fdslen) : NoSuchCall(); });
+}
+
+HW_INTERPOSE int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
+                        struct timeval* timeout) {
+  auto f = HW_REAL(g_select, "select");
+  return Interpose(IsBlocking(timeout), [&] {
+    return f ? f(nfds, readfds, writefds, exceptfds, timeout) : NoSuchCall();
+  });
+}
+
+HW_INTERPOSE int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
+                         const struct timespec* timeout, const sigset_t* sigmask) {
+  auto f = HW_REAL(g_pselect, "pselect");
+  return Interpose(IsBlocking(timeout), [&] {
+    return f ? f(nfds, readfds, writefds, exceptfds, timeout, sigmask) : NoSuchCall();
+  });
+}
+
+HW_INTERPOSE int epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout) {
+  auto f = HW_REAL(g_epoll_wait, "epoll_wait");
+  return Interpose(timeout != 0,
+                   [&] { return f ? f(epfd, events, maxevents, timeout) : NoSuchCall(); });
+}
+
+HW_INTERPOSE int epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout,
+                             const sigset_t* sigmask) {
+  auto f = HW_REAL(g_epoll_pwait, "epoll_pwait");
+  return Interpose(timeout != 0,
+                   [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
+}
+
+HW_INTERPOSE int epoll_pwait2(int epfd, struct epoll_event* events, int maxevents,
+                              const struct timespec* timeout, const sigset_t* sigmask) {
+  auto f = HW_REAL(g_epoll_pwait2, "epoll_pwait2");
+  return Interpose(IsBlocking(timeout),
+                   [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
+}
+
+}  // extern "C"
