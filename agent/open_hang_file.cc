@@ -158,6 +158,7 @@ std::unique_ptr<OpenHangFile> OpenHangFile::Create(const std::string& path,
   h.file_size = f->size_;
   h.checksum = Checksum(&h, offsetof(StaticHeader, checksum));
   std::memcpy(f->map_ + kStaticHeaderOffset, &h, sizeof(h));
+  f->Clear();  // a valid "no open hang" state from the start
   return f;
 }
 
@@ -265,6 +266,13 @@ void OpenHangFile::Clear() {
   h.checksum = Checksum(&h, offsetof(LiveHeader, checksum));
   std::memcpy(map_ + kLiveHeaderOffset[generation_ % 2], &h, sizeof(h));
 }
+
+size_t OpenHangFileSampleOffset(const HangLimits& limits, size_t index) {
+  const size_t frames = std::min(limits.max_frames, kMaxFramesInFile);
+  return kModulesOffset + kMaxModules * sizeof(ModuleRecord) + index * SampleRecordSize(frames);
+}
+
+size_t OpenHangFileLiveHeaderOffset(int copy) { return kLiveHeaderOffset[copy & 1]; }
 
 OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, std::string* error) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

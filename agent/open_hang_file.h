@@ -72,6 +72,10 @@ enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };
 // valid but holds no open hang (or does not exist). kInvalid: *error says why.
 OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, std::string* error);
 
+// Byte offsets of the layout, for tests that tear writes on purpose.
+size_t OpenHangFileSampleOffset(const HangLimits& limits, size_t index);
+size_t OpenHangFileLiveHeaderOffset(int copy);
+
 }  // namespace hangwatch::agent
 
 #endif  // HANGWATCH_AGENT_OPEN_HANG_FILE_H_

@@ -1,0 +1,209 @@
+// Fatal hangs: a hang still open when the process is killed is read back from the memory-mapped
+// open-hang file, reported as fatal by the next Start(), and cleared. Plus the file's defences
+// against torn writes and foreign content.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include "agent/hang_data.h"
+#include "agent/open_hang_file.h"
+#include "hangwatch/hangwatch.h"
+#include "tests/agent/e2e_util.h"
+
+namespace hangwatch {
+namespace {
+
+using agent::OpenHangReadStatus;
+using agent::ReadOpenHangFile;
+
+std::string TempPath(const char* name) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string p = std::string(dir ? dir : "/tmp") + "/hangwatch_" + name + "_" +
+                  std::to_string(getpid()) + ".bin";
+  unlink(p.c_str());
+  return p;
+}
+
+std::atomic<bool> g_never{false};
+volatile uint64_t g_spin;
+
+[[gnu::noinline, gnu::noipa]] void StuckForever() {
+  while (!g_never.load(std::memory_order_relaxed)) g_spin = g_spin + 1;
+}
+
+TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
+  const std::string path = TempPath("open_hang");
+  const std::string json_path = path + ".jsonl";
+  unlink(json_path.c_str());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    Config c = testing::TestConfig();
+    c.open_hang_path = path;
+    if (!Start(c).ok()) _exit(10);
+    BeginWork();
+    StuckForever();
+    _exit(11);
+  }
+  ASSERT_GT(pid, 0);
+  // Wait until the child's hang is open in the file with a few samples: that is the moment a
+  // system watchdog would kill it.
+  HangRecord seen;
+  std::string error;
+  const bool open = testing::WaitUntil(
+      [&] {
+        return ReadOpenHangFile(path, &seen, &error) == OpenHangReadStatus::kFound &&
+               seen.samples >= 5;
+      },
+      std::chrono::seconds(20));
+  kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(open) << "the child's hang never showed up in " << path << " " << error;
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+  testing::HangCollector collector;
+  Config c = testing::TestConfig();
+  c.open_hang_path = path;
+  c.json_path = json_path;
+  ASSERT_TRUE(Start(c).ok());
+  ASSERT_TRUE(collector.WaitFor(1));
+  Stop();
+  const HangRecord h = collector.hangs()[0];
+  EXPECT_TRUE(h.fatal);
+  EXPECT_EQ(h.pid, pid);
+  EXPECT_GE(h.samples, 5u);
+  EXPECT_GE(h.duration_ms, h.threshold_ms);
+  EXPECT_EQ(h.threshold_ms, 100u);
+  ASSERT_FALSE(h.stacks.empty());
+  EXPECT_EQ(h.stacks[0].count, h.samples) << "one function, one stack";
+  EXPECT_TRUE(testing::StackMentions(h.stacks[0], "StuckForever", 1))
+      << "symbolized through the build-id of this (same) binary: " << h.stacks[0].frames[0].symbol;
+  EXPECT_FALSE(h.stacks[0].frames[0].build_id.empty());
+  EXPECT_EQ(h.fingerprint.size(), 16u);
+  EXPECT_EQ(GetStats().fatal_hangs, 1u);
+  // In RecentHangs() too, and in the JSON Lines file with "fatal":true.
+  const auto recent = RecentHangs();
+  ASSERT_EQ(recent.size(), 1u);
+  EXPECT_TRUE(recent[0].fatal);
+  std::ifstream in(json_path);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_NE(line.find("\"fatal\":true"), std::string::npos);
+  // Reported once: the file no longer holds an open hang.
+  EXPECT_EQ(ReadOpenHangFile(path, &seen, &error), OpenHangReadStatus::kNoOpenHang) << error;
+  unlink(path.c_str());
+  unlink(json_path.c_str());
+}
+
+void FillHang(agent::HangData* hang, int samples) {
+  hang->Clear();
+  hang->summary.pid = 7;
+  hang->summary.tid = 7;
+  hang->summary.threshold_ms = 100;
+  for (int i = 0; i < samples; ++i) {
+    const uintptr_t frames[] = {0x1000u + static_cast<uintptr_t>(i % 2), 0x2000};
+    hang->AddSample(static_cast<uint32_t>(50 + 10 * i), frames, 2, frames[0], 10'000'000, 'R',
+                    true);
+  }
+}
+
+void Corrupt(const std::string& path, size_t offset) {
+  const int fd = open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  unsigned char b = 0;
+  ASSERT_EQ(pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  b ^= 0x5a;
+  ASSERT_EQ(pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  close(fd);
+}
+
+TEST(OpenHangFileTest, RoundTripThenTornSampleLosesOnlyThatSampleAndLaterOnes) {
+  const std::string path = TempPath("torn");
+  agent::HangLimits limits;
+  limits.max_frames = 8;
+  limits.max_timeline = 32;
+  std::string error;
+  auto file = agent::OpenHangFile::Create(path, limits, &error);
+  ASSERT_NE(file, nullptr) << error;
+  agent::HangData hang(limits);
+  FillHang(&hang, 3);
+  file->Open(hang);
+  const uintptr_t frames[] = {0x1000, 0x2000};
+  for (int i = 3; i < 6; ++i) {
+    hang.AddSample(static_cast<uint32_t>(50 + 10 * i), frames, 2, frames[0], 10'000'000, 'R', true);
+    file->AddLastSample(hang);
+  }
+  HangRecord r;
+  ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  EXPECT_TRUE(r.fatal);
+  EXPECT_EQ(r.timeline.size(), 6u);
+  EXPECT_EQ(r.duration_ms, 100u);  // time of the last sample
+  EXPECT_EQ(r.stacks.size(), 2u);
+  EXPECT_EQ(r.cpu_ms, 60u);
+
+  // Tear sample 4 (as a process killed in the middle of writing it would).
+  Corrupt(path, agent::OpenHangFileSampleOffset(limits, 4) + 20);
+  ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  EXPECT_EQ(r.timeline.size(), 4u);
+
+  // Tear the newest state copy: the previous one still reads (one sample fewer at most).
+  file.reset();  // marks the file empty...
+  file = agent::OpenHangFile::Create(path, limits, &error);
+  ASSERT_NE(file, nullptr);
+  FillHang(&hang, 3);
+  // Generations: 1 (empty, at Create) -> copy 1, 2 (Open) -> copy 0, 3 (sample) -> copy 1.
+  file->Open(hang);
+  hang.AddSample(80, frames, 2, frames[0], 0, 'R', true);
+  file->AddLastSample(hang);
+  Corrupt(path, agent::OpenHangFileLiveHeaderOffset(1) + 9);
+  ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  EXPECT_EQ(r.timeline.size(), 3u);
+  // Both copies torn: invalid, with a reason.
+  Corrupt(path, agent::OpenHangFileLiveHeaderOffset(0) + 9);
+  EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kInvalid);
+  EXPECT_NE(error.find("torn"), std::string::npos) << error;
+  file.reset();
+  unlink(path.c_str());
+}
+
+TEST(OpenHangFileTest, ClosedHangMissingEmptyAndForeignFiles) {
+  const std::string path = TempPath("states");
+  std::string error;
+  HangRecord r;
+  EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kNoOpenHang);
+  agent::HangLimits limits;
+  {
+    auto file = agent::OpenHangFile::Create(path, limits, &error);
+    ASSERT_NE(file, nullptr) << error;
+    EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kNoOpenHang);
+    // Locked against a second user.
+    EXPECT_EQ(agent::OpenHangFile::Create(path, limits, &error), nullptr);
+    EXPECT_NE(error.find("in use"), std::string::npos) << error;
+    agent::HangData hang(limits);
+    FillHang(&hang, 2);
+    file->Open(hang);
+    EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound);
+    file->Clear();
+    EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kNoOpenHang);
+  }
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << std::string(5000, 'x');
+  }
+  EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kInvalid);
+  EXPECT_NE(error.find("magic"), std::string::npos) << error;
+  { std::ofstream out(path, std::ios::trunc); }
+  EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kNoOpenHang);
+  unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace hangwatch
