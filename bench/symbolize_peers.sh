@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Offline symbolization benchmarks against external peers, on a generated program with more
+# than 80 MB of DWARF (generated here, never committed):
+#   (a) lookups per second with inline chains: hangwatch's index vs LLVM's GSYM reader
+#       (symbols_bench, same addresses, same run)
+#   (b) index build time per GB of DWARF (1 thread and all threads) and index size vs DWARF
+#       size; llvm-gsymutil's conversion time for reference
+#   (c) a cold 50-address stack end to end, no index yet: `hangwatch symbolize` vs
+#       `llvm-symbolizer` (median of RUNS runs; hyperfine when installed)
+#
+# Usage: bench/symbolize_peers.sh [BUILD_DIR]   (default: build; WORK=/tmp/hangwatch-bigbin,
+#        UNITS=32 generated units, RUNS=15)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+work=${WORK:-/tmp/hangwatch-bigbin}
+units=${UNITS:-32}
+runs=${RUNS:-15}
+hw=${HANGWATCH:-$build/tools/hangwatch}
+[ -x "$hw" ] || hw=$(ls "$build"/tests/symbols/hangwatch_symbols_cli 2>/dev/null || true)
+bench=$build/bench/symbols_bench
+[ -x "$hw" ] || { echo "no hangwatch binary in $build (build it first)" >&2; exit 1; }
+[ -x "$bench" ] || { echo "no $bench (build symbols_bench first)" >&2; exit 1; }
+gsymutil=$(command -v llvm-gsymutil-14 || command -v llvm-gsymutil || true)
+
+mkdir -p "$work"
+bin=$work/big
+if [ ! -x "$bin" ]; then
+  echo "== generating $units units in $work (takes a few minutes)"
+  python3 "$root/bench/gen_big_binary.py" "$work/src" "$units" 40
+  ( cd "$work/src" && ls *.cc | xargs -P "$(nproc)" -I{} g++ -std=c++17 -O2 -g -c {} -o {}.o )
+  g++ -o "$bin" "$work"/src/*.o
+fi
+dwarf_bytes=$(readelf -SW "$bin" | awk '$2 ~ /^\.debug_/ {s += strtonum("0x" $6)} END {print s}' 2>/dev/null ||
+              size -A "$bin" | awk '$1 ~ /^\.debug_/ {s += $2} END {print s}')
+[ -n "$dwarf_bytes" ] || dwarf_bytes=$(size -A "$bin" | awk '$1 ~ /^\.debug_/ {s += $2} END {print s}')
+echo "binary: $bin, DWARF $((dwarf_bytes / 1000000)) MB"
+
+if [ ! -s "$bin.addrs" ]; then
+  objdump -d --no-show-raw-insn -j .text "$bin" | python3 -c '
+import re, sys
+addrs, after = [], False
+for line in sys.stdin:
+    m = re.match(r"^\s*([0-9a-f]+):\s+(\S+)", line)
+    if not m:
+        after = False
+        continue
+    if after:
+        addrs.append(int(m.group(1), 16) - 1)
+    after = m.group(2).startswith("call")
+step = max(1, len(addrs) // 10000)
+for a in addrs[::step][:10000]:
+    print(hex(a))
+' > "$bin.addrs"
+fi
+echo "addresses: $(wc -l < "$bin.addrs") return addresses - 1 of call sites"
+
+if [ -n "$gsymutil" ] && [ ! -s "$bin.gsym" ]; then
+  t0=$(date +%s%N)
+  "$gsymutil" --convert "$bin" --out-file "$bin.gsym" > /dev/null
+  t1=$(date +%s%N)
+  echo "llvm-gsymutil --convert: $(( (t1 - t0) / 1000000 )) ms, GSYM $(( $(stat -c %s "$bin.gsym") / 1000000 )) MB"
+fi
+
+echo "== (b) index build"
+for threads in 1 "$(nproc)"; do
+  cache=$(mktemp -d)
+  t0=$(date +%s%N)
+  "$hw" symbols index --threads "$threads" --cache-dir "$cache" "$bin" > /dev/null 2>&1
+  t1=$(date +%s%N)
+  ms=$(( (t1 - t0) / 1000000 ))
+  size=$(stat -c %s "$cache"/*.hwsym)
+  python3 -c "print(f'threads=$threads: {$ms} ms, {$ms/1000/($dwarf_bytes/1e9):.2f} s per GB of DWARF, index {$size/1e6:.1f} MB = {100*$size/$dwarf_bytes:.1f} % of DWARF')"
+  rm -rf "$cache"
+done
+
+echo "== (a) lookups (symbols_bench, same addresses)"
+HANGWATCH_BENCH_BIG=$bin "$bench" --benchmark_filter='Offline_(HangwatchIndex|LlvmGsym)' \
+  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_min_time=0.5 2>&1 |
+  grep -E '_median|Skip|ERROR' || true
+
+echo "== (c) cold 50-address stack, no index"
+python3 - "$bin.addrs" > "$work/stack50" <<'PY'
+import sys
+addrs = open(sys.argv[1]).read().split()
+step = max(1, len(addrs) // 50)
+print("\n".join(addrs[::step][:50]))
+PY
+if command -v hyperfine > /dev/null; then
+  hyperfine -N --warmup 2 --runs "$runs" --input "$work/stack50" \
+    "$hw symbolize --no-cache --obj $bin" "llvm-symbolizer --obj=$bin"
+else
+  python3 - "$hw" "$bin" "$work/stack50" "$runs" <<'PY'
+import statistics, subprocess, sys, time
+hw, binary, stack, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+data = open(stack, "rb").read()
+def median_ms(cmd):
+    subprocess.run(cmd, input=data, stdout=subprocess.DEVNULL, check=True)  # warm page cache
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, input=data, stdout=subprocess.DEVNULL, check=True)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+ours = median_ms([hw, "symbolize", "--no-cache", "--obj", binary])
+llvm = median_ms(["llvm-symbolizer", "--obj=" + binary])
+print(f"hangwatch symbolize: median {ours:.1f} ms; llvm-symbolizer: median {llvm:.1f} ms; "
+      f"ratio {llvm / ours:.2f}x")
+same = subprocess.run([hw, "symbolize", "--no-cache", "--obj", binary], input=data,
+                      capture_output=True).stdout == subprocess.run(
+                          ["llvm-symbolizer", "--obj=" + binary], input=data,
+                          capture_output=True).stdout
+print("outputs identical:", same)
+PY
+fi
