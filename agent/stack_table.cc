@@ -12,12 +12,13 @@ size_t SlotCount(size_t max_stacks) {
   return n;
 }
 
-// A multiply-xorshift mix per word: cheap (a few cycles per frame) and good enough to spread
-// code addresses, whose low and high bits are highly regular.
-inline uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+// Final avalanche (the murmur3 finalizer): every input bit reaches every output bit.
+inline uint64_t Avalanche(uint64_t h) {
+  h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
-  return h ^ (h >> 32);
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
 }
 
 }  // namespace
@@ -31,10 +32,17 @@ StackTable::StackTable(size_t max_stacks, size_t max_frames)
       pool_(new uintptr_t[max_stacks_ * max_frames_]()) {}
 
 uint64_t StackTable::Hash(const uintptr_t* frames, size_t n, uintptr_t leaf_key) {
-  uint64_t h = Mix(0x243f6a8885a308d3ull, n);
-  h = Mix(h, leaf_key);
-  for (size_t i = 1; i < n; ++i) h = Mix(h, frames[i]);
-  return h;
+  // Four independent multiply lanes, so the CPU overlaps their multiplications (a single chain
+  // costs a multiply latency per frame, ~2x slower at 64 frames); avalanched at the end.
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
+  uint64_t lane[4] = {0x243f6a8885a308d3ull ^ n, 0x13198a2e03707344ull ^ leaf_key,
+                      0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
+  size_t i = 1;
+  for (; i + 4 <= n; i += 4) {
+    for (size_t k = 0; k < 4; ++k) lane[k] = (lane[k] ^ frames[i + k]) * kMul;
+  }
+  for (size_t k = 0; i < n; ++i, ++k) lane[k] = (lane[k] ^ frames[i]) * kMul;
+  return Avalanche(lane[0] ^ Avalanche(lane[1]) ^ (lane[2] * 31) ^ Avalanche(lane[3] + lane[2]));
 }
 
 bool StackTable::KeyEquals(const Entry& e, uint32_t id, const uintptr_t* frames, size_t n,

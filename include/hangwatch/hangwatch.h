@@ -51,7 +51,9 @@ struct Config {
   // Sampling starts once a pass has run this fraction of the threshold (0 < f <= 1); samples of
   // a pass that ends below the threshold are dropped.
   double early_sampling_fraction = 0.5;
-  // How often the watchdog looks at the run loop when nothing is slow. 0: the sample interval.
+  // How often the watchdog looks at the run loop when nothing is slow. 0: threshold / 5 (but
+  // at least the sample interval). A pass's start is known to within one check interval; a
+  // reported duration is within one check interval plus one sample interval of the truth.
   std::chrono::milliseconds check_interval{0};
 
   // Per-capture and per-hang bounds. All memory is allocated by Start() and never grows.
