@@ -1,0 +1,173 @@
+// `hangwatch report`: reads hang reports and prints them in one of several formats (--help).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/command.h"
+#include "tools/report_formats.h"
+#include "tools/report_reader.h"
+#include "tools/report_symbolize.h"
+
+namespace hangwatch::tools {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: hangwatch report FILE... [--format text|json|folded|svg|trace] [options]\n"
+    "\n"
+    "Reads hang reports - JSON Lines files written by the agent (HANGWATCH_REPORT, hangwatch run\n"
+    "--report, Config::json_path) or open-hang files left by a process that died during a hang\n"
+    "(reported as FATAL) - and prints them:\n"
+    "  text    per hang: process, time, duration, CPU, class, the dominant stack with sample\n"
+    "          counts per frame, other stacks, timeline, thread state, binary images (default)\n"
+    "  json    the hangs as JSON Lines again, symbolized\n"
+    "  folded  folded stacks (flamegraph.pl, speedscope, inferno)\n"
+    "  svg     a self-contained SVG flame graph of all samples\n"
+    "  trace   Chrome trace-event JSON for Perfetto UI / chrome://tracing\n"
+    "\n"
+    "Frames are symbolized offline by build-id and module offset (functions, files, lines,\n"
+    "inlined frames) from the recorded module paths when their build-id matches, else from:\n"
+    "  --search PATH      a binary or directory of binaries to match by build-id; repeatable\n"
+    "  --debug-dir DIR    separate debug files (DIR/.build-id/xx/rest.debug); repeatable\n"
+    "                     (default /usr/lib/debug)\n"
+    "  --cache-dir DIR    symbol index cache (default $HANGWATCH_CACHE_DIR, ~/.cache/hangwatch)\n"
+    "  --no-cache         neither read nor write cached indexes\n"
+    "  --no-symbolize     print what the report recorded\n"
+    "Other options:\n"
+    "  --format F, -f F   output format (above)\n"
+    "  --hang N           only the N-th hang of the input (0-based, in file order)\n"
+    "  --output FILE, -o FILE   write there instead of stdout\n"
+    "  --title TEXT       title of the SVG flame graph\n"
+    "\n"
+    "Unreadable lines (torn writes) are skipped and counted. Exit status: 0, or 2 for bad\n"
+    "usage or an unreadable or malformed file.\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "hangwatch report: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+int Run(int argc, char** argv) {
+  std::vector<std::string> files;
+  std::string format = "text", output, title = "Main-thread hangs";
+  long hang = -1;
+  bool symbolize = true;
+  ReportSymbolizeOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    std::string v;
+    auto value = [&](std::string_view flag, std::string_view alias = {}) {
+      for (std::string_view f : {flag, alias}) {
+        if (f.empty()) continue;
+        if (a == f) {
+          if (i + 1 >= argc) return false;
+          v = argv[++i];
+          return true;
+        }
+        if (a.size() > f.size() && a.substr(0, f.size()) == f && a[f.size()] == '=') {
+          v = std::string(a.substr(f.size() + 1));
+          return true;
+        }
+      }
+      return false;
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (value("--format", "-f")) {
+      if (v != "text" && v != "json" && v != "folded" && v != "svg" && v != "trace") {
+        return Fail("unknown format '" + v + "' (text, json, folded, svg, trace)");
+      }
+      format = v;
+    } else if (value("--output", "-o")) {
+      output = v;
+    } else if (value("--title")) {
+      title = v;
+    } else if (value("--hang")) {
+      char* end = nullptr;
+      errno = 0;
+      hang = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || errno != 0 || hang < 0) {
+        return Fail("--hang wants a hang index (0, 1, ...), not '" + v + "'");
+      }
+    } else if (value("--search")) {
+      options.symbolizer.search_paths.push_back(v);
+    } else if (value("--debug-dir")) {
+      options.symbolizer.debug_dirs.push_back(v);
+    } else if (value("--cache-dir")) {
+      options.symbolizer.cache_dir = v;
+    } else if (a == "--no-cache") {
+      options.symbolizer.read_cache = options.symbolizer.write_cache = false;
+    } else if (a == "--no-symbolize") {
+      symbolize = false;
+    } else if (a == "--") {
+      for (++i; i < argc; ++i) files.emplace_back(argv[i]);
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Fail("unknown option '" + std::string(a) +
+                  "' or missing value (see hangwatch report --help)");
+    } else {
+      files.emplace_back(a);
+    }
+  }
+  if (files.empty()) return Fail("no report file given (see hangwatch report --help)");
+
+  Report report;
+  for (const std::string& f : files) {
+    Report one;
+    std::string error;
+    if (!ReadReportFile(f, &one, &error)) return Fail(error);
+    MergeReport(std::move(one), &report);
+  }
+  if (hang >= 0) {
+    if (static_cast<size_t>(hang) >= report.hangs.size()) {
+      return Fail("--hang " + std::to_string(hang) + ": the input has " +
+                  std::to_string(report.hangs.size()) + " hang(s)");
+    }
+    HangRecord one = std::move(report.hangs[static_cast<size_t>(hang)]);
+    report.hangs.clear();
+    report.hangs.push_back(std::move(one));
+  }
+  if (symbolize) {
+    options.progress = isatty(STDERR_FILENO) == 1;
+    std::vector<std::string> warnings;
+    SymbolizeReport(options, &report, &warnings);
+    for (const std::string& w : warnings) {
+      std::fprintf(stderr, "hangwatch report: warning: %s\n", w.c_str());
+    }
+  }
+
+  std::string text;
+  if (format == "text") {
+    text = FormatText(report);
+  } else if (format == "json") {
+    text = FormatJsonLines(report);
+  } else if (format == "folded") {
+    text = FormatFolded(report);
+  } else if (format == "svg") {
+    text = FormatSvg(report, title);
+  } else {
+    text = FormatTrace(report);
+  }
+  if (output.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (std::fflush(stdout) != 0) return Fail(std::string("stdout: ") + std::strerror(errno));
+  } else {
+    std::ofstream out(output, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.close();
+    if (!out) return Fail(output + ": cannot write");
+  }
+  return 0;
+}
+
+const CommandRegistration kRegistration(
+    {"report", "print hang reports: text, json, folded stacks, SVG flame graph, Chrome trace",
+     Run});
+
+}  // namespace
+}  // namespace hangwatch::tools

@@ -1,0 +1,35 @@
+// Small helpers shared by the report formats: how a frame is named, how stacks compare.
+#ifndef HANGWATCH_TOOLS_REPORT_FRAMES_H_
+#define HANGWATCH_TOOLS_REPORT_FRAMES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hangwatch/hang_record.h"
+
+namespace hangwatch::tools {
+
+// The file name of a path ("/usr/lib/libc.so.6" -> "libc.so.6").
+std::string BaseName(const std::string& path);
+
+// "0x1234" (lowercase).
+std::string Hex(uint64_t v);
+
+// A frame's display name: its symbol, else "module+0xoffset", else its address.
+std::string FrameName(const Frame& f);
+
+// "file:line" when known, else "".
+std::string FrameLocation(const Frame& f);
+
+// For each frame of the dominant stack (innermost first), the number of samples of the hang
+// whose stack reaches that frame through the same callers (their stacks share the dominant
+// stack's frames from the outermost one down to it): the call-tree count of the dominant path.
+std::vector<uint32_t> DominantPathCounts(const HangRecord& h);
+
+// UTC time "YYYY-MM-DD HH:MM:SS.mmm UTC" of a Unix time in ms.
+std::string FormatUnixMs(int64_t unix_ms);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_REPORT_FRAMES_H_

@@ -1,0 +1,55 @@
+// Reading hang reports: JSON Lines files (docs/report-format.md) and open-hang files (a hang
+// that was still open when its process died, agent/open_hang_file.h), for `hangwatch report`
+// and `hangwatch run`.
+//
+// Readers follow the format's rules: a line that is not a JSON object (a torn write) or not a
+// well-formed record is skipped without invalidating the others, unknown fields are ignored,
+// records of unknown types are counted and skipped. Only a file in which no line at all is a
+// valid record is malformed.
+#ifndef HANGWATCH_TOOLS_REPORT_READER_H_
+#define HANGWATCH_TOOLS_REPORT_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hangwatch/hang_record.h"
+
+namespace hangwatch::tools {
+
+// {"type":"startup_stall"}: the main thread reached its event loop late (preload shim).
+struct StartupStall {
+  int64_t pid = 0;
+  std::string process;
+  int64_t start_unix_ms = 0;
+  uint64_t duration_ms = 0;
+  uint64_t threshold_ms = 0;
+};
+
+struct Report {
+  std::vector<HangRecord> hangs;  // in file order
+  std::vector<StartupStall> startup_stalls;
+  size_t skipped_lines = 0;    // not a JSON object, or a record with missing / mistyped fields
+  size_t unknown_records = 0;  // valid JSON objects of another type
+  std::string first_error;     // why the first skipped line was skipped ("line N: ...")
+};
+
+// Parses one JSON Lines text. Returns false (with *error) only when the text has content but
+// not a single valid record.
+bool ParseJsonLines(std::string_view text, Report* out, std::string* error);
+
+// Parses one line into a hang record. False with *error when it is not one.
+bool ParseHangLine(std::string_view line, HangRecord* out, std::string* error);
+
+// Reads a report file: JSON Lines, or an open-hang file (recognized by its magic), whose open
+// hang becomes one fatal hang. False with a one-line *error when it cannot be read or is
+// malformed.
+bool ReadReportFile(const std::string& path, Report* out, std::string* error);
+
+// Appends the records of `from` to `into`.
+void MergeReport(Report&& from, Report* into);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_REPORT_READER_H_
