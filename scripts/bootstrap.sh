@@ -9,6 +9,7 @@ packages=(
   libdw-dev libelf-dev libunwind-dev libzstd-dev liblzma-dev zlib1g-dev
   libuv1-dev libglib2.0-dev nlohmann-json3-dev
   elfutils gdb llvm binutils
+  libxml2-utils chromium
 )
 
 missing=()
