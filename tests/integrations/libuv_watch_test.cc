@@ -1,0 +1,79 @@
+// A libuv program with a deliberate stall: the stall is reported with the stalling callback on
+// top of the dominant stack; seconds of idle in the loop report nothing.
+#include <gtest/gtest.h>
+#include <uv.h>
+
+#include <string>
+#include <vector>
+
+#include "busy_wait.h"
+#include "hangwatch/hangwatch.h"
+#include "hangwatch_uv.h"
+
+namespace {
+
+extern "C" __attribute__((noinline)) void StallInLibuvCallback(uv_timer_t*) {
+  HANGWATCH_BUSY_WAIT_MS(600);
+}
+
+hangwatch::Config TestConfig() {
+  hangwatch::Config config;
+  config.threshold = std::chrono::milliseconds(200);
+  config.sample_interval = std::chrono::milliseconds(20);
+  config.log_hangs = false;
+  return config;
+}
+
+bool OnTop(const hangwatch::HangRecord& h, const std::string& function) {
+  const hangwatch::Stack* d = h.dominant();
+  return d != nullptr && !d->frames.empty() &&
+         d->frames[0].symbol.find(function) != std::string::npos;
+}
+
+TEST(LibuvWatch, StallIsReportedWithTheCallbackOnTopAndIdleIsNot) {
+  uv_loop_t loop;
+  ASSERT_EQ(uv_loop_init(&loop), 0);
+  ASSERT_TRUE(hangwatch::Start(TestConfig()).ok());
+  uv_timer_t stall, quit;
+  uv_timer_init(&loop, &stall);
+  uv_timer_init(&loop, &quit);
+  uv_timer_start(&stall, StallInLibuvCallback, 50, 0);
+  // After the stall, the loop idles for 2.5 s (12x the threshold) before it is stopped.
+  uv_timer_start(
+      &quit, [](uv_timer_t* t) { uv_stop(t->loop); }, 50 + 600 + 2500, 0);
+
+  hangwatch::UvLoopWatch watch;
+  ASSERT_EQ(watch.Attach(&loop), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  watch.Detach();
+  hangwatch::Stop();  // closes the hangs whose pass ended
+
+  const std::vector<hangwatch::HangRecord> hangs = hangwatch::RecentHangs();
+  ASSERT_EQ(hangs.size(), 1u) << "the idle seconds must not be a hang";
+  const auto& h = hangs[0];
+  EXPECT_GE(h.duration_ms, 550u);
+  EXPECT_LT(h.duration_ms, 1500u);
+  EXPECT_EQ(h.hang_class, hangwatch::HangClass::kBusy);
+  EXPECT_TRUE(OnTop(h, "StallInLibuvCallback")) << hangwatch::ToJsonLine(h);
+  EXPECT_GE(hangwatch::GetStats().passes_seen, 2u);
+
+  uv_close(reinterpret_cast<uv_handle_t*>(&stall), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&quit), nullptr);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
+TEST(LibuvWatch, AttachTwiceIsRefusedAndHandlesDoNotKeepTheLoopAlive) {
+  uv_loop_t loop;
+  ASSERT_EQ(uv_loop_init(&loop), 0);
+  hangwatch::UvLoopWatch watch;
+  ASSERT_EQ(watch.Attach(&loop), 0);
+  EXPECT_EQ(watch.Attach(&loop), UV_EBUSY);
+  // Nothing but the watch's (unreferenced) handles: uv_run returns at once.
+  EXPECT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  watch.Detach();
+  EXPECT_FALSE(watch.attached());
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
+}  // namespace

@@ -1,0 +1,92 @@
+// The preload shim's settings and its LD_PRELOAD rewriting.
+#include "integrations/preload/preload_config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace hangwatch::preload {
+namespace {
+
+PreloadConfig Read(const std::map<std::string, std::string>& env,
+                   std::vector<std::string>* warnings) {
+  return ReadPreloadConfig(
+      [&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      warnings);
+}
+
+TEST(PreloadConfig, DefaultsWhenUnset) {
+  std::vector<std::string> w;
+  const PreloadConfig c = Read({}, &w);
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(c.threshold_ms, 250u);
+  EXPECT_EQ(c.sample_ms, 0u);
+  EXPECT_TRUE(c.report_path.empty());
+  EXPECT_TRUE(c.log);
+  EXPECT_TRUE(c.startup_stall);
+  EXPECT_EQ(c.startup_ms, 2000u);
+  EXPECT_FALSE(c.inherit);
+}
+
+TEST(PreloadConfig, ReadsEveryVariable) {
+  std::vector<std::string> w;
+  const PreloadConfig c = Read({{"HANGWATCH_THRESHOLD_MS", "120"},
+                                {"HANGWATCH_SAMPLE_MS", "7"},
+                                {"HANGWATCH_REPORT", "/tmp/x.jsonl"},
+                                {"HANGWATCH_LOG", "0"},
+                                {"HANGWATCH_STARTUP_STALL", "off"},
+                                {"HANGWATCH_STARTUP_MS", "900"},
+                                {"HANGWATCH_INHERIT", "1"},
+                                {"HANGWATCH_OPEN_HANG_DIR", "/tmp/d"}},
+                               &w);
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(c.threshold_ms, 120u);
+  EXPECT_EQ(c.sample_ms, 7u);
+  EXPECT_EQ(c.report_path, "/tmp/x.jsonl");
+  EXPECT_FALSE(c.log);
+  EXPECT_FALSE(c.startup_stall);
+  EXPECT_EQ(c.startup_ms, 900u);
+  EXPECT_TRUE(c.inherit);
+  EXPECT_EQ(c.open_hang_dir, "/tmp/d");
+}
+
+TEST(PreloadConfig, MalformedValuesKeepDefaultsAndWarn) {
+  std::vector<std::string> w;
+  const PreloadConfig c = Read({{"HANGWATCH_THRESHOLD_MS", "12x"},
+                                {"HANGWATCH_SAMPLE_MS", "-3"},
+                                {"HANGWATCH_STARTUP_MS", "0"},
+                                {"HANGWATCH_LOG", "maybe"}},
+                               &w);
+  EXPECT_EQ(w.size(), 4u);
+  EXPECT_EQ(c.threshold_ms, 250u);
+  EXPECT_EQ(c.sample_ms, 0u);
+  EXPECT_EQ(c.startup_ms, 2000u);
+  EXPECT_TRUE(c.log);
+  EXPECT_NE(w[0].find("HANGWATCH_THRESHOLD_MS='12x'"), std::string::npos) << w[0];
+}
+
+TEST(PreloadConfig, SampleIntervalIsCappedByThreshold) {
+  std::vector<std::string> w;
+  const PreloadConfig c =
+      Read({{"HANGWATCH_THRESHOLD_MS", "50"}, {"HANGWATCH_SAMPLE_MS", "80"}}, &w);
+  EXPECT_EQ(c.sample_ms, 50u);
+  EXPECT_EQ(w.size(), 1u);
+}
+
+TEST(RemoveShimFromPreload, RemovesOnlyTheShim) {
+  EXPECT_EQ(RemoveShimFromPreload("/a/libhangwatch_preload.so", "/a/libhangwatch_preload.so"), "");
+  EXPECT_EQ(RemoveShimFromPreload("/x/liba.so:/a/libhangwatch_preload.so /x/libb.so", ""),
+            "/x/liba.so:/x/libb.so");
+  EXPECT_EQ(RemoveShimFromPreload("libhangwatch_preload.so.0:/x/libc2.so", ""), "/x/libc2.so");
+  EXPECT_EQ(RemoveShimFromPreload("/opt/renamed-shim.so:/x/liba.so", "/opt/renamed-shim.so"),
+            "/x/liba.so");
+  EXPECT_EQ(RemoveShimFromPreload("::/x/liba.so::", "/self.so"), "/x/liba.so");
+  EXPECT_EQ(RemoveShimFromPreload("", "/self.so"), "");
+}
+
+}  // namespace
+}  // namespace hangwatch::preload
