@@ -1,0 +1,129 @@
+// The preload shim's process rules, on the unmodified Debian python3:
+//   - exec: programs started by a watched program run without the shim unless
+//     HANGWATCH_INHERIT=1;
+//   - fork: the child of an armed process stays off (no inherited, dead watchdog); a child
+//     forked before its parent reached the loop arms itself at its own first wait;
+//   - start-up: batch work before the first wait is not a hang, but a slow start-up is
+//     reported once as a start-up stall, unless switched off.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "child_process.h"
+#include "tools/report_reader.h"
+
+namespace hangwatch::testing {
+namespace {
+
+constexpr char kPython[] = "/usr/bin/python3";
+
+// Python helpers: a wait in select() (an event loop's idle), and a busy stall.
+constexpr char kPrelude[] =
+    "import os, select, subprocess, sys, time\n"
+    "def wait(): select.select([], [], [], 0.05)\n"
+    "def busy(s):\n"
+    "    end = time.monotonic() + s\n"
+    "    while time.monotonic() < end: pass\n";
+
+struct PythonRun {
+  int exit_code = -1;
+  std::string out;
+  tools::Report report;
+  pid_t pid = 0;
+};
+
+PythonRun RunPython(const std::string& body, std::vector<std::string> env) {
+  TempDir dir;
+  const std::string report = dir.path() + "/hangs.jsonl";
+  env.push_back("LD_PRELOAD=" HANGWATCH_PRELOAD_LIB);
+  env.push_back("HANGWATCH_REPORT=" + report);
+  env.push_back("HANGWATCH_LOG=0");
+  ChildProcess child({kPython, "-c", std::string(kPrelude) + body}, env);
+  PythonRun r;
+  r.pid = child.pid();
+  std::string line;
+  while (child.ReadLine(&line, std::chrono::seconds(30))) r.out += line + "\n";
+  r.exit_code = child.Wait();
+  std::string error;
+  tools::ParseJsonLines(ReadFile(report), &r.report, &error);
+  return r;
+}
+
+TEST(PreloadProcess, ExecutedProgramsRunWithoutTheShim) {
+  const PythonRun r = RunPython(
+      "wait()\n"
+      "print('[' + subprocess.run(['/bin/sh', '-c', 'echo $LD_PRELOAD'], capture_output=True,"
+      " text=True).stdout.strip() + ']')\n",
+      {});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "[]\n");
+}
+
+TEST(PreloadProcess, ExecutedProgramsKeepTheShimWhenAsked) {
+  const PythonRun r = RunPython(
+      "wait()\n"
+      "print('[' + subprocess.run(['/bin/sh', '-c', 'echo $LD_PRELOAD'], capture_output=True,"
+      " text=True).stdout.strip() + ']')\n",
+      {"HANGWATCH_INHERIT=1"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, std::string("[") + HANGWATCH_PRELOAD_LIB + "]\n");
+}
+
+TEST(PreloadProcess, ChildOfAnArmedProcessStaysOff) {
+  // The parent arms, forks; the child stalls between two waits; the parent waits for it (its
+  // main thread blocked in waitpid: a hang of its own), then stalls itself.
+  const PythonRun r = RunPython(
+      "wait()\n"
+      "pid = os.fork()\n"
+      "if pid == 0:\n"
+      "    wait(); busy(0.5); wait(); os._exit(0)\n"
+      "_, status = os.waitpid(pid, 0)\n"
+      "print(status)\n"
+      "wait(); busy(0.5); wait()\n",
+      {"HANGWATCH_THRESHOLD_MS=150"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "0\n") << "the child exits cleanly";
+  ASSERT_EQ(r.report.hangs.size(), 2u) << "the parent's two stalls, none of the child";
+  for (const HangRecord& h : r.report.hangs) EXPECT_EQ(h.pid, r.pid);
+  EXPECT_EQ(r.report.hangs[0].hang_class, HangClass::kBlocked) << "waitpid";
+  EXPECT_GE(r.report.hangs[1].duration_ms, 400u) << "busy(0.5)";
+}
+
+TEST(PreloadProcess, ChildForkedBeforeTheLoopWatchesItself) {
+  const PythonRun r = RunPython(
+      "pid = os.fork()\n"
+      "if pid == 0:\n"
+      "    wait(); busy(0.5); wait(); os._exit(0)\n"
+      "_, status = os.waitpid(pid, 0)\n"
+      "print(status)\n",
+      {"HANGWATCH_THRESHOLD_MS=150"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "0\n");
+  ASSERT_EQ(r.report.hangs.size(), 1u);
+  EXPECT_NE(r.report.hangs[0].pid, r.pid) << "the child's own hang";
+  EXPECT_EQ(r.report.hangs[0].pid, r.report.hangs[0].tid) << "on the child's main thread";
+  EXPECT_GE(r.report.hangs[0].duration_ms, 400u);
+}
+
+TEST(PreloadProcess, SlowStartupIsAStartupStallNotAHang) {
+  const PythonRun r =
+      RunPython("busy(0.6)\nwait()\n", {"HANGWATCH_THRESHOLD_MS=100", "HANGWATCH_STARTUP_MS=300"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.report.hangs.empty()) << "batch work before the loop is not a hang";
+  ASSERT_EQ(r.report.startup_stalls.size(), 1u);
+  EXPECT_EQ(r.report.startup_stalls[0].pid, r.pid);
+  EXPECT_GE(r.report.startup_stalls[0].duration_ms, 600u);
+  EXPECT_EQ(r.report.startup_stalls[0].threshold_ms, 300u);
+}
+
+TEST(PreloadProcess, StartupStallCanBeSwitchedOff) {
+  const PythonRun r = RunPython(
+      "busy(0.6)\nwait()\n",
+      {"HANGWATCH_THRESHOLD_MS=100", "HANGWATCH_STARTUP_MS=300", "HANGWATCH_STARTUP_STALL=0"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.report.hangs.empty());
+  EXPECT_TRUE(r.report.startup_stalls.empty());
+}
+
+}  // namespace
+}  // namespace hangwatch::testing

@@ -1,0 +1,152 @@
+// An unmodified event-loop program from Debian's packages under the preload shim: python3
+// running a small asyncio HTTP server (data/slow_http_server.py). A request whose handler blocks
+// the main thread for a second is reported with the interpreter frames executing the handler
+// (or the C function it blocks in); an idle server reports nothing.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+
+#include "child_process.h"
+#include "tools/report_reader.h"
+
+namespace hangwatch::testing {
+namespace {
+
+constexpr char kPython[] = "/usr/bin/python3";
+
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct timeval tv = {20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[1024];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof buf)) > 0) response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return response;
+}
+
+// The shim armed the agent in `pid`: its watchdog thread exists. Waits up to 10 s.
+bool WaitForAgentThread(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (DIR* d = opendir(dir.c_str())) {
+      bool found = false;
+      while (dirent* e = readdir(d)) {
+        if (ReadFile(dir + "/" + e->d_name + "/comm") == "hangwatch\n") found = true;
+      }
+      closedir(d);
+      if (found) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Waits up to 15 s for `count` hangs in the JSON Lines report.
+tools::Report WaitForHangs(const std::string& path, size_t count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  tools::Report report;
+  while (std::chrono::steady_clock::now() < deadline) {
+    report = tools::Report{};
+    std::string error;
+    tools::ParseJsonLines(ReadFile(path), &report, &error);
+    if (report.hangs.size() >= count) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return report;
+}
+
+bool StackHas(const Stack& s, const std::string& symbol, const std::string& module_part) {
+  for (const Frame& f : s.frames) {
+    if (f.symbol.find(symbol) != std::string::npos &&
+        f.module.find(module_part) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+struct Server {
+  TempDir dir;
+  std::string report = dir.path() + "/hangs.jsonl";
+  std::unique_ptr<ChildProcess> child;
+  int port = 0;
+
+  explicit Server(const std::string& threshold_ms) {
+    child = std::make_unique<ChildProcess>(
+        std::vector<std::string>{kPython, HANGWATCH_TEST_DATA_DIR "/slow_http_server.py"},
+        std::vector<std::string>{"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB,
+                                 "HANGWATCH_THRESHOLD_MS=" + threshold_ms,
+                                 "HANGWATCH_REPORT=" + report, "HANGWATCH_LOG=0"});
+    std::string line;
+    if (child->ReadLine(&line, std::chrono::seconds(20))) port = std::atoi(line.c_str());
+  }
+};
+
+TEST(PreloadPython, BlockingRequestIsReportedWithTheHandlersFrames) {
+  Server server("300");
+  ASSERT_GT(server.port, 0);
+  ASSERT_TRUE(WaitForAgentThread(server.child->pid()));
+  EXPECT_NE(HttpGet(server.port, "/quick").find("200 OK"), std::string::npos);
+  EXPECT_NE(HttpGet(server.port, "/slow?busy").find("200 OK"), std::string::npos);
+  tools::Report busy = WaitForHangs(server.report, 1);
+  EXPECT_NE(HttpGet(server.port, "/slow?sleep").find("200 OK"), std::string::npos);
+  tools::Report both = WaitForHangs(server.report, 2);
+  kill(server.child->pid(), SIGTERM);
+  server.child->Wait();
+
+  ASSERT_EQ(both.hangs.size(), 2u) << ReadFile(server.report);
+  const HangRecord& b = both.hangs[0];
+  EXPECT_EQ(b.pid, server.child->pid());
+  EXPECT_EQ(b.tid, server.child->pid()) << "the main thread";
+  EXPECT_GE(b.duration_ms, 900u);
+  EXPECT_LT(b.duration_ms, 3000u);
+  // The handler's Python loop runs in the interpreter: its frames are python3's own.
+  bool interpreter = false;
+  for (const Stack& s : b.stacks) interpreter |= StackHas(s, "_PyEval_EvalFrameDefault", "python3");
+  EXPECT_TRUE(interpreter) << ReadFile(server.report);
+  EXPECT_NE(b.hang_class, HangClass::kBlocked);
+
+  // The sleeping handler: blocked, in the C function doing the blocking.
+  const HangRecord& s = both.hangs[1];
+  EXPECT_GE(s.duration_ms, 900u);
+  EXPECT_EQ(s.hang_class, HangClass::kBlocked);
+  ASSERT_NE(s.dominant(), nullptr);
+  ASSERT_FALSE(s.dominant()->frames.empty());
+  EXPECT_NE(s.dominant()->frames[0].symbol.find("nanosleep"), std::string::npos)
+      << ReadFile(server.report);
+}
+
+// Minutes of idle must report nothing. The suite cannot idle for minutes, so the threshold is
+// scaled down instead: 4 s of idle at a 20 ms threshold is 200 thresholds long, as 50 s would
+// be at the default 250 ms.
+TEST(PreloadPython, IdleServerReportsNothing) {
+  Server server("20");
+  ASSERT_GT(server.port, 0);
+  ASSERT_TRUE(WaitForAgentThread(server.child->pid()));
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // the idle being tested
+  kill(server.child->pid(), SIGTERM);
+  server.child->Wait();
+  EXPECT_EQ(ReadFile(server.report), "");
+}
+
+}  // namespace
+}  // namespace hangwatch::testing
