@@ -61,6 +61,15 @@ inline uint64_t NowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// How long the sampling side spins before sleeping on the futex; the same for every peer.
+// HANGWATCH_BENCH_SPIN_NS overrides the default (for tuning).
+uint64_t SpinNs() {
+  const char* env = getenv("HANGWATCH_BENCH_SPIN_NS");
+  return env != nullptr
+             ? strtoull(env, nullptr, 10)
+             : static_cast<uint64_t>(std::chrono::nanoseconds(SignalSamplerOptions{}.spin).count());
+}
+
 // ---- the target ----
 constexpr size_t kMaxSamples = 1 << 21;
 
@@ -239,6 +248,7 @@ void BM_Peer(benchmark::State& state, SignalBody body, int depth) {
     return;
   }
   const auto timeout = kTimeout;
+  channel->set_spin_ns(SpinNs());
   // One untimed request first: lazy initialisation (glibc loading libgcc_s, libunwind's
   // caches) belongs to no capture.
   channel->Request(target.info().tid, std::chrono::seconds(1));
@@ -266,6 +276,7 @@ void BM_Hangwatch(benchmark::State& state, int depth, bool read_sched_state) {
   SignalSamplerOptions options;
   options.timeout = kTimeout;
   options.read_sched_state = read_sched_state;
+  options.spin = std::chrono::nanoseconds(SpinNs());
   auto sampler = SignalSampler::Create(options, &error);
   if (sampler == nullptr) {
     state.SkipWithError(error.c_str());

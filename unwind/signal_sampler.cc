@@ -141,6 +141,7 @@ std::unique_ptr<SignalSampler> SignalSampler::Create(const SignalSamplerOptions&
       SignalChannel::Create(options.signal, &CaptureBody, sampler->state_.get(), error);
   if (sampler->channel_ == nullptr) return nullptr;
   sampler->signal_ = sampler->channel_->signal();
+  sampler->channel_->set_spin_ns(static_cast<uint64_t>(std::max<int64_t>(options.spin.count(), 0)));
   return sampler;
 }
 

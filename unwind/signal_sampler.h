@@ -34,6 +34,10 @@ struct SignalSamplerOptions {
   // formats the whole stat line), so a caller that already knows the state (e.g. it read /proc
   // itself to decide whether to interrupt at all) may turn it off; sched_state is then '?'.
   bool read_sched_state = true;
+  // Capture() spins this long waiting for the answer before it sleeps on a futex (which costs
+  // the handler a wake-up system call and the sampler a reschedule). Tuned with
+  // bench/capture_bench.
+  std::chrono::nanoseconds spin = std::chrono::microseconds(50);
 };
 
 class SignalSampler final : public ThreadSampler {

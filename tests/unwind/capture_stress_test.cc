@@ -66,6 +66,13 @@ TEST(CaptureStressTest, ReadOnAPipeResumesWithTheRightDataAndNoEintr) {
     if (read_result > 0) received.assign(buf.data(), static_cast<size_t>(read_result));
   });
   const ThreadInfo& info = target.WaitReady();
+  // Whatever happens below, let the target's read() finish so that it can be joined.
+  struct Unblock {
+    int fd;
+    ~Unblock() {
+      if (fd >= 0) (void)!write(fd, "x", 1);
+    }
+  } unblock_on_failure{fds[1]};
   CaptureBuffer buffer(256, 64 * 1024);
   ASSERT_TRUE(CaptureUntilAsleep(sampler.get(), info, &buffer));
   int asleep = 0;
@@ -99,6 +106,13 @@ TEST(CaptureStressTest, MutexLockIsAcquiredNormally) {
     pthread_mutex_unlock(&mutex);
   });
   const ThreadInfo& info = target.WaitReady();
+  // Whatever happens below, let the target acquire the lock so that it can be joined.
+  struct Unlock {
+    pthread_mutex_t* mutex;
+    ~Unlock() {
+      if (mutex != nullptr) pthread_mutex_unlock(mutex);
+    }
+  } unlock_on_failure{&mutex};
   CaptureBuffer buffer(256, 64 * 1024);
   ASSERT_TRUE(CaptureUntilAsleep(sampler.get(), info, &buffer));
   for (int i = 0; i < 1000; ++i) {
@@ -106,6 +120,7 @@ TEST(CaptureStressTest, MutexLockIsAcquiredNormally) {
     ASSERT_EQ(status, CaptureStatus::kOk) << CaptureStatusName(status);
   }
   released.store(true);
+  unlock_on_failure.mutex = nullptr;
   ASSERT_EQ(pthread_mutex_unlock(&mutex), 0);
   target.Join();
   EXPECT_EQ(lock_result, 0);
