@@ -15,7 +15,7 @@
 namespace hangwatch::unwind {
 
 struct WalkResult {
-  size_t num_frames = 0;  // entries written to `frames`
+  size_t num_frames = 0;   // entries written to `frames`
   bool truncated = false;  // stopped because max_frames was reached, not because the chain ended
 };
 

@@ -13,8 +13,8 @@
 namespace hangwatch::unwind {
 
 struct MemoryView {
-  uintptr_t base = 0;             // address, in the target, of data[0]
-  size_t size = 0;                // bytes readable from data
+  uintptr_t base = 0;  // address, in the target, of data[0]
+  size_t size = 0;     // bytes readable from data
   const unsigned char* data = nullptr;
 
   constexpr bool Contains(uintptr_t addr, size_t len) const {
@@ -24,7 +24,9 @@ struct MemoryView {
   // Reads one pointer-sized word at target address `addr`. Returns false, without touching
   // memory, when the word is not entirely inside the view. Async-signal-safe.
   bool ReadWord(uintptr_t addr, uintptr_t* out) const {
-    if (!Contains(addr, sizeof(uintptr_t))) return false;
+    if (!Contains(addr, sizeof(uintptr_t))) {
+      return false;
+    }
     std::memcpy(out, data + (addr - base), sizeof(uintptr_t));
     return true;
   }

@@ -71,7 +71,9 @@ bool Claim() {
                                            std::memory_order_acq_rel)) {
       return true;
     }
-    if (Phase(word) != kRequested || Seq(word) != seq) return false;
+    if (Phase(word) != kRequested || Seq(word) != seq) {
+      return false;
+    }
   }
   return false;
 }
@@ -92,7 +94,9 @@ void Handler(int /*signal*/, siginfo_t* info, void* context) {
       answered = true;
     }
   }
-  if (!answered) g_state.ignored.fetch_add(1, std::memory_order_relaxed);
+  if (!answered) {
+    g_state.ignored.fetch_add(1, std::memory_order_relaxed);
+  }
   errno = saved_errno;
 }
 
@@ -112,12 +116,20 @@ void TaskPath(pid_t tid, const char* leaf, char* out, size_t size) {
   } while (value != 0 && n < sizeof(digits));
   size_t pos = 0;
   auto put = [&](char c) {
-    if (pos + 1 < size) out[pos++] = c;
+    if (pos + 1 < size) {
+      out[pos++] = c;
+    }
   };
-  for (const char* p = "/proc/self/task/"; *p != '\0'; ++p) put(*p);
-  while (n > 0) put(digits[--n]);
+  for (const char* p = "/proc/self/task/"; *p != '\0'; ++p) {
+    put(*p);
+  }
+  while (n > 0) {
+    put(digits[--n]);
+  }
   put('/');
-  for (const char* p = leaf; *p != '\0'; ++p) put(*p);
+  for (const char* p = leaf; *p != '\0'; ++p) {
+    put(*p);
+  }
   out[pos] = '\0';
 }
 
@@ -128,10 +140,14 @@ ssize_t ReadSmallFile(int fd, char* buf, size_t size) {
   while (total + 1 < size) {
     const ssize_t n = pread(fd, buf + total, size - 1 - total, static_cast<off_t>(total));
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR) {
+        continue;
+      }
       return -1;
     }
-    if (n == 0) break;
+    if (n == 0) {
+      break;
+    }
     total += static_cast<size_t>(n);
   }
   buf[total] = '\0';
@@ -143,9 +159,13 @@ ssize_t ReadSmallFile(int fd, char* buf, size_t size) {
 char ParseStatState(const char* buf, size_t len) {
   const char* close = nullptr;
   for (size_t i = 0; i < len; ++i) {
-    if (buf[i] == ')') close = buf + i;
+    if (buf[i] == ')') {
+      close = buf + i;
+    }
   }
-  if (close == nullptr || close + 2 >= buf + len || close[1] != ' ') return '?';
+  if (close == nullptr || close + 2 >= buf + len || close[1] != ' ') {
+    return '?';
+  }
   return close[2];
 }
 
@@ -168,12 +188,16 @@ char ReadSchedState(pid_t tid, int* fd, pid_t* fd_tid) {
       char path[64];
       TaskPath(tid, "stat", path, sizeof(path));
       *fd = open(path, O_RDONLY | O_CLOEXEC);
-      if (*fd < 0) return '?';
+      if (*fd < 0) {
+        return '?';
+      }
       *fd_tid = tid;
     }
     // The whole line fits in one read; pread at offset 0 regenerates it each time.
     const ssize_t n = pread(*fd, buf, sizeof(buf) - 1, 0);
-    if (n > 0) return ParseStatState(buf, static_cast<size_t>(n));
+    if (n > 0) {
+      return ParseStatState(buf, static_cast<size_t>(n));
+    }
     // The cached file may belong to a thread that has gone (and whose tid was reused).
     close(*fd);
     *fd = -1;
@@ -185,15 +209,23 @@ bool ThreadBlocksSignal(pid_t tid, int signal) {
   char path[64];
   TaskPath(tid, "status", path, sizeof(path));
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) {
+    return false;
+  }
   char buf[4096];
   const ssize_t n = ReadSmallFile(fd, buf, sizeof(buf));
   close(fd);
-  if (n <= 0) return false;
+  if (n <= 0) {
+    return false;
+  }
   const char* line = strstr(buf, "\nSigBlk:");
-  if (line == nullptr) return false;
+  if (line == nullptr) {
+    return false;
+  }
   const char* p = line + strlen("\nSigBlk:");
-  while (*p == ' ' || *p == '\t') ++p;
+  while (*p == ' ' || *p == '\t') {
+    ++p;
+  }
   uint64_t mask = 0;
   int digits = 0;
   for (; digits < 16; ++p, ++digits) {
@@ -210,17 +242,23 @@ bool ThreadBlocksSignal(pid_t tid, int signal) {
     }
     mask = (mask << 4) | static_cast<uint64_t>(v);
   }
-  if (digits == 0 || signal < 1 || signal > 64) return false;
+  if (digits == 0 || signal < 1 || signal > 64) {
+    return false;
+  }
   return ((mask >> (signal - 1)) & 1u) != 0;
 }
 
 std::unique_ptr<SignalChannel> SignalChannel::Create(int signal, SignalBody body, void* arg,
                                                      std::string* error) {
   auto fail = [error](const std::string& why) -> std::unique_ptr<SignalChannel> {
-    if (error != nullptr) *error = why;
+    if (error != nullptr) {
+      *error = why;
+    }
     return nullptr;
   };
-  if (body == nullptr) return fail("SignalChannel: no handler body");
+  if (body == nullptr) {
+    return fail("SignalChannel: no handler body");
+  }
   if (g_state.active.exchange(true, std::memory_order_acq_rel)) {
     return fail("another SignalSampler is already active in this process (one at a time)");
   }
@@ -276,11 +314,15 @@ std::unique_ptr<SignalChannel> SignalChannel::Create(int signal, SignalBody body
                               " is not a real-time signal (SIGRTMIN=" + std::to_string(SIGRTMIN) +
                               ", SIGRTMAX=" + std::to_string(SIGRTMAX) + ")");
     }
-    if (!try_install(signal, &why)) return release_and_fail(why);
+    if (!try_install(signal, &why)) {
+      return release_and_fail(why);
+    }
   } else {
     // Highest first: applications and libraries usually take real-time signals from the bottom.
     for (signal = SIGRTMAX; signal >= SIGRTMIN; --signal) {
-      if (try_install(signal, &why)) break;
+      if (try_install(signal, &why)) {
+        break;
+      }
     }
     if (signal < SIGRTMIN) {
       return release_and_fail(
@@ -348,7 +390,9 @@ SignalChannel::Outcome SignalChannel::Send(pid_t tid) {
   if (blocked_tid_known_ && tid == tid_) {
     // The last request to this thread found the signal blocked and left one instance pending;
     // don't queue more until it unblocks.
-    if (ThreadBlocksSignal(tid, signal_)) return Outcome::kSignalBlocked;
+    if (ThreadBlocksSignal(tid, signal_)) {
+      return Outcome::kSignalBlocked;
+    }
     blocked_tid_known_ = false;
   }
   tid_ = tid;
@@ -375,13 +419,19 @@ uint32_t WaitWhilePhase(uint32_t phase, uint64_t deadline_ns, uint64_t spin_unti
   // Spin first: the usual answer comes within microseconds, sooner than a futex round trip.
   while (Phase(word) == phase) {
     const uint64_t now = MonotonicNowNs();
-    if (now >= spin_until_ns || now >= deadline_ns) break;
-    for (int i = 0; i < 16; ++i) CpuRelax();
+    if (now >= spin_until_ns || now >= deadline_ns) {
+      break;
+    }
+    for (int i = 0; i < 16; ++i) {
+      CpuRelax();
+    }
     word = g_state.word.load(std::memory_order_acquire);
   }
   while (Phase(word) == phase) {
     const uint64_t now = MonotonicNowNs();
-    if (now >= deadline_ns) break;
+    if (now >= deadline_ns) {
+      break;
+    }
     if ((word & kWaiterBit) == 0) {
       if (!g_state.word.compare_exchange_weak(word, word | kWaiterBit, std::memory_order_acq_rel)) {
         continue;  // word reloaded
@@ -415,7 +465,9 @@ SignalChannel::Outcome SignalChannel::Wait(uint64_t deadline_ns, uint64_t claime
       // Claimed in time but not finished: the body is bounded, so give it a grace period.
       word = WaitWhilePhase(kClaimed, deadline_ns + claimed_grace_ns, 0);
     }
-    if (Phase(word) == kClaimed) return Outcome::kTimedOut;  // Prepare() says kBusy until done
+    if (Phase(word) == kClaimed) {
+      return Outcome::kTimedOut;  // Prepare() says kBusy until done
+    }
   }
   return Phase(word) == kDone ? Outcome::kDone : Outcome::kError;
 }
@@ -432,9 +484,13 @@ SignalChannel::Outcome SignalChannel::Diagnose() {
   int fd = -1;
   pid_t fd_tid = 0;
   const char state = ReadSchedState(tid_, &fd, &fd_tid);
-  if (fd >= 0) close(fd);
+  if (fd >= 0) {
+    close(fd);
+  }
   // A thread that is exiting no longer takes signals; once gone, its /proc entry goes too.
-  if (state == '?' || state == 'Z' || state == 'X') return Outcome::kThreadExited;
+  if (state == '?' || state == 'Z' || state == 'X') {
+    return Outcome::kThreadExited;
+  }
   if (ThreadBlocksSignal(tid_, signal_)) {
     blocked_tid_known_ = true;
     return Outcome::kSignalBlocked;
@@ -445,9 +501,13 @@ SignalChannel::Outcome SignalChannel::Diagnose() {
 SignalChannel::Outcome SignalChannel::Request(pid_t tid, std::chrono::nanoseconds timeout) {
   const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout.count());
   Outcome outcome = Prepare();
-  if (outcome != Outcome::kDone) return outcome;
+  if (outcome != Outcome::kDone) {
+    return outcome;
+  }
   outcome = Send(tid);
-  if (outcome != Outcome::kDone) return outcome;
+  if (outcome != Outcome::kDone) {
+    return outcome;
+  }
   return Wait(deadline, static_cast<uint64_t>(timeout.count()));
 }
 

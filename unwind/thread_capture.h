@@ -67,9 +67,9 @@ class CaptureBuffer {
 
   // ---- results of the last capture ----
   Registers regs;
-  uintptr_t stack_base = 0;   // target address of the first copied byte (at or below regs.sp)
-  size_t stack_size = 0;      // bytes copied
-  size_t num_frames = 0;      // frame-pointer walk done at capture time; frames()[0] == regs.pc
+  uintptr_t stack_base = 0;  // target address of the first copied byte (at or below regs.sp)
+  size_t stack_size = 0;     // bytes copied
+  size_t num_frames = 0;     // frame-pointer walk done at capture time; frames()[0] == regs.pc
   bool frames_truncated = false;
   uint64_t timestamp_ns = 0;  // CLOCK_MONOTONIC at the moment of capture
   uint64_t cpu_time_ns = 0;   // the thread's total CPU time, read right after the capture
