@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -75,16 +74,21 @@ std::vector<unsigned long long> CallSiteAddresses(const std::string& binary, siz
   std::istringstream lines(r.out);
   std::string line;
   bool after_call = false;
-  static const std::regex insn(R"(^\s*([0-9a-f]+):\s+(\S+))");
-  std::smatch m;
   while (std::getline(lines, line)) {
-    if (!std::regex_search(line, m, insn)) {
+    // "<spaces><hex>:<tab><mnemonic> ..."; anything else (labels, blanks) breaks the sequence.
+    size_t start = line.find_first_not_of(' ');
+    size_t colon = line.find(':');
+    bool insn = start != std::string::npos && colon != std::string::npos && colon > start &&
+                line.find_first_not_of("0123456789abcdef", start) == colon &&
+                colon + 1 < line.size() && line[colon + 1] == '\t';
+    if (!insn) {
       after_call = false;
       continue;
     }
-    unsigned long long addr = std::stoull(m[1].str(), nullptr, 16);
+    unsigned long long addr = std::stoull(line.substr(start, colon - start), nullptr, 16);
     if (after_call) all.push_back(addr - 1);
-    after_call = m[2].str().rfind("call", 0) == 0;
+    size_t m = line.find_first_not_of(" \t", colon + 1);
+    after_call = m != std::string::npos && line.compare(m, 4, "call") == 0;
   }
   if (all.size() <= limit) return all;
   std::vector<unsigned long long> picked;
