@@ -74,7 +74,9 @@ uint64_t SpinNs() {
 constexpr size_t kMaxSamples = 1 << 21;
 
 uint64_t MedianOf(std::vector<uint64_t> values) {
-  if (values.empty()) return 0;
+  if (values.empty()) {
+    return 0;
+  }
   std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
   return values[values.size() / 2];
 }
@@ -86,7 +88,9 @@ class Target {
       RegisterCurrentThread(&info_);
       Recurse(depth_);
     });
-    while (!ready_.load(std::memory_order_acquire)) std::this_thread::yield();
+    while (!ready_.load(std::memory_order_acquire)) {
+      std::this_thread::yield();
+    }
   }
   ~Target() {
     stop_.store(true, std::memory_order_release);
@@ -112,7 +116,9 @@ class Target {
     std::vector<uint64_t> values(stolen_.begin() + static_cast<std::ptrdiff_t>(base_),
                                  stolen_.begin() + static_cast<std::ptrdiff_t>(end));
     uint64_t sum = 0;
-    for (uint64_t v : values) sum += v;
+    for (uint64_t v : values) {
+      sum += v;
+    }
     *mean = values.empty() ? 0 : sum / values.size();
     *median = MedianOf(std::move(values));
   }
@@ -159,7 +165,9 @@ class Target {
       const uint64_t excess = gap > period ? gap - period : 0;
       if (answered_now != answered) {
         const size_t i = recorded_.load(std::memory_order_relaxed);
-        if (i < kMaxSamples) stolen_[i] = (prev_excess + excess) / (answered_now - answered);
+        if (i < kMaxSamples) {
+          stolen_[i] = (prev_excess + excess) / (answered_now - answered);
+        }
         recorded_.store(i + 1, std::memory_order_release);
         answered = answered_now;
         observed_.store(answered, std::memory_order_release);
@@ -185,7 +193,9 @@ class RoundTrips {
  public:
   RoundTrips() { values_.reserve(kMaxSamples); }
   void Add(uint64_t ns) {
-    if (values_.size() < kMaxSamples) values_.push_back(ns);
+    if (values_.size() < kMaxSamples) {
+      values_.push_back(ns);
+    }
   }
   uint64_t Median() const { return MedianOf(values_); }
 
@@ -228,10 +238,13 @@ void LibunwindBody(void* arg, const ucontext_t* context) {
   // On Linux the unw_context_t is the ucontext_t: start right at the interrupted frame.
   auto* unw_context = reinterpret_cast<unw_context_t*>(const_cast<ucontext_t*>(context));
   out->num_frames = 0;
-  if (unw_init_local2(&cursor, unw_context, UNW_INIT_SIGNAL_FRAME) != 0) return;
+  if (unw_init_local2(&cursor, unw_context, UNW_INIT_SIGNAL_FRAME) != 0) {
+    return;
+  }
   do {
     unw_word_t ip = 0;
     unw_get_reg(&cursor, UNW_REG_IP, &ip);
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a code address, stored like the other peers'.
     out->frames[out->num_frames++] = reinterpret_cast<void*>(ip);
   } while (out->num_frames < kMaxFrames && unw_step(&cursor) > 0);
 }
@@ -344,7 +357,9 @@ void RegisterAll() {
 int main(int argc, char** argv) {
   RegisterAll();
   benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 1;
+  }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -71,7 +71,9 @@ void* aligned_alloc(size_t alignment, size_t size) {
 int posix_memalign(void** out, size_t alignment, size_t size) {
   Count();
   void* p = __libc_memalign(alignment, size);
-  if (p == nullptr) return 12;  // ENOMEM
+  if (p == nullptr) {
+    return 12;  // ENOMEM
+  }
   *out = p;
   return 0;
 }

@@ -42,8 +42,12 @@ std::unique_ptr<SignalSampler> MakeSampler() {
 // blocking call. Returns false if it never does within `attempts`.
 bool CaptureUntilAsleep(SignalSampler* sampler, const ThreadInfo& info, CaptureBuffer* buffer) {
   for (int i = 0; i < 100'000; ++i) {
-    if (sampler->Capture(info, buffer) != CaptureStatus::kOk) return false;
-    if (buffer->sched_state == 'S') return true;
+    if (sampler->Capture(info, buffer) != CaptureStatus::kOk) {
+      return false;
+    }
+    if (buffer->sched_state == 'S') {
+      return true;
+    }
     sched_yield();
   }
   return false;
@@ -63,14 +67,18 @@ TEST(CaptureStressTest, ReadOnAPipeResumesWithTheRightDataAndNoEintr) {
     std::vector<char> buf(message.size());
     read_result = read(fds[0], buf.data(), buf.size());  // blocks until the test writes
     read_errno = errno;
-    if (read_result > 0) received.assign(buf.data(), static_cast<size_t>(read_result));
+    if (read_result > 0) {
+      received.assign(buf.data(), static_cast<size_t>(read_result));
+    }
   });
   const ThreadInfo& info = target.WaitReady();
   // Whatever happens below, let the target's read() finish so that it can be joined.
   struct Unblock {
     int fd;
     ~Unblock() {
-      if (fd >= 0) (void)!write(fd, "x", 1);
+      if (fd >= 0) {
+        (void)!write(fd, "x", 1);
+      }
     }
   } unblock_on_failure{fds[1]};
   CaptureBuffer buffer(256, 64 * 1024);
@@ -102,7 +110,9 @@ TEST(CaptureStressTest, MutexLockIsAcquiredNormally) {
   TargetThread target([&](TargetThread* t) {
     t->SignalReady();
     lock_result = pthread_mutex_lock(&mutex);  // blocks until the test unlocks
-    if (!released.load()) acquired_before_release.store(true);
+    if (!released.load()) {
+      acquired_before_release.store(true);
+    }
     pthread_mutex_unlock(&mutex);
   });
   const ThreadInfo& info = target.WaitReady();
@@ -110,7 +120,9 @@ TEST(CaptureStressTest, MutexLockIsAcquiredNormally) {
   struct Unlock {
     pthread_mutex_t* mutex;
     ~Unlock() {
-      if (mutex != nullptr) pthread_mutex_unlock(mutex);
+      if (mutex != nullptr) {
+        pthread_mutex_unlock(mutex);
+      }
     }
   } unlock_on_failure{&mutex};
   CaptureBuffer buffer(256, 64 * 1024);
@@ -155,10 +167,14 @@ TEST(CaptureStressTest, TargetHammeringMallocLocksAndStdioSurvives) {
       char line[64];
       snprintf(line, sizeof(line), "%llu", static_cast<unsigned long long>(n));
       std::string copy(line);  // operator new, too
-      if (n % 256 == 0) fflush(sink);
+      if (n % 256 == 0) {
+        fflush(sink);
+      }
       iterations.store(++n, std::memory_order_relaxed);
     }
-    for (void* p : live) free(p);
+    for (void* p : live) {
+      free(p);
+    }
   });
   const ThreadInfo& info = target.WaitReady();
   CaptureBuffer buffer(256, 64 * 1024);

@@ -27,9 +27,13 @@ class FencedStack {
   FencedStack(size_t pages, uintptr_t base) : page_(static_cast<size_t>(sysconf(_SC_PAGESIZE))) {
     size_ = pages * page_;
     mapping_ = mmap(nullptr, size_ + 2 * page_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapping_ == MAP_FAILED) std::abort();
+    if (mapping_ == MAP_FAILED) {
+      std::abort();
+    }
     data_ = static_cast<unsigned char*>(mapping_) + page_;
-    if (mprotect(data_, size_, PROT_READ | PROT_WRITE) != 0) std::abort();
+    if (mprotect(data_, size_, PROT_READ | PROT_WRITE) != 0) {
+      std::abort();
+    }
     base_ = base;
   }
   ~FencedStack() { munmap(mapping_, size_ + 2 * page_); }
@@ -63,7 +67,9 @@ std::vector<uintptr_t> ReferenceWalk(const MemoryView& view, const Registers& re
   auto read = [&](unsigned __int128 addr, uintptr_t* value) {
     const unsigned __int128 lo = view.base;
     const unsigned __int128 hi = lo + view.size;
-    if (addr < lo || addr + kWord > hi) return false;
+    if (addr < lo || addr + kWord > hi) {
+      return false;
+    }
     std::memcpy(value, view.data + static_cast<size_t>(addr - lo), kWord);
     return true;
   };
@@ -87,7 +93,9 @@ std::vector<uintptr_t> ReferenceWalk(const MemoryView& view, const Registers& re
       break;
     }
     out.push_back(ret);
-    if (next <= fp) break;
+    if (next <= fp) {
+      break;
+    }
     fp = next;
     ok = record(fp, &next, &ret);
   }
@@ -193,7 +201,9 @@ TEST(FrameWalkerTest, RandomAndAdversarialChainsNeverEscapeTheView) {
   std::mt19937_64 rng(20261121);
   const uintptr_t kBases[] = {0x0, 0x7ffc12340000, UINTPTR_MAX - 4 * 4096 + 1, 0x1000};
   std::vector<FencedStack*> stacks;
-  for (uintptr_t base : kBases) stacks.push_back(new FencedStack(4, base));
+  for (uintptr_t base : kBases) {
+    stacks.push_back(new FencedStack(4, base));
+  }
 
   auto pick = [&](const FencedStack& s, uintptr_t fp) -> uintptr_t {
     const uintptr_t b = s.base();
@@ -235,7 +245,9 @@ TEST(FrameWalkerTest, RandomAndAdversarialChainsNeverEscapeTheView) {
     auto* words = reinterpret_cast<uintptr_t*>(s.data());
     const size_t num_words = s.size() / kWord;
     if (iteration % 64 == 0) {
-      for (size_t i = 0; i < num_words; ++i) words[i] = rng() % 4 == 0 ? rng() : 0;
+      for (size_t i = 0; i < num_words; ++i) {
+        words[i] = rng() % 4 == 0 ? rng() : 0;
+      }
     }
     uintptr_t fp = b + kWord * 2 * (rng() % (num_words / 4));
     const uintptr_t start = fp;
@@ -263,7 +275,9 @@ TEST(FrameWalkerTest, RandomAndAdversarialChainsNeverEscapeTheView) {
     long_walks += frames.size() >= 10 ? 1 : 0;
     truncated_walks += result.truncated ? 1 : 0;
   }
-  for (FencedStack* s : stacks) delete s;
+  for (FencedStack* s : stacks) {
+    delete s;
+  }
   // The distribution must actually produce long walks, not just stop at the first record.
   EXPECT_GT(long_walks, 2'000u);
   EXPECT_GT(truncated_walks, 500u);

@@ -68,7 +68,9 @@ TEST(SignalSamplerErrorsTest, ExitedButNotYetJoinedThread) {
   });
   hangwatch::unwind::testing::SpinUntil(registered);
   // The task disappears from /proc once the kernel has released it, joined or not.
-  while (TaskExists(info.tid)) sched_yield();
+  while (TaskExists(info.tid)) {
+    sched_yield();
+  }
   CaptureBuffer buffer(64, 4096);
   EXPECT_EQ(sampler->Capture(info, &buffer), CaptureStatus::kThreadExited);
   thread.join();
@@ -82,7 +84,9 @@ TEST(SignalSamplerErrorsTest, ZombieMainThreadOfAChildProcess) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     static ThreadInfo main_info;
-    if (!RegisterCurrentThread(&main_info)) _exit(100);
+    if (!RegisterCurrentThread(&main_info)) {
+      _exit(100);
+    }
     std::thread([] {
       while (true) {  // wait for the main thread to become a zombie
         char path[64];
@@ -93,16 +97,22 @@ TEST(SignalSamplerErrorsTest, ZombieMainThreadOfAChildProcess) {
           char line[512] = {0};
           if (fgets(line, sizeof(line), f) != nullptr) {
             const char* close = strrchr(line, ')');
-            if (close != nullptr && close[1] == ' ') state = close[2];
+            if (close != nullptr && close[1] == ' ') {
+              state = close[2];
+            }
           }
           fclose(f);
         }
-        if (state == 'Z' || state == '?') break;
+        if (state == 'Z' || state == '?') {
+          break;
+        }
         sched_yield();
       }
       std::string error;
       auto sampler = SignalSampler::Create({}, &error);
-      if (sampler == nullptr) _exit(101);
+      if (sampler == nullptr) {
+        _exit(101);
+      }
       CaptureBuffer buffer(64, 4096);
       _exit(static_cast<int>(sampler->Capture(main_info, &buffer)));
     }).detach();
@@ -129,11 +139,15 @@ TEST(SignalSamplerErrorsTest, ThreadBlockingTheSignal) {
     sigaddset(&set, sig);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     t->SignalReady();
-    while (!unblock.load()) sched_yield();
+    while (!unblock.load()) {
+      sched_yield();
+    }
     // The pending instance is delivered before pthread_sigmask returns.
     pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
     unblocked.store(true);
-    while (!t->ShouldStop()) sched_yield();
+    while (!t->ShouldStop()) {
+      sched_yield();
+    }
   });
   const ThreadInfo& info = target.WaitReady();
   CaptureBuffer buffer(64, 4096);
@@ -167,7 +181,9 @@ TEST(SignalSamplerErrorsTest, PendingSignalIsDiscardedWhenTheSamplerGoes) {
     sigaddset(&set, sig);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     t->SignalReady();
-    while (!unblock.load()) sched_yield();
+    while (!unblock.load()) {
+      sched_yield();
+    }
     pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
     unblocked.store(true);
   });
@@ -200,7 +216,9 @@ TEST(SignalSamplerErrorsTest, ThreadThatDoesNotAnswerTimesOut) {
       syscall(SYS_read, release[0], &c, 1);
       syscall(SYS_exit, 0);
     }
-    if (child > 0) waitpid(child, nullptr, 0);
+    if (child > 0) {
+      waitpid(child, nullptr, 0);
+    }
   });
   const ThreadInfo& info = target.WaitReady();
   CaptureBuffer buffer(64, 4096);
@@ -242,7 +260,9 @@ TEST(SignalSamplerErrorsTest, ClaimedButUnfinishedRequestMakesTheNextOneBusy) {
   ASSERT_NE(channel, nullptr) << error;
   TargetThread target([](TargetThread* t) {
     t->SignalReady();
-    while (!t->ShouldStop()) sched_yield();
+    while (!t->ShouldStop()) {
+      sched_yield();
+    }
   });
   const ThreadInfo& info = target.WaitReady();
   const auto timeout = std::chrono::milliseconds(5);
@@ -251,7 +271,9 @@ TEST(SignalSamplerErrorsTest, ClaimedButUnfinishedRequestMakesTheNextOneBusy) {
   EXPECT_TRUE(SignalChannel::CaptureInFlight());
   EXPECT_EQ(channel->Request(info.tid, timeout), SignalChannel::Outcome::kBusy);
   g_release_body.store(true);
-  while (SignalChannel::CaptureInFlight()) sched_yield();
+  while (SignalChannel::CaptureInFlight()) {
+    sched_yield();
+  }
   EXPECT_EQ(channel->Request(info.tid, timeout), SignalChannel::Outcome::kDone);
   channel->Release();
 }
@@ -312,7 +334,9 @@ TEST(SignalSamplerErrorsTest, PicksTheHighestFreeSignalAndRestoresItsDisposition
 
 TEST(SignalSamplerErrorsTest, FailsClearlyWhenNoRealTimeSignalIsFree) {
   std::vector<std::unique_ptr<AppSignal>> all;
-  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) all.push_back(std::make_unique<AppSignal>(sig));
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) {
+    all.push_back(std::make_unique<AppSignal>(sig));
+  }
   std::string error;
   EXPECT_EQ(SignalSampler::Create({}, &error), nullptr);
   EXPECT_NE(error.find("no free real-time signal"), std::string::npos) << error;

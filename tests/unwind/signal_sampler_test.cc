@@ -11,7 +11,6 @@
 
 using hangwatch::unwind::CaptureBuffer;
 using hangwatch::unwind::CaptureStatus;
-using hangwatch::unwind::CaptureStatusName;
 using hangwatch::unwind::SignalSampler;
 using hangwatch::unwind::SignalSamplerOptions;
 using hangwatch::unwind::ThreadInfo;
@@ -80,7 +79,9 @@ TEST(SignalSamplerTest, CapturesKnownChainInOrder) {
   ASSERT_NE(sampler, nullptr);
   const CodeRange ranges[] = {RangeOfFunction(&HwChainD), RangeOfFunction(&HwChainC),
                               RangeOfFunction(&HwChainB), RangeOfFunction(&HwChainA)};
-  for (const CodeRange& r : ranges) ASSERT_LT(r.lo, r.hi) << "symbol not found";
+  for (const CodeRange& r : ranges) {
+    ASSERT_LT(r.lo, r.hi) << "symbol not found";
+  }
 
   TargetThread target([](TargetThread* t) { HwChainA(t); });
   const ThreadInfo& info = target.WaitReady();

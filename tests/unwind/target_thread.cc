@@ -14,7 +14,9 @@ void SpinUntil(const std::atomic<bool>& flag) {
 
 TargetThread::TargetThread(std::function<void(TargetThread*)> body) {
   thread_ = std::thread([this, body = std::move(body)] {
-    if (!RegisterCurrentThread(&info_)) std::abort();
+    if (!RegisterCurrentThread(&info_)) {
+      std::abort();
+    }
     registered_.store(true, std::memory_order_release);
     body(this);
   });
@@ -26,7 +28,9 @@ TargetThread::~TargetThread() {
 }
 
 void TargetThread::Join() {
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
 }
 
 const ThreadInfo& TargetThread::WaitReady() {
