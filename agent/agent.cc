@@ -209,6 +209,7 @@ class Agent final : public MonitorListener {
   }
 
   Stats GetStats() const { return stats_.Snapshot(); }
+  uint64_t TrackedState() const { return stats_.tracked_state.load(std::memory_order_relaxed); }
   std::shared_ptr<spdlog::logger> logger() const { return logger_; }
 
   // ---- MonitorListener (watchdog thread) ----
@@ -339,6 +340,12 @@ Status StartWithHooks(const Config& config, StartHooks hooks) {
   g_watchdog_id.store(agent->watchdog_id());
   g_running = true;
   return Status::Ok();
+}
+
+bool WatchdogSeesCurrentPass() {
+  auto agent = CurrentAgent();
+  const uint64_t state = internal::g_run_loop_state.load(std::memory_order_relaxed);
+  return agent != nullptr && (state & 1) != 0 && agent->TrackedState() == state;
 }
 
 int SamplingSignal() {

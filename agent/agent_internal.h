@@ -23,6 +23,9 @@ Status StartWithHooks(const Config& config, StartHooks hooks);
 // The sampling signal in use (0 when not running or not a SignalSampler).
 int SamplingSignal();
 
+// True when the watchdog is following the pass that is running now (it has seen it).
+bool WatchdogSeesCurrentPass();
+
 }  // namespace hangwatch::agent
 
 #endif  // HANGWATCH_AGENT_AGENT_INTERNAL_H_

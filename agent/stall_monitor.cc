@@ -63,8 +63,9 @@ uint64_t StallMonitor::Effective(uint64_t now) const {
   return elapsed > pass_stopped_ns_ ? elapsed - pass_stopped_ns_ : 0;
 }
 
-void StallMonitor::AccountGap(uint64_t gap) {
+void StallMonitor::AccountGap(uint64_t gap, bool waited_known, uint64_t waited_ns) {
   if (gap <= options_.oversleep_tolerance_ns) return;  // scheduling noise
+  if (waited_known && waited_ns * 2 >= gap) return;    // starved by load, not stopped
   bool stopped = true;
   if (tracking_) {
     uint64_t cpu = 0;
@@ -74,18 +75,26 @@ void StallMonitor::AccountGap(uint64_t gap) {
     }
     if (stopped) pass_stopped_ns_ += gap;
   }
-  if (stopped) stats_->stopped_ns.fetch_add(gap, std::memory_order_relaxed);
+  if (stopped) {
+    stats_->stopped_ns.fetch_add(gap, std::memory_order_relaxed);
+    stopped_since_read_ = true;
+  }
 }
 
 uint64_t StallMonitor::Tick() {
   const uint64_t now = env_->MonotonicNs();
   const uint64_t boot = env_->BoottimeNs();
+  uint64_t run_delay = 0;
+  const bool run_delay_ok = env_->OwnRunDelayNs(&run_delay);
 
   if (!first_tick_) {
     // Oversleep: the tick is late beyond what scheduling noise explains (AccountGap decides
     // whether the process was stopped).
     const uint64_t expected = std::max(due_ns_, last_tick_end_ns_);
-    if (now > expected) AccountGap(now - expected);
+    const bool delay_known = run_delay_known_ && run_delay_ok && run_delay >= run_delay_ns_;
+    if (now > expected) {
+      AccountGap(now - expected, delay_known, delay_known ? run_delay - run_delay_ns_ : 0);
+    }
     // Suspend: CLOCK_BOOTTIME moved on while CLOCK_MONOTONIC did not. Already excluded from
     // every duration (they are monotonic); counted for the statistics.
     const uint64_t boot_delta = boot - last_boot_ns_;
@@ -94,6 +103,13 @@ uint64_t StallMonitor::Tick() {
       stats_->stopped_ns.fetch_add(boot_delta - mono_delta, std::memory_order_relaxed);
     }
   }
+  run_delay_known_ = run_delay_ok;
+  run_delay_ns_ = run_delay;
+  // The previous look at the run-loop state, to place pass boundaries halfway between looks.
+  // Not across a stop: that gap is excluded from the pass as a whole.
+  const bool have_prev = !first_tick_ && !stopped_since_read_ && now > last_mono_ns_;
+  const uint64_t prev_read = last_mono_ns_;
+  stopped_since_read_ = false;
   first_tick_ = false;
   last_boot_ns_ = boot;
   last_mono_ns_ = now;
@@ -101,8 +117,11 @@ uint64_t StallMonitor::Tick() {
   const uint64_t state = run_loop_state_->load(std::memory_order_relaxed);
   stats_->passes_seen.store((state + 1) / 2 - initial_passes_, std::memory_order_relaxed);
 
-  if (tracking_ && state != tracked_state_) EndPass(now, /*still_running=*/false);
-  if (!tracking_ && (state & 1) != 0) StartPass(now, state);
+  if (tracking_ && state != tracked_state_) {
+    EndPass(now, /*still_running=*/false,
+            have_prev && prev_read >= first_seen_ns_ ? (now - prev_read) / 2 : 0);
+  }
+  if (!tracking_ && (state & 1) != 0) StartPass(now, state, have_prev ? (now - prev_read) / 2 : 0);
 
   uint64_t wake = now + options_.check_interval_ns;
   if (tracking_) {
@@ -140,18 +159,21 @@ void StallMonitor::Finish() {
   const uint64_t now = env_->MonotonicNs();
   const uint64_t state = run_loop_state_->load(std::memory_order_relaxed);
   if (state != tracked_state_) {
-    EndPass(now, /*still_running=*/false);
+    EndPass(now, /*still_running=*/false, 0);
   } else if (declared_) {
-    EndPass(now, /*still_running=*/true);
+    EndPass(now, /*still_running=*/true, 0);
   } else {
     const uint64_t n = hang_.summary.samples + hang_.summary.failed_samples;
     stats_->early_samples_dropped.fetch_add(n, std::memory_order_relaxed);
     tracking_ = false;
+    stats_->tracked_state.store(0, std::memory_order_relaxed);
   }
 }
 
-void StallMonitor::StartPass(uint64_t now, uint64_t state) {
+void StallMonitor::StartPass(uint64_t now, uint64_t state, uint64_t began_before_ns) {
   tracking_ = true;
+  stats_->tracked_state.store(state, std::memory_order_relaxed);
+  began_before_ns_ = began_before_ns;
   declared_ = false;
   tracked_state_ = state;
   first_seen_ns_ = now;
@@ -171,14 +193,19 @@ void StallMonitor::StartPass(uint64_t now, uint64_t state) {
   cpu_sample_ns_ = cpu_start_ns_;
 }
 
-void StallMonitor::EndPass(uint64_t now, bool still_running) {
-  const uint64_t eff = Effective(now);
+void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_before_ns) {
+  // The best estimate of the pass's length: from halfway between the last look that did not
+  // see it and the first that did, to halfway between the last look that saw it running and
+  // the first that did not; stopped time excluded.
+  const uint64_t eff = Effective(now) + began_before_ns_;
+  const uint64_t duration = eff > ended_before_ns ? eff - ended_before_ns : 0;
   tracking_ = false;
+  stats_->tracked_state.store(0, std::memory_order_relaxed);
   if (!still_running) {
-    stats_->pass_buckets[MonitorStats::BucketFor(eff)].fetch_add(1, std::memory_order_relaxed);
+    stats_->pass_buckets[MonitorStats::BucketFor(duration)].fetch_add(1, std::memory_order_relaxed);
     stats_->passes_timed.fetch_add(1, std::memory_order_relaxed);
   }
-  if (!declared_ && eff < options_.threshold_ns) {
+  if (!declared_ && duration < options_.threshold_ns) {
     const uint64_t n = hang_.summary.samples + hang_.summary.failed_samples;
     if (n > 0) stats_->early_samples_dropped.fetch_add(n, std::memory_order_relaxed);
     return;
@@ -186,11 +213,16 @@ void StallMonitor::EndPass(uint64_t now, bool still_running) {
   declared_ = false;
 
   HangSummary& s = hang_.summary;
-  s.duration_ns = eff;
+  s.duration_ns = duration;
   s.stopped_ns = pass_stopped_ns_;
   uint64_t cpu_end = 0;
   if (cpu_start_known_ && env_->ThreadCpuNs(target_, &cpu_end) && cpu_end >= cpu_start_ns_) {
-    s.cpu_ns = std::min(cpu_end - cpu_start_ns_, eff);
+    // CPU is measured over the sighted part of the pass; its share applies to the estimate.
+    const uint64_t seen = Effective(now);
+    const uint64_t cpu = std::min(cpu_end - cpu_start_ns_, seen);
+    s.cpu_ns =
+        seen > 0 ? static_cast<uint64_t>(static_cast<unsigned __int128>(cpu) * duration / seen) : 0;
+    s.cpu_ns = std::min(s.cpu_ns, duration);
     s.cpu_known = true;
   }
   s.hang_id = next_hang_id_++;
@@ -210,7 +242,7 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
   // The process may have been stopped while the capture waited: that time is no part of the
   // pass either (the capture itself is bounded by its timeout, far below the tolerance).
-  AccountGap(env_->MonotonicNs() - before);
+  AccountGap(env_->MonotonicNs() - before, false, 0);
   const bool ok = status == unwind::CaptureStatus::kOk && buffer_.num_frames > 0;
   uint64_t cpu = 0;
   bool cpu_ok = false;

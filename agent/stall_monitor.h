@@ -5,10 +5,11 @@
 // hang when it crosses the threshold, and closes the hang when the pass ends. Tick() returns
 // when it wants to be called again; the thread around it (watchdog.h) only sleeps.
 //
-// Timing is the watchdog's alone (the main thread reads no clock): a pass starts, for the
-// monitor, at the first tick that sees it running and ends at the first tick that sees it
-// over, so a duration is off by at most one check interval at the start and one sample
-// interval at the end.
+// Timing is the watchdog's alone (the main thread reads no clock): a pass began between the
+// last tick that did not see it and the first that did, and ended between the last tick that
+// saw it running and the first that did not; the monitor takes the midpoints, so a duration is
+// off by at most half a check interval at the start and half a sample interval at the end
+// (plus the watchdog's scheduling delays). Timeline times count from the first sighting.
 //
 // Stopped time: when a tick comes much later than it was due (the whole process was stopped by
 // SIGSTOP or a debugger, or could not run), and the main thread's CPU clock did not advance
@@ -56,6 +57,8 @@ struct MonitorStats {
   std::atomic<uint64_t> failed_captures{0};
   std::atomic<uint64_t> early_samples_dropped{0};
   std::atomic<uint64_t> stopped_ns{0};
+  // The run-loop state word of the pass the watchdog is following, 0 when none (for tests).
+  std::atomic<uint64_t> tracked_state{0};
 
   Stats Snapshot() const;
   static int BucketFor(uint64_t duration_ns);
@@ -95,14 +98,17 @@ class StallMonitor {
   const HangData& open_hang() const { return hang_; }
 
  private:
-  void StartPass(uint64_t now, uint64_t state);
-  void EndPass(uint64_t now, bool still_running);
+  // began_before_ns / ended_before_ns: half the time since the previous look, the estimated
+  // part of the pass before its first sighting / after its end.
+  void StartPass(uint64_t now, uint64_t state, uint64_t began_before_ns);
+  void EndPass(uint64_t now, bool still_running, uint64_t ended_before_ns);
   void TakeSample(uint64_t effective_ns);
   uint64_t Effective(uint64_t now) const;
-  // `gap` ns passed without the watchdog running. Beyond the tolerance, and unless the main
-  // thread's CPU clock advanced through at least half of it, the process was stopped: the gap
-  // is excluded from the pass and counted as stopped time.
-  void AccountGap(uint64_t gap);
+  // `gap` ns passed without the watchdog running. Beyond the tolerance the process was stopped
+  // (the gap is excluded from the pass and counted as stopped time) unless the watchdog spent
+  // at least half of the gap waiting for a CPU (`waited_ns`, when known: it was starved by
+  // load) or the main thread's CPU clock advanced through at least half of it (it ran).
+  void AccountGap(uint64_t gap, bool waited_known, uint64_t waited_ns);
 
   const MonitorOptions options_;
   const std::atomic<uint64_t>* run_loop_state_;
@@ -123,11 +129,15 @@ class StallMonitor {
   uint64_t last_tick_end_ns_ = 0;
   uint64_t last_boot_ns_ = 0;
   uint64_t last_mono_ns_ = 0;
+  bool run_delay_known_ = false;
+  uint64_t run_delay_ns_ = 0;  // the watchdog's own run-queue wait at the last tick
   uint64_t initial_passes_ = 0;
   uint64_t next_hang_id_ = 0;
 
   // The pass being followed.
+  bool stopped_since_read_ = false;  // a gap counted as stopped since the last state read
   bool tracking_ = false;
+  uint64_t began_before_ns_ = 0;
   bool declared_ = false;
   uint64_t tracked_state_ = 0;
   uint64_t first_seen_ns_ = 0;

@@ -47,6 +47,31 @@ class SystemEnv final : public WatchdogEnv {
   }
   char SchedState(const unwind::ThreadInfo& thread) override { return ReadSchedState(thread.tid); }
   bool DebuggerAttached() override { return ReadTracerPid() != 0; }
+  bool OwnRunDelayNs(uint64_t* out) override {
+    // Opened once, on the watchdog thread (thread-self is resolved at open), read with pread.
+    if (schedstat_fd_ == -1) {
+      schedstat_fd_ = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+      if (schedstat_fd_ < 0) schedstat_fd_ = -2;
+    }
+    if (schedstat_fd_ < 0) return false;
+    char buf[128];
+    const ssize_t n = pread(schedstat_fd_, buf, sizeof(buf) - 1, 0);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    // "<ns on cpu> <ns waiting on a runqueue> <timeslices>"
+    char* end = nullptr;
+    std::strtoull(buf, &end, 10);
+    if (end == buf) return false;
+    const char* second = end;
+    *out = std::strtoull(second, &end, 10);
+    return end != second;
+  }
+  ~SystemEnv() override {
+    if (schedstat_fd_ >= 0) close(schedstat_fd_);
+  }
+
+ private:
+  int schedstat_fd_ = -1;
 };
 
 }  // namespace

@@ -25,6 +25,10 @@ class WatchdogEnv {
   virtual char SchedState(const unwind::ThreadInfo& thread) = 0;
   // A tracer (debugger) is attached to this process (TracerPid in /proc/self/status).
   virtual bool DebuggerAttached() = 0;
+  // Total time the CALLING thread (the watchdog) has spent runnable but waiting for a CPU
+  // (/proc/thread-self/schedstat). It grows when the watchdog is starved by load and not when
+  // the process is stopped, which tells the two apart. False when unavailable.
+  virtual bool OwnRunDelayNs(uint64_t* out) = 0;
 };
 
 // The real thing: clock_gettime, /proc/self/task/TID/stat, /proc/self/status.

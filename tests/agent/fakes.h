@@ -28,6 +28,10 @@ class FakeEnv final : public WatchdogEnv {
   }
   char SchedState(const unwind::ThreadInfo&) override { return cpu_rate > 0.5 ? 'R' : 'S'; }
   bool DebuggerAttached() override { return debugger; }
+  bool OwnRunDelayNs(uint64_t* out) override {
+    *out = run_delay;
+    return true;
+  }
 
   // Advances every clock by `ns`; the main thread burns ns * cpu_rate of CPU.
   void Advance(uint64_t ns) {
@@ -35,15 +39,25 @@ class FakeEnv final : public WatchdogEnv {
     boot += ns;
     cpu += static_cast<uint64_t>(static_cast<double>(ns) * cpu_rate);
   }
-  // The whole process is stopped for `ns`: wall clocks move, CPU does not.
+  // The whole process is stopped for `ns`: wall clocks move, CPU does not, nobody waits for
+  // a CPU.
   void Stop(uint64_t ns) {
     mono += ns;
     boot += ns;
+  }
+  // The machine is overloaded for `ns`: the watchdog waits on a run queue throughout, the main
+  // thread gets `main_share` of a CPU (if busy).
+  void Starve(uint64_t ns, double main_share) {
+    mono += ns;
+    boot += ns;
+    run_delay += ns;
+    cpu += static_cast<uint64_t>(static_cast<double>(ns) * cpu_rate * main_share);
   }
 
   uint64_t mono = 1'000 * kMs;
   uint64_t boot = 1'000 * kMs;
   uint64_t cpu = 0;
+  uint64_t run_delay = 0;
   double cpu_rate = 1.0;
   bool debugger = false;
 };

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "agent/agent_internal.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 
@@ -52,7 +53,7 @@ bool WriteAll(int fd, const void* p, size_t n) {
     // Busy before and after the stop, but only briefly: spin (polling the pipe) from the
     // moment the parent is told until it says the stop is over.
     BeginWork();
-    BurnCpu(20'000'000);
+    while (!agent::WatchdogSeesCurrentPass()) BurnCpu(100'000);  // busy until followed
     WriteAll(to_parent, "M", 1);  // the parent stops us now, mid-pass
     fcntl(from_parent, F_SETFL, O_NONBLOCK);
     char c;
