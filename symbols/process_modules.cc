@@ -1,0 +1,169 @@
+#include "symbols/process_modules.h"
+
+#include <gelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "symbols/elf_file.h"
+
+namespace hangwatch::symbols {
+namespace {
+
+uint64_t PageSize() {
+  long page = sysconf(_SC_PAGESIZE);
+  return page > 0 ? static_cast<uint64_t>(page) : 4096;
+}
+
+constexpr std::string_view kDeleted = " (deleted)";
+
+}  // namespace
+
+std::vector<MapsEntry> ParseProcMaps(std::string_view text) {
+  std::vector<MapsEntry> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    std::string line(text.substr(pos, eol - pos));
+    pos = eol + 1;
+    unsigned long long lo = 0, hi = 0, offset = 0, inode = 0;
+    char perms[8] = {};
+    unsigned dev_major = 0, dev_minor = 0;
+    int path_at = -1;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &offset,
+                    &dev_major, &dev_minor, &inode, &path_at) < 7 ||
+        hi <= lo) {
+      continue;
+    }
+    MapsEntry e;
+    e.lo = lo;
+    e.hi = hi;
+    e.perms = perms;
+    e.offset = offset;
+    e.inode = inode;
+    if (path_at > 0 && static_cast<size_t>(path_at) < line.size()) e.path = line.substr(path_at);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> LoadBiasFromProgramHeaders(const std::string& elf_path, uint64_t map_start,
+                                                    uint64_t map_offset) {
+  auto file = ElfFile::Open(elf_path);
+  if (!file.ok()) return file.status();
+  Elf* elf = (*file)->elf();
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(elf_path, ": no program headers"));
+  }
+  const uint64_t mask = ~(PageSize() - 1);
+  bool found = false;
+  uint64_t bias = 0;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD) continue;
+    if ((ph.p_offset & mask) != map_offset) continue;
+    // Several segments may start in the same file page (lld without separate code); the
+    // executable one is what an executable mapping holds.
+    if (!found || (ph.p_flags & PF_X) != 0) {
+      bias = map_start - (ph.p_vaddr & mask);
+      found = true;
+      if ((ph.p_flags & PF_X) != 0) break;
+    }
+  }
+  if (!found) {
+    return absl::NotFoundError(
+        absl::StrFormat("%s: no PT_LOAD segment at file offset 0x%x", elf_path, map_offset));
+  }
+  return bias;
+}
+
+absl::StatusOr<ProcessModules> ReadProcessModules(pid_t pid) {
+  const std::string maps_path = absl::StrCat("/proc/", pid, "/maps");
+  std::ifstream in(maps_path);
+  if (!in) {
+    int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat("no process ", pid));
+    return absl::PermissionDeniedError(absl::StrCat(maps_path, ": ", std::strerror(err)));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<MapsEntry> entries = ParseProcMaps(text.str());
+  if (entries.empty()) {
+    return absl::NotFoundError(absl::StrCat("process ", pid, " has no mappings (exited?)"));
+  }
+
+  ProcessModules result;
+  std::vector<Module> modules;
+  // Key: (path, inode): a file replaced on disk and mapped again is another module.
+  std::map<std::pair<std::string, uint64_t>, size_t> index;
+  for (const MapsEntry& e : entries) {
+    if (e.perms.size() < 3 || e.perms[2] != 'x' || e.path.empty()) continue;
+    const bool is_file = e.path[0] == '/';
+    if (!is_file && e.path != "[vdso]") continue;  // [vsyscall], anonymous JIT code...
+    auto key = std::make_pair(e.path, e.inode);
+    auto it = index.find(key);
+    if (it != index.end()) {
+      modules[it->second].exec_ranges.push_back({e.lo, e.hi});
+      continue;
+    }
+    Module m;
+    m.path = e.path;
+    m.exec_ranges.push_back({e.lo, e.hi});
+    std::string open_path;
+    if (!is_file) {
+      m.load_bias = e.lo;  // the vDSO is linked at 0 and has no file to read here
+    } else {
+      std::string file = e.path;
+      bool deleted = file.size() > kDeleted.size() &&
+                     file.compare(file.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0;
+      if (deleted) file.resize(file.size() - kDeleted.size());
+      // The target sees the file through its own root (containers): prefer that view.
+      std::string candidates[] = {
+          absl::StrCat("/proc/", pid, "/root", file),
+          file,
+          absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.lo, e.hi),
+      };
+      for (const std::string& c : candidates) {
+        struct stat st;
+        if (stat(c.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+            (e.inode == 0 || static_cast<uint64_t>(st.st_ino) == e.inode)) {
+          open_path = c;
+          break;
+        }
+      }
+      if (open_path.empty()) {
+        result.warnings.push_back(absl::StrCat(e.path, ": the mapped file cannot be opened"));
+      } else {
+        absl::StatusOr<uint64_t> bias = LoadBiasFromProgramHeaders(open_path, e.lo, e.offset);
+        if (bias.ok()) {
+          m.load_bias = *bias;
+          if (auto elf = ElfFile::Open(open_path); elf.ok())
+            m.build_id = ReadBuildId((*elf)->elf());
+        } else {
+          // Keep the module (addresses still get module+offset) with the naive bias.
+          m.load_bias = e.lo - e.offset;
+          result.warnings.push_back(std::string(bias.status().message()));
+        }
+      }
+    }
+    index.emplace(key, modules.size());
+    modules.push_back(std::move(m));
+    result.open_paths.push_back(std::move(open_path));
+  }
+  result.map = std::make_shared<const ModuleMap>(std::move(modules));
+  return result;
+}
+
+}  // namespace hangwatch::symbols

@@ -1,0 +1,537 @@
+// `hangwatch snapshot PID [--json]`: every thread of another process — name, scheduler state,
+// CPU time, the top frame's registers and its symbolized stack — like macOS's stackshot,
+// eu-stack or gdb's `thread apply all bt`.
+//
+// The target is stopped only while registers and stack slices are copied
+// (unwind/ptrace_capture.h); unwinding (frame pointers, then DWARF CFI where the frame-pointer
+// chain falls short) and symbolization (symbols/offline_symbolizer.h) happen after every thread
+// runs again.
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "symbols/module_map.h"
+#include "symbols/offline_symbolizer.h"
+#include "symbols/process_modules.h"
+#include "symbols/symbol_index.h"
+#include "tools/command.h"
+#include "tools/snapshot_unwind.h"
+#include "unwind/ptrace_capture.h"
+
+namespace hangwatch::tools {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: hangwatch snapshot PID [--json] [--max-frames N] [--stack-kb N]\n"
+    "                              [--stop-timeout-ms N] [--no-cfi] [--no-symbols]\n"
+    "\n"
+    "Prints every thread of process PID: thread id, name, scheduler state, CPU time, the top\n"
+    "frame's registers (pc, sp, fp) and its stack, symbolized (function, file:line and inlined\n"
+    "frames when debug information is available; module+offset always).\n"
+    "\n"
+    "The process is stopped only while registers and a slice of each stack are copied\n"
+    "(ptrace PTRACE_SEIZE/PTRACE_INTERRUPT, process_vm_readv); the stopped window is measured\n"
+    "and printed. Unwinding and symbolization happen after it runs again. Ctrl-C never leaves\n"
+    "it stopped.\n"
+    "\n"
+    "  --json               one JSON object on stdout; frames in the agent's report format\n"
+    "                       (addr, module, build_id, offset, symbol, file, line)\n"
+    "  --max-frames N       frames per thread (default 256)\n"
+    "  --stack-kb N         stack bytes copied per thread, from sp upwards (default 64)\n"
+    "  --stop-timeout-ms N  how long to wait for all threads to stop (default 1000)\n"
+    "  --no-cfi             frame pointers only (no DWARF call-frame information)\n"
+    "  --no-symbols         no function names, files or lines (module+offset only)\n"
+    "\n"
+    "Needs permission to ptrace PID: the same user (subject to\n"
+    "/proc/sys/kernel/yama/ptrace_scope) or CAP_SYS_PTRACE. Exit status: 0 on success, 2 on\n"
+    "bad usage or when no snapshot could be taken (one line on stderr says why).\n";
+
+struct Options {
+  pid_t pid = 0;
+  bool json = false;
+  size_t max_frames = 256;
+  size_t stack_kb = 64;
+  int stop_timeout_ms = 1000;
+  bool cfi = true;
+  bool symbols = true;
+};
+
+int Usage(const char* fmt, const char* arg) {
+  std::fprintf(stderr, "hangwatch snapshot: ");
+  std::fprintf(stderr, fmt, arg);
+  std::fprintf(stderr, " (try hangwatch snapshot --help)\n");
+  return kExitUsage;
+}
+
+bool ParseNumber(const char* s, uint64_t max, uint64_t* out) {
+  if (s == nullptr || *s < '0' || *s > '9') return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v > max) return false;
+  *out = v;
+  return true;
+}
+
+// Returns -1 when parsed, else the exit status.
+int ParseArgs(int argc, char** argv, Options* o) {
+  bool have_pid = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto value = [&](uint64_t max, uint64_t min, uint64_t* out) {
+      if (i + 1 >= argc) return false;
+      ++i;
+      return ParseNumber(argv[i], max, out) && *out >= min;
+    };
+    uint64_t v = 0;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--json") {
+      o->json = true;
+    } else if (a == "--no-cfi") {
+      o->cfi = false;
+    } else if (a == "--no-symbols") {
+      o->symbols = false;
+    } else if (a == "--max-frames") {
+      if (!value(65536, 1, &v)) return Usage("--max-frames needs a number from 1 to 65536%s", "");
+      o->max_frames = v;
+    } else if (a == "--stack-kb") {
+      if (!value(65536, 1, &v)) return Usage("--stack-kb needs a number from 1 to 65536%s", "");
+      o->stack_kb = v;
+    } else if (a == "--stop-timeout-ms") {
+      if (!value(600000, 1, &v)) {
+        return Usage("--stop-timeout-ms needs a number from 1 to 600000%s", "");
+      }
+      o->stop_timeout_ms = static_cast<int>(v);
+    } else if (!a.empty() && a[0] == '-') {
+      return Usage("unknown option '%s'", argv[i]);
+    } else if (have_pid) {
+      return Usage("unexpected argument '%s': one PID only", argv[i]);
+    } else {
+      if (!ParseNumber(argv[i], 0x3fffffff, &v) || v == 0) {
+        return Usage("'%s' is not a process id", argv[i]);
+      }
+      o->pid = static_cast<pid_t>(v);
+      have_pid = true;
+    }
+  }
+  if (!have_pid) return Usage("missing PID%s", "");
+  return -1;
+}
+
+// One line for a snapshot that could not be taken.
+int ReportCaptureError(const unwind::PtraceSnapshot& snap) {
+  const pid_t pid = snap.pid;
+  switch (snap.error) {
+    case unwind::PtraceError::kNoSuchProcess:
+      std::fprintf(stderr, "hangwatch snapshot: no process with pid %d\n", pid);
+      break;
+    case unwind::PtraceError::kPermission:
+      std::fprintf(stderr,
+                   "hangwatch snapshot: not allowed to trace process %d (%s): it belongs to "
+                   "another user, or ptrace is restricted (see "
+                   "/proc/sys/kernel/yama/ptrace_scope); run as its user or with "
+                   "CAP_SYS_PTRACE\n",
+                   pid, std::strerror(snap.error_errno));
+      break;
+    case unwind::PtraceError::kAlreadyTraced:
+      std::fprintf(stderr,
+                   "hangwatch snapshot: process %d is already being traced by process %d "
+                   "(a debugger?); only one tracer is allowed\n",
+                   pid, snap.tracer_pid);
+      break;
+    case unwind::PtraceError::kZombie:
+      std::fprintf(stderr,
+                   "hangwatch snapshot: process %d is a zombie: it has exited and waits for its "
+                   "parent to reap it; there are no stacks to show\n",
+                   pid);
+      break;
+    case unwind::PtraceError::kExited:
+      std::fprintf(stderr,
+                   "hangwatch snapshot: process %d exited during the snapshot; nothing was "
+                   "captured\n",
+                   pid);
+      break;
+    case unwind::PtraceError::kIsSelf:
+      std::fprintf(stderr, "hangwatch snapshot: pid %d is hangwatch itself\n", pid);
+      break;
+    case unwind::PtraceError::kCancelled:
+      std::fprintf(stderr, "hangwatch snapshot: interrupted; process %d was released\n", pid);
+      break;
+    case unwind::PtraceError::kSystem:
+    case unwind::PtraceError::kOk:
+      std::fprintf(stderr, "hangwatch snapshot: cannot snapshot process %d: %s\n", pid,
+                   std::strerror(snap.error_errno));
+      break;
+  }
+  return kExitUsage;
+}
+
+const char* StateName(char s) {
+  switch (s) {
+    case 'R':
+      return "running";
+    case 'S':
+      return "sleeping";
+    case 'D':
+      return "uninterruptible";
+    case 'T':
+      return "stopped";
+    case 't':
+      return "tracing stop";
+    case 'Z':
+      return "zombie";
+    case 'X':
+      return "dead";
+    case 'I':
+      return "idle";
+    case 'P':
+      return "parked";
+    default:
+      return "unknown";
+  }
+}
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+  return buf;
+}
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// One symbolized frame (inlined frames of an address are separate entries, innermost first).
+struct OutFrame {
+  uint64_t addr = 0;
+  const symbols::Module* module = nullptr;
+  uint64_t offset = 0;
+  std::string symbol;
+  std::string file;
+  int line = 0;
+  bool inlined = false;  // inlined into the next entry (same address)
+};
+
+struct OutThread {
+  const unwind::PtraceThread* thread = nullptr;
+  UnwoundStack stack;
+  std::vector<OutFrame> frames;
+};
+
+struct SymbolAnswer {
+  struct Entry {
+    std::string function;
+    std::string file;
+    int line = 0;
+  };
+  std::vector<Entry> entries;  // innermost first
+};
+
+// Symbolizes every frame address, one batch per module.
+void Symbolize(const symbols::ProcessModules& modules, bool with_symbols,
+               std::vector<OutThread>* threads, std::vector<std::string>* notes) {
+  const symbols::ModuleMap& map = *modules.map;
+  // module index -> lookup address -> answer
+  std::map<size_t, std::map<uint64_t, SymbolAnswer>> wanted;
+  for (OutThread& t : *threads) {
+    for (size_t i = 0; i < t.stack.frames.size(); ++i) {
+      uint64_t addr = t.stack.frames[i];
+      symbols::ModuleAddress m = map.Find(addr);
+      if (m.module == nullptr) continue;
+      size_t index = static_cast<size_t>(m.module - map.modules().data());
+      // Return addresses point after the call: look up the call instruction (offset - 1).
+      uint64_t lookup = i == 0 || m.offset == 0 ? m.offset : m.offset - 1;
+      wanted[index][lookup];
+    }
+  }
+  if (with_symbols) {
+    symbols::OfflineSymbolizer symbolizer;
+    for (auto& [index, answers] : wanted) {
+      const std::string& path = modules.open_paths[index];
+      if (path.empty()) continue;
+      std::vector<uint64_t> addrs;
+      for (const auto& [a, unused] : answers) addrs.push_back(a);
+      std::vector<symbols::SymbolizedAddress> out;
+      absl::Status status = symbolizer.SymbolizeFile(path, addrs, &out);
+      if (!status.ok()) {
+        notes->push_back(map.modules()[index].path + ": no symbols (" +
+                         std::string(status.message()) + ")");
+        continue;
+      }
+      size_t k = 0;
+      for (auto& [a, answer] : answers) {
+        if (k >= out.size()) break;
+        for (const symbols::SourceFrame& f : out[k].frames) {
+          answer.entries.push_back(
+              {std::string(f.function), std::string(f.file), static_cast<int>(f.line)});
+        }
+        ++k;
+      }
+    }
+  }
+  for (OutThread& t : *threads) {
+    for (size_t i = 0; i < t.stack.frames.size(); ++i) {
+      OutFrame f;
+      f.addr = t.stack.frames[i];
+      f.offset = f.addr;
+      symbols::ModuleAddress m = map.Find(f.addr);
+      const SymbolAnswer* answer = nullptr;
+      if (m.module != nullptr) {
+        f.module = m.module;
+        f.offset = m.offset;
+        size_t index = static_cast<size_t>(m.module - map.modules().data());
+        uint64_t lookup = i == 0 || m.offset == 0 ? m.offset : m.offset - 1;
+        auto it = wanted.find(index);
+        if (it != wanted.end()) {
+          auto a = it->second.find(lookup);
+          if (a != it->second.end()) answer = &a->second;
+        }
+      }
+      if (answer == nullptr || answer->entries.empty()) {
+        t.frames.push_back(f);
+        continue;
+      }
+      for (size_t e = 0; e < answer->entries.size(); ++e) {
+        OutFrame g = f;
+        g.symbol = answer->entries[e].function;
+        if (!answer->entries[e].file.empty() && answer->entries[e].line > 0) {
+          g.file = answer->entries[e].file;
+          g.line = answer->entries[e].line;
+        }
+        g.inlined = e + 1 < answer->entries.size();
+        t.frames.push_back(std::move(g));
+      }
+    }
+  }
+}
+
+std::string ReadExe(pid_t pid) {
+  char path[64];
+  char buf[4096];
+  std::snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+  ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+std::string ThreadNote(const unwind::PtraceThread& t) {
+  char buf[256];
+  switch (t.status) {
+    case unwind::PtraceThreadStatus::kVanished:
+      std::snprintf(buf, sizeof(buf), "thread %d exited during the snapshot (skipped)", t.tid);
+      break;
+    case unwind::PtraceThreadStatus::kZombie:
+      std::snprintf(buf, sizeof(buf), "thread %d has exited (zombie, skipped)", t.tid);
+      break;
+    case unwind::PtraceThreadStatus::kNotStopped:
+      std::snprintf(buf, sizeof(buf),
+                    "thread %d did not stop in time (state %c: uninterruptible sleep?); its "
+                    "stack was read from /proc without stopping it%s",
+                    t.tid, t.state, t.regs.sp == 0 ? " but /proc had nothing" : "");
+      break;
+    case unwind::PtraceThreadStatus::kFailed:
+      std::snprintf(buf, sizeof(buf), "thread %d could not be read: %s (skipped)", t.tid,
+                    std::strerror(t.error_errno));
+      break;
+    case unwind::PtraceThreadStatus::kCaptured:
+      return "";
+  }
+  return buf;
+}
+
+void PrintText(const Options& o, const unwind::PtraceSnapshot& snap, const std::string& exe,
+               const std::vector<OutThread>& threads, const std::vector<std::string>& notes,
+               uint64_t total_ns) {
+  std::printf("process %d %s: %zu threads\n", snap.pid, exe.empty() ? "?" : exe.c_str(),
+              threads.size());
+  std::printf(
+      "stopped for %.3f ms (all threads stopped %.3f ms after the first interrupt); "
+      "snapshot total %.3f ms\n",
+      Ms(snap.stopped_ns), Ms(snap.stop_latency_ns), Ms(total_ns));
+  for (const OutThread& ot : threads) {
+    const unwind::PtraceThread& t = *ot.thread;
+    std::printf("\nthread %d \"%s\" %c (%s) cpu %.3f ms", t.tid, t.name.c_str(), t.state,
+                StateName(t.state), Ms(t.cpu_ns));
+    if (t.regs.pc != 0) {
+      std::printf("  pc %s sp %s fp %s", Hex(t.regs.pc).c_str(), Hex(t.regs.sp).c_str(),
+                  Hex(t.regs.fp).c_str());
+#if defined(__aarch64__)
+      std::printf(" lr %s", Hex(t.regs.lr).c_str());
+#endif
+    }
+    if (t.status != unwind::PtraceThreadStatus::kCaptured) {
+      std::printf("  [%s]", unwind::PtraceThreadStatusName(t.status));
+    }
+    std::printf("  unwind %s%s\n", SnapshotUnwindMethodName(ot.stack.method),
+                ot.stack.truncated ? " (truncated)" : "");
+    size_t n = 0;
+    for (size_t i = 0; i < ot.frames.size(); ++i) {
+      const OutFrame& f = ot.frames[i];
+      std::printf("  #%-3zu %18s  %s", n, Hex(f.addr).c_str(),
+                  f.symbol.empty() || f.symbol == "??" ? "??" : f.symbol.c_str());
+      if (!f.file.empty()) std::printf("  %s:%d", f.file.c_str(), f.line);
+      if (f.inlined) {
+        std::printf("  (inlined)");
+      } else if (f.module != nullptr) {
+        std::printf("  (%s+%s)", BaseName(f.module->path).c_str(), Hex(f.offset).c_str());
+      }
+      std::printf("\n");
+      if (!f.inlined) ++n;
+    }
+  }
+  (void)o;
+  for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+}
+
+void PrintJson(const unwind::PtraceSnapshot& snap, const std::string& exe,
+               const symbols::ProcessModules& modules, const std::vector<OutThread>& threads,
+               const std::vector<std::string>& notes, uint64_t total_ns) {
+  using Json = nlohmann::ordered_json;
+  Json root;
+  root["type"] = "snapshot";
+  root["format_version"] = 1;
+  root["pid"] = snap.pid;
+  root["process"] = exe;
+  root["unix_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  root["stopped_us"] = snap.stopped_ns / 1000;
+  root["stop_latency_us"] = snap.stop_latency_ns / 1000;
+  root["total_us"] = total_ns / 1000;
+  Json jthreads = Json::array();
+  std::vector<bool> used(modules.map->modules().size(), false);
+  for (const OutThread& ot : threads) {
+    const unwind::PtraceThread& t = *ot.thread;
+    Json jt;
+    jt["tid"] = t.tid;
+    jt["name"] = t.name;
+    jt["state"] = std::string(1, t.state);
+    jt["status"] = unwind::PtraceThreadStatusName(t.status);
+    jt["cpu_us"] = t.cpu_ns / 1000;
+    jt["registers"] = {{"pc", Hex(t.regs.pc)}, {"sp", Hex(t.regs.sp)}, {"fp", Hex(t.regs.fp)}};
+#if defined(__aarch64__)
+    jt["registers"]["lr"] = Hex(t.regs.lr);
+#endif
+    jt["unwind"] = SnapshotUnwindMethodName(ot.stack.method);
+    jt["truncated"] = ot.stack.truncated;
+    Json jframes = Json::array();
+    for (const OutFrame& f : ot.frames) {
+      Json jf;
+      jf["addr"] = Hex(f.addr);
+      jf["module"] = f.module != nullptr ? f.module->path : "";
+      jf["build_id"] = f.module != nullptr ? f.module->build_id : "";
+      jf["offset"] = Hex(f.offset);
+      if (!f.symbol.empty() && f.symbol != "??") jf["symbol"] = f.symbol;
+      if (!f.file.empty()) {
+        jf["file"] = f.file;
+        jf["line"] = f.line;
+      }
+      if (f.inlined) jf["inlined"] = true;
+      if (f.module != nullptr)
+        used[static_cast<size_t>(f.module - modules.map->modules().data())] = true;
+      jframes.push_back(std::move(jf));
+    }
+    jt["frames"] = std::move(jframes);
+    jthreads.push_back(std::move(jt));
+  }
+  root["threads"] = std::move(jthreads);
+  Json jmodules = Json::array();
+  for (size_t i = 0; i < used.size(); ++i) {
+    if (!used[i]) continue;
+    const symbols::Module& m = modules.map->modules()[i];
+    jmodules.push_back({{"path", m.path}, {"base", Hex(m.load_bias)}, {"build_id", m.build_id}});
+  }
+  root["modules"] = std::move(jmodules);
+  root["notes"] = notes;
+  std::string text = root.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::printf("%s\n", text.c_str());
+}
+
+uint64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int RunSnapshot(int argc, char** argv) {
+  Options o;
+  if (int status = ParseArgs(argc, argv, &o); status >= 0) return status;
+  const uint64_t start = NowNs();
+
+  // Modules first: opening files takes milliseconds and must not lengthen the stop.
+  absl::StatusOr<symbols::ProcessModules> modules = symbols::ReadProcessModules(o.pid);
+
+  unwind::PtraceCaptureOptions capture_options;
+  capture_options.stack_bytes = o.stack_kb * 1024;
+  capture_options.stop_timeout_ms = o.stop_timeout_ms;
+  unwind::PtraceSnapshot snap = unwind::CapturePtraceSnapshot(o.pid, capture_options);
+  if (snap.error != unwind::PtraceError::kOk) return ReportCaptureError(snap);
+  if (!modules.ok()) {
+    // Maps unreadable although ptrace worked: keep going without modules.
+    modules = symbols::ProcessModules{
+        std::make_shared<const symbols::ModuleMap>(std::vector<symbols::Module>{}),
+        {},
+        {std::string(modules.status().message())}};
+  }
+  std::string exe = ReadExe(o.pid);
+
+  std::vector<std::string> notes;
+  for (const std::string& w : modules->warnings) notes.push_back(w);
+  std::vector<OutThread> threads;
+  SnapshotUnwinder unwinder(snap, o.max_frames, o.cfi);
+  for (const unwind::PtraceThread& t : snap.threads) {
+    std::string note = ThreadNote(t);
+    if (!note.empty()) notes.push_back(note);
+    if (t.status != unwind::PtraceThreadStatus::kCaptured &&
+        t.status != unwind::PtraceThreadStatus::kNotStopped) {
+      continue;
+    }
+    OutThread ot;
+    ot.thread = &t;
+    ot.stack = unwinder.Unwind(t);
+    threads.push_back(std::move(ot));
+  }
+  if (o.cfi && !unwinder.cfi_error().empty()) {
+    notes.push_back("DWARF CFI unavailable (" + unwinder.cfi_error() + "): frame pointers only");
+  }
+  if (snap.omitted > 0) {
+    notes.push_back(std::to_string(snap.omitted) + " threads over the limit were not captured");
+  }
+  Symbolize(*modules, o.symbols, &threads, &notes);
+  unwind::ReleaseLateStoppers();
+
+  const uint64_t total_ns = NowNs() - start;
+  if (o.json) {
+    PrintJson(snap, exe, *modules, threads, notes, total_ns);
+    for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  } else {
+    PrintText(o, snap, exe, threads, notes, total_ns);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+const CommandRegistration kRegistration({"snapshot",
+                                         "every thread of a running process, symbolized "
+                                         "(like stackshot / eu-stack)",
+                                         RunSnapshot});
+
+}  // namespace
+}  // namespace hangwatch::tools
