@@ -58,13 +58,16 @@ void AddHang(const HangRecord& h, json* events) {
     }
   };
   const int64_t interval = std::max<int64_t>(h.sample_interval_ms, 1) * 1000;
+  // Sample times inside the hang, never going back (a damaged file may say otherwise).
+  std::vector<int64_t> times(h.timeline.size());
+  for (size_t i = 0; i < times.size(); ++i) {
+    times[i] = std::min(start + static_cast<int64_t>(h.timeline[i].t_ms) * 1000, end);
+    if (i > 0) times[i] = std::max(times[i], times[i - 1]);
+  }
   for (size_t i = 0; i < h.timeline.size(); ++i) {
     const TimelineEntry& e = h.timeline[i];
-    const int64_t t = std::min(start + static_cast<int64_t>(e.t_ms) * 1000, end);
-    const int64_t t_end =
-        i + 1 < h.timeline.size()
-            ? std::min(start + static_cast<int64_t>(h.timeline[i + 1].t_ms) * 1000, end)
-            : std::min(t + interval, end);
+    const int64_t t = times[i];
+    const int64_t t_end = i + 1 < times.size() ? times[i + 1] : std::min(t + interval, end);
     if (e.stack < 0 || static_cast<size_t>(e.stack) >= h.stacks.size() || t_end <= t) {
       close_from(0, t);
       continue;

@@ -80,7 +80,9 @@ std::string SelfDir() {
 }
 
 std::string FindShim() {
-  if (const char* env = std::getenv("HANGWATCH_PRELOAD_LIB"); env != nullptr && *env) return env;
+  if (const char* env = std::getenv("HANGWATCH_PRELOAD_LIB"); env != nullptr && *env) {
+    return access(env, R_OK) == 0 ? std::string(env) : std::string();
+  }
   const std::string dir = SelfDir();
   const char* kName = "libhangwatch_preload.so";
   for (const std::string& candidate :
@@ -185,7 +187,11 @@ int Run(int argc, char** argv) {
   if (sample_ms > threshold_ms) return Fail("--sample-ms must not be larger than --threshold-ms");
   const std::string shim = FindShim();
   if (shim.empty()) {
-    return Fail("cannot find libhangwatch_preload.so (set HANGWATCH_PRELOAD_LIB)");
+    const char* env = std::getenv("HANGWATCH_PRELOAD_LIB");
+    return Fail(
+        env != nullptr && *env
+            ? std::string("HANGWATCH_PRELOAD_LIB=") + env + " is not readable"
+            : std::string("cannot find libhangwatch_preload.so (set HANGWATCH_PRELOAD_LIB)"));
   }
 
   char tmpl[] = "/tmp/hangwatch-run.XXXXXX";

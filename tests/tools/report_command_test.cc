@@ -1,0 +1,160 @@
+// `hangwatch report` end to end: a report written by a program embedding the agent, printed in
+// every format; the SVG rendered by headless Chromium; bad input rejected with one line and
+// exit status 2.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_util.h"
+#include "nlohmann/json.hpp"
+#include "trace_check.h"
+
+namespace hangwatch::testing {
+namespace {
+
+const std::string kCli = HANGWATCH_CLI;
+
+bool Has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+class ReportCommand : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    report_ = *dir_ / "hangs.jsonl";
+    // Symbol index cache inside the temporary directory, not in $HOME.
+    env_ = {"HANGWATCH_CACHE_DIR=" + *dir_ / "cache"};
+    const auto r = RunCommand({STALL_PROGRAM, "--agent", report_, "0", "400"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static CommandResult Report(std::vector<std::string> args) {
+    args.insert(args.begin(), {kCli, "report"});
+    return RunCommand(args, env_);
+  }
+
+  static TempDir* dir_;
+  static std::string report_;
+  static std::vector<std::string> env_;
+};
+TempDir* ReportCommand::dir_ = nullptr;
+std::string ReportCommand::report_;
+std::vector<std::string> ReportCommand::env_;
+
+TEST_F(ReportCommand, TextNamesTheCulpritWithItsSourceLine) {
+  const auto r = Report({report_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "1 hang\n")) << r.out;
+  EXPECT_TRUE(Has(r.out, "Process:          " STALL_PROGRAM)) << r.out;
+  EXPECT_TRUE(Has(r.out, "Class:            busy")) << r.out;
+  EXPECT_TRUE(Has(r.out, "Binary Images:")) << r.out;
+  // Offline symbolization adds the file and line from the program's DWARF.
+  EXPECT_TRUE(Has(r.out, "StallTheMainThread  ")) << r.out;
+  EXPECT_TRUE(Has(r.out, "stall_program.cc:")) << r.out;
+  // Without symbolization: what the agent recorded (names, no lines).
+  const auto raw = Report({report_, "--no-symbolize"});
+  EXPECT_TRUE(Has(raw.out, "StallTheMainThread\n")) << raw.out;
+  EXPECT_FALSE(Has(raw.out, "stall_program.cc:")) << raw.out;
+}
+
+TEST_F(ReportCommand, FoldedJsonAndTrace) {
+  const auto folded = Report({report_, "--format", "folded"});
+  ASSERT_EQ(folded.exit_code, 0) << folded.err;
+  EXPECT_TRUE(Has(folded.out, ";main;StallTheMainThread ")) << folded.out;
+
+  const auto json = Report({report_, "--format=json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto line = nlohmann::json::parse(json.out.substr(0, json.out.find('\n')));
+  EXPECT_EQ(line["type"], "hang");
+  EXPECT_EQ(line["stacks"][0]["frames"][0]["symbol"], "StallTheMainThread");
+  EXPECT_TRUE(line["stacks"][0]["frames"][0].contains("line"));
+
+  const auto trace = Report({report_, "-f", "trace", "-o", *dir_ / "trace.json"});
+  ASSERT_EQ(trace.exit_code, 0) << trace.err;
+  const std::string t = ReadFile(*dir_ / "trace.json");
+  EXPECT_EQ(CheckTraceEvents(t), "") << t;
+  EXPECT_TRUE(Has(t, "\"name\":\"StallTheMainThread\"")) << t;
+}
+
+// Chromium renders the flame graph and lays out the culprit's box with a real size.
+TEST_F(ReportCommand, SvgRendersInChromiumWithTheCulpritsBox) {
+  const auto svg = Report({report_, "--format", "svg", "-o", *dir_ / "flame.svg"});
+  ASSERT_EQ(svg.exit_code, 0) << svg.err;
+  std::string body = ReadFile(*dir_ / "flame.svg");
+  body.erase(0, body.find("<svg"));  // inline in HTML: no XML declaration
+  WriteFile(*dir_ / "page.html",
+            "<!DOCTYPE html><html><body>" + body +
+                "<script>\n"
+                "let found = 'none';\n"
+                "for (const g of document.querySelectorAll('g.frame')) {\n"
+                "  const title = g.querySelector('title').textContent;\n"
+                "  if (!title.startsWith('StallTheMainThread ')) continue;\n"
+                "  const box = g.querySelector('rect').getBoundingClientRect();\n"
+                "  const label = g.querySelector('text');\n"
+                "  found = 'culprit ' + Math.round(box.width) + 'x' + Math.round(box.height) +\n"
+                "          ' label ' + (label ? label.getComputedTextLength() > 0 : false);\n"
+                "}\n"
+                "document.body.setAttribute('data-result', found);\n"
+                "</script></body></html>\n");
+  const auto chrome = RunCommand(
+      {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+       "--disable-background-networking", "--disable-component-update", "--disable-sync",
+       "--user-data-dir=" + *dir_ / "chromium", "--dump-dom", "file://" + *dir_ / "page.html"});
+  ASSERT_EQ(chrome.exit_code, 0) << chrome.err;
+  const size_t at = chrome.out.find("data-result=\"culprit ");
+  ASSERT_NE(at, std::string::npos) << chrome.out.substr(0, 400) << chrome.err;
+  const std::string result = chrome.out.substr(at, chrome.out.find('"', at + 13) - at);
+  // The culprit took every sample: the full width (1180 px) and one row (16 px), labelled.
+  EXPECT_TRUE(Has(result, "culprit 1180x16 label true")) << result;
+}
+
+TEST_F(ReportCommand, OneHangAndSeveralFiles) {
+  const auto two = Report({report_, report_, "--format", "folded", "--no-symbolize"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const auto one = Report({report_, "--format", "folded", "--no-symbolize"});
+  EXPECT_NE(two.out, one.out) << "counts add up over files";
+  const auto second = Report({report_, report_, "--hang", "1", "--no-symbolize"});
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_TRUE(Has(second.out, "1 hang\n")) << second.out;
+  const auto none = Report({report_, "--hang", "5"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(CountLines(none.err), 1u) << none.err;
+}
+
+TEST_F(ReportCommand, BadInputIsOneLineAndExitTwo) {
+  WriteFile(*dir_ / "garbage", "this is not a report\n");
+  WriteFile(*dir_ / "truncated-open-hang", "HWOPENHG\x01\x02");
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {report_, "--format", "pdf"},
+      {report_, "--bogus"},
+      {report_, "--format"},
+      {report_, "--hang", "x"},
+      {*dir_ / "missing.jsonl"},
+      {dir_->path()},
+      {*dir_ / "garbage"},
+      {*dir_ / "truncated-open-hang"},
+      {report_, "-o", "/nonexistent-dir/out.txt"},
+  };
+  for (const auto& args : cases) {
+    const auto r = Report(args);
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << joined << r.err;
+    EXPECT_EQ(CountLines(r.err), 1u) << joined << r.err;
+    EXPECT_EQ(r.err.rfind("hangwatch report: ", 0), 0u) << joined << r.err;
+  }
+}
+
+TEST_F(ReportCommand, HelpForEverySubcommand) {
+  for (const char* sub : {"report", "run"}) {
+    const auto r = RunCommand({kCli, sub, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << sub;
+    EXPECT_EQ(r.out.rfind(std::string("usage: hangwatch ") + sub, 0), 0u) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace hangwatch::testing

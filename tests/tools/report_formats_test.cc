@@ -1,0 +1,153 @@
+// The output formats on known records: what each section and line says, and that the machine
+// formats are valid (SVG well-formed XML, trace-event structure, JUnit against the schema).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_util.h"
+#include "nlohmann/json.hpp"
+#include "tools/junit.h"
+#include "tools/report_formats.h"
+#include "tools/report_reader.h"
+#include "trace_check.h"
+
+namespace hangwatch::tools {
+namespace {
+
+using hangwatch::testing::ReadFile;
+using hangwatch::testing::RunCommand;
+using hangwatch::testing::TempDir;
+using hangwatch::testing::WriteFile;
+
+Report Load(const std::string& name) {
+  Report r;
+  std::string error;
+  EXPECT_TRUE(ParseJsonLines(ReadFile(std::string(FUZZ_CORPUS_DIR) + "/" + name), &r, &error))
+      << error;
+  return r;
+}
+
+bool Has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+TEST(ReportFormats, TextHasTheSectionsOfAHangReport) {
+  Report r = Load("small_fatal.jsonl");
+  MergeReport(Load("startup_stall.jsonl"), &r);
+  const std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t, "Process:          /bin/a [1]")) << t;
+  EXPECT_TRUE(Has(t, "Date/Time:        2025-11-21 04:40:00.123 UTC")) << t;
+  EXPECT_TRUE(Has(t, "FATAL")) << t;
+  EXPECT_TRUE(Has(t, "Duration:         412 ms or more (threshold 250 ms)")) << t;
+  EXPECT_TRUE(Has(t, "Stopped:          5 ms")) << t;
+  EXPECT_TRUE(Has(t, "CPU:              10 ms (2%)")) << t;
+  EXPECT_TRUE(Has(t, "Class:            blocked")) << t;
+  EXPECT_TRUE(Has(t, "Dominant stack: 2 of 3 samples")) << t;
+  // Per-frame sample counts: both frames of the dominant stack are in its 2 samples.
+  EXPECT_TRUE(Has(t, "      2  #0  libc.so.6")) << t;
+  EXPECT_TRUE(Has(t, "Load(int)  a.cc:12")) << t;
+  EXPECT_TRUE(Has(t, "Other stacks")) << t;
+  EXPECT_TRUE(Has(t, "Timeline")) << t;
+  EXPECT_TRUE(Has(t, "Thread state:     ? 25%, D 25%, S 50%")) << t;
+  EXPECT_TRUE(Has(t, "Binary Images:")) << t;
+  EXPECT_TRUE(Has(t, "<aa>  /lib/libc.so.6")) << t;
+  EXPECT_TRUE(Has(t, "Start-up stall:   /usr/bin/x [7] took 3100 ms")) << t;
+}
+
+TEST(ReportFormats, PerFrameCountsFollowTheDominantPath) {
+  // Three stacks: A<-B<-main (5), C<-B<-main (3), D<-main (2). The dominant path's frames are
+  // on the stack in 5 (A), 8 (B) and 10 (main) samples.
+  HangRecord h;
+  auto frame = [](const char* name, uint64_t off) {
+    Frame f;
+    f.module = "/bin/x";
+    f.build_id = "ab";
+    f.offset = off;
+    f.addr = 0x1000 + off;
+    f.symbol = name;
+    return f;
+  };
+  h.stacks.resize(3);
+  h.stacks[0].count = 5;
+  h.stacks[0].frames = {frame("A", 1), frame("B", 2), frame("main", 3)};
+  h.stacks[1].count = 3;
+  h.stacks[1].frames = {frame("C", 4), frame("B", 2), frame("main", 3)};
+  h.stacks[2].count = 2;
+  h.stacks[2].frames = {frame("D", 5), frame("main", 3)};
+  h.dominant_stack = 0;
+  h.samples = 10;
+  Report r;
+  r.hangs.push_back(h);
+  const std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t, "      5  #0 ")) << t;
+  EXPECT_TRUE(Has(t, "      8  #1 ")) << t;
+  EXPECT_TRUE(Has(t, "     10  #2 ")) << t;
+  EXPECT_EQ(FormatFolded(r), "main;B;A 5\nmain;B;C 3\nmain;D 2\n");
+}
+
+TEST(ReportFormats, FoldedStacksAreOuterFirstWithCounts) {
+  const std::string f = FormatFolded(Load("small_fatal.jsonl"));
+  EXPECT_TRUE(Has(f, "Load(int);read 2\n")) << f;
+  EXPECT_TRUE(Has(f, "0x401100 1\n")) << f;
+  EXPECT_EQ(hangwatch::testing::CountLines(f), 2u);
+}
+
+TEST(ReportFormats, JsonRoundTrips) {
+  const Report r = Load("small_fatal.jsonl");
+  Report again;
+  std::string error;
+  ASSERT_TRUE(ParseJsonLines(FormatJsonLines(r), &again, &error)) << error;
+  ASSERT_EQ(again.hangs.size(), 1u);
+  EXPECT_EQ(again.hangs[0].fingerprint, r.hangs[0].fingerprint);
+  EXPECT_EQ(again.hangs[0].stacks[0].frames[1].line, 12);
+  EXPECT_EQ(again.hangs[0].timeline.size(), r.hangs[0].timeline.size());
+}
+
+TEST(ReportFormats, TraceIsValidTraceEventJsonWithOneSlicePerHang) {
+  Report r = Load("small_fatal.jsonl");
+  MergeReport(Load("valid_hang.jsonl"), &r);
+  const std::string text = FormatTrace(r);
+  EXPECT_EQ(hangwatch::testing::CheckTraceEvents(text), "") << text;
+  const auto trace = nlohmann::json::parse(text);
+  int hangs = 0, samples = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "hang") ++hangs;
+    if (e["ph"] == "X" && e["cat"] == "sample") ++samples;
+  }
+  EXPECT_EQ(hangs, 2);
+  EXPECT_GT(samples, 2);
+  EXPECT_TRUE(Has(text, "\"name\":\"StallTheMainThread\"")) << text;
+  EXPECT_TRUE(Has(text, "\"culprit\":\"read\"")) << text;
+}
+
+TEST(ReportFormats, SvgIsWellFormedAndSelfContained) {
+  TempDir dir;
+  const std::string svg = FormatSvg(Load("small_fatal.jsonl"), "a <title> & more");
+  WriteFile(dir / "f.svg", svg);
+  const auto lint = RunCommand({"/usr/bin/xmllint", "--noout", dir / "f.svg"});
+  EXPECT_EQ(lint.exit_code, 0) << lint.err;
+  EXPECT_TRUE(Has(svg, "<title>Load(int) (2 samples, 66.7%)</title>")) << svg;
+  EXPECT_TRUE(Has(svg, "a &lt;title&gt; &amp; more")) << svg;
+  EXPECT_FALSE(Has(svg, "href")) << "no external references";
+}
+
+TEST(ReportFormats, JunitValidatesAgainstTheSchema) {
+  TempDir dir;
+  Report hangs = Load("small_fatal.jsonl");
+  MergeReport(Load("valid_hang.jsonl"), &hangs);
+  MergeReport(Load("valid_hang.jsonl"), &hangs);  // the same fingerprint twice: one test case
+  const std::string xml = FormatJunit(hangs, "cmd <with> \"quotes\" & stuff", 1.5);
+  WriteFile(dir / "hangs.xml", xml);
+  WriteFile(dir / "clean.xml", FormatJunit(Report{}, "healthy", 0.25));
+  for (const char* f : {"hangs.xml", "clean.xml"}) {
+    const auto v = RunCommand({"/usr/bin/xmllint", "--noout", "--schema", JUNIT_XSD, dir / f});
+    EXPECT_EQ(v.exit_code, 0) << f << ": " << v.err << ReadFile(dir / f);
+  }
+  EXPECT_TRUE(Has(xml, "tests=\"2\" failures=\"2\"")) << xml;
+  EXPECT_TRUE(Has(xml, "stalled 2 times")) << xml;
+  EXPECT_TRUE(Has(xml, "in StallTheMainThread")) << xml;
+  EXPECT_TRUE(Has(ReadFile(dir / "clean.xml"), "tests=\"1\" failures=\"0\""));
+}
+
+}  // namespace
+}  // namespace hangwatch::tools

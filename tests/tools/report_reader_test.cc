@@ -1,0 +1,137 @@
+// The report reader: valid records, the format's skipping rules, malformed input.
+#include "tools/report_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_util.h"
+
+namespace hangwatch::tools {
+namespace {
+
+using hangwatch::testing::ReadFile;
+using hangwatch::testing::TempDir;
+using hangwatch::testing::WriteFile;
+
+const std::string kCorpus = FUZZ_CORPUS_DIR;
+
+TEST(ReportReader, ReadsEveryFieldOfAHang) {
+  Report r;
+  std::string error;
+  ASSERT_TRUE(ParseJsonLines(ReadFile(kCorpus + "/small_fatal.jsonl"), &r, &error)) << error;
+  ASSERT_EQ(r.hangs.size(), 1u);
+  EXPECT_EQ(r.skipped_lines, 0u);
+  const HangRecord& h = r.hangs[0];
+  EXPECT_EQ(h.pid, 1);
+  EXPECT_EQ(h.process, "/bin/a");
+  EXPECT_EQ(h.hang_id, 3u);
+  EXPECT_EQ(h.start_unix_ms, 1763700000123);
+  EXPECT_EQ(h.duration_ms, 412u);
+  EXPECT_EQ(h.hang_class, HangClass::kBlocked);
+  EXPECT_EQ(h.stopped_ms, 5u);
+  EXPECT_EQ(h.failed_samples, 1u);
+  EXPECT_TRUE(h.fatal);
+  EXPECT_EQ(h.fingerprint, "0123456789abcdef");
+  ASSERT_EQ(h.stacks.size(), 2u);
+  EXPECT_EQ(h.stacks[0].count, 2u);
+  EXPECT_EQ(h.stacks[0].cpu_us, 1000u);
+  ASSERT_EQ(h.stacks[0].frames.size(), 2u);
+  EXPECT_EQ(h.stacks[0].frames[0].addr, 0x7f0000001000u);
+  EXPECT_EQ(h.stacks[0].frames[0].offset, 0x1000u);
+  EXPECT_EQ(h.stacks[0].frames[0].symbol, "read");
+  EXPECT_EQ(h.stacks[0].frames[1].file, "a.cc");
+  EXPECT_EQ(h.stacks[0].frames[1].line, 12);
+  ASSERT_EQ(h.timeline.size(), 4u);
+  EXPECT_EQ(h.timeline[1].state, 'D');
+  EXPECT_EQ(h.timeline[3].stack, -1);
+  ASSERT_EQ(h.modules.size(), 2u);
+  EXPECT_EQ(h.modules[1].base, 0x400000u);
+}
+
+TEST(ReportReader, TornLineIsSkippedOthersKept) {
+  Report r;
+  std::string error;
+  ASSERT_TRUE(ParseJsonLines(ReadFile(kCorpus + "/torn_then_valid.jsonl"), &r, &error));
+  EXPECT_EQ(r.hangs.size(), 1u);
+  EXPECT_EQ(r.skipped_lines, 1u);
+  EXPECT_EQ(r.first_error.rfind("line 1: ", 0), 0u) << r.first_error;
+}
+
+TEST(ReportReader, StartupStallsAndUnknownTypes) {
+  Report r;
+  std::string error;
+  ASSERT_TRUE(ParseJsonLines(ReadFile(kCorpus + "/startup_stall.jsonl"), &r, &error));
+  ASSERT_EQ(r.startup_stalls.size(), 1u);
+  EXPECT_EQ(r.startup_stalls[0].duration_ms, 3100u);
+  Report u;
+  ASSERT_TRUE(ParseJsonLines(ReadFile(kCorpus + "/unknown_and_garbage.jsonl"), &u, &error));
+  EXPECT_EQ(u.unknown_records, 1u);
+  EXPECT_EQ(u.skipped_lines, 3u);
+  EXPECT_TRUE(u.hangs.empty());
+}
+
+TEST(ReportReader, NoValidRecordIsMalformed) {
+  Report r;
+  std::string error;
+  EXPECT_FALSE(ParseJsonLines("garbage\n{\"type\":\"hang\"}\n", &r, &error));
+  EXPECT_NE(error.find("no valid record"), std::string::npos) << error;
+  EXPECT_NE(error.find("line 1"), std::string::npos) << error;
+  Report empty;
+  EXPECT_TRUE(ParseJsonLines("", &empty, &error)) << "an empty report is valid";
+  EXPECT_TRUE(ParseJsonLines("\n\n", &empty, &error));
+}
+
+TEST(ReportReader, MistypedFieldsAreNamed) {
+  const std::string line = ReadFile(kCorpus + "/small_fatal.jsonl");
+  HangRecord h;
+  std::string error;
+  ASSERT_TRUE(ParseHangLine(line, &h, &error)) << error;
+  auto broken = [&](const std::string& from, const std::string& to) {
+    std::string l = line;
+    l.replace(l.find(from), from.size(), to);
+    HangRecord x;
+    std::string e;
+    EXPECT_FALSE(ParseHangLine(l, &x, &e)) << to;
+    return e;
+  };
+  EXPECT_NE(broken("\"duration_ms\":412", "\"duration_ms\":\"412\"").find("'duration_ms'"),
+            std::string::npos);
+  EXPECT_NE(broken("\"addr\":\"0x401000\"", "\"addr\":\"401000\"").find("'addr'"),
+            std::string::npos);
+  EXPECT_NE(broken("\"addr\":\"0x401000\"", "\"addr\":\"0x1ffffffffffffffff\"").find("'addr'"),
+            std::string::npos);
+  EXPECT_NE(broken("\"pid\":1", "\"pid\":1.5").find("'pid'"), std::string::npos);
+  EXPECT_NE(broken("\"samples\":3", "\"samples\":-3").find("'samples'"), std::string::npos);
+  EXPECT_NE(broken("\"dominant_stack\":0", "\"dominant_stack\":7").find("dominant_stack"),
+            std::string::npos);
+}
+
+TEST(ReportReader, OutOfRangeTimelineStackBecomesAFailedSample) {
+  std::string line = ReadFile(kCorpus + "/small_fatal.jsonl");
+  line.replace(line.find("\"stack\":1"), 9, "\"stack\":9");
+  HangRecord h;
+  std::string error;
+  ASSERT_TRUE(ParseHangLine(line, &h, &error)) << error;
+  EXPECT_EQ(h.timeline[2].stack, -1);
+}
+
+TEST(ReportReader, FilesThatCannotBeRead) {
+  TempDir dir;
+  Report r;
+  std::string error;
+  EXPECT_FALSE(ReadReportFile(dir / "missing.jsonl", &r, &error));
+  EXPECT_NE(error.find("No such file"), std::string::npos) << error;
+  EXPECT_FALSE(ReadReportFile(dir.path(), &r, &error));
+  EXPECT_NE(error.find("not a regular file"), std::string::npos) << error;
+  WriteFile(dir / "bad.jsonl", "\x01\x02 binary\n");
+  EXPECT_FALSE(ReadReportFile(dir / "bad.jsonl", &r, &error));
+  EXPECT_NE(error.find("malformed report"), std::string::npos) << error;
+  // A file with the open-hang magic but nothing valid after it.
+  WriteFile(dir / "open-hang", std::string("HWOPENHG") + std::string(40, '\xff'));
+  EXPECT_FALSE(ReadReportFile(dir / "open-hang", &r, &error));
+  EXPECT_NE(error.find("open-hang"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace hangwatch::tools

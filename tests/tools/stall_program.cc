@@ -1,0 +1,64 @@
+// A small event-loop program for the command-line tests.
+//
+//   stall_program [--agent REPORT.jsonl] EXIT STALL_MS [kill]
+//
+// Waits for events (poll, 50 ms), stalls its main thread for STALL_MS in StallTheMainThread()
+// (a busy loop; 0: no stall), waits again, then exits with EXIT - or, with "kill", kills itself
+// with SIGTERM. Without --agent it is an unmodified program for `hangwatch run` (the preload
+// shim sees the polls); with --agent it embeds the agent itself (threshold 100 ms, samples every
+// 10 ms) and writes REPORT, which makes report input without the shim.
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "hangwatch/hangwatch.h"
+
+extern "C" __attribute__((noinline)) void StallTheMainThread(int ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  volatile uint64_t sink = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    for (int i = 0; i < 200000; ++i) sink = sink + static_cast<uint64_t>(i);
+  }
+}
+
+int main(int argc, char** argv) {
+  const char* report = nullptr;
+  int arg = 1;
+  if (argc > 2 && std::strcmp(argv[1], "--agent") == 0) {
+    report = argv[2];
+    arg = 3;
+  }
+  if (argc - arg < 2) {
+    std::fprintf(stderr, "usage: stall_program [--agent REPORT] EXIT STALL_MS [kill]\n");
+    return 2;
+  }
+  const int exit_code = std::atoi(argv[arg]);
+  const int stall_ms = std::atoi(argv[arg + 1]);
+  const bool kill_self = argc - arg > 2 && std::strcmp(argv[arg + 2], "kill") == 0;
+  if (report != nullptr) {
+    hangwatch::Config config;
+    config.threshold = std::chrono::milliseconds(100);
+    config.sample_interval = std::chrono::milliseconds(10);
+    config.json_path = report;
+    config.log_hangs = false;
+    if (auto s = hangwatch::Start(config); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message().c_str());
+      return 2;
+    }
+  }
+  poll(nullptr, 0, 50);
+  if (stall_ms > 0) {
+    hangwatch::WorkScope pass;  // a no-op for the shim's copy of the agent: it sees the polls
+    StallTheMainThread(stall_ms);
+  }
+  poll(nullptr, 0, 50);
+  if (report != nullptr) hangwatch::Stop();
+  if (kill_self) raise(SIGTERM);
+  return exit_code;
+}
