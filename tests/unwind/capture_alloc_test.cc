@@ -88,7 +88,9 @@ namespace {
 
 using hangwatch::unwind::CaptureBuffer;
 using hangwatch::unwind::CaptureStatus;
+using hangwatch::unwind::CaptureStatusName;
 using hangwatch::unwind::SignalSampler;
+using hangwatch::unwind::SignalSamplerOptions;
 using hangwatch::unwind::testing::TargetThread;
 
 // The target spins without calling anything, so any allocation counted while armed comes from
@@ -114,7 +116,9 @@ TEST(CaptureAllocTest, TheCounterSeesAllocations) {
 TEST(CaptureAllocTest, CaptureAllocatesNothingOnEitherThread) {
   ASSERT_TRUE(InstallHooks());
   std::string error;
-  auto sampler = SignalSampler::Create({}, &error);
+  SignalSamplerOptions options;
+  options.timeout = std::chrono::seconds(2);  // about allocations, not latency
+  auto sampler = SignalSampler::Create(options, &error);
   ASSERT_NE(sampler, nullptr) << error;
   CaptureBuffer buffer(256, 64 * 1024);
   TargetThread target([](TargetThread* t) { SpinWithoutAllocating(t); });
@@ -127,6 +131,7 @@ TEST(CaptureAllocTest, CaptureAllocatesNothingOnEitherThread) {
     g_counting.store(true);
     const CaptureStatus status = sampler->Capture(info, &buffer);
     g_counting.store(false);
+    EXPECT_EQ(status, CaptureStatus::kOk) << "capture " << i << ": " << CaptureStatusName(status);
     ok += status == CaptureStatus::kOk ? 1 : 0;
   }
   EXPECT_EQ(ok, 1000);

@@ -67,7 +67,15 @@ __attribute__((no_sanitize("thread"))) HW_TEST_KEEP_FRAME int HwRecurse(TargetTh
 
 namespace {
 
-std::unique_ptr<SignalSampler> MakeSampler(SignalSamplerOptions options = {}) {
+// These tests are about what a capture contains, not latency: a generous timeout keeps them
+// reliable on a loaded machine, where a spinning target can wait tens of ms for a CPU.
+SignalSamplerOptions Generous() {
+  SignalSamplerOptions options;
+  options.timeout = std::chrono::seconds(2);
+  return options;
+}
+
+std::unique_ptr<SignalSampler> MakeSampler(SignalSamplerOptions options = Generous()) {
   std::string error;
   auto sampler = SignalSampler::Create(options, &error);
   EXPECT_NE(sampler, nullptr) << error;
@@ -112,7 +120,7 @@ TEST(SignalSamplerTest, CapturesKnownChainInOrder) {
 }
 
 TEST(SignalSamplerTest, DeepRecursionIsTruncatedAtMaxFrames) {
-  SignalSamplerOptions options;
+  SignalSamplerOptions options = Generous();
   options.max_frames = 128;
   options.max_stack_bytes = 16 * 1024;
   auto sampler = MakeSampler(options);
