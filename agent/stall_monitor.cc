@@ -59,7 +59,7 @@ StallMonitor::StallMonitor(const MonitorOptions& options,
 }
 
 uint64_t StallMonitor::Effective(uint64_t now) const {
-  const uint64_t elapsed = now > first_seen_ns_ ? now - first_seen_ns_ : 0;
+  const uint64_t elapsed = (now > first_seen_ns_ ? now - first_seen_ns_ : 0) + began_before_ns_;
   return elapsed > pass_stopped_ns_ ? elapsed - pass_stopped_ns_ : 0;
 }
 
@@ -197,7 +197,7 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
   // The best estimate of the pass's length: from halfway between the last look that did not
   // see it and the first that did, to halfway between the last look that saw it running and
   // the first that did not; stopped time excluded.
-  const uint64_t eff = Effective(now) + began_before_ns_;
+  const uint64_t eff = Effective(now);
   const uint64_t duration = eff > ended_before_ns ? eff - ended_before_ns : 0;
   tracking_ = false;
   stats_->tracked_state.store(0, std::memory_order_relaxed);
@@ -218,7 +218,7 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
   uint64_t cpu_end = 0;
   if (cpu_start_known_ && env_->ThreadCpuNs(target_, &cpu_end) && cpu_end >= cpu_start_ns_) {
     // CPU is measured over the sighted part of the pass; its share applies to the estimate.
-    const uint64_t seen = Effective(now);
+    const uint64_t seen = Effective(now) - std::min(Effective(now), began_before_ns_);
     const uint64_t cpu = std::min(cpu_end - cpu_start_ns_, seen);
     s.cpu_ns =
         seen > 0 ? static_cast<uint64_t>(static_cast<unsigned __int128>(cpu) * duration / seen) : 0;

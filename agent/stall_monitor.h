@@ -9,7 +9,8 @@
 // last tick that did not see it and the first that did, and ended between the last tick that
 // saw it running and the first that did not; the monitor takes the midpoints, so a duration is
 // off by at most half a check interval at the start and half a sample interval at the end
-// (plus the watchdog's scheduling delays). Timeline times count from the first sighting.
+// (plus the watchdog's scheduling delays). All pass times (early sampling, threshold, timeline)
+// count from that estimated start, stopped time excluded.
 //
 // Stopped time: when a tick comes much later than it was due (the whole process was stopped by
 // SIGSTOP or a debugger, or could not run), and the main thread's CPU clock did not advance
@@ -103,6 +104,7 @@ class StallMonitor {
   void StartPass(uint64_t now, uint64_t state, uint64_t began_before_ns);
   void EndPass(uint64_t now, bool still_running, uint64_t ended_before_ns);
   void TakeSample(uint64_t effective_ns);
+  // Time since the estimated start of the pass, stopped time excluded.
   uint64_t Effective(uint64_t now) const;
   // `gap` ns passed without the watchdog running. Beyond the tolerance the process was stopped
   // (the gap is excluded from the pass and counted as stopped time) unless the watchdog spent

@@ -38,7 +38,7 @@ struct Frame {
 struct Stack {
   int id = 0;                  // index in HangRecord::stacks; timeline entries refer to it
   uint32_t count = 0;          // samples with this stack
-  uint32_t first_seen_ms = 0;  // since the pass was first seen busy
+  uint32_t first_seen_ms = 0;  // since the pass began (estimated, stopped time excluded)
   uint32_t last_seen_ms = 0;
   uint64_t cpu_us = 0;        // main-thread CPU time attributed to this stack
   std::vector<Frame> frames;  // innermost first; frames[0] is the interrupted instruction
@@ -46,7 +46,7 @@ struct Stack {
 
 // One sampling attempt.
 struct TimelineEntry {
-  uint32_t t_ms = 0;    // since the pass was first seen busy, stopped time excluded
+  uint32_t t_ms = 0;    // since the pass began (estimated), stopped time excluded
   int stack = -1;       // Stack::id, or -1 when the capture failed / the table was full
   uint32_t cpu_us = 0;  // main-thread CPU time since the previous sample
   char state = '?';     // scheduler state (R, S, D, T, ...) or '?'

@@ -1,14 +1,23 @@
 // End to end: the public API, the real watchdog thread and the real SignalSampler, with stalls
 // of known shape on the main thread. Every wait is on an agent event (a report, a counter).
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "agent/watchdog_env.h"
 #include "hangwatch/hangwatch.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "tests/agent/e2e_util.h"
 
 namespace hangwatch {
@@ -203,8 +212,12 @@ TEST_F(StallE2eTest, PhaseAThenPhaseBGivesBothStacksInProportionAndOrder) {
 TEST_F(StallE2eTest, ExpensivePartThatEndedBeforeTheThresholdIsNamed) {
   HangCollector collector;
   std::atomic<bool> done{false};
+  const uint64_t base = Samples();
   std::thread timer([&] {
-    std::this_thread::sleep_for(80ms);  // the length of the expensive part, by definition
+    // The expensive part lasts 80 ms, and at least until the watchdog has sampled it once
+    // (so that a starved watchdog on a loaded machine cannot make the test vacuous).
+    const auto t80 = std::chrono::steady_clock::now() + 80ms;
+    WaitUntil([&] { return std::chrono::steady_clock::now() >= t80 && Samples() > base; });
     done = true;
   });
   {
@@ -221,7 +234,7 @@ TEST_F(StallE2eTest, ExpensivePartThatEndedBeforeTheThresholdIsNamed) {
     // has none) can be stale words of the stack, and must not count as naming it.
     if (StackMentions(s, "ExpensivePart", 1)) {
       named = true;
-      EXPECT_LT(s.first_seen_ms, h.threshold_ms) << "an early sample";
+      EXPECT_LT(s.last_seen_ms, h.threshold_ms) << "the part ended before the threshold";
     }
   }
   EXPECT_TRUE(named) << "the early samples were dropped";
@@ -265,6 +278,31 @@ TEST_F(StallE2eTest, RecentHangsNewestFirstAndStatsHistogram) {
   EXPECT_EQ(in_buckets, s.passes_timed);
   EXPECT_EQ(s.pass_duration_ms_buckets[8], 1u);  // [128, 256) ms
   EXPECT_EQ(s.pass_duration_ms_buckets[9], 1u);  // [256, 512) ms
+
+  // On demand, to a logger: oldest first, one WARN line per hang.
+  std::ostringstream out;
+  spdlog::logger logger("dump", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  logger.set_pattern("%l|%v");
+  DumpRecentHangs(&logger);
+  std::istringstream lines(out.str());
+  std::string line;
+  std::vector<std::string> warns;
+  while (std::getline(lines, line)) {
+    if (line.rfind("warning|", 0) == 0) warns.push_back(line);
+  }
+  ASSERT_EQ(warns.size(), 2u) << out.str();
+  EXPECT_NE(warns[0].find(std::to_string(recent[1].duration_ms) + " ms"), std::string::npos)
+      << warns[0];
+  EXPECT_NE(warns[1].find(recent[0].fingerprint), std::string::npos) << warns[1];
+}
+
+TEST(ProcFilesTest, SchedStateAndTracerPid) {
+  EXPECT_EQ(agent::ReadSchedState(static_cast<pid_t>(syscall(SYS_gettid))), 'R');
+  EXPECT_EQ(agent::ReadSchedState(999'999'999), '?');
+  // Not run under a debugger by ctest; a debugger attached would make this 0 != tracer.
+  if (getenv("HANGWATCH_TEST_UNDER_DEBUGGER") == nullptr) {
+    EXPECT_EQ(agent::ReadTracerPid(), 0);
+  }
 }
 
 }  // namespace
