@@ -17,7 +17,8 @@ work=${WORK:-/tmp/hangwatch-bigbin}
 units=${UNITS:-32}
 runs=${RUNS:-15}
 hw=${HANGWATCH:-$build/tools/hangwatch}
-[ -x "$hw" ] || hw=$(ls "$build"/tests/symbols/hangwatch_symbols_cli 2>/dev/null || true)
+# The full CLI when it is built and has the subcommands, else the symbols-only test CLI.
+"$hw" symbols --help > /dev/null 2>&1 || hw=$build/tests/symbols/hangwatch_symbols_cli
 bench=$build/bench/symbols_bench
 [ -x "$hw" ] || { echo "no hangwatch binary in $build (build it first)" >&2; exit 1; }
 [ -x "$bench" ] || { echo "no $bench (build symbols_bench first)" >&2; exit 1; }
@@ -66,7 +67,7 @@ echo "== (b) index build"
 for threads in 1 "$(nproc)"; do
   cache=$(mktemp -d)
   t0=$(date +%s%N)
-  "$hw" symbols index --threads "$threads" --cache-dir "$cache" "$bin" > /dev/null 2>&1
+  "$hw" symbols index --threads "$threads" --cache-dir "$cache" "$bin" > /dev/null
   t1=$(date +%s%N)
   ms=$(( (t1 - t0) / 1000000 ))
   size=$(stat -c %s "$cache"/*.hwsym)

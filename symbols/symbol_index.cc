@@ -136,8 +136,13 @@ absl::Status SymbolIndex::Validate() {
 bool SymbolIndex::has_dwarf() const { return (header_->flags & kHasDwarf) != 0; }
 
 std::string_view SymbolIndex::String(uint32_t offset) const {
-  if (offset >= Count(kStrings)) return {};
-  return std::string_view(Table<char>(kStrings) + offset);  // terminated: checked in Validate
+  const uint64_t n = Count(kStrings);
+  if (offset < sizeof(uint32_t) || offset >= n) return {};
+  const char* base = Table<char>(kStrings);
+  uint32_t length;
+  std::memcpy(&length, base + offset - sizeof(length), sizeof(length));
+  if (length >= n - offset || base[offset + length] != '\0') return {};
+  return std::string_view(base + offset, length);
 }
 
 std::string_view SymbolIndex::UnitFile(const CuInfo& cu, uint32_t local) const {

@@ -22,6 +22,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "symbols/demangle.h"
@@ -91,6 +95,8 @@ struct UnitResult {
 };
 
 // Demangling is the most expensive step per name: remember results per thread.
+// Keyed by the string's address: names come from .debug_str, which the linker deduplicates,
+// so equal names mostly share one address within a libdw handle.
 class NameCache {
  public:
   const std::string& Get(const char* mangled) {
@@ -100,7 +106,7 @@ class NameCache {
   }
 
  private:
-  std::unordered_map<std::string, std::string> cache_;
+  absl::flat_hash_map<const char*, std::string> cache_;
 };
 
 class UnitReader {
@@ -244,13 +250,37 @@ class UnitReader {
 
   // LLVM's DWARFUnit::updateAddressDieMap insertion: a range inserted inside an existing one
   // splits it; parents are inserted before children.
+  // (btree iterators do not survive insertions: copy what is needed first.)
   void Insert(uint64_t lo, uint64_t hi, uint32_t node) {
     auto b = map_.upper_bound(lo);
-    if (b != map_.begin() && lo < (--b)->second.first) {
-      if (hi < b->second.first) map_[hi] = b->second;
-      if (lo > b->first) b->second.first = lo;
+    if (b != map_.begin() && lo < std::prev(b)->second.first) {
+      --b;
+      const uint64_t b_lo = b->first;
+      const std::pair<uint64_t, uint32_t> b_val = b->second;
+      if (lo > b_lo) b->second.first = lo;
+      if (hi < b_val.first) map_[hi] = b_val;
     }
     map_[lo] = {hi, node};
+  }
+
+  // Subtrees that can hold subprograms or inlined subroutines with code. Types (classes,
+  // structs, unions, enums...) only declare member functions: GCC and Clang put the definitions
+  // (DW_AT_specification) at namespace or unit level, so type subtrees, the bulk of C++ DWARF,
+  // are skipped.
+  static bool MayHoldCode(int tag) {
+    switch (tag) {
+      case DW_TAG_namespace:
+      case DW_TAG_lexical_block:
+      case DW_TAG_module:
+      case DW_TAG_try_block:
+      case DW_TAG_catch_block:
+      case DW_TAG_partial_unit:
+      case DW_TAG_compile_unit:
+      case DW_TAG_skeleton_unit:
+        return true;
+      default:
+        return false;
+    }
   }
 
   void Walk(Dwarf_Die* parent, Pending* sub, int depth) {
@@ -267,7 +297,7 @@ class UnitReader {
           if (start < end) Insert(start, end, Materialize(&p));
         }
         Walk(&child, &p, depth + 1);
-      } else {
+      } else if (MayHoldCode(tag)) {
         Walk(&child, sub, depth + 1);
       }
     } while (dwarf_siblingof(&child, &child) == 0);
@@ -276,9 +306,9 @@ class UnitReader {
   NameCache* names_;
   UnitResult* out_;
   const char* comp_dir_ = nullptr;
-  std::unordered_map<const char*, uint32_t> file_index_;
-  std::unordered_map<std::string_view, uint32_t> name_index_;
-  std::map<uint64_t, std::pair<uint64_t, uint32_t>> map_;
+  absl::flat_hash_map<const char*, uint32_t> file_index_;
+  absl::flat_hash_map<const char*, uint32_t> name_index_;  // by address, as NameCache
+  absl::btree_map<uint64_t, std::pair<uint64_t, uint32_t>> map_;
 };
 
 // ---------------------------------------------------------------- units and their ranges
@@ -431,23 +461,48 @@ std::vector<RawSymbol> ReadSymbols(Elf* elf) {
 
 // ---------------------------------------------------------------- serialization
 
+// Deduplicated NUL-terminated strings; the set holds offsets into bytes_ and is searched by
+// content (no per-string allocation).
 class StringTable {
  public:
-  StringTable() { Add(""); }
+  StringTable() : offsets_(0, Hash{&bytes_}, Eq{&bytes_}) { Add(""); }
   uint32_t Add(std::string_view s) {
-    auto [it, inserted] = offsets_.try_emplace(std::string(s), 0);
-    if (inserted) {
-      it->second = static_cast<uint32_t>(bytes_.size());
-      bytes_.append(s);
-      bytes_.push_back('\0');
-    }
-    return it->second;
+    auto it = offsets_.find(s);
+    if (it != offsets_.end()) return *it;
+    // Each string is preceded by its 32-bit length, so that readers need no strlen.
+    const auto length = static_cast<uint32_t>(s.size());
+    bytes_.append(reinterpret_cast<const char*>(&length), sizeof(length));
+    const auto offset = static_cast<uint32_t>(bytes_.size());
+    bytes_.append(s);
+    bytes_.push_back('\0');
+    offsets_.insert(offset);
+    return offset;
   }
   const std::string& bytes() const { return bytes_; }
 
  private:
-  std::unordered_map<std::string, uint32_t> offsets_;
+  struct Hash {
+    using is_transparent = void;
+    const std::string* bytes;
+    size_t operator()(std::string_view s) const { return absl::HashOf(s); }
+    size_t operator()(uint32_t off) const { return absl::HashOf(View(*bytes, off)); }
+  };
+  struct Eq {
+    using is_transparent = void;
+    const std::string* bytes;
+    static std::string_view Of(const std::string&, std::string_view s) { return s; }
+    static std::string_view Of(const std::string& b, uint32_t off) { return View(b, off); }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return Of(*bytes, a) == Of(*bytes, b);
+    }
+  };
+  static std::string_view View(const std::string& b, uint32_t off) {
+    return std::string_view(b.data() + off);
+  }
+
   std::string bytes_;
+  absl::flat_hash_set<uint32_t, Hash, Eq> offsets_;
 };
 
 void PutUleb(std::string* out, uint64_t v) {

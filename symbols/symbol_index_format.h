@@ -6,7 +6,8 @@
 //
 // What it holds (the idea of Breakpad symbol files and LLVM's GSYM, shaped for
 // llvm-symbolizer-identical answers):
-//   strings   NUL-terminated names and paths (function names already demangled)
+//   strings   names and paths (function names already demangled), each NUL-terminated and
+//             preceded by its uint32 length; a string offset points at its first byte
 //   files     string offset per source file (absolute path as llvm-symbolizer prints it)
 //   cu_ranges non-overlapping address ranges -> compilation unit (from .debug_aranges or the
 //             unit's own ranges, overlaps resolved as LLVM's DWARFDebugAranges does)
@@ -25,7 +26,7 @@
 namespace hangwatch::symbols::index_format {
 
 inline constexpr char kMagic[8] = {'H', 'W', 'S', 'Y', 'M', 'I', 'D', 'X'};
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 inline constexpr uint32_t kNone = 0xffffffffu;
 inline constexpr uint32_t kLineBlockRows = 16;
 
