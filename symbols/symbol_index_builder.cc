@@ -111,7 +111,10 @@ class NameCache {
 
 class UnitReader {
  public:
-  UnitReader(NameCache* names, UnitResult* out) : names_(names), out_(out) {}
+  // `only`: when not null, the sorted addresses that matter; subprograms that cover none of
+  // them are skipped (the cold path reads a few functions, not the whole unit).
+  UnitReader(NameCache* names, UnitResult* out, const std::vector<uint64_t>* only)
+      : names_(names), out_(out), only_(only) {}
 
   void Read(Dwarf_Die* cudie, int version) {
     out_->read = true;
@@ -293,9 +296,18 @@ class UnitReader {
         Pending p{child, kNone, tag == DW_TAG_subprogram ? nullptr : sub};
         ptrdiff_t off = 0;
         Dwarf_Addr base, start, end;
+        ranges_.clear();
+        bool wanted = only_ == nullptr || tag != DW_TAG_subprogram;
         while ((off = dwarf_ranges(&p.die, off, &base, &start, &end)) > 0) {
-          if (start < end) Insert(start, end, Materialize(&p));
+          if (start >= end) continue;
+          ranges_.emplace_back(start, end);
+          if (!wanted) {
+            auto it = std::lower_bound(only_->begin(), only_->end(), start);
+            wanted = it != only_->end() && *it < end;
+          }
         }
+        if (!wanted) continue;
+        for (const auto& [lo, hi] : ranges_) Insert(lo, hi, Materialize(&p));
         Walk(&child, &p, depth + 1);
       } else if (MayHoldCode(tag)) {
         Walk(&child, sub, depth + 1);
@@ -309,6 +321,8 @@ class UnitReader {
   absl::flat_hash_map<const char*, uint32_t> file_index_;
   absl::flat_hash_map<const char*, uint32_t> name_index_;  // by address, as NameCache
   absl::btree_map<uint64_t, std::pair<uint64_t, uint32_t>> map_;
+  const std::vector<uint64_t>* only_;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // scratch
 };
 
 // ---------------------------------------------------------------- units and their ranges
@@ -608,6 +622,8 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
   }
   stats->units_read = todo.size();
 
+  std::vector<uint64_t> only = options.only_addresses;
+  std::sort(only.begin(), only.end());
   if (!todo.empty()) {
     unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
                                            : std::max(1u, std::thread::hardware_concurrency());
@@ -622,7 +638,8 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
         const uint32_t u = todo[i];
         Dwarf_Die cudie;
         if (dwarf_offdie(dbg.get(), units[u].die_offset, &cudie) == nullptr) continue;
-        UnitReader(&names, &results[u]).Read(&cudie, units[u].version);
+        UnitReader(&names, &results[u], only.empty() ? nullptr : &only)
+            .Read(&cudie, units[u].version);
       }
     };
     std::vector<std::thread> pool;
