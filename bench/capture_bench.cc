@@ -19,6 +19,8 @@
 // robust numbers.
 #include <benchmark/benchmark.h>
 #include <execinfo.h>
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -70,6 +72,26 @@ uint64_t SpinNs() {
              : static_cast<uint64_t>(std::chrono::nanoseconds(SignalSamplerOptions{}.spin).count());
 }
 
+// With two or more CPUs, the sampling thread and the target are pinned to different ones, so
+// that a spinning sampler never keeps the target off its CPU (on a loaded machine the scheduler
+// would otherwise sometimes queue them on the same one), for every peer alike.
+bool PinTo(int cpu_from_end) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2) {
+    return false;
+  }
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) {
+      cpus.push_back(c);
+    }
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus[cpus.size() - 1 - static_cast<size_t>(cpu_from_end)], &one);
+  return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
+}
+
 // ---- the target ----
 constexpr size_t kMaxSamples = 1 << 21;
 
@@ -85,6 +107,7 @@ class Target {
  public:
   explicit Target(int depth) : depth_(depth), stolen_(kMaxSamples) {
     thread_ = std::thread([this] {
+      PinTo(0);
       RegisterCurrentThread(&info_);
       Recurse(depth_);
     });
@@ -355,6 +378,8 @@ void RegisterAll() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Threads created from here on inherit the mask: the target re-pins itself to the last CPU.
+  PinTo(1);
   RegisterAll();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {

@@ -86,7 +86,7 @@ class SignalChannel {
   int signal_;
   pid_t tid_ = 0;
   int error_number_ = 0;
-  uint64_t spin_ns_ = 50'000;
+  uint64_t spin_ns_ = 5'000;
   bool blocked_tid_known_ = false;  // tid_ blocked the signal at the last request
   struct sigaction old_action_ {};  // restored by the destructor
 };

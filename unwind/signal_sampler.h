@@ -35,9 +35,10 @@ struct SignalSamplerOptions {
   // itself to decide whether to interrupt at all) may turn it off; sched_state is then '?'.
   bool read_sched_state = true;
   // Capture() spins this long waiting for the answer before it sleeps on a futex (which costs
-  // the handler a wake-up system call and the sampler a reschedule). Tuned with
-  // bench/capture_bench.
-  std::chrono::nanoseconds spin = std::chrono::microseconds(50);
+  // the handler a wake-up system call and the sampler a reschedule). Short on purpose: on a
+  // virtual machine with busy vCPUs, a spinning sampler was measured to delay the target's
+  // answer by about as long as it spins (see README, Performance).
+  std::chrono::nanoseconds spin = std::chrono::microseconds(5);
 };
 
 class SignalSampler final : public ThreadSampler {
