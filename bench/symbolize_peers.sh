@@ -81,17 +81,26 @@ HANGWATCH_BENCH_BIG=$bin "$bench" --benchmark_filter='Offline_(HangwatchIndex|Ll
   grep -E '_median|Skip|ERROR' || true
 
 echo "== (c) cold 50-address stack, no index"
-python3 - "$bin.addrs" > "$work/stack50" <<'PY'
+# Two stacks: 50 addresses spread over the whole program (every unit: the worst case), and 50
+# from 5 places (10 consecutive call sites each), closer to a real stack.
+python3 - "$bin.addrs" "$work/stack50" "$work/stack50-clustered" <<'PY'
 import sys
 addrs = open(sys.argv[1]).read().split()
 step = max(1, len(addrs) // 50)
-print("\n".join(addrs[::step][:50]))
+open(sys.argv[2], "w").write("\n".join(addrs[::step][:50]) + "\n")
+picked = []
+for k in range(5):
+    start = (k * 2 + 1) * len(addrs) // 11
+    picked += addrs[start:start + 10]
+open(sys.argv[3], "w").write("\n".join(picked) + "\n")
 PY
+for stack in "$work/stack50" "$work/stack50-clustered"; do
+echo "-- $(basename "$stack")"
 if command -v hyperfine > /dev/null; then
-  hyperfine -N --warmup 2 --runs "$runs" --input "$work/stack50" \
+  hyperfine -N --warmup 2 --runs "$runs" --input "$stack" \
     "$hw symbolize --no-cache --obj $bin" "llvm-symbolizer --obj=$bin"
 else
-  python3 - "$hw" "$bin" "$work/stack50" "$runs" <<'PY'
+  python3 - "$hw" "$bin" "$stack" "$runs" <<'PY'
 import statistics, subprocess, sys, time
 hw, binary, stack, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 data = open(stack, "rb").read()
@@ -114,3 +123,4 @@ same = subprocess.run([hw, "symbolize", "--no-cache", "--obj", binary], input=da
 print("outputs identical:", same)
 PY
 fi
+done
