@@ -239,7 +239,16 @@ void Report(benchmark::State& state, const Target& target, const RoundTrips& rou
 struct PeerOutput {
   void* frames[kMaxFrames];
   int num_frames = 0;
+  uint64_t body_ns = 0;  // duration of the body, measured around it in the handler
 };
+
+// Times a peer's body inside the handler, as hangwatch's handler times its own (handler_ns).
+template <SignalBody kBody>
+void Timed(void* arg, const ucontext_t* context) {
+  const uint64_t start = NowNs();
+  kBody(arg, context);
+  static_cast<PeerOutput*>(arg)->body_ns = NowNs() - start;
+}
 
 void EmptyBody(void*, const ucontext_t*) {}
 
@@ -292,6 +301,7 @@ void BM_Peer(benchmark::State& state, SignalBody body, int depth) {
   target.Reset();
   RoundTrips round_trips;
   int frames = 0;
+  uint64_t handler_ns = 0;
   for (auto _ : state) {
     const uint64_t start = NowNs();
     if (channel->Request(target.info().tid, timeout) != SignalChannel::Outcome::kDone) {
@@ -299,11 +309,14 @@ void BM_Peer(benchmark::State& state, SignalBody body, int depth) {
       break;
     }
     frames = output.num_frames;
+    handler_ns += output.body_ns;
     channel->Release();
     round_trips.Add(NowNs() - start);
   }
   Report(state, target, round_trips);
   state.counters["frames"] = frames;
+  state.counters["handler_ns"] =
+      benchmark::Counter(static_cast<double>(handler_ns), benchmark::Counter::kAvgIterations);
 }
 
 void BM_Hangwatch(benchmark::State& state, int depth, bool read_sched_state) {
@@ -352,7 +365,8 @@ void RegisterAll() {
     auto peer = [](SignalBody body, int depth) {
       return [body, depth](benchmark::State& state) { BM_Peer(state, body, depth); };
     };
-    benchmark::RegisterBenchmark(("BM_Capture/empty_handler/" + d).c_str(), peer(EmptyBody, depth))
+    benchmark::RegisterBenchmark(("BM_Capture/empty_handler/" + d).c_str(),
+                                 peer(Timed<EmptyBody>, depth))
         ->UseRealTime();
     benchmark::RegisterBenchmark(
         ("BM_Capture/hangwatch/" + d).c_str(),
@@ -364,13 +378,14 @@ void RegisterAll() {
         [depth](benchmark::State& state) { BM_Hangwatch(state, depth, false); })
         ->UseRealTime();
     benchmark::RegisterBenchmark(("BM_Capture/glibc_backtrace/" + d).c_str(),
-                                 peer(GlibcBacktraceBody, depth))
+                                 peer(Timed<GlibcBacktraceBody>, depth))
         ->UseRealTime();
 #if defined(HW_BENCH_HAVE_LIBUNWIND)
-    benchmark::RegisterBenchmark(("BM_Capture/libunwind/" + d).c_str(), peer(LibunwindBody, depth))
+    benchmark::RegisterBenchmark(("BM_Capture/libunwind/" + d).c_str(),
+                                 peer(Timed<LibunwindBody>, depth))
         ->UseRealTime();
 #endif
-    benchmark::RegisterBenchmark(("BM_Capture/absl/" + d).c_str(), peer(AbslBody, depth))
+    benchmark::RegisterBenchmark(("BM_Capture/absl/" + d).c_str(), peer(Timed<AbslBody>, depth))
         ->UseRealTime();
   }
 }
