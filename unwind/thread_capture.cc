@@ -5,6 +5,8 @@
 
 namespace hangwatch::unwind {
 
+#if defined(__linux__)
+// Linux. (Apple's lives in unwind/mach/thread_registration.cc.)
 bool RegisterCurrentThread(ThreadInfo* out) {
   if (out == nullptr) {
     return false;
@@ -36,6 +38,7 @@ bool RegisterCurrentThread(ThreadInfo* out) {
   *out = info;
   return true;
 }
+#endif  // __linux__
 
 const char* CaptureStatusName(CaptureStatus status) {
   switch (status) {
