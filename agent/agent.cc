@@ -184,9 +184,14 @@ class Agent final : public MonitorListener {
       cv_.notify_all();
       thread_.join();
     }
+    // Everything but the ring and the counters (kept for RecentHangs() and GetStats() until
+    // the next Start()) goes now: no descriptor or mapping outlives Stop().
     monitor_.reset();
     sampler_.reset();
     open_file_.reset();
+    json_.reset();
+    env_.reset();
+    normalizer_.reset();
     signal_ = 0;
   }
 
