@@ -101,6 +101,8 @@ struct Toolchain {
   const char* flags;
 };
 
+void PrintTo(const Toolchain& t, std::ostream* os) { *os << t.flags; }
+
 class SymbolizeCompatTest : public ::testing::TestWithParam<Toolchain> {};
 
 TEST_P(SymbolizeCompatTest, IdenticalToLlvmSymbolizer) {
