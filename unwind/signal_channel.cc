@@ -304,6 +304,14 @@ std::unique_ptr<SignalChannel> SignalChannel::Create(int signal, SignalBody body
       *why = "signal " + std::to_string(sig) + " was taken while installing; restored it";
       return false;
     }
+    // Probe that the signal can be sent at all: an emulator (qemu-user) accepts a handler for
+    // real-time signals it cannot map to the host, then fails to send them (EINVAL). The probe
+    // reaches our own handler, which finds no request and ignores it.
+    if (syscall(SYS_tgkill, g_state.pid, gettid(), sig) != 0 && errno == EINVAL) {
+      sigaction(sig, &old, nullptr);
+      *why = "signal " + std::to_string(sig) + " cannot be sent in this environment (EINVAL)";
+      return false;
+    }
     return true;
   };
 
@@ -326,8 +334,9 @@ std::unique_ptr<SignalChannel> SignalChannel::Create(int signal, SignalBody body
     }
     if (signal < SIGRTMIN) {
       return release_and_fail(
-          "no free real-time signal: every one from SIGRTMIN to SIGRTMAX has "
-          "a handler");
+          "no free real-time signal: every one from SIGRTMIN to SIGRTMAX has a handler or "
+          "cannot be sent (last: " +
+          why + ")");
     }
   }
   std::unique_ptr<SignalChannel> channel(new SignalChannel(signal));
