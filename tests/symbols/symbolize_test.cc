@@ -131,6 +131,25 @@ INSTANTIATE_TEST_SUITE_P(
                       Toolchain{"ClangSplitDwarf", "clang++ -gsplit-dwarf"}),
     [](const ::testing::TestParamInfo<Toolchain>& info) { return info.param.name; });
 
+// Split DWARF whose .dwo files are gone: line tables only (they stay in the binary), as
+// llvm-symbolizer.
+TEST(SymbolizeSplitDwarfTest, MissingDwoGivesLinesOnly) {
+  for (const char* compiler : {"g++", "clang++"}) {
+    TempDir dir;
+    symtest::WriteFile(dir.Join("fx.cc"), symtest::FixtureSource());
+    const std::string bin = dir.Join("fx");
+    CommandResult cc =
+        RunCommand(absl::StrCat("cd ", dir.path(), " && ", compiler,
+                                " -std=c++17 -O2 -g -gsplit-dwarf -o fx fx.cc", " && rm -f *.dwo"),
+                   "", true);
+    ASSERT_EQ(cc.status, 0) << cc.out;
+    auto addrs = symtest::CallSiteAddresses(bin, kMaxAddresses);
+    Comparison c = Compare("--obj " + bin, "--obj=" + bin, addrs);
+    EXPECT_EQ(c.identical, c.addresses) << compiler << "\n" << c.first_difference;
+    EXPECT_GT(c.known * 2, c.addresses) << compiler;
+  }
+}
+
 // One program, many ways of shipping its debug information.
 class DebugInfoLayoutTest : public ::testing::Test {
  protected:
