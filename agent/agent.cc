@@ -43,7 +43,9 @@ struct CallbackRegistry {
   std::vector<std::shared_ptr<HangCallback>> Copy() {
     std::lock_guard<std::mutex> lock(mu);
     std::vector<std::shared_ptr<HangCallback>> out;
-    for (auto& [id, cb] : callbacks) out.push_back(cb);
+    for (auto& [id, cb] : callbacks) {
+      out.push_back(cb);
+    }
     return out;
   }
 };
@@ -53,7 +55,9 @@ CallbackRegistry& Callbacks() {
 }
 
 Status Validate(const Config& c) {
-  if (c.threshold.count() <= 0) return Status::Error("hangwatch: threshold must be > 0 ms");
+  if (c.threshold.count() <= 0) {
+    return Status::Error("hangwatch: threshold must be > 0 ms");
+  }
   if (c.sample_interval.count() < 0 || c.check_interval.count() < 0) {
     return Status::Error("hangwatch: sample_interval and check_interval must be >= 0 ms");
   }
@@ -117,12 +121,16 @@ class Agent final : public MonitorListener {
     }
     process_ = MainExecutablePath();
     logger_ = config_.logger;
-    if (logger_ == nullptr && config_.log_hangs) logger_ = DefaultLogger();
+    if (logger_ == nullptr && config_.log_hangs) {
+      logger_ = DefaultLogger();
+    }
 
     if (!config_.json_path.empty()) {
       json_ = std::make_unique<JsonlWriter>(config_.json_path, config_.json_max_bytes);
       std::string error;
-      if (!json_->Open(&error)) return Status::Error("hangwatch: " + error);
+      if (!json_->Open(&error)) {
+        return Status::Error("hangwatch: " + error);
+      }
     }
     if (!config_.open_hang_path.empty()) {
       HangRecord fatal;
@@ -132,13 +140,17 @@ class Agent final : public MonitorListener {
           fatal_ = std::move(fatal);
           break;
         case OpenHangReadStatus::kInvalid:
-          if (logger_) logger_->warn("hangwatch: ignoring the open-hang file: {}", error);
+          if (logger_) {
+            logger_->warn("hangwatch: ignoring the open-hang file: {}", error);
+          }
           break;
         case OpenHangReadStatus::kNoOpenHang:
           break;
       }
       open_file_ = OpenHangFile::Create(config_.open_hang_path, options_.limits, &error);
-      if (open_file_ == nullptr) return Status::Error("hangwatch: " + error);
+      if (open_file_ == nullptr) {
+        return Status::Error("hangwatch: " + error);
+      }
     }
 
     env_ = hooks.env ? std::move(hooks.env) : MakeSystemWatchdogEnv();
@@ -153,7 +165,9 @@ class Agent final : public MonitorListener {
       so.max_stack_bytes = config_.stack_copy_bytes;
       std::string error;
       auto sampler = unwind::SignalSampler::Create(so, &error);
-      if (sampler == nullptr) return Status::Error("hangwatch: " + error);
+      if (sampler == nullptr) {
+        return Status::Error("hangwatch: " + error);
+      }
       signal_ = sampler->signal_number();
       sampler_ = std::move(sampler);
     }
@@ -168,7 +182,9 @@ class Agent final : public MonitorListener {
     // asynchronous signal in it (the new thread inherits the mask).
     sigset_t all, old;
     sigfillset(&all);
-    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigdelset(&all, s);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) {
+      sigdelset(&all, s);
+    }
     pthread_sigmask(SIG_BLOCK, &all, &old);
     thread_ = std::thread([this] { Run(); });
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -207,9 +223,13 @@ class Agent final : public MonitorListener {
     });
     std::vector<HangRecord> out;
     const MaterializeOptions mo = LocalOptions();
-    for (const auto& h : copies) out.push_back(Materialize(*h, mo));
+    for (const auto& h : copies) {
+      out.push_back(Materialize(*h, mo));
+    }
     std::lock_guard<std::mutex> lock(mu_);
-    if (fatal_reported_) out.push_back(*fatal_reported_);  // the oldest: it happened before us
+    if (fatal_reported_) {
+      out.push_back(*fatal_reported_);  // the oldest: it happened before us
+    }
     return out;
   }
 
@@ -219,17 +239,27 @@ class Agent final : public MonitorListener {
 
   // ---- MonitorListener (watchdog thread) ----
   void OnHangOpened(const HangData& hang) override {
-    if (open_file_) open_file_->Open(hang);
+    if (open_file_) {
+      open_file_->Open(hang);
+    }
   }
   void OnHangSample(const HangData& hang) override {
-    if (open_file_) open_file_->AddLastSample(hang);
+    if (open_file_) {
+      open_file_->AddLastSample(hang);
+    }
   }
   void OnHangDiscarded() override {
-    if (open_file_) open_file_->Clear();
+    if (open_file_) {
+      open_file_->Clear();
+    }
   }
   void OnHangClosed(const HangData& hang) override {
-    if (open_file_) open_file_->Clear();
-    if (!HasSinks()) return;
+    if (open_file_) {
+      open_file_->Clear();
+    }
+    if (!HasSinks()) {
+      return;
+    }
     Report(Materialize(hang, LocalOptions()));
   }
 
@@ -243,13 +273,17 @@ class Agent final : public MonitorListener {
   }
 
   bool HasSinks() const {
-    if ((logger_ && config_.log_hangs) || json_ || config_.on_hang) return true;
+    if ((logger_ && config_.log_hangs) || json_ || config_.on_hang) {
+      return true;
+    }
     std::lock_guard<std::mutex> lock(Callbacks().mu);
     return !Callbacks().callbacks.empty();
   }
 
   void Report(const HangRecord& record) {
-    if (logger_ && config_.log_hangs) LogHang(*logger_, record);
+    if (logger_ && config_.log_hangs) {
+      LogHang(*logger_, record);
+    }
     if (json_) {
       std::string error;
       if (!json_->Append(ToJsonLine(record), &error) && logger_) {
@@ -260,13 +294,21 @@ class Agent final : public MonitorListener {
       try {
         cb(record);
       } catch (const std::exception& e) {
-        if (logger_) logger_->error("hangwatch: a hang callback threw: {}", e.what());
+        if (logger_) {
+          logger_->error("hangwatch: a hang callback threw: {}", e.what());
+        }
       } catch (...) {
-        if (logger_) logger_->error("hangwatch: a hang callback threw");
+        if (logger_) {
+          logger_->error("hangwatch: a hang callback threw");
+        }
       }
     };
-    if (config_.on_hang) call(config_.on_hang);
-    for (const auto& cb : Callbacks().Copy()) call(*cb);
+    if (config_.on_hang) {
+      call(config_.on_hang);
+    }
+    for (const auto& cb : Callbacks().Copy()) {
+      call(*cb);
+    }
   }
 
   void Run() {
@@ -331,12 +373,20 @@ bool OnWatchdogThread() { return g_watchdog_id.load() == std::this_thread::get_i
 }  // namespace
 
 Status StartWithHooks(const Config& config, StartHooks hooks) {
-  if (OnWatchdogThread()) return Status::Error("hangwatch: Start() called from a hang callback");
+  if (OnWatchdogThread()) {
+    return Status::Error("hangwatch: Start() called from a hang callback");
+  }
   std::lock_guard<std::mutex> lifecycle(g_lifecycle);
-  if (g_running) return Status::Error("hangwatch: already running; call Stop() first");
-  if (Status s = Validate(config); !s.ok()) return s;
+  if (g_running) {
+    return Status::Error("hangwatch: already running; call Stop() first");
+  }
+  if (Status s = Validate(config); !s.ok()) {
+    return s;
+  }
   auto agent = std::make_shared<Agent>(config, OptionsFrom(config));
-  if (Status s = agent->Init(std::move(hooks)); !s.ok()) return s;
+  if (Status s = agent->Init(std::move(hooks)); !s.ok()) {
+    return s;
+  }
   {
     std::lock_guard<std::mutex> lock(g_mu);
     g_agent = agent;  // the previous (stopped) agent goes away here
@@ -363,11 +413,17 @@ int SamplingSignal() {
 Status Start(const Config& config) { return agent::StartWithHooks(config, agent::StartHooks{}); }
 
 void Stop() {
-  if (agent::OnWatchdogThread()) return;  // cannot join itself; documented
+  if (agent::OnWatchdogThread()) {
+    return;  // cannot join itself; documented
+  }
   std::lock_guard<std::mutex> lifecycle(agent::g_lifecycle);
-  if (!agent::g_running) return;
+  if (!agent::g_running) {
+    return;
+  }
   auto a = agent::CurrentAgent();
-  if (a) a->StopThread();
+  if (a) {
+    a->StopThread();
+  }
   agent::g_watchdog_id.store(std::thread::id{});
   agent::g_running = false;
 }
@@ -411,7 +467,9 @@ void DumpRecentHangs(spdlog::logger* logger) {
   }
   std::vector<HangRecord> hangs = RecentHangs();
   logger->info("hangwatch: {} recent hang{}", hangs.size(), hangs.size() == 1 ? "" : "s");
-  for (auto it = hangs.rbegin(); it != hangs.rend(); ++it) agent::LogHang(*logger, *it);
+  for (auto it = hangs.rbegin(); it != hangs.rend(); ++it) {
+    agent::LogHang(*logger, *it);
+  }
 }
 
 Stats GetStats() {

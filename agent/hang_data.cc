@@ -17,7 +17,9 @@ void HangData::Clear() {
 }
 
 void HangData::CopyFrom(const HangData& other) {
-  if (&other == this) return;
+  if (&other == this) {
+    return;
+  }
   summary = other.summary;
   stacks_.CopyFrom(other.stacks_);
   timeline_size_ = std::min(other.timeline_size_, std::max<size_t>(limits_.max_timeline, 1));
@@ -41,7 +43,9 @@ void HangData::AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintp
   }
   if (state != '?' && state != 0) {
     ++summary.state_samples;
-    if (state == 'R') ++summary.running_samples;
+    if (state == 'R') {
+      ++summary.running_samples;
+    }
   }
   if (timeline_size_ < limits_.max_timeline) {
     timeline_[timeline_size_++] = TimelineEntry{
@@ -53,13 +57,19 @@ void HangData::AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintp
 
 HangClass HangData::Classify(uint64_t cpu_ns, uint64_t duration_ns, bool cpu_known,
                              uint32_t running_samples, uint32_t state_samples) {
-  if (!cpu_known || duration_ns == 0) return HangClass::kUnknown;
+  if (!cpu_known || duration_ns == 0) {
+    return HangClass::kUnknown;
+  }
   const double cpu = static_cast<double>(cpu_ns) / static_cast<double>(duration_ns);
   const bool have_states = state_samples >= 3;
   const double runnable =
       have_states ? static_cast<double>(running_samples) / static_cast<double>(state_samples) : 0;
-  if (cpu >= 0.7 || (have_states && runnable >= 0.8)) return HangClass::kBusy;
-  if (cpu <= 0.3 && (!have_states || runnable <= 0.2)) return HangClass::kBlocked;
+  if (cpu >= 0.7 || (have_states && runnable >= 0.8)) {
+    return HangClass::kBusy;
+  }
+  if (cpu <= 0.3 && (!have_states || runnable <= 0.2)) {
+    return HangClass::kBlocked;
+  }
   return HangClass::kMixed;
 }
 
@@ -69,7 +79,9 @@ HangClass HangData::Class() const {
 }
 
 uint32_t HangData::CpuPercent() const {
-  if (!summary.cpu_known || summary.duration_ns == 0) return 0;
+  if (!summary.cpu_known || summary.duration_ns == 0) {
+    return 0;
+  }
   const uint64_t pct = summary.cpu_ns * 100 / summary.duration_ns;
   return static_cast<uint32_t>(std::min<uint64_t>(pct, 100));
 }

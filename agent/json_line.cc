@@ -54,7 +54,9 @@ void AppendUint(std::string* out, uint64_t v) { out->append(std::to_string(v)); 
 
 // Writes `"key":`.
 void Key(std::string* out, const char* key, bool first = false) {
-  if (!first) out->push_back(',');
+  if (!first) {
+    out->push_back(',');
+  }
   out->push_back('"');
   out->append(key);
   out->append("\":");
@@ -127,7 +129,9 @@ std::string ToJsonLine(const HangRecord& r) {
   o.push_back('[');
   for (size_t i = 0; i < r.stacks.size(); ++i) {
     const Stack& s = r.stacks[i];
-    if (i > 0) o.push_back(',');
+    if (i > 0) {
+      o.push_back(',');
+    }
     o.push_back('{');
     Key(&o, "id", true);
     AppendInt(&o, s.id);
@@ -143,7 +147,9 @@ std::string ToJsonLine(const HangRecord& r) {
     o.push_back('[');
     for (size_t f = 0; f < s.frames.size(); ++f) {
       const Frame& fr = s.frames[f];
-      if (f > 0) o.push_back(',');
+      if (f > 0) {
+        o.push_back(',');
+      }
       o.push_back('{');
       Key(&o, "addr", true);
       AppendHex(&o, fr.addr);
@@ -173,7 +179,9 @@ std::string ToJsonLine(const HangRecord& r) {
   o.push_back('[');
   for (size_t i = 0; i < r.timeline.size(); ++i) {
     const TimelineEntry& t = r.timeline[i];
-    if (i > 0) o.push_back(',');
+    if (i > 0) {
+      o.push_back(',');
+    }
     o.append("{\"t_ms\":");
     AppendUint(&o, t.t_ms);
     o.append(",\"stack\":");
@@ -192,7 +200,9 @@ std::string ToJsonLine(const HangRecord& r) {
   o.push_back('[');
   for (size_t i = 0; i < r.modules.size(); ++i) {
     const ModuleInfo& m = r.modules[i];
-    if (i > 0) o.push_back(',');
+    if (i > 0) {
+      o.push_back(',');
+    }
     o.push_back('{');
     Key(&o, "path", true);
     AppendString(&o, m.path);

@@ -13,13 +13,17 @@ JsonlWriter::JsonlWriter(std::string path, uint64_t max_bytes)
     : path_(std::move(path)), max_bytes_(max_bytes) {}
 
 JsonlWriter::~JsonlWriter() {
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0) {
+    close(fd_);
+  }
 }
 
 bool JsonlWriter::Open(std::string* error) { return OpenFile(error); }
 
 bool JsonlWriter::OpenFile(std::string* error) {
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0) {
+    close(fd_);
+  }
   fd_ = open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd_ < 0) {
     *error = "cannot open " + path_ + ": " + std::strerror(errno);
@@ -38,7 +42,9 @@ bool JsonlWriter::Rotate(std::string* error) {
 }
 
 bool JsonlWriter::Append(const std::string& line, std::string* error) {
-  if (fd_ < 0 && !OpenFile(error)) return false;
+  if (fd_ < 0 && !OpenFile(error)) {
+    return false;
+  }
   struct stat st {};
   if (fstat(fd_, &st) != 0) {
     *error = "cannot stat " + path_ + ": " + std::strerror(errno);
@@ -48,7 +54,9 @@ bool JsonlWriter::Append(const std::string& line, std::string* error) {
   struct stat by_name {};
   if (stat(path_.c_str(), &by_name) != 0 || by_name.st_ino != st.st_ino ||
       by_name.st_dev != st.st_dev) {
-    if (!OpenFile(error)) return false;
+    if (!OpenFile(error)) {
+      return false;
+    }
     if (fstat(fd_, &st) != 0) {
       *error = "cannot stat " + path_ + ": " + std::strerror(errno);
       return false;
@@ -56,7 +64,9 @@ bool JsonlWriter::Append(const std::string& line, std::string* error) {
   }
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > 0 && size + line.size() + 2 > max_bytes_) {
-    if (!Rotate(error)) return false;
+    if (!Rotate(error)) {
+      return false;
+    }
     size = 0;
   }
   // A torn last line (writer killed mid-write, file cut): start on a fresh line.
@@ -73,7 +83,9 @@ bool JsonlWriter::Append(const std::string& line, std::string* error) {
   }
   std::string buf;
   buf.reserve(line.size() + 2);
-  if (need_newline) buf.push_back('\n');
+  if (need_newline) {
+    buf.push_back('\n');
+  }
   buf.append(line);
   buf.push_back('\n');
   // One write: O_APPEND makes it atomic with respect to other appenders for regular files.

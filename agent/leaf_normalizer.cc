@@ -11,15 +11,21 @@ class SymbolizingLeafNormalizer final : public LeafNormalizer {
  public:
   explicit SymbolizingLeafNormalizer(size_t entries) {
     size_t n = 64;
-    while (n < entries) n <<= 1;
+    while (n < entries) {
+      n <<= 1;
+    }
     cache_.resize(n);
     mask_ = n - 1;
   }
 
   uintptr_t FunctionStart(uintptr_t pc) override {
-    if (pc == 0) return 0;
+    if (pc == 0) {
+      return 0;
+    }
     Slot& slot = cache_[(pc >> 2 ^ pc >> 13) & mask_];
-    if (slot.pc == pc) return slot.start;
+    if (slot.pc == pc) {
+      return slot.start;
+    }
     symbols::SymbolInfo info;
     uintptr_t start = pc;
     if (symbols::SymbolizeInProcess(pc, /*is_return_address=*/false, &info) &&

@@ -25,7 +25,9 @@ class Fnv64 {
   }
   void U64(uint64_t v) {
     unsigned char b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+    for (int i = 0; i < 8; ++i) {
+      b[i] = static_cast<unsigned char>(v >> (8 * i));
+    }
     Bytes(b, sizeof(b));
   }
   uint64_t value() const { return h_; }
@@ -44,10 +46,14 @@ bool SymbolizeFrame(uintptr_t addr, bool is_return_address, const symbols::Modul
                     uint64_t offset, const MaterializeOptions& options, std::string* name) {
   symbols::SymbolInfo info;
   if (options.addresses_are_local) {
-    if (!symbols::SymbolizeInProcess(addr, is_return_address, &info)) return false;
+    if (!symbols::SymbolizeInProcess(addr, is_return_address, &info)) {
+      return false;
+    }
   } else {
     // Another run of (maybe) the same binary: find the module by build-id here.
-    if (module == nullptr || module->build_id.empty()) return false;
+    if (module == nullptr || module->build_id.empty()) {
+      return false;
+    }
     auto here = symbols::CurrentModuleMap();
     const symbols::Module* local = nullptr;
     for (const auto& m : here->modules()) {
@@ -56,12 +62,16 @@ bool SymbolizeFrame(uintptr_t addr, bool is_return_address, const symbols::Modul
         break;
       }
     }
-    if (local == nullptr) return false;
+    if (local == nullptr) {
+      return false;
+    }
     if (!symbols::SymbolizeInProcess(local->load_bias + offset, is_return_address, &info)) {
       return false;
     }
   }
-  if (info.name.empty()) return false;
+  if (info.name.empty()) {
+    return false;
+  }
   *name = std::move(info.name);
   return true;
 }
@@ -71,14 +81,18 @@ bool SymbolizeFrame(uintptr_t addr, bool is_return_address, const symbols::Modul
 std::string MainExecutablePath() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "";
+  if (n <= 0) {
+    return "";
+  }
   return std::string(buf, static_cast<size_t>(n));
 }
 
 std::string Fingerprint(const HangData& hang, uint32_t stack_id,
                         const symbols::ModuleMap& modules) {
   const StackTable& table = hang.stacks();
-  if (stack_id >= table.size()) return "";
+  if (stack_id >= table.size()) {
+    return "";
+  }
   const auto& entry = table.entry(stack_id);
   const uintptr_t* frames = table.frames(stack_id);
   Fnv64 h;
@@ -135,11 +149,15 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     const auto& ea = table.entry(a);
     const auto& eb = table.entry(b);
-    if (ea.count != eb.count) return ea.count > eb.count;
+    if (ea.count != eb.count) {
+      return ea.count > eb.count;
+    }
     return ea.first_seen_ms < eb.first_seen_ms;
   });
   std::vector<int> new_id(table.size(), -1);
-  for (size_t i = 0; i < order.size(); ++i) new_id[order[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < order.size(); ++i) {
+    new_id[order[i]] = static_cast<int>(i);
+  }
 
   std::map<const symbols::Module*, size_t> module_index;
   // Symbolizing is the expensive part; one lookup per distinct (address, is_return) pair.

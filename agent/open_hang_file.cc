@@ -164,10 +164,14 @@ std::unique_ptr<OpenHangFile> OpenHangFile::Create(const std::string& path,
 
 OpenHangFile::~OpenHangFile() {
   if (map_ != nullptr) {
-    if (open_) Clear();
+    if (open_) {
+      Clear();
+    }
     munmap(map_, size_);
   }
-  if (fd_ >= 0) close(fd_);  // releases the lock
+  if (fd_ >= 0) {
+    close(fd_);  // releases the lock
+  }
 }
 
 void OpenHangFile::WriteLiveHeader(const HangData& hang, bool open) {
@@ -194,7 +198,9 @@ void OpenHangFile::WriteLiveHeader(const HangData& hang, bool open) {
 }
 
 void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
-  if (index >= limits_.max_timeline || index >= hang.timeline_size()) return;
+  if (index >= limits_.max_timeline || index >= hang.timeline_size()) {
+    return;
+  }
   const size_t record = SampleRecordSize(limits_.max_frames);
   unsigned char* p = map_ + kModulesOffset + kMaxModules * sizeof(ModuleRecord) + index * record;
   const TimelineEntry& t = hang.timeline()[index];
@@ -232,7 +238,9 @@ void OpenHangFile::Open(const HangData& hang) {
   auto* records = reinterpret_cast<ModuleRecord*>(map_ + kModulesOffset);
   num_modules_ = 0;
   for (const auto& m : map->modules()) {
-    if (num_modules_ == kMaxModules) break;
+    if (num_modules_ == kMaxModules) {
+      break;
+    }
     ModuleRecord r{};
     CopyString(r.path, sizeof(r.path), m.path);
     CopyString(r.build_id, sizeof(r.build_id), m.build_id);
@@ -247,14 +255,20 @@ void OpenHangFile::Open(const HangData& hang) {
   modules_checksum_ = Checksum(records, num_modules_ * sizeof(ModuleRecord));
   records_written_ = 0;
   cpu_us_ = 0;
-  for (size_t i = 0; i < hang.timeline_size(); ++i) WriteSample(i, hang);
+  for (size_t i = 0; i < hang.timeline_size(); ++i) {
+    WriteSample(i, hang);
+  }
   open_ = true;
   WriteLiveHeader(hang, true);
 }
 
 void OpenHangFile::AddLastSample(const HangData& hang) {
-  if (!open_) return;
-  if (hang.timeline_size() > records_written_) WriteSample(hang.timeline_size() - 1, hang);
+  if (!open_) {
+    return;
+  }
+  if (hang.timeline_size() > records_written_) {
+    WriteSample(hang.timeline_size() - 1, hang);
+  }
   WriteLiveHeader(hang, true);
 }
 
@@ -277,7 +291,9 @@ size_t OpenHangFileLiveHeaderOffset(int copy) { return kLiveHeaderOffset[copy & 
 OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, std::string* error) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return OpenHangReadStatus::kNoOpenHang;
+    if (errno == ENOENT) {
+      return OpenHangReadStatus::kNoOpenHang;
+    }
     *error = "cannot open " + path + ": " + std::strerror(errno);
     return OpenHangReadStatus::kInvalid;
   }
@@ -293,8 +309,12 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     size_t got = 0;
     while (got < data.size()) {
       const ssize_t n = pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n <= 0) {
+        break;
+      }
       got += static_cast<size_t>(n);
     }
     close(fd);
@@ -304,8 +324,12 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     *error = path + ": " + why;
     return OpenHangReadStatus::kInvalid;
   };
-  if (data.empty()) return OpenHangReadStatus::kNoOpenHang;
-  if (data.size() < kModulesOffset) return invalid("not an open-hang file (too short)");
+  if (data.empty()) {
+    return OpenHangReadStatus::kNoOpenHang;
+  }
+  if (data.size() < kModulesOffset) {
+    return invalid("not an open-hang file (too short)");
+  }
   StaticHeader sh;
   std::memcpy(&sh, data.data(), sizeof(sh));
   if (std::memcmp(sh.magic, kMagic, sizeof(kMagic)) != 0) {
@@ -314,8 +338,12 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   if (sh.checksum != Checksum(&sh, offsetof(StaticHeader, checksum))) {
     return invalid("corrupt header (checksum mismatch)");
   }
-  if (sh.version != kVersion) return invalid("unsupported version " + std::to_string(sh.version));
-  if (sh.endian_check != kEndianCheck) return invalid("written on a machine of other byte order");
+  if (sh.version != kVersion) {
+    return invalid("unsupported version " + std::to_string(sh.version));
+  }
+  if (sh.endian_check != kEndianCheck) {
+    return invalid("written on a machine of other byte order");
+  }
   if (sh.max_frames == 0 || sh.max_frames > kMaxFramesInFile || sh.max_samples == 0 ||
       sh.max_samples > kMaxSamplesInFile || sh.max_modules > kMaxModules ||
       sh.module_record_size != sizeof(ModuleRecord) ||
@@ -333,14 +361,20 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   for (size_t off : kLiveHeaderOffset) {
     LiveHeader h;
     std::memcpy(&h, data.data() + off, sizeof(h));
-    if (h.checksum != Checksum(&h, offsetof(LiveHeader, checksum))) continue;
+    if (h.checksum != Checksum(&h, offsetof(LiveHeader, checksum))) {
+      continue;
+    }
     if (!have_live || h.generation > live.generation) {
       live = h;
       have_live = true;
     }
   }
-  if (!have_live) return invalid("no valid state (both copies torn)");
-  if (live.open == 0) return OpenHangReadStatus::kNoOpenHang;
+  if (!have_live) {
+    return invalid("no valid state (both copies torn)");
+  }
+  if (live.open == 0) {
+    return OpenHangReadStatus::kNoOpenHang;
+  }
   if (live.num_modules > sh.max_modules || live.num_records > sh.max_samples) {
     return invalid("inconsistent state");
   }
@@ -359,7 +393,9 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     m.build_id = ReadString(r.build_id, sizeof(r.build_id));
     m.load_bias = r.load_bias;
     for (uint32_t k = 0; k < std::min<uint32_t>(r.num_ranges, kRangesPerModule); ++k) {
-      if (r.lo[k] < r.hi[k]) m.exec_ranges.push_back({r.lo[k], r.hi[k]});
+      if (r.lo[k] < r.hi[k]) {
+        m.exec_ranges.push_back({r.lo[k], r.hi[k]});
+      }
     }
     modules.push_back(std::move(m));
   }
@@ -377,7 +413,9 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     const size_t body = sh.sample_record_size - sizeof(uint64_t);
     uint64_t sum;
     std::memcpy(&sum, p + body, sizeof(sum));
-    if (sum != Checksum(p, body)) break;
+    if (sum != Checksum(p, body)) {
+      break;
+    }
     SampleRecordHead head;
     std::memcpy(&head, p, sizeof(head));
     const size_t n = std::min<size_t>(head.num_frames, sh.max_frames);

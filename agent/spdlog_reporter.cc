@@ -20,7 +20,9 @@ std::string Basename(const std::string& path) {
 std::shared_ptr<spdlog::logger> DefaultLogger() {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  if (auto existing = spdlog::get("hangwatch")) return existing;
+  if (auto existing = spdlog::get("hangwatch")) {
+    return existing;
+  }
   return spdlog::stderr_color_mt("hangwatch");
 }
 
@@ -37,7 +39,9 @@ std::string HangSummaryLine(const HangRecord& r) {
       r.stacks.size(), r.stacks.size() == 1 ? "" : "s",
       r.fingerprint.empty() ? "-" : r.fingerprint.c_str());
   std::string line = buf;
-  if (r.stopped_ms > 0) line += " (" + std::to_string(r.stopped_ms) + " ms stopped, not counted)";
+  if (r.stopped_ms > 0) {
+    line += " (" + std::to_string(r.stopped_ms) + " ms stopped, not counted)";
+  }
   return line;
 }
 
@@ -50,7 +54,9 @@ std::string FrameLine(size_t index, const Frame& f) {
     std::snprintf(buf, sizeof(buf), "+0x%" PRIx64 ")", f.offset);
     line += " (" + Basename(f.module) + buf;
   }
-  if (!f.file.empty()) line += " " + f.file + ":" + std::to_string(f.line);
+  if (!f.file.empty()) {
+    line += " " + f.file + ":" + std::to_string(f.line);
+  }
   return line;
 }
 

@@ -8,7 +8,9 @@ namespace {
 
 size_t SlotCount(size_t max_stacks) {
   size_t n = 8;
-  while (n < 2 * max_stacks) n <<= 1;
+  while (n < 2 * max_stacks) {
+    n <<= 1;
+  }
   return n;
 }
 
@@ -39,16 +41,24 @@ uint64_t StackTable::Hash(const uintptr_t* frames, size_t n, uintptr_t leaf_key)
                       0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
   size_t i = 1;
   for (; i + 4 <= n; i += 4) {
-    for (size_t k = 0; k < 4; ++k) lane[k] = (lane[k] ^ frames[i + k]) * kMul;
+    for (size_t k = 0; k < 4; ++k) {
+      lane[k] = (lane[k] ^ frames[i + k]) * kMul;
+    }
   }
-  for (size_t k = 0; i < n; ++i, ++k) lane[k] = (lane[k] ^ frames[i]) * kMul;
+  for (size_t k = 0; i < n; ++i, ++k) {
+    lane[k] = (lane[k] ^ frames[i]) * kMul;
+  }
   return Avalanche(lane[0] ^ Avalanche(lane[1]) ^ (lane[2] * 31) ^ Avalanche(lane[3] + lane[2]));
 }
 
 bool StackTable::KeyEquals(const Entry& e, uint32_t id, const uintptr_t* frames, size_t n,
                            uintptr_t leaf_key) const {
-  if (e.num_frames != n || e.leaf_key != leaf_key) return false;
-  if (n <= 1) return true;
+  if (e.num_frames != n || e.leaf_key != leaf_key) {
+    return false;
+  }
+  if (n <= 1) {
+    return true;
+  }
   return std::memcmp(this->frames(id) + 1, frames + 1, (n - 1) * sizeof(uintptr_t)) == 0;
 }
 
@@ -59,11 +69,15 @@ uint32_t StackTable::Insert(const uintptr_t* frames, size_t n, uintptr_t leaf_ke
   for (size_t slot = h & slot_mask_;; slot = (slot + 1) & slot_mask_) {
     const uint32_t v = slots_[slot];
     if (v == 0) {
-      if (size_ == max_stacks_) return kFull;
+      if (size_ == max_stacks_) {
+        return kFull;
+      }
       const auto id = static_cast<uint32_t>(size_++);
       Entry& e = entries_[id];
       e = Entry{h, leaf_key, static_cast<uint32_t>(n), 1, t_ms, t_ms, cpu_us};
-      if (n > 0) std::memcpy(pool_.get() + size_t{id} * max_frames_, frames, n * sizeof(uintptr_t));
+      if (n > 0) {
+        std::memcpy(pool_.get() + size_t{id} * max_frames_, frames, n * sizeof(uintptr_t));
+      }
       slots_[slot] = id + 1;
       return id;
     }
@@ -84,7 +98,9 @@ void StackTable::Clear() {
 }
 
 void StackTable::CopyFrom(const StackTable& other) {
-  if (&other == this) return;
+  if (&other == this) {
+    return;
+  }
   // Capacities are fixed at construction; copying between tables of different shapes would
   // have to allocate, which this class never does after construction.
   if (other.max_stacks_ != max_stacks_ || other.max_frames_ != max_frames_) {

@@ -15,7 +15,9 @@ uint32_t ToMs32(uint64_t ns) {
 
 int MonitorStats::BucketFor(uint64_t duration_ns) {
   const uint64_t ms = duration_ns / kNsPerMs;
-  if (ms == 0) return 0;
+  if (ms == 0) {
+    return 0;
+  }
   // Bucket i >= 1 holds [2^(i-1), 2^i) ms: i = bit width of ms.
   int width = 64 - __builtin_clzll(ms);
   return std::min(width, Stats::kBuckets - 1);
@@ -64,8 +66,12 @@ uint64_t StallMonitor::Effective(uint64_t now) const {
 }
 
 void StallMonitor::AccountGap(uint64_t gap, bool waited_known, uint64_t waited_ns) {
-  if (gap <= options_.oversleep_tolerance_ns) return;  // scheduling noise
-  if (waited_known && waited_ns * 2 >= gap) return;    // starved by load, not stopped
+  if (gap <= options_.oversleep_tolerance_ns) {
+    return;  // scheduling noise
+  }
+  if (waited_known && waited_ns * 2 >= gap) {
+    return;  // starved by load, not stopped
+  }
   bool stopped = true;
   if (tracking_) {
     uint64_t cpu = 0;
@@ -73,7 +79,9 @@ void StallMonitor::AccountGap(uint64_t gap, bool waited_known, uint64_t waited_n
         (cpu - cpu_last_ns_) * 2 >= gap) {
       stopped = false;  // the main thread ran: the watchdog was merely starved
     }
-    if (stopped) pass_stopped_ns_ += gap;
+    if (stopped) {
+      pass_stopped_ns_ += gap;
+    }
   }
   if (stopped) {
     stats_->stopped_ns.fetch_add(gap, std::memory_order_relaxed);
@@ -121,7 +129,9 @@ uint64_t StallMonitor::Tick() {
     EndPass(now, /*still_running=*/false,
             have_prev && prev_read >= first_seen_ns_ ? (now - prev_read) / 2 : 0);
   }
-  if (!tracking_ && (state & 1) != 0) StartPass(now, state, have_prev ? (now - prev_read) / 2 : 0);
+  if (!tracking_ && (state & 1) != 0) {
+    StartPass(now, state, have_prev ? (now - prev_read) / 2 : 0);
+  }
 
   uint64_t wake = now + options_.check_interval_ns;
   if (tracking_) {
@@ -131,11 +141,15 @@ uint64_t StallMonitor::Tick() {
       TakeSample(eff);
       sampled = true;
       next_sample_ns_ += options_.sample_interval_ns;
-      if (next_sample_ns_ <= eff) next_sample_ns_ = eff + options_.sample_interval_ns;
+      if (next_sample_ns_ <= eff) {
+        next_sample_ns_ = eff + options_.sample_interval_ns;
+      }
     } else {
       uint64_t cpu = 0;
       cpu_last_known_ = env_->ThreadCpuNs(target_, &cpu);
-      if (cpu_last_known_) cpu_last_ns_ = cpu;
+      if (cpu_last_known_) {
+        cpu_last_ns_ = cpu;
+      }
     }
     if (!declared_ && eff >= options_.threshold_ns) {
       declared_ = true;
@@ -154,8 +168,12 @@ uint64_t StallMonitor::Tick() {
 void StallMonitor::Finish() {
   // A last look first: a stop that just ended, or a pass that just ended, is accounted for as
   // on any tick.
-  if (!first_tick_) Tick();
-  if (!tracking_) return;
+  if (!first_tick_) {
+    Tick();
+  }
+  if (!tracking_) {
+    return;
+  }
   const uint64_t now = env_->MonotonicNs();
   const uint64_t state = run_loop_state_->load(std::memory_order_relaxed);
   if (state != tracked_state_) {
@@ -207,7 +225,9 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
   }
   if (!declared_ && duration < options_.threshold_ns) {
     const uint64_t n = hang_.summary.samples + hang_.summary.failed_samples;
-    if (n > 0) stats_->early_samples_dropped.fetch_add(n, std::memory_order_relaxed);
+    if (n > 0) {
+      stats_->early_samples_dropped.fetch_add(n, std::memory_order_relaxed);
+    }
     return;
   }
   declared_ = false;
@@ -252,8 +272,12 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
     cpu_ok = cpu != 0;
     state = buffer_.sched_state;
   }
-  if (!cpu_ok) cpu_ok = env_->ThreadCpuNs(target_, &cpu);
-  if (state == '?' || state == 0) state = env_->SchedState(target_);
+  if (!cpu_ok) {
+    cpu_ok = env_->ThreadCpuNs(target_, &cpu);
+  }
+  if (state == '?' || state == 0) {
+    state = env_->SchedState(target_);
+  }
 
   const uint64_t delta =
       cpu_ok && cpu_sample_known_ && cpu >= cpu_sample_ns_ ? cpu - cpu_sample_ns_ : 0;

@@ -21,12 +21,18 @@ uint64_t ReadClock(clockid_t id) {
 // or -1.
 ssize_t ReadSmallFile(const char* path, char* buf, size_t size) {
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    return -1;
+  }
   ssize_t total = 0;
   while (static_cast<size_t>(total) + 1 < size) {
     const ssize_t n = read(fd, buf + total, size - 1 - static_cast<size_t>(total));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
     total += n;
   }
   close(fd);
@@ -41,7 +47,9 @@ class SystemEnv final : public WatchdogEnv {
   int64_t UnixMs() override { return static_cast<int64_t>(ReadClock(CLOCK_REALTIME) / 1000000); }
   bool ThreadCpuNs(const unwind::ThreadInfo& thread, uint64_t* out) override {
     timespec ts{};
-    if (clock_gettime(thread.cpu_clock, &ts) != 0) return false;
+    if (clock_gettime(thread.cpu_clock, &ts) != 0) {
+      return false;
+    }
     *out = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
     return true;
   }
@@ -51,23 +59,33 @@ class SystemEnv final : public WatchdogEnv {
     // Opened once, on the watchdog thread (thread-self is resolved at open), read with pread.
     if (schedstat_fd_ == -1) {
       schedstat_fd_ = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-      if (schedstat_fd_ < 0) schedstat_fd_ = -2;
+      if (schedstat_fd_ < 0) {
+        schedstat_fd_ = -2;
+      }
     }
-    if (schedstat_fd_ < 0) return false;
+    if (schedstat_fd_ < 0) {
+      return false;
+    }
     char buf[128];
     const ssize_t n = pread(schedstat_fd_, buf, sizeof(buf) - 1, 0);
-    if (n <= 0) return false;
+    if (n <= 0) {
+      return false;
+    }
     buf[n] = '\0';
     // "<ns on cpu> <ns waiting on a runqueue> <timeslices>"
     char* end = nullptr;
     std::strtoull(buf, &end, 10);
-    if (end == buf) return false;
+    if (end == buf) {
+      return false;
+    }
     const char* second = end;
     *out = std::strtoull(second, &end, 10);
     return end != second;
   }
   ~SystemEnv() override {
-    if (schedstat_fd_ >= 0) close(schedstat_fd_);
+    if (schedstat_fd_ >= 0) {
+      close(schedstat_fd_);
+    }
   }
 
  private:
@@ -80,18 +98,26 @@ char ReadSchedState(pid_t tid) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/self/task/%d/stat", static_cast<int>(tid));
   char buf[512];
-  if (ReadSmallFile(path, buf, sizeof(buf)) <= 0) return '?';
+  if (ReadSmallFile(path, buf, sizeof(buf)) <= 0) {
+    return '?';
+  }
   // "tid (comm) S ...": comm may contain spaces and parentheses; the state follows the last ')'.
   const char* close = std::strrchr(buf, ')');
-  if (close == nullptr || close[1] != ' ' || close[2] == '\0') return '?';
+  if (close == nullptr || close[1] != ' ' || close[2] == '\0') {
+    return '?';
+  }
   return close[2];
 }
 
 long ReadTracerPid() {
   char buf[4096];
-  if (ReadSmallFile("/proc/self/status", buf, sizeof(buf)) <= 0) return 0;
+  if (ReadSmallFile("/proc/self/status", buf, sizeof(buf)) <= 0) {
+    return 0;
+  }
   const char* p = std::strstr(buf, "\nTracerPid:");
-  if (p == nullptr) return 0;
+  if (p == nullptr) {
+    return 0;
+  }
   return std::strtol(p + std::strlen("\nTracerPid:"), nullptr, 10);
 }
 

@@ -97,7 +97,9 @@ class HANGWATCH_EXPORT Status {
  private:
   Status() = default;
   explicit Status(std::string message) : message_(std::move(message)) {
-    if (message_.empty()) message_ = "error";
+    if (message_.empty()) {
+      message_ = "error";
+    }
   }
   std::string message_;
 };
