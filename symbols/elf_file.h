@@ -48,6 +48,10 @@ std::string_view SectionBytes(Elf* elf, std::string_view name);
 // Lowercase hex NT_GNU_BUILD_ID from the note sections or PT_NOTE segments; empty when absent.
 std::string ReadBuildId(Elf* elf);
 
+// The ELF image embedded xz-compressed in .gnu_debugdata (MiniDebugInfo): empty when absent,
+// an error when it does not inflate (or inflates past 256 MB).
+absl::StatusOr<std::string> InflateMiniDebugInfo(Elf* elf);
+
 // The file name recorded in .gnu_debuglink (empty when absent).
 std::string ReadDebugLink(Elf* elf);
 

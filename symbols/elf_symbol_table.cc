@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <lzma.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,41 +18,6 @@
 namespace hangwatch::symbols {
 
 namespace {
-
-// MiniDebugInfo is small (a few MB at most); anything that inflates past this is refused.
-constexpr uint64_t kMaxMiniDebugInfo = 256ull << 20;
-
-absl::StatusOr<std::string> XzDecompress(std::string_view in) {
-  lzma_stream strm = LZMA_STREAM_INIT;
-  if (lzma_stream_decoder(&strm, kMaxMiniDebugInfo, 0) != LZMA_OK) {
-    return absl::InternalError("cannot initialize the xz decoder");
-  }
-  std::string out;
-  out.resize(std::min<size_t>(std::max<size_t>(in.size() * 4, 4096), kMaxMiniDebugInfo));
-  strm.next_in = reinterpret_cast<const uint8_t*>(in.data());
-  strm.avail_in = in.size();
-  size_t produced = 0;
-  lzma_ret ret = LZMA_OK;
-  while (true) {
-    if (produced == out.size()) {
-      if (out.size() >= kMaxMiniDebugInfo) {
-        ret = LZMA_MEMLIMIT_ERROR;
-        break;
-      }
-      out.resize(std::min<size_t>(out.size() * 2, kMaxMiniDebugInfo));
-    }
-    strm.next_out = reinterpret_cast<uint8_t*>(out.data()) + produced;
-    strm.avail_out = out.size() - produced;
-    ret = lzma_code(&strm, LZMA_FINISH);
-    produced = out.size() - strm.avail_out;
-    if (ret != LZMA_OK) break;
-    if (strm.avail_in == 0 && strm.avail_out != 0) break;  // stalled on truncated input
-  }
-  lzma_end(&strm);
-  if (ret != LZMA_STREAM_END) return absl::DataLossError(".gnu_debugdata is not valid xz data");
-  out.resize(produced);
-  return out;
-}
 
 struct RawSymbol {
   uint64_t addr;
@@ -116,10 +80,9 @@ class ElfSymbolTableBuilder {
     } else {
       CollectSymbols(elf, SHT_DYNSYM, &raw);
       if (!raw.empty()) table->sources_ |= ElfSymbolTable::kDynsym;
-      std::string_view packed = SectionBytes(elf, ".gnu_debugdata");
-      if (!packed.empty()) {
-        auto image = XzDecompress(packed);
-        if (image.ok()) {
+      {
+        auto image = InflateMiniDebugInfo(elf);
+        if (image.ok() && !image->empty()) {
           mini = std::move(*image);
           mini_elf.reset(elf_memory(mini.data(), mini.size()));
           if (mini_elf != nullptr && elf_kind(mini_elf.get()) == ELF_K_ELF) {

@@ -421,43 +421,62 @@ struct RawSymbol {
   std::string_view file;  // local symbols: the STT_FILE before them in the table
 };
 
-// LLVM's SymbolizableObjectFile: .symtab (else .dynsym); function, object, notype and ifunc
-// symbols defined in a section; sorted by (address, size), the last one per address.
-std::vector<RawSymbol> ReadSymbols(Elf* elf) {
+// Appends the symbols of the first section of `type` that has any, with LLVM's filter
+// (SymbolizableObjectFile): function, object, notype and ifunc symbols defined in a section.
+void CollectSymbols(Elf* elf, Elf64_Word type, std::vector<RawSymbol>* out) {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr || data->d_buf == nullptr || shdr.sh_entsize == 0) continue;
+    const size_t count = data->d_size / shdr.sh_entsize;
+    std::string_view file;
+    for (size_t i = 1; i < count; ++i) {
+      GElf_Sym sym;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
+      const int st_type = GELF_ST_TYPE(sym.st_info);
+      if (st_type == STT_FILE) {
+        const char* f = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        file = f != nullptr ? f : "";
+        continue;
+      }
+      if (st_type != STT_NOTYPE && st_type != STT_FUNC && st_type != STT_OBJECT &&
+          st_type != STT_GNU_IFUNC) {
+        continue;
+      }
+      if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
+      const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+      if (name == nullptr) continue;
+      out->push_back({sym.st_value, sym.st_size, name,
+                      GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : std::string_view()});
+    }
+  }
+}
+
+// Keeps the MiniDebugInfo image alive while symbol names point into it.
+struct SymbolSource {
+  std::string mini;
+  ElfHandle mini_elf;
+};
+
+// .symtab, else .dynsym as llvm-symbolizer; then, going beyond it, a binary without .symtab
+// also gets the symbols of its MiniDebugInfo (.gnu_debugdata), as in process. Sorted by
+// (address, size), the last one per address.
+std::vector<RawSymbol> ReadSymbols(Elf* elf, SymbolSource* source) {
   std::vector<RawSymbol> out;
-  for (Elf64_Word type : {SHT_SYMTAB, SHT_DYNSYM}) {
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-      GElf_Shdr shdr;
-      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type) continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (data == nullptr || data->d_buf == nullptr || shdr.sh_entsize == 0) continue;
-      const size_t count = data->d_size / shdr.sh_entsize;
-      std::string_view file;
-      for (size_t i = 1; i < count; ++i) {
-        GElf_Sym sym;
-        if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
-        const int st_type = GELF_ST_TYPE(sym.st_info);
-        if (st_type == STT_FILE) {
-          const char* f = elf_strptr(elf, shdr.sh_link, sym.st_name);
-          file = f != nullptr ? f : "";
-          continue;
-        }
-        if (st_type != STT_NOTYPE && st_type != STT_FUNC && st_type != STT_OBJECT &&
-            st_type != STT_GNU_IFUNC) {
-          continue;
-        }
-        if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
-        const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-        if (name == nullptr) continue;
-        out.push_back({sym.st_value, sym.st_size, name,
-                       GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : std::string_view()});
+  CollectSymbols(elf, SHT_SYMTAB, &out);
+  if (out.empty()) {
+    CollectSymbols(elf, SHT_DYNSYM, &out);
+    auto mini = InflateMiniDebugInfo(elf);
+    if (mini.ok() && !mini->empty()) {
+      source->mini = std::move(*mini);
+      source->mini_elf.reset(elf_memory(source->mini.data(), source->mini.size()));
+      if (source->mini_elf != nullptr && elf_kind(source->mini_elf.get()) == ELF_K_ELF) {
+        CollectSymbols(source->mini_elf.get(), SHT_SYMTAB, &out);
       }
     }
-    if (!out.empty()) break;  // .dynsym only when .symtab gave nothing
   }
-  // Ties on (address, size) keep table order; the last one wins (aliases: the global, which
-  // follows the locals in a symbol table).
   std::stable_sort(out.begin(), out.end(), [](const RawSymbol& a, const RawSymbol& b) {
     return a.addr != b.addr ? a.addr < b.addr : a.size < b.size;
   });
@@ -586,7 +605,8 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
   auto symbols_file = ElfFile::Open(symbols_path);
   if (!symbols_file.ok()) return symbols_file.status();
   std::string build_id = ReadBuildId((*symbols_file)->elf());
-  std::vector<RawSymbol> raw_symbols = ReadSymbols((*symbols_file)->elf());
+  SymbolSource symbol_source;
+  std::vector<RawSymbol> raw_symbols = ReadSymbols((*symbols_file)->elf(), &symbol_source);
 
   std::vector<UnitRef> units;
   std::vector<CuRange> cu_ranges;

@@ -253,6 +253,41 @@ TEST_F(DebugInfoLayoutTest, OnlyDynsymLeft) {
   ExpectSameOutput(Ours("--obj " + bin), Llvm("--obj=" + bin));
 }
 
+TEST_F(DebugInfoLayoutTest, MiniDebugInfoNamesStaticFunctions) {
+  // Fedora's recipe (weak functions kept too): the function symbols missing from .dynsym,
+  // xz-compressed into
+  // .gnu_debugdata of the stripped binary. llvm-symbolizer ignores it; hangwatch reads it, so
+  // its names match llvm-symbolizer's on the binary that still has its .symtab.
+  const std::string bin = Copy("mini", "all");
+  const std::string symtab_only = Copy("symtab", "debug");
+  const std::string d = dir_.path();
+  CommandResult r = RunCommand(
+      "set -e; cd " + d +
+          "; nm -D full --format=posix --defined-only | awk '{print $1}' | sort > dynsyms;"
+          "nm full --format=posix --defined-only | awk '$2 ~ /^[TtWw]$/ {print $1}' | "
+          "sort > funcsyms; comm -13 dynsyms funcsyms > keep;"
+          "objcopy --only-keep-debug full dbg; objcopy -S --keep-symbols=keep dbg mini.elf;"
+          "xz -f mini.elf; objcopy --add-section .gnu_debugdata=mini.elf.xz mini",
+      "", true);
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto names = [](const std::string& out) {
+    std::vector<std::string> first;
+    for (const std::string& b : Blocks(out)) first.push_back(b.substr(0, b.find('\n')));
+    return first;
+  };
+  std::vector<std::string> mine = names(Ours("--obj " + bin));
+  std::vector<std::string> llvm = names(Llvm("--obj=" + symtab_only));
+  std::vector<std::string> plain = names(Llvm("--obj=" + bin));
+  ASSERT_EQ(mine.size(), llvm.size());
+  size_t same = 0, better = 0;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    same += mine[i] == llvm[i];
+    better += mine[i] == llvm[i] && plain[i] != llvm[i];
+  }
+  EXPECT_GE(same * 100, mine.size() * 99) << same << "/" << mine.size();
+  EXPECT_GT(better, 5u);  // static functions llvm-symbolizer cannot name from .dynsym
+}
+
 TEST_F(DebugInfoLayoutTest, CachedIndexAnswersWithoutTheDebugInfo) {
   const std::string cache = dir_.Join("cache");
   CommandResult idx = RunCommand(Cli() + " symbols index --cache-dir " + cache + " " + full_);
