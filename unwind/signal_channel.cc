@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -177,30 +178,53 @@ uint64_t MonotonicNowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-char ReadSchedState(pid_t tid, int* fd, pid_t* fd_tid) {
-  if (*fd >= 0 && *fd_tid != tid) {
-    close(*fd);
-    *fd = -1;
+namespace {
+
+// True when `file` still refers to the file we opened: the application may have closed our
+// descriptor (e.g. a close-everything loop) and received the same number for a file of its own,
+// which we must neither read as ours nor close.
+bool StillOurs(const StatFile& file) {
+  struct stat st;
+  return file.fd >= 0 && fstat(file.fd, &st) == 0 && st.st_dev == file.dev && st.st_ino == file.ino;
+}
+
+}  // namespace
+
+void CloseStatFile(StatFile* file) {
+  if (StillOurs(*file)) {
+    close(file->fd);
+  }
+  file->fd = -1;
+}
+
+char ReadSchedState(pid_t tid, StatFile* file) {
+  if (file->fd >= 0 && (file->tid != tid || !StillOurs(*file))) {
+    CloseStatFile(file);
   }
   char buf[512];
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (*fd < 0) {
+    if (file->fd < 0) {
       char path[64];
       TaskPath(tid, "stat", path, sizeof(path));
-      *fd = open(path, O_RDONLY | O_CLOEXEC);
-      if (*fd < 0) {
+      const int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
         return '?';
       }
-      *fd_tid = tid;
+      struct stat st;
+      if (fstat(fd, &st) != 0) {
+        close(fd);
+        return '?';
+      }
+      *file = StatFile{fd, tid, st.st_dev, st.st_ino};
     }
-    // The whole line fits in one read; pread at offset 0 regenerates it each time.
-    const ssize_t n = pread(*fd, buf, sizeof(buf) - 1, 0);
+    // The whole line fits in one read; pread at offset 0 regenerates it each time (a few
+    // microseconds, against twice that for open + read + close).
+    const ssize_t n = pread(file->fd, buf, sizeof(buf) - 1, 0);
     if (n > 0) {
       return ParseStatState(buf, static_cast<size_t>(n));
     }
     // The cached file may belong to a thread that has gone (and whose tid was reused).
-    close(*fd);
-    *fd = -1;
+    CloseStatFile(file);
   }
   return '?';
 }
@@ -490,12 +514,9 @@ void SignalChannel::Release() {
 }
 
 SignalChannel::Outcome SignalChannel::Diagnose() {
-  int fd = -1;
-  pid_t fd_tid = 0;
-  const char state = ReadSchedState(tid_, &fd, &fd_tid);
-  if (fd >= 0) {
-    close(fd);
-  }
+  StatFile file;
+  const char state = ReadSchedState(tid_, &file);
+  CloseStatFile(&file);
   // A thread that is exiting no longer takes signals; once gone, its /proc entry goes too.
   if (state == '?' || state == 'Z' || state == 'X') {
     return Outcome::kThreadExited;

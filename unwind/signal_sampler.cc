@@ -140,7 +140,8 @@ CaptureStatus StatusOf(SignalChannel::Outcome outcome) {
 SignalSampler::SignalSampler(const SignalSamplerOptions& options)
     : options_(options),
       state_(std::make_unique<HandlerState>(std::max<size_t>(options.max_frames, 1),
-                                            options.max_stack_bytes)) {}
+                                            options.max_stack_bytes)),
+      stat_file_(std::make_unique<internal::StatFile>()) {}
 
 std::unique_ptr<SignalSampler> SignalSampler::Create(const SignalSamplerOptions& options,
                                                      std::string* error) {
@@ -162,9 +163,7 @@ SignalSampler::~SignalSampler() {
     // it is the only safe choice.
     (void)state_.release();
   }
-  if (stat_fd_ >= 0) {
-    close(stat_fd_);
-  }
+  internal::CloseStatFile(stat_file_.get());
 }
 
 SignalSampler::Stats SignalSampler::stats() {
@@ -187,7 +186,7 @@ CaptureStatus SignalSampler::Capture(const ThreadInfo& target, CaptureBuffer* ou
 
   // Before the signal: once it is sent, a sleeping target is woken up and reads as running.
   const char sched_state =
-      options_.read_sched_state ? internal::ReadSchedState(target.tid, &stat_fd_, &stat_tid_) : '?';
+      options_.read_sched_state ? internal::ReadSchedState(target.tid, stat_file_.get()) : '?';
   // An exited main thread stays a zombie while the process lives: no signal would be handled.
   if (sched_state == 'Z' || sched_state == 'X') {
     return CaptureStatus::kThreadExited;

@@ -17,6 +17,7 @@
 namespace hangwatch::unwind {
 namespace internal {
 class SignalChannel;
+struct StatFile;
 }  // namespace internal
 
 struct SignalSamplerOptions {
@@ -76,8 +77,7 @@ class SignalSampler final : public ThreadSampler {
   SignalSamplerOptions options_;
   std::unique_ptr<HandlerState> state_;  // preallocated storage the handler writes into
   std::unique_ptr<internal::SignalChannel> channel_;
-  int stat_fd_ = -1;  // /proc/self/task/TID/stat of the last target, kept open
-  pid_t stat_tid_ = 0;
+  std::unique_ptr<internal::StatFile> stat_file_;  // /proc/.../stat of the last target, open
   int last_errno_ = 0;
 };
 

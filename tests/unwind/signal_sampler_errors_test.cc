@@ -434,6 +434,55 @@ TEST(SignalSamplerErrorsTest, OnlyOneSamplerPerProcess) {
   EXPECT_NE(MakeSampler(), nullptr);
 }
 
+// The sampler keeps /proc/self/task/TID/stat open between captures. An application that closes
+// descriptors it does not own, then gets the same number for a file of its own, must find that
+// file untouched: not read as ours, not closed.
+TEST(SignalSamplerErrorsTest, ReusedStatDescriptorIsNeitherReadNorClosed) {
+  auto sampler = MakeSampler(WithTimeout(kLongTimeout * 8));
+  ASSERT_NE(sampler, nullptr);
+  TargetThread target([](TargetThread* t) {
+    t->SignalReady();
+    while (!t->ShouldStop()) {
+      sched_yield();
+    }
+  });
+  const ThreadInfo& info = target.WaitReady();
+  CaptureBuffer buffer(64, 4096);
+  ASSERT_EQ(sampler->Capture(info, &buffer), CaptureStatus::kOk);
+  // Find the sampler's descriptor and take its number over.
+  const std::string stat_path =
+      "/proc/" + std::to_string(getpid()) + "/task/" + std::to_string(info.tid) + "/stat";
+  int stat_fd = -1;
+  for (int fd = 0; fd < 1024 && stat_fd < 0; ++fd) {
+    char link[256];
+    const ssize_t n =
+        readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link, sizeof(link) - 1);
+    if (n > 0 && std::string(link, static_cast<size_t>(n)) == stat_path) {
+      stat_fd = fd;
+    }
+  }
+  ASSERT_GE(stat_fd, 0) << "the sampler's stat descriptor was not found";
+  ASSERT_EQ(close(stat_fd), 0);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const int app_fd = fds[0] == stat_fd ? fds[0] : dup2(fds[0], stat_fd);
+  ASSERT_EQ(app_fd, stat_fd);
+
+  ASSERT_EQ(sampler->Capture(info, &buffer), CaptureStatus::kOk);
+  EXPECT_NE(buffer.sched_state, '?');
+  sampler.reset();
+  // Still the application's pipe: open, and a byte written to the pipe comes out of it.
+  ASSERT_EQ(write(fds[1], "z", 1), 1);
+  char c = 0;
+  EXPECT_EQ(read(app_fd, &c, 1), 1);
+  EXPECT_EQ(c, 'z');
+  close(fds[1]);
+  if (fds[0] != app_fd) {
+    close(fds[0]);
+  }
+  close(app_fd);
+}
+
 // Signals that are not this sampler's tgkill for the current request do nothing. kill() and
 // sigqueue() to our own process, and tgkill() to the calling thread, are all handled before
 // the call returns (the calling thread does not block the signal), so the counters are exact.
