@@ -99,6 +99,9 @@ struct UnitResult {
 // so equal names mostly share one address within a libdw handle.
 class NameCache {
  public:
+  // Abstract origin DIE offset -> its name (per thread: offsets are per libdw handle).
+  absl::flat_hash_map<Dwarf_Off, const char*> by_origin;
+
   const std::string& Get(const char* mangled) {
     auto [it, inserted] = cache_.try_emplace(mangled);
     if (inserted) it->second = Demangle(mangled);
@@ -224,18 +227,65 @@ class UnitReader {
     return nullptr;
   }
 
-  static uint32_t Udata(Dwarf_Die* die, int at) {
-    Dwarf_Attribute attr;
-    Dwarf_Word v = 0;
-    if (dwarf_attr(die, at, &attr) == nullptr || dwarf_formudata(&attr, &v) != 0) return 0;
+  static uint32_t Clamp(Dwarf_Word v) {
     return v > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(v);
+  }
+
+  // The attributes a node needs, in one pass over the DIE (libdw rescans the abbreviation for
+  // every dwarf_attr call).
+  struct NodeAttrs {
+    Dwarf_Attribute origin;
+    bool has_origin = false;
+    bool has_name = false;  // any name attribute on the DIE itself
+    Dwarf_Word call_file = 0, call_line = 0, call_column = 0;
+  };
+  static int ScanAttr(Dwarf_Attribute* attr, void* arg) {
+    auto* a = static_cast<NodeAttrs*>(arg);
+    switch (dwarf_whatattr(attr)) {
+      case DW_AT_abstract_origin:
+        a->origin = *attr;
+        a->has_origin = true;
+        break;
+      case DW_AT_linkage_name:
+      case DW_AT_MIPS_linkage_name:
+      case DW_AT_name:
+        a->has_name = true;
+        break;
+      case DW_AT_call_file:
+        dwarf_formudata(attr, &a->call_file);
+        break;
+      case DW_AT_call_line:
+        dwarf_formudata(attr, &a->call_line);
+        break;
+      case DW_AT_call_column:
+        dwarf_formudata(attr, &a->call_column);
+        break;
+      default:
+        break;
+    }
+    return DWARF_CB_OK;
+  }
+
+  // The name of a node. Inlined and out-of-line instances name nothing themselves and point at
+  // their abstract origin: its name is computed once per origin.
+  const char* NodeName(Dwarf_Die* die, NodeAttrs& attrs) {
+    Dwarf_Die origin;
+    if (!attrs.has_origin || attrs.has_name ||
+        dwarf_formref_die(&attrs.origin, &origin) == nullptr) {
+      return Name(die);
+    }
+    auto [it, inserted] = names_->by_origin.try_emplace(dwarf_dieoffset(&origin), nullptr);
+    if (inserted) it->second = Name(die);
+    return it->second;
   }
 
   uint32_t Materialize(Pending* p) {
     if (p->node != kNone) return p->node;
     const uint32_t parent = p->parent != nullptr ? Materialize(p->parent) : kNone;
     UnitResult::LocalNode node{kNone, parent, 0, 0, 0};
-    if (const char* name = Name(&p->die)) {
+    NodeAttrs attrs;
+    dwarf_getattrs(&p->die, ScanAttr, &attrs, 0);
+    if (const char* name = NodeName(&p->die, attrs)) {
       auto [it, inserted] = name_index_.try_emplace(name, 0);
       if (inserted) {
         it->second = static_cast<uint32_t>(out_->names.size());
@@ -243,9 +293,9 @@ class UnitReader {
       }
       node.name = it->second;
     }
-    node.call_file = Udata(&p->die, DW_AT_call_file);
-    node.call_line = Udata(&p->die, DW_AT_call_line);
-    node.call_column = Udata(&p->die, DW_AT_call_column);
+    node.call_file = Clamp(attrs.call_file);
+    node.call_line = Clamp(attrs.call_line);
+    node.call_column = Clamp(attrs.call_column);
     p->node = static_cast<uint32_t>(out_->nodes.size());
     out_->nodes.push_back(node);
     return p->node;
