@@ -114,6 +114,7 @@ TEST(CaptureAllocTest, TheCounterSeesAllocations) {
 }
 
 TEST(CaptureAllocTest, CaptureAllocatesNothingOnEitherThread) {
+  HW_TEST_SKIP_UNDER_TSAN();
   ASSERT_TRUE(InstallHooks());
   std::string error;
   SignalSamplerOptions options;

@@ -54,6 +54,7 @@ bool CaptureUntilAsleep(SignalSampler* sampler, const ThreadInfo& info, CaptureB
 }
 
 TEST(CaptureStressTest, ReadOnAPipeResumesWithTheRightDataAndNoEintr) {
+  HW_TEST_SKIP_UNDER_TSAN();
   auto sampler = MakeSampler();
   ASSERT_NE(sampler, nullptr);
   int fds[2];
@@ -100,6 +101,7 @@ TEST(CaptureStressTest, ReadOnAPipeResumesWithTheRightDataAndNoEintr) {
 }
 
 TEST(CaptureStressTest, MutexLockIsAcquiredNormally) {
+  HW_TEST_SKIP_UNDER_TSAN();
   auto sampler = MakeSampler();
   ASSERT_NE(sampler, nullptr);
   pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;

@@ -313,6 +313,7 @@ void SlowBody(void*, const ucontext_t*) {
 }
 
 TEST(SignalSamplerErrorsTest, ClaimedButUnfinishedRequestMakesTheNextOneBusy) {
+  HW_TEST_SKIP_UNDER_TSAN();
   std::string error;
   auto channel = SignalChannel::Create(0, &SlowBody, nullptr, &error);
   ASSERT_NE(channel, nullptr) << error;
@@ -487,6 +488,7 @@ TEST(SignalSamplerErrorsTest, ReusedStatDescriptorIsNeitherReadNorClosed) {
 // sigqueue() to our own process, and tgkill() to the calling thread, are all handled before
 // the call returns (the calling thread does not block the signal), so the counters are exact.
 TEST(SignalSamplerErrorsTest, StraySignalsAreIgnored) {
+  HW_TEST_SKIP_UNDER_TSAN();
   auto sampler = MakeSampler();
   ASSERT_NE(sampler, nullptr);
   const int sig = sampler->signal_number();

@@ -83,6 +83,7 @@ std::unique_ptr<SignalSampler> MakeSampler(SignalSamplerOptions options = Genero
 }
 
 TEST(SignalSamplerTest, CapturesKnownChainInOrder) {
+  HW_TEST_SKIP_UNDER_TSAN();
   auto sampler = MakeSampler();
   ASSERT_NE(sampler, nullptr);
   const CodeRange ranges[] = {RangeOfFunction(&HwChainD), RangeOfFunction(&HwChainC),
@@ -120,6 +121,7 @@ TEST(SignalSamplerTest, CapturesKnownChainInOrder) {
 }
 
 TEST(SignalSamplerTest, DeepRecursionIsTruncatedAtMaxFrames) {
+  HW_TEST_SKIP_UNDER_TSAN();
   SignalSamplerOptions options = Generous();
   options.max_frames = 128;
   options.max_stack_bytes = 16 * 1024;
