@@ -66,12 +66,23 @@ fi
 echo "== (b) index build"
 for threads in 1 "$(nproc)"; do
   cache=$(mktemp -d)
-  t0=$(date +%s%N)
-  "$hw" symbols index --threads "$threads" --cache-dir "$cache" "$bin" > /dev/null
-  t1=$(date +%s%N)
-  ms=$(( (t1 - t0) / 1000000 ))
-  size=$(stat -c %s "$cache"/*.hwsym)
-  python3 -c "print(f'threads=$threads: {$ms} ms, {$ms/1000/($dwarf_bytes/1e9):.2f} s per GB of DWARF, index {$size/1e6:.1f} MB = {100*$size/$dwarf_bytes:.1f} % of DWARF')"
+  # Wall and CPU (user + sys) time: on a shared machine CPU time is the steadier number.
+  python3 - "$hw" "$threads" "$cache" "$bin" "$dwarf_bytes" <<'PY'
+import os, resource, subprocess, sys, time
+hw, threads, cache, binary, dwarf = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+t0 = time.perf_counter()
+subprocess.run([hw, "symbols", "index", "--threads", threads, "--cache-dir", cache, binary],
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+wall = time.perf_counter() - t0
+r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+size = sum(os.path.getsize(os.path.join(cache, f)) for f in os.listdir(cache))
+gb = dwarf / 1e9
+print(f"threads={threads}: wall {wall*1000:.0f} ms ({wall/gb:.1f} s/GB), CPU {cpu*1000:.0f} ms "
+      f"({cpu/gb:.1f} s/GB of DWARF per core); index {size/1e6:.1f} MB = "
+      f"{100*size/dwarf:.1f} % of the DWARF")
+PY
   rm -rf "$cache"
 done
 
@@ -104,18 +115,23 @@ else
 import statistics, subprocess, sys, time
 hw, binary, stack, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 data = open(stack, "rb").read()
+import resource
 def median_ms(cmd):
     subprocess.run(cmd, input=data, stdout=subprocess.DEVNULL, check=True)  # warm page cache
-    times = []
+    walls, cpus = [], []
     for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(cmd, input=data, stdout=subprocess.DEVNULL, check=True)
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+        walls.append((time.perf_counter() - t) * 1000)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)) * 1000)
+    return statistics.median(walls), statistics.median(cpus)
 ours = median_ms([hw, "symbolize", "--no-cache", "--obj", binary])
 llvm = median_ms(["llvm-symbolizer", "--obj=" + binary])
-print(f"hangwatch symbolize: median {ours:.1f} ms; llvm-symbolizer: median {llvm:.1f} ms; "
-      f"ratio {llvm / ours:.2f}x")
+print(f"hangwatch symbolize: median wall {ours[0]:.1f} ms, CPU {ours[1]:.1f} ms; "
+      f"llvm-symbolizer: median wall {llvm[0]:.1f} ms, CPU {llvm[1]:.1f} ms; "
+      f"ratio (CPU) {llvm[1] / ours[1]:.2f}x")
 same = subprocess.run([hw, "symbolize", "--no-cache", "--obj", binary], input=data,
                       capture_output=True).stdout == subprocess.run(
                           ["llvm-symbolizer", "--obj=" + binary], input=data,
