@@ -100,6 +100,7 @@ MonitorOptions OptionsFrom(const Config& c) {
       static_cast<uint64_t>(static_cast<double>(o.threshold_ns) * c.early_sampling_fraction);
   // Late by three check intervals (and at least 100 ms) is beyond scheduling noise.
   o.oversleep_tolerance_ns = std::max<uint64_t>(3 * o.check_interval_ns, 100 * kNsPerMs);
+  o.capture_wait_ns = static_cast<uint64_t>(c.capture_timeout.count()) * kNsPerMs + 5 * kNsPerMs;
   o.report_under_debugger = c.report_under_debugger;
   o.limits.max_frames = c.max_frames;
   o.limits.max_unique_stacks = c.max_unique_stacks;
@@ -223,6 +224,7 @@ class Agent final : public MonitorListener {
     });
     std::vector<HangRecord> out;
     const MaterializeOptions mo = LocalOptions();
+    out.reserve(copies.size() + 1);
     for (const auto& h : copies) {
       out.push_back(Materialize(*h, mo));
     }

@@ -103,9 +103,9 @@ size_t SampleRecordSize(size_t max_frames) {
 }
 
 void CopyString(char* dst, size_t cap, const std::string& s) {
-  const size_t n = std::min(s.size(), cap - 1);
-  std::memcpy(dst, s.data(), n);
-  std::memset(dst + n, 0, cap - n);
+  // Always NUL-terminated (and NUL-padded, so the checksummed bytes are deterministic).
+  std::memset(dst, 0, cap);
+  s.copy(dst, std::min(s.size(), cap - 1));
 }
 
 std::string ReadString(const char* src, size_t cap) { return std::string(src, strnlen(src, cap)); }

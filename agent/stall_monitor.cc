@@ -65,12 +65,9 @@ uint64_t StallMonitor::Effective(uint64_t now) const {
   return elapsed > pass_stopped_ns_ ? elapsed - pass_stopped_ns_ : 0;
 }
 
-void StallMonitor::AccountGap(uint64_t gap, bool waited_known, uint64_t waited_ns) {
+void StallMonitor::AccountGap(uint64_t gap) {
   if (gap <= options_.oversleep_tolerance_ns) {
     return;  // scheduling noise
-  }
-  if (waited_known && waited_ns * 2 >= gap) {
-    return;  // starved by load, not stopped
   }
   bool stopped = true;
   if (tracking_) {
@@ -92,17 +89,26 @@ void StallMonitor::AccountGap(uint64_t gap, bool waited_known, uint64_t waited_n
 uint64_t StallMonitor::Tick() {
   const uint64_t now = env_->MonotonicNs();
   const uint64_t boot = env_->BoottimeNs();
-  uint64_t run_delay = 0;
-  const bool run_delay_ok = env_->OwnRunDelayNs(&run_delay);
+  uint64_t own_cpu = 0;
+  uint64_t own_delay = 0;
+  const bool own_ok = env_->OwnSchedStat(&own_cpu, &own_delay);
 
   if (!first_tick_) {
-    // Oversleep: the tick is late beyond what scheduling noise explains (AccountGap decides
-    // whether the process was stopped).
-    const uint64_t expected = std::max(due_ns_, last_tick_end_ns_);
-    const bool delay_known = run_delay_known_ && run_delay_ok && run_delay >= run_delay_ns_;
-    if (now > expected) {
-      AccountGap(now - expected, delay_known, delay_known ? run_delay - run_delay_ns_ : 0);
+    // Where did the time since the last tick go? Planned sleep, the watchdog's own running and
+    // waiting for a CPU (schedstat), bounded capture waits: whatever is left, nobody in this
+    // process could run — it was stopped. Without schedstat: lateness past the due time.
+    uint64_t unexplained = now - tick_start_ns_;
+    const auto credit = [&unexplained](uint64_t ns) { unexplained -= std::min(unexplained, ns); };
+    if (own_ok && own_known_ && own_cpu >= own_cpu_ns_ && own_delay >= own_delay_ns_) {
+      credit(due_ns_ > last_tick_end_ns_ ? due_ns_ - last_tick_end_ns_ : 0);
+      credit(blocked_ns_);
+      credit(own_cpu - own_cpu_ns_);
+      credit(own_delay - own_delay_ns_);
+    } else {
+      const uint64_t expected = std::max(due_ns_, last_tick_end_ns_);
+      unexplained = now > expected ? now - expected : 0;
     }
+    AccountGap(unexplained);
     // Suspend: CLOCK_BOOTTIME moved on while CLOCK_MONOTONIC did not. Already excluded from
     // every duration (they are monotonic); counted for the statistics.
     const uint64_t boot_delta = boot - last_boot_ns_;
@@ -111,8 +117,11 @@ uint64_t StallMonitor::Tick() {
       stats_->stopped_ns.fetch_add(boot_delta - mono_delta, std::memory_order_relaxed);
     }
   }
-  run_delay_known_ = run_delay_ok;
-  run_delay_ns_ = run_delay;
+  tick_start_ns_ = now;
+  own_known_ = own_ok;
+  own_cpu_ns_ = own_cpu;
+  own_delay_ns_ = own_delay;
+  blocked_ns_ = 0;
   // The previous look at the run-loop state, to place pass boundaries halfway between looks.
   // Not across a stop: that gap is excluded from the pass as a whole.
   const bool have_prev = !first_tick_ && !stopped_since_read_ && now > last_mono_ns_;
@@ -260,9 +269,9 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
 void StallMonitor::TakeSample(uint64_t effective_ns) {
   const uint64_t before = env_->MonotonicNs();
   const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
-  // The process may have been stopped while the capture waited: that time is no part of the
-  // pass either (the capture itself is bounded by its timeout, far below the tolerance).
-  AccountGap(env_->MonotonicNs() - before, false, 0);
+  // Waiting for the target is planned, up to the capture's timeout; anything longer (the
+  // process was stopped meanwhile) stays unexplained for the next tick's accounting.
+  blocked_ns_ += std::min(env_->MonotonicNs() - before, options_.capture_wait_ns);
   const bool ok = status == unwind::CaptureStatus::kOk && buffer_.num_frames > 0;
   uint64_t cpu = 0;
   bool cpu_ok = false;

@@ -41,6 +41,8 @@ struct MonitorOptions {
   uint64_t check_interval_ns = 25'000'000;
   // A tick later than due by more than this is treated as a possible stop.
   uint64_t oversleep_tolerance_ns = 100'000'000;
+  // A capture blocks the watchdog at most this long (the sampler's timeout, plus slack).
+  uint64_t capture_wait_ns = 25'000'000;
   bool report_under_debugger = false;
   HangLimits limits;
   int64_t pid = 0;
@@ -106,11 +108,11 @@ class StallMonitor {
   void TakeSample(uint64_t effective_ns);
   // Time since the estimated start of the pass, stopped time excluded.
   uint64_t Effective(uint64_t now) const;
-  // `gap` ns passed without the watchdog running. Beyond the tolerance the process was stopped
-  // (the gap is excluded from the pass and counted as stopped time) unless the watchdog spent
-  // at least half of the gap waiting for a CPU (`waited_ns`, when known: it was starved by
-  // load) or the main thread's CPU clock advanced through at least half of it (it ran).
-  void AccountGap(uint64_t gap, bool waited_known, uint64_t waited_ns);
+  // `gap` ns of the last interval between ticks are unexplained: the watchdog neither slept as
+  // planned, nor ran, nor waited for a CPU, nor waited on a (bounded) capture. Beyond the
+  // tolerance the process was stopped — the gap is excluded from the pass and counted as
+  // stopped time — unless the main thread's CPU clock advanced through at least half of it.
+  void AccountGap(uint64_t gap);
 
   const MonitorOptions options_;
   const std::atomic<uint64_t>* run_loop_state_;
@@ -131,8 +133,11 @@ class StallMonitor {
   uint64_t last_tick_end_ns_ = 0;
   uint64_t last_boot_ns_ = 0;
   uint64_t last_mono_ns_ = 0;
-  bool run_delay_known_ = false;
-  uint64_t run_delay_ns_ = 0;  // the watchdog's own run-queue wait at the last tick
+  uint64_t tick_start_ns_ = 0;  // when the last Tick() began
+  bool own_known_ = false;      // the watchdog's own schedstat at the last tick:
+  uint64_t own_cpu_ns_ = 0;
+  uint64_t own_delay_ns_ = 0;
+  uint64_t blocked_ns_ = 0;  // bounded waits (captures) during the last tick
   uint64_t initial_passes_ = 0;
   uint64_t next_hang_id_ = 0;
 

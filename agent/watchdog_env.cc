@@ -55,7 +55,7 @@ class SystemEnv final : public WatchdogEnv {
   }
   char SchedState(const unwind::ThreadInfo& thread) override { return ReadSchedState(thread.tid); }
   bool DebuggerAttached() override { return ReadTracerPid() != 0; }
-  bool OwnRunDelayNs(uint64_t* out) override {
+  bool OwnSchedStat(uint64_t* cpu_ns, uint64_t* run_delay_ns) override {
     // Opened once, on the watchdog thread (thread-self is resolved at open), read with pread.
     if (schedstat_fd_ == -1) {
       schedstat_fd_ = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
@@ -74,12 +74,12 @@ class SystemEnv final : public WatchdogEnv {
     buf[n] = '\0';
     // "<ns on cpu> <ns waiting on a runqueue> <timeslices>"
     char* end = nullptr;
-    std::strtoull(buf, &end, 10);
+    *cpu_ns = std::strtoull(buf, &end, 10);
     if (end == buf) {
       return false;
     }
     const char* second = end;
-    *out = std::strtoull(second, &end, 10);
+    *run_delay_ns = std::strtoull(second, &end, 10);
     return end != second;
   }
   ~SystemEnv() override {

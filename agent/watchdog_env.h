@@ -25,10 +25,11 @@ class WatchdogEnv {
   virtual char SchedState(const unwind::ThreadInfo& thread) = 0;
   // A tracer (debugger) is attached to this process (TracerPid in /proc/self/status).
   virtual bool DebuggerAttached() = 0;
-  // Total time the CALLING thread (the watchdog) has spent runnable but waiting for a CPU
-  // (/proc/thread-self/schedstat). It grows when the watchdog is starved by load and not when
-  // the process is stopped, which tells the two apart. False when unavailable.
-  virtual bool OwnRunDelayNs(uint64_t* out) = 0;
+  // The CALLING thread's (the watchdog's) total time on a CPU and total time runnable but
+  // waiting for one (/proc/thread-self/schedstat). Whatever part of a wall-clock interval is
+  // neither, nor planned sleep, nor a bounded wait, the thread could not run at all: the
+  // process was stopped. False when unavailable.
+  virtual bool OwnSchedStat(uint64_t* cpu_ns, uint64_t* run_delay_ns) = 0;
 };
 
 // The real thing: clock_gettime, /proc/self/task/TID/stat, /proc/self/status.

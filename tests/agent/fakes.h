@@ -28,8 +28,9 @@ class FakeEnv final : public WatchdogEnv {
   }
   char SchedState(const unwind::ThreadInfo&) override { return cpu_rate > 0.5 ? 'R' : 'S'; }
   bool DebuggerAttached() override { return debugger; }
-  bool OwnRunDelayNs(uint64_t* out) override {
-    *out = run_delay;
+  bool OwnSchedStat(uint64_t* cpu_ns, uint64_t* run_delay_ns) override {
+    *cpu_ns = own_cpu;
+    *run_delay_ns = run_delay;
     return true;
   }
 
@@ -57,7 +58,8 @@ class FakeEnv final : public WatchdogEnv {
   uint64_t mono = 1'000 * kMs;
   uint64_t boot = 1'000 * kMs;
   uint64_t cpu = 0;
-  uint64_t run_delay = 0;
+  uint64_t run_delay = 0;  // the watchdog's
+  uint64_t own_cpu = 0;    // the watchdog's
   double cpu_rate = 1.0;
   bool debugger = false;
 };

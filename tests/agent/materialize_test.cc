@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -99,10 +100,10 @@ TEST(MaterializeTest, FingerprintIgnoresLoadAddressAndPcWithinTheFunction) {
 
 // ---- the same stall in two runs of this binary (ASLR moves it) has the same fingerprint ----
 
-[[gnu::noinline, gnu::noipa]] void FingerprintedStall() {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+// Spins without calls, so every sample has the same innermost frame and the same callers.
+[[gnu::noinline, gnu::noipa]] void FingerprintedStall(const std::atomic<bool>* done) {
   volatile uint64_t x = 0;
-  while (std::chrono::steady_clock::now() < end) x = x + 1;
+  while (!done->load(std::memory_order_relaxed)) x = x + 1;
 }
 
 // Runs only as a child of the test below (HANGWATCH_FINGERPRINT_CHILD set): prints the stall's
@@ -111,10 +112,16 @@ TEST(MaterializeTest, FingerprintChild) {
   if (getenv("HANGWATCH_FINGERPRINT_CHILD") == nullptr) GTEST_SKIP() << "child mode only";
   testing::HangCollector collector;
   ASSERT_TRUE(Start(testing::TestConfig()).ok());
+  std::atomic<bool> done{false};
+  std::thread timer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    done = true;
+  });
   {
     WorkScope pass;
-    FingerprintedStall();
+    FingerprintedStall(&done);
   }
+  timer.join();
   ASSERT_TRUE(collector.WaitFor(1));
   Stop();
   const HangRecord h = collector.hangs()[0];
