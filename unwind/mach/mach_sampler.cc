@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "unwind/mach/run_state.h"
+#include "unwind/mach/stack_range.h"
 #include "unwind/pointer_auth.h"
 
 namespace hangwatch::unwind::mach {
@@ -22,9 +23,6 @@ static_assert(kThStateRunning == TH_STATE_RUNNING && kThStateStopped == TH_STATE
               "run_state.h mirrors <mach/thread_info.h>");
 
 namespace {
-
-// Both ABIs let a leaf function use 128 bytes below sp without moving it: copy them too.
-constexpr uintptr_t kRedZone = 128;
 
 #if defined(__aarch64__)
 using NativeThreadState = arm_thread_state64_t;
@@ -69,26 +67,6 @@ bool IsThreadGone(kern_return_t kr) {
   return kr == KERN_INVALID_ARGUMENT || kr == MACH_SEND_INVALID_DEST || kr == KERN_TERMINATED;
 }
 
-// The range of the stack to copy: from the red zone below sp up, at most `max_bytes`, clipped
-// to the thread's recorded stack when sp lies inside it.
-struct CopyRange {
-  uintptr_t lo = 0;
-  uintptr_t hi = 0;
-};
-
-CopyRange StackRangeToCopy(uintptr_t sp, const StackBounds& bounds, size_t max_bytes) {
-  CopyRange range;
-  range.lo = sp >= kRedZone ? sp - kRedZone : 0;
-  if (bounds.hi != 0 && bounds.Contains(sp, 0) && sp != bounds.hi) {
-    if (range.lo < bounds.lo) range.lo = bounds.lo;
-    range.hi = bounds.hi - range.lo > max_bytes ? range.lo + max_bytes : bounds.hi;
-  } else {
-    // Unknown stack (sp elsewhere, e.g. on a signal stack): the reads below are guarded.
-    range.hi = UINTPTR_MAX - range.lo > max_bytes ? range.lo + max_bytes : UINTPTR_MAX;
-  }
-  return range;
-}
-
 // Copies registers and the stack slice of the suspended thread. Runs between thread_suspend
 // and thread_resume: Mach traps, arithmetic and commpage clock reads only. Never returns
 // without the caller resuming the thread (it has no exits of its own beyond `return`).
@@ -106,7 +84,7 @@ CaptureStatus CopyWhileSuspended(thread_act_t port, const StackBounds& bounds, u
     return CaptureStatus::kTimedOut;  // keep the window short: registers only
   }
 
-  const CopyRange range = StackRangeToCopy(out->regs.sp, bounds, out->max_stack_bytes());
+  const StackCopyRange range = StackRangeToCopy(out->regs.sp, bounds, out->max_stack_bytes());
   if (range.hi <= range.lo) return CaptureStatus::kOk;
   vm_size_t copied = 0;
   const auto dst = reinterpret_cast<vm_address_t>(out->stack_storage());
