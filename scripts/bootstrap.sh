@@ -8,7 +8,7 @@ packages=(
   libabsl-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdw-dev libelf-dev libunwind-dev libzstd-dev liblzma-dev zlib1g-dev
   libuv1-dev libglib2.0-dev nlohmann-json3-dev
-  elfutils gdb llvm binutils llvm-14-dev xz-utils
+  elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
   libxml2-utils chromium
 )
 
