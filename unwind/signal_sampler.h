@@ -1,10 +1,13 @@
 // SignalSampler: captures a thread of this process by sending it a real-time signal (Linux).
 //
 // The handler copies registers from the ucontext, walks the frame-pointer chain and copies the
-// top of the stack into the caller's CaptureBuffer. It is async-signal-safe, allocation-free
-// and bounded; an atomic request state machine (requested -> claimed -> done / abandoned) makes
-// sure a request that timed out is never written late, and only signals sent by this sampler
-// for the current request are honoured.
+// top of the stack into the sampler's own preallocated storage; Capture() copies that into the
+// caller's CaptureBuffer once the request is done. The handler is async-signal-safe,
+// allocation-free and bounded; an atomic request state machine (requested -> claimed -> done /
+// abandoned, unwind/signal_channel.h) makes sure a request that timed out is never written
+// late, and only signals sent by this sampler for the current request are honoured. Around
+// the signal, on the calling thread: the scheduler state from /proc (before) and the target's
+// CPU time (while it answers). Linux x86_64 and aarch64.
 #ifndef HANGWATCH_UNWIND_SIGNAL_SAMPLER_H_
 #define HANGWATCH_UNWIND_SIGNAL_SAMPLER_H_
 
