@@ -23,6 +23,7 @@
 #include "tools/junit.h"
 #include "tools/report_formats.h"
 #include "tools/report_reader.h"
+#include "tools/report_symbolize.h"
 
 extern char** environ;
 
@@ -284,6 +285,13 @@ int Run(int argc, char** argv) {
       std::string error;
       const std::string path = tmpdir + "/" + e->d_name;
       if (agent::ReadOpenHangFile(path, &fatal, &error) == agent::OpenHangReadStatus::kFound) {
+        // Its frames were resolved against the dead process's modules but not named (that
+        // needs the same build loaded here): name them offline, from the binaries on disk.
+        Report one;
+        one.hangs.push_back(std::move(fatal));
+        std::vector<std::string> warnings;
+        SymbolizeReport(ReportSymbolizeOptions{}, &one, &warnings);
+        fatal = std::move(one.hangs[0]);
         if (!own_report) {
           const std::string line = ToJsonLine(fatal) + "\n";
           const int fd = open(report_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);

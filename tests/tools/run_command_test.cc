@@ -70,6 +70,28 @@ TEST(RunCommand, KilledBySignalIs128PlusN) {
   EXPECT_EQ(r.exit_code, 128 + 15) << r.err;
 }
 
+TEST(RunCommand, HangThatKillsTheProcessIsReportedFatal) {
+  TempDir dir;
+  const auto r =
+      RunCommand({kCli, "run", "--threshold-ms", "100", "--sample-ms", "10", "--fail-on-hang",
+                  "--report", dir / "hangs.jsonl", "--", STALL_PROGRAM, "0", "900", "die"},
+                 {"HANGWATCH_CACHE_DIR=" + dir / "cache"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(Has(r.err, "FATAL")) << r.err;
+  EXPECT_TRUE(Has(r.err, "StallTheMainThread")) << r.err;
+  tools::Report report;
+  std::string error;
+  ASSERT_TRUE(tools::ReadReportFile(dir / "hangs.jsonl", &report, &error)) << error;
+  ASSERT_EQ(report.hangs.size(), 1u) << "the fatal hang is added to the report file";
+  EXPECT_TRUE(report.hangs[0].fatal);
+  EXPECT_GE(report.hangs[0].duration_ms, 300u);
+  // Without --fail-on-hang: the status of the killed program.
+  const auto killed =
+      RunCommand({kCli, "run", "--threshold-ms", "100", "--", STALL_PROGRAM, "0", "900", "die"},
+                 {"HANGWATCH_CACHE_DIR=" + dir / "cache"});
+  EXPECT_EQ(killed.exit_code, 128 + 9) << killed.err;
+}
+
 TEST(RunCommand, ReportFileIsAppendedAndOnlyThisRunIsSummarized) {
   TempDir dir;
   const std::string report = dir / "hangs.jsonl";

@@ -1,12 +1,14 @@
 // A small event-loop program for the command-line tests.
 //
-//   stall_program [--agent REPORT.jsonl] EXIT STALL_MS [kill]
+//   stall_program [--agent REPORT.jsonl] EXIT STALL_MS [kill|die]
 //
 // Waits for events (poll, 50 ms), stalls its main thread for STALL_MS in StallTheMainThread()
 // (a busy loop; 0: no stall), waits again, then exits with EXIT - or, with "kill", kills itself
-// with SIGTERM. Without --agent it is an unmodified program for `hangwatch run` (the preload
-// shim sees the polls); with --agent it embeds the agent itself (threshold 100 ms, samples every
-// 10 ms) and writes REPORT, which makes report input without the shim.
+// with SIGTERM; with "die", another thread kills the process with SIGKILL two thirds into the
+// stall (a hang that kills its process, as a system watchdog would). Without --agent it is an
+// unmodified program for `hangwatch run` (the preload shim sees the polls); with --agent it embeds
+// the agent itself (threshold 100 ms, samples every 10 ms) and writes REPORT, which makes report
+// input without the shim.
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "hangwatch/hangwatch.h"
 
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
   const int exit_code = std::atoi(argv[arg]);
   const int stall_ms = std::atoi(argv[arg + 1]);
   const bool kill_self = argc - arg > 2 && std::strcmp(argv[arg + 2], "kill") == 0;
+  const bool die = argc - arg > 2 && std::strcmp(argv[arg + 2], "die") == 0;
   if (report != nullptr) {
     hangwatch::Config config;
     config.threshold = std::chrono::milliseconds(100);
@@ -55,6 +59,12 @@ int main(int argc, char** argv) {
   poll(nullptr, 0, 50);
   if (stall_ms > 0) {
     hangwatch::WorkScope pass;  // a no-op for the shim's copy of the agent: it sees the polls
+    if (die) {
+      std::thread([stall_ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms * 2 / 3));
+        kill(getpid(), SIGKILL);
+      }).detach();
+    }
     StallTheMainThread(stall_ms);
   }
   poll(nullptr, 0, 50);
