@@ -22,9 +22,13 @@ constexpr char kUsage[] =
     "~/.cache/hangwatch.\n";
 
 int Run(int argc, char** argv) {
-  if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? kExitUsage : 0;
+  if (argc < 2) {
+    std::fputs("hangwatch symbols: missing subcommand (see hangwatch symbols --help)\n", stderr);
+    return kExitUsage;
+  }
+  if (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
   if (std::string_view(argv[1]) != "index") {
     std::fprintf(stderr, "hangwatch symbols: unknown subcommand '%s' (see --help)\n", argv[1]);
@@ -47,7 +51,7 @@ int Run(int argc, char** argv) {
     }
   }
   if (binaries.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fputs("hangwatch symbols index: no BINARY given (see hangwatch symbols --help)\n", stderr);
     return kExitUsage;
   }
   symbols::OfflineSymbolizer symbolizer(options);
