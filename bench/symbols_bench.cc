@@ -47,11 +47,11 @@ const std::vector<uintptr_t>& Addresses() {
                              "_ZdlPv", "_ZSt9terminatev", "__cxa_throw", "_ZNSo5flushEv"}) {
       if (void* p = dlsym(RTLD_DEFAULT, name)) v.push_back(reinterpret_cast<uintptr_t>(p) + 9);
     }
-    for (void* p : {reinterpret_cast<void*>(&LocalFunction),
-                    reinterpret_cast<void*>(&absl::Symbolize),
-                    reinterpret_cast<void*>(&benchmark::Shutdown),
-                    reinterpret_cast<void*>(&ModuleMap::Snapshot),
-                    reinterpret_cast<void*>(&BuildSymbolIndex)}) {
+    for (void* p :
+         {reinterpret_cast<void*>(&LocalFunction), reinterpret_cast<void*>(&absl::Symbolize),
+          reinterpret_cast<void*>(&benchmark::Shutdown),
+          reinterpret_cast<void*>(&ModuleMap::Snapshot),
+          reinterpret_cast<void*>(&BuildSymbolIndex)}) {
       v.push_back(reinterpret_cast<uintptr_t>(p) + 5);
     }
     return v;

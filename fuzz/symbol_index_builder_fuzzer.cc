@@ -34,8 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::fwrite(data, 1, size, f);
   std::fclose(f);
 
-  auto table = ElfSymbolTable::LoadFromMemory(
-      std::string_view(reinterpret_cast<const char*>(data), size));
+  auto table =
+      ElfSymbolTable::LoadFromMemory(std::string_view(reinterpret_cast<const char*>(data), size));
   if (table.ok()) {
     for (uint64_t a : {uint64_t{0x1000}, uint64_t{0x401000}, uint64_t{0x1139}}) {
       if (auto* s = (*table)->Find(a)) (void)(*table)->DemangledName(*s);
