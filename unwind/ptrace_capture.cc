@@ -316,6 +316,7 @@ class Attachments {
   bool seized(const PtraceThread& t) const { return seized_[&t - snap_->threads.data()]; }
   void set_seized(const PtraceThread& t) { seized_[&t - snap_->threads.data()] = true; }
   void set_stopped(const PtraceThread& t) { stopped_[&t - snap_->threads.data()] = true; }
+  void clear_stopped(const PtraceThread& t) { stopped_[&t - snap_->threads.data()] = false; }
   bool stopped(const PtraceThread& t) const { return stopped_[&t - snap_->threads.data()]; }
 
  private:
@@ -585,6 +586,20 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
       const uint64_t now = NowNs();
       if (now >= deadline) break;
       if (!progress) {
+        // A thread that stopped may have been killed since (SIGKILL ends a ptrace-stop). Reap
+        // it: an unreaped zombie thread would keep the leader's own exit from ever being
+        // reported, and this wait from ending before the deadline.
+        for (PtraceThread& t : snap.threads) {
+          int status = 0;
+          if (attached.stopped(t) && waitpid(t.tid, &status, __WALL | WNOHANG) == t.tid &&
+              (WIFEXITED(status) || WIFSIGNALED(status))) {
+            attached.clear_stopped(t);
+            t.status = PtraceThreadStatus::kVanished;
+            progress = true;
+          }
+        }
+      }
+      if (!progress) {
         // At most 1 ms per sleep: SIGCHLD is not sent when the caller ignores it
         // (SIG_IGN / SA_NOCLDSTOP), and termination signals are checked between sleeps.
         signals.WaitForChild(std::min<uint64_t>(deadline - now, 1000000u));
@@ -654,8 +669,9 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
   if (cancelled) return fail(PtraceError::kCancelled, EINTR);
   if (snap.CountWithStatus(PtraceThreadStatus::kCaptured) == 0 &&
       snap.CountWithStatus(PtraceThreadStatus::kNotStopped) == 0) {
-    // Nothing captured: the process exited (or became a zombie) under us.
-    return fail(ProcessGone(pid) ? PtraceError::kExited : PtraceError::kZombie, ESRCH);
+    // Nothing captured although it was alive when we started: it exited under us (it may be
+    // a zombie by now, or already reaped).
+    return fail(PtraceError::kExited, ESRCH);
   }
   snap.capture_ns = NowNs() - call_start;
   return snap;

@@ -12,18 +12,23 @@
 //   vforker VforkChainA -> VforkChainB -> vfork() (uninterruptible until the child exits)
 //           only with --vfork; otherwise a second reader, ReadChainA -> ... -> read()
 //
+// With --churn, a ninth thread keeps creating and joining short-lived threads (threads that
+// appear and vanish during a snapshot).
+//
 // Each chain optionally recurses through Recurse() `--depth N` times first (benchmark: 64-frame
 // stacks). When every thread has reached its blocking call (checked in /proc/self/task/TID/
 // syscall for the blocked ones, by a counter for the busy ones) the main thread prints
 // "ready TID..." (one TID per chain, in the order above) and then serves commands on stdin:
 //   c  print the counter               r  wake the reader once; prints "read N" when it read
-//   e  print the number of EINTRs seen  v  let the vfork child exit; prints "vfork done"
+//   e  print the EINTRs seen per call    v  let the vfork child exit; prints "vfork done"
 //   q  exit 0                           (EOF: exit 0)
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,7 +45,14 @@ namespace {
 
 std::atomic<uint64_t> g_counter{0};
 std::atomic<uint64_t> g_spin{0};
-std::atomic<int> g_eintr{0};
+// EINTRs seen per blocking call: read, nanosleep, epoll_wait, poll.
+std::atomic<int> g_eintr_read{0};
+std::atomic<int> g_eintr_sleep{0};
+std::atomic<int> g_eintr_epoll{0};
+std::atomic<int> g_eintr_poll{0};
+// Always true; makes the busy loops returnable so that the compiler gives them a frame record
+// (a noreturn leaf gets no prologue, which a frame-pointer walk cannot see).
+std::atomic<bool> g_forever{true};
 std::atomic<int> g_reads{0};
 std::atomic<bool> g_vfork_done{false};
 int g_depth = 0;
@@ -64,7 +76,7 @@ CHAIN void ReadChainC() {
   char c;
   for (;;) {
     ssize_t n = read(g_reader_pipe[0], &c, 1);
-    if (n < 0 && errno == EINTR) g_eintr.fetch_add(1);
+    if (n < 0 && errno == EINTR) g_eintr_read.fetch_add(1);
     if (n == 1) g_reads.fetch_add(1);
   }
 }
@@ -80,7 +92,7 @@ CHAIN void ReadChainA() {
 CHAIN void SleepChainB() {
   for (;;) {
     timespec ts{100000, 0};
-    if (nanosleep(&ts, &ts) != 0 && errno == EINTR) g_eintr.fetch_add(1);
+    if (nanosleep(&ts, &ts) != 0 && errno == EINTR) g_eintr_sleep.fetch_add(1);
   }
 }
 CHAIN void SleepChainA() {
@@ -104,7 +116,7 @@ CHAIN void CondChainA() {
 CHAIN void EpollChainB() {
   for (;;) {
     epoll_event ev;
-    if (epoll_wait(g_epoll, &ev, 1, -1) < 0 && errno == EINTR) g_eintr.fetch_add(1);
+    if (epoll_wait(g_epoll, &ev, 1, -1) < 0 && errno == EINTR) g_eintr_epoll.fetch_add(1);
   }
 }
 CHAIN void EpollChainA() {
@@ -113,7 +125,8 @@ CHAIN void EpollChainA() {
 }
 
 CHAIN void CountChainC() {
-  for (;;) g_counter.fetch_add(1, std::memory_order_relaxed);
+  while (g_forever.load(std::memory_order_relaxed))
+    g_counter.fetch_add(1, std::memory_order_relaxed);
 }
 CHAIN void CountChainB() {
   CountChainC();
@@ -126,7 +139,7 @@ CHAIN void CountChainA() {
 
 CHAIN void SpinChainB() {
   uint64_t x = 1;
-  for (;;) {
+  while (g_forever.load(std::memory_order_relaxed)) {
     x = x * 6364136223846793005u + 1442695040888963407u;
     g_spin.store(x, std::memory_order_relaxed);
   }
@@ -139,7 +152,7 @@ CHAIN void SpinChainA() {
 CHAIN void PollChainB() {
   for (;;) {
     pollfd p{g_poll_pipe[0], POLLIN, 0};
-    if (poll(&p, 1, -1) < 0 && errno == EINTR) g_eintr.fetch_add(1);
+    if (poll(&p, 1, -1) < 0 && errno == EINTR) g_eintr_poll.fetch_add(1);
   }
 }
 CHAIN void PollChainA() {
@@ -150,7 +163,9 @@ CHAIN void PollChainA() {
 CHAIN void VforkChainB() {
   pid_t child = vfork();
   if (child == 0) {
-    // The parent thread is in uninterruptible sleep until this child exits.
+    // The parent thread is in uninterruptible sleep until this child exits. The child dies
+    // with it (it would otherwise outlive a killed target, holding its pipes open).
+    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     char c;
     syscall(SYS_read, g_vfork_pipe[0], &c, 1);
     _exit(0);
@@ -162,6 +177,16 @@ CHAIN void VforkChainB() {
 CHAIN void VforkChainA() {
   VforkChainB();
   KEEP();
+}
+
+static void* ShortLived(void*) { return nullptr; }
+
+CHAIN void* Churn(void*) {
+  for (;;) {
+    pthread_t t;
+    if (pthread_create(&t, nullptr, ShortLived, nullptr) == 0) pthread_join(t, nullptr);
+  }
+  return nullptr;
 }
 
 // Deepens every chain for the benchmark (64-frame stacks).
@@ -207,13 +232,16 @@ long CurrentSyscall(pid_t tid) {
 
 int main(int argc, char** argv) {
   bool with_vfork = false;
+  bool churn = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--depth") == 0 && i + 1 < argc) {
       g_depth = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--vfork") == 0) {
       with_vfork = true;
+    } else if (std::strcmp(argv[i], "--churn") == 0) {
+      churn = true;
     } else {
-      std::fprintf(stderr, "usage: snapshot_target [--depth N] [--vfork]\n");
+      std::fprintf(stderr, "usage: snapshot_target [--depth N] [--vfork] [--churn]\n");
       return 2;
     }
   }
@@ -277,6 +305,11 @@ int main(int argc, char** argv) {
     }
     while (CurrentSyscall(g_tids[i].load()) != chains[i].syscall_nr) sched_yield();
   }
+  if (churn) {
+    pthread_t t;
+    if (pthread_create(&t, nullptr, Churn, nullptr) != 0) return 1;
+    pthread_detach(t);
+  }
   std::printf("ready");
   for (int i = 0; i < 8; ++i) std::printf(" %d", g_tids[i].load());
   std::printf("\n");
@@ -289,7 +322,8 @@ int main(int argc, char** argv) {
         std::printf("%llu\n", static_cast<unsigned long long>(g_counter.load()));
         break;
       case 'e':
-        std::printf("%d\n", g_eintr.load());
+        std::printf("read=%d nanosleep=%d epoll_wait=%d poll=%d\n", g_eintr_read.load(),
+                    g_eintr_sleep.load(), g_eintr_epoll.load(), g_eintr_poll.load());
         break;
       case 'r': {
         int before = g_reads.load();
