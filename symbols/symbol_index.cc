@@ -244,7 +244,7 @@ void SymbolIndex::Lookup(uint64_t addr, SymbolizedAddress* out) const {
           FindLine(cu, addr, &frame);
         } else {
           frame.file =
-              prev->call_file == kNone ? std::string_view() : UnitFile(cu, prev->call_file);
+              prev->call_file == kNoFile ? std::string_view() : UnitFile(cu, prev->call_file);
           frame.line = prev->call_line;
           frame.column = prev->call_column;
         }

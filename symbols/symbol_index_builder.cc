@@ -754,8 +754,9 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     for (const std::string& n : r.names) name_offsets.push_back(strings.Add(n));
     for (const auto& n : r.nodes) {
       nodes.push_back({n.name == kNone ? kNone : name_offsets[n.name],
-                       n.parent == kNone ? kNone : node_base + n.parent, n.call_file, n.call_line,
-                       n.call_column});
+                       n.parent == kNone ? kNone : node_base + n.parent, n.call_line,
+                       static_cast<uint16_t>(n.call_file >= kNoFile ? kNoFile : n.call_file),
+                       static_cast<uint16_t>(std::min<uint32_t>(n.call_column, 0xffff))});
     }
     cu.map_begin = static_cast<uint32_t>(map.size());
     for (const auto& m : r.map) {

@@ -26,7 +26,7 @@
 namespace hangwatch::symbols::index_format {
 
 inline constexpr char kMagic[8] = {'H', 'W', 'S', 'Y', 'M', 'I', 'D', 'X'};
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 inline constexpr uint32_t kNone = 0xffffffffu;
 inline constexpr uint32_t kLineBlockRows = 16;
 
@@ -84,12 +84,13 @@ struct MapEntry {
 };
 
 struct Node {
-  uint32_t name;       // string offset, kNone when the DIE has no name
-  uint32_t parent;     // enclosing subroutine in the inline chain, kNone at a subprogram
-  uint32_t call_file;  // unit-local file index of the call site (in the parent), kNone if none
-  uint32_t call_line;
-  uint32_t call_column;
+  uint32_t name;         // string offset, kNone when the DIE has no name
+  uint32_t parent;       // enclosing subroutine in the inline chain, kNone at a subprogram
+  uint32_t call_line;    // call site (in the parent)
+  uint16_t call_file;    // unit-local file index; kNoFile when not representable
+  uint16_t call_column;  // clamped to 65535
 };
+inline constexpr uint16_t kNoFile = 0xffff;
 
 // Rows of one block: the first row's address is `addr`; each row is then
 //   uleb(address delta from the previous row; 0 for the first)
