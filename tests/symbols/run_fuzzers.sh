@@ -37,12 +37,14 @@ CC
   objcopy --only-keep-debug "$seeds/elf/gcc5" "$seeds/dbg"
   objcopy -S --keep-symbols="$seeds/keep" "$seeds/dbg" "$seeds/mini" && xz -f "$seeds/mini"
   objcopy --add-section .gnu_debugdata="$seeds/mini.xz" "$seeds/elf/stripped" "$seeds/elf/minidebuginfo"
-  for f in "$seeds"/elf/*; do
-    "$cli" symbols index --cache-dir "$seeds/cache" "$f" > /dev/null 2>&1 || true
-  done
-  cp "$seeds"/cache/*.hwsym "$seeds/index/" 2>/dev/null || true
   touch "$seeds/done"
 fi
+# Index seeds in the current format (rebuilt every run: the format may have changed).
+rm -rf "$seeds/cache" "$seeds"/index/*
+for f in "$seeds"/elf/*; do
+  "$cli" symbols index --cache-dir "$seeds/cache" "$f" > /dev/null 2>&1 || true
+done
+cp "$seeds"/cache/*.hwsym "$seeds/index/" 2>/dev/null || true
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
