@@ -804,6 +804,14 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
         {s.addr, s.size, mangled, demangled, s.file.empty() ? kNone : strings.Add(s.file), 0});
   }
 
+  // Offsets and counts are 32-bit in the format.
+  for (uint64_t n :
+       {uint64_t{strings.bytes().size()}, uint64_t{line_data.size()}, uint64_t{nodes.size()},
+        uint64_t{map.size()}, uint64_t{blocks.size()}, uint64_t{cu_files.size()}}) {
+    if (n >= kNone) {
+      return absl::ResourceExhaustedError("debug information too large for a symbol index");
+    }
+  }
   ImageWriter w;
   const uint32_t build_id_str = strings.Add(build_id);
   w.PutBytes(kStrings, strings.bytes().data(), strings.bytes().size(), strings.bytes().size());
