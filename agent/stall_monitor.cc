@@ -89,9 +89,11 @@ void StallMonitor::AccountGap(uint64_t gap) {
 uint64_t StallMonitor::Tick() {
   const uint64_t now = env_->MonotonicNs();
   const uint64_t boot = env_->BoottimeNs();
+  // The watchdog's own schedstat costs a read per tick: only while a pass is followed, the
+  // only time stopped time changes a result (idle ticks fall back to the lateness rule).
   uint64_t own_cpu = 0;
   uint64_t own_delay = 0;
-  const bool own_ok = env_->OwnSchedStat(&own_cpu, &own_delay);
+  const bool own_ok = tracking_ && env_->OwnSchedStat(&own_cpu, &own_delay);
 
   if (!first_tick_) {
     // Where did the time since the last tick go? Planned sleep, the watchdog's own running and
@@ -214,6 +216,8 @@ void StallMonitor::StartPass(uint64_t now, uint64_t state, uint64_t began_before
   s.threshold_ms = ToMs32(options_.threshold_ns);
   s.sample_interval_ms = ToMs32(options_.sample_interval_ns);
   cpu_start_known_ = env_->ThreadCpuNs(target_, &cpu_start_ns_);
+  // Baseline for the next tick's accounting of where the time went (see Tick()).
+  own_known_ = env_->OwnSchedStat(&own_cpu_ns_, &own_delay_ns_);
   cpu_last_known_ = cpu_start_known_;
   cpu_last_ns_ = cpu_start_ns_;
   cpu_sample_known_ = cpu_start_known_;
