@@ -213,7 +213,7 @@ class Agent final : public MonitorListener {
   }
 
   std::thread::id watchdog_id() const { return thread_.get_id(); }
-  int signal() const { return signal_; }
+  int signal() const { return signal_.load(); }
 
   std::vector<HangRecord> Recent() {
     // Copy out under the ring's lock, symbolize outside it (the watchdog may be pushing).
@@ -346,7 +346,7 @@ class Agent final : public MonitorListener {
   std::unique_ptr<WatchdogEnv> env_;
   std::unique_ptr<LeafNormalizer> normalizer_;
   std::unique_ptr<unwind::ThreadSampler> sampler_;
-  int signal_ = 0;
+  std::atomic<int> signal_{0};  // read by SamplingSignal() from any thread
   HangRing ring_;
   MonitorStats stats_;
   std::unique_ptr<StallMonitor> monitor_;
