@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
+
+#include <unistd.h>
 
 #include "tests/unwind/target_thread.h"
 #include "tests/unwind/test_functions.h"
@@ -11,11 +14,13 @@
 
 using hangwatch::unwind::CaptureBuffer;
 using hangwatch::unwind::CaptureStatus;
+using hangwatch::unwind::RegisterCurrentThread;
 using hangwatch::unwind::SignalSampler;
 using hangwatch::unwind::SignalSamplerOptions;
 using hangwatch::unwind::ThreadInfo;
 using hangwatch::unwind::testing::CodeRange;
 using hangwatch::unwind::testing::RangeOfFunction;
+using hangwatch::unwind::testing::SpinControl;
 using hangwatch::unwind::testing::TargetThread;
 
 // ---- a known chain: HwChainA -> HwChainB -> HwChainC -> HwChainD (spins) ----
@@ -27,7 +32,7 @@ extern "C" {
 // -mno-omit-leaf-frame-pointer, and a frame-pointer walk cannot see the caller of such a leaf
 // (the return address sits at [sp] with nothing pointing to it; CFI unwinding of the copied
 // stack recovers it later).
-__attribute__((no_sanitize("thread"))) HW_TEST_KEEP_FRAME void HwChainD(TargetThread* t) {
+__attribute__((no_sanitize("thread"))) HW_TEST_KEEP_FRAME void HwChainD(SpinControl* t) {
   volatile char on_stack[16];
   on_stack[0] = 1;
   t->SignalReady();
@@ -36,21 +41,20 @@ __attribute__((no_sanitize("thread"))) HW_TEST_KEEP_FRAME void HwChainD(TargetTh
   }
   on_stack[1] = on_stack[0];
 }
-HW_TEST_KEEP_FRAME void HwChainC(TargetThread* t) {
+HW_TEST_KEEP_FRAME void HwChainC(SpinControl* t) {
   HwChainD(t);
   HW_TEST_NO_TAIL_CALL();
 }
-HW_TEST_KEEP_FRAME void HwChainB(TargetThread* t) {
+HW_TEST_KEEP_FRAME void HwChainB(SpinControl* t) {
   HwChainC(t);
   HW_TEST_NO_TAIL_CALL();
 }
-HW_TEST_KEEP_FRAME void HwChainA(TargetThread* t) {
+HW_TEST_KEEP_FRAME void HwChainA(SpinControl* t) {
   HwChainB(t);
   HW_TEST_NO_TAIL_CALL();
 }
 
-__attribute__((no_sanitize("thread"))) HW_TEST_KEEP_FRAME int HwRecurse(TargetThread* t,
-                                                                        int depth) {
+__attribute__((no_sanitize("thread"))) HW_TEST_KEEP_FRAME int HwRecurse(SpinControl* t, int depth) {
   if (depth == 0) {
     t->SignalReady();
     const bool* stop = t->stop_flag();
@@ -118,6 +122,49 @@ TEST(SignalSamplerTest, CapturesKnownChainInOrder) {
     EXPECT_EQ(buffer.sched_state, 'R');
   }
   target.Stop();
+}
+
+// The agent's real target: the process's main thread (gtest runs tests on it), whose stack
+// bounds come from /proc/self/maps rather than from a pthread stack block. A helper thread
+// samples it while it sits in the known chain.
+TEST(SignalSamplerTest, CapturesTheMainThread) {
+  HW_TEST_SKIP_UNDER_TSAN();
+  ASSERT_EQ(getpid(), gettid()) << "gtest is expected to run tests on the main thread";
+  auto sampler = MakeSampler();
+  ASSERT_NE(sampler, nullptr);
+  ThreadInfo main_info;
+  ASSERT_TRUE(RegisterCurrentThread(&main_info));
+  EXPECT_EQ(main_info.tid, getpid());
+  const auto here = reinterpret_cast<uintptr_t>(&main_info);
+  EXPECT_TRUE(main_info.stack.Contains(here, sizeof(main_info)));
+
+  const CodeRange ranges[] = {RangeOfFunction(&HwChainD), RangeOfFunction(&HwChainC),
+                              RangeOfFunction(&HwChainB), RangeOfFunction(&HwChainA)};
+  SpinControl control;
+  int chains_seen = 0;
+  size_t stack_bytes = 0;
+  std::thread sampler_thread([&] {
+    hangwatch::unwind::testing::SpinUntil(control.ready_flag());
+    CaptureBuffer buffer(256, 64 * 1024);
+    for (int i = 0; i < 50; ++i) {
+      if (sampler->Capture(main_info, &buffer) != CaptureStatus::kOk || buffer.num_frames < 4) {
+        continue;
+      }
+      bool chain = true;
+      for (size_t k = 0; k < 4; ++k) {
+        chain = chain && ranges[k].Contains(buffer.frames()[k]);
+      }
+      chains_seen += chain ? 1 : 0;
+      stack_bytes = buffer.stack_size;
+      EXPECT_TRUE(main_info.stack.Contains(buffer.regs.sp, 1));
+      EXPECT_LE(buffer.stack_base + buffer.stack_size, main_info.stack.hi);
+    }
+    control.Stop();
+  });
+  HwChainA(&control);
+  sampler_thread.join();
+  EXPECT_EQ(chains_seen, 50);
+  EXPECT_GT(stack_bytes, 0u);
 }
 
 TEST(SignalSamplerTest, DeepRecursionIsTruncatedAtMaxFrames) {

@@ -35,7 +35,7 @@ void TargetThread::Join() {
 
 const ThreadInfo& TargetThread::WaitReady() {
   SpinUntil(registered_);
-  SpinUntil(ready_);
+  SpinUntil(ready_flag());
   return info_;
 }
 

@@ -33,7 +33,28 @@
 
 namespace hangwatch::unwind::testing {
 
-class TargetThread {
+// The handshake between a test and the thread it captures: the target says when it is where
+// the test wants it (SignalReady), and spins until told to stop.
+class SpinControl {
+ public:
+  void SignalReady() { ready_.store(true, std::memory_order_release); }
+  bool IsReady() const { return ready_.load(std::memory_order_acquire); }
+  void Stop() {
+    stop_.store(true, std::memory_order_release);
+    __atomic_store_n(&stop_plain_, true, __ATOMIC_RELEASE);
+  }
+  bool ShouldStop() const { return stop_.load(std::memory_order_acquire); }
+  // The stop flag as plain storage, for spin loops that must not call anything.
+  const bool* stop_flag() const { return &stop_plain_; }
+  const std::atomic<bool>& ready_flag() const { return ready_; }
+
+ private:
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> stop_{false};
+  bool stop_plain_ = false;  // mirrors stop_, written and read with __atomic builtins only
+};
+
+class TargetThread : public SpinControl {
  public:
   // Starts a thread that registers itself and then runs body(this). The body calls
   // SignalReady() when it is where the test wants it, and should return once ShouldStop().
@@ -42,24 +63,12 @@ class TargetThread {
 
   // Blocks until the body called SignalReady(). Returns the registered thread.
   const ThreadInfo& WaitReady();
-  void Stop() {
-    stop_.store(true, std::memory_order_release);
-    __atomic_store_n(&stop_plain_, true, __ATOMIC_RELEASE);
-  }
   void Join();
-
-  void SignalReady() { ready_.store(true, std::memory_order_release); }
-  bool ShouldStop() const { return stop_.load(std::memory_order_acquire); }
-  // The stop flag as plain storage, for spin loops that must not call anything.
-  const bool* stop_flag() const { return &stop_plain_; }
   const ThreadInfo& info() const { return info_; }
 
  private:
   ThreadInfo info_;
   std::atomic<bool> registered_{false};
-  std::atomic<bool> ready_{false};
-  std::atomic<bool> stop_{false};
-  bool stop_plain_ = false;  // mirrors stop_, written and read with __atomic builtins only
   std::thread thread_;
 };
 
