@@ -35,7 +35,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: hangwatch snapshot PID [--json] [--max-frames N] [--stack-kb N]\n"
-    "                              [--stop-timeout-ms N] [--no-cfi] [--no-symbols]\n"
+    "                              [--stop-timeout-ms N] [--per-thread] [--no-cfi]\n"
+    "                              [--no-symbols] [--no-index]\n"
     "\n"
     "Prints every thread of process PID: thread id, name, scheduler state, CPU time, the top\n"
     "frame's registers (pc, sp, fp) and its stack, symbolized (function, file:line and inlined\n"
@@ -51,8 +52,16 @@ constexpr char kUsage[] =
     "  --max-frames N       frames per thread (default 256)\n"
     "  --stack-kb N         stack bytes copied per thread, from sp upwards (default 64)\n"
     "  --stop-timeout-ms N  how long to wait for all threads to stop (default 1000)\n"
+    "  --per-thread         stop, copy and resume each thread on its own instead of all at\n"
+    "                       once: each thread pauses only for its own copy (microseconds)\n"
+    "                       even on a loaded machine, but threads are captured at slightly\n"
+    "                       different instants\n"
     "  --no-cfi             frame pointers only (no DWARF call-frame information)\n"
     "  --no-symbols         no function names, files or lines (module+offset only)\n"
+    "  --no-index           read only the debug information the frames need, and cache\n"
+    "                       nothing (default: index each module with debug information\n"
+    "                       once, in the cache of `hangwatch symbols index`, so that later\n"
+    "                       snapshots symbolize in microseconds)\n"
     "\n"
     "Needs permission to ptrace PID: the same user (subject to\n"
     "/proc/sys/kernel/yama/ptrace_scope) or CAP_SYS_PTRACE. Exit status: 0 on success, 2 on\n"
@@ -66,6 +75,8 @@ struct Options {
   int stop_timeout_ms = 1000;
   bool cfi = true;
   bool symbols = true;
+  bool index = true;
+  bool stop_all = true;
 };
 
 int Usage(const char* fmt, const char* arg) {
@@ -105,6 +116,10 @@ int ParseArgs(int argc, char** argv, Options* o) {
       o->cfi = false;
     } else if (a == "--no-symbols") {
       o->symbols = false;
+    } else if (a == "--no-index") {
+      o->index = false;
+    } else if (a == "--per-thread") {
+      o->stop_all = false;
     } else if (a == "--max-frames") {
       if (!value(65536, 1, &v)) return Usage("--max-frames needs a number from 1 to 65536%s", "");
       o->max_frames = v;
@@ -243,7 +258,7 @@ struct SymbolAnswer {
 };
 
 // Symbolizes every frame address, one batch per module.
-void Symbolize(const symbols::ProcessModules& modules, bool with_symbols,
+void Symbolize(const symbols::ProcessModules& modules, const Options& o,
                std::vector<OutThread>* threads, std::vector<std::string>* notes) {
   const symbols::ModuleMap& map = *modules.map;
   // module index -> lookup address -> answer
@@ -259,8 +274,12 @@ void Symbolize(const symbols::ProcessModules& modules, bool with_symbols,
       wanted[index][lookup];
     }
   }
-  if (with_symbols) {
-    symbols::OfflineSymbolizer symbolizer;
+  if (o.symbols) {
+    symbols::OfflineSymbolizerOptions options;
+    // A whole index per module, cached by build-id: the first snapshot pays for reading the
+    // DWARF once, later ones (the usual "is it still stuck there?") map the cached index.
+    if (o.index) options.cold_limit = 0;
+    symbols::OfflineSymbolizer symbolizer(options);
     for (auto& [index, answers] : wanted) {
       const std::string& path = modules.open_paths[index];
       if (path.empty()) continue;
@@ -283,6 +302,7 @@ void Symbolize(const symbols::ProcessModules& modules, bool with_symbols,
         ++k;
       }
     }
+    for (const std::string& w : symbolizer.warnings()) notes->push_back(w);
   }
   for (OutThread& t : *threads) {
     for (size_t i = 0; i < t.stack.frames.size(); ++i) {
@@ -361,10 +381,17 @@ void PrintText(const Options& o, const unwind::PtraceSnapshot& snap, const std::
                uint64_t total_ns) {
   std::printf("process %d %s: %zu threads\n", snap.pid, exe.empty() ? "?" : exe.c_str(),
               threads.size());
-  std::printf(
-      "stopped for %.3f ms (all threads stopped %.3f ms after the first interrupt); "
-      "snapshot total %.3f ms\n",
-      Ms(snap.stopped_ns), Ms(snap.stop_latency_ns), Ms(total_ns));
+  if (o.stop_all) {
+    std::printf(
+        "stopped for %.3f ms (all threads stopped %.3f ms after the first interrupt); "
+        "snapshot total %.3f ms\n",
+        Ms(snap.stopped_ns), Ms(snap.stop_latency_ns), Ms(total_ns));
+  } else {
+    std::printf(
+        "threads stopped one at a time, each for at most %.3f ms, over %.3f ms; "
+        "snapshot total %.3f ms\n",
+        Ms(snap.max_thread_pause_ns), Ms(snap.stopped_ns), Ms(total_ns));
+  }
   for (const OutThread& ot : threads) {
     const unwind::PtraceThread& t = *ot.thread;
     std::printf("\nthread %d \"%s\" %c (%s) cpu %.3f ms", t.tid, t.name.c_str(), t.state,
@@ -396,11 +423,10 @@ void PrintText(const Options& o, const unwind::PtraceSnapshot& snap, const std::
       if (!f.inlined) ++n;
     }
   }
-  (void)o;
   for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
 }
 
-void PrintJson(const unwind::PtraceSnapshot& snap, const std::string& exe,
+void PrintJson(const Options& o, const unwind::PtraceSnapshot& snap, const std::string& exe,
                const symbols::ProcessModules& modules, const std::vector<OutThread>& threads,
                const std::vector<std::string>& notes, uint64_t total_ns) {
   using Json = nlohmann::ordered_json;
@@ -414,6 +440,8 @@ void PrintJson(const unwind::PtraceSnapshot& snap, const std::string& exe,
                         .count();
   root["stopped_us"] = snap.stopped_ns / 1000;
   root["stop_latency_us"] = snap.stop_latency_ns / 1000;
+  root["max_thread_pause_us"] = snap.max_thread_pause_ns / 1000;
+  root["stop"] = o.stop_all ? "all" : "per_thread";
   root["total_us"] = total_ns / 1000;
   Json jthreads = Json::array();
   std::vector<bool> used(modules.map->modules().size(), false);
@@ -425,6 +453,7 @@ void PrintJson(const unwind::PtraceSnapshot& snap, const std::string& exe,
     jt["state"] = std::string(1, t.state);
     jt["status"] = unwind::PtraceThreadStatusName(t.status);
     jt["cpu_us"] = t.cpu_ns / 1000;
+    jt["paused_us"] = t.paused_ns / 1000;
     jt["registers"] = {{"pc", Hex(t.regs.pc)}, {"sp", Hex(t.regs.sp)}, {"fp", Hex(t.regs.fp)}};
 #if defined(__aarch64__)
     jt["registers"]["lr"] = Hex(t.regs.lr);
@@ -481,6 +510,7 @@ int RunSnapshot(int argc, char** argv) {
   unwind::PtraceCaptureOptions capture_options;
   capture_options.stack_bytes = o.stack_kb * 1024;
   capture_options.stop_timeout_ms = o.stop_timeout_ms;
+  capture_options.stop_all = o.stop_all;
   unwind::PtraceSnapshot snap = unwind::CapturePtraceSnapshot(o.pid, capture_options);
   if (snap.error != unwind::PtraceError::kOk) return ReportCaptureError(snap);
   if (!modules.ok()) {
@@ -514,12 +544,12 @@ int RunSnapshot(int argc, char** argv) {
   if (snap.omitted > 0) {
     notes.push_back(std::to_string(snap.omitted) + " threads over the limit were not captured");
   }
-  Symbolize(*modules, o.symbols, &threads, &notes);
+  Symbolize(*modules, o, &threads, &notes);
   unwind::ReleaseLateStoppers();
 
   const uint64_t total_ns = NowNs() - start;
   if (o.json) {
-    PrintJson(snap, exe, *modules, threads, notes, total_ns);
+    PrintJson(o, snap, exe, *modules, threads, notes, total_ns);
     for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   } else {
     PrintText(o, snap, exe, threads, notes, total_ns);

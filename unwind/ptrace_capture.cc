@@ -295,27 +295,37 @@ class Attachments {
   explicit Attachments(PtraceSnapshot* snap) : snap_(snap) {}
   ~Attachments() { DetachAll(); }
 
-  void DetachAll() {
-    for (PtraceThread& t : snap_->threads) {
-      if (!seized(t)) continue;
-      if (stopped_[&t - snap_->threads.data()]) {
-        ptrace(PTRACE_DETACH, t.tid, nullptr,
-               reinterpret_cast<void*>(static_cast<uintptr_t>(t.pending_signal)));
-      } else if (t.status == PtraceThreadStatus::kNotStopped) {
-        std::lock_guard<std::mutex> lock(g_late_mu);
-        g_late.push_back(t.tid);
-      }
-      seized_[&t - snap_->threads.data()] = false;
+  // Resumes one thread (if we stopped it) and records how long it was stopped.
+  void Detach(PtraceThread& t) {
+    const size_t i = static_cast<size_t>(&t - snap_->threads.data());
+    if (!seized_[i]) return;
+    if (stopped_[i]) {
+      ptrace(PTRACE_DETACH, t.tid, nullptr,
+             reinterpret_cast<void*>(static_cast<uintptr_t>(t.pending_signal)));
+      t.paused_ns = NowNs() - stop_ns_[i];
+      stopped_[i] = false;
+    } else if (t.status == PtraceThreadStatus::kNotStopped) {
+      std::lock_guard<std::mutex> lock(g_late_mu);
+      g_late.push_back(t.tid);
     }
+    seized_[i] = false;
+  }
+
+  void DetachAll() {
+    for (PtraceThread& t : snap_->threads) Detach(t);
   }
 
   void Resize() {
     seized_.resize(snap_->threads.size(), false);
     stopped_.resize(snap_->threads.size(), false);
+    stop_ns_.resize(snap_->threads.size(), 0);
   }
   bool seized(const PtraceThread& t) const { return seized_[&t - snap_->threads.data()]; }
   void set_seized(const PtraceThread& t) { seized_[&t - snap_->threads.data()] = true; }
-  void set_stopped(const PtraceThread& t) { stopped_[&t - snap_->threads.data()] = true; }
+  void set_stopped(const PtraceThread& t) {
+    stopped_[&t - snap_->threads.data()] = true;
+    stop_ns_[&t - snap_->threads.data()] = NowNs();
+  }
   void clear_stopped(const PtraceThread& t) { stopped_[&t - snap_->threads.data()] = false; }
   bool stopped(const PtraceThread& t) const { return stopped_[&t - snap_->threads.data()]; }
 
@@ -323,6 +333,7 @@ class Attachments {
   PtraceSnapshot* snap_;
   std::vector<bool> seized_;
   std::vector<bool> stopped_;
+  std::vector<uint64_t> stop_ns_;  // when each thread's stop was seen
 };
 
 // Blocks, in the calling thread, the termination signals for the window (the destructor
@@ -547,6 +558,16 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
 
   bool cancelled = false;
   uint64_t last_stop = window_start;
+  auto copy_thread = [&](PtraceThread& t) {
+    if (!ReadRegisters(&t)) {
+      t.status = errno == ESRCH ? PtraceThreadStatus::kVanished : PtraceThreadStatus::kFailed;
+      t.error_errno = errno;
+      t.stack.clear();
+      return;
+    }
+    CopyStack(t.tid, maps, &t);
+    t.status = PtraceThreadStatus::kCaptured;
+  };
   auto wait_pending = [&]() {
     while (!pending.empty()) {
       bool progress = false;
@@ -562,6 +583,11 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
             if ((status >> 16) == 0) t.pending_signal = WSTOPSIG(status);
             attached.set_stopped(t);
             last_stop = NowNs();
+            if (!options.stop_all && !abort) {
+              // One thread at a time: copy it and let it go right away.
+              copy_thread(t);
+              attached.Detach(t);
+            }
           } else {  // WIFEXITED / WIFSIGNALED
             t.status = PtraceThreadStatus::kVanished;
           }
@@ -635,20 +661,15 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
   // Copy registers and stacks of every stopped thread.
   if (!cancelled && !abort) {
     for (PtraceThread& t : snap.threads) {
-      if (!attached.stopped(t)) continue;
-      if (!ReadRegisters(&t)) {
-        t.status = errno == ESRCH ? PtraceThreadStatus::kVanished : PtraceThreadStatus::kFailed;
-        t.error_errno = errno;
-        t.stack.clear();
-        continue;
-      }
-      CopyStack(t.tid, maps, &t);
-      t.status = PtraceThreadStatus::kCaptured;
+      if (attached.stopped(t)) copy_thread(t);
     }
   }
   const uint64_t stop_latency = last_stop - window_start;
   attached.DetachAll();
   snap.stopped_ns = NowNs() - window_start;
+  for (const PtraceThread& t : snap.threads) {
+    snap.max_thread_pause_ns = std::max(snap.max_thread_pause_ns, t.paused_ns);
+  }
   snap.stop_latency_ns = stop_latency;
 
   // ---- after the stop ----

@@ -74,6 +74,7 @@ struct PtraceThread {
   int error_errno = 0;               // for kFailed
   bool created_during_stop = false;  // found by re-listing the tasks inside the window
   int pending_signal = 0;            // a signal that stopped it instead; re-injected on detach
+  uint64_t paused_ns = 0;            // how long we kept it stopped (its stop seen -> detach)
 
   Registers regs;  // pc, sp, fp (and lr on arm64)
   uint64_t dwarf_regs[kMaxDwarfRegisters] = {};
@@ -92,6 +93,12 @@ struct PtraceCaptureOptions {
   int stop_timeout_ms = 1000;      // bound on the wait for all threads to stop
   size_t max_threads = 8192;       // threads beyond are not stopped (noted in `omitted`)
   int relist_rounds = 8;           // bound on re-listing for threads created during the stop
+  // true: every thread is stopped at once, copied, then all resume: one instant for the whole
+  // process, but a thread that stops early waits for the slowest one to reach its stop (the
+  // scheduler decides how long on a busy machine). false: each thread is copied and resumed as
+  // soon as it stops, so each pauses only for its own copy (microseconds), at the cost of
+  // threads being captured at slightly different instants.
+  bool stop_all = true;
 };
 
 struct PtraceSnapshot {
@@ -103,6 +110,7 @@ struct PtraceSnapshot {
   size_t omitted = 0;                 // threads over max_threads
   uint64_t stopped_ns = 0;            // first PTRACE_INTERRUPT to last PTRACE_DETACH
   uint64_t stop_latency_ns = 0;       // first PTRACE_INTERRUPT to the last thread stopped
+  uint64_t max_thread_pause_ns = 0;   // the longest any one thread was kept stopped
   uint64_t capture_ns = 0;            // whole call, including what happens before the stop
 
   size_t CountWithStatus(PtraceThreadStatus s) const;

@@ -65,27 +65,26 @@ std::vector<std::string> RealFrameSymbols(const Json& thread) {
 
 class SnapshotTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    // Symbol indexes go to a scratch cache, never to the user's.
+  // Symbol indexes go to a scratch cache shared by the suite (the first snapshot indexes the
+  // target and libc, the others reuse it), never to the user's.
+  static void SetUpTestSuite() {
     char dir[] = "/tmp/hw_snapshot_cache_XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
-    cache_ = dir;
+    cache_ = new std::string(dir);
     setenv("HANGWATCH_CACHE_DIR", dir, 1);
   }
-  void TearDown() override {
-    std::string cmd = "rm -rf '" + cache_ + "'";
-    ASSERT_EQ(system(cmd.c_str()), 0);
+  static void TearDownTestSuite() {
+    std::string cmd = "rm -rf '" + *cache_ + "'";
+    EXPECT_EQ(system(cmd.c_str()), 0);
+    delete cache_;
+    cache_ = nullptr;
   }
-  std::string cache_;
+  static std::string* cache_;
 };
+std::string* SnapshotTest::cache_ = nullptr;
 
-TEST_F(SnapshotTest, EveryChainAppearsWithEveryFunctionInOrder) {
-  Target target;
-  ASSERT_TRUE(target.ready());
-  CliResult r = RunCli({std::to_string(target.pid()), "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err << " signal " << r.signal;
-  ASSERT_EQ(CountLines(r.out), 1u) << "one JSON object on one line";
-  Json snap = Json::parse(r.out);
+// Every chain of the target, every function of it in order, in the agent's frame format.
+void ExpectAllChains(const Target& target, const Json& snap) {
   EXPECT_EQ(snap["type"], "snapshot");
   EXPECT_EQ(snap["pid"].get<int>(), target.pid());
   EXPECT_TRUE(snap.contains("stopped_us"));
@@ -143,6 +142,29 @@ TEST_F(SnapshotTest, EveryChainAppearsWithEveryFunctionInOrder) {
   bool target_module = false;
   for (const Json& m : snap["modules"]) target_module |= m["path"] == std::string(SNAPSHOT_TARGET);
   EXPECT_TRUE(target_module);
+}
+
+TEST_F(SnapshotTest, EveryChainAppearsWithEveryFunctionInOrder) {
+  Target target;
+  ASSERT_TRUE(target.ready());
+  CliResult r = RunCli({std::to_string(target.pid()), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << " signal " << r.signal;
+  ASSERT_EQ(CountLines(r.out), 1u) << "one JSON object on one line";
+  Json snap = Json::parse(r.out);
+  EXPECT_EQ(snap["stop"], "all");
+  ExpectAllChains(target, snap);
+}
+
+TEST_F(SnapshotTest, PerThreadStopsFindTheSameChains) {
+  Target target;
+  ASSERT_TRUE(target.ready());
+  CliResult r = RunCli({std::to_string(target.pid()), "--json", "--per-thread"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << " signal " << r.signal;
+  Json snap = Json::parse(r.out);
+  EXPECT_EQ(snap["stop"], "per_thread");
+  ExpectAllChains(target, snap);
+  EXPECT_EQ(TracerPid(target.pid()), 0);
+  EXPECT_EQ(target.Ask('r'), "read 1");
 }
 
 TEST_F(SnapshotTest, TargetKeepsRunningUnperturbedAfterwards) {

@@ -21,6 +21,7 @@
 // "ready TID..." (one TID per chain, in the order above) and then serves commands on stdin:
 //   c  print the counter               r  wake the reader once; prints "read N" when it read
 //   e  print the EINTRs seen per call    v  let the vfork child exit; prints "vfork done"
+//   g  longest pause of the spinner since the last g, in µs
 //   q  exit 0                           (EOF: exit 0)
 #include <fcntl.h>
 #include <poll.h>
@@ -137,11 +138,41 @@ CHAIN void CountChainA() {
   KEEP();
 }
 
+// The cycle counter: read inline (no call), so the spinner's stack is only its chain.
+inline uint64_t Cycles() {
+#if defined(__x86_64__)
+  uint32_t lo, hi;
+  asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+#elif defined(__aarch64__)
+  uint64_t v;
+  asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return 0;
+#endif
+}
+
+// The longest time, in cycles, the spinner went without running: what a snapshot costs the
+// target (plus whatever the scheduler takes; the benchmark measures that baseline too).
+std::atomic<uint64_t> g_max_gap_cycles{0};
+
 CHAIN void SpinChainB() {
   uint64_t x = 1;
+  uint64_t last = Cycles();
+  uint64_t max_gap = 0;
   while (g_forever.load(std::memory_order_relaxed)) {
     x = x * 6364136223846793005u + 1442695040888963407u;
     g_spin.store(x, std::memory_order_relaxed);
+    if ((x & 255) == 0) {
+      uint64_t now = Cycles();
+      // 'g' resets the published maximum to 0: start over from there.
+      uint64_t published = g_max_gap_cycles.load(std::memory_order_relaxed);
+      if (published == 0) max_gap = 0;
+      if (now - last > max_gap) max_gap = now - last;
+      last = now;
+      if (max_gap > published) g_max_gap_cycles.store(max_gap, std::memory_order_relaxed);
+    }
   }
 }
 CHAIN void SpinChainA() {
@@ -310,6 +341,19 @@ int main(int argc, char** argv) {
     if (pthread_create(&t, nullptr, Churn, nullptr) != 0) return 1;
     pthread_detach(t);
   }
+  // Cycle counter rate, for 'g' (a measurement, not a synchronization).
+  timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint64_t c0 = Cycles();
+  timespec nap{0, 20000000};
+  nanosleep(&nap, nullptr);
+  timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double us = static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e6 +
+              static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e3;
+  const double cycles_per_us = us > 0 ? static_cast<double>(Cycles() - c0) / us : 1.0;
+  g_max_gap_cycles.store(0);
+
   std::printf("ready");
   for (int i = 0; i < 8; ++i) std::printf(" %d", g_tids[i].load());
   std::printf("\n");
@@ -337,6 +381,12 @@ int main(int argc, char** argv) {
         while (!g_vfork_done.load()) sched_yield();
         std::printf("vfork done\n");
         break;
+      case 'g': {
+        // Longest pause of the spinner since the last 'g', in µs; then reset.
+        uint64_t gap = g_max_gap_cycles.exchange(0);
+        std::printf("%.0f\n", static_cast<double>(gap) / cycles_per_us);
+        break;
+      }
       case 'q':
         return 0;
       default:

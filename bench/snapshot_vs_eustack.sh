@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# `hangwatch snapshot PID` vs `eu-stack -p PID` (elfutils) on the same process: 8 threads in
+# known call chains, each recursing to about 64 frames (tests/snapshot/snapshot_target.cc,
+# built by the test build), 2 of them busy, 6 blocked in read/nanosleep/futex/epoll_wait/poll.
+#
+# For each tool, RUNS alternating runs; prints the medians of:
+#   wall    end-to-end time of the command (ms)
+#   cpu     CPU time of the command (ms; perf stat task-clock, else /usr/bin/time at 10 ms)
+#   pause   the longest time the target's busy "spinner" thread went without running during the
+#           command (µs), measured by the target itself with the cycle counter: what the
+#           snapshot costs the target, whatever the tool. A baseline row (no tool running)
+#           shows the scheduler's own share on this machine.
+#   window  how long threads are kept stopped. hangwatch: the window it measures itself (first
+#           PTRACE_INTERRUPT to last PTRACE_DETACH; every thread is stopped at most that long).
+#           eu-stack attaches, unwinds and detaches one thread after the other: its figure is
+#           the median over threads of PTRACE_ATTACH -> PTRACE_DETACH, read from strace
+#           timestamps (only ptrace calls traced, with --seccomp-bpf), when strace is present.
+# and the threads and frames each tool printed (same threads, frames compared), then ratios.
+#
+# hangwatch runs with DWARF file:line + inlines (its default) from a warm symbol-index cache
+# (first run indexes the target's modules); eu-stack runs with its defaults (function names
+# only) and, separately, with -s -i (files, lines, inlines: the same information).
+#
+# usage: bench/snapshot_vs_eustack.sh [BUILD_DIR] [RUNS]   (defaults: build, 11)
+set -euo pipefail
+
+build=${1:-build}
+runs=${2:-11}
+hw=$build/tools/hangwatch
+target_bin=$build/tests/snapshot/snapshot_target
+for f in "$hw" "$target_bin"; do
+  [[ -x $f ]] || { echo "missing $f (build the tests first: ninja -C $build hangwatch_cli snapshot_target)" >&2; exit 2; }
+done
+command -v eu-stack >/dev/null || { echo "eu-stack not found (apt-get install elfutils)" >&2; exit 2; }
+
+have_perf=0
+perf stat -x, -e task-clock -o /dev/null -- true 2>/dev/null && have_perf=1
+work=$(mktemp -d)
+export HANGWATCH_CACHE_DIR=$work/cache
+coproc TARGET { exec "$target_bin" --depth 60; }
+target_pid=$TARGET_PID
+cleanup() {
+  kill "$target_pid" 2>/dev/null || true
+  wait "$target_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+read -r ready <&"${TARGET[0]}"
+[[ $ready == ready* ]] || { echo "target did not start: $ready" >&2; exit 1; }
+
+ask() {  # one command to the target, one line back
+  echo "$1" >&"${TARGET[1]}"
+  local line
+  read -r line <&"${TARGET[0]}"
+  echo "$line"
+}
+
+now_ns() { date +%s%N; }
+
+# Runs "$@" once; appends "wall_ms cpu_ms pause_us" to the file named by $out_file, leaves the
+# command's stdout in $work/last.out.
+measure() {
+  ask g >/dev/null
+  local t0 t1
+  t0=$(now_ns)
+  local cpu_ms
+  if [[ $have_perf == 1 ]]; then
+    perf stat -x, -e task-clock -o "$work/cpu" -- "$@" >"$work/last.out" 2>"$work/last.err" || true
+    t1=$(now_ns)
+    cpu_ms=$(awk -F, '/task-clock/ { print $1 }' "$work/cpu")
+  else
+    /usr/bin/time -f "%U %S" -o "$work/cpu" "$@" >"$work/last.out" 2>"$work/last.err" || true
+    t1=$(now_ns)
+    cpu_ms=$(awk '{ print ($1 + $2) * 1000 }' "$work/cpu")
+  fi
+  local pause
+  pause=$(ask g)
+  awk -v w=$(( (t1 - t0) / 1000 )) -v c="$cpu_ms" -v p="$pause" \
+    'BEGIN { printf "%.3f %.2f %s\n", w / 1000, c, p }' >>"$out_file"
+}
+
+median() {  # column $1 of file $2
+  awk -v c="$1" '{ print $c }' "$2" | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# Warm-up: index the modules once (cache), fill the page cache for both tools.
+"$hw" snapshot "$target_pid" >/dev/null
+eu-stack -p "$target_pid" >/dev/null 2>&1 || true
+eu-stack -s -i -p "$target_pid" >/dev/null 2>&1 || true
+
+: >"$work/hw" ; : >"$work/eu" ; : >"$work/eusi" ; : >"$work/base" ; : >"$work/window"
+for ((i = 0; i < runs; i++)); do
+  out_file=$work/base measure true
+  out_file=$work/hw measure "$hw" snapshot "$target_pid"
+  sed -n 's/^stopped for \([0-9.]*\) ms.*/\1/p' "$work/last.out" >>"$work/window"
+  cp "$work/last.out" "$work/hw.out"
+  out_file=$work/eu measure eu-stack -p "$target_pid"
+  cp "$work/last.out" "$work/eu.out"
+  out_file=$work/eusi measure eu-stack -s -i -p "$target_pid"
+done
+
+# eu-stack's per-thread stop (ATTACH -> DETACH of the same tid), from strace timestamps.
+: >"$work/eu_window"
+if command -v strace >/dev/null; then
+  for ((i = 0; i < runs; i++)); do
+    strace -f --seccomp-bpf -e trace=ptrace -ttt -o "$work/strace" eu-stack -p "$target_pid" \
+      >/dev/null 2>&1 || true
+    awk '/PTRACE_ATTACH, [0-9]+\)/ { match($0, /PTRACE_ATTACH, [0-9]+/); t = substr($0, RSTART + 15, RLENGTH - 15); a[t] = $2 }
+         /PTRACE_DETACH, [0-9]+,/ { match($0, /PTRACE_DETACH, [0-9]+/); t = substr($0, RSTART + 15, RLENGTH - 15); if (t in a) printf "%.3f\n", ($2 - a[t]) * 1000 }' \
+      "$work/strace" >>"$work/eu_window"
+  done
+fi
+
+# Threads and frames of the last run of each (inlined entries are not frames).
+hw_threads=$(grep -c '^thread ' "$work/hw.out")
+hw_frames=$(grep '^  #' "$work/hw.out" | grep -vc '(inlined)$' || true)
+eu_threads=$(grep -c '^TID ' "$work/eu.out")
+eu_frames=$(grep -c '^#' "$work/eu.out" || true)
+
+printf '\ntarget: pid %s, %s threads (8 chains x ~64 frames + main), %s runs each, %s cores, load %s\n' \
+  "$target_pid" "$hw_threads" "$runs" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-28s %10s %10s %12s %12s\n' "median of $runs runs" "wall ms" "cpu ms" "pause us" "window ms"
+printf '%-28s %10s %10s %12s %12s\n' "no tool (scheduler noise)" "-" "-" "$(median 3 "$work/base")" "-"
+printf '%-28s %10s %10s %12s %12s\n' "hangwatch snapshot" "$(median 1 "$work/hw")" \
+  "$(median 2 "$work/hw")" "$(median 3 "$work/hw")" "$(median 1 "$work/window")"
+printf '%-28s %10s %10s %12s %12s\n' "eu-stack -p" "$(median 1 "$work/eu")" \
+  "$(median 2 "$work/eu")" "$(median 3 "$work/eu")" "$(median 1 "$work/eu_window")"
+printf '%-28s %10s %10s %12s %12s\n' "eu-stack -s -i -p" "$(median 1 "$work/eusi")" \
+  "$(median 2 "$work/eusi")" "$(median 3 "$work/eusi")" "-"
+printf '\nthreads: hangwatch %s, eu-stack %s; frames: hangwatch %s, eu-stack %s\n' \
+  "$hw_threads" "$eu_threads" "$hw_frames" "$eu_frames"
+printf 'hangwatch stopped window: min %s ms, median %s ms, max %s ms (all threads stopped together)\n' \
+  "$(sort -g "$work/window" | head -1)" "$(median 1 "$work/window")" "$(sort -g "$work/window" | tail -1)"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
+printf 'eu-stack -p / hangwatch:        wall %s, cpu %s, target pause %s, stop per thread %s\n' \
+  "$(ratio "$(median 1 "$work/eu")" "$(median 1 "$work/hw")")" \
+  "$(ratio "$(median 2 "$work/eu")" "$(median 2 "$work/hw")")" \
+  "$(ratio "$(median 3 "$work/eu")" "$(median 3 "$work/hw")")" \
+  "$(ratio "$(median 1 "$work/eu_window")" "$(median 1 "$work/window")")"
+printf 'eu-stack -s -i -p / hangwatch:  wall %s, cpu %s, target pause %s\n' \
+  "$(ratio "$(median 1 "$work/eusi")" "$(median 1 "$work/hw")")" \
+  "$(ratio "$(median 2 "$work/eusi")" "$(median 2 "$work/hw")")" \
+  "$(ratio "$(median 3 "$work/eusi")" "$(median 3 "$work/hw")")"
