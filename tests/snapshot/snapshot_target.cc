@@ -44,8 +44,13 @@
 
 namespace {
 
-std::atomic<uint64_t> g_counter{0};
-std::atomic<uint64_t> g_spin{0};
+// The busy loops use __atomic builtins on plain variables: with -fno-inline, std::atomic's
+// member functions would be calls, and a frame-pointer walk that catches a thread at the entry
+// of such a callee (before it pushed its frame record) skips the caller.
+#define LOAD(v) __atomic_load_n(&(v), __ATOMIC_RELAXED)
+#define STORE(v, x) __atomic_store_n(&(v), (x), __ATOMIC_RELAXED)
+uint64_t g_counter = 0;
+uint64_t g_spin = 0;
 // EINTRs seen per blocking call: read, nanosleep, epoll_wait, poll.
 std::atomic<int> g_eintr_read{0};
 std::atomic<int> g_eintr_sleep{0};
@@ -53,7 +58,7 @@ std::atomic<int> g_eintr_epoll{0};
 std::atomic<int> g_eintr_poll{0};
 // Always true; makes the busy loops returnable so that the compiler gives them a frame record
 // (a noreturn leaf gets no prologue, which a frame-pointer walk cannot see).
-std::atomic<bool> g_forever{true};
+bool g_forever = true;
 std::atomic<int> g_reads{0};
 std::atomic<bool> g_vfork_done{false};
 int g_depth = 0;
@@ -70,6 +75,10 @@ pid_t Gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 #define CHAIN extern "C" __attribute__((noinline, used))
 // Keeps each call a real call with a frame after it (no tail call, no merging).
 #define KEEP() asm volatile("" ::: "memory")
+// GCC gives a leaf function no frame record even with -fno-omit-frame-pointer when it needs no
+// stack; asking for the frame address forces one, so the busy leaves below are walkable with
+// frame pointers alone (the chains' callers would otherwise be skipped by such a walk).
+#define NEED_FRAME() asm volatile("" ::"r"(__builtin_frame_address(0)))
 
 }  // namespace
 
@@ -126,8 +135,8 @@ CHAIN void EpollChainA() {
 }
 
 CHAIN void CountChainC() {
-  while (g_forever.load(std::memory_order_relaxed))
-    g_counter.fetch_add(1, std::memory_order_relaxed);
+  NEED_FRAME();
+  while (LOAD(g_forever)) __atomic_fetch_add(&g_counter, 1, __ATOMIC_RELAXED);
 }
 CHAIN void CountChainB() {
   CountChainC();
@@ -139,7 +148,7 @@ CHAIN void CountChainA() {
 }
 
 // The cycle counter: read inline (no call), so the spinner's stack is only its chain.
-inline uint64_t Cycles() {
+__attribute__((always_inline)) inline uint64_t Cycles() {
 #if defined(__x86_64__)
   uint32_t lo, hi;
   asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
@@ -155,23 +164,24 @@ inline uint64_t Cycles() {
 
 // The longest time, in cycles, the spinner went without running: what a snapshot costs the
 // target (plus whatever the scheduler takes; the benchmark measures that baseline too).
-std::atomic<uint64_t> g_max_gap_cycles{0};
+uint64_t g_max_gap_cycles = 0;
 
 CHAIN void SpinChainB() {
+  NEED_FRAME();
   uint64_t x = 1;
   uint64_t last = Cycles();
   uint64_t max_gap = 0;
-  while (g_forever.load(std::memory_order_relaxed)) {
+  while (LOAD(g_forever)) {
     x = x * 6364136223846793005u + 1442695040888963407u;
-    g_spin.store(x, std::memory_order_relaxed);
+    STORE(g_spin, x);
     if ((x & 255) == 0) {
       uint64_t now = Cycles();
       // 'g' resets the published maximum to 0: start over from there.
-      uint64_t published = g_max_gap_cycles.load(std::memory_order_relaxed);
+      uint64_t published = LOAD(g_max_gap_cycles);
       if (published == 0) max_gap = 0;
       if (now - last > max_gap) max_gap = now - last;
       last = now;
-      if (max_gap > published) g_max_gap_cycles.store(max_gap, std::memory_order_relaxed);
+      if (max_gap > published) STORE(g_max_gap_cycles, max_gap);
     }
   }
 }
@@ -311,9 +321,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 8; ++i) {
     while (g_tids[i].load() == 0) sched_yield();
     if (chains[i].syscall_nr < 0) {
-      std::atomic<uint64_t>& c = i == 4 ? g_counter : g_spin;
-      uint64_t before = c.load();
-      while (c.load() == before) sched_yield();
+      uint64_t& c = i == 4 ? g_counter : g_spin;
+      uint64_t before = LOAD(c);
+      while (LOAD(c) == before) sched_yield();
       continue;
     }
     // vfork: the thread waits in the kernel while its child runs; /proc shows the child's
@@ -352,7 +362,7 @@ int main(int argc, char** argv) {
   double us = static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e6 +
               static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e3;
   const double cycles_per_us = us > 0 ? static_cast<double>(Cycles() - c0) / us : 1.0;
-  g_max_gap_cycles.store(0);
+  STORE(g_max_gap_cycles, uint64_t{0});
 
   std::printf("ready");
   for (int i = 0; i < 8; ++i) std::printf(" %d", g_tids[i].load());
@@ -363,7 +373,7 @@ int main(int argc, char** argv) {
   while (std::fgets(line, sizeof(line), stdin) != nullptr) {
     switch (line[0]) {
       case 'c':
-        std::printf("%llu\n", static_cast<unsigned long long>(g_counter.load()));
+        std::printf("%llu\n", static_cast<unsigned long long>(LOAD(g_counter)));
         break;
       case 'e':
         std::printf("read=%d nanosleep=%d epoll_wait=%d poll=%d\n", g_eintr_read.load(),
@@ -383,7 +393,7 @@ int main(int argc, char** argv) {
         break;
       case 'g': {
         // Longest pause of the spinner since the last 'g', in µs; then reset.
-        uint64_t gap = g_max_gap_cycles.exchange(0);
+        uint64_t gap = __atomic_exchange_n(&g_max_gap_cycles, 0, __ATOMIC_RELAXED);
         std::printf("%.0f\n", static_cast<double>(gap) / cycles_per_us);
         break;
       }
