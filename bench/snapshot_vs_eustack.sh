@@ -12,6 +12,8 @@
 #           shows the scheduler's own share on this machine.
 #   window  how long threads are kept stopped. hangwatch: the window it measures itself (first
 #           PTRACE_INTERRUPT to last PTRACE_DETACH; every thread is stopped at most that long).
+#           hangwatch --per-thread: the longest any one thread was stopped (each is copied and
+#           resumed as soon as it stops).
 #           eu-stack attaches, unwinds and detaches one thread after the other: its figure is
 #           the median over threads of PTRACE_ATTACH -> PTRACE_DETACH, read from strace
 #           timestamps (only ptrace calls traced, with --seccomp-bpf), when strace is present.
@@ -22,6 +24,9 @@
 # only) and, separately, with -s -i (files, lines, inlines: the same information).
 #
 # usage: bench/snapshot_vs_eustack.sh [BUILD_DIR] [RUNS]   (defaults: build, 11)
+#   TARGET_ARGS="--depth 60 --quiet" runs it against a target whose threads all block (no busy
+#   thread: the stop window is then bounded by wake-up latency, not by waiting for a CPU);
+#   its "pause" column is then meaningless (the spinner does not spin).
 set -euo pipefail
 
 build=${1:-build}
@@ -37,7 +42,8 @@ have_perf=0
 perf stat -x, -e task-clock -o /dev/null -- true 2>/dev/null && have_perf=1
 work=$(mktemp -d)
 export HANGWATCH_CACHE_DIR=$work/cache
-coproc TARGET { exec "$target_bin" --depth 60; }
+# shellcheck disable=SC2086
+coproc TARGET { exec "$target_bin" ${TARGET_ARGS:---depth 60}; }
 target_pid=$TARGET_PID
 cleanup() {
   kill "$target_pid" 2>/dev/null || true
@@ -88,12 +94,16 @@ median() {  # column $1 of file $2
 eu-stack -p "$target_pid" >/dev/null 2>&1 || true
 eu-stack -s -i -p "$target_pid" >/dev/null 2>&1 || true
 
-: >"$work/hw" ; : >"$work/eu" ; : >"$work/eusi" ; : >"$work/base" ; : >"$work/window"
+: >"$work/hw" ; : >"$work/hwpt" ; : >"$work/eu" ; : >"$work/eusi" ; : >"$work/base"
+: >"$work/window" ; : >"$work/ptwindow"
 for ((i = 0; i < runs; i++)); do
   out_file=$work/base measure true
   out_file=$work/hw measure "$hw" snapshot "$target_pid"
   sed -n 's/^stopped for \([0-9.]*\) ms.*/\1/p' "$work/last.out" >>"$work/window"
   cp "$work/last.out" "$work/hw.out"
+  out_file=$work/hwpt measure "$hw" snapshot --per-thread "$target_pid"
+  sed -n 's/^threads stopped one at a time, each for at most \([0-9.]*\) ms.*/\1/p' \
+    "$work/last.out" >>"$work/ptwindow"
   out_file=$work/eu measure eu-stack -p "$target_pid"
   cp "$work/last.out" "$work/eu.out"
   out_file=$work/eusi measure eu-stack -s -i -p "$target_pid"
@@ -117,12 +127,14 @@ hw_frames=$(grep '^  #' "$work/hw.out" | grep -vc '(inlined)$' || true)
 eu_threads=$(grep -c '^TID ' "$work/eu.out")
 eu_frames=$(grep -c '^#' "$work/eu.out" || true)
 
-printf '\ntarget: pid %s, %s threads (8 chains x ~64 frames + main), %s runs each, %s cores, load %s\n' \
-  "$target_pid" "$hw_threads" "$runs" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '\ntarget: %s, pid %s, %s threads (8 chains x ~64 frames + main), %s runs each, %s cores, load %s\n' \
+  "${TARGET_ARGS:---depth 60}" "$target_pid" "$hw_threads" "$runs" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-28s %10s %10s %12s %12s\n' "median of $runs runs" "wall ms" "cpu ms" "pause us" "window ms"
 printf '%-28s %10s %10s %12s %12s\n' "no tool (scheduler noise)" "-" "-" "$(median 3 "$work/base")" "-"
 printf '%-28s %10s %10s %12s %12s\n' "hangwatch snapshot" "$(median 1 "$work/hw")" \
   "$(median 2 "$work/hw")" "$(median 3 "$work/hw")" "$(median 1 "$work/window")"
+printf '%-28s %10s %10s %12s %12s\n' "hangwatch --per-thread" "$(median 1 "$work/hwpt")" \
+  "$(median 2 "$work/hwpt")" "$(median 3 "$work/hwpt")" "$(median 1 "$work/ptwindow")"
 printf '%-28s %10s %10s %12s %12s\n' "eu-stack -p" "$(median 1 "$work/eu")" \
   "$(median 2 "$work/eu")" "$(median 3 "$work/eu")" "$(median 1 "$work/eu_window")"
 printf '%-28s %10s %10s %12s %12s\n' "eu-stack -s -i -p" "$(median 1 "$work/eusi")" \
@@ -137,6 +149,10 @@ printf 'eu-stack -p / hangwatch:        wall %s, cpu %s, target pause %s, stop p
   "$(ratio "$(median 2 "$work/eu")" "$(median 2 "$work/hw")")" \
   "$(ratio "$(median 3 "$work/eu")" "$(median 3 "$work/hw")")" \
   "$(ratio "$(median 1 "$work/eu_window")" "$(median 1 "$work/window")")"
+printf 'eu-stack -p / hangwatch --per-thread: wall %s, cpu %s, stop per thread %s\n' \
+  "$(ratio "$(median 1 "$work/eu")" "$(median 1 "$work/hwpt")")" \
+  "$(ratio "$(median 2 "$work/eu")" "$(median 2 "$work/hwpt")")" \
+  "$(ratio "$(median 1 "$work/eu_window")" "$(median 1 "$work/ptwindow")")"
 printf 'eu-stack -s -i -p / hangwatch:  wall %s, cpu %s, target pause %s\n' \
   "$(ratio "$(median 1 "$work/eusi")" "$(median 1 "$work/hw")")" \
   "$(ratio "$(median 2 "$work/eusi")" "$(median 2 "$work/hw")")" \

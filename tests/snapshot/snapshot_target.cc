@@ -12,6 +12,9 @@
 //   vforker VforkChainA -> VforkChainB -> vfork() (uninterruptible until the child exits)
 //           only with --vfork; otherwise a second reader, ReadChainA -> ... -> read()
 //
+// With --quiet, the counter and spinner chains end in BlockForever() -> poll() instead of
+// spinning (no thread of the target runs).
+//
 // With --churn, a ninth thread keeps creating and joining short-lived threads (threads that
 // appear and vanish during a snapshot).
 //
@@ -59,6 +62,9 @@ std::atomic<int> g_eintr_poll{0};
 // Always true; makes the busy loops returnable so that the compiler gives them a frame record
 // (a noreturn leaf gets no prologue, which a frame-pointer walk cannot see).
 bool g_forever = true;
+// --quiet: the busy leaves block in poll() instead (a target with no running thread).
+bool g_quiet = false;
+
 std::atomic<int> g_reads{0};
 std::atomic<bool> g_vfork_done{false};
 int g_depth = 0;
@@ -81,6 +87,11 @@ pid_t Gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 #define NEED_FRAME() asm volatile("" ::"r"(__builtin_frame_address(0)))
 
 }  // namespace
+
+// Blocks forever in poll() with no descriptors.
+CHAIN void BlockForever() {
+  for (;;) poll(nullptr, 0, -1);
+}
 
 CHAIN void ReadChainC() {
   char c;
@@ -136,6 +147,7 @@ CHAIN void EpollChainA() {
 
 CHAIN void CountChainC() {
   NEED_FRAME();
+  if (g_quiet) BlockForever();
   while (LOAD(g_forever)) __atomic_fetch_add(&g_counter, 1, __ATOMIC_RELAXED);
 }
 CHAIN void CountChainB() {
@@ -168,6 +180,7 @@ uint64_t g_max_gap_cycles = 0;
 
 CHAIN void SpinChainB() {
   NEED_FRAME();
+  if (g_quiet) BlockForever();
   uint64_t x = 1;
   uint64_t last = Cycles();
   uint64_t max_gap = 0;
@@ -281,8 +294,10 @@ int main(int argc, char** argv) {
       with_vfork = true;
     } else if (std::strcmp(argv[i], "--churn") == 0) {
       churn = true;
+    } else if (std::strcmp(argv[i], "--quiet") == 0) {
+      g_quiet = true;
     } else {
-      std::fprintf(stderr, "usage: snapshot_target [--depth N] [--vfork] [--churn]\n");
+      std::fprintf(stderr, "usage: snapshot_target [--depth N] [--vfork] [--churn] [--quiet]\n");
       return 2;
     }
   }
@@ -307,6 +322,7 @@ int main(int argc, char** argv) {
   };
   Chain chains[8];
   for (int i = 0; i < 8; ++i) chains[i] = kChains[i];
+  if (g_quiet) chains[4].syscall_nr = chains[5].syscall_nr = kPoll;
   if (!with_vfork) chains[7] = {"reader2", ReadChainA, SYS_read};
 
   static std::pair<int, const Chain*> slots[8];
