@@ -17,6 +17,24 @@
 
 namespace hangwatch::testing {
 
+// ThreadSanitizer turns every memory access of a busy loop into a call into its runtime, so the
+// innermost frame of most samples is the runtime, not the looping function: tests about stack
+// shapes skip under it (they run in the plain and ASan builds).
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kTsan = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kTsan = true;
+#else
+inline constexpr bool kTsan = false;
+#endif
+#else
+inline constexpr bool kTsan = false;
+#endif
+#define HANGWATCH_SKIP_STACK_SHAPE_UNDER_TSAN()                                                 \
+  if (::hangwatch::testing::kTsan) GTEST_SKIP() << "stack shapes are the TSan runtime's under " \
+                                                   "TSan"
+
 // Collects every hang reported through a callback.
 class HangCollector {
  public:

@@ -83,9 +83,12 @@ TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
   EXPECT_GE(h.duration_ms, h.threshold_ms);
   EXPECT_EQ(h.threshold_ms, 100u);
   ASSERT_FALSE(h.stacks.empty());
-  EXPECT_EQ(h.stacks[0].count, h.samples) << "one function, one stack";
-  EXPECT_TRUE(testing::StackMentions(h.stacks[0], "StuckForever", 1))
-      << "symbolized through the build-id of this (same) binary: " << h.stacks[0].frames[0].symbol;
+  if (!testing::kTsan) {  // under TSan the innermost frames are its runtime's
+    EXPECT_EQ(h.stacks[0].count, h.samples) << "one function, one stack";
+    EXPECT_TRUE(testing::StackMentions(h.stacks[0], "StuckForever", 1))
+        << "symbolized through the build-id of this (same) binary: "
+        << h.stacks[0].frames[0].symbol;
+  }
   EXPECT_FALSE(h.stacks[0].frames[0].build_id.empty());
   EXPECT_EQ(h.fingerprint.size(), 16u);
   EXPECT_EQ(GetStats().fatal_hangs, 1u);

@@ -151,6 +151,7 @@ TEST_F(StallE2eTest, MutexWaitIsBlockedWithLowCpu) {
 }
 
 TEST_F(StallE2eTest, OneFunctionGivesOneStackCountingEverySample) {
+  HANGWATCH_SKIP_STACK_SHAPE_UNDER_TSAN();
   HangCollector collector;
   std::atomic<bool> flag{false};
   const uint64_t base = Samples();
@@ -174,6 +175,7 @@ TEST_F(StallE2eTest, OneFunctionGivesOneStackCountingEverySample) {
 }
 
 TEST_F(StallE2eTest, PhaseAThenPhaseBGivesBothStacksInProportionAndOrder) {
+  HANGWATCH_SKIP_STACK_SHAPE_UNDER_TSAN();
   HangCollector collector;
   std::atomic<bool> end_a{false}, end_b{false};
   const uint64_t base = Samples();
@@ -219,6 +221,7 @@ TEST_F(StallE2eTest, PhaseAThenPhaseBGivesBothStacksInProportionAndOrder) {
 }
 
 TEST_F(StallE2eTest, ExpensivePartThatEndedBeforeTheThresholdIsNamed) {
+  HANGWATCH_SKIP_STACK_SHAPE_UNDER_TSAN();
   HangCollector collector;
   std::atomic<bool> done{false};
   const uint64_t base = Samples();
