@@ -58,11 +58,10 @@ std::vector<MapsEntry> ParseProcMaps(std::string_view text) {
   return out;
 }
 
-absl::StatusOr<uint64_t> LoadBiasFromProgramHeaders(const std::string& elf_path, uint64_t map_start,
-                                                    uint64_t map_offset) {
-  auto file = ElfFile::Open(elf_path);
-  if (!file.ok()) return file.status();
-  Elf* elf = (*file)->elf();
+namespace {
+
+absl::StatusOr<uint64_t> LoadBias(Elf* elf, const std::string& elf_path, uint64_t map_start,
+                                  uint64_t map_offset) {
   size_t phnum = 0;
   if (elf_getphdrnum(elf, &phnum) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(elf_path, ": no program headers"));
@@ -87,6 +86,15 @@ absl::StatusOr<uint64_t> LoadBiasFromProgramHeaders(const std::string& elf_path,
         absl::StrFormat("%s: no PT_LOAD segment at file offset 0x%x", elf_path, map_offset));
   }
   return bias;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> LoadBiasFromProgramHeaders(const std::string& elf_path, uint64_t map_start,
+                                                    uint64_t map_offset) {
+  auto file = ElfFile::Open(elf_path);
+  if (!file.ok()) return file.status();
+  return LoadBias((*file)->elf(), elf_path, map_start, map_offset);
 }
 
 absl::StatusOr<ProcessModules> ReadProcessModules(pid_t pid) {
@@ -146,11 +154,12 @@ absl::StatusOr<ProcessModules> ReadProcessModules(pid_t pid) {
       if (open_path.empty()) {
         result.warnings.push_back(absl::StrCat(e.path, ": the mapped file cannot be opened"));
       } else {
-        absl::StatusOr<uint64_t> bias = LoadBiasFromProgramHeaders(open_path, e.lo, e.offset);
+        auto elf = ElfFile::Open(open_path);
+        absl::StatusOr<uint64_t> bias =
+            elf.ok() ? LoadBias((*elf)->elf(), open_path, e.lo, e.offset) : elf.status();
         if (bias.ok()) {
           m.load_bias = *bias;
-          if (auto elf = ElfFile::Open(open_path); elf.ok())
-            m.build_id = ReadBuildId((*elf)->elf());
+          m.build_id = ReadBuildId((*elf)->elf());
         } else {
           // Keep the module (addresses still get module+offset) with the naive bias.
           m.load_bias = e.lo - e.offset;

@@ -4,7 +4,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
@@ -283,6 +282,17 @@ void ReadBlockedRegisters(pid_t pid, const std::vector<Mapping>& maps, PtraceThr
   t->regs.sp = sp;
   t->regs.pc = pc;
   t->regs.fp = 0;  // unknown: only CFI can walk from here
+  // For CFI: pc and sp are known, every other register is not (0).
+  std::memset(t->dwarf_regs, 0, sizeof(t->dwarf_regs));
+#if defined(__x86_64__)
+  t->dwarf_regs[7] = sp;
+  t->dwarf_regs[16] = pc;
+  t->num_dwarf_regs = 17;
+#elif defined(__aarch64__)
+  t->dwarf_regs[31] = sp;
+  t->dwarf_regs[32] = pc;
+  t->num_dwarf_regs = 33;
+#endif
   CopyStack(t->tid, maps, t);
 }
 

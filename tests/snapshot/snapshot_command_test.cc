@@ -304,6 +304,27 @@ TEST_F(SnapshotTest, TargetExitingDuringTheSnapshotIsACleanError) {
   EXPECT_THAT(r.err, HasSubstr("exited during the snapshot"));
 }
 
+TEST_F(SnapshotTest, CtrlCDuringTheStopReleasesTheTarget) {
+  // As above, the vfork thread holds the stop window open; SIGINT arrives inside it.
+  Target target({"--vfork"});
+  ASSERT_TRUE(target.ready());
+  Cli cli({std::to_string(target.pid()), "--stop-timeout-ms", "60000"});
+  bool seen_stop = false;
+  for (int i = 0; i < 2000000 && !seen_stop; ++i) {
+    seen_stop = ThreadStates(target.pid()).find('t') != std::string::npos;
+    if (!seen_stop) sched_yield();
+  }
+  ASSERT_TRUE(seen_stop) << "the snapshot never stopped a thread";
+  ASSERT_EQ(kill(cli.pid(), SIGINT), 0);
+  CliResult r = cli.Finish(30000);
+  // The CLI dies of the SIGINT (default action), but only after detaching every thread.
+  EXPECT_EQ(r.signal, SIGINT) << r.exit_code << r.err;
+  EXPECT_EQ(TracerPid(target.pid()), 0);
+  EXPECT_EQ(ThreadStates(target.pid()).find('t'), std::string::npos) << ThreadStates(target.pid());
+  EXPECT_EQ(target.Ask('r'), "read 1");
+  EXPECT_EQ(target.Ask('v'), "vfork done");
+}
+
 TEST_F(SnapshotTest, SnapshotOfAThreadChurningProcessNeverHangsOrLeavesItStopped) {
   Target target({"--churn"});
   ASSERT_TRUE(target.ready());
