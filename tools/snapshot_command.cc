@@ -239,7 +239,8 @@ struct OutFrame {
   std::string symbol;
   std::string file;
   int line = 0;
-  bool inlined = false;  // inlined into the next entry (same address)
+  bool inlined = false;     // inlined into the next entry (same address)
+  const char* method = "";  // how the unwinder found it: pc, fp, cfi, lr
 };
 
 struct OutThread {
@@ -308,6 +309,7 @@ void Symbolize(const symbols::ProcessModules& modules, const Options& o,
     for (size_t i = 0; i < t.stack.frames.size(); ++i) {
       OutFrame f;
       f.addr = t.stack.frames[i];
+      if (i < t.stack.methods.size()) f.method = t.stack.methods[i];
       f.offset = f.addr;
       symbols::ModuleAddress m = map.Find(f.addr);
       const SymbolAnswer* answer = nullptr;
@@ -473,6 +475,7 @@ void PrintJson(const Options& o, const unwind::PtraceSnapshot& snap, const std::
         jf["line"] = f.line;
       }
       if (f.inlined) jf["inlined"] = true;
+      if (f.method[0] != '\0') jf["method"] = f.method;
       if (f.module != nullptr)
         used[static_cast<size_t>(f.module - modules.map->modules().data())] = true;
       jframes.push_back(std::move(jf));

@@ -1,7 +1,8 @@
 // Unwinding the stack copies of a ptrace snapshot (unwind/ptrace_capture.h), after the target
-// runs again: the frame-pointer walk (unwind/frame_walker.h) and, where it falls short, DWARF
-// call-frame information read by elfutils' libdwfl from the target's modules on disk, with
-// every memory read answered from the copies (never from the live, running process).
+// runs again: symbols::CfiUnwinder's hybrid walk (frame-pointer steps where the CFI says they are
+// equivalent, DWARF CFI elsewhere: libc and other code without frame pointers, leaves, prologues)
+// over the copies, for the target's modules; the plain frame-pointer walk
+// (unwind/frame_walker.h) when CFI is unavailable or finds less.
 #ifndef HANGWATCH_TOOLS_SNAPSHOT_UNWIND_H_
 #define HANGWATCH_TOOLS_SNAPSHOT_UNWIND_H_
 
@@ -10,19 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "symbols/cfi_unwinder.h"
+#include "unwind/memory_view.h"
 #include "unwind/ptrace_capture.h"
 
 namespace hangwatch::tools {
 
-enum class SnapshotUnwindMethod : uint8_t { kNone, kFramePointers, kCfi };
-const char* SnapshotUnwindMethodName(SnapshotUnwindMethod m);  // "none", "fp", "cfi"
+enum class SnapshotUnwindMethod : uint8_t { kNone, kFramePointers, kHybrid };
+const char* SnapshotUnwindMethodName(SnapshotUnwindMethod m);  // "none", "fp", "hybrid"
 
 struct UnwoundStack {
   std::vector<uint64_t> frames;  // frames[0] = pc; then return addresses, innermost first
+  // Per frame: "pc", "fp", "cfi" or "lr" (symbols::FrameMethodName).
+  std::vector<const char*> methods;
   SnapshotUnwindMethod method = SnapshotUnwindMethod::kNone;
   bool truncated = false;  // max_frames reached
-  size_t fp_frames = 0;    // what the frame-pointer walk alone found
-  size_t cfi_frames = 0;   // what CFI alone found (0 when unavailable or failed)
 };
 
 class SnapshotUnwinder {
@@ -33,14 +36,11 @@ class SnapshotUnwinder {
   SnapshotUnwinder(const SnapshotUnwinder&) = delete;
   SnapshotUnwinder& operator=(const SnapshotUnwinder&) = delete;
 
-  // Both walks; keeps the longer (CFI on ties: it also sees callers of frameless functions,
-  // which the frame-pointer chain skips without knowing it).
+  // The hybrid CFI walk; the frame-pointer walk when it finds more (or CFI is unavailable).
   UnwoundStack Unwind(const unwind::PtraceThread& thread);
 
   // Why CFI is unavailable ("" when it is).
   const std::string& cfi_error() const { return cfi_error_; }
-
-  struct Cfi;  // libdwfl state (snapshot_unwind.cc)
 
  private:
   const unwind::PtraceSnapshot& snapshot_;
@@ -48,7 +48,7 @@ class SnapshotUnwinder {
   bool use_cfi_;
   bool cfi_ready_ = false;
   std::string cfi_error_;
-  std::unique_ptr<Cfi> cfi_;
+  std::unique_ptr<symbols::CfiUnwinder> cfi_;
 };
 
 }  // namespace hangwatch::tools
