@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/agent_internal.h"
+#include "agent/stall_monitor.h"
 #include "agent/watchdog_env.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -60,45 +62,58 @@ class StallE2eTest : public ::testing::Test {
   void TearDown() override { Stop(); }
 };
 
+// Returns once the watchdog has finished every tick that could still report an earlier pass:
+// it has seen a new pass start (and then end).
+void SyncWithWatchdog() {
+  const uint64_t timed = GetStats().passes_timed;
+  BeginWork();
+  ASSERT_TRUE(WaitUntil([] { return agent::WatchdogSeesCurrentPass(); }));
+  EndWork();
+  ASSERT_TRUE(WaitUntil([&] { return GetStats().passes_timed > timed; }));
+}
+
 TEST_F(StallE2eTest, StallsAtOrOverThresholdReportedOnceShortOnesNever) {
   HangCollector collector;
-  struct Case {
-    int ms;
-    bool hang;
+  // Threshold 100 ms. What counts is how long each pass really lasted (a loaded machine can
+  // stretch a 50 ms sleep): under 0.8x the threshold never a hang; at or over the threshold
+  // plus the measurement error (one sample + one check interval) exactly one hang.
+  struct Reported {
+    uint64_t true_ms;
+    HangRecord hang;
   };
-  const Case cases[] = {{50, false}, {150, true}, {400, true}, {1500, true}};
-  std::vector<uint64_t> true_ms;
-  for (const Case& c : cases) {
-    const uint64_t timed_before = GetStats().passes_timed;
-    const size_t hangs_before = collector.size();
+  std::vector<Reported> reported;
+  int never_cases = 0;
+  for (const int ms : {50, 150, 400, 1500}) {
+    const size_t before = collector.size();
     const uint64_t t0 = MonoNs();
     {
       WorkScope pass;
-      std::this_thread::sleep_for(std::chrono::milliseconds(c.ms));
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
-    const uint64_t t1 = MonoNs();
-    // The watchdog has closed the pass once it counted it in the histogram.
-    ASSERT_TRUE(WaitUntil([&] { return GetStats().passes_timed > timed_before; }))
-        << c.ms << " ms pass never closed";
-    if (c.hang) {
-      ASSERT_TRUE(collector.WaitFor(hangs_before + 1)) << c.ms << " ms stall not reported";
-      true_ms.push_back((t1 - t0) / 1'000'000);
-    } else {
-      EXPECT_EQ(collector.size(), hangs_before) << c.ms << " ms stall reported";
+    const uint64_t true_ms = (MonoNs() - t0) / 1'000'000;
+    if (true_ms >= 120) {
+      ASSERT_TRUE(collector.WaitFor(before + 1)) << true_ms << " ms stall not reported";
+    }
+    SyncWithWatchdog();
+    if (true_ms < 80) {
+      ++never_cases;
+      EXPECT_EQ(collector.size(), before) << true_ms << " ms stall reported";
+    } else if (true_ms >= 120) {
+      ASSERT_EQ(collector.size(), before + 1) << true_ms << " ms stall: exactly once";
+      reported.push_back({true_ms, collector.hangs().back()});
     }
   }
-  const auto hangs = collector.hangs();
-  ASSERT_EQ(hangs.size(), 3u) << "each stall >= threshold exactly once";
-  EXPECT_EQ(GetStats().hangs, 3u);
+  EXPECT_GE(reported.size(), 3u);
+  EXPECT_EQ(GetStats().hangs, collector.size());
   // Within one sample interval plus one check interval (10 + 10 ms).
-  for (size_t i = 0; i < hangs.size(); ++i) {
-    const int64_t diff =
-        static_cast<int64_t>(hangs[i].duration_ms) - static_cast<int64_t>(true_ms[i]);
-    EXPECT_LE(std::abs(diff), 20) << "stall of " << true_ms[i] << " ms reported as "
-                                  << hangs[i].duration_ms << " ms";
-    EXPECT_GT(hangs[i].samples, 0u);
-    EXPECT_EQ(hangs[i].hang_class, HangClass::kBlocked) << "a sleep";
+  for (const Reported& r : reported) {
+    const int64_t diff = static_cast<int64_t>(r.hang.duration_ms) - static_cast<int64_t>(r.true_ms);
+    EXPECT_LE(std::abs(diff), 20) << "stall of " << r.true_ms << " ms reported as "
+                                  << r.hang.duration_ms << " ms";
+    EXPECT_GT(r.hang.samples, 0u);
+    EXPECT_EQ(r.hang.hang_class, HangClass::kBlocked) << "a sleep";
   }
+  if (never_cases == 0) GTEST_LOG_(WARNING) << "the 50 ms stall ran long: machine overloaded";
 }
 
 TEST_F(StallE2eTest, BusyStallIsBusyWithHighCpu) {
@@ -288,8 +303,12 @@ TEST_F(StallE2eTest, RecentHangsNewestFirstAndStatsHistogram) {
   uint64_t in_buckets = 0;
   for (uint64_t b : s.pass_duration_ms_buckets) in_buckets += b;
   EXPECT_EQ(in_buckets, s.passes_timed);
-  EXPECT_EQ(s.pass_duration_ms_buckets[8], 1u);  // [128, 256) ms
-  EXPECT_EQ(s.pass_duration_ms_buckets[9], 1u);  // [256, 512) ms
+  // Each hang's pass is in the histogram bucket of its duration (the same estimate).
+  for (const HangRecord& h : recent) {
+    EXPECT_GE(s.pass_duration_ms_buckets[agent::MonitorStats::BucketFor(h.duration_ms * 1'000'000)],
+              1u)
+        << h.duration_ms << " ms";
+  }
 
   // On demand, to a logger: oldest first, one WARN line per hang.
   std::ostringstream out;
