@@ -21,7 +21,9 @@
 #include "agent/stall_monitor.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/spdlog.h"
+#include "symbols/cfi_unwinder.h"
 #include "symbols/module_map.h"
+#include "unwind/proc_blocked_reader.h"
 #include "unwind/signal_sampler.h"
 
 namespace hangwatch {
@@ -170,11 +172,21 @@ class Agent final : public MonitorListener {
         return Status::Error("hangwatch: " + error);
       }
       signal_ = sampler->signal_number();
-      sampler_ = std::move(sampler);
+      // Threads sleeping in the kernel are read through /proc (no signal, no EINTR); running
+      // ones are interrupted (unwind/proc_blocked_reader.h).
+      signal_sampler_ = std::move(sampler);
+      sampler_ = std::make_unique<unwind::ProcFirstSampler>(signal_sampler_.get());
+    }
+    if (config_.stack_copy_bytes > 0) {
+      // CFI over the stack copies, on the watchdog thread (symbols/cfi_unwinder.h). Without
+      // it (libdwfl could not read this process's modules) the frame-pointer frames stay.
+      std::string cfi_error;
+      cfi_ = symbols::CfiUnwinder::ForSelf(&cfi_error);
     }
     monitor_ = std::make_unique<StallMonitor>(options_, &internal::g_run_loop_state, main_,
                                               sampler_.get(), env_.get(), normalizer_.get(), &ring_,
                                               this, &stats_, config_.stack_copy_bytes);
+    monitor_->set_cfi_unwinder(cfi_.get());
     return Status::Ok();
   }
 
@@ -205,6 +217,8 @@ class Agent final : public MonitorListener {
     // the next Start()) goes now: no descriptor or mapping outlives Stop().
     monitor_.reset();
     sampler_.reset();
+    signal_sampler_.reset();
+    cfi_.reset();
     open_file_.reset();
     json_.reset();
     env_.reset();
@@ -345,7 +359,9 @@ class Agent final : public MonitorListener {
   std::optional<HangRecord> fatal_reported_;  // kept for RecentHangs()
   std::unique_ptr<WatchdogEnv> env_;
   std::unique_ptr<LeafNormalizer> normalizer_;
+  std::unique_ptr<unwind::ThreadSampler> signal_sampler_;  // behind sampler_ (ProcFirstSampler)
   std::unique_ptr<unwind::ThreadSampler> sampler_;
+  std::unique_ptr<symbols::CfiUnwinder> cfi_;
   std::atomic<int> signal_{0};  // read by SamplingSignal() from any thread
   HangRing ring_;
   MonitorStats stats_;

@@ -1,6 +1,7 @@
 #include "agent/stall_monitor.h"
 
 #include <algorithm>
+#include <string>
 
 namespace hangwatch::agent {
 namespace {
@@ -55,7 +56,10 @@ StallMonitor::StallMonitor(const MonitorOptions& options,
       listener_(listener),
       stats_(stats),
       buffer_(options.limits.max_frames, stack_copy_bytes),
-      hang_(options.limits) {
+      hang_(options.limits),
+      cfi_frames_(new uintptr_t[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),
+      methods_(
+          new symbols::FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]) {
   const uint64_t s = run_loop_state_->load(std::memory_order_relaxed);
   initial_passes_ = (s + 1) / 2;
 }
@@ -270,6 +274,41 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
   listener_->OnHangClosed(hang_);
 }
 
+void StallMonitor::UnwindCapture() {
+  const size_t max = std::min(buffer_.num_frames, buffer_.max_frames());
+  last_capture_method_ = buffer_.method;
+  num_methods_ = max;
+  for (size_t i = 0; i < max; ++i) {
+    methods_[i] = i == 0 ? symbols::FrameMethod::kPc : symbols::FrameMethod::kFramePointer;
+  }
+  if (cfi_ == nullptr || buffer_.stack_size == 0) {
+    return;
+  }
+  std::string error;
+  if (!cfi_->Refresh(/*force=*/false, &error)) {
+    return;  // keep the frame-pointer frames
+  }
+  symbols::UnwindStart start;
+  start.regs = buffer_.regs;
+  // /proc gives pc and sp only.
+  start.fp_known = buffer_.method != unwind::CaptureMethod::kProcBlocked;
+  const unwind::MemoryView view = buffer_.stack_view();
+  const symbols::UnwindResult r =
+      cfi_->Unwind(start, std::span<const unwind::MemoryView>(&view, 1), cfi_frames_.get(),
+                   methods_.get(), buffer_.max_frames());
+  if (r.num_frames < max && buffer_.method != unwind::CaptureMethod::kProcBlocked) {
+    // CFI found less than the frame records did (e.g. a module unloaded since): keep those.
+    for (size_t i = 0; i < max; ++i) {
+      methods_[i] = i == 0 ? symbols::FrameMethod::kPc : symbols::FrameMethod::kFramePointer;
+    }
+    return;
+  }
+  std::copy(cfi_frames_.get(), cfi_frames_.get() + r.num_frames, buffer_.frame_storage());
+  buffer_.num_frames = r.num_frames;
+  buffer_.frames_truncated = r.truncated;
+  num_methods_ = r.num_frames;
+}
+
 void StallMonitor::TakeSample(uint64_t effective_ns) {
   const uint64_t before = env_->MonotonicNs();
   const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
@@ -277,6 +316,9 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   // process was stopped meanwhile) stays unexplained for the next tick's accounting.
   blocked_ns_ += std::min(env_->MonotonicNs() - before, options_.capture_wait_ns);
   const bool ok = status == unwind::CaptureStatus::kOk && buffer_.num_frames > 0;
+  if (ok) {
+    UnwindCapture();
+  }
   uint64_t cpu = 0;
   bool cpu_ok = false;
   char state = '?';

@@ -24,12 +24,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "agent/hang_data.h"
 #include "agent/hang_ring.h"
 #include "agent/leaf_normalizer.h"
 #include "agent/watchdog_env.h"
 #include "hangwatch/hangwatch.h"
+#include "symbols/cfi_unwinder.h"
 #include "unwind/thread_capture.h"
 
 namespace hangwatch::agent {
@@ -84,7 +86,8 @@ class MonitorListener {
 class StallMonitor {
  public:
   // Everything is borrowed and must outlive the monitor. Allocates the hang storage and the
-  // capture buffer; Tick() allocates nothing.
+  // capture buffer; Tick() allocates nothing (except inside the CFI unwinder, when one is set:
+  // libdwfl allocates while it unwinds, on this thread, never on the capture path).
   StallMonitor(const MonitorOptions& options, const std::atomic<uint64_t>* run_loop_state,
                const unwind::ThreadInfo& target, unwind::ThreadSampler* sampler, WatchdogEnv* env,
                LeafNormalizer* normalizer, HangRing* ring, MonitorListener* listener,
@@ -97,6 +100,18 @@ class StallMonitor {
   // as it stands (so it is not lost), a slow pass below the threshold is dropped.
   void Finish();
 
+  // Issue 6: each capture is unwound again, here on the watchdog thread (after the capture
+  // returned, never while the target is paused), with CFI over its stack copy
+  // (symbols/cfi_unwinder.h), and its frames replaced by the result. nullptr (default): the
+  // capture's own frame-pointer frames are kept. Borrowed; set before the first Tick().
+  void set_cfi_unwinder(symbols::CfiUnwinder* unwinder) { cfi_ = unwinder; }
+  // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).
+  std::span<const symbols::FrameMethod> last_frame_methods() const {
+    return {methods_.get(), num_methods_};
+  }
+  // How the last successful sample was captured (signal, or /proc for a blocked thread).
+  unwind::CaptureMethod last_capture_method() const { return last_capture_method_; }
+
   bool in_hang() const { return declared_; }
   const HangData& open_hang() const { return hang_; }
 
@@ -106,6 +121,9 @@ class StallMonitor {
   void StartPass(uint64_t now, uint64_t state, uint64_t began_before_ns);
   void EndPass(uint64_t now, bool still_running, uint64_t ended_before_ns);
   void TakeSample(uint64_t effective_ns);
+  // Replaces buffer_'s frames by the CFI unwinder's (when set and the capture copied stack) and
+  // records each frame's method.
+  void UnwindCapture();
   // Time since the estimated start of the pass, stopped time excluded.
   uint64_t Effective(uint64_t now) const;
   // `gap` ns of the last interval between ticks are unexplained: the watchdog neither slept as
@@ -126,6 +144,11 @@ class StallMonitor {
 
   unwind::CaptureBuffer buffer_;
   HangData hang_;
+  symbols::CfiUnwinder* cfi_ = nullptr;
+  std::unique_ptr<uintptr_t[]> cfi_frames_;  // max_frames each, allocated once
+  std::unique_ptr<symbols::FrameMethod[]> methods_;
+  size_t num_methods_ = 0;
+  unwind::CaptureMethod last_capture_method_ = unwind::CaptureMethod::kSignal;
 
   // Ticks.
   bool first_tick_ = true;

@@ -57,11 +57,11 @@ struct Config {
   std::chrono::milliseconds check_interval{0};
 
   // Per-capture and per-hang bounds. All memory is allocated by Start() and never grows.
-  size_t max_frames = 64;         // frames kept per sample
-  size_t stack_copy_bytes = 0;    // stack bytes copied per capture (for later CFI unwinding)
-  size_t max_unique_stacks = 64;  // unique stacks kept per hang; more are counted as dropped
-  size_t max_timeline = 1024;     // timeline entries kept per hang
-  size_t ring_capacity = 16;      // recent hangs kept (oldest overwritten)
+  size_t max_frames = 64;               // frames kept per sample
+  size_t stack_copy_bytes = 32 * 1024;  // stack copied per capture, unwound with CFI (0: FP only)
+  size_t max_unique_stacks = 64;        // unique stacks kept per hang; more are counted as dropped
+  size_t max_timeline = 1024;           // timeline entries kept per hang
+  size_t ring_capacity = 16;            // recent hangs kept (oldest overwritten)
   std::chrono::milliseconds capture_timeout{20};
   int signal = 0;  // real-time signal for sampling; 0 picks a free one
 
