@@ -140,6 +140,9 @@ CaptureStatus MachSampler::Capture(const ThreadInfo& target, CaptureBuffer* out)
   if (out == nullptr) return CaptureStatus::kError;
   out->Reset();
   out->method = CaptureMethod::kMachSuspend;
+  if (target.handle == pthread_t{}) {
+    return CaptureStatus::kError;  // never registered
+  }
   // Looked up before suspending: pthread_mach_thread_np may take libpthread's list lock.
   const thread_act_t port = pthread_mach_thread_np(target.handle);
   if (port == MACH_PORT_NULL) return CaptureStatus::kThreadExited;
