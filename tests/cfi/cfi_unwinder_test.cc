@@ -310,7 +310,10 @@ TEST_F(CfiUnwinderTest, LeafWithoutFrameRecordShowsItsCaller) {
   for (size_t i = 0; i < capture_.num_frames; ++i) {
     fp.push_back(hangwatch::testing::NameOf(capture_.frames()[i], i > 0));
   }
+#if !defined(__SANITIZE_ADDRESS__)
+  // (Under ASan gcc gives the leaf a frame record, and the frame-pointer walk sees the caller.)
   EXPECT_FALSE(HasChain(fp, {"cfi_leaf_caller"})) << "gcc gave SpinLeaf a frame record";
+#endif
 }
 
 TEST_F(CfiUnwinderTest, CorruptStackCopyEndsTheWalkCleanly) {
