@@ -4,6 +4,8 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
@@ -393,6 +395,32 @@ class BlockSignals {
   bool chld_was_pending_ = false;
 };
 
+// Runs the calling thread under SCHED_FIFO (lowest real-time priority) for the stop window, when
+// allowed (root, CAP_SYS_NICE or RLIMIT_RTPRIO): on a busy machine the tracer otherwise waits
+// for a CPU after every SIGCHLD and before detaching, and the target stays stopped meanwhile.
+// The window is bounded (stop_timeout_ms) and the tracer sleeps while it waits, so this cannot
+// starve anything. The destructor restores the previous policy.
+class RealtimeWindow {
+ public:
+  explicit RealtimeWindow(bool enable) {
+    if (!enable || pthread_getschedparam(pthread_self(), &policy_, &param_) != 0) return;
+    if (policy_ != SCHED_OTHER && policy_ != SCHED_BATCH) return;  // already special: leave it
+    sched_param fifo{};
+    fifo.sched_priority = sched_get_priority_min(SCHED_FIFO);
+    active_ = pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo) == 0;
+  }
+  ~RealtimeWindow() { End(); }
+  void End() {
+    if (active_) pthread_setschedparam(pthread_self(), policy_, &param_);
+    active_ = false;
+  }
+
+ private:
+  int policy_ = SCHED_OTHER;
+  sched_param param_{};
+  bool active_ = false;
+};
+
 pid_t TracerOf(pid_t pid) {
   char path[64];
   char buf[4096];
@@ -551,6 +579,7 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
   }
 
   // ---- the stop window ----
+  RealtimeWindow realtime(options.realtime_window);
   const uint64_t window_start = NowNs();
   const uint64_t deadline =
       window_start + static_cast<uint64_t>(options.stop_timeout_ms) * 1000000u;
@@ -677,6 +706,7 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
   const uint64_t stop_latency = last_stop - window_start;
   attached.DetachAll();
   snap.stopped_ns = NowNs() - window_start;
+  realtime.End();
   for (const PtraceThread& t : snap.threads) {
     snap.max_thread_pause_ns = std::max(snap.max_thread_pause_ns, t.paused_ns);
   }

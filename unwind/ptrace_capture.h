@@ -99,6 +99,10 @@ struct PtraceCaptureOptions {
   // soon as it stops, so each pauses only for its own copy (microseconds), at the cost of
   // threads being captured at slightly different instants.
   bool stop_all = true;
+  // Run the calling thread under SCHED_FIFO (lowest priority) during the stop window when the
+  // system allows it, so that the tracer is not the one waiting for a CPU while threads are
+  // stopped. Restored before returning.
+  bool realtime_window = true;
 };
 
 struct PtraceSnapshot {
