@@ -23,6 +23,8 @@ const char* FrameMethodName(FrameMethod m) {
       return "cfi";
     case FrameMethod::kLinkRegister:
       return "lr";
+    case FrameMethod::kFramePointerScan:
+      return "fp-scan";
   }
   return "?";
 }
@@ -381,14 +383,16 @@ UnwindResult CfiUnwinder::Unwind(const UnwindStart& start,
   r.lr_known = start.regs.lr != 0;
   s.Push(r.pc, FrameMethod::kPc);
 
-  bool first = true;  // r is the interrupted frame (its pc is not a return address)
+  bool first = true;     // r is the interrupted frame (its pc is not a return address)
+  bool scanned = false;  // r.fp was found by ScanForRecord
   while (s.n < max_frames) {
     // The cheap step, where the CFI at this return address says it is exact (or where there is
     // no CFI: the frame record is all there is).
     if (!first && s.hybrid && r.fp_known && s.Classify(r.pc - 1) != PcClass::kOther) {
       Regs caller;
       if (!s.FpStep(r, &caller)) break;
-      s.Push(caller.pc, FrameMethod::kFramePointer);
+      s.Push(caller.pc, scanned ? FrameMethod::kFramePointerScan : FrameMethod::kFramePointer);
+      scanned = false;
       ++fp_frames;
       r = caller;
       continue;
@@ -417,6 +421,7 @@ UnwindResult CfiUnwinder::Unwind(const UnwindStart& start,
         r.fp = record;
         r.fp_known = true;
         first = false;
+        scanned = true;
         continue;
       }
       break;

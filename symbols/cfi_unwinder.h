@@ -43,8 +43,12 @@ enum class FrameMethod : uint8_t {
   kFramePointer,  // read from a frame record
   kCfi,           // DWARF call-frame information
   kLinkRegister,  // arm64 x30 at frame 0 (no CFI for the pc)
+  // From a frame record found by scanning the stack: the frame pointer was not known (a /proc
+  // capture) where the CFI needed it. Heuristic: stale records among a frame's locals can be
+  // taken for the real one. Later frames follow that record's chain (fp / cfi).
+  kFramePointerScan,
 };
-const char* FrameMethodName(FrameMethod m);  // "pc", "fp", "cfi", "lr"
+const char* FrameMethodName(FrameMethod m);  // "pc", "fp", "cfi", "lr", "fp-scan"
 
 // Where the walk starts.
 struct UnwindStart {

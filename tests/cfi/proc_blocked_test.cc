@@ -243,6 +243,9 @@ TEST_P(ProcBlockedTest, ReadThroughProcShowsTheWholeChain) {
       << u.ToString() << eu_text;
   EXPECT_NE(std::find(u.names.begin(), u.names.end(), "cfi_blocked_body"), u.names.end())
       << u.ToString();
+  // The syscall wrapper has no frame record and /proc gives no fp: frame 1 comes from CFI.
+  ASSERT_GE(u.methods.size(), 2u);
+  EXPECT_EQ(u.methods[1], hangwatch::symbols::FrameMethod::kCfi) << u.ToString();
 
   // eu-stack reads the thread while it is ptrace-stopped in the same call (the stop itself
   // makes epoll_wait fail with EINTR afterwards, and nanosleep and poll continue in
