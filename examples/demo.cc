@@ -166,10 +166,11 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(stats.failed_captures));
   for (const hangwatch::HangRecord& h : hangwatch::RecentHangs()) {
     const hangwatch::Stack* top = h.dominant();
+    // Where in *our* code: the innermost frame of the program itself (not libc's wait).
     std::string where = "?";
     if (top != nullptr) {
       for (const auto& f : top->frames) {
-        if (!f.symbol.empty()) {
+        if (!f.symbol.empty() && f.module == h.process) {
           where = f.symbol;
           break;
         }
