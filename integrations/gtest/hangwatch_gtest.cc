@@ -20,9 +20,16 @@ HangListener::HangListener(HangListenerOptions options) : options_(std::move(opt
   }
 }
 
-HangListener::~HangListener() {
-  if (callback_id_ >= 0) RemoveHangCallback(callback_id_);
-  if (watching_) Stop();
+// GoogleTest destroys its listeners at exit, after the agent's own static state may be gone:
+// the agent is stopped in OnTestProgramEnd instead, and the destructor does not touch it.
+HangListener::~HangListener() = default;
+
+void HangListener::OnTestProgramEnd(const ::testing::UnitTest&) {
+  if (!watching_) return;
+  RemoveHangCallback(callback_id_);
+  callback_id_ = -1;
+  Stop();
+  watching_ = false;
 }
 
 void HangListener::OnHang(const HangRecord& record) {

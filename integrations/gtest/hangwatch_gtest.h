@@ -8,10 +8,10 @@
 //   }
 //
 // The listener starts the agent on the calling (main) thread with the budget as its hang
-// threshold. Each test body is one run-loop pass (a test that drives its own event loop through
-// an integration splits it into the loop's passes). A test that ran longer than the budget
-// waits, in OnTestEnd, for the agent to close and report the hang, and fails with its duration,
-// class, CPU use and dominant stack.
+// threshold, and stops it when the test program ends. Each test body is one run-loop pass (a test
+// that drives its own event loop through an integration splits it into the loop's passes). A test
+// that ran longer than the budget waits, in OnTestEnd, for the agent to close and report the hang,
+// and fails with its duration, class, CPU use and dominant stack.
 #ifndef HANGWATCH_INTEGRATIONS_GTEST_HANGWATCH_GTEST_H_
 #define HANGWATCH_INTEGRATIONS_GTEST_HANGWATCH_GTEST_H_
 
@@ -45,6 +45,8 @@ class HangListener : public ::testing::EmptyTestEventListener {
 
   void OnTestStart(const ::testing::TestInfo& info) override;
   void OnTestEnd(const ::testing::TestInfo& info) override;
+  // Stops the agent (started by the constructor).
+  void OnTestProgramEnd(const ::testing::UnitTest& unit_test) override;
 
  private:
   void OnHang(const HangRecord& record);
