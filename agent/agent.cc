@@ -119,6 +119,7 @@ class Agent final : public MonitorListener {
   ~Agent() override { StopThread(); }
 
   Status Init(StartHooks hooks) {
+    initial_state_ = internal::g_run_loop_state.load(std::memory_order_relaxed);
     if (!unwind::RegisterCurrentThread(&main_)) {
       return Status::Error("hangwatch: cannot register the calling thread for sampling");
     }
@@ -212,6 +213,8 @@ class Agent final : public MonitorListener {
       }
       cv_.notify_all();
       thread_.join();
+      final_state_.store(internal::g_run_loop_state.load(std::memory_order_relaxed),
+                         std::memory_order_relaxed);
     }
     // Everything but the ring and the counters (kept for RecentHangs() and GetStats() until
     // the next Start()) goes now: no descriptor or mapping outlives Stop().
@@ -249,7 +252,16 @@ class Agent final : public MonitorListener {
     return out;
   }
 
-  Stats GetStats() const { return stats_.Snapshot(); }
+  Stats GetStats() const {
+    Stats s = stats_.Snapshot();
+    // Passes straight from the pass counter, so the count is exact even between the
+    // watchdog's looks; frozen when the watchdog stops.
+    const uint64_t state = final_state_.load(std::memory_order_relaxed) != kNoState
+                               ? final_state_.load(std::memory_order_relaxed)
+                               : internal::g_run_loop_state.load(std::memory_order_relaxed);
+    s.passes_seen = (state + 1) / 2 - (initial_state_ + 1) / 2;
+    return s;
+  }
   uint64_t TrackedState() const { return stats_.tracked_state.load(std::memory_order_relaxed); }
   std::shared_ptr<spdlog::logger> logger() const { return logger_; }
 
@@ -365,6 +377,9 @@ class Agent final : public MonitorListener {
   std::atomic<int> signal_{0};  // read by SamplingSignal() from any thread
   HangRing ring_;
   MonitorStats stats_;
+  static constexpr uint64_t kNoState = ~uint64_t{0};
+  uint64_t initial_state_ = 0;                   // g_run_loop_state at Init()
+  std::atomic<uint64_t> final_state_{kNoState};  // g_run_loop_state when the watchdog stopped
   std::unique_ptr<StallMonitor> monitor_;
 
   std::mutex mu_;
