@@ -108,6 +108,12 @@ ProcReadStatus ReadBlockedThread(const ThreadInfo& target, CaptureBuffer* out) {
     return std::strncmp(sys_before.data, "running", 7) == 0 ? ProcReadStatus::kNotBlocked
                                                             : ProcReadStatus::kError;
   }
+  // A blocked thread's sp is in its own stack. When it is not, the registers are not the ones
+  // this process runs with (under qemu-user, /proc shows the emulator's host registers), or the
+  // thread sleeps on an alternate signal stack: the signal reads it instead.
+  if (target.stack.hi != 0 && !(target.stack.Contains(sp, 0) && sp < target.stack.hi)) {
+    return ProcReadStatus::kError;
+  }
   const uint64_t timestamp = NowNs(CLOCK_MONOTONIC);
 
   // Copy [sp, min(hi, sp + max)) out of the thread's stack.

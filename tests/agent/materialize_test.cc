@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -130,23 +131,53 @@ TEST(MaterializeTest, FingerprintChild) {
   fflush(stdout);
 }
 
-std::string RunChild() {
-  const std::string cmd = "HANGWATCH_FINGERPRINT_CHILD=1 /proc/" + std::to_string(getpid()) +
-                          "/exe --gtest_filter=MaterializeTest.FingerprintChild 2>&1";
+// This test binary, by the path the kernel (or an emulator) reports for it: not
+// /proc/PID/exe, which under qemu-user is the emulator itself.
+std::string SelfPath() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+struct ChildRun {
+  std::string line;  // "FINGERPRINT=... FUNC=...", or the whole output when missing
+  int exit_code = -1;
+};
+
+// HANGWATCH_TEST_EXEC_WRAPPER (e.g. "qemu-aarch64-static -L /", set by
+// tools/cross/check-aarch64) is put in front of the command: a binary built for another
+// architecture cannot be executed directly without binfmt_misc.
+ChildRun RunChild(const std::string& self) {
+  const char* wrapper = getenv("HANGWATCH_TEST_EXEC_WRAPPER");
+  const std::string cmd = std::string("HANGWATCH_FINGERPRINT_CHILD=1 ") +
+                          (wrapper != nullptr ? std::string(wrapper) + " " : std::string()) + "'" +
+                          self + "' --gtest_filter=MaterializeTest.FingerprintChild 2>&1";
+  ChildRun r;
   FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return "";
+  if (p == nullptr) return r;
   std::string out;
   char buf[512];
   while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  pclose(p);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   const size_t at = out.find("FINGERPRINT=");
-  return at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
+  r.line = at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
+  return r;
 }
 
 TEST(MaterializeTest, FingerprintIsStableAcrossRunsOfTheSameBuild) {
   HANGWATCH_SKIP_STACK_SHAPE_UNDER_TSAN();
-  const std::string a = RunChild();
-  const std::string b = RunChild();
+  const std::string self = SelfPath();
+  ASSERT_FALSE(self.empty()) << "readlink /proc/self/exe failed";
+  const ChildRun ra = RunChild(self);
+  if (ra.exit_code == 126) {
+    // The shell found the file but the kernel refused to run it: a foreign-architecture
+    // binary without binfmt_misc and without HANGWATCH_TEST_EXEC_WRAPPER.
+    GTEST_SKIP() << "cannot re-execute " << self << ": " << ra.line;
+  }
+  const ChildRun rb = RunChild(self);
+  const std::string& a = ra.line;
+  const std::string& b = rb.line;
   ASSERT_EQ(a.rfind("FINGERPRINT=", 0), 0u) << a;
   ASSERT_EQ(b.rfind("FINGERPRINT=", 0), 0u) << b;
   const std::string fa = a.substr(12, 16), fb = b.substr(12, 16);

@@ -46,6 +46,13 @@ bool WriteAll(int fd, const void* p, size_t n) {
   ChildResult r;
   const uint64_t t0 = testing::MonoNs();
   if (sc == Scenario::kIdle) {
+    // The watchdog accounts a gap between two of its looks: it must have looked once before
+    // the stop (a thread start can take longer than the parent's kill, e.g. under qemu-user).
+    // A pass it has seen proves that; the pass ends at once, before the stop.
+    BeginWork();
+    while (!agent::WatchdogSeesCurrentPass()) {
+    }
+    EndWork();
     WriteAll(to_parent, "M", 1);
     char c;
     if (read(from_parent, &c, 1) != 1) _exit(11);  // idle in the "run loop" until told
