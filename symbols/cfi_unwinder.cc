@@ -170,29 +170,37 @@ struct CfiUnwinder::State {
   // A frame whose CFI says "CFA = fp + 16" but whose fp is unknown (a thread read through
   // /proc: only pc and sp are known, and the syscall wrappers below it never saved fp). Its
   // frame record lies above its sp, past its locals: the first slot that holds a plausible
-  // record (saved fp 0 or a higher, in-copy address that is itself a plausible record; return
-  // address in a module, at a pc with CFI) is taken. Bounded to kScanBytes.
+  // record (return address in a module, at a pc with CFI; saved fp a higher, in-copy address
+  // whose return-address slot is plausible too) is taken. The saved fp found there is not
+  // required to climb further: the outermost frame-pointer frame (main) saved whatever its
+  // frameless caller left in the register. A record ending the chain (saved fp 0) is
+  // taken only when no chained one is found: a stale zero beside a code address among the
+  // locals would otherwise cut the stack short. Bounded to kScanBytes.
   static constexpr size_t kScanBytes = 4096;
   bool ScanForRecord(uintptr_t sp, uintptr_t* record) {
     const uintptr_t start = (sp + sizeof(uintptr_t) - 1) & ~(uintptr_t{sizeof(uintptr_t)} - 1);
+    uintptr_t terminal = 0;  // first plausible record with saved fp 0
     for (uintptr_t at = start; at < start + kScanBytes; at += sizeof(uintptr_t)) {
       uintptr_t saved = 0;
       uintptr_t ra = 0;
-      if (!Read(at, &saved) || !Read(at + sizeof(uintptr_t), &ra)) return false;
+      if (!Read(at, &saved) || !Read(at + sizeof(uintptr_t), &ra)) break;
       if (!PlausibleReturn(ra)) continue;
-      if (saved != 0) {
-        uintptr_t saved2 = 0;
-        uintptr_t ra2 = 0;
-        if (saved <= at || saved % sizeof(uintptr_t) != 0 || !Read(saved, &saved2) ||
-            !Read(saved + sizeof(uintptr_t), &ra2) || (saved2 != 0 && saved2 <= saved) ||
-            !PlausibleReturn(ra2)) {
-          continue;
-        }
+      if (saved == 0) {
+        if (terminal == 0) terminal = at;
+        continue;
+      }
+      uintptr_t saved2 = 0;
+      uintptr_t ra2 = 0;
+      if (saved <= at || saved % sizeof(uintptr_t) != 0 || !Read(saved, &saved2) ||
+          !Read(saved + sizeof(uintptr_t), &ra2) || !PlausibleReturn(ra2)) {
+        continue;
       }
       *record = at;
       return true;
     }
-    return false;
+    if (terminal == 0) return false;
+    *record = terminal;
+    return true;
   }
   bool PlausibleReturn(uintptr_t ra) {
     ra = StripPointerAuth(ra);

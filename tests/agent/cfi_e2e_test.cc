@@ -132,6 +132,9 @@ TEST_F(CfiE2eTest, SleepingMainThreadIsReadWithoutEintr) {
   const HangRecord h = collector.hangs()[0];
   EXPECT_EQ(g_eintr.load(), 0);
   EXPECT_TRUE(AnyStackMentions(h, "NanosleepCaller"));
+  // ...and the frame-pointer chain above it, found by scanning for NanosleepCaller's frame
+  // record (fp is not known from /proc): the test body that called it.
+  EXPECT_TRUE(AnyStackMentions(h, "SleepingMainThreadIsReadWithoutEintr"));
 }
 
 }  // namespace
