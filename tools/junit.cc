@@ -6,35 +6,10 @@
 
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
+#include "tools/xml_escape.h"
 
 namespace hangwatch::tools {
 namespace {
-
-std::string XmlEscape(const std::string& s, bool attribute) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\n':
-        out += attribute ? "&#10;" : "\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') out.push_back(c);
-    }
-  }
-  return out;
-}
 
 std::string XmlAttr(const std::string& s) { return XmlEscape(s, true); }
 

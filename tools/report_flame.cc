@@ -8,6 +8,7 @@
 
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
+#include "tools/xml_escape.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -43,33 +44,6 @@ struct Node {
   std::map<std::string, std::unique_ptr<Node>> children;
 };
 
-std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // Control characters are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') out.push_back(c);
-    }
-  }
-  return out;
-}
-
 // A warm colour that depends only on the name, so a function keeps its colour across graphs.
 std::string ColorFor(const std::string& name) {
   uint32_t h = 2166136261u;
@@ -99,7 +73,7 @@ struct SvgWriter {
     const double pct = 100.0 * static_cast<double>(n.count) / static_cast<double>(total);
     std::snprintf(buf, sizeof buf, " (%llu sample%s, %.1f%%)",
                   static_cast<unsigned long long>(n.count), n.count == 1 ? "" : "s", pct);
-    out += "<g class=\"frame\"><title>" + XmlEscape(n.name) + buf + "</title>";
+    out += "<g class=\"frame\"><title>" + XmlEscape(n.name, false) + buf + "</title>";
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" rx=\"2\" fill=\"", x,
                   y, w, kRow - 1);
@@ -108,7 +82,7 @@ struct SvgWriter {
     if (fit >= 3) {
       std::string label = n.name.size() <= fit ? n.name : n.name.substr(0, fit - 2) + "..";
       std::snprintf(buf, sizeof buf, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + kRow - 5);
-      out += buf + XmlEscape(label) + "</text>";
+      out += buf + XmlEscape(label, false) + "</text>";
     }
     out += "</g>\n";
     double cx = x;
@@ -174,7 +148,7 @@ std::string FormatSvg(const Report& report, const std::string& title) {
   char sub[160];
   std::snprintf(sub, sizeof sub, " (%zu hang%s, %llu samples)", report.hangs.size(),
                 report.hangs.size() == 1 ? "" : "s", static_cast<unsigned long long>(root.count));
-  w.out += "<text class=\"title\" x=\"10\" y=\"24\">" + XmlEscape(title) + sub + "</text>\n";
+  w.out += "<text class=\"title\" x=\"10\" y=\"24\">" + XmlEscape(title, false) + sub + "</text>\n";
   if (root.count > 0) w.Write(root, kPad, 0);
   w.out += "</svg>\n";
   return w.out;
