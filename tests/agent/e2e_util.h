@@ -31,9 +31,10 @@ inline constexpr bool kTsan = false;
 #else
 inline constexpr bool kTsan = false;
 #endif
-#define HANGWATCH_SKIP_STACK_SHAPE_UNDER_TSAN()                                                 \
-  if (::hangwatch::testing::kTsan) GTEST_SKIP() << "stack shapes are the TSan runtime's under " \
-                                                   "TSan"
+#define HANGWATCH_SKIP_STACK_SHAPE_UNDER_TSAN()                \
+  if (::hangwatch::testing::kTsan)                             \
+  GTEST_SKIP() << "stack shapes are the TSan runtime's under " \
+                  "TSan"
 
 // Collects every hang reported through a callback.
 class HangCollector {
