@@ -167,6 +167,9 @@ class Agent final : public MonitorListener {
       so.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.capture_timeout);
       so.max_frames = config_.max_frames;
       so.max_stack_bytes = config_.stack_copy_bytes;
+      // ProcFirstSampler reads the scheduler state right before falling back to the signal;
+      // a second read would only lengthen the round trip (README, Performance).
+      so.read_sched_state = false;
       std::string error;
       auto sampler = unwind::SignalSampler::Create(so, &error);
       if (sampler == nullptr) {

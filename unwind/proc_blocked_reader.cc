@@ -96,6 +96,7 @@ ProcReadStatus ReadBlockedThread(const ThreadInfo& target, CaptureBuffer* out) {
   ProcText stat, sched_before, sched_after, sys_before, sys_after;
   if (!ReadTaskFile(target.tid, "stat", &stat)) return ProcReadStatus::kError;
   const char state = StatState(stat);
+  out->sched_state = state;  // kept on every path from here: callers falling back reuse it
   if (state != 'S' && state != 'D') return ProcReadStatus::kNotBlocked;
   if (!ReadTaskFile(target.tid, "schedstat", &sched_before) ||
       !ReadTaskFile(target.tid, "syscall", &sys_before)) {
@@ -156,7 +157,9 @@ ProcReadStatus ReadBlockedThread(const ThreadInfo& target, CaptureBuffer* out) {
 }
 
 CaptureStatus ProcFirstSampler::Capture(const ThreadInfo& target, CaptureBuffer* out) {
-  switch (ReadBlockedThread(target, out)) {
+  const ProcReadStatus read = ReadBlockedThread(target, out);
+  const char state = out != nullptr ? out->sched_state : '?';  // '?' when stat was unreadable
+  switch (read) {
     case ProcReadStatus::kOk:
       proc_reads_.fetch_add(1, std::memory_order_relaxed);
       return CaptureStatus::kOk;
@@ -170,8 +173,14 @@ CaptureStatus ProcFirstSampler::Capture(const ThreadInfo& target, CaptureBuffer*
       errors_.fetch_add(1, std::memory_order_relaxed);
       break;
   }
+  // An exited main thread stays a zombie while the process lives: no signal would be handled.
+  if (state == 'Z' || state == 'X') return CaptureStatus::kThreadExited;
   if (fallback_ == nullptr) return CaptureStatus::kNotStarted;
-  return fallback_->Capture(target, out);
+  const CaptureStatus status = fallback_->Capture(target, out);
+  // The state read above, just before the signal, is the one a fallback would read again
+  // (a SignalSampler with read_sched_state = false leaves '?'): one /proc read per sample.
+  if (status == CaptureStatus::kOk && out->sched_state == '?') out->sched_state = state;
+  return status;
 }
 
 ProcFirstSampler::Stats ProcFirstSampler::stats() const {
