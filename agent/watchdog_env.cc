@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "unwind/task_file.h"
+
 namespace hangwatch::agent {
 namespace {
 
@@ -95,18 +97,8 @@ class SystemEnv final : public WatchdogEnv {
 }  // namespace
 
 char ReadSchedState(pid_t tid) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/self/task/%d/stat", static_cast<int>(tid));
-  char buf[512];
-  if (ReadSmallFile(path, buf, sizeof(buf)) <= 0) {
-    return '?';
-  }
-  // "tid (comm) S ...": comm may contain spaces and parentheses; the state follows the last ')'.
-  const char* close = std::strrchr(buf, ')');
-  if (close == nullptr || close[1] != ' ' || close[2] == '\0') {
-    return '?';
-  }
-  return close[2];
+  unwind::internal::SchedStateFiles files;
+  return unwind::internal::ReadSchedState(tid, &files);
 }
 
 long ReadTracerPid() {

@@ -1,12 +1,12 @@
 // Reading a thread of this process that is blocked in the kernel, without interrupting it.
 //
 // A signal makes nanosleep, epoll_wait, poll and select return EINTR even under SA_RESTART, so
-// a thread sleeping in the kernel is read through /proc instead: its state (stat), where it
-// sleeps (syscall: number, arguments, sp and pc), and a copy of its stack made with
-// process_vm_readv (which fails cleanly, instead of faulting, if the stack went away). The copy
-// is trusted only if the thread provably did not run meanwhile: its schedstat (time on CPU and
-// number of times it was scheduled) and its syscall line are read before and after, and must be
-// unchanged. Otherwise the caller falls back to the signal.
+// a thread sleeping in the kernel is read through /proc instead: where it sleeps (syscall:
+// number, arguments, sp and pc; "running" for a thread that is not asleep), its state (stat), and a
+// copy of its stack made with process_vm_readv (which fails cleanly, instead of faulting, if the
+// stack went away). The copy is trusted only if the thread provably did not run meanwhile: its
+// schedstat (time on CPU and number of times it was scheduled) and its syscall line are read before
+// and after, and must be unchanged. Otherwise the caller falls back to the signal.
 //
 // The frame pointer is not known this way (/proc gives pc and sp only) and the pc is in a libc
 // syscall wrapper without a frame record: such captures are unwound with CFI
@@ -18,10 +18,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "unwind/thread_capture.h"
 
 namespace hangwatch::unwind {
+namespace internal {
+struct ProcTaskFiles;
+}  // namespace internal
 
 enum class ProcReadStatus : uint8_t {
   kOk = 0,
@@ -37,9 +41,11 @@ ProcReadStatus ReadBlockedThread(const ThreadInfo& target, CaptureBuffer* out);
 
 // The agent's sampler: threads in S or D are read through /proc; anything else, and any read
 // that fails or is inconsistent, goes to `fallback` (the SignalSampler).
+// Its /proc files stay open between samples of the same thread (unwind/task_file.h).
 class ProcFirstSampler final : public ThreadSampler {
  public:
-  explicit ProcFirstSampler(ThreadSampler* fallback) : fallback_(fallback) {}
+  explicit ProcFirstSampler(ThreadSampler* fallback);
+  ~ProcFirstSampler() override;
   CaptureStatus Capture(const ThreadInfo& target, CaptureBuffer* out) override;
 
   struct Stats {
@@ -52,6 +58,8 @@ class ProcFirstSampler final : public ThreadSampler {
 
  private:
   ThreadSampler* fallback_;
+  std::unique_ptr<internal::ProcTaskFiles> files_;
+  std::atomic<bool> files_in_use_{false};
   std::atomic<uint64_t> proc_reads_{0}, not_blocked_{0}, inconsistent_{0}, errors_{0};
 };
 

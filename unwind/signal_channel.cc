@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "unwind/task_file.h"
+
 namespace hangwatch::unwind::internal {
 namespace {
 
@@ -106,70 +108,6 @@ bool IsFree(const struct sigaction& action) {
                                              : action.sa_sigaction == nullptr;
 }
 
-// "/proc/self/task/<tid>/<leaf>" without snprintf (nothing that might allocate or lock).
-void TaskPath(pid_t tid, const char* leaf, char* out, size_t size) {
-  char digits[16];
-  size_t n = 0;
-  auto value = static_cast<unsigned long>(tid);
-  do {
-    digits[n++] = static_cast<char>('0' + value % 10);
-    value /= 10;
-  } while (value != 0 && n < sizeof(digits));
-  size_t pos = 0;
-  auto put = [&](char c) {
-    if (pos + 1 < size) {
-      out[pos++] = c;
-    }
-  };
-  for (const char* p = "/proc/self/task/"; *p != '\0'; ++p) {
-    put(*p);
-  }
-  while (n > 0) {
-    put(digits[--n]);
-  }
-  put('/');
-  for (const char* p = leaf; *p != '\0'; ++p) {
-    put(*p);
-  }
-  out[pos] = '\0';
-}
-
-// Reads a whole small /proc file into buf (NUL-terminated). Returns bytes read, -1 on error
-// (errno set).
-ssize_t ReadSmallFile(int fd, char* buf, size_t size) {
-  size_t total = 0;
-  while (total + 1 < size) {
-    const ssize_t n = pread(fd, buf + total, size - 1 - total, static_cast<off_t>(total));
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return -1;
-    }
-    if (n == 0) {
-      break;
-    }
-    total += static_cast<size_t>(n);
-  }
-  buf[total] = '\0';
-  return static_cast<ssize_t>(total);
-}
-
-// The state letter follows the last ')' of "pid (comm) S ...": comm may itself contain spaces
-// and parentheses, but the fields after it never do.
-char ParseStatState(const char* buf, size_t len) {
-  const char* close = nullptr;
-  for (size_t i = 0; i < len; ++i) {
-    if (buf[i] == ')') {
-      close = buf + i;
-    }
-  }
-  if (close == nullptr || close + 2 >= buf + len || close[1] != ' ') {
-    return '?';
-  }
-  return close[2];
-}
-
 }  // namespace
 
 uint64_t MonotonicNowNs() {
@@ -178,68 +116,10 @@ uint64_t MonotonicNowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-namespace {
-
-// True when `file` still refers to the file we opened: the application may have closed our
-// descriptor (e.g. a close-everything loop) and received the same number for a file of its own,
-// which we must neither read as ours nor close.
-bool StillOurs(const StatFile& file) {
-  struct stat st;
-  return file.fd >= 0 && fstat(file.fd, &st) == 0 && st.st_dev == file.dev && st.st_ino == file.ino;
-}
-
-}  // namespace
-
-void CloseStatFile(StatFile* file) {
-  if (StillOurs(*file)) {
-    close(file->fd);
-  }
-  file->fd = -1;
-}
-
-char ReadSchedState(pid_t tid, StatFile* file) {
-  if (file->fd >= 0 && (file->tid != tid || !StillOurs(*file))) {
-    CloseStatFile(file);
-  }
-  char buf[512];
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (file->fd < 0) {
-      char path[64];
-      TaskPath(tid, "stat", path, sizeof(path));
-      const int fd = open(path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0) {
-        return '?';
-      }
-      struct stat st;
-      if (fstat(fd, &st) != 0) {
-        close(fd);
-        return '?';
-      }
-      *file = StatFile{fd, tid, st.st_dev, st.st_ino};
-    }
-    // The whole line fits in one read; pread at offset 0 regenerates it each time (a few
-    // microseconds, against twice that for open + read + close).
-    const ssize_t n = pread(file->fd, buf, sizeof(buf) - 1, 0);
-    if (n > 0) {
-      return ParseStatState(buf, static_cast<size_t>(n));
-    }
-    // The cached file may belong to a thread that has gone (and whose tid was reused).
-    CloseStatFile(file);
-  }
-  return '?';
-}
-
 bool ThreadBlocksSignal(pid_t tid, int signal) {
-  char path[64];
-  TaskPath(tid, "status", path, sizeof(path));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return false;
-  }
+  TaskFile status("status");
   char buf[4096];
-  const ssize_t n = ReadSmallFile(fd, buf, sizeof(buf));
-  close(fd);
-  if (n <= 0) {
+  if (status.Read(tid, buf, sizeof(buf)) <= 0) {
     return false;
   }
   const char* line = strstr(buf, "\nSigBlk:");
@@ -514,9 +394,8 @@ void SignalChannel::Release() {
 }
 
 SignalChannel::Outcome SignalChannel::Diagnose() {
-  StatFile file;
-  const char state = ReadSchedState(tid_, &file);
-  CloseStatFile(&file);
+  SchedStateFiles files;
+  const char state = ReadSchedState(tid_, &files);
   // A thread that is exiting no longer takes signals; once gone, its /proc entry goes too.
   if (state == '?' || state == 'Z' || state == 'X') {
     return Outcome::kThreadExited;

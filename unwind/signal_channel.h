@@ -94,21 +94,6 @@ class SignalChannel {
 // Monotonic clock in ns (vDSO; async-signal-safe).
 uint64_t MonotonicNowNs();
 
-// /proc/self/task/TID/stat kept open between captures of the same thread, with the identity
-// of the file, so that a descriptor the application closed and reused is never taken for ours.
-struct StatFile {
-  int fd = -1;
-  pid_t tid = 0;
-  dev_t dev = 0;
-  ino_t ino = 0;
-};
-// Closes the file if the descriptor still refers to it.
-void CloseStatFile(StatFile* file);
-
-// Scheduler state letter (R, S, D, T, t, Z, X, I...) from /proc/self/task/TID/stat, or '?'
-// when it cannot be read. `file` caches the open file across calls.
-char ReadSchedState(pid_t tid, StatFile* file);
-
 // True when the thread's SigBlk mask in /proc/self/task/TID/status has `signal`; false when
 // not or unknown.
 bool ThreadBlocksSignal(pid_t tid, int signal);

@@ -10,6 +10,7 @@
 
 #include "unwind/frame_walker.h"
 #include "unwind/signal_channel.h"
+#include "unwind/task_file.h"
 
 namespace hangwatch::unwind {
 
@@ -141,7 +142,7 @@ SignalSampler::SignalSampler(const SignalSamplerOptions& options)
     : options_(options),
       state_(std::make_unique<HandlerState>(std::max<size_t>(options.max_frames, 1),
                                             options.max_stack_bytes)),
-      stat_file_(std::make_unique<internal::StatFile>()) {}
+      state_files_(std::make_unique<internal::SchedStateFiles>()) {}
 
 std::unique_ptr<SignalSampler> SignalSampler::Create(const SignalSamplerOptions& options,
                                                      std::string* error) {
@@ -163,7 +164,6 @@ SignalSampler::~SignalSampler() {
     // it is the only safe choice.
     (void)state_.release();
   }
-  internal::CloseStatFile(stat_file_.get());
 }
 
 SignalSampler::Stats SignalSampler::stats() {
@@ -186,7 +186,7 @@ CaptureStatus SignalSampler::Capture(const ThreadInfo& target, CaptureBuffer* ou
 
   // Before the signal: once it is sent, a sleeping target is woken up and reads as running.
   const char sched_state =
-      options_.read_sched_state ? internal::ReadSchedState(target.tid, stat_file_.get()) : '?';
+      options_.read_sched_state ? internal::ReadSchedState(target.tid, state_files_.get()) : '?';
   // An exited main thread stays a zombie while the process lives: no signal would be handled.
   if (sched_state == 'Z' || sched_state == 'X') {
     return CaptureStatus::kThreadExited;

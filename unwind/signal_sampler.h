@@ -20,7 +20,7 @@
 namespace hangwatch::unwind {
 namespace internal {
 class SignalChannel;
-struct StatFile;
+struct SchedStateFiles;
 }  // namespace internal
 
 struct SignalSamplerOptions {
@@ -33,10 +33,11 @@ struct SignalSamplerOptions {
   // handler can never write into memory the caller has moved on with.
   size_t max_frames = 256;
   size_t max_stack_bytes = 64 * 1024;
-  // Read the target's scheduler state from /proc/self/task/TID/stat before each signal. It is
-  // the most expensive part of a capture on the sampling side (a few microseconds: the kernel
-  // formats the whole stat line), so a caller that already knows the state (e.g. it read /proc
-  // itself to decide whether to interrupt at all) may turn it off; sched_state is then '?'.
+  // Read the target's scheduler state from /proc before each signal (unwind/task_file.h:
+  // "running" from .../syscall, else the letter from .../stat). It is the most expensive part
+  // of a capture on the sampling side after the signal itself (about a microsecond for a
+  // running thread), so a caller that already knows the state (e.g. it read /proc itself to
+  // decide whether to interrupt at all) may turn it off; sched_state is then '?'.
   bool read_sched_state = true;
   // Capture() spins this long waiting for the answer before it sleeps on a futex (which costs
   // the handler a wake-up system call and the sampler a reschedule). Short on purpose: on a
@@ -80,7 +81,7 @@ class SignalSampler final : public ThreadSampler {
   SignalSamplerOptions options_;
   std::unique_ptr<HandlerState> state_;  // preallocated storage the handler writes into
   std::unique_ptr<internal::SignalChannel> channel_;
-  std::unique_ptr<internal::StatFile> stat_file_;  // /proc/.../stat of the last target, open
+  std::unique_ptr<internal::SchedStateFiles> state_files_;  // the last target's, kept open
   int last_errno_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -438,7 +439,9 @@ TEST(SignalSamplerErrorsTest, OnlyOneSamplerPerProcess) {
 // The sampler keeps /proc/self/task/TID/stat open between captures. An application that closes
 // descriptors it does not own, then gets the same number for a file of its own, must find that
 // file untouched: not read as ours, not closed.
-TEST(SignalSamplerErrorsTest, ReusedStatDescriptorIsNeitherReadNorClosed) {
+// The sampler keeps the target's /proc files open between captures (unwind/task_file.h); for a
+// running target that is .../syscall, whose "running" gives state R.
+TEST(SignalSamplerErrorsTest, ReusedProcDescriptorIsNeitherReadNorClosed) {
   auto sampler = MakeSampler(WithTimeout(kLongTimeout * 8));
   ASSERT_NE(sampler, nullptr);
   TargetThread target([](TargetThread* t) {
@@ -451,18 +454,19 @@ TEST(SignalSamplerErrorsTest, ReusedStatDescriptorIsNeitherReadNorClosed) {
   CaptureBuffer buffer(64, 4096);
   ASSERT_EQ(sampler->Capture(info, &buffer), CaptureStatus::kOk);
   // Find the sampler's descriptor and take its number over.
-  const std::string stat_path =
-      "/proc/" + std::to_string(getpid()) + "/task/" + std::to_string(info.tid) + "/stat";
+  const std::string task_dir =
+      "/proc/" + std::to_string(getpid()) + "/task/" + std::to_string(info.tid) + "/";
   int stat_fd = -1;
   for (int fd = 0; fd < 1024 && stat_fd < 0; ++fd) {
     char link[256];
     const ssize_t n =
         readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link, sizeof(link) - 1);
-    if (n > 0 && std::string(link, static_cast<size_t>(n)) == stat_path) {
+    const std::string target_path(link, static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (target_path == task_dir + "syscall" || target_path == task_dir + "stat") {
       stat_fd = fd;
     }
   }
-  ASSERT_GE(stat_fd, 0) << "the sampler's stat descriptor was not found";
+  ASSERT_GE(stat_fd, 0) << "the sampler's /proc descriptor was not found";
   ASSERT_EQ(close(stat_fd), 0);
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
