@@ -263,7 +263,13 @@ TEST_P(ProcBlockedTest, ReadThroughProcShowsTheWholeChain) {
 }
 
 TEST_P(ProcBlockedTest, ThousandSamplesCauseNoEintrAndShowTheCaller) {
-  if (GetParam() == Kind::kRead) GTEST_SKIP() << "read is restarted (SA_RESTART) anyway";
+  // read() would be restarted after a signal (SA_RESTART) anyway; it is here for the chain and
+  // the /proc path being taken every time.
+#if defined(__SANITIZE_ADDRESS__)
+  if (GetParam() == Kind::kRead) {
+    GTEST_SKIP() << "ASan's read interceptor defeats the frame-record scan (see above)";
+  }
+#endif
   SignalSamplerOptions so;
   so.max_stack_bytes = 64 * 1024;
   so.timeout = std::chrono::seconds(2);
