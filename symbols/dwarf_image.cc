@@ -73,6 +73,26 @@ DwarfHandle DwarfImage::NewDwarf(Elf* elf) {
   return DwarfHandle(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
 }
 
+std::string_view DwarfImage::Section(Elf* elf, std::string_view name) const {
+  const char* bytes = copy_.empty() ? data_ : copy_.data();
+  const size_t size = copy_.empty() ? size_ : copy_.size();
+  size_t shstrndx = 0;
+  if (elf == nullptr || elf_getshdrstrndx(elf, &shstrndx) != 0) return {};
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr) continue;
+    const char* n = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (n == nullptr || name != n) continue;
+    if (shdr.sh_type == SHT_NOBITS || (shdr.sh_flags & SHF_COMPRESSED) != 0 ||
+        shdr.sh_offset > size || shdr.sh_size > size - shdr.sh_offset) {
+      return {};
+    }
+    return std::string_view(bytes + shdr.sh_offset, shdr.sh_size);
+  }
+  return {};
+}
+
 absl::Status DwarfImage::InflateCompressedSections() {
   ElfHandle elf = NewElf();
   if (elf == nullptr || elf_kind(elf.get()) != ELF_K_ELF) {

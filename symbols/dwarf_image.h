@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,6 +36,10 @@ class DwarfImage {
   ElfHandle NewElf() const;
   // A new libdw handle over `elf`; nullptr when the file has no DWARF.
   static DwarfHandle NewDwarf(Elf* elf);
+
+  // The bytes of the section called `name` of `elf` (a handle from NewElf), uncompressed;
+  // empty when absent, SHT_NOBITS, still compressed, or outside the image.
+  std::string_view Section(Elf* elf, std::string_view name) const;
 
   const std::string& path() const { return path_; }
   // Total size of the .debug_* sections as stored in the file (compressed when compressed).

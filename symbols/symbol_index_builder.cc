@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "symbols/demangle.h"
 #include "symbols/dwarf_image.h"
+#include "symbols/dwarf_image_lines.h"
 #include "symbols/elf_file.h"
 #include "symbols/symbol_index_format.h"
 
@@ -116,16 +117,27 @@ class UnitReader {
  public:
   // `only`: when not null, the sorted addresses that matter; subprograms that cover none of
   // them are skipped (the cold path reads a few functions, not the whole unit).
-  UnitReader(NameCache* names, UnitResult* out, const std::vector<uint64_t>* only)
-      : names_(names), out_(out), only_(only) {}
+  // `table`: a per-thread buffer for the line table.
+  UnitReader(NameCache* names, const LineSections* lines, LineTable* table, UnitResult* out,
+             const std::vector<uint64_t>* only)
+      : names_(names), lines_(lines), table_(table), out_(out), only_(only) {}
 
   void Read(Dwarf_Die* cudie, int version) {
     out_->read = true;
     const char* comp_dir = nullptr;
     Dwarf_Attribute attr;
     if (dwarf_attr(cudie, DW_AT_comp_dir, &attr) != nullptr) comp_dir = dwarf_formstring(&attr);
-    ReadFiles(cudie, version, comp_dir);
-    ReadLines(cudie);
+    Dwarf_Word stmt_list = 0;
+    if (lines_->debug_line.empty()) {
+      // No plain .debug_line (e.g. old-style .zdebug_line, which only libdw inflates).
+      ReadFiles(cudie, version, comp_dir);
+      ReadLines(cudie);
+    } else if (dwarf_attr(cudie, DW_AT_stmt_list, &attr) != nullptr &&
+               dwarf_formudata(&attr, &stmt_list) == 0) {
+      if (ReadLineTable(*lines_, stmt_list, comp_dir, only_, table_)) {
+        AddLineTable(*table_, version, comp_dir);
+      }
+    }
     // Split DWARF: the DIEs live in the .dwo unit when libdw found it; lines stay here.
     Dwarf_Die subdie;
     uint8_t unit_type = 0;
@@ -163,6 +175,80 @@ class UnitReader {
     comp_dir_ = comp_dir;
   }
 
+  // The unit's files and rows from our own line-table reader (dwarf_image_lines.h), with the
+  // same results as ReadFiles + ReadLines below.
+  void AddLineTable(const LineTable& table, int version, const char* comp_dir) {
+    for (size_t i = 0; i < table.files.size(); ++i) {
+      // Before DWARF 5, file 0 does not exist.
+      out_->files.push_back(version >= 5 || i > 0 ? AbsoluteFile(table.files[i].c_str(), comp_dir)
+                                                  : std::string());
+    }
+    uint32_t no_file = kNone;  // one shared entry for rows naming a file that does not exist
+    auto& rows = out_->rows;
+    rows.reserve(table.rows.size());
+    for (const LineRow& l : table.rows) {
+      UnitResult::Row row{l.addr, 0, 0, 0};
+      if (!l.end_sequence) {
+        uint32_t file = l.file;
+        if (file >= table.files.size()) {
+          if (no_file == kNone) {
+            no_file = static_cast<uint32_t>(out_->files.size());
+            out_->files.emplace_back();
+          }
+          file = no_file;
+        }
+        row.file = file + 1;
+        row.line = l.line;
+        row.column = l.column;
+      }
+      AddRow(row);
+    }
+    DropRepeatedRows();
+  }
+
+  void AddRow(const UnitResult::Row& row) {
+    // Rows sharing an address: the last one answers (LLVM takes the last row at or below
+    // the address; an end-of-sequence sorts before a new sequence's first row).
+    auto& rows = out_->rows;
+    if (!rows.empty() && rows.back().addr == row.addr) {
+      rows.back() = row;
+    } else if (rows.empty() || rows.back().addr < row.addr) {
+      rows.push_back(row);
+    }  // else: overlapping sequences (discarded code): keep the first
+  }
+
+  // Rows that repeat the previous answer add nothing; on the cold path, only the rows that
+  // answer one of the addresses matter (the index is asked nothing else).
+  void DropRepeatedRows() {
+    if (only_ != nullptr) {
+      KeepAnsweringRows();
+      return;
+    }
+    auto& rows = out_->rows;
+    size_t kept = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (kept > 0) {
+        const auto& p = rows[kept - 1];
+        const auto& r = rows[i];
+        if (p.file == r.file && p.line == r.line && p.column == r.column) continue;
+      }
+      rows[kept++] = rows[i];
+    }
+    rows.resize(kept);
+  }
+
+  // The last row at or below each address of `only_` (both sorted), nothing else.
+  void KeepAnsweringRows() {
+    auto& rows = out_->rows;
+    size_t kept = 0, r = 0;
+    for (uint64_t a : *only_) {
+      while (r < rows.size() && rows[r].addr <= a) ++r;
+      if (r == 0) continue;
+      if (kept == 0 || rows[kept - 1].addr != rows[r - 1].addr) rows[kept++] = rows[r - 1];
+    }
+    rows.resize(kept);
+  }
+
   uint32_t FileOf(Dwarf_Line* line) {
     const char* name = dwarf_linesrc(line, nullptr, nullptr);
     auto it = file_index_.find(name);
@@ -194,27 +280,9 @@ class UnitReader {
         row.line = static_cast<uint32_t>(line);
         row.column = static_cast<uint32_t>(col);
       }
-      // Rows sharing an address: the last one answers (LLVM takes the last row at or below
-      // the address; libdw sorts an end-of-sequence before a new sequence's first row).
-      if (!rows.empty() && rows.back().addr == addr) {
-        rows.back() = row;
-      } else if (!rows.empty() && rows.back().addr > addr) {
-        continue;  // overlapping sequences (discarded code): keep the first
-      } else {
-        rows.push_back(row);
-      }
+      AddRow(row);
     }
-    // Rows that repeat the previous answer add nothing.
-    size_t kept = 0;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (kept > 0) {
-        const auto& p = rows[kept - 1];
-        const auto& r = rows[i];
-        if (p.file == r.file && p.line == r.line && p.column == r.column) continue;
-      }
-      rows[kept++] = rows[i];
-    }
-    rows.resize(kept);
+    DropRepeatedRows();
   }
 
   const char* Name(Dwarf_Die* die) {
@@ -366,6 +434,8 @@ class UnitReader {
   }
 
   NameCache* names_;
+  const LineSections* lines_;
+  LineTable* table_;
   UnitResult* out_;
   const char* comp_dir_ = nullptr;
   absl::flat_hash_map<const char*, uint32_t> file_index_;
@@ -662,6 +732,7 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
   std::vector<CuRange> cu_ranges;
   std::vector<UnitResult> results;
   std::unique_ptr<DwarfImage> image;
+  LineSections line_sections;
   if (!options.debug_path.empty()) {
     auto opened = DwarfImage::Open(options.debug_path);
     if (!opened.ok()) return opened.status();
@@ -671,6 +742,9 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     ElfHandle elf = image->NewElf();
     DwarfHandle dbg = DwarfImage::NewDwarf(elf.get());
     if (dbg != nullptr) CollectUnits(dbg.get(), &units, &cu_ranges);
+    line_sections.debug_line = image->Section(elf.get(), ".debug_line");
+    line_sections.debug_str = image->Section(elf.get(), ".debug_str");
+    line_sections.debug_line_str = image->Section(elf.get(), ".debug_line_str");
   }
   stats->units = units.size();
   results.resize(units.size());
@@ -704,11 +778,12 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
       DwarfHandle dbg = DwarfImage::NewDwarf(elf.get());
       if (dbg == nullptr) return;
       NameCache names;
+      LineTable table;
       for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
         const uint32_t u = todo[i];
         Dwarf_Die cudie;
         if (dwarf_offdie(dbg.get(), units[u].die_offset, &cudie) == nullptr) continue;
-        UnitReader(&names, &results[u], only.empty() ? nullptr : &only)
+        UnitReader(&names, &line_sections, &table, &results[u], only.empty() ? nullptr : &only)
             .Read(&cudie, units[u].version);
       }
     };

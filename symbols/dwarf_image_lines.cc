@@ -1,0 +1,458 @@
+// ReadLineTable: a bounds-checked DWARF line program decoder (header, file table, rows).
+#include "symbols/dwarf_image_lines.h"
+
+#include <dwarf.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+namespace hangwatch::symbols {
+namespace {
+
+// A read cursor over [p, end): every read checks the bounds and, on failure, marks the cursor
+// bad and returns zero; callers test ok() at the points where it matters.
+class Cursor {
+ public:
+  Cursor(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
+
+  bool ok() const { return ok_; }
+  bool at_end() const { return p_ >= end_; }
+  const uint8_t* pos() const { return p_; }
+  size_t left() const { return ok_ ? static_cast<size_t>(end_ - p_) : 0; }
+
+  uint64_t Fixed(size_t n) {  // little-endian, n <= 8
+    if (!ok_ || left() < n) return Fail();
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= uint64_t{p_[i]} << (8 * i);
+    p_ += n;
+    return v;
+  }
+  uint8_t U8() { return static_cast<uint8_t>(Fixed(1)); }
+  uint64_t Uleb() {
+    uint64_t v = 0;
+    for (int shift = 0; ok_ && p_ < end_; shift += 7) {
+      const uint8_t b = *p_++;
+      if (shift < 64) v |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    return Fail();
+  }
+  int64_t Sleb() {
+    uint64_t v = 0;
+    for (int shift = 0; ok_ && p_ < end_; shift += 7) {
+      const uint8_t b = *p_++;
+      if (shift < 64) v |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80) == 0) {
+        if (shift + 7 < 64 && (b & 0x40) != 0) v |= ~uint64_t{0} << (shift + 7);
+        return static_cast<int64_t>(v);
+      }
+    }
+    return static_cast<int64_t>(Fail());
+  }
+  // A NUL-terminated string in place; null when unterminated.
+  const char* CString() {
+    if (!ok_) return nullptr;
+    const void* nul = std::memchr(p_, 0, static_cast<size_t>(end_ - p_));
+    if (nul == nullptr) {
+      Fail();
+      return nullptr;
+    }
+    const char* s = reinterpret_cast<const char*>(p_);
+    p_ = static_cast<const uint8_t*>(nul) + 1;
+    return s;
+  }
+  void Skip(uint64_t n) {
+    if (!ok_ || n > left()) {
+      Fail();
+      return;
+    }
+    p_ += n;
+  }
+
+ private:
+  uint64_t Fail() {
+    ok_ = false;
+    p_ = end_;
+    return 0;
+  }
+
+  const uint8_t* p_;
+  const uint8_t* end_;
+  bool ok_ = true;
+};
+
+// A NUL-terminated string at `offset` of a string section; null when out of bounds.
+const char* SectionString(std::string_view section, uint64_t offset) {
+  if (offset >= section.size()) return nullptr;
+  if (std::memchr(section.data() + offset, 0, section.size() - offset) == nullptr) return nullptr;
+  return section.data() + offset;
+}
+
+// One attribute of a DWARF 5 directory or file entry. Returns false on a form this reader
+// does not know (the table is then unusable: its entry sizes are unknown).
+bool ReadForm(Cursor* c, uint64_t form, unsigned offset_size, const LineSections& s,
+              const char** str, uint64_t* num) {
+  *str = nullptr;
+  *num = 0;
+  switch (form) {
+    case DW_FORM_string:
+      *str = c->CString();
+      break;
+    case DW_FORM_line_strp:
+      *str = SectionString(s.debug_line_str, c->Fixed(offset_size));
+      break;
+    case DW_FORM_strp:
+      *str = SectionString(s.debug_str, c->Fixed(offset_size));
+      break;
+    case DW_FORM_strx:
+    case DW_FORM_udata:
+      *num = c->Uleb();
+      break;
+    case DW_FORM_sdata:
+      *num = static_cast<uint64_t>(c->Sleb());
+      break;
+    case DW_FORM_data1:
+    case DW_FORM_strx1:
+      *num = c->Fixed(1);
+      break;
+    case DW_FORM_data2:
+    case DW_FORM_strx2:
+      *num = c->Fixed(2);
+      break;
+    case DW_FORM_strx3:
+      *num = c->Fixed(3);
+      break;
+    case DW_FORM_data4:
+    case DW_FORM_strx4:
+      *num = c->Fixed(4);
+      break;
+    case DW_FORM_data8:
+      *num = c->Fixed(8);
+      break;
+    case DW_FORM_data16:
+      c->Skip(16);
+      break;
+    case DW_FORM_block:
+      c->Skip(c->Uleb());
+      break;
+    case DW_FORM_block1:
+      c->Skip(c->Fixed(1));
+      break;
+    case DW_FORM_block2:
+      c->Skip(c->Fixed(2));
+      break;
+    case DW_FORM_block4:
+      c->Skip(c->Fixed(4));
+      break;
+    default:
+      return false;
+  }
+  return c->ok();
+}
+
+// A DWARF 5 entry format: (content type, form) pairs.
+struct EntryFormat {
+  std::vector<std::pair<uint64_t, uint64_t>> fields;
+};
+
+bool ReadEntryFormat(Cursor* c, EntryFormat* f) {
+  const uint8_t n = c->U8();
+  for (uint8_t i = 0; i < n && c->ok(); ++i) {
+    const uint64_t type = c->Uleb();
+    const uint64_t form = c->Uleb();
+    f->fields.emplace_back(type, form);
+  }
+  return c->ok();
+}
+
+// Reads `count` entries; for each, its path (null when absent) and directory index.
+template <typename F>
+bool ReadEntries(Cursor* c, const EntryFormat& format, unsigned offset_size, const LineSections& s,
+                 F&& each) {
+  const uint64_t count = c->Uleb();
+  // Each entry takes at least one byte per field: refuse counts the table cannot hold.
+  if (!c->ok() || (format.fields.empty() && count != 0) ||
+      (!format.fields.empty() && count > c->left() / format.fields.size())) {
+    return false;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    const char* path = nullptr;
+    uint64_t dir = ~uint64_t{0};
+    for (const auto& [type, form] : format.fields) {
+      const char* str;
+      uint64_t num;
+      if (!ReadForm(c, form, offset_size, s, &str, &num)) return false;
+      if (type == DW_LNCT_path) path = str;
+      if (type == DW_LNCT_directory_index) dir = num;
+    }
+    if (!each(path, dir)) return false;
+  }
+  return true;
+}
+
+std::string Join(const char* dir, const char* name) {
+  if (name[0] == '/' || dir == nullptr) return name;
+  std::string out(dir);
+  out.push_back('/');
+  out.append(name);
+  return out;
+}
+
+bool RowBefore(const LineRow& a, const LineRow& b) {
+  if (a.addr != b.addr) return a.addr < b.addr;
+  return a.end_sequence && !b.end_sequence;
+}
+
+// A stable sort of the rows by RowBefore. Compilers emit one sequence per section (COMDAT
+// template instances, .text.unlikely, .text.startup) in no particular address order, but each
+// sequence is itself in address order and they rarely overlap: ordering whole sequences by
+// their first address, then putting ends of sequences first among rows at one address, is then
+// the same result for much less work. Anything else gets the row sort.
+void SortRows(std::vector<LineRow>* rows) {
+  struct Sequence {
+    uint64_t addr;
+    size_t begin, end;
+  };
+  std::vector<Sequence> seqs;
+  bool fast = true;
+  for (size_t i = 0, begin = 0; i < rows->size() && fast; ++i) {
+    if (i > begin && (*rows)[i].addr < (*rows)[i - 1].addr) fast = false;
+    if ((*rows)[i].end_sequence || i + 1 == rows->size()) {
+      seqs.push_back({(*rows)[begin].addr, begin, i + 1});
+      begin = i + 1;
+    }
+  }
+  if (fast) {
+    std::stable_sort(seqs.begin(), seqs.end(),
+                     [](const Sequence& a, const Sequence& b) { return a.addr < b.addr; });
+    std::vector<LineRow> out;
+    out.reserve(rows->size());
+    for (const Sequence& s : seqs) {
+      out.insert(out.end(), rows->begin() + static_cast<ptrdiff_t>(s.begin),
+                 rows->begin() + static_cast<ptrdiff_t>(s.end));
+    }
+    for (size_t i = 1; i < out.size() && fast; ++i) fast = out[i - 1].addr <= out[i].addr;
+    if (fast) {
+      for (size_t i = 0; i + 1 < out.size();) {
+        size_t j = i + 1;
+        while (j < out.size() && out[j].addr == out[i].addr) ++j;
+        if (j - i > 1) {
+          std::stable_partition(out.begin() + static_cast<ptrdiff_t>(i),
+                                out.begin() + static_cast<ptrdiff_t>(j),
+                                [](const LineRow& r) { return r.end_sequence; });
+        }
+        i = j;
+      }
+      *rows = std::move(out);
+      return;
+    }
+  }
+  std::stable_sort(rows->begin(), rows->end(), RowBefore);
+}
+
+}  // namespace
+
+bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* comp_dir,
+                   const std::vector<uint64_t>* only, LineTable* out) {
+  out->version = 0;
+  out->files.clear();
+  out->rows.clear();
+  const std::string_view sec = sections.debug_line;
+  if (offset >= sec.size()) return false;
+  const auto* base = reinterpret_cast<const uint8_t*>(sec.data());
+  Cursor c(base + offset, base + sec.size());
+
+  // Header.
+  uint64_t unit_length = c.Fixed(4);
+  unsigned offset_size = 4;
+  if (unit_length == 0xffffffffu) {
+    unit_length = c.Fixed(8);
+    offset_size = 8;
+  } else if (unit_length >= 0xfffffff0u) {
+    return false;
+  }
+  if (!c.ok() || unit_length > c.left()) return false;
+  const uint8_t* unit_end = c.pos() + unit_length;
+  c = Cursor(c.pos(), unit_end);
+  const auto version = static_cast<int>(c.Fixed(2));
+  if (!c.ok() || version < 2 || version > 5) return false;
+  out->version = version;
+  if (version >= 5) {
+    c.U8();                         // address size: DW_LNE_set_address carries its own length
+    if (c.U8() != 0) return false;  // segment selectors: not for ELF
+  }
+  const uint64_t header_length = c.Fixed(offset_size);
+  if (!c.ok() || header_length > c.left()) return false;
+  const uint8_t* program = c.pos() + header_length;
+  const uint8_t min_inst_length = c.U8();
+  const uint8_t max_ops = version >= 4 ? c.U8() : 1;
+  const bool default_is_stmt = c.U8() != 0;
+  (void)default_is_stmt;  // rows are kept whatever is_stmt says, as libdw and LLVM do
+  const auto line_base = static_cast<int8_t>(c.U8());
+  const uint8_t line_range = c.U8();
+  const uint8_t opcode_base = c.U8();
+  if (!c.ok() || max_ops == 0 || line_range == 0 || opcode_base == 0) return false;
+  const uint8_t* std_lengths = c.pos();  // of opcodes 1 .. opcode_base - 1
+  c.Skip(opcode_base - 1u);
+
+  // Directories and files.
+  std::vector<const char*> dirs;
+  auto add_file = [&](const char* name, uint64_t dir) {
+    if (name == nullptr || dir >= dirs.size()) return false;
+    out->files.push_back(Join(dirs[dir], name));
+    return true;
+  };
+  if (version < 5) {
+    dirs.push_back(comp_dir);
+    while (c.ok() && !c.at_end() && *c.pos() != 0) dirs.push_back(c.CString());
+    c.U8();
+    // File 0 does not exist before DWARF 5: a placeholder keeps indexes aligned.
+    out->files.emplace_back("???");
+    while (c.ok() && !c.at_end() && *c.pos() != 0) {
+      const char* name = c.CString();
+      const uint64_t dir = c.Uleb();
+      c.Uleb();  // mtime
+      c.Uleb();  // length
+      if (!c.ok() || !add_file(name, dir)) return false;
+    }
+    c.U8();
+    if (!c.ok()) return false;
+  } else {
+    EntryFormat dir_format, file_format;
+    if (!ReadEntryFormat(&c, &dir_format)) return false;
+    if (!ReadEntries(&c, dir_format, offset_size, sections, [&](const char* path, uint64_t) {
+          if (path == nullptr) return false;
+          dirs.push_back(path);
+          return true;
+        })) {
+      return false;
+    }
+    if (!ReadEntryFormat(&c, &file_format)) return false;
+    if (!ReadEntries(&c, file_format, offset_size, sections, add_file)) return false;
+  }
+  if (program > unit_end) return false;
+
+  // The line program.
+  struct State {
+    uint64_t addr = 0;
+    uint64_t op_index = 0;
+    uint64_t file = 1;
+    int64_t line = 1;
+    uint64_t column = 0;
+  } st;
+  bool sorted = true;
+  // With `only`: the best row so far among those whose first address at or above them is
+  // only[k] (RowBefore order, later rows winning ties as the stable sort would have them).
+  struct Best {
+    bool set = false;
+    LineRow row;
+  };
+  std::vector<Best> best(only != nullptr ? only->size() : 0);
+  auto emit = [&](bool end_sequence) {
+    const LineRow row{st.addr, static_cast<uint32_t>(std::min<uint64_t>(st.file, 0xffffffffu)),
+                      static_cast<uint32_t>(st.line),
+                      static_cast<uint32_t>(std::min<uint64_t>(st.column, 0xffffffffu)),
+                      end_sequence};
+    if (only != nullptr) {
+      const size_t k = static_cast<size_t>(std::lower_bound(only->begin(), only->end(), row.addr) -
+                                           only->begin());
+      if (k < best.size() && (!best[k].set || !RowBefore(row, best[k].row))) best[k] = {true, row};
+      return;
+    }
+    if (!out->rows.empty()) {
+      const LineRow& prev = out->rows.back();
+      if (prev.addr > row.addr || (prev.addr == row.addr && !prev.end_sequence && end_sequence)) {
+        sorted = false;
+      }
+    }
+    out->rows.push_back(row);
+  };
+  auto advance = [&](uint64_t operation_advance) {
+    const uint64_t ops = st.op_index + operation_advance;
+    st.addr += min_inst_length * (ops / max_ops);
+    st.op_index = ops % max_ops;
+  };
+  Cursor p(program, unit_end);
+  if (only == nullptr) out->rows.reserve(static_cast<size_t>(unit_end - program) / 3);
+  while (p.ok() && !p.at_end()) {
+    const uint8_t op = p.U8();
+    if (op >= opcode_base) {  // special opcode
+      const unsigned adjusted = op - opcode_base;
+      advance(adjusted / line_range);
+      st.line += line_base + static_cast<int>(adjusted % line_range);
+      emit(false);
+      continue;
+    }
+    switch (op) {
+      case 0: {  // extended
+        const uint64_t len = p.Uleb();
+        if (!p.ok() || len == 0 || len > p.left()) {
+          p.Skip(len);
+          break;
+        }
+        const uint8_t* next = p.pos() + len;
+        const uint8_t sub = p.U8();
+        if (sub == DW_LNE_end_sequence) {
+          emit(true);
+          st = State();
+        } else if (sub == DW_LNE_set_address) {
+          if (len - 1 <= 8) st.addr = p.Fixed(len - 1);
+          st.op_index = 0;
+        } else if (sub == DW_LNE_define_file && version < 5) {
+          const char* name = p.CString();
+          const uint64_t dir = p.Uleb();
+          if (p.ok()) add_file(name, dir);
+        }
+        p = Cursor(next, unit_end);
+        break;
+      }
+      case DW_LNS_copy:
+        emit(false);
+        break;
+      case DW_LNS_advance_pc:
+        advance(p.Uleb());
+        break;
+      case DW_LNS_advance_line:
+        st.line += p.Sleb();
+        break;
+      case DW_LNS_set_file:
+        st.file = p.Uleb();
+        break;
+      case DW_LNS_set_column:
+        st.column = p.Uleb();
+        break;
+      case DW_LNS_const_add_pc:
+        advance((255u - opcode_base) / line_range);
+        break;
+      case DW_LNS_fixed_advance_pc:
+        st.addr += p.Fixed(2);
+        st.op_index = 0;
+        break;
+      case DW_LNS_negate_stmt:
+      case DW_LNS_set_basic_block:
+      case DW_LNS_set_prologue_end:
+      case DW_LNS_set_epilogue_begin:
+        break;
+      default:  // known or unknown: skip its declared operands
+        for (uint8_t i = 0; i < std_lengths[op - 1] && p.ok(); ++i) p.Uleb();
+        break;
+    }
+  }
+  if (only != nullptr) {
+    // The answer for only[j] is the best row among buckets 0..j.
+    const Best* running = nullptr;
+    for (const Best& b : best) {
+      if (b.set && (running == nullptr || !RowBefore(b.row, running->row))) running = &b;
+      if (running != nullptr && (out->rows.empty() || out->rows.back().addr != running->row.addr ||
+                                 out->rows.back().end_sequence != running->row.end_sequence)) {
+        out->rows.push_back(running->row);
+      }
+    }
+    return true;
+  }
+  if (!sorted) SortRows(&out->rows);
+  return true;
+}
+
+}  // namespace hangwatch::symbols
