@@ -415,7 +415,8 @@ class UnitReader {
         ptrdiff_t off = 0;
         Dwarf_Addr base, start, end;
         ranges_.clear();
-        bool wanted = only_ == nullptr || tag != DW_TAG_subprogram;
+        // Cold path: a subroutine none of whose ranges holds an address changes no answer.
+        bool wanted = only_ == nullptr;
         while ((off = dwarf_ranges(&p.die, off, &base, &start, &end)) > 0) {
           if (start >= end) continue;
           ranges_.emplace_back(start, end);
@@ -865,6 +866,18 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     r = UnitResult();  // free as we go
   }
 
+  if (!only.empty()) {
+    // Cold path: only the symbols that the lookups of these addresses will find.
+    std::vector<RawSymbol> kept;
+    for (uint64_t a : only) {
+      auto it = std::upper_bound(raw_symbols.begin(), raw_symbols.end(), a,
+                                 [](uint64_t x, const RawSymbol& r) { return x < r.addr; });
+      if (it == raw_symbols.begin()) continue;
+      --it;
+      if (kept.empty() || kept.back().addr != it->addr) kept.push_back(*it);
+    }
+    raw_symbols = std::move(kept);
+  }
   std::vector<SymbolEntry> symbols;
   symbols.reserve(raw_symbols.size());
   for (const RawSymbol& s : raw_symbols) {
