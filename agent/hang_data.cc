@@ -27,12 +27,15 @@ void HangData::CopyFrom(const HangData& other) {
 }
 
 void HangData::AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintptr_t leaf_key,
-                         uint64_t cpu_delta_ns, char state, bool ok) {
+                         uint64_t cpu_delta_ns, char state, bool ok,
+                         const FrameMethod* frame_methods, SampleMethod sample_method) {
+  static_assert(sizeof(FrameMethod) == sizeof(uint8_t));
   const uint64_t cpu_us = cpu_delta_ns / 1000;
   int stack = -1;
   if (ok) {
     ++summary.samples;
-    const uint32_t id = stacks_.Insert(frames, n, leaf_key, t_ms, cpu_us);
+    const uint32_t id = stacks_.Insert(frames, n, leaf_key, t_ms, cpu_us,
+                                       reinterpret_cast<const uint8_t*>(frame_methods));
     if (id == StackTable::kFull) {
       ++summary.dropped_stacks;
     } else {
@@ -48,11 +51,18 @@ void HangData::AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintp
     }
   }
   if (timeline_size_ < limits_.max_timeline) {
-    timeline_[timeline_size_++] = TimelineEntry{
-        t_ms, stack, static_cast<uint32_t>(std::min<uint64_t>(cpu_us, UINT32_MAX)), state};
+    timeline_[timeline_size_++] =
+        TimelineEntry{t_ms, stack, static_cast<uint32_t>(std::min<uint64_t>(cpu_us, UINT32_MAX)),
+                      state, ok ? sample_method : SampleMethod::kUnknown};
   } else {
     summary.timeline_truncated = true;
   }
+}
+
+FrameMethod HangData::frame_method(uint32_t id, size_t i) const {
+  const uint8_t tag = stacks_.tags(id)[i];
+  return tag <= static_cast<uint8_t>(FrameMethod::kFramePointerScan) ? static_cast<FrameMethod>(tag)
+                                                                     : FrameMethod::kUnknown;
 }
 
 HangClass HangData::Classify(uint64_t cpu_ns, uint64_t duration_ns, bool cpu_known,

@@ -49,9 +49,14 @@ class HangData {
   void Clear();
   void CopyFrom(const HangData& other);  // same limits required; no allocation
 
-  // Records one sampling attempt. `frames` may be null / n == 0 for a failed capture.
+  // Records one sampling attempt. `frames` may be null / n == 0 for a failed capture;
+  // `frame_methods` (n of them) may be null (kUnknown).
   void AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintptr_t leaf_key,
-                 uint64_t cpu_delta_ns, char state, bool ok);
+                 uint64_t cpu_delta_ns, char state, bool ok,
+                 const FrameMethod* frame_methods = nullptr,
+                 SampleMethod sample_method = SampleMethod::kUnknown);
+  // How frame i of stack `id` was found.
+  FrameMethod frame_method(uint32_t id, size_t i) const;
 
   HangSummary summary;
   const StackTable& stacks() const { return stacks_; }

@@ -66,20 +66,6 @@ char SafeState(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
 
 }  // namespace
 
-const char* HangClassName(HangClass c) {
-  switch (c) {
-    case HangClass::kBusy:
-      return "busy";
-    case HangClass::kBlocked:
-      return "blocked";
-    case HangClass::kMixed:
-      return "mixed";
-    case HangClass::kUnknown:
-      break;
-  }
-  return "unknown";
-}
-
 std::string ToJsonLine(const HangRecord& r) {
   std::string o;
   o.reserve(1024 + r.stacks.size() * 512 + r.timeline.size() * 48);
@@ -169,6 +155,10 @@ std::string ToJsonLine(const HangRecord& r) {
         Key(&o, "line");
         AppendInt(&o, fr.line);
       }
+      if (fr.method != FrameMethod::kUnknown) {
+        Key(&o, "method");
+        AppendString(&o, FrameMethodName(fr.method));
+      }
       o.push_back('}');
     }
     o.append("]}");
@@ -190,7 +180,12 @@ std::string ToJsonLine(const HangRecord& r) {
     AppendUint(&o, t.cpu_us);
     o.append(",\"state\":\"");
     o.push_back(SafeState(t.state));
-    o.append("\"}");
+    o.push_back('"');
+    if (t.method != SampleMethod::kUnknown) {
+      Key(&o, "method");
+      AppendString(&o, SampleMethodName(t.method));
+    }
+    o.push_back('}');
   }
   o.push_back(']');
   Key(&o, "timeline_truncated");

@@ -177,6 +177,7 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     for (size_t f = 0; f < e.num_frames; ++f) {
       Frame fr;
       fr.addr = frames[f];
+      fr.method = hang.frame_method(id, f);
       const symbols::ModuleAddress where = map.Find(frames[f]);
       if (where.module != nullptr) {
         fr.module = where.module->path;

@@ -31,7 +31,8 @@ StackTable::StackTable(size_t max_stacks, size_t max_frames)
       slot_mask_(SlotCount(max_stacks_) - 1),
       entries_(new Entry[max_stacks_]),
       slots_(new uint32_t[slot_mask_ + 1]()),
-      pool_(new uintptr_t[max_stacks_ * max_frames_]()) {}
+      pool_(new uintptr_t[max_stacks_ * max_frames_]()),
+      tag_pool_(new uint8_t[max_stacks_ * max_frames_]()) {}
 
 uint64_t StackTable::Hash(const uintptr_t* frames, size_t n, uintptr_t leaf_key) {
   // Four independent multiply lanes, so the CPU overlaps their multiplications (a single chain
@@ -63,7 +64,7 @@ bool StackTable::KeyEquals(const Entry& e, uint32_t id, const uintptr_t* frames,
 }
 
 uint32_t StackTable::Insert(const uintptr_t* frames, size_t n, uintptr_t leaf_key, uint32_t t_ms,
-                            uint64_t cpu_us) {
+                            uint64_t cpu_us, const uint8_t* tags) {
   n = std::min(n, max_frames_);
   const uint64_t h = Hash(frames, n, leaf_key);
   for (size_t slot = h & slot_mask_;; slot = (slot + 1) & slot_mask_) {
@@ -77,6 +78,12 @@ uint32_t StackTable::Insert(const uintptr_t* frames, size_t n, uintptr_t leaf_ke
       e = Entry{h, leaf_key, static_cast<uint32_t>(n), 1, t_ms, t_ms, cpu_us};
       if (n > 0) {
         std::memcpy(pool_.get() + size_t{id} * max_frames_, frames, n * sizeof(uintptr_t));
+        uint8_t* tag_out = tag_pool_.get() + size_t{id} * max_frames_;
+        if (tags != nullptr) {
+          std::memcpy(tag_out, tags, n);
+        } else {
+          std::memset(tag_out, 0, n);
+        }
       }
       slots_[slot] = id + 1;
       return id;
@@ -111,6 +118,7 @@ void StackTable::CopyFrom(const StackTable& other) {
   std::memcpy(entries_.get(), other.entries_.get(), size_ * sizeof(Entry));
   std::memcpy(slots_.get(), other.slots_.get(), (slot_mask_ + 1) * sizeof(uint32_t));
   std::memcpy(pool_.get(), other.pool_.get(), size_ * max_frames_ * sizeof(uintptr_t));
+  std::memcpy(tag_pool_.get(), other.tag_pool_.get(), size_ * max_frames_);
 }
 
 }  // namespace hangwatch::agent

@@ -8,6 +8,9 @@
 // Two samples are the same stack when their return addresses (frames[1..]) are equal and their
 // interrupted instructions have the same `leaf_key` (the caller passes the start of the
 // function holding frames[0], so that a busy loop is one stack, not one per instruction).
+//
+// Each frame may carry a one-byte tag (the agent stores how the frame was found); tags are kept
+// as first seen and are not part of the key.
 #ifndef HANGWATCH_AGENT_STACK_TABLE_H_
 #define HANGWATCH_AGENT_STACK_TABLE_H_
 
@@ -37,9 +40,10 @@ class StackTable {
   StackTable& operator=(const StackTable&) = delete;
 
   // Counts one sample of the stack `frames[0..n)` (n is clamped to max_frames) taken at `t_ms`
-  // with `cpu_us` of CPU since the previous sample. Returns the stack's id, or kFull.
+  // with `cpu_us` of CPU since the previous sample. `tags` (n bytes, may be null: all 0) are
+  // stored with a new stack. Returns the stack's id, or kFull.
   uint32_t Insert(const uintptr_t* frames, size_t n, uintptr_t leaf_key, uint32_t t_ms,
-                  uint64_t cpu_us);
+                  uint64_t cpu_us, const uint8_t* tags = nullptr);
 
   // Forgets every stack; keeps the memory.
   void Clear();
@@ -52,6 +56,8 @@ class StackTable {
   const Entry& entry(uint32_t id) const { return entries_[id]; }
   // The frames of stack `id` as first seen (entry(id).num_frames of them).
   const uintptr_t* frames(uint32_t id) const { return pool_.get() + size_t{id} * max_frames_; }
+  // The frames' tags, as stored by the Insert() that created stack `id`.
+  const uint8_t* tags(uint32_t id) const { return tag_pool_.get() + size_t{id} * max_frames_; }
 
   // The hash Insert() uses; exposed for tests and fingerprints.
   static uint64_t Hash(const uintptr_t* frames, size_t n, uintptr_t leaf_key);
@@ -67,6 +73,7 @@ class StackTable {
   std::unique_ptr<Entry[]> entries_;
   std::unique_ptr<uint32_t[]> slots_;  // entry id + 1; 0 = empty
   std::unique_ptr<uintptr_t[]> pool_;
+  std::unique_ptr<uint8_t[]> tag_pool_;
 };
 
 }  // namespace hangwatch::agent

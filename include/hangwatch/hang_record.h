@@ -24,6 +24,29 @@ enum class HangClass : uint8_t {
 // "busy", "blocked", "mixed", "unknown".
 HANGWATCH_EXPORT const char* HangClassName(HangClass c);
 
+// How the unwinder found a frame. The names are those of `hangwatch snapshot --json`.
+enum class FrameMethod : uint8_t {
+  kUnknown = 0,       // not recorded (a fatal hang recovered from its file)
+  kPc,                // frames[0]: the interrupted (or blocked) instruction
+  kFramePointer,      // from a frame record (the fast path)
+  kCfi,               // from DWARF call-frame information (code without frame pointers)
+  kLinkRegister,      // arm64: x30 at frame 0, for a pc without call-frame information
+  kFramePointerScan,  // from a frame record found by scanning the stack: a heuristic, used
+                      // for a blocked thread read through /proc, whose frame pointer is unknown
+};
+// "unknown", "pc", "fp", "cfi", "lr", "fp-scan".
+HANGWATCH_EXPORT const char* FrameMethodName(FrameMethod m);
+
+// How a sample was taken.
+enum class SampleMethod : uint8_t {
+  kUnknown = 0,
+  kSignal,  // the thread was interrupted by the agent's signal (it was running)
+  kProc,    // read through /proc without interrupting it (it was asleep in the kernel)
+  kMach,    // suspended with thread_suspend (Apple platforms)
+};
+// "unknown", "signal", "proc", "mach".
+HANGWATCH_EXPORT const char* SampleMethodName(SampleMethod m);
+
 struct Frame {
   uint64_t addr = 0;     // runtime address in the reporting process
   std::string module;    // path of the module holding addr; empty when unknown
@@ -32,6 +55,7 @@ struct Frame {
   std::string symbol;    // demangled function name; empty when unknown
   std::string file;      // source file; empty when unknown
   int line = 0;          // source line; 0 when unknown
+  FrameMethod method = FrameMethod::kUnknown;
 };
 
 // One unique stack of a hang: identical samples are stored once with a count.
@@ -50,6 +74,7 @@ struct TimelineEntry {
   int stack = -1;       // Stack::id, or -1 when the capture failed / the table was full
   uint32_t cpu_us = 0;  // main-thread CPU time since the previous sample
   char state = '?';     // scheduler state (R, S, D, T, ...) or '?'
+  SampleMethod method = SampleMethod::kUnknown;  // kUnknown for a failed capture
 };
 
 struct ModuleInfo {

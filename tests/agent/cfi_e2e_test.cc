@@ -47,6 +47,33 @@ bool EnoughSamples() { return GetStats().samples >= g_base_samples + kSamples; }
   }
 }
 
+// Every frame says how it was found; frame 0 is the pc.
+bool EveryFrameHasItsMethod(const Stack& s) {
+  for (size_t i = 0; i < s.frames.size(); ++i) {
+    const FrameMethod m = s.frames[i].method;
+    if (m == FrameMethod::kUnknown || (i == 0) != (m == FrameMethod::kPc)) return false;
+  }
+  return !s.frames.empty();
+}
+bool AnyFrameBy(const HangRecord& h, FrameMethod m) {
+  for (const Stack& s : h.stacks) {
+    for (const Frame& f : s.frames) {
+      if (f.method == m) return true;
+    }
+  }
+  return false;
+}
+// Every successful sample was taken with `m`.
+bool EverySampleBy(const HangRecord& h, SampleMethod m) {
+  size_t samples = 0;
+  for (const TimelineEntry& t : h.timeline) {
+    if (t.stack < 0) continue;
+    if (t.method != m) return false;
+    ++samples;
+  }
+  return samples > 0;
+}
+
 bool AnyStackMentions(const HangRecord& h, const char* name) {
   for (const Stack& s : h.stacks) {
     if (StackMentions(s, name, 8)) return true;
@@ -81,6 +108,10 @@ TEST_F(CfiE2eTest, StallInQsortComparatorShowsTheCaller) {
   // qsort (libc, no frame pointers) sits between the comparator and its caller: only CFI
   // finds the caller.
   EXPECT_TRUE(AnyStackMentions(h, "QsortCaller"));
+  // ...and the record says so, frame by frame; the thread was running: signal samples.
+  for (const Stack& s : h.stacks) EXPECT_TRUE(EveryFrameHasItsMethod(s));
+  EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kCfi));
+  EXPECT_TRUE(EverySampleBy(h, SampleMethod::kSignal));
 }
 
 // Whether /proc can read a thread blocked in read(2) here; "" when it can, else why not. Under
@@ -135,6 +166,12 @@ TEST_F(CfiE2eTest, SleepingMainThreadIsReadWithoutEintr) {
   // ...and the frame-pointer chain above it, found by scanning for NanosleepCaller's frame
   // record (fp is not known from /proc): the test body that called it.
   EXPECT_TRUE(AnyStackMentions(h, "SleepingMainThreadIsReadWithoutEintr"));
+  // The record tells how: every sample through /proc; the libc wrapper's caller by CFI, and
+  // the record found by the scan marked as such.
+  EXPECT_TRUE(EverySampleBy(h, SampleMethod::kProc));
+  for (const Stack& s : h.stacks) EXPECT_TRUE(EveryFrameHasItsMethod(s));
+  EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kCfi));
+  EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kFramePointerScan));
 }
 
 }  // namespace

@@ -85,6 +85,11 @@ std::string ValidateFrame(const json& f) {
   REQUIRE(IsHex(f["offset"]), "frame.offset not hex");
   if (f.contains("symbol")) REQUIRE(f["symbol"].is_string(), "frame.symbol");
   if (f.contains("file")) REQUIRE(f["file"].is_string() && f["line"].is_number_integer(), "file");
+  if (f.contains("method")) {
+    const std::set<std::string> methods = {"pc", "fp", "cfi", "lr", "fp-scan"};
+    REQUIRE(f["method"].is_string() && methods.count(f["method"].get<std::string>()),
+            "frame.method");
+  }
   return "";
 }
 
@@ -142,6 +147,11 @@ std::string ValidateHang(const json& j) {
     const int64_t st = t["stack"];
     REQUIRE(st >= -1 && st < static_cast<int64_t>(stacks.size()), "timeline.stack");
     REQUIRE(t["state"].is_string() && t["state"].get<std::string>().size() == 1, "state");
+    if (t.contains("method")) {
+      const std::set<std::string> methods = {"signal", "proc", "mach"};
+      REQUIRE(t["method"].is_string() && methods.count(t["method"].get<std::string>()) && st >= 0,
+              "timeline.method (only for a sample with a stack)");
+    }
   }
   std::set<std::string> module_paths;
   for (const json& m : j["modules"]) {
@@ -203,10 +213,12 @@ HangRecord SyntheticRecord(int id) {
   r.dominant_stack = 0;
   Stack s;
   s.count = 2;
-  s.frames.push_back(Frame{0x401000, "/bin/x", "abcd", 0x1000, "weird \"name\"\n\t\x01\\", "", 0});
-  s.frames.push_back(Frame{0x402000, "", "", 0x402000, "", "a.cc", 7});
+  s.frames.push_back(Frame{0x401000, "/bin/x", "abcd", 0x1000, "weird \"name\"\n\t\x01\\", "", 0,
+                           FrameMethod::kPc});
+  s.frames.push_back(Frame{0x402000, "", "", 0x402000, "", "a.cc", 7, FrameMethod::kCfi});
+  s.frames.push_back(Frame{0x403000, "", "", 0x403000, "", "", 0});
   r.stacks.push_back(s);
-  r.timeline.push_back(TimelineEntry{150, 0, 1000, 'R'});
+  r.timeline.push_back(TimelineEntry{150, 0, 1000, 'R', SampleMethod::kSignal});
   r.timeline.push_back(TimelineEntry{160, 0, 1000, '\0'});
   r.modules.push_back(ModuleInfo{"/bin/x", 0x400000, "abcd"});
   return r;
@@ -221,6 +233,11 @@ TEST(JsonReportTest, EscapingRoundTripsAndStaysOnOneLine) {
   EXPECT_EQ(j["stacks"][0]["frames"][0]["symbol"], "weird \"name\"\n\t\x01\\");
   EXPECT_EQ(j["stacks"][0]["frames"][1]["line"], 7);
   EXPECT_EQ(j["timeline"][1]["state"], "?");
+  EXPECT_EQ(j["stacks"][0]["frames"][0]["method"], "pc");
+  EXPECT_EQ(j["stacks"][0]["frames"][1]["method"], "cfi");
+  EXPECT_FALSE(j["stacks"][0]["frames"][2].contains("method")) << "unknown is left out";
+  EXPECT_EQ(j["timeline"][0]["method"], "signal");
+  EXPECT_FALSE(j["timeline"][1].contains("method"));
   EXPECT_EQ(j["stacks"][0]["frames"][0]["addr"], "0x401000");
 }
 

@@ -91,5 +91,22 @@ TEST(StackTableTest, CopyFromReproducesTheTable) {
   EXPECT_EQ(b.entry(0).count, 3u);
 }
 
+TEST(StackTableTest, TagsAreKeptAsFirstSeenAndAreNotPartOfTheKey) {
+  StackTable a(8, 4), b(8, 4);
+  const uintptr_t f[] = {1, 2, 3};
+  const uint8_t first[] = {1, 2, 4};
+  const uint8_t second[] = {1, 4, 4};
+  EXPECT_EQ(a.Insert(f, 3, 1, 7, 1, first), 0u);
+  EXPECT_EQ(a.Insert(f, 3, 1, 9, 1, second), 0u) << "same frames, same stack";
+  EXPECT_EQ(a.entry(0).count, 2u);
+  EXPECT_EQ(std::vector<uint8_t>(a.tags(0), a.tags(0) + 3), std::vector<uint8_t>({1, 2, 4}));
+  const uintptr_t g[] = {1, 5};
+  EXPECT_EQ(a.Insert(g, 2, 1, 9, 1), 1u);
+  EXPECT_EQ(std::vector<uint8_t>(a.tags(1), a.tags(1) + 2), std::vector<uint8_t>({0, 0}))
+      << "no tags: zeros";
+  b.CopyFrom(a);
+  EXPECT_EQ(std::vector<uint8_t>(b.tags(0), b.tags(0) + 3), std::vector<uint8_t>({1, 2, 4}));
+}
+
 }  // namespace
 }  // namespace hangwatch::agent
