@@ -78,6 +78,21 @@ struct Fields {
   }
 };
 
+// The method names the agent writes; an unknown name (a newer writer) reads as kUnknown.
+FrameMethod FrameMethodFromName(const std::string& name) {
+  for (auto m : {FrameMethod::kPc, FrameMethod::kFramePointer, FrameMethod::kCfi,
+                 FrameMethod::kLinkRegister, FrameMethod::kFramePointerScan}) {
+    if (name == FrameMethodName(m)) return m;
+  }
+  return FrameMethod::kUnknown;
+}
+SampleMethod SampleMethodFromName(const std::string& name) {
+  for (auto m : {SampleMethod::kSignal, SampleMethod::kProc, SampleMethod::kMach}) {
+    if (name == SampleMethodName(m)) return m;
+  }
+  return SampleMethod::kUnknown;
+}
+
 bool ParseFrame(const json& j, Frame* f, std::string* error) {
   if (!j.is_object()) {
     *error = "a frame is not an object";
@@ -85,12 +100,14 @@ bool ParseFrame(const json& j, Frame* f, std::string* error) {
   }
   Fields r{j, error};
   int64_t line = 0;
+  std::string method;
   if (!r.Hex("addr", &f->addr) || !r.Str("module", &f->module) ||
       !r.Str("build_id", &f->build_id) || !r.Hex("offset", &f->offset) ||
       !r.Str("symbol", &f->symbol, true) || !r.Str("file", &f->file, true) ||
-      !r.Int("line", &line, true)) {
+      !r.Int("line", &line, true) || !r.Str("method", &method, true)) {
     return false;
   }
+  f->method = FrameMethodFromName(method);
   if (line < 0 || line > std::numeric_limits<int>::max()) {
     *error = "field 'line' is out of range";
     return false;
@@ -174,10 +191,12 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       Fields t{tj, error};
       TimelineEntry e;
       std::string state;
+      std::string method;
       if (!t.Int("t_ms", &e.t_ms) || !t.Int("stack", &e.stack) || !t.Int("cpu_us", &e.cpu_us) ||
-          !t.Str("state", &state, true)) {
+          !t.Str("state", &state, true) || !t.Str("method", &method, true)) {
         return false;
       }
+      e.method = SampleMethodFromName(method);
       if (e.stack < -1 || e.stack >= static_cast<int>(h->stacks.size())) e.stack = -1;
       e.state = state.size() == 1 ? state[0] : '?';
       h->timeline.push_back(e);

@@ -26,8 +26,11 @@ void Appendf(std::string* out, const char* fmt, ...) {
 
 void AppendFrameLine(std::string* out, size_t index, const Frame& f, const char* prefix) {
   const std::string loc = FrameLocation(f);
-  Appendf(out, "%s#%-2zu %-28s %-18s %s%s%s\n", prefix, index, BaseName(f.module).c_str(),
-          Hex(f.addr).c_str(), FrameName(f).c_str(), loc.empty() ? "" : "  ", loc.c_str());
+  // A frame found by scanning the stack is a good guess, not a certainty: say so.
+  const bool guessed = f.method == FrameMethod::kFramePointerScan;
+  Appendf(out, "%s#%-2zu %-28s %-18s %s%s%s%s\n", prefix, index, BaseName(f.module).c_str(),
+          Hex(f.addr).c_str(), FrameName(f).c_str(), loc.empty() ? "" : "  ", loc.c_str(),
+          guessed ? "  [found by stack scan]" : "");
 }
 
 void AppendHeader(std::string* out, const HangRecord& h) {
@@ -132,6 +135,18 @@ void AppendThreadState(std::string* out, const HangRecord& h) {
     first = false;
   }
   out->append("  (R running, S sleeping, D uninterruptible, T stopped)\n");
+  std::map<SampleMethod, size_t> methods;
+  for (const auto& e : h.timeline) {
+    if (e.method != SampleMethod::kUnknown) ++methods[e.method];
+  }
+  if (methods.empty()) return;
+  out->append("Sampled by:       ");
+  first = true;
+  for (const auto& [m, n] : methods) {
+    Appendf(out, "%s%s %zu", first ? "" : ", ", SampleMethodName(m), n);
+    first = false;
+  }
+  out->append("  (signal: interrupted while running; proc: read asleep, not interrupted)\n");
 }
 
 void AppendImages(std::string* out, const HangRecord& h) {

@@ -63,15 +63,15 @@ bool AnyFrameBy(const HangRecord& h, FrameMethod m) {
   }
   return false;
 }
-// Every successful sample was taken with `m`.
-bool EverySampleBy(const HangRecord& h, SampleMethod m) {
-  size_t samples = 0;
+// The share of successful samples taken with `m` (0 without any).
+double ShareOfSamplesBy(const HangRecord& h, SampleMethod m) {
+  size_t samples = 0, by = 0;
   for (const TimelineEntry& t : h.timeline) {
     if (t.stack < 0) continue;
-    if (t.method != m) return false;
     ++samples;
+    if (t.method == m) ++by;
   }
-  return samples > 0;
+  return samples > 0 ? static_cast<double>(by) / static_cast<double>(samples) : 0;
 }
 
 bool AnyStackMentions(const HangRecord& h, const char* name) {
@@ -111,7 +111,7 @@ TEST_F(CfiE2eTest, StallInQsortComparatorShowsTheCaller) {
   // ...and the record says so, frame by frame; the thread was running: signal samples.
   for (const Stack& s : h.stacks) EXPECT_TRUE(EveryFrameHasItsMethod(s));
   EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kCfi));
-  EXPECT_TRUE(EverySampleBy(h, SampleMethod::kSignal));
+  EXPECT_EQ(ShareOfSamplesBy(h, SampleMethod::kSignal), 1.0);
 }
 
 // Whether /proc can read a thread blocked in read(2) here; "" when it can, else why not. Under
@@ -166,9 +166,10 @@ TEST_F(CfiE2eTest, SleepingMainThreadIsReadWithoutEintr) {
   // ...and the frame-pointer chain above it, found by scanning for NanosleepCaller's frame
   // record (fp is not known from /proc): the test body that called it.
   EXPECT_TRUE(AnyStackMentions(h, "SleepingMainThreadIsReadWithoutEintr"));
-  // The record tells how: every sample through /proc; the libc wrapper's caller by CFI, and
-  // the record found by the scan marked as such.
-  EXPECT_TRUE(EverySampleBy(h, SampleMethod::kProc));
+  // The record tells how: samples through /proc (all but those that found the thread awake
+  // between two sleeps: those were interrupted, which a running thread does not notice); the
+  // libc wrapper's caller by CFI, and the record found by the scan marked as such.
+  EXPECT_GT(ShareOfSamplesBy(h, SampleMethod::kProc), 0.5);
   for (const Stack& s : h.stacks) EXPECT_TRUE(EveryFrameHasItsMethod(s));
   EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kCfi));
   EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kFramePointerScan));

@@ -85,6 +85,35 @@ TEST(ReportFormats, PerFrameCountsFollowTheDominantPath) {
   EXPECT_EQ(FormatFolded(r), "main;B;A 5\nmain;B;C 3\nmain;D 2\n");
 }
 
+TEST(ReportFormats, TextSaysHowSamplesWereTakenAndMarksGuessedFrames) {
+  HangRecord h;
+  h.stacks.resize(1);
+  h.stacks[0].count = 3;
+  h.stacks[0].frames.resize(3);
+  const char* names[] = {"nanosleep", "Caller", "main"};
+  const FrameMethod methods[] = {FrameMethod::kPc, FrameMethod::kCfi,
+                                 FrameMethod::kFramePointerScan};
+  for (size_t i = 0; i < 3; ++i) {
+    h.stacks[0].frames[i].symbol = names[i];
+    h.stacks[0].frames[i].method = methods[i];
+  }
+  h.dominant_stack = 0;
+  h.samples = 3;
+  for (SampleMethod m : {SampleMethod::kProc, SampleMethod::kProc, SampleMethod::kSignal}) {
+    TimelineEntry t;
+    t.stack = 0;
+    t.state = m == SampleMethod::kProc ? 'S' : 'R';
+    t.method = m;
+    h.timeline.push_back(t);
+  }
+  Report r;
+  r.hangs.push_back(h);
+  const std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t, "Sampled by:       signal 1, proc 2")) << t;
+  EXPECT_TRUE(Has(t, "main  [found by stack scan]")) << t;
+  EXPECT_FALSE(Has(t, "Caller  [found")) << t;
+}
+
 TEST(ReportFormats, FoldedStacksAreOuterFirstWithCounts) {
   const std::string f = FormatFolded(Load("small_fatal.jsonl"));
   EXPECT_TRUE(Has(f, "Load(int);read 2\n")) << f;

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 
 #include "cli_util.h"
+#include "hangwatch/hangwatch.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -114,6 +116,48 @@ TEST(ReportReader, OutOfRangeTimelineStackBecomesAFailedSample) {
   std::string error;
   ASSERT_TRUE(ParseHangLine(line, &h, &error)) << error;
   EXPECT_EQ(h.timeline[2].stack, -1);
+}
+
+TEST(ReportReader, FrameAndSampleMethodsRoundTrip) {
+  HangRecord in;
+  in.pid = in.tid = 7;
+  in.samples = 1;
+  in.fingerprint = "0123456789abcdef";
+  in.dominant_stack = 0;
+  Stack s;
+  s.count = 1;
+  const FrameMethod methods[] = {
+      FrameMethod::kPc,           FrameMethod::kCfi,          FrameMethod::kFramePointerScan,
+      FrameMethod::kFramePointer, FrameMethod::kLinkRegister, FrameMethod::kUnknown};
+  for (FrameMethod m : methods) {
+    Frame f;
+    f.addr = f.offset = 0x1000 + s.frames.size();
+    f.method = m;
+    s.frames.push_back(f);
+  }
+  in.stacks.push_back(s);
+  TimelineEntry t;
+  t.stack = 0;
+  t.method = SampleMethod::kProc;
+  in.timeline.push_back(t);
+  HangRecord out;
+  std::string error;
+  std::string line = ToJsonLine(in);
+  ASSERT_TRUE(ParseHangLine(line, &out, &error)) << error;
+  ASSERT_EQ(out.stacks.size(), 1u);
+  ASSERT_EQ(out.stacks[0].frames.size(), std::size(methods));
+  for (size_t i = 0; i < std::size(methods); ++i) {
+    EXPECT_EQ(out.stacks[0].frames[i].method, methods[i]) << i;
+  }
+  ASSERT_EQ(out.timeline.size(), 1u);
+  EXPECT_EQ(out.timeline[0].method, SampleMethod::kProc);
+  // A name from a newer writer reads as unknown; a mistyped one is an error.
+  line.replace(line.find("\"fp-scan\""), 9, "\"zz-new\"");
+  ASSERT_TRUE(ParseHangLine(line, &out, &error)) << error;
+  EXPECT_EQ(out.stacks[0].frames[2].method, FrameMethod::kUnknown);
+  line.replace(line.find("\"cfi\""), 5, "5");
+  EXPECT_FALSE(ParseHangLine(line, &out, &error));
+  EXPECT_NE(error.find("method"), std::string::npos) << error;
 }
 
 TEST(ReportReader, FilesThatCannotBeRead) {
