@@ -112,6 +112,7 @@ absl::StatusOr<const SymbolIndex*> OfflineSymbolizer::IndexFor(
     // Cold path: only the units that cover these addresses, names demangled on demand.
     build.only_addresses.assign(addresses.begin(), addresses.end());
     build.demangle_symbols = false;
+    build.compress = false;
     auto bytes = BuildSymbolIndex(build);
     if (!bytes.ok()) return bytes.status();
     auto index = SymbolIndex::FromBytes(std::move(*bytes));

@@ -2,12 +2,15 @@
 #include "symbols/symbol_index.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -29,11 +32,17 @@ constexpr size_t kElementSize[kNumSections] = {
     sizeof(CuRange),      // kCuRanges
     sizeof(CuInfo),       // kCus
     sizeof(uint32_t),     // kCuFiles
-    sizeof(MapEntry),     // kMap
-    sizeof(Node),         // kNodes
+    sizeof(MapBlock),     // kMapBlocks
+    1,                    // kMapData
+    sizeof(uint32_t),     // kNodeBlocks
+    1,                    // kNodeData
     sizeof(LineBlock),    // kLineBlocks
     1,                    // kLineData
     sizeof(SymbolEntry),  // kSymbols
+    sizeof(uint32_t),     // kTokens
+    sizeof(uint32_t),     // kNames
+    1,                    // kNameData
+    sizeof(Chunk),        // kChunks
 };
 
 bool ReadUleb(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
@@ -103,7 +112,37 @@ absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::FromBytes(std::string 
 }
 
 SymbolIndex::~SymbolIndex() {
+  if (names_ != nullptr) {
+    for (uint64_t i = 0; i < Count(kNames); ++i) std::free(names_[i].load());
+  }
+  for (Inflated& in : inflated_) {
+    if (in.region != nullptr) munmap(in.region, in.size);
+  }
   if (mapping_ != nullptr) munmap(mapping_, size_);
+}
+
+const uint8_t* SymbolIndex::Bytes(Section s, uint64_t begin, uint64_t end) const {
+  if (begin >= end || end > Count(s)) return nullptr;
+  const Inflated& in = inflated_[s];
+  if (in.region == nullptr) return reinterpret_cast<const uint8_t*>(Table<char>(s)) + begin;
+  for (uint64_t c = begin / kChunkBytes; c <= (end - 1) / kChunkBytes; ++c) {
+    std::atomic<uint8_t>& state = in.state[c];
+    if (state.load(std::memory_order_acquire) == kInflated) continue;
+    uint8_t expected = kRaw;
+    if (state.compare_exchange_strong(expected, kInflating, std::memory_order_acq_rel)) {
+      // First touch: inflate in place. A chunk that does not inflate to its exact size (a
+      // corrupt file) reads as zeros, which decode as nothing useful but safely.
+      const Chunk& chunk = Table<Chunk>(kChunks)[header_->chunks[s].begin + c];
+      uint8_t* dst = in.region + c * kChunkBytes;
+      const size_t raw = std::min<uint64_t>(kChunkBytes, in.size - c * kChunkBytes);
+      const size_t n = ZSTD_decompress(dst, raw, data_ + chunk.offset, chunk.size);
+      if (ZSTD_isError(n) || n != raw) std::memset(dst, 0, raw);
+      state.store(kInflated, std::memory_order_release);
+    } else {
+      while (state.load(std::memory_order_acquire) != kInflated) sched_yield();
+    }
+  }
+  return in.region + begin;
 }
 
 absl::Status SymbolIndex::Validate() {
@@ -118,6 +157,7 @@ absl::Status SymbolIndex::Validate() {
   if (header_->file_size != size_) return absl::DataLossError("symbol index is truncated");
   for (uint32_t s = 0; s < kNumSections; ++s) {
     const SectionRef& ref = header_->sections[s];
+    if (header_->chunks[s].begin != header_->chunks[s].end) continue;  // checked below
     if (ref.offset % 8 != 0 || ref.offset > size_) {
       return absl::DataLossError("symbol index has a bad section offset");
     }
@@ -125,11 +165,39 @@ absl::Status SymbolIndex::Validate() {
       return absl::DataLossError("symbol index has a section past its end");
     }
   }
+  // Compressed sections: byte sections only, chunks in the file, one per kChunkBytes.
+  const Chunk* chunks = Table<Chunk>(kChunks);
+  for (uint32_t s = 0; s < kNumSections; ++s) {
+    const auto range = header_->chunks[s];
+    if (range.begin == range.end) continue;
+    const uint64_t bytes = header_->sections[s].count;
+    if (kElementSize[s] != 1 || s == kChunks || range.begin > range.end ||
+        range.end > Count(kChunks) ||
+        range.end - range.begin != (bytes + kChunkBytes - 1) / kChunkBytes) {
+      return absl::DataLossError("symbol index has a bad compressed section");
+    }
+    for (uint32_t c = range.begin; c < range.end; ++c) {
+      if (chunks[c].offset > size_ || chunks[c].size > size_ - chunks[c].offset) {
+        return absl::DataLossError("symbol index has a chunk past its end");
+      }
+    }
+    Inflated& in = inflated_[s];
+    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return absl::ResourceExhaustedError("cannot map an inflated section");
+    in.region = static_cast<uint8_t*>(m);
+    in.size = bytes;
+    in.state.reset(new std::atomic<uint8_t>[range.end - range.begin]());
+  }
   const uint64_t n = Count(kStrings);
   if (n == 0 || Table<char>(kStrings)[n - 1] != '\0') {
     return absl::DataLossError("symbol index strings are not terminated");
   }
   build_id_ = String(header_->build_id);
+  // Zeroed lazily by the kernel for large tables: only names in use cost memory.
+  names_.reset(static_cast<std::atomic<char*>*>(
+      std::calloc(std::max<uint64_t>(Count(kNames), 1), sizeof(std::atomic<char*>))));
+  if (names_ == nullptr) return absl::ResourceExhaustedError("out of memory");
   return absl::OkStatus();
 }
 
@@ -143,6 +211,117 @@ std::string_view SymbolIndex::String(uint32_t offset) const {
   std::memcpy(&length, base + offset - sizeof(length), sizeof(length));
   if (length >= n - offset || base[offset + length] != '\0') return {};
   return std::string_view(base + offset, length);
+}
+
+std::string_view SymbolIndex::Name(uint32_t name) const {
+  if (name >= Count(kNames)) return {};
+  std::atomic<char*>& slot = names_[name];
+  char* block = slot.load(std::memory_order_acquire);
+  if (block == nullptr) {
+    const uint32_t* offsets = Table<uint32_t>(kNames);
+    const uint64_t data_size = Count(kNameData);
+    const uint64_t begin = offsets[name];
+    const uint64_t end = name + 1 < Count(kNames) ? offsets[name + 1] : data_size;
+    std::string text;
+    if (begin <= end && end <= data_size) {
+      const uint8_t* p = Bytes(kNameData, begin, end);
+      const uint8_t* e = p == nullptr ? nullptr : p + (end - begin);
+      const uint32_t* tokens = Table<uint32_t>(kTokens);
+      uint64_t token;
+      while (p < e && ReadUleb(p, e, &token) && token < Count(kTokens)) {
+        const std::string_view t = String(tokens[token]);
+        if (text.size() + t.size() > kMaxNameBytes) break;
+        text.append(t);
+      }
+    }
+    const auto length = static_cast<uint32_t>(text.size());
+    char* fresh = static_cast<char*>(std::malloc(sizeof(length) + text.size() + 1));
+    if (fresh == nullptr) return {};
+    std::memcpy(fresh, &length, sizeof(length));
+    std::memcpy(fresh + sizeof(length), text.data(), text.size());
+    fresh[sizeof(length) + text.size()] = '\0';
+    if (slot.compare_exchange_strong(block, fresh, std::memory_order_acq_rel)) {
+      block = fresh;
+    } else {
+      std::free(fresh);  // another thread published first; `block` is theirs
+    }
+  }
+  uint32_t length;
+  std::memcpy(&length, block, sizeof(length));
+  return std::string_view(block + sizeof(length), length);
+}
+
+bool SymbolIndex::DecodeNode(uint32_t node, DecodedNode* out) const {
+  if (node >= header_->node_count) return false;
+  const uint64_t block = node / kNodeBlockNodes;
+  if (block >= Count(kNodeBlocks)) return false;
+  const uint64_t data_size = Count(kNodeData);
+  const uint64_t begin = Table<uint32_t>(kNodeBlocks)[block];
+  const uint64_t end =
+      block + 1 < Count(kNodeBlocks) ? Table<uint32_t>(kNodeBlocks)[block + 1] : data_size;
+  if (begin > end || end > data_size) return false;
+  const uint8_t* p = Bytes(kNodeData, begin, end);
+  if (p == nullptr) return false;
+  const uint8_t* e = p + (end - begin);
+  int64_t call_line = 0;
+  for (uint32_t i = 0; i <= node % kNodeBlockNodes; ++i) {
+    uint64_t name, parent, file, column;
+    int64_t line_delta;
+    if (!ReadUleb(p, e, &name) || !ReadUleb(p, e, &parent) || !ReadSleb(p, e, &line_delta) ||
+        !ReadUleb(p, e, &file) || !ReadUleb(p, e, &column)) {
+      return false;
+    }
+    call_line += line_delta;
+    if (i == node % kNodeBlockNodes) {
+      const uint32_t self = node;
+      out->name = name == 0 || name > kNone ? kNone : static_cast<uint32_t>(name - 1);
+      // Parents come first: a chain only walks down in index, so it ends.
+      out->parent = parent == 0 || parent > self ? kNone : static_cast<uint32_t>(self - parent);
+      out->call_line = static_cast<uint32_t>(call_line);
+      out->call_file = file;
+      out->call_column = static_cast<uint32_t>(std::min<uint64_t>(column, 0xffffffffu));
+    }
+  }
+  return true;
+}
+
+uint32_t SymbolIndex::FindNode(const CuInfo& cu, uint64_t addr) const {
+  if (addr < cu.base || addr - cu.base > 0xffffffffu || cu.map_block_begin >= cu.map_block_end ||
+      cu.map_block_end > Count(kMapBlocks)) {
+    return kNone;
+  }
+  const uint64_t rel = addr - cu.base;
+  const MapBlock* first = Table<MapBlock>(kMapBlocks) + cu.map_block_begin;
+  const MapBlock* last = Table<MapBlock>(kMapBlocks) + cu.map_block_end;
+  const MapBlock* b = std::upper_bound(first, last, rel,
+                                       [](uint64_t a, const MapBlock& blk) { return a < blk.lo; });
+  if (b == first) return kNone;
+  --b;
+  const uint64_t data_end = std::min<uint64_t>(cu.map_data_end, Count(kMapData));
+  const uint64_t block_end = b + 1 < last ? std::min<uint64_t>((b + 1)->data, data_end) : data_end;
+  if (b->data >= block_end) return kNone;
+  const uint8_t* p = Bytes(kMapData, b->data, block_end);
+  if (p == nullptr) return kNone;
+  const uint8_t* e = p + (block_end - b->data);
+  uint64_t lo = b->lo, end = b->lo, node = b->node;
+  uint64_t found_lo = 0, found_size = 0, found_node = kNone;
+  for (uint32_t i = 0; i < kMapBlockEntries && p < e; ++i) {
+    uint64_t size;
+    int64_t gap, node_delta;
+    if (!ReadSleb(p, e, &gap) || !ReadUleb(p, e, &size) || !ReadSleb(p, e, &node_delta)) {
+      break;
+    }
+    lo = end + static_cast<uint64_t>(gap);
+    end = lo + size;
+    node += static_cast<uint64_t>(node_delta);
+    if (lo > rel) break;
+    found_lo = lo;
+    found_size = size;
+    found_node = node;
+  }
+  // The last entry starting at or below the address, when it reaches the address.
+  if (found_node >= kNone || rel - found_lo >= found_size) return kNone;
+  return static_cast<uint32_t>(found_node);
 }
 
 std::string_view SymbolIndex::UnitFile(const CuInfo& cu, uint32_t local) const {
@@ -159,22 +338,26 @@ bool SymbolIndex::FindLine(const CuInfo& cu, uint64_t addr, SourceFrame* frame) 
   if (cu.block_begin >= cu.block_end || cu.block_end > nblocks) return false;
   const LineBlock* first = Table<LineBlock>(kLineBlocks) + cu.block_begin;
   const LineBlock* last = Table<LineBlock>(kLineBlocks) + cu.block_end;
+  if (addr < cu.base) return false;
+  const uint64_t rel = addr - cu.base;
   const LineBlock* b = std::upper_bound(
-      first, last, addr, [](uint64_t a, const LineBlock& blk) { return a < blk.addr; });
+      first, last, rel, [](uint64_t a, const LineBlock& blk) { return a < blk.addr; });
   if (b == first) return false;
   --b;
   const uint64_t data_end = std::min<uint64_t>(cu.line_data_end, Count(kLineData));
   const uint64_t block_end = b + 1 < last ? std::min<uint64_t>((b + 1)->data, data_end) : data_end;
   if (b->data >= block_end) return false;
-  const auto* p = reinterpret_cast<const uint8_t*>(Table<char>(kLineData)) + b->data;
-  const auto* end = reinterpret_cast<const uint8_t*>(Table<char>(kLineData)) + block_end;
+  const uint8_t* p = Bytes(kLineData, b->data, block_end);
+  if (p == nullptr) return false;
+  const uint8_t* end = p + (block_end - b->data);
   uint64_t row_addr = b->addr;
+  addr = rel;
   int64_t line = 0;
   bool found = false;
   uint64_t file = 0, column = 0;
   int64_t found_line = 0;
   uint64_t found_file = 0, found_column = 0;
-  for (uint32_t r = 0; r < b->rows && r < kLineBlockRows; ++r) {
+  for (uint32_t r = 0; r < kLineBlockRows && p < end; ++r) {
     uint64_t delta;
     if (!ReadUleb(p, end, &delta) || !ReadUleb(p, end, &file)) break;
     row_addr += delta;
@@ -218,38 +401,28 @@ void SymbolIndex::Lookup(uint64_t addr, SymbolizedAddress* out) const {
                                       [](uint64_t a, const CuRange& cr) { return a < cr.lo; });
   if (r != rfirst && addr < (r - 1)->hi && (r - 1)->cu < Count(kCus)) {
     const CuInfo& cu = Table<CuInfo>(kCus)[(r - 1)->cu];
-    // The innermost subroutine: the last map entry starting at or below the address.
-    uint32_t node = kNone;
-    if (addr >= cu.base && addr - cu.base <= 0xffffffffu && cu.map_begin < cu.map_end &&
-        cu.map_end <= Count(kMap)) {
-      const uint64_t rel = addr - cu.base;
-      const MapEntry* mfirst = Table<MapEntry>(kMap) + cu.map_begin;
-      const MapEntry* mlast = Table<MapEntry>(kMap) + cu.map_end;
-      const MapEntry* m = std::upper_bound(mfirst, mlast, rel,
-                                           [](uint64_t a, const MapEntry& e) { return a < e.lo; });
-      if (m != mfirst && rel - (m - 1)->lo < (m - 1)->size) node = (m - 1)->node;
-    }
+    // The innermost subroutine, then its chain of parents up to the subprogram.
+    uint32_t node = FindNode(cu, addr);
     SourceFrame frame;
     if (node == kNone) {
       if (FindLine(cu, addr, &frame)) out->frames.push_back(frame);
     } else {
-      const Node* nodes = Table<Node>(kNodes);
-      const uint64_t nnodes = Count(kNodes);
-      const Node* prev = nullptr;
-      for (int depth = 0; node < nnodes && depth < kMaxInlineDepth; ++depth) {
-        const Node& n = nodes[node];
+      DecodedNode n, prev;
+      for (int depth = 0; depth < kMaxInlineDepth && DecodeNode(node, &n); ++depth) {
         frame = SourceFrame();
-        frame.function = n.name == kNone ? std::string_view() : String(n.name);
-        if (prev == nullptr) {
+        frame.function = n.name == kNone ? std::string_view() : Name(n.name);
+        if (depth == 0) {
           FindLine(cu, addr, &frame);
         } else {
-          frame.file =
-              prev->call_file == kNoFile ? std::string_view() : UnitFile(cu, prev->call_file);
-          frame.line = prev->call_line;
-          frame.column = prev->call_column;
+          frame.file = prev.call_file == 0 || prev.call_file > kNone
+                           ? std::string_view()
+                           : UnitFile(cu, static_cast<uint32_t>(prev.call_file - 1));
+          frame.line = prev.call_line;
+          frame.column = prev.call_column;
         }
         out->frames.push_back(frame);
-        prev = &n;
+        prev = n;
+        if (n.parent == kNone) break;
         node = n.parent;
       }
     }
@@ -259,9 +432,9 @@ void SymbolIndex::Lookup(uint64_t addr, SymbolizedAddress* out) const {
   if (const SymbolEntry* s = FindSymbol(addr)) {
     std::string_view name;
     if (s->demangled != kNone) {
-      name = String(s->demangled);
+      name = Name(s->demangled);
     } else {
-      out->owned.push_back(Demangle(String(s->mangled)));
+      out->owned.push_back(Demangle(Name(s->mangled)));
       name = out->owned.back();
     }
     out->frames.back().function = name;

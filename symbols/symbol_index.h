@@ -12,6 +12,7 @@
 #ifndef HANGWATCH_SYMBOLS_SYMBOL_INDEX_H_
 #define HANGWATCH_SYMBOLS_SYMBOL_INDEX_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -70,7 +71,20 @@ class SymbolIndex {
     return reinterpret_cast<const T*>(data_ + header_->sections[s].offset);
   }
   uint64_t Count(index_format::Section s) const { return header_->sections[s].count; }
+  // Bytes [begin, end) of a byte section, inflating its chunks on first use when it is
+  // compressed; null when the range is empty or outside the section.
+  const uint8_t* Bytes(index_format::Section s, uint64_t begin, uint64_t end) const;
   std::string_view String(uint32_t offset) const;
+  // A function name (names section), expanded from its tokens on first use and kept.
+  std::string_view Name(uint32_t name) const;
+  struct DecodedNode {
+    uint32_t name = index_format::kNone;
+    uint32_t parent = index_format::kNone;
+    uint32_t call_line = 0, call_column = 0;
+    uint64_t call_file = 0;  // unit-local file + 1; 0 when unknown
+  };
+  bool DecodeNode(uint32_t node, DecodedNode* out) const;
+  uint32_t FindNode(const index_format::CuInfo& cu, uint64_t addr) const;
   // The unit-local file index -> path, or empty.
   std::string_view UnitFile(const index_format::CuInfo& cu, uint32_t local) const;
   bool FindLine(const index_format::CuInfo& cu, uint64_t addr, SourceFrame* frame) const;
@@ -82,6 +96,18 @@ class SymbolIndex {
   std::string owned_;        // or the bytes themselves
   const index_format::Header* header_ = nullptr;
   std::string_view build_id_;
+  // Expanded names by name index: a heap block {uint32_t length, chars}, published with a
+  // compare-and-swap (lookups may run on several threads; the loser frees its copy).
+  std::unique_ptr<std::atomic<char*>[]> names_;
+  // Compressed sections, inflated chunk by chunk into an anonymous mapping (untouched chunks
+  // cost no memory). Chunk states go kRaw -> kInflating (one thread) -> kInflated.
+  static constexpr uint8_t kRaw = 0, kInflating = 1, kInflated = 2;
+  struct Inflated {
+    uint8_t* region = nullptr;
+    size_t size = 0;
+    std::unique_ptr<std::atomic<uint8_t>[]> state;
+  };
+  Inflated inflated_[index_format::kNumSections];
 };
 
 // Appends llvm-symbolizer's default output for one address: per frame the function name, then

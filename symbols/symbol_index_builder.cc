@@ -12,6 +12,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <gelf.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,6 +26,7 @@
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -682,6 +684,76 @@ void PutSleb(std::string* out, int64_t v) {
   }
 }
 
+// Function names, deduplicated, stored as runs of tokens (symbol_index_format.h): the name cut
+// after every '<', '>', '(', ')' and ','. Token ids are given by frequency, so that the most
+// common pieces take one byte.
+class NameTable {
+ public:
+  uint32_t Add(std::string_view name) {
+    auto it = ids_.find(absl::string_view(name.data(), name.size()));
+    if (it == ids_.end()) {
+      it = ids_.emplace(std::string(name), static_cast<uint32_t>(names_.size())).first;
+      names_.push_back(&it->first);
+      uses_.push_back(0);
+    }
+    return it->second;
+  }
+  size_t size() const { return names_.size(); }
+  // Counts one reference to a name: the most used names get the smallest (shortest) indexes.
+  uint32_t Use(uint32_t id) {
+    ++uses_[id];
+    return id;
+  }
+
+  // Fills the token, name and name-data tables (token strings go into `strings`); `order`
+  // maps the ids given by Add to the final name indexes.
+  void Finish(StringTable* strings, std::vector<uint32_t>* tokens, std::vector<uint32_t>* names,
+              std::string* data, std::vector<uint32_t>* order) const {
+    std::vector<uint32_t> by_use(names_.size());
+    for (uint32_t i = 0; i < by_use.size(); ++i) by_use[i] = i;
+    std::stable_sort(by_use.begin(), by_use.end(),
+                     [&](uint32_t a, uint32_t b) { return uses_[a] > uses_[b]; });
+    order->assign(names_.size(), 0);
+    for (uint32_t i = 0; i < by_use.size(); ++i) (*order)[by_use[i]] = i;
+    absl::flat_hash_map<std::string_view, uint32_t> count;
+    for (const std::string* n : names_) {
+      ForEachToken(*n, [&](std::string_view t) { ++count[t]; });
+    }
+    std::vector<std::pair<std::string_view, uint32_t>> by_count(count.begin(), count.end());
+    std::sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    absl::flat_hash_map<std::string_view, uint32_t> id;
+    for (const auto& [t, c] : by_count) {
+      id[t] = static_cast<uint32_t>(tokens->size());
+      tokens->push_back(strings->Add(t));
+    }
+    for (uint32_t i : by_use) {
+      names->push_back(static_cast<uint32_t>(data->size()));
+      ForEachToken(*names_[i], [&](std::string_view t) { PutUleb(data, id[t]); });
+    }
+  }
+
+ private:
+  template <typename F>
+  static void ForEachToken(std::string_view name, F&& f) {
+    size_t begin = 0;
+    for (size_t i = 0; i < name.size(); ++i) {
+      const char c = name[i];
+      if (c == '<' || c == '>' || c == '(' || c == ')' || c == ',') {
+        f(name.substr(begin, i + 1 - begin));
+        begin = i + 1;
+      }
+    }
+    if (begin < name.size()) f(name.substr(begin));
+  }
+
+  // Node-based: names_ points at the keys.
+  absl::node_hash_map<std::string, uint32_t> ids_;
+  std::vector<const std::string*> names_;
+  std::vector<uint32_t> uses_;
+};
+
 class ImageWriter {
  public:
   ImageWriter() { image_.resize(sizeof(Header)); }
@@ -694,7 +766,28 @@ class ImageWriter {
     header_.sections[s] = {image_.size(), count};
     image_.append(static_cast<const char*>(p), bytes);
   }
-  std::string Finish(uint32_t build_id, uint32_t flags) {
+  // A byte section as zstd frames of kChunkBytes (symbol_index_format.h), or plain when
+  // `compress` is false.
+  void PutBytes(Section s, const std::string& bytes, bool compress) {
+    if (!compress || bytes.empty()) {
+      PutBytes(s, bytes.data(), bytes.size(), bytes.size());
+      return;
+    }
+    header_.sections[s] = {0, bytes.size()};
+    header_.chunks[s].begin = static_cast<uint32_t>(chunks_.size());
+    std::string frame;
+    for (size_t at = 0; at < bytes.size(); at += kChunkBytes) {
+      const size_t raw = std::min<size_t>(kChunkBytes, bytes.size() - at);
+      frame.resize(ZSTD_compressBound(raw));
+      const size_t n = ZSTD_compress(frame.data(), frame.size(), bytes.data() + at, raw, 3);
+      if (ZSTD_isError(n)) frame.clear();  // cannot happen with a bound-sized buffer
+      chunks_.push_back({image_.size(), static_cast<uint32_t>(ZSTD_isError(n) ? 0 : n), 0});
+      image_.append(frame.data(), ZSTD_isError(n) ? 0 : n);
+    }
+    header_.chunks[s].end = static_cast<uint32_t>(chunks_.size());
+  }
+  std::string Finish(uint32_t build_id, uint32_t flags, uint32_t node_count) {
+    Put(kChunks, chunks_);
     image_.resize((image_.size() + 7) & ~size_t{7});
     std::memcpy(header_.magic, kMagic, sizeof(kMagic));
     header_.version = kVersion;
@@ -702,6 +795,7 @@ class ImageWriter {
     header_.file_size = image_.size();
     header_.build_id = build_id;
     header_.flags = flags;
+    header_.node_count = node_count;
     std::memcpy(image_.data(), &header_, sizeof(header_));
     return std::move(image_);
   }
@@ -709,6 +803,7 @@ class ImageWriter {
  private:
   Header header_{};
   std::string image_;
+  std::vector<Chunk> chunks_;
 };
 
 }  // namespace
@@ -796,14 +891,18 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
 
   // Merge into global tables.
   StringTable strings;
+  NameTable names;
   std::vector<uint32_t> files;
   std::unordered_map<uint32_t, uint32_t> file_by_string;
   std::vector<CuInfo> cus(units.size());
   std::vector<uint32_t> cu_files;
-  std::vector<MapEntry> map;
-  std::vector<Node> nodes;
+  std::vector<MapBlock> map_blocks;
+  std::string map_data;
+  std::vector<UnitResult::LocalNode> nodes;  // name: name index, parent: index distance
+  uint64_t node_count = 0;
   std::vector<LineBlock> blocks;
   std::string line_data;
+  std::vector<uint32_t> name_ids;
   for (uint32_t u = 0; u < units.size(); ++u) {
     UnitResult& r = results[u];
     CuInfo& cu = cus[u];
@@ -824,34 +923,57 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     for (const auto& m : r.map) base = std::min(base, m.lo);
     for (const auto& row : r.rows) base = std::min(base, row.addr);
     cu.base = base == ~uint64_t{0} ? 0 : base;
-    const auto node_base = static_cast<uint32_t>(nodes.size());
-    std::vector<uint32_t> name_offsets;
-    name_offsets.reserve(r.names.size());
-    for (const std::string& n : r.names) name_offsets.push_back(strings.Add(n));
-    for (const auto& n : r.nodes) {
-      nodes.push_back({n.name == kNone ? kNone : name_offsets[n.name],
-                       n.parent == kNone ? kNone : node_base + n.parent, n.call_line,
-                       static_cast<uint16_t>(n.call_file >= kNoFile ? kNoFile : n.call_file),
-                       static_cast<uint16_t>(std::min<uint32_t>(n.call_column, 0xffff))});
+
+    // Nodes (global index = node_base + unit-local index).
+    const uint64_t node_base = node_count;
+    name_ids.clear();
+    for (const std::string& n : r.names) name_ids.push_back(names.Add(n));
+    for (size_t i = 0; i < r.nodes.size(); ++i) {
+      UnitResult::LocalNode n = r.nodes[i];
+      if (n.name != kNone) n.name = names.Use(name_ids[n.name]);
+      n.parent = n.parent == kNone ? 0 : static_cast<uint32_t>(i - n.parent);
+      nodes.push_back(n);
+      ++node_count;
     }
-    cu.map_begin = static_cast<uint32_t>(map.size());
+
+    // Map entries, in blocks.
+    cu.map_block_begin = static_cast<uint32_t>(map_blocks.size());
+    uint64_t prev_end = 0, prev_node = 0;
+    uint32_t in_block = kMapBlockEntries;
     for (const auto& m : r.map) {
-      const uint64_t lo = m.lo - cu.base, size = m.hi - m.lo;
+      const uint64_t lo = m.lo - cu.base, size = m.hi - m.lo, node = node_base + m.node;
       if (lo > 0xffffffffu || size > 0xffffffffu) continue;  // not representable: drop
-      map.push_back({static_cast<uint32_t>(lo), static_cast<uint32_t>(size), node_base + m.node});
+      if (in_block == kMapBlockEntries) {
+        map_blocks.push_back({static_cast<uint32_t>(lo), static_cast<uint32_t>(node),
+                              static_cast<uint32_t>(map_data.size())});
+        prev_end = lo;
+        prev_node = node;
+        in_block = 0;
+      }
+      ++in_block;
+      PutSleb(&map_data, static_cast<int64_t>(lo - prev_end));
+      PutUleb(&map_data, size);
+      PutSleb(&map_data, static_cast<int64_t>(node - prev_node));
+      prev_end = lo + size;
+      prev_node = node;
     }
-    cu.map_end = static_cast<uint32_t>(map.size());
+    cu.map_block_end = static_cast<uint32_t>(map_blocks.size());
+    cu.map_data_end = static_cast<uint32_t>(map_data.size());
+
     cu.block_begin = static_cast<uint32_t>(blocks.size());
     uint32_t prev_line = 0;
     uint64_t prev_addr = 0;
-    for (size_t i = 0; i < r.rows.size(); ++i) {
-      const auto& row = r.rows[i];
-      if (i % kLineBlockRows == 0) {
-        blocks.push_back({row.addr, static_cast<uint32_t>(line_data.size()), 0});
+    uint32_t rows_in_block = kLineBlockRows;
+    for (const auto& row : r.rows) {
+      if (row.addr - cu.base > 0xffffffffu) break;  // not representable: drop (sorted)
+      if (rows_in_block == kLineBlockRows) {
+        blocks.push_back(
+            {static_cast<uint32_t>(row.addr - cu.base), static_cast<uint32_t>(line_data.size())});
         prev_line = 0;
         prev_addr = row.addr;
+        rows_in_block = 0;
       }
-      blocks.back().rows++;
+      ++rows_in_block;
       PutUleb(&line_data, row.addr - prev_addr);
       PutUleb(&line_data, row.file);
       if (row.file != 0) {
@@ -881,38 +1003,71 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
   std::vector<SymbolEntry> symbols;
   symbols.reserve(raw_symbols.size());
   for (const RawSymbol& s : raw_symbols) {
-    const uint32_t mangled = strings.Add(s.name);
-    uint32_t demangled = kNone;
-    if (options.demangle_symbols) {
-      demangled = (s.name.size() >= 2 && s.name[0] == '_' && s.name[1] == 'Z')
-                      ? strings.Add(Demangle(s.name))
-                      : mangled;
+    uint32_t mangled = kNone, demangled = kNone;
+    if (!options.demangle_symbols) {
+      mangled = names.Use(names.Add(s.name));
+    } else if (s.name.size() >= 2 && s.name[0] == '_' && s.name[1] == 'Z') {
+      demangled = names.Use(names.Add(Demangle(s.name)));
+    } else {
+      demangled = names.Use(names.Add(s.name));
     }
     symbols.push_back(
         {s.addr, s.size, mangled, demangled, s.file.empty() ? kNone : strings.Add(s.file), 0});
   }
 
+  std::vector<uint32_t> tokens, name_offsets, name_order;
+  std::string name_data;
+  names.Finish(&strings, &tokens, &name_offsets, &name_data, &name_order);
+  for (SymbolEntry& e : symbols) {
+    if (e.mangled != kNone) e.mangled = name_order[e.mangled];
+    if (e.demangled != kNone) e.demangled = name_order[e.demangled];
+  }
+  std::vector<uint32_t> node_blocks;
+  std::string node_data;
+  int64_t prev_call_line = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& n = nodes[i];
+    if (i % kNodeBlockNodes == 0) {
+      node_blocks.push_back(static_cast<uint32_t>(node_data.size()));
+      prev_call_line = 0;
+    }
+    PutUleb(&node_data, n.name == kNone ? 0 : uint64_t{name_order[n.name]} + 1);
+    PutUleb(&node_data, n.parent);
+    PutSleb(&node_data, int64_t{n.call_line} - prev_call_line);
+    PutUleb(&node_data, uint64_t{n.call_file} + 1);
+    PutUleb(&node_data, n.call_column);
+    prev_call_line = n.call_line;
+  }
+  nodes = {};
+  const uint32_t build_id_str = strings.Add(build_id);
+
   // Offsets and counts are 32-bit in the format.
   for (uint64_t n :
-       {uint64_t{strings.bytes().size()}, uint64_t{line_data.size()}, uint64_t{nodes.size()},
-        uint64_t{map.size()}, uint64_t{blocks.size()}, uint64_t{cu_files.size()}}) {
+       {uint64_t{strings.bytes().size()}, uint64_t{line_data.size()}, node_count,
+        uint64_t{node_data.size()}, uint64_t{map_data.size()}, uint64_t{name_data.size()},
+        uint64_t{blocks.size()}, uint64_t{cu_files.size()}}) {
     if (n >= kNone) {
       return absl::ResourceExhaustedError("debug information too large for a symbol index");
     }
   }
   ImageWriter w;
-  const uint32_t build_id_str = strings.Add(build_id);
   w.PutBytes(kStrings, strings.bytes().data(), strings.bytes().size(), strings.bytes().size());
   w.Put(kFiles, files);
   w.Put(kCuRanges, cu_ranges);
   w.Put(kCus, cus);
   w.Put(kCuFiles, cu_files);
-  w.Put(kMap, map);
-  w.Put(kNodes, nodes);
+  w.Put(kMapBlocks, map_blocks);
+  w.PutBytes(kMapData, map_data, options.compress);
+  w.Put(kNodeBlocks, node_blocks);
+  w.PutBytes(kNodeData, node_data, options.compress);
   w.Put(kLineBlocks, blocks);
-  w.PutBytes(kLineData, line_data.data(), line_data.size(), line_data.size());
+  w.PutBytes(kLineData, line_data, options.compress);
   w.Put(kSymbols, symbols);
-  std::string out = w.Finish(build_id_str, units.empty() ? 0 : kHasDwarf);
+  w.Put(kTokens, tokens);
+  w.Put(kNames, name_offsets);
+  w.PutBytes(kNameData, name_data, options.compress);
+  std::string out =
+      w.Finish(build_id_str, units.empty() ? 0 : kHasDwarf, static_cast<uint32_t>(node_count));
   stats->index_bytes = out.size();
   return out;
 }

@@ -26,6 +26,9 @@ struct SymbolIndexOptions {
   std::vector<uint64_t> only_addresses;
   // Store demangled symbol-table names (else they are demangled at lookup).
   bool demangle_symbols = true;
+  // Store the bulky byte sections zstd-compressed (for indexes kept on disk; lookups inflate
+  // what they touch). An index used once and thrown away is faster uncompressed.
+  bool compress = true;
 };
 
 struct SymbolIndexStats {

@@ -5,19 +5,31 @@
 // follow (the file may be truncated or hostile); see SymbolIndex.
 //
 // What it holds (the idea of Breakpad symbol files and LLVM's GSYM, shaped for
-// llvm-symbolizer-identical answers):
-//   strings   names and paths (function names already demangled), each NUL-terminated and
-//             preceded by its uint32 length; a string offset points at its first byte
+// llvm-symbolizer-identical answers, and compact: fixed-width records and repeated C++ names
+// made version 3 a quarter of the DWARF's size):
+//   strings   paths, name tokens and the build-id, each NUL-terminated and preceded by its
+//             uint32 length; a string offset points at its first byte
 //   files     string offset per source file (absolute path as llvm-symbolizer prints it)
+//   names     function names (already demangled), each a run of tokens: the name cut after
+//             every '<', '>', '(', ')' and ',' (C++ names repeat the same template arguments
+//             endlessly). Name i is the uleb token ids in name_data from names[i] to
+//             names[i + 1] (or the section's end); tokens holds each token's string offset.
 //   cu_ranges non-overlapping address ranges -> compilation unit (from .debug_aranges or the
 //             unit's own ranges, overlaps resolved as LLVM's DWARFDebugAranges does)
 //   cus       per unit: its base address and slices of the tables below
 //   cu_files  per unit: unit-local file index -> global file (for line rows and call_file)
-//   map       per unit: address ranges -> innermost subprogram / inlined subroutine node
-//   nodes     the inline tree: name, parent link, call file/line/column
+//   map       per unit: address ranges -> innermost subprogram / inlined subroutine node,
+//             varint-coded in blocks (MapBlock)
+//   nodes     the inline tree (name, parent link, call file/line/column), varint-coded in
+//             blocks of kNodeBlockNodes (node i is in block i / kNodeBlockNodes)
 //   line_blocks + line_data: the unit's line table rows, varint-coded in blocks of up to
 //             kLineBlockRows rows, each block starting with an absolute address
-//   symbols   the ELF symbol table (LLVM's selection rules), names mangled and demangled
+//   symbols   the ELF symbol table (LLVM's selection rules), names demangled (or mangled, to be
+//             demangled at lookup)
+//   chunks    the byte sections (map, node, line and name data) of a cached index are stored
+//             as independent zstd frames of kChunkBytes each (those varint streams still
+//             shrink 4x: an index of a C++ program is then ~4 % of its DWARF instead of 10 %);
+//             the reader inflates a chunk the first time a lookup touches it
 #ifndef HANGWATCH_SYMBOLS_SYMBOL_INDEX_FORMAT_H_
 #define HANGWATCH_SYMBOLS_SYMBOL_INDEX_FORMAT_H_
 
@@ -26,9 +38,14 @@
 namespace hangwatch::symbols::index_format {
 
 inline constexpr char kMagic[8] = {'H', 'W', 'S', 'Y', 'M', 'I', 'D', 'X'};
-inline constexpr uint32_t kVersion = 3;
+inline constexpr uint32_t kVersion = 4;
 inline constexpr uint32_t kNone = 0xffffffffu;
 inline constexpr uint32_t kLineBlockRows = 16;
+inline constexpr uint32_t kMapBlockEntries = 16;
+inline constexpr uint32_t kNodeBlockNodes = 8;
+// Names are cut short here: a hostile file could make one of a million long tokens.
+inline constexpr uint32_t kMaxNameBytes = 1 << 16;
+inline constexpr uint32_t kChunkBytes = 1 << 16;
 
 enum Section : uint32_t {
   kStrings,     // char
@@ -36,11 +53,17 @@ enum Section : uint32_t {
   kCuRanges,    // CuRange
   kCus,         // CuInfo
   kCuFiles,     // uint32_t global file index (kNone when unknown)
-  kMap,         // MapEntry
-  kNodes,       // Node
+  kMapBlocks,   // MapBlock
+  kMapData,     // uint8_t
+  kNodeBlocks,  // uint32_t offset into kNodeData of each block of kNodeBlockNodes nodes
+  kNodeData,    // uint8_t
   kLineBlocks,  // LineBlock
   kLineData,    // uint8_t
   kSymbols,     // SymbolEntry
+  kTokens,      // uint32_t string offset
+  kNames,       // uint32_t offset into kNameData
+  kNameData,    // uint8_t
+  kChunks,      // Chunk
   kNumSections,
 };
 
@@ -59,7 +82,22 @@ struct Header {
   uint64_t file_size;
   uint32_t build_id;  // string offset of the lowercase hex build-id ("" when none)
   uint32_t flags;
+  uint32_t node_count;
+  uint32_t reserved;
+  // A section with chunks (a byte section) is stored compressed: its count is the inflated
+  // size, its offset is unused, and chunk[begin, end) of kChunks hold it in order.
   SectionRef sections[kNumSections];
+  struct {
+    uint32_t begin, end;
+  } chunks[kNumSections];
+};
+
+// kChunkBytes of a section (fewer for its last chunk): a zstd frame of `size` bytes at `offset`
+// in the file.
+struct Chunk {
+  uint64_t offset;
+  uint32_t size;
+  uint32_t pad;
 };
 
 struct CuRange {
@@ -70,44 +108,48 @@ struct CuRange {
 
 struct CuInfo {
   uint64_t base;  // map and line addresses are relative to this
-  uint32_t map_begin, map_end;
+  uint32_t map_block_begin, map_block_end;
+  uint32_t map_data_end;  // end of the unit's bytes in kMapData
   uint32_t block_begin, block_end;
   uint32_t files_begin, files_count;
   uint32_t line_data_end;  // end of the unit's bytes in kLineData
-  uint32_t pad;
 };
 
-struct MapEntry {
-  uint32_t lo;    // relative to CuInfo::base
-  uint32_t size;  // [lo, lo + size)
-  uint32_t node;
+// Up to kMapBlockEntries map entries, sorted by `lo`, their bytes running to the next block's
+// (or the unit's end). Each entry is
+//   sleb(lo - the previous entry's end (lo + size); 0 for the first)
+//   uleb(size)                             the entry covers [lo, lo + size) from CuInfo::base
+//   sleb(node - the previous entry's node; 0 for the first)
+struct MapBlock {
+  uint32_t lo;    // of the first entry
+  uint32_t node;  // of the first entry
+  uint32_t data;  // offset into kMapData
 };
 
-struct Node {
-  uint32_t name;         // string offset, kNone when the DIE has no name
-  uint32_t parent;       // enclosing subroutine in the inline chain, kNone at a subprogram
-  uint32_t call_line;    // call site (in the parent)
-  uint16_t call_file;    // unit-local file index; kNoFile when not representable
-  uint16_t call_column;  // clamped to 65535
-};
-inline constexpr uint16_t kNoFile = 0xffff;
+// A node of the inline tree, in its block:
+//   uleb(name + 1; 0 when the DIE has no name)
+//   uleb(the node's index - its parent's; 0 at a subprogram, where the chain ends)
+//   sleb(call_line - the previous node's call_line in the block; from 0 for the first)
+//   uleb(call_file + 1: the call site's unit-local file index; 0 when unknown)
+//   uleb(call_column)
+// (call_* say where the node was inlined into its parent.)
 
-// Rows of one block: the first row's address is `addr`; each row is then
+// Up to kLineBlockRows rows, their bytes running to the next block's (or the unit's end). The
+// first row's address is `addr` (from CuInfo::base); each row is then
 //   uleb(address delta from the previous row; 0 for the first)
 //   uleb(file)   0 = end of a sequence (no line information from here), else unit file + 1
 //   sleb(line delta from the previous row), uleb(column)   (absent for end rows)
 struct LineBlock {
-  uint64_t addr;
+  uint32_t addr;
   uint32_t data;  // offset into kLineData
-  uint32_t rows;
 };
 
 struct SymbolEntry {
   uint64_t addr;
   uint64_t size;
-  uint32_t mangled;    // string offsets
-  uint32_t demangled;  // kNone: demangle `mangled` when needed
-  uint32_t file;       // for local symbols, the preceding STT_FILE symbol's name, else kNone
+  uint32_t mangled;    // name index; kNone when `demangled` is set
+  uint32_t demangled;  // name index; kNone: demangle `mangled` when needed
+  uint32_t file;       // local symbols: the preceding STT_FILE symbol (string offset), or kNone
   uint32_t pad;
 };
 
