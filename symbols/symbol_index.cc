@@ -45,7 +45,13 @@ constexpr size_t kElementSize[kNumSections] = {
     sizeof(Chunk),        // kChunks
 };
 
-bool ReadUleb(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
+// Varints: most values fit one byte, which the inlined fast path takes.
+inline __attribute__((always_inline)) bool ReadUleb(const uint8_t*& p, const uint8_t* end,
+                                                    uint64_t* out) {
+  if (p < end && *p < 0x80) {
+    *out = *p++;
+    return true;
+  }
   uint64_t v = 0;
   for (int shift = 0; p < end && shift < 64; shift += 7) {
     const uint8_t b = *p++;
@@ -58,7 +64,13 @@ bool ReadUleb(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
   return false;
 }
 
-bool ReadSleb(const uint8_t*& p, const uint8_t* end, int64_t* out) {
+inline __attribute__((always_inline)) bool ReadSleb(const uint8_t*& p, const uint8_t* end,
+                                                    int64_t* out) {
+  if (p < end && *p < 0x80) {
+    const uint8_t b = *p++;
+    *out = (b & 0x40) != 0 ? static_cast<int64_t>(b) - 0x80 : b;
+    return true;
+  }
   uint64_t v = 0;
   int shift = 0;
   while (p < end && shift < 64) {
@@ -70,6 +82,14 @@ bool ReadSleb(const uint8_t*& p, const uint8_t* end, int64_t* out) {
       *out = static_cast<int64_t>(v);
       return true;
     }
+  }
+  return false;
+}
+
+// Steps over one varint (skipping what is not needed); false at the end or past it.
+inline __attribute__((always_inline)) bool SkipVarint(const uint8_t*& p, const uint8_t* end) {
+  for (int i = 0; p < end && i < 10; ++i) {
+    if ((*p++ & 0x80) == 0) return true;
   }
   return false;
 }
@@ -194,10 +214,7 @@ absl::Status SymbolIndex::Validate() {
     return absl::DataLossError("symbol index strings are not terminated");
   }
   build_id_ = String(header_->build_id);
-  // Zeroed lazily by the kernel for large tables: only names in use cost memory.
-  names_.reset(static_cast<std::atomic<char*>*>(
-      std::calloc(std::max<uint64_t>(Count(kNames), 1), sizeof(std::atomic<char*>))));
-  if (names_ == nullptr) return absl::ResourceExhaustedError("out of memory");
+  names_.reset(new std::atomic<char*>[std::max<uint64_t>(Count(kNames), 1)]());
   return absl::OkStatus();
 }
 
@@ -264,7 +281,16 @@ bool SymbolIndex::DecodeNode(uint32_t node, DecodedNode* out) const {
   if (p == nullptr) return false;
   const uint8_t* e = p + (end - begin);
   int64_t call_line = 0;
-  for (uint32_t i = 0; i <= node % kNodeBlockNodes; ++i) {
+  // The nodes before this one in the block: only their call_line deltas matter.
+  for (uint32_t i = 0; i < node % kNodeBlockNodes; ++i) {
+    int64_t line_delta;
+    if (!SkipVarint(p, e) || !SkipVarint(p, e) || !ReadSleb(p, e, &line_delta) ||
+        !SkipVarint(p, e) || !SkipVarint(p, e)) {
+      return false;
+    }
+    call_line += line_delta;
+  }
+  {
     uint64_t name, parent, file, column;
     int64_t line_delta;
     if (!ReadUleb(p, e, &name) || !ReadUleb(p, e, &parent) || !ReadSleb(p, e, &line_delta) ||
@@ -272,7 +298,7 @@ bool SymbolIndex::DecodeNode(uint32_t node, DecodedNode* out) const {
       return false;
     }
     call_line += line_delta;
-    if (i == node % kNodeBlockNodes) {
+    {
       const uint32_t self = node;
       out->name = name == 0 || name > kNone ? kNone : static_cast<uint32_t>(name - 1);
       // Parents come first: a chain only walks down in index, so it ends.

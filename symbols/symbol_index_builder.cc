@@ -157,12 +157,6 @@ class UnitReader {
   }
 
  private:
-  struct Pending {
-    Dwarf_Die die;
-    uint32_t node;
-    Pending* parent;  // enclosing subroutine in the inline chain; null for subprograms
-  };
-
   void ReadFiles(Dwarf_Die* cudie, int version, const char* comp_dir) {
     Dwarf_Files* files = nullptr;
     size_t nfiles = 0;
@@ -304,14 +298,26 @@ class UnitReader {
   // The attributes a node needs, in one pass over the DIE (libdw rescans the abbreviation for
   // every dwarf_attr call).
   struct NodeAttrs {
-    Dwarf_Attribute origin;
+    Dwarf_Attribute origin, low_pc, high_pc;
     bool has_origin = false;
     bool has_name = false;  // any name attribute on the DIE itself
+    bool has_low_pc = false, has_high_pc = false, has_ranges = false;
     Dwarf_Word call_file = 0, call_line = 0, call_column = 0;
   };
   static int ScanAttr(Dwarf_Attribute* attr, void* arg) {
     auto* a = static_cast<NodeAttrs*>(arg);
     switch (dwarf_whatattr(attr)) {
+      case DW_AT_low_pc:
+        a->low_pc = *attr;
+        a->has_low_pc = true;
+        break;
+      case DW_AT_high_pc:
+        a->high_pc = *attr;
+        a->has_high_pc = true;
+        break;
+      case DW_AT_ranges:
+        a->has_ranges = true;
+        break;
       case DW_AT_abstract_origin:
         a->origin = *attr;
         a->has_origin = true;
@@ -336,6 +342,13 @@ class UnitReader {
     return DWARF_CB_OK;
   }
 
+  struct Pending {
+    Dwarf_Die die;
+    uint32_t node;
+    Pending* parent;  // enclosing subroutine in the inline chain; null for subprograms
+    NodeAttrs attrs;
+  };
+
   // The name of a node. Inlined and out-of-line instances name nothing themselves and point at
   // their abstract origin: its name is computed once per origin.
   const char* NodeName(Dwarf_Die* die, NodeAttrs& attrs) {
@@ -353,8 +366,7 @@ class UnitReader {
     if (p->node != kNone) return p->node;
     const uint32_t parent = p->parent != nullptr ? Materialize(p->parent) : kNone;
     UnitResult::LocalNode node{kNone, parent, 0, 0, 0};
-    NodeAttrs attrs;
-    dwarf_getattrs(&p->die, ScanAttr, &attrs, 0);
+    NodeAttrs& attrs = p->attrs;
     if (const char* name = NodeName(&p->die, attrs)) {
       auto [it, inserted] = name_index_.try_emplace(name, 0);
       if (inserted) {
@@ -406,26 +418,54 @@ class UnitReader {
     }
   }
 
+  // The DIE's address ranges, from the attributes of one scan: low_pc + high_pc as libdw's
+  // dwarf_highpc reads them, else DW_AT_ranges through dwarf_ranges. A DIE without any of them
+  // on itself has no code (declarations, abstract instances).
+  void Ranges(Pending* p) {
+    ranges_.clear();
+    const NodeAttrs& a = p->attrs;
+    if (a.has_low_pc && a.has_high_pc) {
+      Dwarf_Attribute low = a.low_pc, high = a.high_pc;
+      Dwarf_Addr lo, hi;
+      if (dwarf_formaddr(&low, &lo) == 0) {
+        const unsigned form = dwarf_whatform(&high);
+        bool ok;
+        if (form == DW_FORM_addr || form == DW_FORM_addrx || form == DW_FORM_GNU_addr_index ||
+            (form >= DW_FORM_addrx1 && form <= DW_FORM_addrx4)) {
+          ok = dwarf_formaddr(&high, &hi) == 0;
+        } else {
+          Dwarf_Word size;
+          ok = dwarf_formudata(&high, &size) == 0;
+          hi = lo + size;
+        }
+        if (ok) {
+          if (lo < hi) ranges_.emplace_back(lo, hi);
+          return;
+        }
+      }
+    }
+    if (!a.has_ranges && !(a.has_low_pc && a.has_high_pc)) return;
+    ptrdiff_t off = 0;
+    Dwarf_Addr base, start, end;
+    while ((off = dwarf_ranges(&p->die, off, &base, &start, &end)) > 0) {
+      if (start < end) ranges_.emplace_back(start, end);
+    }
+  }
+
   void Walk(Dwarf_Die* parent, Pending* sub, int depth) {
-    if (depth > kMaxDieDepth || dwarf_haschildren(parent) <= 0) return;
     Dwarf_Die child;
-    if (dwarf_child(parent, &child) != 0) return;
+    if (depth > kMaxDieDepth || dwarf_child(parent, &child) != 0) return;
     do {
       const int tag = dwarf_tag(&child);
       if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
-        Pending p{child, kNone, tag == DW_TAG_subprogram ? nullptr : sub};
-        ptrdiff_t off = 0;
-        Dwarf_Addr base, start, end;
-        ranges_.clear();
+        Pending p{child, kNone, tag == DW_TAG_subprogram ? nullptr : sub, {}};
+        dwarf_getattrs(&p.die, ScanAttr, &p.attrs, 0);
+        Ranges(&p);
         // Cold path: a subroutine none of whose ranges holds an address changes no answer.
         bool wanted = only_ == nullptr;
-        while ((off = dwarf_ranges(&p.die, off, &base, &start, &end)) > 0) {
-          if (start >= end) continue;
-          ranges_.emplace_back(start, end);
-          if (!wanted) {
-            auto it = std::lower_bound(only_->begin(), only_->end(), start);
-            wanted = it != only_->end() && *it < end;
-          }
+        for (size_t i = 0; i < ranges_.size() && !wanted; ++i) {
+          auto it = std::lower_bound(only_->begin(), only_->end(), ranges_[i].first);
+          wanted = it != only_->end() && *it < ranges_[i].second;
         }
         if (!wanted) continue;
         for (const auto& [lo, hi] : ranges_) Insert(lo, hi, Materialize(&p));
