@@ -284,10 +284,15 @@ void Symbolize(const symbols::ProcessModules& modules, const Options& o,
     for (auto& [index, answers] : wanted) {
       const std::string& path = modules.open_paths[index];
       if (path.empty()) continue;
+      const std::string& build_id = map.modules()[index].build_id;
       std::vector<uint64_t> addrs;
       for (const auto& [a, unused] : answers) addrs.push_back(a);
       std::vector<symbols::SymbolizedAddress> out;
-      absl::Status status = symbolizer.SymbolizeFile(path, addrs, &out);
+      // By build-id when indexing: a warm cache answers without opening the module or looking
+      // for its debug file; a cold one falls back to the file (which then gets indexed).
+      absl::Status status = o.index && !build_id.empty()
+                                ? symbolizer.SymbolizeBuildId(build_id, path, addrs, &out)
+                                : symbolizer.SymbolizeFile(path, addrs, &out);
       if (!status.ok()) {
         notes->push_back(map.modules()[index].path + ": no symbols (" +
                          std::string(status.message()) + ")");

@@ -79,13 +79,21 @@ struct StatFields {
   char state = '?';
   uint64_t utime = 0;  // clock ticks
   uint64_t stime = 0;
+  const char* comm = nullptr;  // inside the parsed text, not NUL-terminated
+  size_t comm_size = 0;
 };
 
 // Parses /proc/.../stat: "pid (comm) state ppid ... utime(14) stime(15) ...". The comm may
 // contain spaces and parentheses, so the fields start after the LAST ')'.
 bool ParseStat(const char* text, StatFields* out) {
+  const char* open_paren = std::strchr(text, '(');
   const char* close_paren = std::strrchr(text, ')');
-  if (close_paren == nullptr || close_paren[1] != ' ') return false;
+  if (open_paren == nullptr || close_paren == nullptr || close_paren < open_paren ||
+      close_paren[1] != ' ') {
+    return false;
+  }
+  out->comm = open_paren + 1;
+  out->comm_size = static_cast<size_t>(close_paren - open_paren - 1);
   const char* p = close_paren + 2;
   out->state = *p;
   // Field 3 is the state; skip to field 14.
@@ -102,27 +110,18 @@ bool ParseStat(const char* text, StatFields* out) {
   return true;
 }
 
-bool ReadThreadStat(pid_t pid, pid_t tid, StatFields* out) {
-  char path[64];
-  char buf[1024];
-  std::snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-  if (ReadSmallFile(path, buf, sizeof(buf)) <= 0) return false;
-  return ParseStat(buf, out);
-}
-
 // Name, state and CPU time, read while the thread still runs (a stopped tracee reads as 't').
+// The name comes from stat, which shows the same task name as /proc/.../comm: one file less
+// per thread.
 void ReadThreadInfo(pid_t pid, PtraceThread* t) {
   char path[64];
   char buf[1024];
-  std::snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, t->tid);
-  if (ReadSmallFile(path, buf, sizeof(buf)) > 0) {
-    t->name = buf;
-    while (!t->name.empty() && t->name.back() == '\n') t->name.pop_back();
-  }
+  std::snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, t->tid);
   StatFields stat;
-  if (ReadThreadStat(pid, t->tid, &stat)) {
+  if (ReadSmallFile(path, buf, sizeof(buf)) > 0 && ParseStat(buf, &stat)) {
+    t->name.assign(stat.comm, stat.comm_size);
     t->state = stat.state;
-    long ticks = sysconf(_SC_CLK_TCK);
+    static const long ticks = sysconf(_SC_CLK_TCK);
     if (ticks > 0) {
       t->cpu_ns = (stat.utime + stat.stime) * (1000000000u / static_cast<uint64_t>(ticks));
     }
@@ -168,18 +167,22 @@ std::vector<Mapping> ReadReadableMappings(pid_t pid) {
   std::snprintf(path, sizeof(path), "/proc/%d/maps", pid);
   std::string text;
   if (!ReadProcFile(path, &text)) return out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos) eol = text.size();
-    unsigned long lo = 0;
-    unsigned long hi = 0;
-    char perms[8] = {};
-    std::string line = text.substr(pos, eol - pos);
-    if (std::sscanf(line.c_str(), "%lx-%lx %7s", &lo, &hi, perms) == 3 && perms[0] == 'r') {
-      out.push_back({static_cast<uintptr_t>(lo), static_cast<uintptr_t>(hi)});
+  // "lo-hi perms offset dev inode path": only lo, hi and the read permission matter here.
+  const char* p = text.c_str();
+  const char* end = p + text.size();
+  while (p < end) {
+    const char* eol = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+    if (eol == nullptr) eol = end;
+    char* q = nullptr;
+    unsigned long lo = std::strtoul(p, &q, 16);
+    if (q != p && *q == '-') {
+      const char* h = q + 1;
+      unsigned long hi = std::strtoul(h, &q, 16);
+      if (q != h && *q == ' ' && q + 1 < eol && q[1] == 'r' && lo < hi) {
+        out.push_back({static_cast<uintptr_t>(lo), static_cast<uintptr_t>(hi)});
+      }
     }
-    pos = eol + 1;
+    p = eol + 1;
   }
   return out;
 }
@@ -437,15 +440,6 @@ bool ProcessGone(pid_t pid) {
   return access(path, F_OK) != 0;
 }
 
-// Is the whole process a zombie (leader exited and no live thread left)?
-bool IsZombie(pid_t pid, const std::vector<pid_t>& tids) {
-  for (pid_t tid : tids) {
-    StatFields st;
-    if (ReadThreadStat(pid, tid, &st) && st.state != 'Z' && st.state != 'X') return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 const char* PtraceThreadStatusName(PtraceThreadStatus status) {
@@ -511,7 +505,7 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
     return errno == ENOENT ? fail(PtraceError::kNoSuchProcess, ENOENT)
                            : fail(PtraceError::kSystem, errno);
   }
-  if (tids.empty() || IsZombie(pid, tids)) {
+  if (tids.empty()) {
     return ProcessGone(pid) ? fail(PtraceError::kNoSuchProcess, ESRCH)
                             : fail(PtraceError::kZombie, 0);
   }
@@ -531,6 +525,15 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
     snap.threads.push_back(std::move(t));
   };
   for (pid_t tid : tids) add_thread(tid, false);
+  // A zombie process: the leader exited and no live thread is left (a thread whose stat could
+  // not be read counts as gone).
+  if (std::none_of(snap.threads.begin(), snap.threads.end(), [](const PtraceThread& t) {
+        return t.state != 'Z' && t.state != 'X' && t.state != '?';
+      })) {
+    snap.threads.clear();
+    return ProcessGone(pid) ? fail(PtraceError::kNoSuchProcess, ESRCH)
+                            : fail(PtraceError::kZombie, 0);
+  }
   std::vector<Mapping> maps = ReadReadableMappings(pid);
 
   BlockSignals signals;

@@ -28,7 +28,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "unwind/memory_view.h"
@@ -64,6 +66,30 @@ const char* PtraceErrorName(PtraceError error);
 // rsi, rdi, rbp, rsp, r8..r15, rip); aarch64 0..32 (x0..x30, sp, pc).
 inline constexpr size_t kMaxDwarfRegisters = 33;
 
+// Allocator for the stack copies: resize() leaves the bytes uninitialized. A buffer is sized to
+// the whole budget before the stop, but process_vm_readv usually fills only a few pages of it
+// (the stack above sp is short); zero-filling the rest would fault in every page of every
+// buffer for nothing.
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;  // default-initialization: no zeroing
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using StackBytes = std::vector<unsigned char, UninitializedAllocator<unsigned char>>;
+
 struct PtraceThread {
   pid_t tid = 0;
   std::string name;           // /proc/PID/task/TID/comm, without the newline
@@ -81,9 +107,9 @@ struct PtraceThread {
   size_t num_dwarf_regs = 0;
   int64_t syscall_nr = -1;  // x86_64 orig_rax / arm64 syscallno when stopped inside a syscall
 
-  StackBounds stack_bounds;          // mapping holding sp ({0, 0} when unknown)
-  uintptr_t stack_base = 0;          // target address of stack[0] (== regs.sp, rounded down)
-  std::vector<unsigned char> stack;  // bytes copied (size() may be < stack_bytes)
+  StackBounds stack_bounds;  // mapping holding sp ({0, 0} when unknown)
+  uintptr_t stack_base = 0;  // target address of stack[0] (== regs.sp, rounded down)
+  StackBytes stack;          // bytes copied (size() may be < stack_bytes)
 
   MemoryView stack_view() const { return MemoryView{stack_base, stack.size(), stack.data()}; }
 };
