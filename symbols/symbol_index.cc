@@ -177,7 +177,13 @@ absl::Status SymbolIndex::Validate() {
   if (header_->file_size != size_) return absl::DataLossError("symbol index is truncated");
   for (uint32_t s = 0; s < kNumSections; ++s) {
     const SectionRef& ref = header_->sections[s];
-    if (header_->chunks[s].begin != header_->chunks[s].end) continue;  // checked below
+    if (header_->chunks[s].begin != header_->chunks[s].end) {
+      // Compressed: only the varint byte sections, which are read through Bytes().
+      if (s != kMapData && s != kNodeData && s != kLineData && s != kNameData) {
+        return absl::DataLossError("symbol index has a bad compressed section");
+      }
+      continue;
+    }
     if (ref.offset % 8 != 0 || ref.offset > size_) {
       return absl::DataLossError("symbol index has a bad section offset");
     }
@@ -191,8 +197,7 @@ absl::Status SymbolIndex::Validate() {
     const auto range = header_->chunks[s];
     if (range.begin == range.end) continue;
     const uint64_t bytes = header_->sections[s].count;
-    if (kElementSize[s] != 1 || s == kChunks || range.begin > range.end ||
-        range.end > Count(kChunks) ||
+    if (range.begin > range.end || range.end > Count(kChunks) ||
         range.end - range.begin != (bytes + kChunkBytes - 1) / kChunkBytes) {
       return absl::DataLossError("symbol index has a bad compressed section");
     }

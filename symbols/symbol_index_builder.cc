@@ -755,22 +755,36 @@ class NameTable {
                      [&](uint32_t a, uint32_t b) { return uses_[a] > uses_[b]; });
     order->assign(names_.size(), 0);
     for (uint32_t i = 0; i < by_use.size(); ++i) (*order)[by_use[i]] = i;
-    absl::flat_hash_map<std::string_view, uint32_t> count;
-    for (const std::string* n : names_) {
-      ForEachToken(*n, [&](std::string_view t) { ++count[t]; });
-    }
-    std::vector<std::pair<std::string_view, uint32_t>> by_count(count.begin(), count.end());
-    std::sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second > b.second : a.first < b.first;
-    });
-    absl::flat_hash_map<std::string_view, uint32_t> id;
-    for (const auto& [t, c] : by_count) {
-      id[t] = static_cast<uint32_t>(tokens->size());
-      tokens->push_back(strings->Add(t));
-    }
+    // One tokenizing pass: provisional token ids in order of appearance, with counts.
+    absl::flat_hash_map<std::string_view, uint32_t> provisional;
+    std::vector<std::string_view> text;
+    std::vector<uint32_t> count, sequence, begin;
     for (uint32_t i : by_use) {
+      begin.push_back(static_cast<uint32_t>(sequence.size()));
+      ForEachToken(*names_[i], [&](std::string_view t) {
+        auto [it, inserted] = provisional.try_emplace(t, static_cast<uint32_t>(text.size()));
+        if (inserted) {
+          text.push_back(t);
+          count.push_back(0);
+        }
+        ++count[it->second];
+        sequence.push_back(it->second);
+      });
+    }
+    begin.push_back(static_cast<uint32_t>(sequence.size()));
+    std::vector<uint32_t> by_count(text.size());
+    for (uint32_t i = 0; i < by_count.size(); ++i) by_count[i] = i;
+    std::sort(by_count.begin(), by_count.end(), [&](uint32_t a, uint32_t b) {
+      return count[a] != count[b] ? count[a] > count[b] : text[a] < text[b];
+    });
+    std::vector<uint32_t> id(text.size());
+    for (uint32_t i = 0; i < by_count.size(); ++i) {
+      id[by_count[i]] = i;
+      tokens->push_back(strings->Add(text[by_count[i]]));
+    }
+    for (size_t n = 0; n + 1 < begin.size(); ++n) {
       names->push_back(static_cast<uint32_t>(data->size()));
-      ForEachToken(*names_[i], [&](std::string_view t) { PutUleb(data, id[t]); });
+      for (uint32_t k = begin[n]; k < begin[n + 1]; ++k) PutUleb(data, id[sequence[k]]);
     }
   }
 

@@ -84,8 +84,9 @@ struct Header {
   uint32_t flags;
   uint32_t node_count;
   uint32_t reserved;
-  // A section with chunks (a byte section) is stored compressed: its count is the inflated
-  // size, its offset is unused, and chunk[begin, end) of kChunks hold it in order.
+  // A section with chunks (only kMapData, kNodeData, kLineData, kNameData may have them) is
+  // stored compressed: its count is the inflated size, its offset is unused, and
+  // chunk[begin, end) of kChunks hold it in order.
   SectionRef sections[kNumSections];
   struct {
     uint32_t begin, end;

@@ -18,7 +18,8 @@ if ! { cmake -S "$src/fuzz" -B "$work/build" -G Ninja -DCMAKE_CXX_COMPILER=clang
 fi
 
 seeds=$work/seeds
-mkdir -p "$seeds/elf" "$seeds/index" "$work/corpus/elf" "$work/corpus/index"
+mkdir -p "$seeds/elf" "$seeds/index" "$seeds/lines" "$work/corpus/elf" "$work/corpus/index" \
+  "$work/corpus/lines"
 if [ ! -e "$seeds/done" ]; then
   cat > "$seeds/s.cc" <<'CC'
 #include <map>
@@ -45,6 +46,10 @@ for f in "$seeds"/elf/*; do
   "$cli" symbols index --cache-dir "$seeds/cache" "$f" > /dev/null 2>&1 || true
 done
 cp "$seeds"/cache/*.hwsym "$seeds/index/" 2>/dev/null || true
+# .debug_line sections of the seed binaries (DWARF 4 and 5, gcc and clang).
+for f in gcc5 gcc4 clang5; do
+  objcopy --dump-section .debug_line="$seeds/lines/$f" "$seeds/elf/$f" /dev/null 2>/dev/null || true
+done
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -58,3 +63,4 @@ run() {
 }
 run symbol_index_reader_fuzzer "$work/corpus/index" "$seeds/index"
 run symbol_index_builder_fuzzer "$work/corpus/elf" "$seeds/elf"
+run dwarf_line_table_fuzzer "$work/corpus/lines" "$seeds/lines"
