@@ -34,7 +34,6 @@ constexpr size_t kElementSize[kNumSections] = {
     sizeof(uint32_t),     // kCuFiles
     sizeof(MapBlock),     // kMapBlocks
     1,                    // kMapData
-    sizeof(uint32_t),     // kNodeBlocks
     1,                    // kNodeData
     sizeof(LineBlock),    // kLineBlocks
     1,                    // kLineData
@@ -82,14 +81,6 @@ inline __attribute__((always_inline)) bool ReadSleb(const uint8_t*& p, const uin
       *out = static_cast<int64_t>(v);
       return true;
     }
-  }
-  return false;
-}
-
-// Steps over one varint (skipping what is not needed); false at the end or past it.
-inline __attribute__((always_inline)) bool SkipVarint(const uint8_t*& p, const uint8_t* end) {
-  for (int i = 0; p < end && i < 10; ++i) {
-    if ((*p++ & 0x80) == 0) return true;
   }
   return false;
 }
@@ -275,44 +266,17 @@ std::string_view SymbolIndex::Name(uint32_t name) const {
 
 bool SymbolIndex::DecodeNode(uint32_t node, DecodedNode* out) const {
   if (node >= header_->node_count) return false;
-  const uint64_t block = node / kNodeBlockNodes;
-  if (block >= Count(kNodeBlocks)) return false;
-  const uint64_t data_size = Count(kNodeData);
-  const uint64_t begin = Table<uint32_t>(kNodeBlocks)[block];
-  const uint64_t end =
-      block + 1 < Count(kNodeBlocks) ? Table<uint32_t>(kNodeBlocks)[block + 1] : data_size;
-  if (begin > end || end > data_size) return false;
-  const uint8_t* p = Bytes(kNodeData, begin, end);
+  const uint64_t at = uint64_t{node} * sizeof(Node);
+  const uint8_t* p = Bytes(kNodeData, at, at + sizeof(Node));
   if (p == nullptr) return false;
-  const uint8_t* e = p + (end - begin);
-  int64_t call_line = 0;
-  // The nodes before this one in the block: only their call_line deltas matter.
-  for (uint32_t i = 0; i < node % kNodeBlockNodes; ++i) {
-    int64_t line_delta;
-    if (!SkipVarint(p, e) || !SkipVarint(p, e) || !ReadSleb(p, e, &line_delta) ||
-        !SkipVarint(p, e) || !SkipVarint(p, e)) {
-      return false;
-    }
-    call_line += line_delta;
-  }
-  {
-    uint64_t name, parent, file, column;
-    int64_t line_delta;
-    if (!ReadUleb(p, e, &name) || !ReadUleb(p, e, &parent) || !ReadSleb(p, e, &line_delta) ||
-        !ReadUleb(p, e, &file) || !ReadUleb(p, e, &column)) {
-      return false;
-    }
-    call_line += line_delta;
-    {
-      const uint32_t self = node;
-      out->name = name == 0 || name > kNone ? kNone : static_cast<uint32_t>(name - 1);
-      // Parents come first: a chain only walks down in index, so it ends.
-      out->parent = parent == 0 || parent > self ? kNone : static_cast<uint32_t>(self - parent);
-      out->call_line = static_cast<uint32_t>(call_line);
-      out->call_file = file;
-      out->call_column = static_cast<uint32_t>(std::min<uint64_t>(column, 0xffffffffu));
-    }
-  }
+  Node n;
+  std::memcpy(&n, p, sizeof(n));
+  out->name = n.name;
+  // Parents come first: a chain only walks down in index, so it ends.
+  out->parent = n.parent < node ? n.parent : kNone;
+  out->call_line = n.call_line;
+  out->call_file = n.call_file == kNoFile ? 0 : uint64_t{n.call_file} + 1;
+  out->call_column = n.call_column;
   return true;
 }
 

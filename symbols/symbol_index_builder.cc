@@ -1076,21 +1076,15 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     if (e.mangled != kNone) e.mangled = name_order[e.mangled];
     if (e.demangled != kNone) e.demangled = name_order[e.demangled];
   }
-  std::vector<uint32_t> node_blocks;
   std::string node_data;
-  int64_t prev_call_line = 0;
+  node_data.reserve(nodes.size() * sizeof(Node));
   for (size_t i = 0; i < nodes.size(); ++i) {
     const auto& n = nodes[i];
-    if (i % kNodeBlockNodes == 0) {
-      node_blocks.push_back(static_cast<uint32_t>(node_data.size()));
-      prev_call_line = 0;
-    }
-    PutUleb(&node_data, n.name == kNone ? 0 : uint64_t{name_order[n.name]} + 1);
-    PutUleb(&node_data, n.parent);
-    PutSleb(&node_data, int64_t{n.call_line} - prev_call_line);
-    PutUleb(&node_data, uint64_t{n.call_file} + 1);
-    PutUleb(&node_data, n.call_column);
-    prev_call_line = n.call_line;
+    const Node node{n.name == kNone ? kNone : name_order[n.name],
+                    n.parent == 0 ? kNone : static_cast<uint32_t>(i - n.parent), n.call_line,
+                    static_cast<uint16_t>(n.call_file >= kNoFile ? kNoFile : n.call_file),
+                    static_cast<uint16_t>(std::min<uint32_t>(n.call_column, 0xffff))};
+    node_data.append(reinterpret_cast<const char*>(&node), sizeof(node));
   }
   nodes = {};
   const uint32_t build_id_str = strings.Add(build_id);
@@ -1112,7 +1106,6 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
   w.Put(kCuFiles, cu_files);
   w.Put(kMapBlocks, map_blocks);
   w.PutBytes(kMapData, map_data, options.compress);
-  w.Put(kNodeBlocks, node_blocks);
   w.PutBytes(kNodeData, node_data, options.compress);
   w.Put(kLineBlocks, blocks);
   w.PutBytes(kLineData, line_data, options.compress);

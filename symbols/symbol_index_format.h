@@ -20,8 +20,8 @@
 //   cu_files  per unit: unit-local file index -> global file (for line rows and call_file)
 //   map       per unit: address ranges -> innermost subprogram / inlined subroutine node,
 //             varint-coded in blocks (MapBlock)
-//   nodes     the inline tree (name, parent link, call file/line/column), varint-coded in
-//             blocks of kNodeBlockNodes (node i is in block i / kNodeBlockNodes)
+//   nodes     the inline tree (name, parent link, call file/line/column): fixed-size Node
+//             records, so that a lookup reaches each frame of a chain in one step
 //   line_blocks + line_data: the unit's line table rows, varint-coded in blocks of up to
 //             kLineBlockRows rows, each block starting with an absolute address
 //   symbols   the ELF symbol table (LLVM's selection rules), names demangled (or mangled, to be
@@ -38,11 +38,10 @@
 namespace hangwatch::symbols::index_format {
 
 inline constexpr char kMagic[8] = {'H', 'W', 'S', 'Y', 'M', 'I', 'D', 'X'};
-inline constexpr uint32_t kVersion = 4;
+inline constexpr uint32_t kVersion = 5;
 inline constexpr uint32_t kNone = 0xffffffffu;
 inline constexpr uint32_t kLineBlockRows = 16;
 inline constexpr uint32_t kMapBlockEntries = 16;
-inline constexpr uint32_t kNodeBlockNodes = 8;
 // Names are cut short here: a hostile file could make one of a million long tokens.
 inline constexpr uint32_t kMaxNameBytes = 1 << 16;
 inline constexpr uint32_t kChunkBytes = 1 << 16;
@@ -55,8 +54,7 @@ enum Section : uint32_t {
   kCuFiles,     // uint32_t global file index (kNone when unknown)
   kMapBlocks,   // MapBlock
   kMapData,     // uint8_t
-  kNodeBlocks,  // uint32_t offset into kNodeData of each block of kNodeBlockNodes nodes
-  kNodeData,    // uint8_t
+  kNodeData,    // uint8_t: Node records
   kLineBlocks,  // LineBlock
   kLineData,    // uint8_t
   kSymbols,     // SymbolEntry
@@ -127,13 +125,15 @@ struct MapBlock {
   uint32_t data;  // offset into kMapData
 };
 
-// A node of the inline tree, in its block:
-//   uleb(name + 1; 0 when the DIE has no name)
-//   uleb(the node's index - its parent's; 0 at a subprogram, where the chain ends)
-//   sleb(call_line - the previous node's call_line in the block; from 0 for the first)
-//   uleb(call_file + 1: the call site's unit-local file index; 0 when unknown)
-//   uleb(call_column)
-// (call_* say where the node was inlined into its parent.)
+// A node of the inline tree (stored as bytes of kNodeData, node i at i * sizeof(Node)).
+struct Node {
+  uint32_t name;         // name index, kNone when the DIE has no name
+  uint32_t parent;       // enclosing subroutine in the inline chain, kNone at a subprogram
+  uint32_t call_line;    // where this node was inlined into its parent
+  uint16_t call_file;    // unit-local file index; kNoFile when unknown or not representable
+  uint16_t call_column;  // clamped to 65535
+};
+inline constexpr uint16_t kNoFile = 0xffff;
 
 // Up to kLineBlockRows rows, their bytes running to the next block's (or the unit's end). The
 // first row's address is `addr` (from CuInfo::base); each row is then
