@@ -349,14 +349,24 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
     LineRow row;
   };
   std::vector<Best> best(only != nullptr ? only->size() : 0);
+  size_t last_k = 0;
+  uint64_t last_addr = 0;
   auto emit = [&](bool end_sequence) {
     const LineRow row{st.addr, static_cast<uint32_t>(std::min<uint64_t>(st.file, 0xffffffffu)),
                       static_cast<uint32_t>(st.line),
                       static_cast<uint32_t>(std::min<uint64_t>(st.column, 0xffffffffu)),
                       end_sequence};
     if (only != nullptr) {
-      const size_t k = static_cast<size_t>(std::lower_bound(only->begin(), only->end(), row.addr) -
-                                           only->begin());
+      // The first address at or above the row: rows mostly ascend, so walk on from the last
+      // row's answer; search again when they do not.
+      size_t k = last_k;
+      if (row.addr < last_addr) {
+        k = static_cast<size_t>(std::lower_bound(only->begin(), only->end(), row.addr) -
+                                only->begin());
+      }
+      while (k < only->size() && (*only)[k] < row.addr) ++k;
+      last_k = k;
+      last_addr = row.addr;
       if (k < best.size() && (!best[k].set || !RowBefore(row, best[k].row))) best[k] = {true, row};
       return;
     }

@@ -593,14 +593,34 @@ void CollectSymbols(Elf* elf, Elf64_Word type, std::vector<RawSymbol>* out) {
     if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type) continue;
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data == nullptr || data->d_buf == nullptr || shdr.sh_entsize == 0) continue;
+    // The linked string table, read directly (elf_strptr takes a lock and re-checks the
+    // section on every call: a tenth of a cold lookup). Same checks: a string table, a name
+    // inside it and NUL-terminated.
+    Elf_Scn* strscn = elf_getscn(elf, shdr.sh_link);
+    GElf_Shdr strshdr;
+    Elf_Data* strdata = strscn != nullptr ? elf_getdata(strscn, nullptr) : nullptr;
+    if (strdata == nullptr || strdata->d_buf == nullptr ||
+        gelf_getshdr(strscn, &strshdr) == nullptr || strshdr.sh_type != SHT_STRTAB) {
+      continue;
+    }
+    const char* strtab = static_cast<const char*>(strdata->d_buf);
+    const size_t strtab_size = strdata->d_size;
+    auto string_at = [&](size_t offset) -> const char* {
+      if (offset >= strtab_size ||
+          std::memchr(strtab + offset, 0, strtab_size - offset) == nullptr) {
+        return nullptr;
+      }
+      return strtab + offset;
+    };
     const size_t count = data->d_size / shdr.sh_entsize;
+    out->reserve(out->size() + count);
     std::string_view file;
     for (size_t i = 1; i < count; ++i) {
       GElf_Sym sym;
       if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
       const int st_type = GELF_ST_TYPE(sym.st_info);
       if (st_type == STT_FILE) {
-        const char* f = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        const char* f = string_at(sym.st_name);
         file = f != nullptr ? f : "";
         continue;
       }
@@ -609,7 +629,7 @@ void CollectSymbols(Elf* elf, Elf64_Word type, std::vector<RawSymbol>* out) {
         continue;
       }
       if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
-      const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+      const char* name = string_at(sym.st_name);
       if (name == nullptr) continue;
       out->push_back({sym.st_value, sym.st_size, name,
                       GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : std::string_view()});
