@@ -338,7 +338,7 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
     uint64_t addr = 0;
     uint64_t op_index = 0;
     uint64_t file = 1;
-    int64_t line = 1;
+    uint64_t line = 1;  // wraps on hostile input, as unsigned arithmetic may
     uint64_t column = 0;
   } st;
   bool sorted = true;
@@ -390,7 +390,7 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
     if (op >= opcode_base) {  // special opcode
       const unsigned adjusted = op - opcode_base;
       advance(adjusted / line_range);
-      st.line += line_base + static_cast<int>(adjusted % line_range);
+      st.line += static_cast<uint64_t>(line_base + static_cast<int>(adjusted % line_range));
       emit(false);
       continue;
     }
@@ -424,7 +424,7 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
         advance(p.Uleb());
         break;
       case DW_LNS_advance_line:
-        st.line += p.Sleb();
+        st.line += static_cast<uint64_t>(p.Sleb());
         break;
       case DW_LNS_set_file:
         st.file = p.Uleb();

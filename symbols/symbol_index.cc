@@ -347,10 +347,10 @@ bool SymbolIndex::FindLine(const CuInfo& cu, uint64_t addr, SourceFrame* frame) 
   const uint8_t* end = p + (block_end - b->data);
   uint64_t row_addr = b->addr;
   addr = rel;
-  int64_t line = 0;
+  uint64_t line = 0;  // unsigned: a hostile file may overflow it
   bool found = false;
   uint64_t file = 0, column = 0;
-  int64_t found_line = 0;
+  uint64_t found_line = 0;
   uint64_t found_file = 0, found_column = 0;
   for (uint32_t r = 0; r < kLineBlockRows && p < end; ++r) {
     uint64_t delta;
@@ -360,7 +360,7 @@ bool SymbolIndex::FindLine(const CuInfo& cu, uint64_t addr, SourceFrame* frame) 
     if (file != 0) {
       int64_t line_delta;
       if (!ReadSleb(p, end, &line_delta) || !ReadUleb(p, end, &column)) break;
-      line += line_delta;
+      line += static_cast<uint64_t>(line_delta);
     }
     found = true;
     found_file = file;
