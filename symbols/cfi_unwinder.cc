@@ -138,6 +138,20 @@ struct CfiUnwinder::State {
 
   bool IsExecutable(uintptr_t pc) { return dwfl_addrmodule(dwfl, pc) != nullptr; }
 
+  // [lo, hi) of the function holding `lookup_pc`, from the module's symbol table.
+  bool FunctionRange(uintptr_t lookup_pc, uintptr_t* lo, uintptr_t* hi) {
+    Dwfl_Module* mod = dwfl_addrmodule(dwfl, lookup_pc);
+    if (mod == nullptr) return false;
+    GElf_Off offset = 0;
+    GElf_Sym sym{};
+    const char* name =
+        dwfl_module_addrinfo(mod, lookup_pc, &offset, &sym, nullptr, nullptr, nullptr);
+    if (name == nullptr || sym.st_size == 0 || offset >= sym.st_size) return false;
+    *lo = lookup_pc - offset;
+    *hi = *lo + sym.st_size;
+    return true;
+  }
+
   // One frame-pointer step from `r` (whose frame record `r.fp` points at). Validated: the
   // record is in the copy, aligned, at or above sp; the saved fp grows; the return address is
   // in a known module.
@@ -169,16 +183,42 @@ struct CfiUnwinder::State {
 
   // A frame whose CFI says "CFA = fp + 16" but whose fp is unknown (a thread read through
   // /proc: only pc and sp are known, and the syscall wrappers below it never saved fp). Its
-  // frame record lies above its sp, past its locals: the first slot that holds a plausible
-  // record (return address in a module, at a pc with CFI; saved fp a higher, in-copy address
-  // whose return-address slot is plausible too) is taken. The saved fp found there is not
-  // required to climb further: the outermost frame-pointer frame (main) saved whatever its
-  // frameless caller left in the register. A record ending the chain (saved fp 0) is
-  // taken only when no chained one is found: a stale zero beside a code address among the
-  // locals would otherwise cut the stack short. Bounded to kScanBytes.
+  // frame record lies above its sp, past its locals.
+  //
+  // First, the certain answer: a record left among those locals by a function this frame
+  // called (a call that returned, or the frame-pointer callee now asleep) has its return
+  // address inside this frame's function, and the fp it saved is this frame's own fp. Stale
+  // records of deeper calls can sit below it (they are why the first plausible record is not
+  // taken blindly); only a recursive function defeats this (its own record also returns into
+  // it, and one level of the recursion is then skipped).
+  //
+  // Otherwise, the first slot that holds a plausible record (return address in a module, at a
+  // pc with CFI; saved fp a higher, in-copy address whose return-address slot is plausible
+  // too) is taken. The saved fp found there is not required to climb further: the outermost
+  // frame-pointer frame (main) saved whatever its frameless caller left in the register. A
+  // record ending the chain (saved fp 0) is taken only when no chained one is found: a stale
+  // zero beside a code address among the locals would otherwise cut the stack short. Bounded
+  // to kScanBytes.
   static constexpr size_t kScanBytes = 4096;
-  bool ScanForRecord(uintptr_t sp, uintptr_t* record) {
+  bool ScanForRecord(uintptr_t sp, uintptr_t frame_pc, uintptr_t* record) {
     const uintptr_t start = (sp + sizeof(uintptr_t) - 1) & ~(uintptr_t{sizeof(uintptr_t)} - 1);
+    uintptr_t lo = 0;
+    uintptr_t hi = 0;
+    if (FunctionRange(frame_pc - 1, &lo, &hi)) {
+      for (uintptr_t at = start; at < start + kScanBytes; at += sizeof(uintptr_t)) {
+        uintptr_t saved = 0;
+        uintptr_t ra = 0;
+        if (!Read(at, &saved) || !Read(at + sizeof(uintptr_t), &ra)) break;
+        ra = StripPointerAuth(ra);
+        if (ra <= lo || ra > hi || saved <= at || saved % sizeof(uintptr_t) != 0) continue;
+        uintptr_t saved2 = 0;
+        uintptr_t ra2 = 0;
+        if (Read(saved, &saved2) && Read(saved + sizeof(uintptr_t), &ra2) && PlausibleReturn(ra2)) {
+          *record = saved;
+          return true;
+        }
+      }
+    }
     uintptr_t terminal = 0;  // first plausible record with saved fp 0
     for (uintptr_t at = start; at < start + kScanBytes; at += sizeof(uintptr_t)) {
       uintptr_t saved = 0;
@@ -424,7 +464,7 @@ UnwindResult CfiUnwinder::Unwind(const UnwindStart& start,
       uintptr_t record = 0;
       if (s.hybrid && s.last_valid && !s.last.fp_known && s.n < max_frames &&
           s.Classify(s.last.pc - 1) == PcClass::kFramePointer &&
-          s.ScanForRecord(s.last.sp, &record)) {
+          s.ScanForRecord(s.last.sp, s.last.pc, &record)) {
         r = s.last;
         r.fp = record;
         r.fp_known = true;

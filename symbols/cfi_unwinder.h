@@ -44,8 +44,10 @@ enum class FrameMethod : uint8_t {
   kCfi,           // DWARF call-frame information
   kLinkRegister,  // arm64 x30 at frame 0 (no CFI for the pc)
   // From a frame record found by scanning the stack: the frame pointer was not known (a /proc
-  // capture) where the CFI needed it. Heuristic: stale records among a frame's locals can be
-  // taken for the real one. Later frames follow that record's chain (fp / cfi).
+  // capture) where the CFI needed it. A record a callee left behind (returning into this very
+  // function) gives the frame pointer for certain; failing that, the first plausible record
+  // is a heuristic (stale records among a frame's locals can be taken for the real one).
+  // Later frames follow that record's chain (fp / cfi).
   kFramePointerScan,
 };
 const char* FrameMethodName(FrameMethod m);  // "pc", "fp", "cfi", "lr", "fp-scan"
