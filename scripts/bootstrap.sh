@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ clang lld cmake ninja-build pkg-config make python3 git file
   libabsl-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libdw-dev libelf-dev libunwind-dev libzstd-dev liblzma-dev zlib1g-dev
+  libdw-dev libelf-dev libunwind-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev
   libuv1-dev libglib2.0-dev nlohmann-json3-dev
   elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
   libxml2-utils chromium

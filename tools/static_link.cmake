@@ -65,10 +65,23 @@ macro(_hangwatch_collect item)
     endif()
     foreach(_name IN LISTS ${_prefix}_STATIC_LIBRARIES)
       _hangwatch_static_archive_named("${_name}" "${${_prefix}_LIBRARY_DIRS}" _archive)
-      if(_archive AND NOT _name STREQUAL "pthread" AND NOT _name STREQUAL "dl")
+      if(_name STREQUAL "pthread" OR _name STREQUAL "dl")
+        list(APPEND flags "-l${_name}")  # part of glibc
+      elseif(_archive)
         list(APPEND archives "${_archive}")
       else()
-        list(APPEND flags "-l${_name}")
+        # No archive: the shared library then, if its development link is there at all
+        # (libdw.a needs libbz2, which libdw-dev does not pull in).
+        string(MAKE_C_IDENTIFIER "${_name}" _id)
+        find_library(HANGWATCH_SHARED_LIBRARY_${_id} NAMES ${_name}
+                     HINTS ${${_prefix}_LIBRARY_DIRS})
+        mark_as_advanced(HANGWATCH_SHARED_LIBRARY_${_id})
+        if(HANGWATCH_SHARED_LIBRARY_${_id})
+          list(APPEND shared "${HANGWATCH_SHARED_LIBRARY_${_id}}")
+        else()
+          set(HANGWATCH_STATIC_LINK_RESULT
+              "lib${_name}, which the static ${_it} needs, is not installed")
+        endif()
       endif()
     endforeach()
   elseif(_it STREQUAL "ZLIB::ZLIB" AND NOT TARGET ZLIB::ZLIB)
