@@ -4,7 +4,10 @@
 # built by the test build), 2 of them busy, 6 blocked in read/nanosleep/futex/epoll_wait/poll.
 #
 # For each tool, RUNS alternating runs; prints the medians of:
-#   wall    end-to-end time of the command (ms)
+#   wall    end-to-end time of the command (ms): perf stat's duration_time, from the exec of the
+#           command to its exit, so that neither perf's own start-up nor the script's clock reads
+#           are counted (they used to add ~12 ms to every tool alike, squeezing the ratios);
+#           without perf, bash's $EPOCHREALTIME around /usr/bin/time (no fork for the clock)
 #   cpu     CPU time of the command (ms; perf stat task-clock, else /usr/bin/time at 10 ms)
 #   pause   the longest time the target's busy "spinner" thread went without running during the
 #           command (µs), measured by the target itself with the cycle counter: what the
@@ -18,6 +21,11 @@
 #           the median over threads of PTRACE_ATTACH -> PTRACE_DETACH, read from strace
 #           timestamps (only ptrace calls traced, with --seccomp-bpf), when strace is present.
 # and the threads and frames each tool printed (same threads, frames compared), then ratios.
+#
+# The "floor" rows run bench/snapshot_floor.c (built here with cc -static): exec'ing a static
+# binary that exits at once, and one that only seizes, interrupts, waits for, reads the
+# registers and 16 KiB of stack of, and detaches every thread. No snapshot tool can be faster
+# than the second row on this machine.
 #
 # hangwatch runs with DWARF file:line + inlines (its default) from a warm symbol-index cache
 # (first run indexes the target's modules); eu-stack runs with its defaults (function names
@@ -39,8 +47,11 @@ done
 command -v eu-stack >/dev/null || { echo "eu-stack not found (apt-get install elfutils)" >&2; exit 2; }
 
 have_perf=0
-perf stat -x, -e task-clock -o /dev/null -- true 2>/dev/null && have_perf=1
+perf stat -x, -e task-clock,duration_time -o /dev/null -- true 2>/dev/null && have_perf=1
 work=$(mktemp -d)
+floor=$work/snapshot_floor
+have_floor=0
+cc -O2 -static -o "$floor" "$(dirname "$0")/snapshot_floor.c" 2>"$work/floor.err" && have_floor=1
 export HANGWATCH_CACHE_DIR=$work/cache
 # shellcheck disable=SC2086
 coproc TARGET { exec "$target_bin" ${TARGET_ARGS:---depth 60}; }
@@ -61,28 +72,26 @@ ask() {  # one command to the target, one line back
   echo "$line"
 }
 
-now_ns() { date +%s%N; }
-
 # Runs "$@" once; appends "wall_ms cpu_ms pause_us" to the file named by $out_file, leaves the
 # command's stdout in $work/last.out.
 measure() {
   ask g >/dev/null
-  local t0 t1
-  t0=$(now_ns)
-  local cpu_ms
+  local wall_ms cpu_ms
   if [[ $have_perf == 1 ]]; then
-    perf stat -x, -e task-clock -o "$work/cpu" -- "$@" >"$work/last.out" 2>"$work/last.err" || true
-    t1=$(now_ns)
-    cpu_ms=$(awk -F, '/task-clock/ { print $1 }' "$work/cpu")
+    perf stat -x, -e task-clock,duration_time -o "$work/cpu" -- "$@" \
+      >"$work/last.out" 2>"$work/last.err" || true
+    cpu_ms=$(awk -F, '$3 ~ /^task-clock/ { print $1 }' "$work/cpu")
+    wall_ms=$(awk -F, '$3 ~ /^duration_time/ { printf "%.3f", $1 / 1e6 }' "$work/cpu")
   else
+    local t0=$EPOCHREALTIME
     /usr/bin/time -f "%U %S" -o "$work/cpu" "$@" >"$work/last.out" 2>"$work/last.err" || true
-    t1=$(now_ns)
+    local t1=$EPOCHREALTIME
     cpu_ms=$(awk '{ print ($1 + $2) * 1000 }' "$work/cpu")
+    wall_ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) * 1000 }')
   fi
   local pause
   pause=$(ask g)
-  awk -v w=$(( (t1 - t0) / 1000 )) -v c="$cpu_ms" -v p="$pause" \
-    'BEGIN { printf "%.3f %.2f %s\n", w / 1000, c, p }' >>"$out_file"
+  echo "$wall_ms $cpu_ms $pause" >>"$out_file"
 }
 
 median() {  # column $1 of file $2
@@ -95,6 +104,7 @@ eu-stack -p "$target_pid" >/dev/null 2>&1 || true
 eu-stack -s -i -p "$target_pid" >/dev/null 2>&1 || true
 
 : >"$work/hw" ; : >"$work/hwpt" ; : >"$work/eu" ; : >"$work/eusi" ; : >"$work/base"
+: >"$work/fexit" ; : >"$work/floor"
 : >"$work/window" ; : >"$work/ptwindow"
 for ((i = 0; i < runs; i++)); do
   out_file=$work/base measure true
@@ -107,6 +117,10 @@ for ((i = 0; i < runs; i++)); do
   out_file=$work/eu measure eu-stack -p "$target_pid"
   cp "$work/last.out" "$work/eu.out"
   out_file=$work/eusi measure eu-stack -s -i -p "$target_pid"
+  if [[ $have_floor == 1 ]]; then
+    out_file=$work/fexit measure "$floor" --exit
+    out_file=$work/floor measure "$floor" "$target_pid"
+  fi
 done
 
 # eu-stack's per-thread stop (ATTACH -> DETACH of the same tid), from strace timestamps.
@@ -139,6 +153,12 @@ printf '%-28s %10s %10s %12s %12s\n' "eu-stack -p" "$(median 1 "$work/eu")" \
   "$(median 2 "$work/eu")" "$(median 3 "$work/eu")" "$(median 1 "$work/eu_window")"
 printf '%-28s %10s %10s %12s %12s\n' "eu-stack -s -i -p" "$(median 1 "$work/eusi")" \
   "$(median 2 "$work/eusi")" "$(median 3 "$work/eusi")" "-"
+if [[ $have_floor == 1 ]]; then
+  printf '%-28s %10s %10s %12s %12s\n' "floor: static exec + exit" "$(median 1 "$work/fexit")" \
+    "$(median 2 "$work/fexit")" "$(median 3 "$work/fexit")" "-"
+  printf '%-28s %10s %10s %12s %12s\n' "floor: + ptrace all threads" "$(median 1 "$work/floor")" \
+    "$(median 2 "$work/floor")" "$(median 3 "$work/floor")" "-"
+fi
 printf '\nthreads: hangwatch %s, eu-stack %s; frames: hangwatch %s, eu-stack %s\n' \
   "$hw_threads" "$eu_threads" "$hw_frames" "$eu_frames"
 printf 'hangwatch stopped window: min %s ms, median %s ms, max %s ms (all threads stopped together)\n' \
@@ -157,3 +177,11 @@ printf 'eu-stack -s -i -p / hangwatch:  wall %s, cpu %s, target pause %s\n' \
   "$(ratio "$(median 1 "$work/eusi")" "$(median 1 "$work/hw")")" \
   "$(ratio "$(median 2 "$work/eusi")" "$(median 2 "$work/hw")")" \
   "$(ratio "$(median 3 "$work/eusi")" "$(median 3 "$work/hw")")"
+if [[ $have_floor == 1 ]]; then
+  printf 'eu-stack -p / floor (best any tool could do): wall %s, cpu %s\n' \
+    "$(ratio "$(median 1 "$work/eu")" "$(median 1 "$work/floor")")" \
+    "$(ratio "$(median 2 "$work/eu")" "$(median 2 "$work/floor")")"
+  printf 'hangwatch / floor:                            wall %s, cpu %s\n' \
+    "$(ratio "$(median 1 "$work/hw")" "$(median 1 "$work/floor")")" \
+    "$(ratio "$(median 2 "$work/hw")" "$(median 2 "$work/floor")")"
+fi
