@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, run the whole test suite: plain, then under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer; then the capture stress test (a target
+# hammering malloc, mutexes and stdio while it is captured) under ThreadSanitizer.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -15,3 +16,8 @@ echo "== ASan + UBSan build"
 scripts/build.sh build-asan -DHANGWATCH_ASAN=ON -DHANGWATCH_BUILD_BENCH=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE no_asan
+
+echo "== ThreadSanitizer: the capture stress test"
+HANGWATCH_TARGETS=capture_stress_test scripts/build.sh build-tsan -DHANGWATCH_TSAN=ON \
+  -DHANGWATCH_BUILD_BENCH=OFF
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/unwind/capture_stress_test
