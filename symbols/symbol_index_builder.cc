@@ -78,8 +78,8 @@ std::string AbsoluteFile(const char* name, const char* comp_dir) {
 
 struct UnitResult {
   bool read = false;
-  std::vector<std::string> files;  // unit-local file index -> path ("" = invalid index)
-  std::vector<std::string> names;  // unit-local names (demangled)
+  std::vector<std::string> files;         // unit-local file index -> path ("" = invalid index)
+  std::vector<const std::string*> names;  // unit-local names (demangled, owned by NameCache)
   struct LocalNode {
     uint32_t name, parent, call_file, call_line, call_column;
   };
@@ -105,14 +105,15 @@ class NameCache {
   // Abstract origin DIE offset -> its name (per thread: offsets are per libdw handle).
   absl::flat_hash_map<Dwarf_Off, const char*> by_origin;
 
-  const std::string& Get(const char* mangled) {
+  // The demangled name; stable for the cache's lifetime (units keep pointers, not copies).
+  const std::string* Get(const char* mangled) {
     auto [it, inserted] = cache_.try_emplace(mangled);
     if (inserted) it->second = Demangle(mangled);
-    return it->second;
+    return &it->second;
   }
 
  private:
-  absl::flat_hash_map<const char*, std::string> cache_;
+  absl::node_hash_map<const char*, std::string> cache_;
 };
 
 class UnitReader {
@@ -938,16 +939,19 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
 
   std::vector<uint64_t> only = options.only_addresses;
   std::sort(only.begin(), only.end());
+  // Name caches outlive the threads: the units point at their strings until the merge.
+  std::vector<NameCache> caches;
   if (!todo.empty()) {
     unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
                                            : std::max(1u, std::thread::hardware_concurrency());
     threads = std::min<unsigned>(threads, static_cast<unsigned>(todo.size()));
     std::atomic<size_t> next{0};
-    auto work = [&] {
+    caches.resize(threads);
+    auto work = [&](unsigned thread) {
       ElfHandle elf = image->NewElf();
       DwarfHandle dbg = DwarfImage::NewDwarf(elf.get());
       if (dbg == nullptr) return;
-      NameCache names;
+      NameCache& names = caches[thread];
       LineTable table;
       for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
         const uint32_t u = todo[i];
@@ -958,14 +962,15 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
       }
     };
     std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    work(0);
     for (auto& t : pool) t.join();
   }
 
   // Merge into global tables.
   StringTable strings;
   NameTable names;
+  absl::flat_hash_map<const std::string*, uint32_t> name_by_string;  // NameCache entries
   std::vector<uint32_t> files;
   std::unordered_map<uint32_t, uint32_t> file_by_string;
   std::vector<CuInfo> cus(units.size());
@@ -1001,7 +1006,11 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     // Nodes (global index = node_base + unit-local index).
     const uint64_t node_base = node_count;
     name_ids.clear();
-    for (const std::string& n : r.names) name_ids.push_back(names.Add(n));
+    for (const std::string* n : r.names) {
+      auto [it, inserted] = name_by_string.try_emplace(n, 0);
+      if (inserted) it->second = names.Add(*n);
+      name_ids.push_back(it->second);
+    }
     for (size_t i = 0; i < r.nodes.size(); ++i) {
       UnitResult::LocalNode n = r.nodes[i];
       if (n.name != kNone) n.name = names.Use(name_ids[n.name]);
