@@ -3,6 +3,7 @@
 // (units covering the addresses only) and whole-index answers agree, cache behaviour.
 #include "symbols/offline_symbolizer.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "symbols/symbol_index.h"
+#include "symbols/symbol_index_format.h"
 
 namespace hangwatch::symbols {
 namespace {
@@ -125,6 +127,83 @@ TEST_F(OfflineSymbolizerTest, ByBuildIdInADebugDirectory) {
   ASSERT_TRUE(s.SymbolizeBuildId(build_id_, "", addrs_, &out).ok());
   // The debug file's own symbol table names the outermost frames: same as the binary's here.
   EXPECT_EQ(Render(out), llvm_);
+}
+
+// A cached index is a file anyone could have written: damaged copies of a real one (format 5:
+// zstd chunks, varint blocks, token-coded names) must open with an error or answer without
+// crashing, under ASan and UBSan too.
+TEST_F(OfflineSymbolizerTest, DamagedCachedIndexNeverCrashes) {
+  auto options = Options();
+  OfflineSymbolizer s(options);
+  auto path = s.IndexBinary(bin_);
+  ASSERT_TRUE(path.ok()) << path.status();
+  const std::string good = symtest::ReadFile(*path);
+  ASSERT_GT(good.size(), sizeof(index_format::Header));
+  auto lookup_all = [&](std::string bytes) {
+    auto index = SymbolIndex::FromBytes(std::move(bytes));
+    if (!index.ok()) return false;
+    SymbolizedAddress out;
+    std::string text;
+    for (uint64_t a : addrs_) {
+      (*index)->Lookup(a, &out);
+      AppendLlvmStyle(out, &text);
+    }
+    return !text.empty();
+  };
+  // The intact index answers like llvm-symbolizer.
+  {
+    auto index = SymbolIndex::FromBytes(good);
+    ASSERT_TRUE(index.ok()) << index.status();
+    std::string text;
+    SymbolizedAddress out;
+    for (uint64_t a : addrs_) {
+      (*index)->Lookup(a, &out);
+      AppendLlvmStyle(out, &text);
+    }
+    EXPECT_EQ(text, llvm_);
+  }
+  // Every byte of the header and section table, and bytes all over the body, set to values
+  // that tend to break offsets and lengths.
+  uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1103515245u + 12345u; };
+  int opened = 0;
+  for (size_t i = 0; i < sizeof(index_format::Header) + 2000; ++i) {
+    std::string bad = good;
+    const size_t at = i < sizeof(index_format::Header) ? i : next() % bad.size();
+    for (uint8_t v : {uint8_t{0}, uint8_t{0xff}, uint8_t{0x80}, static_cast<uint8_t>(next())}) {
+      bad[at] = static_cast<char>(v);
+      opened += lookup_all(bad) ? 1 : 0;
+    }
+  }
+  EXPECT_GT(opened, 0);  // most body damage still opens (and then answers something)
+  // Truncated copies are refused (the header records the size).
+  for (size_t cut :
+       {size_t{0}, size_t{7}, sizeof(index_format::Header), good.size() / 2, good.size() - 1}) {
+    EXPECT_FALSE(SymbolIndex::FromBytes(good.substr(0, cut)).ok()) << cut;
+  }
+  // A compressed chunk that does not inflate reads as zeros: answers, no crash.
+  index_format::Header header;
+  std::memcpy(&header, good.data(), sizeof(header));
+  for (uint32_t sec : {index_format::kMapData, index_format::kNodeData, index_format::kLineData,
+                       index_format::kNameData}) {
+    if (header.chunks[sec].begin == header.chunks[sec].end) continue;
+    index_format::Chunk chunk;
+    std::memcpy(&chunk,
+                good.data() + header.sections[index_format::kChunks].offset +
+                    header.chunks[sec].begin * sizeof(chunk),
+                sizeof(chunk));
+    std::string bad = good;
+    for (uint32_t k = 0; k < chunk.size; k += 7) bad[chunk.offset + k] ^= 0x5a;
+    EXPECT_TRUE(lookup_all(bad)) << "section " << sec;
+  }
+  // Chunk ranges on sections that are read as plain tables are refused.
+  for (uint32_t sec : {index_format::kStrings, index_format::kChunks, index_format::kCus}) {
+    index_format::Header h = header;
+    h.chunks[sec] = {0, 1};
+    std::string bad = good;
+    std::memcpy(bad.data(), &h, sizeof(h));
+    EXPECT_FALSE(SymbolIndex::FromBytes(bad).ok()) << "section " << sec;
+  }
 }
 
 TEST(CacheDirTest, EnvironmentOrder) {
