@@ -3,6 +3,7 @@
 // busy loops; a thread in uninterruptible sleep under vfork), and the error cases.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -382,6 +383,32 @@ TEST_F(SnapshotTest, NonexistentPid) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "hangwatch snapshot: no process with pid " + std::to_string(child) + "\n");
   EXPECT_TRUE(r.out.empty());
+}
+
+// The thread name comes from /proc/.../stat, where it sits in parentheses: a name that has
+// parentheses and spaces of its own must come out whole.
+TEST_F(SnapshotTest, ThreadNameWithParenthesesAndSpaces) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    prctl(PR_SET_NAME, "a) (b c) d", 0, 0, 0);
+    char byte = 1;
+    if (write(ready[1], &byte, 1) != 1) _exit(1);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);  // named
+  close(ready[0]);
+  CliResult r = RunCli({std::to_string(child), "--json", "--no-symbols"});
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json snap = Json::parse(r.out);
+  ASSERT_EQ(snap["threads"].size(), 1u);
+  EXPECT_EQ(snap["threads"][0]["name"], "a) (b c) d");
+  EXPECT_EQ(snap["threads"][0]["state"], "S");
 }
 
 TEST_F(SnapshotTest, Zombie) {
