@@ -469,6 +469,9 @@ class UnitReader {
           wanted = it != only_->end() && *it < ranges_[i].second;
         }
         if (!wanted) continue;
+        // A subprogram without code (a declaration, an abstract instance) holds none either:
+        // its children are the abstract parameters, variables and blocks of an inline function.
+        if (ranges_.empty() && tag == DW_TAG_subprogram) continue;
         for (const auto& [lo, hi] : ranges_) Insert(lo, hi, Materialize(&p));
         Walk(&child, &p, depth + 1);
       } else if (MayHoldCode(tag)) {
