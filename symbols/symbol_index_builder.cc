@@ -857,7 +857,7 @@ class ImageWriter {
     for (size_t at = 0; at < bytes.size(); at += kChunkBytes) {
       const size_t raw = std::min<size_t>(kChunkBytes, bytes.size() - at);
       frame.resize(ZSTD_compressBound(raw));
-      const size_t n = ZSTD_compress(frame.data(), frame.size(), bytes.data() + at, raw, 3);
+      const size_t n = ZSTD_compress(frame.data(), frame.size(), bytes.data() + at, raw, 1);
       if (ZSTD_isError(n)) frame.clear();  // cannot happen with a bound-sized buffer
       chunks_.push_back({image_.size(), static_cast<uint32_t>(ZSTD_isError(n) ? 0 : n), 0});
       image_.append(frame.data(), ZSTD_isError(n) ? 0 : n);
