@@ -18,36 +18,4 @@ const char* HangClassName(HangClass c) {
   return "unknown";
 }
 
-const char* FrameMethodName(FrameMethod m) {
-  switch (m) {
-    case FrameMethod::kPc:
-      return "pc";
-    case FrameMethod::kFramePointer:
-      return "fp";
-    case FrameMethod::kCfi:
-      return "cfi";
-    case FrameMethod::kLinkRegister:
-      return "lr";
-    case FrameMethod::kFramePointerScan:
-      return "fp-scan";
-    case FrameMethod::kUnknown:
-      break;
-  }
-  return "unknown";
-}
-
-const char* SampleMethodName(SampleMethod m) {
-  switch (m) {
-    case SampleMethod::kSignal:
-      return "signal";
-    case SampleMethod::kProc:
-      return "proc";
-    case SampleMethod::kMach:
-      return "mach";
-    case SampleMethod::kUnknown:
-      break;
-  }
-  return "unknown";
-}
-
 }  // namespace hangwatch

@@ -12,22 +12,6 @@ uint32_t ToMs32(uint64_t ns) {
   return static_cast<uint32_t>(std::min<uint64_t>(ns / kNsPerMs, UINT32_MAX));
 }
 
-FrameMethod ToRecord(symbols::FrameMethod m) {
-  switch (m) {
-    case symbols::FrameMethod::kPc:
-      return FrameMethod::kPc;
-    case symbols::FrameMethod::kFramePointer:
-      return FrameMethod::kFramePointer;
-    case symbols::FrameMethod::kCfi:
-      return FrameMethod::kCfi;
-    case symbols::FrameMethod::kLinkRegister:
-      return FrameMethod::kLinkRegister;
-    case symbols::FrameMethod::kFramePointerScan:
-      return FrameMethod::kFramePointerScan;
-  }
-  return FrameMethod::kUnknown;
-}
-
 SampleMethod ToRecord(unwind::CaptureMethod m) {
   switch (m) {
     case unwind::CaptureMethod::kSignal:
@@ -87,9 +71,7 @@ StallMonitor::StallMonitor(const MonitorOptions& options,
       hang_(options.limits),
       cfi_frames_(new uintptr_t[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),
       methods_(
-          new symbols::FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),
-      record_methods_(
-          new FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]) {
+          new symbols::FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]) {
   const uint64_t s = run_loop_state_->load(std::memory_order_relaxed);
   initial_passes_ = (s + 1) / 2;
 }
@@ -368,11 +350,8 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
       cpu_ok && cpu_sample_known_ && cpu >= cpu_sample_ns_ ? cpu - cpu_sample_ns_ : 0;
   const size_t n = ok ? std::min(buffer_.num_frames, buffer_.max_frames()) : 0;
   const uintptr_t leaf = n > 0 ? normalizer_->FunctionStart(buffer_.frames()[0]) : 0;
-  for (size_t i = 0; i < n; ++i) {
-    record_methods_[i] = i < num_methods_ ? ToRecord(methods_[i]) : FrameMethod::kUnknown;
-  }
   hang_.AddSample(ToMs32(effective_ns), ok ? buffer_.frames() : nullptr, n, leaf, delta, state, ok,
-                  record_methods_.get(), ToRecord(buffer_.method));
+                  n <= num_methods_ ? methods_.get() : nullptr, ToRecord(buffer_.method));
   if (ok) {
     stats_->samples.fetch_add(1, std::memory_order_relaxed);
   } else {

@@ -147,7 +147,6 @@ class StallMonitor {
   symbols::CfiUnwinder* cfi_ = nullptr;
   std::unique_ptr<uintptr_t[]> cfi_frames_;  // max_frames each, allocated once
   std::unique_ptr<symbols::FrameMethod[]> methods_;
-  std::unique_ptr<FrameMethod[]> record_methods_;  // methods_ as the hang records them
   size_t num_methods_ = 0;
   unwind::CaptureMethod last_capture_method_ = unwind::CaptureMethod::kSignal;
 

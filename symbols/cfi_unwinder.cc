@@ -13,22 +13,6 @@
 
 namespace hangwatch::symbols {
 
-const char* FrameMethodName(FrameMethod m) {
-  switch (m) {
-    case FrameMethod::kPc:
-      return "pc";
-    case FrameMethod::kFramePointer:
-      return "fp";
-    case FrameMethod::kCfi:
-      return "cfi";
-    case FrameMethod::kLinkRegister:
-      return "lr";
-    case FrameMethod::kFramePointerScan:
-      return "fp-scan";
-  }
-  return "?";
-}
-
 namespace {
 
 #if defined(__x86_64__)

@@ -32,25 +32,21 @@
 #include <span>
 #include <string>
 
+#include "hangwatch/hang_record.h"
 #include "unwind/memory_view.h"
 #include "unwind/registers.h"
 
 namespace hangwatch::symbols {
 
-// Which method produced a frame.
-enum class FrameMethod : uint8_t {
-  kPc = 0,        // frame 0: the interrupted (or blocked) instruction
-  kFramePointer,  // read from a frame record
-  kCfi,           // DWARF call-frame information
-  kLinkRegister,  // arm64 x30 at frame 0 (no CFI for the pc)
-  // From a frame record found by scanning the stack: the frame pointer was not known (a /proc
-  // capture) where the CFI needed it. A record a callee left behind (returning into this very
-  // function) gives the frame pointer for certain; failing that, the first plausible record
-  // is a heuristic (stale records among a frame's locals can be taken for the real one).
-  // Later frames follow that record's chain (fp / cfi).
-  kFramePointerScan,
-};
-const char* FrameMethodName(FrameMethod m);  // "pc", "fp", "cfi", "lr", "fp-scan"
+// Which method produced a frame: the public vocabulary of the reports (include/hangwatch/
+// hang_record.h), so that frames go from the unwinder to a HangRecord unchanged. The unwinder
+// never produces kUnknown. kFramePointerScan: the frame pointer was not known (a /proc
+// capture) where the CFI needed it, and a frame record was found by scanning the stack. A
+// record a callee left behind (returning into this very function) gives the frame pointer for
+// certain; failing that, the first plausible record is a heuristic (stale records among a
+// frame's locals can be taken for the real one). Later frames follow that record's chain.
+using ::hangwatch::FrameMethod;
+using ::hangwatch::FrameMethodName;
 
 // Where the walk starts.
 struct UnwindStart {

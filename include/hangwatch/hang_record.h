@@ -35,7 +35,23 @@ enum class FrameMethod : uint8_t {
                       // for a blocked thread read through /proc, whose frame pointer is unknown
 };
 // "unknown", "pc", "fp", "cfi", "lr", "fp-scan".
-HANGWATCH_EXPORT const char* FrameMethodName(FrameMethod m);
+constexpr const char* FrameMethodName(FrameMethod m) {
+  switch (m) {
+    case FrameMethod::kPc:
+      return "pc";
+    case FrameMethod::kFramePointer:
+      return "fp";
+    case FrameMethod::kCfi:
+      return "cfi";
+    case FrameMethod::kLinkRegister:
+      return "lr";
+    case FrameMethod::kFramePointerScan:
+      return "fp-scan";
+    case FrameMethod::kUnknown:
+      break;
+  }
+  return "unknown";
+}
 
 // How a sample was taken.
 enum class SampleMethod : uint8_t {
@@ -45,7 +61,19 @@ enum class SampleMethod : uint8_t {
   kMach,    // suspended with thread_suspend (Apple platforms)
 };
 // "unknown", "signal", "proc", "mach".
-HANGWATCH_EXPORT const char* SampleMethodName(SampleMethod m);
+constexpr const char* SampleMethodName(SampleMethod m) {
+  switch (m) {
+    case SampleMethod::kSignal:
+      return "signal";
+    case SampleMethod::kProc:
+      return "proc";
+    case SampleMethod::kMach:
+      return "mach";
+    case SampleMethod::kUnknown:
+      break;
+  }
+  return "unknown";
+}
 
 struct Frame {
   uint64_t addr = 0;     // runtime address in the reporting process
