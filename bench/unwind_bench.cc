@@ -9,7 +9,8 @@
 //   libunwind_local  unw_backtrace() on the live stack of the calling thread (libunwind's own
 //                    cache, local unwinding: the best a peer does in-thread)
 // BM_BlockedCapture/<path>: one capture of a thread sleeping in nanosleep, by reading /proc
-// (unwind::ReadBlockedThread) or by the signal (SignalSampler). Counter target_pause_ns is the
+// (unwind::ProcFirstSampler, as the agent does: its /proc files stay open between samples) or
+// by the signal (SignalSampler). Counter target_pause_ns is the
 // mean time the target spent answering (0 for /proc: it is not interrupted); eintr_per_capture
 // the EINTRs the target saw.
 #include <benchmark/benchmark.h>
@@ -193,6 +194,8 @@ void BM_BlockedCapture(benchmark::State& state, bool proc) {
   NanosleepThread sleeper;
   CaptureBuffer buffer(kFrames, 64 * 1024);
   std::unique_ptr<hangwatch::unwind::SignalSampler> sampler;
+  // No fallback: a sample the /proc path cannot take counts as failed.
+  hangwatch::unwind::ProcFirstSampler proc_sampler(nullptr);
   if (!proc) {
     hangwatch::unwind::SignalSamplerOptions so;
     so.timeout = std::chrono::seconds(1);
@@ -209,8 +212,7 @@ void BM_BlockedCapture(benchmark::State& state, bool proc) {
   for (auto _ : state) {
     bool ok;
     if (proc) {
-      ok = hangwatch::unwind::ReadBlockedThread(sleeper.info, &buffer) ==
-           hangwatch::unwind::ProcReadStatus::kOk;
+      ok = proc_sampler.Capture(sleeper.info, &buffer) == hangwatch::unwind::CaptureStatus::kOk;
     } else {
       ok = sampler->Capture(sleeper.info, &buffer) == hangwatch::unwind::CaptureStatus::kOk;
     }
