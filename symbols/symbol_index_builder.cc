@@ -948,6 +948,9 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
                                            : std::max(1u, std::thread::hardware_concurrency());
     threads = std::min<unsigned>(threads, static_cast<unsigned>(todo.size()));
+    // A cold lookup reads a unit in a couple of milliseconds: another thread (its own libdw
+    // handle, and a core that a busy machine may not have free) only pays off for many units.
+    if (!only.empty()) threads = std::min<unsigned>(threads, std::max<size_t>(1, todo.size() / 8));
     std::atomic<size_t> next{0};
     caches.resize(threads);
     auto work = [&](unsigned thread) {
