@@ -1,15 +1,18 @@
 // The floor under any ptrace snapshot tool, for bench/snapshot_vs_eustack.sh: a static C
 // program that does only what cannot be avoided: list the threads, PTRACE_SEIZE and
 // PTRACE_INTERRUPT each, wait for its stop, read its registers (PTRACE_GETREGSET) and the stack
-// words at sp (process_vm_readv, `STACK_BYTES`), PTRACE_DETACH. No /proc facts, no modules, no
-// unwinding, no symbols, no output but one line. `snapshot_floor --exit` returns at once: the
-// cost of exec'ing a static binary alone.
+// words at sp (process_vm_readv, kStackBytes), PTRACE_DETACH. No /proc facts, no modules, no
+// unwinding, no symbols, no output but one line. Like hangwatch's stop window, it runs under
+// SCHED_FIFO when allowed (otherwise, with busy target threads on every CPU, waking up for
+// each stopped thread costs more than everything else). `snapshot_floor --exit` returns at
+// once: the cost of exec'ing a static binary alone.
 //
 // Built by the script with `cc -O2 -static`; not part of the CMake build.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +48,8 @@ int main(int argc, char** argv) {
   }
   closedir(dir);
 
+  struct sched_param fifo = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
+  sched_setscheduler(0, SCHED_FIFO, &fifo);  // best effort
   int seized = 0;
   for (int i = 0; i < n; ++i) {
     if (ptrace(PTRACE_SEIZE, tids[i], 0, 0) != 0) {
