@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -146,7 +147,14 @@ const uint8_t* SymbolIndex::Bytes(Section s, uint64_t begin, uint64_t end) const
       const Chunk& chunk = Table<Chunk>(kChunks)[header_->chunks[s].begin + c];
       uint8_t* dst = in.region + c * kChunkBytes;
       const size_t raw = std::min<uint64_t>(kChunkBytes, in.size - c * kChunkBytes);
-      const size_t n = ZSTD_decompress(dst, raw, data_ + chunk.offset, chunk.size);
+      // One decompression context per thread, reused (creating one costs more than inflating
+      // a small chunk).
+      thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(),
+                                                                           &ZSTD_freeDCtx);
+      const size_t n =
+          dctx != nullptr
+              ? ZSTD_decompressDCtx(dctx.get(), dst, raw, data_ + chunk.offset, chunk.size)
+              : ZSTD_decompress(dst, raw, data_ + chunk.offset, chunk.size);
       if (ZSTD_isError(n) || n != raw) std::memset(dst, 0, raw);
       state.store(kInflated, std::memory_order_release);
     } else {
