@@ -162,4 +162,45 @@ absl::StatusOr<std::string> InflateMiniDebugInfo(Elf* elf) {
   return XzDecompress(packed);
 }
 
+void ForEachElfSymbol(
+    Elf* elf, Elf64_Word type,
+    absl::FunctionRef<void(const GElf_Sym& sym, const char* name, std::string_view file)> fn) {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr || data->d_buf == nullptr || shdr.sh_entsize == 0) continue;
+    Elf_Scn* strscn = elf_getscn(elf, shdr.sh_link);
+    GElf_Shdr strshdr;
+    Elf_Data* strdata = strscn != nullptr ? elf_getdata(strscn, nullptr) : nullptr;
+    if (strdata == nullptr || strdata->d_buf == nullptr ||
+        gelf_getshdr(strscn, &strshdr) == nullptr || strshdr.sh_type != SHT_STRTAB) {
+      continue;
+    }
+    const char* strtab = static_cast<const char*>(strdata->d_buf);
+    const size_t strtab_size = strdata->d_size;
+    auto string_at = [&](size_t offset) -> const char* {
+      if (offset >= strtab_size ||
+          std::memchr(strtab + offset, 0, strtab_size - offset) == nullptr) {
+        return nullptr;
+      }
+      return strtab + offset;
+    };
+    const size_t count = data->d_size / shdr.sh_entsize;
+    std::string_view file;
+    for (size_t i = 1; i < count; ++i) {  // entry 0 is the null symbol
+      GElf_Sym sym;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
+      const char* name = string_at(sym.st_name);
+      if (GELF_ST_TYPE(sym.st_info) == STT_FILE) {
+        file = name != nullptr ? name : "";
+        continue;
+      }
+      if (name == nullptr) continue;
+      fn(sym, name, GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : std::string_view());
+    }
+  }
+}
+
 }  // namespace hangwatch::symbols

@@ -4,12 +4,14 @@
 #ifndef HANGWATCH_SYMBOLS_ELF_FILE_H_
 #define HANGWATCH_SYMBOLS_ELF_FILE_H_
 
+#include <gelf.h>
 #include <libelf.h>
 
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 
 namespace hangwatch::symbols {
@@ -54,6 +56,16 @@ absl::StatusOr<std::string> InflateMiniDebugInfo(Elf* elf);
 
 // The file name recorded in .gnu_debuglink (empty when absent).
 std::string ReadDebugLink(Elf* elf);
+
+// Calls `fn(sym, name, file)` for every symbol of every section of `type` (SHT_SYMTAB or
+// SHT_DYNSYM) whose name is readable, except the STT_FILE entries: `file` is the name of the
+// last STT_FILE seen before a local symbol ("" for the others). The linked string table is
+// read directly, with libelf's checks (a string table, the name inside it, NUL-terminated):
+// elf_strptr takes a lock and re-checks the section on every call, a tenth of a cold lookup.
+// Callers filter by type, binding and section.
+void ForEachElfSymbol(
+    Elf* elf, Elf64_Word type,
+    absl::FunctionRef<void(const GElf_Sym& sym, const char* name, std::string_view file)> fn);
 
 }  // namespace hangwatch::symbols
 

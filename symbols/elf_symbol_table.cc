@@ -28,27 +28,15 @@ struct RawSymbol {
 
 // Appends the function symbols of every section of `type` in `elf`.
 void CollectSymbols(Elf* elf, Elf64_Word type, std::vector<RawSymbol>* out) {
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-    GElf_Shdr shdr;
-    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (data == nullptr || data->d_buf == nullptr || shdr.sh_entsize == 0) continue;
-    const size_t count = data->d_size / shdr.sh_entsize;
-    for (size_t i = 0; i < count; ++i) {
-      GElf_Sym sym;
-      if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
-      const int st_type = GELF_ST_TYPE(sym.st_info);
-      if (st_type != STT_FUNC && st_type != STT_GNU_IFUNC) continue;
-      if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
-      const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-      if (name == nullptr || name[0] == '\0') continue;
-      const int bind = GELF_ST_BIND(sym.st_info);
-      int rank = bind == STB_GLOBAL ? 3 : bind == STB_WEAK ? 2 : 1;
-      if (sym.st_size != 0) rank += 4;
-      out->push_back({sym.st_value, sym.st_size, name, rank});
-    }
-  }
+  ForEachElfSymbol(elf, type, [&](const GElf_Sym& sym, const char* name, std::string_view) {
+    const int st_type = GELF_ST_TYPE(sym.st_info);
+    if (st_type != STT_FUNC && st_type != STT_GNU_IFUNC) return;
+    if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0 || name[0] == '\0') return;
+    const int bind = GELF_ST_BIND(sym.st_info);
+    int rank = bind == STB_GLOBAL ? 3 : bind == STB_WEAK ? 2 : 1;
+    if (sym.st_size != 0) rank += 4;
+    out->push_back({sym.st_value, sym.st_size, name, rank});
+  });
 }
 
 bool HasSection(Elf* elf, Elf64_Word type) {

@@ -588,57 +588,18 @@ struct RawSymbol {
   std::string_view file;  // local symbols: the STT_FILE before them in the table
 };
 
-// Appends the symbols of the first section of `type` that has any, with LLVM's filter
-// (SymbolizableObjectFile): function, object, notype and ifunc symbols defined in a section.
+// Appends the symbols of every section of `type`, with LLVM's filter (SymbolizableObjectFile):
+// function, object, notype and ifunc symbols defined in a section.
 void CollectSymbols(Elf* elf, Elf64_Word type, std::vector<RawSymbol>* out) {
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-    GElf_Shdr shdr;
-    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (data == nullptr || data->d_buf == nullptr || shdr.sh_entsize == 0) continue;
-    // The linked string table, read directly (elf_strptr takes a lock and re-checks the
-    // section on every call: a tenth of a cold lookup). Same checks: a string table, a name
-    // inside it and NUL-terminated.
-    Elf_Scn* strscn = elf_getscn(elf, shdr.sh_link);
-    GElf_Shdr strshdr;
-    Elf_Data* strdata = strscn != nullptr ? elf_getdata(strscn, nullptr) : nullptr;
-    if (strdata == nullptr || strdata->d_buf == nullptr ||
-        gelf_getshdr(strscn, &strshdr) == nullptr || strshdr.sh_type != SHT_STRTAB) {
-      continue;
+  ForEachElfSymbol(elf, type, [&](const GElf_Sym& sym, const char* name, std::string_view file) {
+    const int st_type = GELF_ST_TYPE(sym.st_info);
+    if (st_type != STT_NOTYPE && st_type != STT_FUNC && st_type != STT_OBJECT &&
+        st_type != STT_GNU_IFUNC) {
+      return;
     }
-    const char* strtab = static_cast<const char*>(strdata->d_buf);
-    const size_t strtab_size = strdata->d_size;
-    auto string_at = [&](size_t offset) -> const char* {
-      if (offset >= strtab_size ||
-          std::memchr(strtab + offset, 0, strtab_size - offset) == nullptr) {
-        return nullptr;
-      }
-      return strtab + offset;
-    };
-    const size_t count = data->d_size / shdr.sh_entsize;
-    out->reserve(out->size() + count);
-    std::string_view file;
-    for (size_t i = 1; i < count; ++i) {
-      GElf_Sym sym;
-      if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
-      const int st_type = GELF_ST_TYPE(sym.st_info);
-      if (st_type == STT_FILE) {
-        const char* f = string_at(sym.st_name);
-        file = f != nullptr ? f : "";
-        continue;
-      }
-      if (st_type != STT_NOTYPE && st_type != STT_FUNC && st_type != STT_OBJECT &&
-          st_type != STT_GNU_IFUNC) {
-        continue;
-      }
-      if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
-      const char* name = string_at(sym.st_name);
-      if (name == nullptr) continue;
-      out->push_back({sym.st_value, sym.st_size, name,
-                      GELF_ST_BIND(sym.st_info) == STB_LOCAL ? file : std::string_view()});
-    }
-  }
+    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) return;
+    out->push_back({sym.st_value, sym.st_size, name, file});
+  });
 }
 
 // Keeps the MiniDebugInfo image alive while symbol names point into it.
