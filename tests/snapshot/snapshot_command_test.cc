@@ -285,6 +285,15 @@ TEST_F(SnapshotTest, UninterruptibleThreadIsReadWithoutStoppingAndReleased) {
   EXPECT_EQ(target.Ask('r'), "read 1");
 }
 
+// Waits (bounded) until one of the process's threads is in a tracing stop ('t').
+bool SawTracingStop(pid_t pid) {
+  for (int i = 0; i < 2000000; ++i) {
+    if (ThreadStates(pid).find('t') != std::string::npos) return true;
+    sched_yield();
+  }
+  return false;
+}
+
 TEST_F(SnapshotTest, TargetExitingDuringTheSnapshotIsACleanError) {
   // The vfork thread keeps the stop window open (it cannot stop while in uninterruptible
   // sleep): the other threads sit in a tracing stop ('t') until the timeout. The target is
@@ -292,12 +301,7 @@ TEST_F(SnapshotTest, TargetExitingDuringTheSnapshotIsACleanError) {
   Target target({"--vfork"});
   ASSERT_TRUE(target.ready());
   Cli cli({std::to_string(target.pid()), "--stop-timeout-ms", "60000"});
-  bool seen_stop = false;
-  for (int i = 0; i < 2000000 && !seen_stop; ++i) {
-    seen_stop = ThreadStates(target.pid()).find('t') != std::string::npos;
-    if (!seen_stop) sched_yield();
-  }
-  ASSERT_TRUE(seen_stop) << "the snapshot never stopped a thread";
+  ASSERT_TRUE(SawTracingStop(target.pid())) << "the snapshot never stopped a thread";
   target.KillAndReap();
   CliResult r = cli.Finish(30000);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
@@ -310,12 +314,7 @@ TEST_F(SnapshotTest, CtrlCDuringTheStopReleasesTheTarget) {
   Target target({"--vfork"});
   ASSERT_TRUE(target.ready());
   Cli cli({std::to_string(target.pid()), "--stop-timeout-ms", "60000"});
-  bool seen_stop = false;
-  for (int i = 0; i < 2000000 && !seen_stop; ++i) {
-    seen_stop = ThreadStates(target.pid()).find('t') != std::string::npos;
-    if (!seen_stop) sched_yield();
-  }
-  ASSERT_TRUE(seen_stop) << "the snapshot never stopped a thread";
+  ASSERT_TRUE(SawTracingStop(target.pid())) << "the snapshot never stopped a thread";
   ASSERT_EQ(kill(cli.pid(), SIGINT), 0);
   CliResult r = cli.Finish(30000);
   // The CLI dies of the SIGINT (default action), but only after detaching every thread.
