@@ -105,16 +105,11 @@ void RunUnwind(benchmark::State& state, Method method) {
       case Method::kFp:
         n = hangwatch::unwind::WalkFramePointers(view, copy.regs, frames, kFrames).num_frames;
         break;
-      case Method::kCfi: {
-        auto r =
-            unwinder->Unwind(start, memory, frames, methods, kFrames, CfiUnwinder::Mode::kCfiOnly);
-        n = r.num_frames;
-        cfi_frames = r.cfi_frames;
-        break;
-      }
+      case Method::kCfi:
       case Method::kHybrid: {
-        auto r =
-            unwinder->Unwind(start, memory, frames, methods, kFrames, CfiUnwinder::Mode::kHybrid);
+        auto r = unwinder->Unwind(
+            start, memory, frames, methods, kFrames,
+            method == Method::kCfi ? CfiUnwinder::Mode::kCfiOnly : CfiUnwinder::Mode::kHybrid);
         n = r.num_frames;
         cfi_frames = r.cfi_frames;
         break;
