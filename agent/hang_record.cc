@@ -1,4 +1,4 @@
-// The functions of include/hangwatch/hang_record.h. Standard library only, so that the report
+// The out-of-line functions of include/hangwatch/hang_record.h. Standard library only, so that
 // readers (and their fuzzer) can be built with this file alone.
 #include "hangwatch/hang_record.h"
 
