@@ -51,7 +51,7 @@ bool SameText(const ProcText& a, const ProcText& b) {
 // "nr a1 a2 a3 a4 a5 a6 sp pc" (numbers after nr in hex), "-1 sp pc" when blocked outside a
 // system call, "running" when not blocked.
 bool ParseSyscall(const ProcText& line, uintptr_t* sp, uintptr_t* pc) {
-  if (std::strncmp(line.data, "running", 7) == 0) return false;
+  if (internal::SaysRunning(line.data, line.size)) return false;
   // The last two fields are sp and pc, whatever came before.
   const char* fields[9];
   size_t count = 0;
@@ -80,9 +80,7 @@ uint64_t NowNs(clockid_t clock) {
 }  // namespace
 
 namespace internal {
-struct ProcTaskFiles {
-  TaskFile syscall{"syscall"};
-  TaskFile stat{"stat"};
+struct ProcTaskFiles : SchedStateFiles {
   TaskFile schedstat{"schedstat"};
 };
 }  // namespace internal
@@ -97,7 +95,7 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   // The syscall line first: "running" settles the common case (a busy thread, state R) in a
   // fraction of what stat costs, and a blocked thread's line is needed anyway.
   if (!ReadTaskFile(target.tid, &files->syscall, &sys_before)) return ProcReadStatus::kError;
-  if (std::strncmp(sys_before.data, "running", 7) == 0) {
+  if (internal::SaysRunning(sys_before.data, sys_before.size)) {
     out->sched_state = 'R';
     return ProcReadStatus::kNotBlocked;
   }
@@ -108,11 +106,8 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   if (!ReadTaskFile(target.tid, &files->schedstat, &sched_before)) return ProcReadStatus::kError;
   uintptr_t sp = 0;
   uintptr_t pc = 0;
-  if (!ParseSyscall(sys_before, &sp, &pc)) {
-    // "running": it woke up between stat and syscall.
-    return std::strncmp(sys_before.data, "running", 7) == 0 ? ProcReadStatus::kNotBlocked
-                                                            : ProcReadStatus::kError;
-  }
+  // Not "running" (checked above): a line without sp and pc is one we cannot use.
+  if (!ParseSyscall(sys_before, &sp, &pc)) return ProcReadStatus::kError;
   // A blocked thread's sp is in its own stack. When it is not, the registers are not the ones
   // this process runs with (under qemu-user, /proc shows the emulator's host registers), or the
   // thread sleeps on an alternate signal stack: the signal reads it instead.

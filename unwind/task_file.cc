@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 namespace hangwatch::unwind::internal {
 
@@ -88,9 +87,8 @@ char ParseStatState(const char* buf, size_t len) {
 
 char ReadSchedState(pid_t tid, SchedStateFiles* files) {
   char buf[512];
-  // "running" (also printed when the thread woke up while the kernel looked at it: it runs).
   const ptrdiff_t n = files->syscall.Read(tid, buf, sizeof(buf));
-  if (n >= 7 && std::memcmp(buf, "running", 7) == 0) return 'R';
+  if (n > 0 && SaysRunning(buf, static_cast<size_t>(n))) return 'R';
   const ptrdiff_t m = files->stat.Read(tid, buf, sizeof(buf));
   return m > 0 ? ParseStatState(buf, static_cast<size_t>(m)) : '?';
 }

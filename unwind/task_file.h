@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstring>
 
 namespace hangwatch::unwind::internal {
 
@@ -52,6 +53,12 @@ class TaskFile {
 // The state letter of a stat line ("tid (comm) S ..."): it follows the last ')', since comm
 // may itself contain spaces and parentheses. '?' when the line is malformed.
 char ParseStatState(const char* buf, size_t len);
+
+// True when a /proc/.../syscall line says "running": the thread is in TASK_RUNNING (state R),
+// or woke up while the kernel looked at it. A sleeping thread's line is its system call.
+inline bool SaysRunning(const char* syscall_line, size_t len) {
+  return len >= 7 && std::memcmp(syscall_line, "running", 7) == 0;
+}
 
 // The files ReadSchedState keeps open for one target.
 struct SchedStateFiles {
