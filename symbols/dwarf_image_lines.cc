@@ -7,80 +7,10 @@
 #include <cstddef>
 #include <cstring>
 
+#include "symbols/dwarf_cursor.h"
+
 namespace hangwatch::symbols {
 namespace {
-
-// A read cursor over [p, end): every read checks the bounds and, on failure, marks the cursor
-// bad and returns zero; callers test ok() at the points where it matters.
-class Cursor {
- public:
-  Cursor(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
-
-  bool ok() const { return ok_; }
-  bool at_end() const { return p_ >= end_; }
-  const uint8_t* pos() const { return p_; }
-  size_t left() const { return ok_ ? static_cast<size_t>(end_ - p_) : 0; }
-
-  uint64_t Fixed(size_t n) {  // little-endian, n <= 8
-    if (!ok_ || left() < n) return Fail();
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v |= uint64_t{p_[i]} << (8 * i);
-    p_ += n;
-    return v;
-  }
-  uint8_t U8() { return static_cast<uint8_t>(Fixed(1)); }
-  uint64_t Uleb() {
-    uint64_t v = 0;
-    for (int shift = 0; ok_ && p_ < end_; shift += 7) {
-      const uint8_t b = *p_++;
-      if (shift < 64) v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) return v;
-    }
-    return Fail();
-  }
-  int64_t Sleb() {
-    uint64_t v = 0;
-    for (int shift = 0; ok_ && p_ < end_; shift += 7) {
-      const uint8_t b = *p_++;
-      if (shift < 64) v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) {
-        if (shift + 7 < 64 && (b & 0x40) != 0) v |= ~uint64_t{0} << (shift + 7);
-        return static_cast<int64_t>(v);
-      }
-    }
-    return static_cast<int64_t>(Fail());
-  }
-  // A NUL-terminated string in place; null when unterminated.
-  const char* CString() {
-    if (!ok_) return nullptr;
-    const void* nul = std::memchr(p_, 0, static_cast<size_t>(end_ - p_));
-    if (nul == nullptr) {
-      Fail();
-      return nullptr;
-    }
-    const char* s = reinterpret_cast<const char*>(p_);
-    p_ = static_cast<const uint8_t*>(nul) + 1;
-    return s;
-  }
-  void Skip(uint64_t n) {
-    if (!ok_ || n > left()) {
-      Fail();
-      return;
-    }
-    p_ += n;
-  }
-
- private:
-  uint64_t Fail() {
-    ok_ = false;
-    p_ = end_;
-    return 0;
-  }
-
-  const uint8_t* p_;
-  const uint8_t* end_;
-  bool ok_ = true;
-};
 
 // A NUL-terminated string at `offset` of a string section; null when out of bounds.
 const char* SectionString(std::string_view section, uint64_t offset) {
@@ -91,7 +21,7 @@ const char* SectionString(std::string_view section, uint64_t offset) {
 
 // One attribute of a DWARF 5 directory or file entry. Returns false on a form this reader
 // does not know (the table is then unusable: its entry sizes are unknown).
-bool ReadForm(Cursor* c, uint64_t form, unsigned offset_size, const LineSections& s,
+bool ReadForm(DwarfCursor* c, uint64_t form, unsigned offset_size, const LineSections& s,
               const char** str, uint64_t* num) {
   *str = nullptr;
   *num = 0;
@@ -156,7 +86,7 @@ struct EntryFormat {
   std::vector<std::pair<uint64_t, uint64_t>> fields;
 };
 
-bool ReadEntryFormat(Cursor* c, EntryFormat* f) {
+bool ReadEntryFormat(DwarfCursor* c, EntryFormat* f) {
   const uint8_t n = c->U8();
   for (uint8_t i = 0; i < n && c->ok(); ++i) {
     const uint64_t type = c->Uleb();
@@ -168,7 +98,7 @@ bool ReadEntryFormat(Cursor* c, EntryFormat* f) {
 
 // Reads `count` entries; for each, its path (null when absent) and directory index.
 template <typename F>
-bool ReadEntries(Cursor* c, const EntryFormat& format, unsigned offset_size, const LineSections& s,
+bool ReadEntries(DwarfCursor* c, const EntryFormat& format, unsigned offset_size, const LineSections& s,
                  F&& each) {
   const uint64_t count = c->Uleb();
   // Each entry takes at least one byte per field: refuse counts the table cannot hold.
@@ -261,7 +191,7 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
   const std::string_view sec = sections.debug_line;
   if (offset >= sec.size()) return false;
   const auto* base = reinterpret_cast<const uint8_t*>(sec.data());
-  Cursor c(base + offset, base + sec.size());
+  DwarfCursor c(base + offset, base + sec.size());
 
   // Header.
   uint64_t unit_length = c.Fixed(4);
@@ -274,7 +204,7 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
   }
   if (!c.ok() || unit_length > c.left()) return false;
   const uint8_t* unit_end = c.pos() + unit_length;
-  c = Cursor(c.pos(), unit_end);
+  c = DwarfCursor(c.pos(), unit_end);
   const auto version = static_cast<int>(c.Fixed(2));
   if (!c.ok() || version < 2 || version > 5) return false;
   out->version = version;
@@ -383,7 +313,7 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
     st.addr += min_inst_length * (ops / max_ops);
     st.op_index = ops % max_ops;
   };
-  Cursor p(program, unit_end);
+  DwarfCursor p(program, unit_end);
   if (only == nullptr) out->rows.reserve(static_cast<size_t>(unit_end - program) / 3);
   while (p.ok() && !p.at_end()) {
     const uint8_t op = p.U8();
@@ -414,7 +344,7 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
           const uint64_t dir = p.Uleb();
           if (p.ok()) add_file(name, dir);
         }
-        p = Cursor(next, unit_end);
+        p = DwarfCursor(next, unit_end);
         break;
       }
       case DW_LNS_copy:

@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "symbols/demangle.h"
+#include "symbols/dwarf_die_reader.h"
 #include "symbols/dwarf_image.h"
 #include "symbols/dwarf_image_lines.h"
 #include "symbols/elf_file.h"
@@ -78,6 +79,7 @@ std::string AbsoluteFile(const char* name, const char* comp_dir) {
 
 struct UnitResult {
   bool read = false;
+  bool libdw = false;  // the DIEs were read with libdw
   std::vector<std::string> files;         // unit-local file index -> path ("" = invalid index)
   std::vector<const std::string*> names;  // unit-local names (demangled, owned by NameCache)
   struct LocalNode {
@@ -121,9 +123,12 @@ class UnitReader {
   // `only`: when not null, the sorted addresses that matter; subprograms that cover none of
   // them are skipped (the cold path reads a few functions, not the whole unit).
   // `table`: a per-thread buffer for the line table.
+  // `dies`: the sections for our own DIE reader; null to read DIEs with libdw only.
   UnitReader(NameCache* names, const LineSections* lines, LineTable* table, UnitResult* out,
-             const std::vector<uint64_t>* only)
-      : names_(names), lines_(lines), table_(table), out_(out), only_(only) {}
+             const std::vector<uint64_t>* only, const DieSections* dies)
+      : names_(names), lines_(lines), table_(table), out_(out), only_(only), die_sections_(dies) {
+    if (dies != nullptr && !dies->info.empty() && !dies->abbrev.empty()) dies_ = &fast_;
+  }
 
   void Read(Dwarf_Die* cudie, int version) {
     out_->read = true;
@@ -151,7 +156,16 @@ class UnitReader {
         unit_type == DW_UT_skeleton && subdie.addr != nullptr) {
       tree = &subdie;
     }
-    Walk(tree, nullptr, 0);
+    // Our own DIE reader first (dwarf_die_reader.h); libdw for what it leaves to libdw, from
+    // a clean slate.
+    if (tree != cudie || dies_ == nullptr || !FastRead(cudie)) {
+      map_.clear();
+      name_index_.clear();
+      out_->names.clear();
+      out_->nodes.clear();
+      out_->libdw = true;
+      Walk(tree, nullptr, 0);
+    }
     for (const auto& [lo, entry] : map_) {
       out_->map.push_back({lo, entry.first, entry.second});
     }
@@ -352,7 +366,9 @@ class UnitReader {
 
   // The name of a node. Inlined and out-of-line instances name nothing themselves and point at
   // their abstract origin: its name is computed once per origin.
-  const char* NodeName(Dwarf_Die* die, NodeAttrs& attrs) {
+  const char* NodeName(Pending* p) {
+    Dwarf_Die* die = &p->die;
+    NodeAttrs& attrs = p->attrs;
     Dwarf_Die origin;
     if (!attrs.has_origin || attrs.has_name ||
         dwarf_formref_die(&attrs.origin, &origin) == nullptr) {
@@ -363,12 +379,15 @@ class UnitReader {
     return it->second;
   }
 
-  uint32_t Materialize(Pending* p) {
+  // The node of a subroutine, created when a range or a child's range first needs it
+  // (P: Pending or FastPending).
+  template <typename P>
+  uint32_t Materialize(P* p) {
     if (p->node != kNone) return p->node;
     const uint32_t parent = p->parent != nullptr ? Materialize(p->parent) : kNone;
     UnitResult::LocalNode node{kNone, parent, 0, 0, 0};
-    NodeAttrs& attrs = p->attrs;
-    if (const char* name = NodeName(&p->die, attrs)) {
+    const auto& attrs = p->attrs;
+    if (const char* name = NodeName(p)) {
       auto [it, inserted] = name_index_.try_emplace(name, 0);
       if (inserted) {
         it->second = static_cast<uint32_t>(out_->names.size());
@@ -480,6 +499,178 @@ class UnitReader {
     } while (dwarf_siblingof(&child, &child) == 0);
   }
 
+  // ------------------------------------------------ the same walk over our own DIE reader
+
+  struct FastAttrs {
+    DieAttr low_pc{}, high_pc{}, ranges{}, origin{}, sibling{};
+    bool has_origin = false, has_name = false;
+    bool has_low_pc = false, has_high_pc = false, has_ranges = false;
+    uint64_t call_file = 0, call_line = 0, call_column = 0;
+  };
+  struct FastPending {
+    uint64_t offset;  // of the DIE
+    uint32_t node;
+    FastPending* parent;
+    FastAttrs attrs;
+  };
+
+  void ScanFastAttr(const DieAttr& a, FastAttrs* f) {
+    switch (a.name) {
+      case DW_AT_low_pc:
+        f->low_pc = a;
+        f->has_low_pc = true;
+        break;
+      case DW_AT_high_pc:
+        f->high_pc = a;
+        f->has_high_pc = true;
+        break;
+      case DW_AT_ranges:
+        f->ranges = a;
+        f->has_ranges = true;
+        break;
+      case DW_AT_abstract_origin:
+        f->origin = a;
+        f->has_origin = true;
+        break;
+      case DW_AT_linkage_name:
+      case DW_AT_MIPS_linkage_name:
+      case DW_AT_name:
+        f->has_name = true;
+        break;
+      case DW_AT_call_file:
+        dies_->Constant(a, &f->call_file);
+        break;
+      case DW_AT_call_line:
+        dies_->Constant(a, &f->call_line);
+        break;
+      case DW_AT_call_column:
+        dies_->Constant(a, &f->call_column);
+        break;
+      case DW_AT_sibling:
+        f->sibling = a;
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Name(): the first of linkage name, MIPS linkage name and name found along the DIE's
+  // abstract_origin / specification chain (libdw's dwarf_attr_integrate: at most 17 DIEs).
+  const char* FastName(uint64_t offset) {
+    enum { kLinkage, kMips, kName, kKinds };
+    struct Link {
+      DieAttr attr[kKinds];
+      bool has[kKinds];
+    };
+    constexpr int kChain = 17;
+    Link chain[kChain];
+    int count = 0;
+    for (uint64_t at = offset; count < kChain;) {
+      DwarfUnitDies::Die d;
+      if (!dies_->ReadDie(at, &d)) break;
+      Link& link = chain[count++];
+      link = Link{};
+      DieAttr origin{}, spec{};
+      const uint64_t end = dies_->ForEachAttr(d, [&](const DieAttr& a) {
+        int kind = a.name == DW_AT_linkage_name        ? kLinkage
+                   : a.name == DW_AT_MIPS_linkage_name ? kMips
+                   : a.name == DW_AT_name              ? kName
+                                                       : -1;
+        if (kind >= 0 && !link.has[kind]) {
+          link.attr[kind] = a;
+          link.has[kind] = true;
+        }
+        if (a.name == DW_AT_abstract_origin && origin.form == 0) origin = a;
+        if (a.name == DW_AT_specification && spec.form == 0) spec = a;
+      });
+      if (end == 0) break;
+      const DieAttr& next = origin.form != 0 ? origin : spec;
+      if (next.form == 0 || !dies_->Reference(next, &at)) break;
+    }
+    for (int kind = 0; kind < kKinds; ++kind) {
+      for (int i = 0; i < count; ++i) {
+        if (!chain[i].has[kind]) continue;
+        if (const char* s = dies_->String(chain[i].attr[kind])) return s;
+        break;  // found, but not a string: the next kind
+      }
+    }
+    return nullptr;
+  }
+
+  const char* NodeName(FastPending* p) {
+    uint64_t origin;
+    if (!p->attrs.has_origin || p->attrs.has_name || !dies_->Reference(p->attrs.origin, &origin)) {
+      return FastName(p->offset);
+    }
+    if (auto it = names_->by_origin.find(origin); it != names_->by_origin.end()) return it->second;
+    const char* name = FastName(p->offset);
+    // A failed read may have cut the chain short: such a name is not remembered.
+    if (dies_->ok()) names_->by_origin.emplace(origin, name);
+    return name;
+  }
+
+  // Ranges() over our reader; false when the unit must go to libdw.
+  bool FastRanges(const FastPending& p) {
+    ranges_.clear();
+    const FastAttrs& a = p.attrs;
+    if (a.has_low_pc && a.has_high_pc) {
+      uint64_t lo, hi, size;
+      if (!dies_->Address(a.low_pc, &lo)) return false;
+      if (dies_->Address(a.high_pc, &hi)) {
+      } else if (dies_->Constant(a.high_pc, &size)) {
+        hi = lo + size;
+      } else {
+        return false;
+      }
+      if (lo < hi) ranges_.emplace_back(lo, hi);
+      return true;
+    }
+    return !a.has_ranges || dies_->Ranges(a.ranges, &ranges_);
+  }
+
+  // Walk() over our reader: the sibling list at `offset`. Returns the offset past its null
+  // entry, or 0 when the unit must go to libdw.
+  uint64_t FastWalk(uint64_t offset, FastPending* sub, int depth) {
+    if (depth > kMaxDieDepth) return dies_->SkipSiblings(offset);
+    DwarfUnitDies::Die d;
+    while (dies_->ReadDie(offset, &d)) {
+      if (d.tag == DW_TAG_subprogram || d.tag == DW_TAG_inlined_subroutine) {
+        FastPending p{d.offset, kNone, d.tag == DW_TAG_subprogram ? nullptr : sub, {}};
+        const uint64_t attrs_end =
+            dies_->ForEachAttr(d, [&](const DieAttr& a) { ScanFastAttr(a, &p.attrs); });
+        if (attrs_end == 0 || !FastRanges(p)) return 0;
+        bool wanted = only_ == nullptr;
+        for (size_t i = 0; i < ranges_.size() && !wanted; ++i) {
+          auto it = std::lower_bound(only_->begin(), only_->end(), ranges_[i].first);
+          wanted = it != only_->end() && *it < ranges_[i].second;
+        }
+        if (!wanted || (ranges_.empty() && d.tag == DW_TAG_subprogram)) {
+          offset = dies_->NextAfter(d, attrs_end, p.attrs.sibling);
+        } else {
+          for (const auto& [lo, hi] : ranges_) Insert(lo, hi, Materialize(&p));
+          offset = d.has_children ? FastWalk(attrs_end, &p, depth + 1) : attrs_end;
+        }
+      } else if (d.has_children && MayHoldCode(static_cast<int>(d.tag))) {
+        offset = dies_->AttrsEnd(d);
+        if (offset != 0) offset = FastWalk(offset, sub, depth + 1);
+      } else {
+        offset = dies_->Next(d);
+      }
+      if (offset == 0 || !dies_->ok()) return 0;
+    }
+    return dies_->ok() ? d.attrs : 0;
+  }
+
+  bool FastRead(Dwarf_Die* cudie) {
+    const uint64_t unit = dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie);
+    if (!fast_.Open(*die_sections_, unit)) return false;
+    DwarfUnitDies::Die cu;
+    if (!fast_.ReadDie(fast_.unit_die_offset(), &cu)) return false;
+    if (!cu.has_children) return true;
+    const uint64_t first = fast_.AttrsEnd(cu);
+    return first != 0 && FastWalk(first, nullptr, 0) != 0 && fast_.ok();
+  }
+
   NameCache* names_;
   const LineSections* lines_;
   LineTable* table_;
@@ -490,6 +681,9 @@ class UnitReader {
   absl::btree_map<uint64_t, std::pair<uint64_t, uint32_t>> map_;
   const std::vector<uint64_t>* only_;
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // scratch
+  const DieSections* die_sections_;
+  DwarfUnitDies fast_;
+  DwarfUnitDies* dies_ = nullptr;  // &fast_ when our reader may be used
 };
 
 // ---------------------------------------------------------------- units and their ranges
@@ -868,6 +1062,7 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
   std::vector<UnitResult> results;
   std::unique_ptr<DwarfImage> image;
   LineSections line_sections;
+  DieSections die_sections;
   if (!options.debug_path.empty()) {
     auto opened = DwarfImage::Open(options.debug_path);
     if (!opened.ok()) return opened.status();
@@ -880,6 +1075,14 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     line_sections.debug_line = image->Section(elf.get(), ".debug_line");
     line_sections.debug_str = image->Section(elf.get(), ".debug_str");
     line_sections.debug_line_str = image->Section(elf.get(), ".debug_line_str");
+    die_sections.info = image->Section(elf.get(), ".debug_info");
+    die_sections.abbrev = image->Section(elf.get(), ".debug_abbrev");
+    die_sections.str = line_sections.debug_str;
+    die_sections.line_str = line_sections.debug_line_str;
+    die_sections.str_offsets = image->Section(elf.get(), ".debug_str_offsets");
+    die_sections.addr = image->Section(elf.get(), ".debug_addr");
+    die_sections.ranges = image->Section(elf.get(), ".debug_ranges");
+    die_sections.rnglists = image->Section(elf.get(), ".debug_rnglists");
   }
   stats->units = units.size();
   results.resize(units.size());
@@ -924,7 +1127,8 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
         const uint32_t u = todo[i];
         Dwarf_Die cudie;
         if (dwarf_offdie(dbg.get(), units[u].die_offset, &cudie) == nullptr) continue;
-        UnitReader(&names, &line_sections, &table, &results[u], only.empty() ? nullptr : &only)
+        UnitReader(&names, &line_sections, &table, &results[u], only.empty() ? nullptr : &only,
+                   options.libdw_dies ? nullptr : &die_sections)
             .Read(&cudie, units[u].version);
       }
     };
@@ -933,6 +1137,8 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     work(0);
     for (auto& t : pool) t.join();
   }
+
+  for (const UnitResult& r : results) stats->units_libdw += r.libdw ? 1 : 0;
 
   // Merge into global tables.
   StringTable strings;

@@ -29,11 +29,15 @@ struct SymbolIndexOptions {
   // Store the bulky byte sections zstd-compressed (for indexes kept on disk; lookups inflate
   // what they touch). An index used once and thrown away is faster uncompressed.
   bool compress = true;
+  // Read the DIEs with libdw only, not with our own reader (dwarf_die_reader.h) first: both
+  // give the same index; tests compare them and the benchmark measures the difference.
+  bool libdw_dies = false;
 };
 
 struct SymbolIndexStats {
   uint64_t units = 0;        // compilation units in the DWARF
   uint64_t units_read = 0;   // of which were read (all, unless only_addresses)
+  uint64_t units_libdw = 0;  // of those, how many had their DIEs read by libdw
   uint64_t debug_bytes = 0;  // .debug_* sections, uncompressed
   uint64_t debug_bytes_on_disk = 0;
   uint64_t index_bytes = 0;
