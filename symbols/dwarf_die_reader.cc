@@ -55,10 +55,14 @@ inline const uint8_t* ReadUleb(const uint8_t* p, const uint8_t* end, uint64_t* v
   return nullptr;
 }
 
-// A NUL-terminated string at `offset` of a string section; null when out of bounds.
+// A NUL-terminated string at `offset` of a string section; null when out of bounds. Compilers
+// end string sections with a NUL, which makes every offset inside them a terminated string.
 const char* SectionString(std::string_view section, uint64_t offset) {
   if (offset >= section.size()) return nullptr;
-  if (std::memchr(section.data() + offset, 0, section.size() - offset) == nullptr) return nullptr;
+  if (section.back() != '\0' &&
+      std::memchr(section.data() + offset, 0, section.size() - offset) == nullptr) {
+    return nullptr;
+  }
   return section.data() + offset;
 }
 

@@ -23,13 +23,13 @@
 #include <thread>
 #include <unordered_map>
 
-#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "symbols/address_die_map.h"
 #include "symbols/demangle.h"
 #include "symbols/dwarf_die_reader.h"
 #include "symbols/dwarf_image.h"
@@ -86,11 +86,7 @@ struct UnitResult {
     uint32_t name, parent, call_file, call_line, call_column;
   };
   std::vector<LocalNode> nodes;
-  struct Range {
-    uint64_t lo, hi;
-    uint32_t node;
-  };
-  std::vector<Range> map;  // sorted by lo
+  std::vector<AddressDieMap::Range> map;  // sorted by lo
   struct Row {
     uint64_t addr;
     uint32_t file;  // 0 = end of sequence, else local file + 1
@@ -159,16 +155,14 @@ class UnitReader {
     // Our own DIE reader first (dwarf_die_reader.h); libdw for what it leaves to libdw, from
     // a clean slate.
     if (tree != cudie || dies_ == nullptr || !FastRead(cudie)) {
-      map_.clear();
+      die_map_.Clear();
       name_index_.clear();
       out_->names.clear();
       out_->nodes.clear();
       out_->libdw = true;
       Walk(tree, nullptr, 0);
     }
-    for (const auto& [lo, entry] : map_) {
-      out_->map.push_back({lo, entry.first, entry.second});
-    }
+    die_map_.Finish(&out_->map);
   }
 
  private:
@@ -403,21 +397,6 @@ class UnitReader {
     return p->node;
   }
 
-  // LLVM's DWARFUnit::updateAddressDieMap insertion: a range inserted inside an existing one
-  // splits it; parents are inserted before children.
-  // (btree iterators do not survive insertions: copy what is needed first.)
-  void Insert(uint64_t lo, uint64_t hi, uint32_t node) {
-    auto b = map_.upper_bound(lo);
-    if (b != map_.begin() && lo < std::prev(b)->second.first) {
-      --b;
-      const uint64_t b_lo = b->first;
-      const std::pair<uint64_t, uint32_t> b_val = b->second;
-      if (lo > b_lo) b->second.first = lo;
-      if (hi < b_val.first) map_[hi] = b_val;
-    }
-    map_[lo] = {hi, node};
-  }
-
   // Subtrees that can hold subprograms or inlined subroutines with code. Types (classes,
   // structs, unions, enums...) only declare member functions: GCC and Clang put the definitions
   // (DW_AT_specification) at namespace or unit level, so type subtrees, the bulk of C++ DWARF,
@@ -478,6 +457,7 @@ class UnitReader {
     do {
       const int tag = dwarf_tag(&child);
       if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+        if (tag == DW_TAG_subprogram) die_map_.BeginGroup();
         Pending p{child, kNone, tag == DW_TAG_subprogram ? nullptr : sub, {}};
         dwarf_getattrs(&p.die, ScanAttr, &p.attrs, 0);
         Ranges(&p);
@@ -491,7 +471,7 @@ class UnitReader {
         // A subprogram without code (a declaration, an abstract instance) holds none either:
         // its children are the abstract parameters, variables and blocks of an inline function.
         if (ranges_.empty() && tag == DW_TAG_subprogram) continue;
-        for (const auto& [lo, hi] : ranges_) Insert(lo, hi, Materialize(&p));
+        for (const auto& [lo, hi] : ranges_) die_map_.Insert(lo, hi, Materialize(&p));
         Walk(&child, &p, depth + 1);
       } else if (MayHoldCode(tag)) {
         Walk(&child, sub, depth + 1);
@@ -635,6 +615,7 @@ class UnitReader {
     DwarfUnitDies::Die d;
     while (dies_->ReadDie(offset, &d)) {
       if (d.tag == DW_TAG_subprogram || d.tag == DW_TAG_inlined_subroutine) {
+        if (d.tag == DW_TAG_subprogram) die_map_.BeginGroup();
         FastPending p{d.offset, kNone, d.tag == DW_TAG_subprogram ? nullptr : sub, {}};
         const uint64_t attrs_end =
             dies_->ForEachAttr(d, [&](const DieAttr& a) { ScanFastAttr(a, &p.attrs); });
@@ -647,7 +628,7 @@ class UnitReader {
         if (!wanted || (ranges_.empty() && d.tag == DW_TAG_subprogram)) {
           offset = dies_->NextAfter(d, attrs_end, p.attrs.sibling);
         } else {
-          for (const auto& [lo, hi] : ranges_) Insert(lo, hi, Materialize(&p));
+          for (const auto& [lo, hi] : ranges_) die_map_.Insert(lo, hi, Materialize(&p));
           offset = d.has_children ? FastWalk(attrs_end, &p, depth + 1) : attrs_end;
         }
       } else if (d.has_children && MayHoldCode(static_cast<int>(d.tag))) {
@@ -678,7 +659,7 @@ class UnitReader {
   const char* comp_dir_ = nullptr;
   absl::flat_hash_map<const char*, uint32_t> file_index_;
   absl::flat_hash_map<const char*, uint32_t> name_index_;  // by address, as NameCache
-  absl::btree_map<uint64_t, std::pair<uint64_t, uint32_t>> map_;
+  AddressDieMap die_map_;
   const std::vector<uint64_t>* only_;
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // scratch
   const DieSections* die_sections_;
