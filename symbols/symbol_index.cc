@@ -86,9 +86,14 @@ inline __attribute__((always_inline)) bool ReadSleb(const uint8_t*& p, const uin
   return false;
 }
 
+uint64_t MtimeNs(const struct stat& st) {
+  return static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
+         static_cast<uint64_t>(st.st_mtim.tv_nsec);
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Map(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
   struct stat st;
@@ -103,10 +108,82 @@ absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string
   index->mapping_ = m;
   index->data_ = static_cast<const char*>(m);
   index->size_ = static_cast<size_t>(st.st_size);
+  index->mtime_ns_ = MtimeNs(st);
+  index->mode_ = st.st_mode & 0777;
   if (absl::Status s = index->Validate(); !s.ok()) {
     return absl::DataLossError(absl::StrCat(path, ": ", s.message()));
   }
   return index;
+}
+
+absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path) {
+  auto index = Map(path);
+  if (!index.ok() || !(*index)->compressed()) return index;
+  const std::string flat_path = path + ".flat";
+  if (auto flat = Map(flat_path); flat.ok() && !(*flat)->compressed() &&
+                                  (*flat)->mtime_ns_ >= (*index)->mtime_ns_ &&
+                                  (*index)->IsFlatTwin(**flat)) {
+    return flat;
+  }
+  // No usable twin: write one, if the directory lets us (checked before inflating anything,
+  // so that a read-only cache does not pay for a whole inflation on every open).
+  const std::string tmp = absl::StrCat(flat_path, ".tmp.", getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (*index)->mode_);
+  if (fd < 0) return index;
+  const std::string image = (*index)->FlatImage();
+  bool ok = !image.empty();
+  for (size_t done = 0; ok && done < image.size();) {
+    ssize_t n = ::write(fd, image.data() + done, image.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || ::rename(tmp.c_str(), flat_path.c_str()) != 0) ::unlink(tmp.c_str());
+  return index;  // every chunk is inflated by now
+}
+
+bool SymbolIndex::compressed() const {
+  for (const auto& range : header_->chunks) {
+    if (range.begin != range.end) return true;
+  }
+  return false;
+}
+
+bool SymbolIndex::IsFlatTwin(const SymbolIndex& flat) const {
+  const Header& a = *header_;
+  const Header& b = *flat.header_;
+  if (a.version != b.version || a.flags != b.flags || a.node_count != b.node_count ||
+      build_id_ != flat.build_id_) {
+    return false;
+  }
+  for (uint32_t s = 0; s < kNumSections; ++s) {
+    if (s != kChunks && a.sections[s].count != b.sections[s].count) return false;
+  }
+  return true;
+}
+
+std::string SymbolIndex::FlatImage() const {
+  Header h = *header_;
+  std::string out(sizeof(Header), '\0');
+  for (uint32_t s = 0; s < kNumSections; ++s) {
+    out.resize((out.size() + 7) & ~size_t{7}, '\0');  // sections are 8-byte aligned
+    const uint64_t count = s == kChunks ? 0 : Count(static_cast<Section>(s));
+    const uint64_t bytes = count * kElementSize[s];
+    h.sections[s].offset = out.size();
+    h.sections[s].count = count;
+    h.chunks[s].begin = h.chunks[s].end = 0;
+    if (bytes == 0) continue;
+    const char* from = inflated_[s].region != nullptr
+                           ? reinterpret_cast<const char*>(Bytes(static_cast<Section>(s), 0, count))
+                           : Table<char>(static_cast<Section>(s));
+    if (from == nullptr) return "";
+    out.append(from, bytes);
+  }
+  out.resize((out.size() + 7) & ~size_t{7}, '\0');
+  h.file_size = out.size();
+  std::memcpy(out.data(), &h, sizeof(h));
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::FromBytes(std::string bytes) {

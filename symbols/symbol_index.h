@@ -47,6 +47,14 @@ struct SymbolizedAddress {
 class SymbolIndex {
  public:
   // Maps an index file. Errors: missing, unreadable, not an index, wrong version, truncated.
+  //
+  // A compressed index (chunks) is served from its inflated twin, `path` + ".flat", when that
+  // exists, is newer than `path` and describes the same index (same version, build-id, flags
+  // and section sizes): the same format with every section stored plain, so a lookup reads
+  // mapped pages instead of inflating 64 KiB chunks (most of a warm `hangwatch snapshot`'s
+  // symbolization was zstd). Otherwise the twin is written (every chunk inflated once, written
+  // atomically, best effort: a read-only cache directory just keeps inflating) and `path` is
+  // served.
   static absl::StatusOr<std::unique_ptr<SymbolIndex>> Open(const std::string& path);
   // Takes ownership of an index image (e.g. fresh from the builder).
   static absl::StatusOr<std::unique_ptr<SymbolIndex>> FromBytes(std::string bytes);
@@ -65,6 +73,13 @@ class SymbolIndex {
 
  private:
   SymbolIndex() = default;
+  // Maps `path` as it is (no twin).
+  static absl::StatusOr<std::unique_ptr<SymbolIndex>> Map(const std::string& path);
+  bool compressed() const;
+  // Whether `flat` is the inflated twin of this (compressed) index.
+  bool IsFlatTwin(const SymbolIndex& flat) const;
+  // The image of this index with every section plain (all chunks inflated).
+  std::string FlatImage() const;
   absl::Status Validate();
   template <typename T>
   const T* Table(index_format::Section s) const {
@@ -93,6 +108,8 @@ class SymbolIndex {
   const char* data_ = nullptr;
   size_t size_ = 0;
   void* mapping_ = nullptr;  // munmap on destruction when mapped
+  uint64_t mtime_ns_ = 0;    // of the mapped file
+  uint32_t mode_ = 0644;     // of the mapped file (its twin gets the same)
   std::string owned_;        // or the bytes themselves
   const index_format::Header* header_ = nullptr;
   std::string_view build_id_;

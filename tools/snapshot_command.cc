@@ -36,7 +36,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: hangwatch snapshot PID [--json] [--max-frames N] [--stack-kb N]\n"
     "                              [--stop-timeout-ms N] [--per-thread] [--no-cfi]\n"
-    "                              [--no-symbols] [--no-index]\n"
+    "                              [--no-symbols] [--no-index] [--timings]\n"
     "\n"
     "Prints every thread of process PID: thread id, name, scheduler state, CPU time, the top\n"
     "frame's registers (pc, sp, fp) and its stack, symbolized (function, file:line and inlined\n"
@@ -62,6 +62,9 @@ constexpr char kUsage[] =
     "                       nothing (default: index each module with debug information\n"
     "                       once, in the cache of `hangwatch symbols index`, so that later\n"
     "                       snapshots symbolize in microseconds)\n"
+    "  --timings            after the output, one line on stderr: CPU and wall time of each\n"
+    "                       phase of this command (start-up, modules, stop, unwind, symbols,\n"
+    "                       output)\n"
     "\n"
     "Needs permission to ptrace PID: the same user (subject to\n"
     "/proc/sys/kernel/yama/ptrace_scope) or CAP_SYS_PTRACE. Exit status: 0 on success, 2 on\n"
@@ -77,6 +80,7 @@ struct Options {
   bool symbols = true;
   bool index = true;
   bool stop_all = true;
+  bool timings = false;
 };
 
 int Usage(const char* fmt, const char* arg) {
@@ -118,6 +122,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
       o->symbols = false;
     } else if (a == "--no-index") {
       o->index = false;
+    } else if (a == "--timings") {
+      o->timings = true;
     } else if (a == "--per-thread") {
       o->stop_all = false;
     } else if (a == "--max-frames") {
@@ -530,25 +536,75 @@ void PrintJson(const Options& o, const unwind::PtraceSnapshot& snap, const std::
   std::printf("%s\n", text.c_str());
 }
 
-uint64_t NowNs() {
+uint64_t ClockNs(clockid_t clock) {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+uint64_t NowNs() { return ClockNs(CLOCK_MONOTONIC); }
+
+// --timings: CPU (this process, kernel time included) and wall time per phase. The first
+// phase, "start-up", is the CPU spent before RunSnapshot: exec, dynamic loading, static
+// initializers (its wall time is not known here).
+class PhaseTimer {
+ public:
+  PhaseTimer() : cpu_(ClockNs(CLOCK_PROCESS_CPUTIME_ID)), wall_(NowNs()) {
+    phases_.push_back({"start-up", cpu_, 0});
+  }
+  void End(const char* name) {
+    const uint64_t cpu = ClockNs(CLOCK_PROCESS_CPUTIME_ID);
+    const uint64_t wall = NowNs();
+    phases_.push_back({name, cpu - cpu_, wall - wall_});
+    cpu_ = cpu;
+    wall_ = wall;
+  }
+  // "timings (ms cpu/wall): start-up 0.512/- modules 0.100/0.101 ... total 2.000"
+  void Print() const {
+    std::string line = "timings (ms cpu/wall):";
+    uint64_t cpu = 0;
+    char buf[96];
+    for (const Phase& p : phases_) {
+      cpu += p.cpu_ns;
+      if (p.wall_ns == 0) {
+        std::snprintf(buf, sizeof(buf), " %s %.3f/-", p.name, Ms(p.cpu_ns));
+      } else {
+        std::snprintf(buf, sizeof(buf), " %s %.3f/%.3f", p.name, Ms(p.cpu_ns), Ms(p.wall_ns));
+      }
+      line += buf;
+    }
+    std::snprintf(buf, sizeof(buf), " total-cpu %.3f (exit not included)\n", Ms(cpu));
+    line += buf;
+    std::fputs(line.c_str(), stderr);
+  }
+
+ private:
+  struct Phase {
+    const char* name;
+    uint64_t cpu_ns;
+    uint64_t wall_ns;
+  };
+  uint64_t cpu_;
+  uint64_t wall_;
+  std::vector<Phase> phases_;
+};
 
 int RunSnapshot(int argc, char** argv) {
   Options o;
   if (int status = ParseArgs(argc, argv, &o); status >= 0) return status;
+  PhaseTimer timer;
   const uint64_t start = NowNs();
 
   // Modules first: opening files takes milliseconds and must not lengthen the stop.
   absl::StatusOr<symbols::ProcessModules> modules = symbols::ReadProcessModules(o.pid);
+  timer.End("modules");
 
   unwind::PtraceCaptureOptions capture_options;
   capture_options.stack_bytes = o.stack_kb * 1024;
   capture_options.stop_timeout_ms = o.stop_timeout_ms;
   capture_options.stop_all = o.stop_all;
   unwind::PtraceSnapshot snap = unwind::CapturePtraceSnapshot(o.pid, capture_options);
+  timer.End("capture");
   if (snap.error != unwind::PtraceError::kOk) return ReportCaptureError(snap);
   if (!modules.ok()) {
     // Maps unreadable although ptrace worked: keep going without modules.
@@ -581,8 +637,10 @@ int RunSnapshot(int argc, char** argv) {
   if (snap.omitted > 0) {
     notes.push_back(std::to_string(snap.omitted) + " threads over the limit were not captured");
   }
+  timer.End("unwind");
   Symbolize(*modules, o, &threads, &notes);
   unwind::ReleaseLateStoppers();
+  timer.End("symbols");
 
   const uint64_t total_ns = NowNs() - start;
   if (o.json) {
@@ -592,6 +650,8 @@ int RunSnapshot(int argc, char** argv) {
     PrintText(o, snap, exe, threads, notes, total_ns);
   }
   std::fflush(stdout);
+  timer.End("output");
+  if (o.timings) timer.Print();
   return 0;
 }
 
