@@ -92,7 +92,8 @@ void AddressDieMap::Finish(std::vector<Range>* out) {
   entries.reserve(inserts_.size() + inserts_.size() / 2);
   for (size_t g = 0; g < groups_.size(); ++g) {
     const Range* begin = inserts_.data() + groups_[g];
-    const Range* end = inserts_.data() + (g + 1 < groups_.size() ? groups_[g + 1] : inserts_.size());
+    const Range* end =
+        inserts_.data() + (g + 1 < groups_.size() ? groups_[g + 1] : inserts_.size());
     scratch_.clear();
     if (!ReplayInVector(begin, end, &scratch_)) {
       scratch_.clear();

@@ -232,7 +232,8 @@ bool DwarfUnitDies::ParseAbbrevs(uint64_t offset) {
       if (!c.ok()) return false;
       if (name == 0 && form == 0) break;
       if (name > 0xffffffffu || form > 0xffffffffu) return false;
-      if (name == DW_AT_sibling) ab.sibling_spec = static_cast<int32_t>(specs_.size() - ab.first_spec);
+      if (name == DW_AT_sibling)
+        ab.sibling_spec = static_cast<int32_t>(specs_.size() - ab.first_spec);
       specs_.push_back({static_cast<uint32_t>(name), static_cast<uint32_t>(form), implicit});
       const int size = FormSize(static_cast<uint32_t>(form));
       fixed = size < 0 || fixed < 0 ? -1 : fixed + size;

@@ -129,9 +129,9 @@ class DwarfUnitDies {
   uint64_t str_offsets_base_ = 0, addr_base_ = 0, rnglists_base_ = 0, base_address_ = 0;
   mutable bool ok_ = true;
   std::vector<AttrSpec> specs_;
-  std::vector<Abbrev> abbrevs_;                           // index 0 unused
-  std::vector<uint32_t> abbrev_by_code_;                  // dense codes -> index (0 = none)
-  std::vector<std::pair<uint64_t, uint32_t>> sparse_;     // else sorted (code, index)
+  std::vector<Abbrev> abbrevs_;                        // index 0 unused
+  std::vector<uint32_t> abbrev_by_code_;               // dense codes -> index (0 = none)
+  std::vector<std::pair<uint64_t, uint32_t>> sparse_;  // else sorted (code, index)
 };
 
 // ---------------------------------------------------------------- inline implementation

@@ -98,8 +98,8 @@ bool ReadEntryFormat(DwarfCursor* c, EntryFormat* f) {
 
 // Reads `count` entries; for each, its path (null when absent) and directory index.
 template <typename F>
-bool ReadEntries(DwarfCursor* c, const EntryFormat& format, unsigned offset_size, const LineSections& s,
-                 F&& each) {
+bool ReadEntries(DwarfCursor* c, const EntryFormat& format, unsigned offset_size,
+                 const LineSections& s, F&& each) {
   const uint64_t count = c->Uleb();
   // Each entry takes at least one byte per field: refuse counts the table cannot hold.
   if (!c->ok() || (format.fields.empty() && count != 0) ||

@@ -79,7 +79,7 @@ std::string AbsoluteFile(const char* name, const char* comp_dir) {
 
 struct UnitResult {
   bool read = false;
-  bool libdw = false;  // the DIEs were read with libdw
+  bool libdw = false;                     // the DIEs were read with libdw
   std::vector<std::string> files;         // unit-local file index -> path ("" = invalid index)
   std::vector<const std::string*> names;  // unit-local names (demangled, owned by NameCache)
   struct LocalNode {
