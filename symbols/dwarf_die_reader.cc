@@ -185,11 +185,10 @@ const uint8_t* DwarfUnitDies::ReadValue(const uint8_t* p, const AttrSpec& spec,
     case DW_FORM_data16:
       if (end - p < 16) return nullptr;
       return p + 16;
-    default: {
-      const int size = FormSize(spec.form);
-      if (size <= 0) return nullptr;  // unknown (DW_FORM_indirect included): libdw's turn
-      p = ReadFixed(p, end, static_cast<unsigned>(size), &out->value);
-    }
+    default:
+      // Unknown forms (DW_FORM_indirect included) have no size: libdw's turn.
+      if (spec.size <= 0) return nullptr;
+      p = ReadFixed(p, end, static_cast<unsigned>(spec.size), &out->value);
   }
   if (p == nullptr) return nullptr;
   switch (spec.form) {  // unit-relative references become section offsets
@@ -204,6 +203,34 @@ const uint8_t* DwarfUnitDies::ReadValue(const uint8_t* p, const AttrSpec& spec,
       break;
   }
   return p;
+}
+
+const uint8_t* DwarfUnitDies::SkipValue(const uint8_t* p, const AttrSpec& spec) const {
+  const uint8_t* end = info_ + unit_end_;
+  if (spec.size >= 0) return spec.size <= end - p ? p + spec.size : nullptr;
+  switch (spec.form) {
+    case DW_FORM_udata:
+    case DW_FORM_ref_udata:
+    case DW_FORM_sdata:
+    case DW_FORM_strx:
+    case DW_FORM_addrx:
+    case DW_FORM_GNU_addr_index:
+    case DW_FORM_GNU_str_index:
+    case DW_FORM_loclistx:
+    case DW_FORM_rnglistx:
+      while (p < end) {
+        if ((*p++ & 0x80) == 0) return p;
+      }
+      return nullptr;
+    case DW_FORM_string: {
+      const void* nul = std::memchr(p, 0, static_cast<size_t>(end - p));
+      return nul == nullptr ? nullptr : static_cast<const uint8_t*>(nul) + 1;
+    }
+    default: {
+      DieAttr unused;
+      return ReadValue(p, spec, &unused);  // blocks; unknown forms fail there
+    }
+  }
 }
 
 bool DwarfUnitDies::ParseAbbrevs(uint64_t offset) {
@@ -232,10 +259,12 @@ bool DwarfUnitDies::ParseAbbrevs(uint64_t offset) {
       if (!c.ok()) return false;
       if (name == 0 && form == 0) break;
       if (name > 0xffffffffu || form > 0xffffffffu) return false;
-      if (name == DW_AT_sibling)
-        ab.sibling_spec = static_cast<int32_t>(specs_.size() - ab.first_spec);
-      specs_.push_back({static_cast<uint32_t>(name), static_cast<uint32_t>(form), implicit});
       const int size = FormSize(static_cast<uint32_t>(form));
+      if (name == DW_AT_sibling && ab.sibling_spec < 0) {
+        ab.sibling_spec = static_cast<int32_t>(specs_.size() - ab.first_spec);
+        ab.sibling_at = fixed;  // -1 when an earlier attribute has a variable size
+      }
+      specs_.push_back({static_cast<uint32_t>(name), static_cast<uint32_t>(form), implicit, size});
       fixed = size < 0 || fixed < 0 ? -1 : fixed + size;
     }
     ab.spec_count = static_cast<uint32_t>(specs_.size()) - ab.first_spec;
@@ -385,11 +414,30 @@ uint64_t DwarfUnitDies::AttrsEnd(const Die& die) {
     }
     return end;
   }
-  return ForEachAttr(die, [](const DieAttr&) {});
+  const uint8_t* p = info_ + die.attrs;
+  for (uint32_t i = 0; i < ab.spec_count && p != nullptr; ++i) {
+    p = SkipValue(p, specs_[ab.first_spec + i]);
+  }
+  if (p == nullptr) {
+    Fail();
+    return 0;
+  }
+  return static_cast<uint64_t>(p - info_);
 }
 
 uint64_t DwarfUnitDies::SiblingOf(const Die& die, uint64_t* attrs_end) {
   const Abbrev& ab = abbrevs_[die.abbrev];
+  if (ab.sibling_at >= 0) {
+    // Read in place; the attributes' end is not needed to go on.
+    *attrs_end = die.attrs + static_cast<uint64_t>(ab.sibling_at);
+    const AttrSpec& spec = specs_[ab.first_spec + static_cast<uint32_t>(ab.sibling_spec)];
+    DieAttr sibling;
+    uint64_t to;
+    if (*attrs_end < unit_end_ && ReadValue(info_ + *attrs_end, spec, &sibling) != nullptr &&
+        LocalReference(sibling, &to) && to > *attrs_end) {
+      return to;
+    }
+  }
   if (ab.sibling_spec < 0) {
     *attrs_end = AttrsEnd(die);
     return 0;
@@ -406,11 +454,11 @@ uint64_t DwarfUnitDies::SiblingOf(const Die& die, uint64_t* attrs_end) {
 }
 
 uint64_t DwarfUnitDies::Next(const Die& die) {
+  if (!die.has_children) return AttrsEnd(die);
   uint64_t attrs_end;
   const uint64_t sibling = SiblingOf(die, &attrs_end);
-  if (attrs_end == 0) return 0;
-  if (!die.has_children) return attrs_end;
-  return sibling != 0 ? sibling : SkipSiblings(attrs_end);
+  if (sibling != 0) return sibling;
+  return attrs_end == 0 ? 0 : SkipSiblings(attrs_end);
 }
 
 uint64_t DwarfUnitDies::NextAfter(const Die& die, uint64_t attrs_end, const DieAttr& sibling) {
@@ -432,16 +480,20 @@ uint64_t DwarfUnitDies::SkipSiblings(uint64_t offset) {
       --depth;
       continue;
     }
+    if (!d.has_children) {
+      offset = AttrsEnd(d);
+      if (offset == 0) return 0;
+      continue;
+    }
     uint64_t attrs_end;
-    const uint64_t sibling = d.has_children ? SiblingOf(d, &attrs_end) : 0;
-    if (!d.has_children) attrs_end = AttrsEnd(d);
-    if (attrs_end == 0) return 0;
+    const uint64_t sibling = SiblingOf(d, &attrs_end);
     if (sibling != 0) {
       offset = sibling;
-    } else {
-      offset = attrs_end;
-      if (d.has_children) ++depth;
+      continue;
     }
+    if (attrs_end == 0) return 0;
+    offset = attrs_end;
+    ++depth;
   }
   return offset;
 }

@@ -92,6 +92,7 @@ class DwarfUnitDies {
     uint32_t name;
     uint32_t form;
     int64_t implicit_const;
+    int32_t size;  // FormSize(form), computed once
   };
   struct Abbrev {
     uint32_t tag = 0;
@@ -101,11 +102,16 @@ class DwarfUnitDies {
     int32_t fixed_size = -1;
     // Index among the specs of DW_AT_sibling, or -1.
     int32_t sibling_spec = -1;
+    // Byte offset of DW_AT_sibling's value when every attribute before it has a fixed size
+    // (GCC puts it first), else -1: the sibling is then read without decoding anything else.
+    int32_t sibling_at = -1;
   };
 
   bool ParseAbbrevs(uint64_t offset);
   // Decodes one attribute value at `p`; returns the position after it, or null on an error.
   const uint8_t* ReadValue(const uint8_t* p, const AttrSpec& spec, DieAttr* out) const;
+  // The position after the value at `p`, or null on an error.
+  const uint8_t* SkipValue(const uint8_t* p, const AttrSpec& spec) const;
   // Fixed byte size of a form in this unit, or -1 (variable, or unknown).
   int FormSize(uint32_t form) const;
   // Marks the walk failed (errors, and what only libdw resolves); returns false.
@@ -113,7 +119,8 @@ class DwarfUnitDies {
     ok_ = false;
     return false;
   }
-  // The sibling offset from DW_AT_sibling when usable, else 0; *attrs_end: past the attributes.
+  // The sibling offset from DW_AT_sibling when usable, else 0 and *attrs_end is the offset
+  // past the attributes (0 on an error).
   uint64_t SiblingOf(const Die& die, uint64_t* attrs_end);
   bool RangeList4(uint64_t offset, std::vector<std::pair<uint64_t, uint64_t>>* out) const;
   bool RangeList5(uint64_t offset, std::vector<std::pair<uint64_t, uint64_t>>* out) const;

@@ -619,6 +619,8 @@ int RunSnapshot(int argc, char** argv) {
   for (const std::string& w : modules->warnings) notes.push_back(w);
   std::vector<OutThread> threads;
   SnapshotUnwinder unwinder(snap, o.max_frames, o.cfi);
+  unwinder.Prepare();
+  timer.End("cfi-setup");
   for (const unwind::PtraceThread& t : snap.threads) {
     std::string note = ThreadNote(t);
     if (!note.empty()) notes.push_back(note);

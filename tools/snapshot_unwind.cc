@@ -24,6 +24,13 @@ SnapshotUnwinder::SnapshotUnwinder(const unwind::PtraceSnapshot& snapshot, size_
 
 SnapshotUnwinder::~SnapshotUnwinder() = default;
 
+void SnapshotUnwinder::Prepare() {
+  if (!use_cfi_ || cfi_ready_) return;
+  cfi_ready_ = true;
+  cfi_ = symbols::CfiUnwinder::ForProcess(snapshot_.pid, &cfi_error_);
+  if (cfi_ == nullptr && cfi_error_.empty()) cfi_error_ = "no CFI unwinder";
+}
+
 UnwoundStack SnapshotUnwinder::Unwind(const unwind::PtraceThread& thread) {
   UnwoundStack result;
   if (thread.regs.pc == 0) return result;
@@ -43,11 +50,7 @@ UnwoundStack SnapshotUnwinder::Unwind(const unwind::PtraceThread& thread) {
   std::vector<symbols::FrameMethod> methods;
   bool cfi_truncated = false;
   if (use_cfi_) {
-    if (!cfi_ready_) {
-      cfi_ready_ = true;
-      cfi_ = symbols::CfiUnwinder::ForProcess(snapshot_.pid, &cfi_error_);
-      if (cfi_ == nullptr && cfi_error_.empty()) cfi_error_ = "no CFI unwinder";
-    }
+    Prepare();
     if (cfi_ != nullptr) {
       // This thread's copy first; then the other threads' (a pointer into another thread's
       // stack is rare but legal). Nothing is read from the live process.

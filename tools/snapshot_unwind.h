@@ -36,6 +36,9 @@ class SnapshotUnwinder {
   SnapshotUnwinder(const SnapshotUnwinder&) = delete;
   SnapshotUnwinder& operator=(const SnapshotUnwinder&) = delete;
 
+  // Sets up CFI now (reads the target's modules) instead of at the first Unwind.
+  void Prepare();
+
   // The hybrid CFI walk; the frame-pointer walk when it finds more (or CFI is unavailable).
   UnwoundStack Unwind(const unwind::PtraceThread& thread);
 
