@@ -12,10 +12,12 @@ namespace {
 
 using Range = AddressDieMap::Range;
 
-// Replaying a group in a vector moves the entries after each insertion point. In DWARF order
-// (a parent, then its children by address) the point is near the end and little moves; a group
-// that moves more than this many entries per insertion is replayed in an ordered map instead.
-constexpr size_t kMovesPerInsertion = 8;
+// Replaying a group in a vector moves the entries after each insertion point. A big function's
+// inlined ranges come in no particular address order, so a few hundred entries move per
+// insertion; a memmove of that size still beats an ordered map's node walk. The budget keeps
+// a pathological group (tens of thousands of ranges in one function) from going quadratic: past
+// it, the group is replayed in an ordered map instead.
+constexpr size_t kMovesPerInsertion = 512;
 
 bool LoLess(const Range& r, uint64_t lo) { return r.lo < lo; }
 bool LessLo(uint64_t lo, const Range& r) { return lo < r.lo; }
