@@ -139,7 +139,8 @@ bool RowBefore(const LineRow& a, const LineRow& b) {
 // sequence is itself in address order and they rarely overlap: ordering whole sequences by
 // their first address, then putting ends of sequences first among rows at one address, is then
 // the same result for much less work. Anything else gets the row sort.
-void SortRows(std::vector<LineRow>* rows) {
+// `scratch` keeps its buffer for the next table (a fresh one faulted in pages every unit).
+void SortRows(std::vector<LineRow>* rows, std::vector<LineRow>* scratch) {
   struct Sequence {
     uint64_t addr;
     size_t begin, end;
@@ -156,7 +157,8 @@ void SortRows(std::vector<LineRow>* rows) {
   if (fast) {
     std::stable_sort(seqs.begin(), seqs.end(),
                      [](const Sequence& a, const Sequence& b) { return a.addr < b.addr; });
-    std::vector<LineRow> out;
+    std::vector<LineRow>& out = *scratch;
+    out.clear();
     out.reserve(rows->size());
     for (const Sequence& s : seqs) {
       out.insert(out.end(), rows->begin() + static_cast<ptrdiff_t>(s.begin),
@@ -174,7 +176,7 @@ void SortRows(std::vector<LineRow>* rows) {
         }
         i = j;
       }
-      *rows = std::move(out);
+      rows->swap(out);
       return;
     }
   }
@@ -314,7 +316,11 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
     st.op_index = ops % max_ops;
   };
   DwarfCursor p(program, unit_end);
-  if (only == nullptr) out->rows.reserve(static_cast<size_t>(unit_end - program) / 3);
+  // With room to spare: the table is reused, and a slightly bigger unit would otherwise move
+  // the rows to fresh memory every time.
+  const size_t expected = static_cast<size_t>(unit_end - program) / 3;
+  if (only == nullptr && out->rows.capacity() < expected)
+    out->rows.reserve(expected + expected / 2);
   while (p.ok() && !p.at_end()) {
     const uint8_t op = p.U8();
     if (op >= opcode_base) {  // special opcode
@@ -391,7 +397,7 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
     }
     return true;
   }
-  if (!sorted) SortRows(&out->rows);
+  if (!sorted) SortRows(&out->rows, &out->sort_scratch);
   return true;
 }
 

@@ -46,6 +46,8 @@ struct LineTable {
   std::vector<std::string> files;
   // Sorted by address (stable; an end of sequence first among rows at one address).
   std::vector<LineRow> rows;
+  // Reader's buffer, kept with the table for reuse.
+  std::vector<LineRow> sort_scratch;
 };
 
 // Decodes the line table at `offset` of sections.debug_line. `comp_dir` (may be null) is

@@ -224,7 +224,8 @@ class UnitReader {
     }
     uint32_t no_file = kNone;  // one shared entry for rows naming a file that does not exist
     auto& rows = out_->rows;
-    rows.reserve(table.rows.size());
+    // With room to spare: the buffer is recycled for the next unit (see UnitResult::Clear).
+    if (rows.capacity() < table.rows.size()) rows.reserve(table.rows.size() * 3 / 2);
     for (const LineRow& l : table.rows) {
       UnitResult::Row row{l.addr, 0, 0, 0};
       if (!l.end_sequence) {
@@ -701,6 +702,14 @@ class UnitReader {
   DwarfUnitDies* dies_ = nullptr;  // &fast_ when our reader may be used
 };
 
+// Reserves room in `v` for `left` more units like the `merged` ones so far (with a quarter to
+// spare) when it has less.
+template <typename V>
+void GrowFor(V* v, size_t merged, size_t left) {
+  const size_t want = v->size() + v->size() / merged * left;
+  if (v->capacity() < want) v->reserve(want + want / 4);
+}
+
 // ---------------------------------------------------------------- units and their ranges
 
 struct UnitRef {
@@ -1005,6 +1014,8 @@ class NameTable {
 class ImageWriter {
  public:
   ImageWriter() { image_.resize(sizeof(Header)); }
+  // An upper bound of the image size (compression only shrinks), to grow it once.
+  void Reserve(size_t bytes) { image_.reserve(sizeof(Header) + bytes + 4096); }
   template <typename T>
   void Put(Section s, const std::vector<T>& v) {
     PutBytes(s, v.data(), v.size() * sizeof(T), v.size());
@@ -1027,7 +1038,8 @@ class ImageWriter {
     for (size_t at = 0; at < bytes.size(); at += kChunkBytes) {
       const size_t raw = std::min<size_t>(kChunkBytes, bytes.size() - at);
       frame.resize(ZSTD_compressBound(raw));
-      const size_t n = ZSTD_compress(frame.data(), frame.size(), bytes.data() + at, raw, 1);
+      const size_t n =
+          ZSTD_compressCCtx(cctx_.get(), frame.data(), frame.size(), bytes.data() + at, raw, 1);
       if (ZSTD_isError(n)) frame.clear();  // cannot happen with a bound-sized buffer
       chunks_.push_back({image_.size(), static_cast<uint32_t>(ZSTD_isError(n) ? 0 : n), 0});
       image_.append(frame.data(), ZSTD_isError(n) ? 0 : n);
@@ -1049,9 +1061,15 @@ class ImageWriter {
   }
 
  private:
+  struct FreeCCtx {
+    void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+  };
+
   Header header_{};
   std::string image_;
   std::vector<Chunk> chunks_;
+  // One context for every chunk: ZSTD_compress would allocate (and fault in) a fresh one each.
+  std::unique_ptr<ZSTD_CCtx, FreeCCtx> cctx_{ZSTD_createCCtx()};
 };
 
 }  // namespace
@@ -1227,6 +1245,7 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
   for (uint32_t u : todo) wanted[u] = true;
   std::mutex merge_mu;
   uint32_t next_merge = 0;
+  size_t merged = 0;  // units read and merged
   std::vector<std::unique_ptr<UnitResult>> ready(units.size());
   std::vector<std::unique_ptr<UnitResult>> spare;
   const UnitResult unread;
@@ -1238,6 +1257,18 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
       const UnitResult& r = ready[u] != nullptr ? *ready[u] : unread;
       stats->units_libdw += r.libdw ? 1 : 0;
       merge_unit(u, r);
+      // Room for the units still to come, extrapolated from those merged so far: one move of
+      // each table instead of a doubling series (every move faults in fresh pages).
+      if (r.read) {
+        ++merged;
+        const size_t left = todo.size() - std::min(todo.size(), merged);
+        GrowFor(&nodes, merged, left);
+        GrowFor(&map_data, merged, left);
+        GrowFor(&line_data, merged, left);
+        GrowFor(&map_blocks, merged, left);
+        GrowFor(&blocks, merged, left);
+        GrowFor(&cu_files, merged, left);
+      }
       if (ready[u] != nullptr) {
         ready[u]->Clear();
         spare.push_back(std::move(ready[u]));
@@ -1347,6 +1378,11 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
     }
   }
   ImageWriter w;
+  w.Reserve(strings.bytes().size() + node_data.size() + map_data.size() + line_data.size() +
+            name_data.size() + symbols.size() * sizeof(SymbolEntry) +
+            (files.size() + cu_files.size() + tokens.size() + name_offsets.size()) * 4 +
+            cus.size() * sizeof(CuInfo) + cu_ranges.size() * sizeof(CuRange) +
+            map_blocks.size() * sizeof(MapBlock) + blocks.size() * sizeof(LineBlock));
   w.PutBytes(kStrings, strings.bytes().data(), strings.bytes().size(), strings.bytes().size());
   w.Put(kFiles, files);
   w.Put(kCuRanges, cu_ranges);
