@@ -1,5 +1,6 @@
 #include "symbols/process_modules.h"
 
+#include <fcntl.h>
 #include <gelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,9 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -29,31 +28,88 @@ constexpr std::string_view kDeleted = " (deleted)";
 
 }  // namespace
 
+namespace {
+
+// Hexadecimal digits at `*p` (at least one); advances past them.
+bool ParseHex(std::string_view line, size_t* p, uint64_t* out) {
+  uint64_t v = 0;
+  size_t i = *p;
+  for (; i < line.size(); ++i) {
+    const char c = line[i];
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) break;
+    if (v >> 60 != 0) return false;  // more than 64 bits
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  if (i == *p) return false;
+  *p = i;
+  *out = v;
+  return true;
+}
+
+bool ParseDec(std::string_view line, size_t* p, uint64_t* out) {
+  uint64_t v = 0;
+  size_t i = *p;
+  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
+    if (v > (~uint64_t{0} - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(line[i] - '0');
+  }
+  if (i == *p) return false;
+  *p = i;
+  *out = v;
+  return true;
+}
+
+bool Expect(std::string_view line, size_t* p, char c) {
+  if (*p >= line.size() || line[*p] != c) return false;
+  ++*p;
+  return true;
+}
+
+void SkipSpaces(std::string_view line, size_t* p) {
+  while (*p < line.size() && (line[*p] == ' ' || line[*p] == '\t')) ++*p;
+}
+
+// "lo-hi perms offset major:minor inode [path]"; false when malformed.
+bool ParseMapsLine(std::string_view line, MapsEntry* e) {
+  size_t p = 0;
+  uint64_t dev = 0;
+  if (!ParseHex(line, &p, &e->lo) || !Expect(line, &p, '-') || !ParseHex(line, &p, &e->hi) ||
+      !Expect(line, &p, ' ')) {
+    return false;
+  }
+  const size_t perms = p;
+  while (p < line.size() && line[p] != ' ') ++p;
+  if (p == perms || p - perms > 7) return false;
+  e->perms.assign(line.substr(perms, p - perms));
+  SkipSpaces(line, &p);
+  if (!ParseHex(line, &p, &e->offset)) return false;
+  SkipSpaces(line, &p);
+  if (!ParseHex(line, &p, &dev) || !Expect(line, &p, ':') || !ParseHex(line, &p, &dev)) {
+    return false;
+  }
+  SkipSpaces(line, &p);
+  if (!ParseDec(line, &p, &e->inode)) return false;
+  if (p < line.size() && line[p] != ' ' && line[p] != '\t') return false;
+  SkipSpaces(line, &p);
+  e->path.assign(line.substr(p));
+  return e->hi > e->lo;
+}
+
+}  // namespace
+
 std::vector<MapsEntry> ParseProcMaps(std::string_view text) {
   std::vector<MapsEntry> out;
   size_t pos = 0;
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
     if (eol == std::string_view::npos) eol = text.size();
-    std::string line(text.substr(pos, eol - pos));
-    pos = eol + 1;
-    unsigned long long lo = 0, hi = 0, offset = 0, inode = 0;
-    char perms[8] = {};
-    unsigned dev_major = 0, dev_minor = 0;
-    int path_at = -1;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &offset,
-                    &dev_major, &dev_minor, &inode, &path_at) < 7 ||
-        hi <= lo) {
-      continue;
-    }
     MapsEntry e;
-    e.lo = lo;
-    e.hi = hi;
-    e.perms = perms;
-    e.offset = offset;
-    e.inode = inode;
-    if (path_at > 0 && static_cast<size_t>(path_at) < line.size()) e.path = line.substr(path_at);
-    out.push_back(std::move(e));
+    if (ParseMapsLine(text.substr(pos, eol - pos), &e)) out.push_back(std::move(e));
+    pos = eol + 1;
   }
   return out;
 }
@@ -99,15 +155,25 @@ absl::StatusOr<uint64_t> LoadBiasFromProgramHeaders(const std::string& elf_path,
 
 absl::StatusOr<ProcessModules> ReadProcessModules(pid_t pid) {
   const std::string maps_path = absl::StrCat("/proc/", pid, "/maps");
-  std::ifstream in(maps_path);
-  if (!in) {
+  // read(2), not an ifstream: iostreams would set up the locale machinery for one file.
+  int fd = ::open(maps_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     int err = errno;
     if (err == ENOENT) return absl::NotFoundError(absl::StrCat("no process ", pid));
     return absl::PermissionDeniedError(absl::StrCat(maps_path, ": ", std::strerror(err)));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  std::vector<MapsEntry> entries = ParseProcMaps(text.str());
+  std::string text(16384, '\0');
+  size_t used = 0;
+  for (;;) {
+    if (used == text.size()) text.resize(text.size() * 2);
+    ssize_t n = ::read(fd, text.data() + used, text.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // a read error midway keeps what was read (the process may be exiting)
+    used += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(used);
+  std::vector<MapsEntry> entries = ParseProcMaps(text);
   if (entries.empty()) {
     return absl::NotFoundError(absl::StrCat("process ", pid, " has no mappings (exited?)"));
   }
