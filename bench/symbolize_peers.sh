@@ -3,8 +3,9 @@
 # than 80 MB of DWARF (generated here, never committed):
 #   (a) lookups per second with inline chains: hangwatch's index vs LLVM's GSYM reader
 #       (symbols_bench, same addresses, same run)
-#   (b) index build time per GB of DWARF (1 thread and all threads) and index size vs DWARF
-#       size; llvm-gsymutil's conversion time for reference
+#   (b) index build time per GB of DWARF (1 thread and all threads, medians of 5) and index
+#       size vs DWARF size; the same build with libdw reading the DIEs (symbols_bench);
+#       llvm-gsymutil's conversion time for reference
 #   (c) a cold 50-address stack end to end, no index yet: `hangwatch symbolize` vs
 #       `llvm-symbolizer` (median of RUNS runs; hyperfine when installed)
 #
@@ -70,13 +71,19 @@ for threads in 1 "$(nproc)"; do
   python3 - "$hw" "$threads" "$cache" "$bin" "$dwarf_bytes" <<'PY'
 import os, resource, subprocess, sys, time
 hw, threads, cache, binary, dwarf = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-t0 = time.perf_counter()
-subprocess.run([hw, "symbols", "index", "--threads", threads, "--cache-dir", cache, binary],
-               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-wall = time.perf_counter() - t0
-r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+import shutil, statistics
+walls, cpus = [], []
+for _ in range(5):  # medians of 5 builds, each into an empty cache
+    shutil.rmtree(cache, ignore_errors=True)
+    os.makedirs(cache)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([hw, "symbols", "index", "--threads", threads, "--cache-dir", cache, binary],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    walls.append(time.perf_counter() - t0)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpus.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+wall, cpu = statistics.median(walls), statistics.median(cpus)
 size = sum(os.path.getsize(os.path.join(cache, f)) for f in os.listdir(cache))
 gb = dwarf / 1e9
 print(f"threads={threads}: wall {wall*1000:.0f} ms ({wall/gb:.1f} s/GB), CPU {cpu*1000:.0f} ms "
@@ -85,6 +92,11 @@ print(f"threads={threads}: wall {wall*1000:.0f} ms ({wall/gb:.1f} s/GB), CPU {cp
 PY
   rm -rf "$cache"
 done
+
+echo "-- the same build in process, our DIE reader (libdw:0) against libdw alone (libdw:1)"
+HANGWATCH_BENCH_BIG=$bin "$bench" --benchmark_filter='Offline_IndexBuild' \
+  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>&1 |
+  grep -E '_median|Skip|ERROR' || true
 
 echo "== (a) lookups (symbols_bench, same addresses)"
 HANGWATCH_BENCH_BIG=$bin "$bench" --benchmark_filter='Offline_(HangwatchIndex|LlvmGsym)' \
