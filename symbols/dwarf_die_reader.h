@@ -62,7 +62,13 @@ class DwarfUnitDies {
   // Calls f(const DieAttr&) for each attribute of `die`, in order; returns the offset just past
   // them (the first child, when the DIE has children), or 0 on an error.
   template <typename F>
-  uint64_t ForEachAttr(const Die& die, F&& f);
+  uint64_t ForEachAttr(const Die& die, F&& f) {
+    return ForEachAttr(die, std::forward<F>(f), [](uint32_t) { return true; });
+  }
+  // Same, for the attributes whose name `wanted(name)` accepts; the others are skipped
+  // without being decoded.
+  template <typename F, typename W>
+  uint64_t ForEachAttr(const Die& die, F&& f, W&& wanted);
   // The offset just past the DIE's attributes, without decoding what is not needed.
   uint64_t AttrsEnd(const Die& die);
   // The offset of the DIE after `die` and all its children: DW_AT_sibling when present and
@@ -143,13 +149,22 @@ class DwarfUnitDies {
 
 // ---------------------------------------------------------------- inline implementation
 
-template <typename F>
-uint64_t DwarfUnitDies::ForEachAttr(const Die& die, F&& f) {
+template <typename F, typename W>
+uint64_t DwarfUnitDies::ForEachAttr(const Die& die, F&& f, W&& wanted) {
   const Abbrev& ab = abbrevs_[die.abbrev];
   const uint8_t* p = info_ + die.attrs;  // ReadDie checked it
   for (uint32_t i = 0; i < ab.spec_count; ++i) {
+    const AttrSpec& spec = specs_[ab.first_spec + i];
+    if (!wanted(spec.name)) {
+      p = SkipValue(p, spec);
+      if (p == nullptr) {
+        Fail();
+        return 0;
+      }
+      continue;
+    }
     DieAttr a;
-    p = ReadValue(p, specs_[ab.first_spec + i], &a);
+    p = ReadValue(p, spec, &a);
     if (p == nullptr) {
       Fail();
       return 0;

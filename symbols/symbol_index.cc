@@ -116,15 +116,58 @@ absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Map(const std::string&
   return index;
 }
 
-absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path) {
-  auto index = Map(path);
-  if (!index.ok() || !(*index)->compressed()) return index;
-  const std::string flat_path = path + ".flat";
-  if (auto flat = Map(flat_path); flat.ok() && !(*flat)->compressed() &&
-                                  (*flat)->mtime_ns_ >= (*index)->mtime_ns_ &&
-                                  (*index)->IsFlatTwin(**flat)) {
-    return flat;
+namespace {
+
+bool Compressed(const Header& h) {
+  for (const auto& range : h.chunks) {
+    if (range.begin != range.end) return true;
   }
+  return false;
+}
+
+// Whether `flat` (plain sections) describes the same index as `source` (compressed): written
+// from it, section by section (the strings, build-id included, are copied as they are).
+bool IsFlatTwinOf(const Header& source, const Header& flat) {
+  if (std::memcmp(source.magic, flat.magic, sizeof(kMagic)) != 0 ||
+      source.version != flat.version || source.header_size != flat.header_size ||
+      source.build_id != flat.build_id || source.flags != flat.flags ||
+      source.node_count != flat.node_count || Compressed(flat)) {
+    return false;
+  }
+  for (uint32_t s = 0; s < kNumSections; ++s) {
+    if (s != kChunks && source.sections[s].count != flat.sections[s].count) return false;
+  }
+  return true;
+}
+
+// The header and modification time of the index file at `path`, without mapping it.
+bool ReadHeader(const std::string& path, Header* header, uint64_t* mtime_ns) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  const bool ok = fstat(fd, &st) == 0 &&
+                  ::pread(fd, header, sizeof(*header), 0) == static_cast<ssize_t>(sizeof(*header));
+  ::close(fd);
+  *mtime_ns = ok ? MtimeNs(st) : 0;
+  return ok;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path) {
+  const std::string flat_path = path + ".flat";
+  // The twin first: when it is there and current, the compressed index is not mapped at all.
+  Header source;
+  uint64_t source_mtime = 0;
+  if (ReadHeader(path, &source, &source_mtime) && Compressed(source)) {
+    auto flat = Map(flat_path);
+    if (flat.ok() && (*flat)->mtime_ns_ >= source_mtime &&
+        IsFlatTwinOf(source, *(*flat)->header_)) {
+      return flat;
+    }
+  }
+  auto index = Map(path);
+  if (!index.ok() || !Compressed(*(*index)->header_)) return index;
   // No usable twin: write one, if the directory lets us (checked before inflating anything,
   // so that a read-only cache does not pay for a whole inflation on every open).
   const std::string tmp = absl::StrCat(flat_path, ".tmp.", getpid());
@@ -141,26 +184,6 @@ absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string
   ok = ::close(fd) == 0 && ok;
   if (!ok || ::rename(tmp.c_str(), flat_path.c_str()) != 0) ::unlink(tmp.c_str());
   return index;  // every chunk is inflated by now
-}
-
-bool SymbolIndex::compressed() const {
-  for (const auto& range : header_->chunks) {
-    if (range.begin != range.end) return true;
-  }
-  return false;
-}
-
-bool SymbolIndex::IsFlatTwin(const SymbolIndex& flat) const {
-  const Header& a = *header_;
-  const Header& b = *flat.header_;
-  if (a.version != b.version || a.flags != b.flags || a.node_count != b.node_count ||
-      build_id_ != flat.build_id_) {
-    return false;
-  }
-  for (uint32_t s = 0; s < kNumSections; ++s) {
-    if (s != kChunks && a.sections[s].count != b.sections[s].count) return false;
-  }
-  return true;
 }
 
 std::string SymbolIndex::FlatImage() const {
@@ -201,9 +224,13 @@ absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::FromBytes(std::string 
 }
 
 SymbolIndex::~SymbolIndex() {
-  if (names_ != nullptr) {
-    for (uint64_t i = 0; i < Count(kNames); ++i) std::free(names_[i].load());
+  for (char* block = expanded_.load(); block != nullptr;) {
+    char* next;
+    std::memcpy(&next, block, sizeof(next));
+    std::free(block);
+    block = next;
   }
+  std::free(names_);
   for (Inflated& in : inflated_) {
     if (in.region != nullptr) munmap(in.region, in.size);
   }
@@ -295,7 +322,10 @@ absl::Status SymbolIndex::Validate() {
     return absl::DataLossError("symbol index strings are not terminated");
   }
   build_id_ = String(header_->build_id);
-  names_.reset(new std::atomic<char*>[std::max<uint64_t>(Count(kNames), 1)]());
+  // calloc: a large array comes as fresh zero pages that cost nothing until a name is stored
+  // in them (new[]() wrote every slot: 60 page faults for libc's index, per open).
+  names_ = static_cast<char**>(std::calloc(std::max<uint64_t>(Count(kNames), 1), sizeof(char*)));
+  if (names_ == nullptr) return absl::ResourceExhaustedError("cannot allocate the name table");
   return absl::OkStatus();
 }
 
@@ -313,7 +343,7 @@ std::string_view SymbolIndex::String(uint32_t offset) const {
 
 std::string_view SymbolIndex::Name(uint32_t name) const {
   if (name >= Count(kNames)) return {};
-  std::atomic<char*>& slot = names_[name];
+  std::atomic_ref<char*> slot(names_[name]);
   char* block = slot.load(std::memory_order_acquire);
   if (block == nullptr) {
     const uint32_t* offsets = Table<uint32_t>(kNames);
@@ -333,20 +363,26 @@ std::string_view SymbolIndex::Name(uint32_t name) const {
       }
     }
     const auto length = static_cast<uint32_t>(text.size());
-    char* fresh = static_cast<char*>(std::malloc(sizeof(length) + text.size() + 1));
+    char* fresh = static_cast<char*>(std::malloc(kNameHeader + text.size() + 1));
     if (fresh == nullptr) return {};
-    std::memcpy(fresh, &length, sizeof(length));
-    std::memcpy(fresh + sizeof(length), text.data(), text.size());
-    fresh[sizeof(length) + text.size()] = '\0';
+    std::memcpy(fresh + sizeof(char*), &length, sizeof(length));
+    std::memcpy(fresh + kNameHeader, text.data(), text.size());
+    fresh[kNameHeader + text.size()] = '\0';
     if (slot.compare_exchange_strong(block, fresh, std::memory_order_acq_rel)) {
       block = fresh;
+      // Onto the list the destructor frees (it does not walk the whole name table).
+      char* head = expanded_.load(std::memory_order_relaxed);
+      do {
+        std::memcpy(fresh, &head, sizeof(head));
+      } while (!expanded_.compare_exchange_weak(head, fresh, std::memory_order_release,
+                                                std::memory_order_relaxed));
     } else {
       std::free(fresh);  // another thread published first; `block` is theirs
     }
   }
   uint32_t length;
-  std::memcpy(&length, block, sizeof(length));
-  return std::string_view(block + sizeof(length), length);
+  std::memcpy(&length, block + sizeof(char*), sizeof(length));
+  return std::string_view(block + kNameHeader, length);
 }
 
 bool SymbolIndex::DecodeNode(uint32_t node, DecodedNode* out) const {

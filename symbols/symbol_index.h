@@ -75,9 +75,6 @@ class SymbolIndex {
   SymbolIndex() = default;
   // Maps `path` as it is (no twin).
   static absl::StatusOr<std::unique_ptr<SymbolIndex>> Map(const std::string& path);
-  bool compressed() const;
-  // Whether `flat` is the inflated twin of this (compressed) index.
-  bool IsFlatTwin(const SymbolIndex& flat) const;
   // The image of this index with every section plain (all chunks inflated).
   std::string FlatImage() const;
   absl::Status Validate();
@@ -113,9 +110,13 @@ class SymbolIndex {
   std::string owned_;        // or the bytes themselves
   const index_format::Header* header_ = nullptr;
   std::string_view build_id_;
-  // Expanded names by name index: a heap block {uint32_t length, chars}, published with a
-  // compare-and-swap (lookups may run on several threads; the loser frees its copy).
-  std::unique_ptr<std::atomic<char*>[]> names_;
+  // Expanded names by name index (calloc'd; slots accessed through std::atomic_ref): a heap
+  // block {char* next, uint32_t length, chars}, published with a compare-and-swap (lookups may
+  // run on several threads; the loser frees its copy), then pushed onto `expanded_`, the list
+  // of blocks to free.
+  static constexpr size_t kNameHeader = sizeof(char*) + sizeof(uint32_t);
+  char** names_ = nullptr;
+  mutable std::atomic<char*> expanded_{nullptr};
   // Compressed sections, inflated chunk by chunk into an anonymous mapping (untouched chunks
   // cost no memory). Chunk states go kRaw -> kInflating (one thread) -> kInflated.
   static constexpr uint8_t kRaw = 0, kInflating = 1, kInflated = 2;

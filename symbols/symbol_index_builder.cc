@@ -529,6 +529,26 @@ class UnitReader {
     FastAttrs attrs;
   };
 
+  // The attributes ScanFastAttr looks at.
+  static bool ScansAttr(uint32_t name) {
+    switch (name) {
+      case DW_AT_low_pc:
+      case DW_AT_high_pc:
+      case DW_AT_ranges:
+      case DW_AT_abstract_origin:
+      case DW_AT_linkage_name:
+      case DW_AT_MIPS_linkage_name:
+      case DW_AT_name:
+      case DW_AT_call_file:
+      case DW_AT_call_line:
+      case DW_AT_call_column:
+      case DW_AT_sibling:
+        return true;
+      default:
+        return false;
+    }
+  }
+
   void ScanFastAttr(const DieAttr& a, FastAttrs* f) {
     switch (a.name) {
       case DW_AT_low_pc:
@@ -586,18 +606,25 @@ class UnitReader {
       Link& link = chain[count++];
       link = Link{};
       DieAttr origin{}, spec{};
-      const uint64_t end = dies_->ForEachAttr(d, [&](const DieAttr& a) {
-        int kind = a.name == DW_AT_linkage_name        ? kLinkage
-                   : a.name == DW_AT_MIPS_linkage_name ? kMips
-                   : a.name == DW_AT_name              ? kName
-                                                       : -1;
-        if (kind >= 0 && !link.has[kind]) {
-          link.attr[kind] = a;
-          link.has[kind] = true;
-        }
-        if (a.name == DW_AT_abstract_origin && origin.form == 0) origin = a;
-        if (a.name == DW_AT_specification && spec.form == 0) spec = a;
-      });
+      const uint64_t end = dies_->ForEachAttr(
+          d,
+          [&](const DieAttr& a) {
+            int kind = a.name == DW_AT_linkage_name        ? kLinkage
+                       : a.name == DW_AT_MIPS_linkage_name ? kMips
+                       : a.name == DW_AT_name              ? kName
+                                                           : -1;
+            if (kind >= 0 && !link.has[kind]) {
+              link.attr[kind] = a;
+              link.has[kind] = true;
+            }
+            if (a.name == DW_AT_abstract_origin && origin.form == 0) origin = a;
+            if (a.name == DW_AT_specification && spec.form == 0) spec = a;
+          },
+          [](uint32_t name) {
+            return name == DW_AT_linkage_name || name == DW_AT_MIPS_linkage_name ||
+                   name == DW_AT_name || name == DW_AT_abstract_origin ||
+                   name == DW_AT_specification;
+          });
       if (end == 0) break;
       const DieAttr& next = origin.form != 0 ? origin : spec;
       if (next.form == 0 || !dies_->Reference(next, &at)) break;
@@ -652,8 +679,8 @@ class UnitReader {
       if (d.tag == DW_TAG_subprogram || d.tag == DW_TAG_inlined_subroutine) {
         if (d.tag == DW_TAG_subprogram) die_map_.BeginGroup();
         FastPending p{d.offset, kNone, d.tag == DW_TAG_subprogram ? nullptr : sub, {}};
-        const uint64_t attrs_end =
-            dies_->ForEachAttr(d, [&](const DieAttr& a) { ScanFastAttr(a, &p.attrs); });
+        const uint64_t attrs_end = dies_->ForEachAttr(
+            d, [&](const DieAttr& a) { ScanFastAttr(a, &p.attrs); }, ScansAttr);
         if (attrs_end == 0 || !FastRanges(p)) return 0;
         bool wanted = only_ == nullptr;
         for (size_t i = 0; i < ranges_.size() && !wanted; ++i) {
