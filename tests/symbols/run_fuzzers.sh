@@ -18,8 +18,8 @@ if ! { cmake -S "$src/fuzz" -B "$work/build" -G Ninja -DCMAKE_CXX_COMPILER=clang
 fi
 
 seeds=$work/seeds
-mkdir -p "$seeds/elf" "$seeds/index" "$seeds/lines" "$work/corpus/elf" "$work/corpus/index" \
-  "$work/corpus/lines"
+mkdir -p "$seeds/elf" "$seeds/index" "$seeds/lines" "$seeds/dies" "$work/corpus/elf" \
+  "$work/corpus/index" "$work/corpus/lines" "$work/corpus/dies"
 if [ ! -e "$seeds/done" ]; then
   cat > "$seeds/s.cc" <<'CC'
 #include <map>
@@ -51,6 +51,22 @@ for f in gcc5 gcc4 clang5; do
   objcopy --dump-section .debug_line="$seeds/lines/$f" "$seeds/elf/$f" /dev/null 2>/dev/null || true
 done
 
+# DIE reader inputs: the sections DieSections names, each as a 32-bit little-endian length and
+# its bytes (see fuzz/dwarf_die_reader_fuzzer.cc).
+le32() { printf "\\x%02x\\x%02x\\x%02x\\x%02x" $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
+for f in gcc5 gcc4 clang5; do
+  out="$seeds/dies/$f"
+  : > "$out"
+  for sec in info abbrev str line_str str_offsets addr ranges rnglists; do
+    part="$seeds/dies/.part"
+    : > "$part"
+    objcopy --dump-section ".debug_$sec=$part" "$seeds/elf/$f" /dev/null 2>/dev/null || : > "$part"
+    printf "$(le32 "$(stat -c %s "$part")")" >> "$out"
+    cat "$part" >> "$out"
+  done
+  rm -f "$seeds/dies/.part"
+done
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run() {
@@ -64,3 +80,4 @@ run() {
 run symbol_index_reader_fuzzer "$work/corpus/index" "$seeds/index"
 run symbol_index_builder_fuzzer "$work/corpus/elf" "$seeds/elf"
 run dwarf_line_table_fuzzer "$work/corpus/lines" "$seeds/lines"
+run dwarf_die_reader_fuzzer "$work/corpus/dies" "$seeds/dies"
