@@ -11,13 +11,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -246,12 +248,13 @@ void AppendPadded(std::string* out, std::string_view s, size_t width, bool left)
 }
 
 // One symbolized frame (inlined frames of an address are separate entries, innermost first).
+// The strings point into the symbol indexes (Symbols below keeps them alive).
 struct OutFrame {
   uint64_t addr = 0;
   const symbols::Module* module = nullptr;
   uint64_t offset = 0;
-  std::string symbol;
-  std::string file;
+  std::string_view symbol;
+  std::string_view file;
   int line = 0;
   bool inlined = false;     // inlined into the next entry (same address)
   const char* method = "";  // how the unwinder found it: pc, fp, cfi, lr
@@ -263,99 +266,113 @@ struct OutThread {
   std::vector<OutFrame> frames;
 };
 
-struct SymbolAnswer {
-  struct Entry {
-    std::string function;
-    std::string file;
-    int line = 0;
-  };
-  std::vector<Entry> entries;  // innermost first
+// The symbolizer and its answers, which the output's frames point into.
+struct Symbols {
+  std::unique_ptr<symbols::OfflineSymbolizer> symbolizer;
+  std::vector<std::vector<symbols::SymbolizedAddress>> answers;  // per module with lookups
 };
 
-// Symbolizes every frame address, one batch per module.
+// Symbolizes every frame address, one batch per module (each address looked up once).
 void Symbolize(const symbols::ProcessModules& modules, const Options& o,
-               std::vector<OutThread>* threads, std::vector<std::string>* notes) {
+               std::vector<OutThread>* threads, std::vector<std::string>* notes, Symbols* kept) {
   const symbols::ModuleMap& map = *modules.map;
-  // module index -> lookup address -> answer
-  std::map<size_t, std::map<uint64_t, SymbolAnswer>> wanted;
-  for (OutThread& t : *threads) {
+  const symbols::Module* first_module = map.modules().data();
+  // Every frame once: (module index, lookup address), in frame order.
+  struct Lookup {
+    size_t module = 0;
+    uint64_t addr = 0;
+  };
+  std::vector<Lookup> lookups;
+  std::vector<symbols::ModuleAddress> where;
+  for (const OutThread& t : *threads) {
     for (size_t i = 0; i < t.stack.frames.size(); ++i) {
-      uint64_t addr = t.stack.frames[i];
-      symbols::ModuleAddress m = map.Find(addr);
+      symbols::ModuleAddress m = map.Find(t.stack.frames[i]);
+      where.push_back(m);
       if (m.module == nullptr) continue;
-      size_t index = static_cast<size_t>(m.module - map.modules().data());
       // Return addresses point after the call: look up the call instruction (offset - 1).
-      uint64_t lookup = i == 0 || m.offset == 0 ? m.offset : m.offset - 1;
-      wanted[index][lookup];
+      lookups.push_back({static_cast<size_t>(m.module - first_module),
+                         i == 0 || m.offset == 0 ? m.offset : m.offset - 1});
     }
   }
+  std::vector<Lookup> wanted = lookups;
+  std::sort(wanted.begin(), wanted.end(), [](const Lookup& x, const Lookup& y) {
+    return x.module != y.module ? x.module < y.module : x.addr < y.addr;
+  });
+  wanted.erase(std::unique(wanted.begin(), wanted.end(),
+                           [](const Lookup& x, const Lookup& y) {
+                             return x.module == y.module && x.addr == y.addr;
+                           }),
+               wanted.end());
+  // wanted[k] is answered by answers[batch_of[k]][index_in_batch[k]] (none when no symbols).
+  std::vector<const symbols::SymbolizedAddress*> answer_of(wanted.size(), nullptr);
   if (o.symbols) {
     symbols::OfflineSymbolizerOptions options;
     // A whole index per module, cached by build-id: the first snapshot pays for reading the
     // DWARF once, later ones (the usual "is it still stuck there?") map the cached index.
     if (o.index) options.cold_limit = 0;
-    symbols::OfflineSymbolizer symbolizer(options);
-    for (auto& [index, answers] : wanted) {
+    kept->symbolizer = std::make_unique<symbols::OfflineSymbolizer>(options);
+    kept->answers.reserve(map.modules().size());
+    for (size_t begin = 0, end = 0; begin < wanted.size(); begin = end) {
+      const size_t index = wanted[begin].module;
+      for (end = begin; end < wanted.size() && wanted[end].module == index;) ++end;
       const std::string& path = modules.open_paths[index];
       if (path.empty()) continue;
       const std::string& build_id = map.modules()[index].build_id;
       std::vector<uint64_t> addrs;
-      for (const auto& [a, unused] : answers) addrs.push_back(a);
-      std::vector<symbols::SymbolizedAddress> out;
+      addrs.reserve(end - begin);
+      for (size_t k = begin; k < end; ++k) addrs.push_back(wanted[k].addr);
+      std::vector<symbols::SymbolizedAddress>& out = kept->answers.emplace_back();
       // By build-id when indexing: a warm cache answers without opening the module or looking
       // for its debug file; a cold one falls back to the file (which then gets indexed).
       absl::Status status = o.index && !build_id.empty()
-                                ? symbolizer.SymbolizeBuildId(build_id, path, addrs, &out)
-                                : symbolizer.SymbolizeFile(path, addrs, &out);
+                                ? kept->symbolizer->SymbolizeBuildId(build_id, path, addrs, &out)
+                                : kept->symbolizer->SymbolizeFile(path, addrs, &out);
       if (!status.ok()) {
         notes->push_back(map.modules()[index].path + ": no symbols (" +
                          std::string(status.message()) + ")");
         continue;
       }
-      size_t k = 0;
-      for (auto& [a, answer] : answers) {
-        if (k >= out.size()) break;
-        for (const symbols::SourceFrame& f : out[k].frames) {
-          answer.entries.push_back(
-              {std::string(f.function), std::string(f.file), static_cast<int>(f.line)});
-        }
-        ++k;
+      for (size_t k = begin; k < end && k - begin < out.size(); ++k) {
+        answer_of[k] = &out[k - begin];
       }
     }
-    for (const std::string& w : symbolizer.warnings()) notes->push_back(w);
+    for (const std::string& w : kept->symbolizer->warnings()) notes->push_back(w);
   }
+  size_t at = 0;     // into where
+  size_t found = 0;  // into lookups
   for (OutThread& t : *threads) {
+    t.frames.reserve(t.stack.frames.size());
     for (size_t i = 0; i < t.stack.frames.size(); ++i) {
       OutFrame f;
       f.addr = t.stack.frames[i];
       if (i < t.stack.methods.size()) f.method = t.stack.methods[i];
       f.offset = f.addr;
-      symbols::ModuleAddress m = map.Find(f.addr);
-      const SymbolAnswer* answer = nullptr;
+      const symbols::ModuleAddress m = where[at++];
+      const symbols::SymbolizedAddress* answer = nullptr;
       if (m.module != nullptr) {
         f.module = m.module;
         f.offset = m.offset;
-        size_t index = static_cast<size_t>(m.module - map.modules().data());
-        uint64_t lookup = i == 0 || m.offset == 0 ? m.offset : m.offset - 1;
-        auto it = wanted.find(index);
-        if (it != wanted.end()) {
-          auto a = it->second.find(lookup);
-          if (a != it->second.end()) answer = &a->second;
-        }
+        const Lookup& l = lookups[found++];
+        auto it =
+            std::lower_bound(wanted.begin(), wanted.end(), l, [](const Lookup& x, const Lookup& y) {
+              return x.module != y.module ? x.module < y.module : x.addr < y.addr;
+            });
+        answer = answer_of[static_cast<size_t>(it - wanted.begin())];
       }
-      if (answer == nullptr || answer->entries.empty()) {
+      if (answer == nullptr || answer->frames.empty()) {
         t.frames.push_back(f);
         continue;
       }
-      for (size_t e = 0; e < answer->entries.size(); ++e) {
+      for (size_t e = 0; e < answer->frames.size(); ++e) {
+        const symbols::SourceFrame& sf = answer->frames[e];
         OutFrame g = f;
-        g.symbol = answer->entries[e].function;
-        if (!answer->entries[e].file.empty() && answer->entries[e].line > 0) {
-          g.file = answer->entries[e].file;
-          g.line = answer->entries[e].line;
+        g.symbol = sf.function;
+        if (!sf.file.empty() && sf.line > 0) {
+          g.file = sf.file;
+          g.line = static_cast<int>(sf.line);
         }
-        g.inlined = e + 1 < answer->entries.size();
-        t.frames.push_back(std::move(g));
+        g.inlined = e + 1 < answer->frames.size();
+        t.frames.push_back(g);
       }
     }
   }
@@ -510,9 +527,9 @@ void PrintJson(const Options& o, const unwind::PtraceSnapshot& snap, const std::
       jf["module"] = f.module != nullptr ? f.module->path : "";
       jf["build_id"] = f.module != nullptr ? f.module->build_id : "";
       jf["offset"] = Hex(f.offset);
-      if (!f.symbol.empty() && f.symbol != "??") jf["symbol"] = f.symbol;
+      if (!f.symbol.empty() && f.symbol != "??") jf["symbol"] = std::string(f.symbol);
       if (!f.file.empty()) {
-        jf["file"] = f.file;
+        jf["file"] = std::string(f.file);
         jf["line"] = f.line;
       }
       if (f.inlined) jf["inlined"] = true;
@@ -654,7 +671,8 @@ int RunSnapshot(int argc, char** argv) {
     notes.push_back(std::to_string(snap.omitted) + " threads over the limit were not captured");
   }
   timer.End("unwind");
-  Symbolize(*modules, o, &threads, &notes);
+  Symbols kept;  // outlives the output, whose frames point into it
+  Symbolize(*modules, o, &threads, &notes, &kept);
   unwind::ReleaseLateStoppers();
   timer.End("symbols");
 
