@@ -1,10 +1,13 @@
 #include "symbols/process_modules.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -144,6 +147,82 @@ absl::StatusOr<uint64_t> LoadBias(Elf* elf, const std::string& elf_path, uint64_
   return bias;
 }
 
+// The fast path for the usual module, an ELF file of this machine's class and byte order: the
+// load bias and GNU build-id from the ELF header, the program headers and the PT_NOTE segments,
+// read with pread (libelf maps the whole file and sets up every section header first: most of
+// the cost of listing a process's modules). False when anything is unusual (another class, no
+// matching segment, oversized tables...): the caller then takes the libelf path, which also
+// words the warnings.
+bool ReadNativeElf(const std::string& path, uint64_t map_start, uint64_t map_offset, uint64_t* bias,
+                   std::string* build_id) {
+  using Ehdr = ElfW(Ehdr);
+  using Phdr = ElfW(Phdr);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  Ehdr eh;
+  if (::pread(fd, &eh, sizeof(eh), 0) != static_cast<ssize_t>(sizeof(eh)) ||
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != (sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+      eh.e_ident[EI_DATA] !=
+          (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB) ||
+      eh.e_phentsize != sizeof(Phdr) || eh.e_phnum == 0 || eh.e_phnum == PN_XNUM ||
+      eh.e_phnum > 256) {
+    return false;
+  }
+  Phdr ph[256];
+  const ssize_t ph_bytes = static_cast<ssize_t>(eh.e_phnum * sizeof(Phdr));
+  if (::pread(fd, ph, static_cast<size_t>(ph_bytes), static_cast<off_t>(eh.e_phoff)) != ph_bytes) {
+    return false;
+  }
+  // As LoadBias below: the PT_LOAD whose page-aligned offset is the mapping's, the executable
+  // one when several share that page.
+  const uint64_t mask = ~(PageSize() - 1);
+  bool found = false;
+  for (size_t i = 0; i < eh.e_phnum; ++i) {
+    if (ph[i].p_type != PT_LOAD || (ph[i].p_offset & mask) != map_offset) continue;
+    if (!found || (ph[i].p_flags & PF_X) != 0) {
+      *bias = map_start - (ph[i].p_vaddr & mask);
+      found = true;
+      if ((ph[i].p_flags & PF_X) != 0) break;
+    }
+  }
+  if (!found) return false;
+  build_id->clear();
+  for (size_t i = 0; i < eh.e_phnum && build_id->empty(); ++i) {
+    if (ph[i].p_type != PT_NOTE || ph[i].p_filesz == 0) continue;
+    unsigned char notes[4096];
+    const size_t size = std::min<uint64_t>(ph[i].p_filesz, sizeof(notes));
+    if (::pread(fd, notes, size, static_cast<off_t>(ph[i].p_offset)) !=
+        static_cast<ssize_t>(size)) {
+      return false;
+    }
+    const size_t align = ph[i].p_align == 8 ? 8 : 4;
+    auto aligned = [align](uint64_t n) { return (n + align - 1) & ~uint64_t{align - 1}; };
+    for (uint64_t at = 0; at + 12 <= size;) {
+      uint32_t word[3];  // namesz, descsz, type
+      std::memcpy(word, notes + at, sizeof(word));
+      const uint64_t name_at = at + 12;
+      const uint64_t desc_at = name_at + aligned(word[0]);
+      if (desc_at > size || word[1] > size - desc_at) break;
+      if (word[2] == NT_GNU_BUILD_ID && word[0] == 4 && word[1] > 0 &&
+          std::memcmp(notes + name_at, "GNU", 4) == 0) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        for (uint64_t k = 0; k < word[1]; ++k) {
+          build_id->push_back(kHex[notes[desc_at + k] >> 4]);
+          build_id->push_back(kHex[notes[desc_at + k] & 15]);
+        }
+        break;
+      }
+      at = desc_at + aligned(word[1]);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> LoadBiasFromProgramHeaders(const std::string& elf_path, uint64_t map_start,
@@ -219,7 +298,7 @@ absl::StatusOr<ProcessModules> ReadProcessModules(pid_t pid) {
       }
       if (open_path.empty()) {
         result.warnings.push_back(absl::StrCat(e.path, ": the mapped file cannot be opened"));
-      } else {
+      } else if (!ReadNativeElf(open_path, e.lo, e.offset, &m.load_bias, &m.build_id)) {
         auto elf = ElfFile::Open(open_path);
         absl::StatusOr<uint64_t> bias =
             elf.ok() ? LoadBias((*elf)->elf(), open_path, e.lo, e.offset) : elf.status();
