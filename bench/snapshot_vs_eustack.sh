@@ -20,7 +20,8 @@
 #           eu-stack attaches, unwinds and detaches one thread after the other: its figure is
 #           the median over threads of PTRACE_ATTACH -> PTRACE_DETACH, read from strace
 #           timestamps (only ptrace calls traced, with --seccomp-bpf), when strace is present.
-# and the threads and frames each tool printed (same threads, frames compared), then ratios.
+# and the threads and frames each tool printed (same threads, frames compared), then ratios,
+# then where hangwatch's CPU goes: the medians of its own `--timings` phases.
 #
 # The "floor" rows run bench/snapshot_floor.c (built here with cc -static): exec'ing a static
 # binary that exits at once, and one that only seizes, interrupts, waits for, reads the
@@ -28,7 +29,7 @@
 # than the second row on this machine.
 #
 # hangwatch runs with DWARF file:line + inlines (its default) from a warm symbol-index cache
-# (first run indexes the target's modules); eu-stack runs with its defaults (function names
+# (the warm-up indexes the target's modules); eu-stack runs with its defaults (function names
 # only) and, separately, with -s -i (files, lines, inlines: the same information).
 #
 # usage: bench/snapshot_vs_eustack.sh [BUILD_DIR] [RUNS]   (defaults: build, 11)
@@ -98,7 +99,9 @@ median() {  # column $1 of file $2
   awk -v c="$1" '{ print $c }' "$2" | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
-# Warm-up: index the modules once (cache), fill the page cache for both tools.
+# Warm-up: index the modules (first run), write each index's inflated twin (second run: see
+# symbols/symbol_index.h), fill the page cache for both tools.
+"$hw" snapshot "$target_pid" >/dev/null
 "$hw" snapshot "$target_pid" >/dev/null
 eu-stack -p "$target_pid" >/dev/null 2>&1 || true
 eu-stack -s -i -p "$target_pid" >/dev/null 2>&1 || true
@@ -121,6 +124,16 @@ for ((i = 0; i < runs; i++)); do
     out_file=$work/fexit measure "$floor" --exit
     out_file=$work/floor measure "$floor" "$target_pid"
   fi
+done
+
+# Where hangwatch's time goes: its own --timings line (CPU/wall/minor page faults per phase),
+# medians over RUNS runs. "start-up" is CPU time before the command's code runs, counted from
+# the fork (so it includes the shell's share of the fork, which perf's task-clock above does
+# not); the kernel's exit is in no phase.
+: >"$work/phases"
+for ((i = 0; i < runs; i++)); do
+  ask g >/dev/null
+  "$hw" snapshot --timings "$target_pid" 2>&1 >/dev/null | grep '^timings' >>"$work/phases" || true
 done
 
 # eu-stack's per-thread stop (ATTACH -> DETACH of the same tid), from strace timestamps.
@@ -161,6 +174,19 @@ if [[ $have_floor == 1 ]]; then
 fi
 printf '\nthreads: hangwatch %s, eu-stack %s; frames: hangwatch %s, eu-stack %s\n' \
   "$hw_threads" "$eu_threads" "$hw_frames" "$eu_frames"
+if [[ -s $work/phases ]]; then
+  # "timings (ms cpu/wall/page faults): start-up 0.7/-/95 modules 0.2/0.2/18 ..."
+  awk '{ for (i = 5; i + 1 <= NF; i += 2) if ($(i + 1) ~ /\//) {
+           split($(i + 1), v, "/"); n[$i] = n[$i] + 0; c[$i, n[$i]] = v[1]; f[$i, n[$i]] = v[3]; n[$i]++
+           if (!($i in seen)) { seen[$i] = 1; order[++k] = $i } } }
+       function med(a, name, cnt,   j, x, t, m) {
+         for (j = 0; j < cnt; j++) x[j] = a[name, j]
+         for (j = 1; j < cnt; j++) { t = x[j]; for (m = j - 1; m >= 0 && x[m] > t; m--) x[m + 1] = x[m]; x[m + 1] = t }
+         return cnt % 2 ? x[(cnt - 1) / 2] : (x[cnt / 2 - 1] + x[cnt / 2]) / 2 }
+       END { printf "hangwatch CPU by phase (--timings, median of %d, ms / page faults):", NR
+             for (j = 1; j <= k; j++) printf " %s %.3f/%d", order[j], med(c, order[j], n[order[j]]), med(f, order[j], n[order[j]])
+             printf "\n" }' "$work/phases"
+fi
 printf 'hangwatch stopped window: min %s ms, median %s ms, max %s ms (all threads stopped together)\n' \
   "$(sort -g "$work/window" | head -1)" "$(median 1 "$work/window")" "$(sort -g "$work/window" | tail -1)"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
