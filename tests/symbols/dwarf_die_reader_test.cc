@@ -1,8 +1,9 @@
-// DwarfUnitDies against libdw on fixture programs built here (gcc and clang, DWARF 4 and 5, -O2
-// with templates, inlining and lambdas): the same DIEs in the same tree, the same attributes
-// with the same values (strings, addresses, constants, references, range lists), the same
-// siblings; units it leaves to libdw (split DWARF) are refused, not misread. Then the index
-// built with it is byte for byte the index built with libdw alone.
+// DwarfUnitDies against libdw on fixture programs built here (gcc and clang, DWARF 4 and 5,
+// 32- and 64-bit DWARF format, -O2 with templates, inlining and lambdas): the same DIEs in the
+// same tree, the same attributes with the same values (strings, addresses, constants,
+// references, range lists), the same siblings; units it leaves to libdw (split DWARF) are
+// refused, not misread. Then the index built with it is byte for byte the index built with
+// libdw alone.
 #include "symbols/dwarf_die_reader.h"
 
 #include <dwarf.h>
@@ -185,12 +186,15 @@ TEST_P(DieReaderTest, IndexIsTheOneBuiltWithLibdwAlone) {
   EXPECT_TRUE(*own == *libdw);
 }
 
-INSTANTIATE_TEST_SUITE_P(Toolchains, DieReaderTest,
-                         ::testing::Values(Toolchain{"GccDwarf4", "g++ -gdwarf-4"},
-                                           Toolchain{"GccDwarf5", "g++ -gdwarf-5"},
-                                           Toolchain{"ClangDwarf4", "clang++ -gdwarf-4"},
-                                           Toolchain{"ClangDwarf5", "clang++ -gdwarf-5"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Toolchains, DieReaderTest,
+    ::testing::Values(Toolchain{"GccDwarf4", "g++ -gdwarf-4"},
+                      Toolchain{"GccDwarf5", "g++ -gdwarf-5"},
+                      Toolchain{"GccDwarf4Format64", "g++ -gdwarf-4 -gdwarf64"},
+                      Toolchain{"GccDwarf5Format64", "g++ -gdwarf-5 -gdwarf64"},
+                      Toolchain{"ClangDwarf4", "clang++ -gdwarf-4"},
+                      Toolchain{"ClangDwarf5", "clang++ -gdwarf-5"}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DieReaderSplitTest, SkeletonUnitsAreLeftToLibdw) {
   if (!symtest::HaveTool("g++")) GTEST_SKIP();
