@@ -20,6 +20,7 @@ namespace hangwatch::snapshot_test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 
 struct Chain {
@@ -212,6 +213,27 @@ TEST_F(SnapshotTest, TextOutputShowsEveryThread) {
   }
   EXPECT_THAT(r.out, HasSubstr("snapshot_target.cc:"));
   EXPECT_THAT(r.out, HasSubstr("(snapshot_target+0x"));
+}
+
+TEST_F(SnapshotTest, TimingsLineNamesEveryPhaseAndLeavesTheOutputAlone) {
+  Target target;
+  ASSERT_TRUE(target.ready());
+  CliResult r = RunCli({"--timings", std::to_string(target.pid())});
+  ASSERT_EQ(r.exit_code, 0) << r.err << " signal " << r.signal;
+  EXPECT_THAT(r.out, HasSubstr("thread " + std::to_string(target.tids()[0])));
+  EXPECT_THAT(r.out, Not(HasSubstr("timings")));
+  // One line on stderr: "timings (ms cpu/wall/page faults): start-up 0.7/-/95 modules ...".
+  const size_t at = r.err.find("timings (ms cpu/wall/page faults):");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  for (const char* phase : {" start-up ", " modules ", " capture ", " cfi-setup ", " unwind ",
+                            " symbols ", " output ", " total-cpu "}) {
+    EXPECT_THAT(line, HasSubstr(phase)) << line;
+  }
+  // Without the option, no such line.
+  CliResult plain = RunCli({std::to_string(target.pid())});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_THAT(plain.err, Not(HasSubstr("timings")));
 }
 
 TEST_F(SnapshotTest, FramePointersAloneStillFindOurChains) {
