@@ -1,4 +1,4 @@
-// DwarfUnitDies against libdw on fixture programs built here (gcc and clang, DWARF 4 and 5,
+// DwarfUnitDies against libdw on fixture programs built here (gcc and clang, DWARF 2 to 5,
 // 32- and 64-bit DWARF format, -O2 with templates, inlining and lambdas): the same DIEs in the
 // same tree, the same attributes with the same values (strings, addresses, constants,
 // references, range lists), the same siblings; units it leaves to libdw (split DWARF) are
@@ -188,7 +188,9 @@ TEST_P(DieReaderTest, IndexIsTheOneBuiltWithLibdwAlone) {
 
 INSTANTIATE_TEST_SUITE_P(
     Toolchains, DieReaderTest,
-    ::testing::Values(Toolchain{"GccDwarf4", "g++ -gdwarf-4"},
+    ::testing::Values(Toolchain{"GccDwarf2", "g++ -gdwarf-2"},
+                      Toolchain{"GccDwarf3", "g++ -gdwarf-3"},
+                      Toolchain{"GccDwarf4", "g++ -gdwarf-4"},
                       Toolchain{"GccDwarf5", "g++ -gdwarf-5"},
                       Toolchain{"GccDwarf4Format64", "g++ -gdwarf-4 -gdwarf64"},
                       Toolchain{"GccDwarf5Format64", "g++ -gdwarf-5 -gdwarf64"},
