@@ -931,16 +931,31 @@ class StringTable {
   absl::flat_hash_set<uint32_t, Hash, Eq> offsets_;
 };
 
+// Varints are encoded into a small buffer and appended at once (a push_back per byte was 4 % of
+// an index build).
 void PutUleb(std::string* out, uint64_t v) {
+  if (v < 0x80) {
+    out->push_back(static_cast<char>(v));
+    return;
+  }
+  char buf[10];
+  size_t n = 0;
   do {
     uint8_t b = v & 0x7f;
     v >>= 7;
     if (v != 0) b |= 0x80;
-    out->push_back(static_cast<char>(b));
+    buf[n++] = static_cast<char>(b);
   } while (v != 0);
+  out->append(buf, n);
 }
 
 void PutSleb(std::string* out, int64_t v) {
+  if (v >= -64 && v < 64) {
+    out->push_back(static_cast<char>(v & 0x7f));
+    return;
+  }
+  char buf[10];
+  size_t n = 0;
   bool more = true;
   while (more) {
     uint8_t b = v & 0x7f;
@@ -950,8 +965,9 @@ void PutSleb(std::string* out, int64_t v) {
     } else {
       b |= 0x80;
     }
-    out->push_back(static_cast<char>(b));
+    buf[n++] = static_cast<char>(b);
   }
+  out->append(buf, n);
 }
 
 // Function names, deduplicated, stored as runs of tokens (symbol_index_format.h): the name cut
