@@ -66,6 +66,18 @@ const char* SectionString(std::string_view section, uint64_t offset) {
   return section.data() + offset;
 }
 
+// Entry `index` of a table of `size`-byte values starting at `base` of `section` (.debug_addr,
+// .debug_str_offsets, the offsets of .debug_rnglists); false when it is not inside.
+bool TableEntry(std::string_view section, uint64_t base, uint64_t index, unsigned size,
+                uint64_t* out) {
+  if (base > section.size() || index > section.size() / size) return false;
+  const uint64_t at = base + index * size;
+  if (at > section.size() || section.size() - at < size) return false;
+  const auto* p = reinterpret_cast<const uint8_t*>(section.data()) + at;
+  ReadFixed(p, p + size, size, out);
+  return true;
+}
+
 bool IsAddrx(uint32_t form) {
   return form == DW_FORM_addrx || form == DW_FORM_GNU_addr_index ||
          (form >= DW_FORM_addrx1 && form <= DW_FORM_addrx4);
@@ -499,12 +511,7 @@ uint64_t DwarfUnitDies::SkipSiblings(uint64_t offset) {
 }
 
 bool DwarfUnitDies::AddressAt(uint64_t index, uint64_t* out) const {
-  if (index > s_.addr.size() / addr_size_) return Fail();
-  const uint64_t at = addr_base_ + index * addr_size_;
-  if (at > s_.addr.size() || s_.addr.size() - at < addr_size_) return Fail();
-  const auto* p = reinterpret_cast<const uint8_t*>(s_.addr.data()) + at;
-  ReadFixed(p, p + addr_size_, addr_size_, out);
-  return true;
+  return TableEntry(s_.addr, addr_base_, index, addr_size_, out) || Fail();
 }
 
 bool DwarfUnitDies::Address(const DieAttr& a, uint64_t* out) const {
@@ -546,12 +553,10 @@ const char* DwarfUnitDies::String(const DieAttr& a) const {
     case DW_FORM_strx3:
     case DW_FORM_strx4:
     case DW_FORM_GNU_str_index: {
-      if (a.value > s_.str_offsets.size() / offset_size_) return nullptr;
-      const uint64_t at = str_offsets_base_ + a.value * offset_size_;
-      if (at > s_.str_offsets.size() || s_.str_offsets.size() - at < offset_size_) return nullptr;
-      const auto* p = reinterpret_cast<const uint8_t*>(s_.str_offsets.data()) + at;
       uint64_t off;
-      ReadFixed(p, p + offset_size_, offset_size_, &off);
+      if (!TableEntry(s_.str_offsets, str_offsets_base_, a.value, offset_size_, &off)) {
+        return nullptr;
+      }
       return SectionString(s_.str, off);
     }
     case DW_FORM_GNU_strp_alt:
@@ -602,14 +607,8 @@ bool DwarfUnitDies::Ranges(const DieAttr& a,
                            std::vector<std::pair<uint64_t, uint64_t>>* out) const {
   if (a.form == DW_FORM_rnglistx) {
     if (version_ < 5) return Fail();
-    const uint64_t at = rnglists_base_ + a.value * offset_size_;
-    if (a.value > s_.rnglists.size() / offset_size_ || at > s_.rnglists.size() ||
-        s_.rnglists.size() - at < offset_size_) {
-      return Fail();
-    }
-    const auto* p = reinterpret_cast<const uint8_t*>(s_.rnglists.data()) + at;
     uint64_t rel;
-    ReadFixed(p, p + offset_size_, offset_size_, &rel);
+    if (!TableEntry(s_.rnglists, rnglists_base_, a.value, offset_size_, &rel)) return Fail();
     return RangeList5(rnglists_base_ + rel, out);
   }
   const bool offset_form = a.form == DW_FORM_sec_offset ||
