@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "symbols/module_map.h"
@@ -55,6 +58,7 @@ struct CfiUnwinder::State {
   pid_t pid = 0;
   bool self = false;
   std::shared_ptr<const ModuleMap> module_map;  // self: the map the Dwfl was built from
+  std::string maps_text;  // another process: its /proc/PID/maps, for the first build only
   std::unordered_map<uintptr_t, PcClass> classes;
 
   // ---- per libdwfl run ----
@@ -333,6 +337,32 @@ int NoDebuginfo(Dwfl_Module*, void**, const char*, Dwarf_Addr, const char*, cons
 
 const Dwfl_Callbacks kCallbacks = {dwfl_linux_proc_find_elf, NoDebuginfo, nullptr, nullptr};
 
+// The modules of /proc/PID/maps whose text the caller already read: what
+// dwfl_linux_proc_report reports, without reading maps and auxv again. The vDSO (which the
+// maps text alone does not identify to libdwfl) is reported under the name that makes
+// dwfl_linux_proc_find_elf read its image from the process's memory.
+int ReportMapsText(Dwfl* dwfl, pid_t pid, std::string_view maps) {
+  FILE* f = fmemopen(const_cast<char*>(maps.data()), maps.size(), "r");
+  if (f == nullptr) return errno;
+  int err = dwfl_linux_proc_maps_report(dwfl, f);
+  std::fclose(f);
+  if (err != 0) return err;
+  constexpr std::string_view kVdso = "[vdso]";
+  for (size_t at = 0; at < maps.size();) {
+    size_t eol = maps.find('\n', at);
+    if (eol == std::string_view::npos) eol = maps.size();
+    std::string_view line = maps.substr(at, eol - at);
+    at = eol + 1;
+    if (line.size() < kVdso.size() || line.substr(line.size() - kVdso.size()) != kVdso) continue;
+    unsigned long long lo = 0, hi = 0;
+    if (std::sscanf(std::string(line).c_str(), "%llx-%llx", &lo, &hi) != 2 || hi <= lo) break;
+    const std::string name = "[vdso: " + std::to_string(pid) + "]";
+    if (dwfl_report_module(dwfl, name.c_str(), lo, hi) == nullptr) return -1;
+    break;
+  }
+  return 0;
+}
+
 bool BuildDwfl(CfiUnwinder::State* s, std::string* error) {
   if (s->dwfl != nullptr) {
     dwfl_end(s->dwfl);
@@ -345,7 +375,10 @@ bool BuildDwfl(CfiUnwinder::State* s, std::string* error) {
     return false;
   }
   dwfl_report_begin(dwfl);
-  int err = dwfl_linux_proc_report(dwfl, s->pid);
+  // The caller's maps text serves the first build only; a refresh reads the process again.
+  int err = s->maps_text.empty() ? dwfl_linux_proc_report(dwfl, s->pid)
+                                 : ReportMapsText(dwfl, s->pid, s->maps_text);
+  s->maps_text.clear();
   if (dwfl_report_end(dwfl, nullptr, nullptr) != 0 || err != 0) {
     *error = err > 0 ? std::strerror(err) : dwfl_errmsg(-1);
     dwfl_end(dwfl);
@@ -374,9 +407,11 @@ std::unique_ptr<CfiUnwinder> CfiUnwinder::ForSelf(std::string* error) {
   return std::unique_ptr<CfiUnwinder>(new CfiUnwinder(std::move(s)));
 }
 
-std::unique_ptr<CfiUnwinder> CfiUnwinder::ForProcess(pid_t pid, std::string* error) {
+std::unique_ptr<CfiUnwinder> CfiUnwinder::ForProcess(pid_t pid, std::string* error,
+                                                     std::string_view maps_text) {
   auto s = std::make_unique<State>();
   s->pid = pid;
+  s->maps_text = maps_text;
   if (!BuildDwfl(s.get(), error)) return nullptr;
   return std::unique_ptr<CfiUnwinder>(new CfiUnwinder(std::move(s)));
 }

@@ -31,6 +31,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "hangwatch/hang_record.h"
 #include "unwind/memory_view.h"
@@ -73,7 +74,10 @@ class CfiUnwinder {
   // This process's modules.
   static std::unique_ptr<CfiUnwinder> ForSelf(std::string* error);
   // Another process's modules, read from /proc/PID/maps (its ELF files are read from disk).
-  static std::unique_ptr<CfiUnwinder> ForProcess(pid_t pid, std::string* error);
+  // `maps_text`, when not empty, is that file's text as the caller just read it (it is then
+  // not read again; Refresh reads the process again).
+  static std::unique_ptr<CfiUnwinder> ForProcess(pid_t pid, std::string* error,
+                                                 std::string_view maps_text = {});
 
   ~CfiUnwinder();
   CfiUnwinder(const CfiUnwinder&) = delete;

@@ -317,6 +317,7 @@ absl::StatusOr<ProcessModules> ReadProcessModules(pid_t pid) {
     result.open_paths.push_back(std::move(open_path));
   }
   result.map = std::make_shared<const ModuleMap>(std::move(modules));
+  result.maps_text = std::move(text);
   return result;
 }
 

@@ -47,6 +47,7 @@ struct ProcessModules {
   // itself, or /proc/PID/map_files/LO-HI when the file was deleted or replaced); "" if none.
   std::vector<std::string> open_paths;
   std::vector<std::string> warnings;  // unreadable files, files without a matching segment
+  std::string maps_text;              // /proc/PID/maps as read (for CfiUnwinder::ForProcess)
 };
 
 // Reads the executable file mappings of process `pid`. [vdso] is included with its bias and

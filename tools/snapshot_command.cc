@@ -655,14 +655,15 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     modules = symbols::ProcessModules{
         std::make_shared<const symbols::ModuleMap>(std::vector<symbols::Module>{}),
         {},
-        {std::string(modules.status().message())}};
+        {std::string(modules.status().message())},
+        {}};
   }
   std::string exe = ReadExe(o.pid);
 
   std::vector<std::string> notes;
   for (const std::string& w : modules->warnings) notes.push_back(w);
   std::vector<OutThread> threads;
-  SnapshotUnwinder unwinder(snap, o.max_frames, o.cfi);
+  SnapshotUnwinder unwinder(snap, o.max_frames, o.cfi, std::move(modules->maps_text));
   unwinder.Prepare();
   timer.End("cfi-setup");
   for (const unwind::PtraceThread& t : snap.threads) {

@@ -1,6 +1,7 @@
 #include "tools/snapshot_unwind.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "unwind/frame_walker.h"
 
@@ -19,15 +20,19 @@ const char* SnapshotUnwindMethodName(SnapshotUnwindMethod m) {
 }
 
 SnapshotUnwinder::SnapshotUnwinder(const unwind::PtraceSnapshot& snapshot, size_t max_frames,
-                                   bool use_cfi)
-    : snapshot_(snapshot), max_frames_(std::max<size_t>(max_frames, 1)), use_cfi_(use_cfi) {}
+                                   bool use_cfi, std::string maps_text)
+    : snapshot_(snapshot),
+      max_frames_(std::max<size_t>(max_frames, 1)),
+      use_cfi_(use_cfi),
+      maps_text_(std::move(maps_text)) {}
 
 SnapshotUnwinder::~SnapshotUnwinder() = default;
 
 void SnapshotUnwinder::Prepare() {
   if (!use_cfi_ || cfi_ready_) return;
   cfi_ready_ = true;
-  cfi_ = symbols::CfiUnwinder::ForProcess(snapshot_.pid, &cfi_error_);
+  cfi_ = symbols::CfiUnwinder::ForProcess(snapshot_.pid, &cfi_error_, maps_text_);
+  maps_text_.clear();
   if (cfi_ == nullptr && cfi_error_.empty()) cfi_error_ = "no CFI unwinder";
 }
 

@@ -30,8 +30,10 @@ struct UnwoundStack {
 
 class SnapshotUnwinder {
  public:
-  // `snapshot` must outlive the unwinder. CFI is set up lazily, once, from /proc/PID/maps.
-  SnapshotUnwinder(const unwind::PtraceSnapshot& snapshot, size_t max_frames, bool use_cfi);
+  // `snapshot` must outlive the unwinder. CFI is set up lazily, once, from `maps_text` (the
+  // target's /proc/PID/maps as the caller read it; read again from /proc when empty).
+  SnapshotUnwinder(const unwind::PtraceSnapshot& snapshot, size_t max_frames, bool use_cfi,
+                   std::string maps_text = {});
   ~SnapshotUnwinder();
   SnapshotUnwinder(const SnapshotUnwinder&) = delete;
   SnapshotUnwinder& operator=(const SnapshotUnwinder&) = delete;
@@ -51,6 +53,7 @@ class SnapshotUnwinder {
   bool use_cfi_;
   bool cfi_ready_ = false;
   std::string cfi_error_;
+  std::string maps_text_;
   std::unique_ptr<symbols::CfiUnwinder> cfi_;
 };
 

@@ -7,6 +7,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -234,6 +235,40 @@ TEST_F(SnapshotTest, TimingsLineNamesEveryPhaseAndLeavesTheOutputAlone) {
   CliResult plain = RunCli({std::to_string(target.pid())});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_THAT(plain.err, Not(HasSubstr("timings")));
+}
+
+// A thread interrupted inside the vDSO (clock_gettime's fast path) has no file on disk for its
+// top frame: its CFI comes from the vDSO image in the target's memory, and the walk must go
+// through it into the caller, here a child of this test process looping in clock_gettime.
+TEST_F(SnapshotTest, UnwindsOutOfTheVdsoIntoTheCaller) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  ASSERT_GT(n, 0);
+  const std::string exe(self, static_cast<size_t>(n));
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    timespec ts;
+    for (;;) clock_gettime(CLOCK_MONOTONIC, &ts);
+  }
+  int in_vdso = 0;
+  for (int attempt = 0; attempt < 20 && in_vdso < 3; ++attempt) {
+    CliResult r = RunCli({"--json", "--no-symbols", std::to_string(child)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    Json snap = Json::parse(r.out);
+    ASSERT_EQ(snap["threads"].size(), 1u);
+    const Json& frames = snap["threads"][0]["frames"];
+    ASSERT_FALSE(frames.empty());
+    if (frames[0]["module"] != "[vdso]") continue;  // caught in libc or our loop this time
+    ++in_vdso;
+    bool reached_caller = false;
+    for (const Json& f : frames) reached_caller |= f["module"] == exe;
+    EXPECT_TRUE(reached_caller) << "no frame of " << exe << " below the vDSO: " << frames.dump();
+    EXPECT_EQ(frames[1].value("method", ""), "cfi") << frames.dump();
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_GT(in_vdso, 0) << "never caught the child inside the vDSO";
 }
 
 TEST_F(SnapshotTest, FramePointersAloneStillFindOurChains) {
