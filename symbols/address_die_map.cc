@@ -85,13 +85,10 @@ void AddressDieMap::Clear() {
 }
 
 void AddressDieMap::Finish(std::vector<Range>* out) {
-  // Each group alone; every entry remembers its group.
-  struct Entry {
-    Range range;
-    uint32_t group;
-  };
-  std::vector<Entry> entries;
-  entries.reserve(inserts_.size() + inserts_.size() / 2);
+  // Each group alone, its entries (sorted) appended to entries_ and cut into segments: runs of
+  // entries without a gap between them. A segment covers exactly the union of its entries.
+  entries_.clear();
+  segments_.clear();
   for (size_t g = 0; g < groups_.size(); ++g) {
     const Range* begin = inserts_.data() + groups_[g];
     const Range* end =
@@ -101,29 +98,31 @@ void AddressDieMap::Finish(std::vector<Range>* out) {
       scratch_.clear();
       ReplayInTree(begin, end, &scratch_);
     }
-    for (const Range& r : scratch_) entries.push_back({r, static_cast<uint32_t>(g)});
-  }
-  // A group's entries cover exactly the union of its ranges. When no two groups' entries
-  // overlap, no insertion met another group's entry in the whole replay either: the entries
-  // are the same. The sweep finds an overlap whenever there is one: the first entry that
-  // overlaps an earlier one of another group also overlaps the earlier entry reaching
-  // furthest (the two earlier ones would overlap each other otherwise).
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.range.lo < b.range.lo; });
-  bool disjoint = true;
-  uint64_t reach = 0;
-  uint32_t reach_group = 0;
-  for (size_t i = 0; i < entries.size() && disjoint; ++i) {
-    const Entry& e = entries[i];
-    if (i > 0 && e.range.lo < reach && e.group != reach_group) disjoint = false;
-    if (i == 0 || e.range.hi > reach) {
-      reach = e.range.hi;
-      reach_group = e.group;
+    for (const Range& r : scratch_) {
+      if (segments_.empty() || segments_.back().group != g || r.lo > segments_.back().hi) {
+        segments_.push_back({r.lo, r.hi, entries_.size(), entries_.size(), g});
+      }
+      Segment& seg = segments_.back();
+      seg.hi = std::max(seg.hi, r.hi);
+      ++seg.end;
+      entries_.push_back(r);
     }
   }
+  // When no two groups' entries overlap, no insertion met another group's entry in the whole
+  // replay either: the entries are the same. Segments of one group never overlap (they are cut
+  // at gaps), so in address order any overlap is between groups.
+  std::sort(segments_.begin(), segments_.end(),
+            [](const Segment& a, const Segment& b) { return a.lo < b.lo; });
+  bool disjoint = true;
+  for (size_t i = 1; i < segments_.size() && disjoint; ++i) {
+    disjoint = segments_[i - 1].hi <= segments_[i].lo;
+  }
   if (disjoint) {
-    out->reserve(out->size() + entries.size());
-    for (const Entry& e : entries) out->push_back(e.range);
+    out->reserve(out->size() + entries_.size());
+    for (const Segment& seg : segments_) {
+      out->insert(out->end(), entries_.begin() + static_cast<ptrdiff_t>(seg.begin),
+                  entries_.begin() + static_cast<ptrdiff_t>(seg.end));
+    }
   } else {
     ReplayInTree(inserts_.data(), inserts_.data() + inserts_.size(), out);
   }

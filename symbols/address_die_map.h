@@ -8,12 +8,12 @@
 // costs a tree descent per range over the whole unit (12 % of an index build).
 //
 // Here the insertions are recorded in order, cut into groups by the caller (one per
-// subprogram and its inlined subroutines). When the groups' address extents are pairwise
-// disjoint, as in nearly every real unit, no insertion of one group can meet an entry of
-// another, so each group is replayed alone in a small sorted vector and the results are
-// concatenated in address order: exactly the entries of the whole replay. Otherwise (identical
-// code folding, a function split into hot and cold parts around other functions, hostile
-// input) everything is replayed in one ordered map, as LLVM does.
+// subprogram and its inlined subroutines). When no two groups' ranges overlap, as in nearly
+// every real unit (a function's cold part lands among other functions' code, but not on it),
+// no insertion of one group can meet an entry of another, so each group is replayed alone in
+// a small sorted vector and the results are put in address order: exactly the entries of the
+// whole replay. Otherwise (identical code folding, hostile input) everything is replayed in one
+// ordered map, as LLVM does.
 #ifndef HANGWATCH_SYMBOLS_ADDRESS_DIE_MAP_H_
 #define HANGWATCH_SYMBOLS_ADDRESS_DIE_MAP_H_
 
@@ -39,9 +39,18 @@ class AddressDieMap {
   void Clear();
 
  private:
+  // A run of one group's entries with no gap between them: [lo, hi) is their union.
+  struct Segment {
+    uint64_t lo, hi;
+    size_t begin, end;  // in entries_
+    size_t group;
+  };
+
   std::vector<Range> inserts_;
   std::vector<size_t> groups_;  // index of each group's first insertion
-  std::vector<Range> scratch_;
+  // Finish's buffers, kept for the next unit.
+  std::vector<Range> scratch_, entries_;
+  std::vector<Segment> segments_;
 };
 
 }  // namespace hangwatch::symbols
