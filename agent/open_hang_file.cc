@@ -18,7 +18,7 @@ namespace hangwatch::agent {
 namespace {
 
 constexpr char kMagic[8] = {'H', 'W', 'O', 'P', 'E', 'N', 'H', 'G'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: frame and sample methods
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;
 constexpr size_t kLiveHeaderOffset[2] = {256, 512};
@@ -77,16 +77,30 @@ struct ModuleRecord {
   uint64_t hi[kRangesPerModule];
 };
 
-// Followed by max_frames uint64 frames, then a uint64 checksum of everything before it.
+// Followed by max_frames uint64 frames, max_frames FrameMethod bytes (padded to 8), then a
+// uint64 checksum of everything before it.
 struct SampleRecordHead {
   uint32_t t_ms;
   uint32_t cpu_us;
   uint8_t kind;  // 0 failed capture, 1 stack, 2 captured but stack table full
   char state;
   uint16_t num_frames;
-  uint32_t reserved;
+  uint8_t method;  // SampleMethod
+  uint8_t reserved[3];
   uint64_t leaf_key;
 };
+
+size_t MethodBytes(size_t max_frames) { return (max_frames + 7) & ~size_t{7}; }
+
+// A method byte read back from a file, kUnknown when out of range.
+FrameMethod ToFrameMethod(uint8_t b) {
+  return b <= static_cast<uint8_t>(FrameMethod::kFramePointerScan) ? static_cast<FrameMethod>(b)
+                                                                   : FrameMethod::kUnknown;
+}
+SampleMethod ToSampleMethod(uint8_t b) {
+  return b <= static_cast<uint8_t>(SampleMethod::kMach) ? static_cast<SampleMethod>(b)
+                                                        : SampleMethod::kUnknown;
+}
 
 uint64_t Checksum(const void* data, size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -99,7 +113,8 @@ uint64_t Checksum(const void* data, size_t n) {
 }
 
 size_t SampleRecordSize(size_t max_frames) {
-  return sizeof(SampleRecordHead) + max_frames * sizeof(uint64_t) + sizeof(uint64_t);
+  return sizeof(SampleRecordHead) + max_frames * sizeof(uint64_t) + MethodBytes(max_frames) +
+         sizeof(uint64_t);
 }
 
 void CopyString(char* dst, size_t cap, const std::string& s) {
@@ -208,8 +223,11 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
   head.t_ms = t.t_ms;
   head.cpu_us = t.cpu_us;
   head.state = t.state;
+  head.method = static_cast<uint8_t>(t.method);
   const size_t frames_at = sizeof(SampleRecordHead);
-  std::memset(p + frames_at, 0, limits_.max_frames * sizeof(uint64_t));
+  const size_t methods_at = frames_at + limits_.max_frames * sizeof(uint64_t);
+  std::memset(p + frames_at, 0,
+              limits_.max_frames * sizeof(uint64_t) + MethodBytes(limits_.max_frames));
   if (t.stack >= 0) {
     const auto id = static_cast<uint32_t>(t.stack);
     const auto& e = hang.stacks().entry(id);
@@ -220,6 +238,7 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
     for (size_t i = 0; i < head.num_frames; ++i) {
       const uint64_t v = frames[i];
       std::memcpy(p + frames_at + i * sizeof(uint64_t), &v, sizeof(v));
+      p[methods_at + i] = static_cast<unsigned char>(hang.frame_method(id, i));
     }
   } else {
     head.kind = 0;
@@ -407,6 +426,7 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   limits.max_unique_stacks = std::max<size_t>(live.num_records, 1);
   HangData hang(limits);
   std::vector<uintptr_t> frames(sh.max_frames);
+  std::vector<FrameMethod> methods(sh.max_frames);
   uint64_t cpu_us = 0;
   for (uint32_t i = 0; i < live.num_records; ++i) {
     const unsigned char* p = data.data() + sh.samples_offset + i * sh.sample_record_size;
@@ -419,15 +439,17 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     SampleRecordHead head;
     std::memcpy(&head, p, sizeof(head));
     const size_t n = std::min<size_t>(head.num_frames, sh.max_frames);
+    const unsigned char* method_bytes = p + sizeof(head) + sh.max_frames * sizeof(uint64_t);
     for (size_t k = 0; k < n; ++k) {
       uint64_t v;
       std::memcpy(&v, p + sizeof(head) + k * sizeof(uint64_t), sizeof(v));
       frames[k] = static_cast<uintptr_t>(v);
+      methods[k] = ToFrameMethod(method_bytes[k]);
     }
     const bool ok = head.kind != 0;
     hang.AddSample(head.t_ms, head.kind == 1 ? frames.data() : nullptr, head.kind == 1 ? n : 0,
                    static_cast<uintptr_t>(head.leaf_key), uint64_t{head.cpu_us} * 1000, head.state,
-                   ok);
+                   ok, methods.data(), ToSampleMethod(head.method));
     cpu_us += head.cpu_us;
   }
   HangSummary& s = hang.summary;

@@ -7,8 +7,8 @@
 //   [256, 512)    LiveHeader copy 0
 //   [512, 768)    LiveHeader copy 1
 //   modules       max_modules ModuleRecords (path, build-id, load bias, executable ranges)
-//   samples       max_samples SampleRecords (t, CPU delta, state, leaf key, frames), each with
-//                 its own checksum
+//   samples       max_samples SampleRecords (t, CPU delta, state, how the sample was taken,
+//                 leaf key, frames and how each was found), each with its own checksum
 // Writes never go in place over the newest valid state: a sample record is written, then the
 // live header copy that is NOT the newest is rewritten with generation + 1 and its checksum.
 // A reader takes the valid copy with the highest generation and stops at the first sample

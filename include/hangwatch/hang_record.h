@@ -26,7 +26,7 @@ HANGWATCH_EXPORT const char* HangClassName(HangClass c);
 
 // How the unwinder found a frame. The names are those of `hangwatch snapshot --json`.
 enum class FrameMethod : uint8_t {
-  kUnknown = 0,       // not recorded (a fatal hang recovered from its file)
+  kUnknown = 0,       // not recorded
   kPc,                // frames[0]: the interrupted (or blocked) instruction
   kFramePointer,      // from a frame record (the fast path)
   kCfi,               // from DWARF call-frame information (code without frame pointers)

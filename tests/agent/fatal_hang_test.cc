@@ -90,6 +90,11 @@ TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
         << h.stacks[0].frames[0].symbol;
   }
   EXPECT_FALSE(h.stacks[0].frames[0].build_id.empty());
+  // How the samples were taken survives the kill: a busy thread is interrupted by the signal,
+  // its first frame is the interrupted pc.
+  EXPECT_EQ(h.stacks[0].frames[0].method, FrameMethod::kPc);
+  ASSERT_FALSE(h.timeline.empty());
+  EXPECT_EQ(h.timeline[0].method, SampleMethod::kSignal);
   EXPECT_EQ(h.fingerprint.size(), 16u);
   EXPECT_EQ(GetStats().fatal_hangs, 1u);
   // In RecentHangs() too, and in the JSON Lines file with "fatal":true.
@@ -139,9 +144,12 @@ TEST(OpenHangFileTest, RoundTripThenTornSampleLosesOnlyThatSampleAndLaterOnes) {
   agent::HangData hang(limits);
   FillHang(&hang, 3);
   file->Open(hang);
-  const uintptr_t frames[] = {0x1000, 0x2000};
+  // These samples say how they were taken and how each frame was found.
+  const uintptr_t frames[] = {0x3000, 0x2000};
+  const FrameMethod methods[] = {FrameMethod::kPc, FrameMethod::kFramePointerScan};
   for (int i = 3; i < 6; ++i) {
-    hang.AddSample(static_cast<uint32_t>(50 + 10 * i), frames, 2, frames[0], 10'000'000, 'R', true);
+    hang.AddSample(static_cast<uint32_t>(50 + 10 * i), frames, 2, frames[0], 10'000'000, 'S', true,
+                   methods, SampleMethod::kProc);
     file->AddLastSample(hang);
   }
   HangRecord r;
@@ -149,8 +157,19 @@ TEST(OpenHangFileTest, RoundTripThenTornSampleLosesOnlyThatSampleAndLaterOnes) {
   EXPECT_TRUE(r.fatal);
   EXPECT_EQ(r.timeline.size(), 6u);
   EXPECT_EQ(r.duration_ms, 100u);  // time of the last sample
-  EXPECT_EQ(r.stacks.size(), 2u);
+  EXPECT_EQ(r.stacks.size(), 3u);
   EXPECT_EQ(r.cpu_ms, 60u);
+  for (size_t i = 0; i < r.timeline.size(); ++i) {
+    EXPECT_EQ(r.timeline[i].method, i < 3 ? SampleMethod::kUnknown : SampleMethod::kProc) << i;
+  }
+  const Stack* proc_stack = nullptr;
+  for (const Stack& st : r.stacks) {
+    if (!st.frames.empty() && st.frames[0].addr == 0x3000) proc_stack = &st;
+  }
+  ASSERT_NE(proc_stack, nullptr);
+  ASSERT_EQ(proc_stack->frames.size(), 2u);
+  EXPECT_EQ(proc_stack->frames[0].method, FrameMethod::kPc);
+  EXPECT_EQ(proc_stack->frames[1].method, FrameMethod::kFramePointerScan);
 
   // Tear sample 4 (as a process killed in the middle of writing it would).
   Corrupt(path, agent::OpenHangFileSampleOffset(limits, 4) + 20);
@@ -164,7 +183,7 @@ TEST(OpenHangFileTest, RoundTripThenTornSampleLosesOnlyThatSampleAndLaterOnes) {
   FillHang(&hang, 3);
   // Generations: 1 (empty, at Create) -> copy 1, 2 (Open) -> copy 0, 3 (sample) -> copy 1.
   file->Open(hang);
-  hang.AddSample(80, frames, 2, frames[0], 0, 'R', true);
+  hang.AddSample(80, frames, 2, frames[0], 0, 'R', true, methods, SampleMethod::kSignal);
   file->AddLastSample(hang);
   Corrupt(path, agent::OpenHangFileLiveHeaderOffset(1) + 9);
   ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
