@@ -3,6 +3,7 @@
 // very answers of the compressed index, be written on the first open, be served on later ones,
 // and be ignored (and rewritten) when it is stale or not a twin of that index.
 #include <fcntl.h>
+#include <gelf.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "symbols/elf_file.h"
 #include "symbols/offline_symbolizer.h"
 #include "symbols/symbol_index.h"
 
@@ -56,16 +58,31 @@ class IndexTwinTest : public ::testing::Test {
     ASSERT_TRUE(path.ok()) << path.status();
     path_ = *path;
     twin_ = path_ + ".flat";
+    // Every address of the target's .text (wherever the build put it).
+    auto elf = ElfFile::Open(SNAPSHOT_TARGET);
+    ASSERT_TRUE(elf.ok()) << elf.status();
+    for (Elf_Scn* scn = nullptr; (scn = elf_nextscn((*elf)->elf(), scn)) != nullptr;) {
+      GElf_Shdr shdr;
+      size_t strndx = 0;
+      if (gelf_getshdr(scn, &shdr) == nullptr || elf_getshdrstrndx((*elf)->elf(), &strndx) != 0) {
+        continue;
+      }
+      const char* name = elf_strptr((*elf)->elf(), strndx, shdr.sh_name);
+      if (name != nullptr && std::string(name) == ".text") {
+        lo_ = shdr.sh_addr;
+        hi_ = shdr.sh_addr + shdr.sh_size;
+      }
+    }
+    ASSERT_LT(lo_, hi_) << "no .text in " << SNAPSHOT_TARGET;
     auto reference = SymbolIndex::FromBytes(ReadFile(path_));
     ASSERT_TRUE(reference.ok()) << reference.status();
-    expected_ = Answers(**reference, kLo, kHi);
+    expected_ = Answers(**reference, lo_, hi_);
     ASSERT_NE(expected_.find("Recurse"), std::string::npos);  // real names, not only "??"
   }
   void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
-  // The snapshot target's code lies well inside [kLo, kHi) (its text is a few KiB).
-  static constexpr uint64_t kLo = 0;
-  static constexpr uint64_t kHi = 0x4000;
+  uint64_t lo_ = 0;  // the target's .text
+  uint64_t hi_ = 0;
   std::string dir_;
   std::string path_;
   std::string twin_;
@@ -78,13 +95,13 @@ TEST_F(IndexTwinTest, FirstOpenWritesTheTwinLaterOpensServeItWithTheSameAnswers)
     auto first = SymbolIndex::Open(path_);
     ASSERT_TRUE(first.ok()) << first.status();
     EXPECT_EQ((*first)->size_bytes(), static_cast<size_t>(FileSize(path_)));  // the original
-    EXPECT_EQ(Answers(**first, kLo, kHi), expected_);
+    EXPECT_EQ(Answers(**first, lo_, hi_), expected_);
   }
   ASSERT_GT(FileSize(twin_), 0) << "no twin written";
   auto second = SymbolIndex::Open(path_);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ((*second)->size_bytes(), static_cast<size_t>(FileSize(twin_)));  // the twin
-  EXPECT_EQ(Answers(**second, kLo, kHi), expected_);
+  EXPECT_EQ(Answers(**second, lo_, hi_), expected_);
   // No temporary files left behind: the index and its twin only.
   std::string listing;
   FILE* ls = popen(("ls " + dir_).c_str(), "r");
@@ -108,7 +125,7 @@ TEST_F(IndexTwinTest, TwinOlderThanTheIndexIsNotServedAndIsRewritten) {
   auto stale = SymbolIndex::Open(path_);
   ASSERT_TRUE(stale.ok()) << stale.status();
   EXPECT_EQ((*stale)->size_bytes(), static_cast<size_t>(FileSize(path_)));
-  EXPECT_EQ(Answers(**stale, kLo, kHi), expected_);
+  EXPECT_EQ(Answers(**stale, lo_, hi_), expected_);
   struct stat twin;
   ASSERT_EQ(stat(twin_.c_str(), &twin), 0);
   EXPECT_GE(twin.st_mtim.tv_sec, st.st_mtim.tv_sec) << "stale twin not rewritten";
@@ -125,12 +142,12 @@ TEST_F(IndexTwinTest, TwinThatIsNotThisIndexIsIgnoredAndReplaced) {
     auto index = SymbolIndex::Open(path_);
     ASSERT_TRUE(index.ok()) << index.status();
     EXPECT_EQ((*index)->size_bytes(), static_cast<size_t>(FileSize(path_)));
-    EXPECT_EQ(Answers(**index, kLo, kHi), expected_);
+    EXPECT_EQ(Answers(**index, lo_, hi_), expected_);
     EXPECT_NE(ReadFile(twin_), impostor) << "the impostor was kept";
     auto served = SymbolIndex::Open(path_);
     ASSERT_TRUE(served.ok());
     EXPECT_EQ((*served)->size_bytes(), static_cast<size_t>(FileSize(twin_)));
-    EXPECT_EQ(Answers(**served, kLo, kHi), expected_);
+    EXPECT_EQ(Answers(**served, lo_, hi_), expected_);
   }
 }
 

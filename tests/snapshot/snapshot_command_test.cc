@@ -251,6 +251,13 @@ TEST_F(SnapshotTest, UnwindsOutOfTheVdsoIntoTheCaller) {
     timespec ts;
     for (;;) clock_gettime(CLOCK_MONOTONIC, &ts);
   }
+  struct Reaper {  // also when an assertion below returns early
+    pid_t pid;
+    ~Reaper() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reaper{child};
   int in_vdso = 0;
   for (int attempt = 0; attempt < 20 && in_vdso < 3; ++attempt) {
     CliResult r = RunCli({"--json", "--no-symbols", std::to_string(child)});
@@ -266,8 +273,6 @@ TEST_F(SnapshotTest, UnwindsOutOfTheVdsoIntoTheCaller) {
     EXPECT_TRUE(reached_caller) << "no frame of " << exe << " below the vDSO: " << frames.dump();
     EXPECT_EQ(frames[1].value("method", ""), "cfi") << frames.dump();
   }
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
   EXPECT_GT(in_vdso, 0) << "never caught the child inside the vDSO";
 }
 
