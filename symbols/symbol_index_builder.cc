@@ -112,18 +112,29 @@ struct UnitResult {
 // so equal names mostly share one address within a libdw handle.
 class NameCache {
  public:
-  // Abstract origin DIE offset -> its name (per thread: offsets are per libdw handle).
-  absl::flat_hash_map<Dwarf_Off, const char*> by_origin;
+  struct Entry {
+    std::string demangled;
+    // Its index among the names of unit `unit` (a per-thread unit number), so that a node
+    // finds its unit-local name index without another lookup.
+    uint32_t unit = 0;
+    uint32_t local = 0;
+  };
 
-  // The demangled name; stable for the cache's lifetime (units keep pointers, not copies).
-  const std::string* Get(const char* mangled) {
+  // Abstract origin DIE offset -> its name (per thread: offsets are per libdw handle); null
+  // when the origin has no name.
+  absl::flat_hash_map<Dwarf_Off, Entry*> by_origin;
+
+  // The entry of a name (null for null); stable for the cache's lifetime (units keep pointers
+  // to the demangled strings, not copies).
+  Entry* Get(const char* mangled) {
+    if (mangled == nullptr) return nullptr;
     auto [it, inserted] = cache_.try_emplace(mangled);
-    if (inserted) it->second = Demangle(mangled);
+    if (inserted) it->second.demangled = Demangle(mangled);
     return &it->second;
   }
 
  private:
-  absl::node_hash_map<const char*, std::string> cache_;
+  absl::node_hash_map<const char*, Entry> cache_;
 };
 
 // What a worker thread keeps from one unit to the next: its name cache, and buffers whose
@@ -134,7 +145,7 @@ struct ThreadState {
   AddressDieMap die_map;
   DwarfUnitDies dies;
   absl::flat_hash_map<const char*, uint32_t> file_index;
-  absl::flat_hash_map<const char*, uint32_t> name_index;  // by address, as NameCache
+  uint32_t unit = 0;  // numbers this thread's units (and retries) for NameCache::Entry::unit
 };
 
 class UnitReader {
@@ -149,14 +160,14 @@ class UnitReader {
         table_(&thread->table),
         out_(out),
         file_index_(thread->file_index),
-        name_index_(thread->name_index),
+        unit_(thread->unit),
         die_map_(thread->die_map),
         only_(only),
         die_sections_(dies),
         fast_(thread->dies) {
     if (dies != nullptr && !dies->info.empty() && !dies->abbrev.empty()) dies_ = &fast_;
     file_index_.clear();
-    name_index_.clear();
+    ++unit_;
     die_map_.Clear();
   }
 
@@ -190,7 +201,7 @@ class UnitReader {
     // a clean slate.
     if (tree != cudie || dies_ == nullptr || !FastRead(cudie)) {
       die_map_.Clear();
-      name_index_.clear();
+      ++unit_;  // the names found so far are forgotten with out_->names
       out_->names.clear();
       out_->nodes.clear();
       out_->libdw = true;
@@ -395,16 +406,16 @@ class UnitReader {
 
   // The name of a node. Inlined and out-of-line instances name nothing themselves and point at
   // their abstract origin: its name is computed once per origin.
-  const char* NodeName(Pending* p) {
+  NameCache::Entry* NodeName(Pending* p) {
     Dwarf_Die* die = &p->die;
     NodeAttrs& attrs = p->attrs;
     Dwarf_Die origin;
     if (!attrs.has_origin || attrs.has_name ||
         dwarf_formref_die(&attrs.origin, &origin) == nullptr) {
-      return Name(die);
+      return names_->Get(Name(die));
     }
     auto [it, inserted] = names_->by_origin.try_emplace(dwarf_dieoffset(&origin), nullptr);
-    if (inserted) it->second = Name(die);
+    if (inserted) it->second = names_->Get(Name(die));
     return it->second;
   }
 
@@ -416,13 +427,13 @@ class UnitReader {
     const uint32_t parent = p->parent != nullptr ? Materialize(p->parent) : kNone;
     UnitResult::LocalNode node{kNone, parent, 0, 0, 0};
     const auto& attrs = p->attrs;
-    if (const char* name = NodeName(p)) {
-      auto [it, inserted] = name_index_.try_emplace(name, 0);
-      if (inserted) {
-        it->second = static_cast<uint32_t>(out_->names.size());
-        out_->names.push_back(names_->Get(name));
+    if (NameCache::Entry* name = NodeName(p)) {
+      if (name->unit != unit_) {  // first use in this unit
+        name->unit = unit_;
+        name->local = static_cast<uint32_t>(out_->names.size());
+        out_->names.push_back(&name->demangled);
       }
-      node.name = it->second;
+      node.name = name->local;
     }
     node.call_file = Clamp(attrs.call_file);
     node.call_line = Clamp(attrs.call_line);
@@ -639,13 +650,13 @@ class UnitReader {
     return nullptr;
   }
 
-  const char* NodeName(FastPending* p) {
+  NameCache::Entry* NodeName(FastPending* p) {
     uint64_t origin;
     if (!p->attrs.has_origin || p->attrs.has_name || !dies_->Reference(p->attrs.origin, &origin)) {
-      return FastName(p->offset);
+      return names_->Get(FastName(p->offset));
     }
     if (auto it = names_->by_origin.find(origin); it != names_->by_origin.end()) return it->second;
-    const char* name = FastName(p->offset);
+    NameCache::Entry* name = names_->Get(FastName(p->offset));
     // A failed read may have cut the chain short: such a name is not remembered.
     if (dies_->ok()) names_->by_origin.emplace(origin, name);
     return name;
@@ -720,7 +731,7 @@ class UnitReader {
   UnitResult* out_;
   const char* comp_dir_ = nullptr;
   absl::flat_hash_map<const char*, uint32_t>& file_index_;
-  absl::flat_hash_map<const char*, uint32_t>& name_index_;
+  uint32_t& unit_;
   AddressDieMap& die_map_;
   const std::vector<uint64_t>* only_;
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // scratch
