@@ -33,6 +33,8 @@
 # only) and, separately, with -s -i (files, lines, inlines: the same information).
 #
 # usage: bench/snapshot_vs_eustack.sh [BUILD_DIR] [RUNS]   (defaults: build, 11)
+#   HW_BASELINE=/path/to/another/hangwatch adds that build (e.g. an older commit) as one more
+#   row, measured in the same runs, with the ratio to it.
 #   TARGET_ARGS="--depth 60 --quiet" runs it against a target whose threads all block (no busy
 #   thread: the stop window is then bounded by wake-up latency, not by waiting for a CPU);
 #   its "pause" column is then meaningless (the spinner does not spin).
@@ -106,7 +108,7 @@ median() {  # column $1 of file $2
 eu-stack -p "$target_pid" >/dev/null 2>&1 || true
 eu-stack -s -i -p "$target_pid" >/dev/null 2>&1 || true
 
-: >"$work/hw" ; : >"$work/hwpt" ; : >"$work/eu" ; : >"$work/eusi" ; : >"$work/base"
+: >"$work/hw" ; : >"$work/hwpt" ; : >"$work/eu" ; : >"$work/eusi" ; : >"$work/base" ; : >"$work/hwold"
 : >"$work/fexit" ; : >"$work/floor"
 : >"$work/window" ; : >"$work/ptwindow"
 for ((i = 0; i < runs; i++)); do
@@ -114,6 +116,9 @@ for ((i = 0; i < runs; i++)); do
   out_file=$work/hw measure "$hw" snapshot "$target_pid"
   sed -n 's/^stopped for \([0-9.]*\) ms.*/\1/p' "$work/last.out" >>"$work/window"
   cp "$work/last.out" "$work/hw.out"
+  if [[ -n ${HW_BASELINE:-} ]]; then
+    out_file=$work/hwold measure "$HW_BASELINE" snapshot "$target_pid"
+  fi
   out_file=$work/hwpt measure "$hw" snapshot --per-thread "$target_pid"
   sed -n 's/^threads stopped one at a time, each for at most \([0-9.]*\) ms.*/\1/p' \
     "$work/last.out" >>"$work/ptwindow"
@@ -160,6 +165,10 @@ printf '%-28s %10s %10s %12s %12s\n' "median of $runs runs" "wall ms" "cpu ms" "
 printf '%-28s %10s %10s %12s %12s\n' "no tool (scheduler noise)" "-" "-" "$(median 3 "$work/base")" "-"
 printf '%-28s %10s %10s %12s %12s\n' "hangwatch snapshot" "$(median 1 "$work/hw")" \
   "$(median 2 "$work/hw")" "$(median 3 "$work/hw")" "$(median 1 "$work/window")"
+if [[ -n ${HW_BASELINE:-} ]]; then
+  printf '%-28s %10s %10s %12s %12s\n' "baseline (HW_BASELINE)" "$(median 1 "$work/hwold")" \
+    "$(median 2 "$work/hwold")" "$(median 3 "$work/hwold")" "-"
+fi
 printf '%-28s %10s %10s %12s %12s\n' "hangwatch --per-thread" "$(median 1 "$work/hwpt")" \
   "$(median 2 "$work/hwpt")" "$(median 3 "$work/hwpt")" "$(median 1 "$work/ptwindow")"
 printf '%-28s %10s %10s %12s %12s\n' "eu-stack -p" "$(median 1 "$work/eu")" \
@@ -203,6 +212,11 @@ printf 'eu-stack -s -i -p / hangwatch:  wall %s, cpu %s, target pause %s\n' \
   "$(ratio "$(median 1 "$work/eusi")" "$(median 1 "$work/hw")")" \
   "$(ratio "$(median 2 "$work/eusi")" "$(median 2 "$work/hw")")" \
   "$(ratio "$(median 3 "$work/eusi")" "$(median 3 "$work/hw")")"
+if [[ -n ${HW_BASELINE:-} ]]; then
+  printf 'baseline / hangwatch:           wall %s, cpu %s\n' \
+    "$(ratio "$(median 1 "$work/hwold")" "$(median 1 "$work/hw")")" \
+    "$(ratio "$(median 2 "$work/hwold")" "$(median 2 "$work/hw")")"
+fi
 if [[ $have_floor == 1 ]]; then
   printf 'eu-stack -p / floor (best any tool could do): wall %s, cpu %s\n' \
     "$(ratio "$(median 1 "$work/eu")" "$(median 1 "$work/floor")")" \
