@@ -260,7 +260,7 @@ bool DwarfUnitDies::ParseAbbrevs(uint64_t offset) {
     Abbrev ab;
     const uint64_t tag = c.Uleb();
     ab.tag = tag > 0xffffffffu ? 0 : static_cast<uint32_t>(tag);
-    ab.has_children = c.U8() != 0;
+    ab.has_children = c.U8() == DW_CHILDREN_yes;  // as libdw: any other value is "no"
     ab.first_spec = static_cast<uint32_t>(specs_.size());
     int32_t fixed = 0;
     for (;;) {
@@ -333,29 +333,36 @@ bool DwarfUnitDies::Open(const DieSections& sections, uint64_t unit_offset) {
     addr_size_ = h.U8();
   }
   if (!h.ok() || (addr_size_ != 4 && addr_size_ != 8)) return Fail();
-  if (!ParseAbbrevs(abbrev_offset)) return Fail();
+  // Units often share one table (one per object file; one for a whole Go binary): a table is
+  // parsed again only when it, or what its forms' sizes depend on, changes.
+  const AbbrevKey key{s_.abbrev.data(), abbrev_offset, addr_size_, offset_size_, version_ <= 2};
+  if (!(parsed_ == key)) {
+    parsed_ = AbbrevKey{};
+    if (!ParseAbbrevs(abbrev_offset)) return Fail();
+    parsed_ = key;
+  }
   unit_die_ = static_cast<uint64_t>(h.pos() - info_);
 
   Die cu;
   if (!ReadDie(unit_die_, &cu)) return Fail();
   if (cu.tag != DW_TAG_compile_unit && cu.tag != DW_TAG_partial_unit) return Fail();
-  bool has_str_base = false, has_addr_base = false, has_rnglists_base = false;
+  has_str_base_ = has_addr_base_ = has_rnglists_base_ = false;
   DieAttr low{}, entry{};
   bool has_low = false, has_entry = false, split = false;
   ForEachAttr(cu, [&](const DieAttr& a) {
     switch (a.name) {
       case DW_AT_str_offsets_base:
         str_offsets_base_ = a.value;
-        has_str_base = true;
+        has_str_base_ = true;
         break;
       case DW_AT_addr_base:
       case DW_AT_GNU_addr_base:
         addr_base_ = a.value;
-        has_addr_base = true;
+        has_addr_base_ = true;
         break;
       case DW_AT_rnglists_base:
         rnglists_base_ = a.value;
-        has_rnglists_base = true;
+        has_rnglists_base_ = true;
         break;
       case DW_AT_low_pc:
         low = a;
@@ -375,16 +382,12 @@ bool DwarfUnitDies::Open(const DieSections& sections, uint64_t unit_offset) {
     }
   });
   if (!ok_ || split) return Fail();
-  // Without an explicit base, the first entry after the table's header (what libdw assumes);
-  // before DWARF 5 these forms only appear in split units, which are not read here.
-  const uint64_t header = offset_size_ == 8 ? 16 : 8;
-  if (!has_str_base) str_offsets_base_ = header;
-  if (!has_addr_base) addr_base_ = header;
-  if (!has_rnglists_base) rnglists_base_ = header + (offset_size_ == 8 ? 4 : 0);
+  // A form indexing a table whose base the unit does not give (libdw then guesses from the
+  // table's header) makes the unit libdw's: see AddressAt, String, Ranges.
+  // The base address of range lists: low_pc, else entry_pc, else 0 (as libdw).
   base_address_ = 0;
   if (!(has_low && Address(low, &base_address_)) && has_entry) Address(entry, &base_address_);
-  ok_ = true;  // a unit without a usable base address is still readable
-  return true;
+  return ok_;
 }
 
 bool DwarfUnitDies::ReadDie(uint64_t offset, Die* die) {
@@ -437,48 +440,63 @@ uint64_t DwarfUnitDies::AttrsEnd(const Die& die) {
   return static_cast<uint64_t>(p - info_);
 }
 
-uint64_t DwarfUnitDies::SiblingOf(const Die& die, uint64_t* attrs_end) {
+uint64_t DwarfUnitDies::SiblingTarget(const Die& die) {
   const Abbrev& ab = abbrevs_[die.abbrev];
-  if (ab.sibling_at >= 0) {
-    // Read in place; the attributes' end is not needed to go on.
-    *attrs_end = die.attrs + static_cast<uint64_t>(ab.sibling_at);
+  if (ab.sibling_spec < 0) return 0;
+  DieAttr sibling{};
+  if (ab.sibling_at >= 0) {  // read in place
+    const uint64_t at = die.attrs + static_cast<uint64_t>(ab.sibling_at);
     const AttrSpec& spec = specs_[ab.first_spec + static_cast<uint32_t>(ab.sibling_spec)];
-    DieAttr sibling;
-    uint64_t to;
-    if (*attrs_end < unit_end_ && ReadValue(info_ + *attrs_end, spec, &sibling) != nullptr &&
-        LocalReference(sibling, &to) && to > *attrs_end) {
-      return to;
+    if (at >= unit_end_ || ReadValue(info_ + at, spec, &sibling) == nullptr) {
+      Fail();
+      return 0;
     }
-  }
-  if (ab.sibling_spec < 0) {
-    *attrs_end = AttrsEnd(die);
+  } else if (ForEachAttr(
+                 die, [&](const DieAttr& a) { sibling = a; },
+                 [](uint32_t name) { return name == DW_AT_sibling; }) == 0) {
     return 0;
   }
-  DieAttr sibling{};
-  *attrs_end = ForEachAttr(die, [&](const DieAttr& a) {
-    if (a.name == DW_AT_sibling) sibling = a;
-  });
+  return CheckedSibling(die, sibling);
+}
+
+uint64_t DwarfUnitDies::CheckedSibling(const Die& die, const DieAttr& sibling) {
+  // libdw jumps to any sibling it is given; one that does not lead forward inside this unit
+  // is not followed here: the unit goes to libdw.
   uint64_t to;
-  // Only forward, past the children's list (at least its null entry), inside the unit; else
-  // the children are skipped one by one.
-  if (*attrs_end == 0 || !LocalReference(sibling, &to) || to <= *attrs_end) return 0;
+  if (!LocalReference(sibling, &to) || to <= die.attrs) {
+    Fail();
+    return 0;
+  }
   return to;
 }
 
 uint64_t DwarfUnitDies::Next(const Die& die) {
-  if (!die.has_children) return AttrsEnd(die);
-  uint64_t attrs_end;
-  const uint64_t sibling = SiblingOf(die, &attrs_end);
-  if (sibling != 0) return sibling;
-  return attrs_end == 0 ? 0 : SkipSiblings(attrs_end);
+  const uint64_t sibling = SiblingTarget(die);
+  if (!ok_) return 0;
+  if (sibling != 0 && die.has_children) return sibling;
+  const uint64_t attrs_end = AttrsEnd(die);
+  if (attrs_end == 0) return 0;
+  if (!die.has_children) {
+    // A sibling on a childless DIE must be the next DIE (libdw would jump to it).
+    if (sibling != 0 && sibling != attrs_end) {
+      Fail();
+      return 0;
+    }
+    return attrs_end;
+  }
+  return SkipSiblings(attrs_end);
 }
 
 uint64_t DwarfUnitDies::NextAfter(const Die& die, uint64_t attrs_end, const DieAttr& sibling) {
   if (attrs_end == 0) return 0;
-  if (!die.has_children) return attrs_end;
-  uint64_t to;
-  if (LocalReference(sibling, &to) && to > attrs_end) return to;
-  return SkipSiblings(attrs_end);
+  if (sibling.form == 0) return die.has_children ? SkipSiblings(attrs_end) : attrs_end;
+  const uint64_t to = CheckedSibling(die, sibling);
+  if (to == 0) return 0;
+  if (!die.has_children && to != attrs_end) {
+    Fail();
+    return 0;
+  }
+  return to;
 }
 
 uint64_t DwarfUnitDies::SkipSiblings(uint64_t offset) {
@@ -492,25 +510,21 @@ uint64_t DwarfUnitDies::SkipSiblings(uint64_t offset) {
       --depth;
       continue;
     }
-    if (!d.has_children) {
-      offset = AttrsEnd(d);
-      if (offset == 0) return 0;
-      continue;
-    }
-    uint64_t attrs_end;
-    const uint64_t sibling = SiblingOf(d, &attrs_end);
+    const uint64_t sibling = d.has_children ? SiblingTarget(d) : 0;
+    if (!ok_) return 0;
     if (sibling != 0) {
       offset = sibling;
       continue;
     }
-    if (attrs_end == 0) return 0;
-    offset = attrs_end;
-    ++depth;
+    offset = d.has_children ? AttrsEnd(d) : Next(d);
+    if (offset == 0) return 0;
+    if (d.has_children) ++depth;
   }
   return offset;
 }
 
 bool DwarfUnitDies::AddressAt(uint64_t index, uint64_t* out) const {
+  if (!has_addr_base_) return Fail();
   return TableEntry(s_.addr, addr_base_, index, addr_size_, out) || Fail();
 }
 
@@ -554,6 +568,10 @@ const char* DwarfUnitDies::String(const DieAttr& a) const {
     case DW_FORM_strx4:
     case DW_FORM_GNU_str_index: {
       uint64_t off;
+      if (!has_str_base_) {
+        Fail();
+        return nullptr;
+      }
       if (!TableEntry(s_.str_offsets, str_offsets_base_, a.value, offset_size_, &off)) {
         return nullptr;
       }
@@ -606,7 +624,7 @@ bool DwarfUnitDies::Reference(const DieAttr& a, uint64_t* out) const {
 bool DwarfUnitDies::Ranges(const DieAttr& a,
                            std::vector<std::pair<uint64_t, uint64_t>>* out) const {
   if (a.form == DW_FORM_rnglistx) {
-    if (version_ < 5) return Fail();
+    if (version_ < 5 || !has_rnglists_base_) return Fail();
     uint64_t rel;
     if (!TableEntry(s_.rnglists, rnglists_base_, a.value, offset_size_, &rel)) return Fail();
     return RangeList5(rnglists_base_ + rel, out);
@@ -630,6 +648,7 @@ bool DwarfUnitDies::RangeList4(uint64_t offset,
     if (!c.ok()) return Fail();
     if (start == 0 && end == 0) return true;
     if (start == escape) {
+      if (end == escape) return Fail();  // libdw: an error
       base = end;
       continue;
     }

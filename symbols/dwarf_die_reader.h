@@ -10,9 +10,11 @@
 //
 // Scope: DWARF 2 to 5 compile and partial units (32- and 64-bit), every standard form and the
 // GNU extensions that compilers emit; addrx / strx / rnglistx through the unit's bases; range
-// lists of .debug_ranges and .debug_rnglists. What it does not resolve (type, skeleton and split
-// units, references into other units or into a supplementary file, DW_FORM_indirect) it reports
-// as unsupported, and the caller reads that unit with libdw instead.
+// lists of .debug_ranges and .debug_rnglists. What it cannot answer exactly as libdw would (type,
+// skeleton and split units, references into other units or into a supplementary file,
+// DW_FORM_indirect, a table index without the unit's base for it, a sibling that does not lead
+// forward, malformed data) fails the walk (ok() false), and the caller reads that unit with
+// libdw instead.
 //
 // Every read is bounds-checked; offsets only move forward while walking, so hostile input ends
 // the walk (ok() false) instead of reading out of bounds or looping.
@@ -71,9 +73,12 @@ class DwarfUnitDies {
   uint64_t ForEachAttr(const Die& die, F&& f, W&& wanted);
   // The offset just past the DIE's attributes, without decoding what is not needed.
   uint64_t AttrsEnd(const Die& die);
-  // The offset of the DIE after `die` and all its children: DW_AT_sibling when present and
-  // sane, else by skipping the subtree. 0 on an error.
+  // The offset of the DIE after `die` and all its children: DW_AT_sibling when present, else
+  // by skipping the subtree. 0 on an error, and on a sibling libdw would follow differently
+  // (backwards, outside the unit, or on a childless DIE not to the next one).
   uint64_t Next(const Die& die);
+  // The DIE's DW_AT_sibling target, 0 when it has none (or on an error, ok() then false).
+  uint64_t SiblingTarget(const Die& die);
   // Same, for a caller that has decoded the attributes already: `attrs_end` from ForEachAttr,
   // `sibling` the DW_AT_sibling attribute (form 0 when there is none).
   uint64_t NextAfter(const Die& die, uint64_t attrs_end, const DieAttr& sibling);
@@ -125,9 +130,9 @@ class DwarfUnitDies {
     ok_ = false;
     return false;
   }
-  // The sibling offset from DW_AT_sibling when usable, else 0 and *attrs_end is the offset
-  // past the attributes (0 on an error).
-  uint64_t SiblingOf(const Die& die, uint64_t* attrs_end);
+  // The target of a DW_AT_sibling attribute of `die`, or 0 with the walk failed when it does
+  // not lead forward inside the unit.
+  uint64_t CheckedSibling(const Die& die, const DieAttr& sibling);
   bool RangeList4(uint64_t offset, std::vector<std::pair<uint64_t, uint64_t>>* out) const;
   bool RangeList5(uint64_t offset, std::vector<std::pair<uint64_t, uint64_t>>* out) const;
   bool AddressAt(uint64_t index, uint64_t* out) const;
@@ -140,7 +145,20 @@ class DwarfUnitDies {
   int version_ = 0;
   unsigned offset_size_ = 4, addr_size_ = 8;
   uint64_t str_offsets_base_ = 0, addr_base_ = 0, rnglists_base_ = 0, base_address_ = 0;
+  bool has_str_base_ = false, has_addr_base_ = false, has_rnglists_base_ = false;
   mutable bool ok_ = true;
+  // What the parsed abbreviation table was parsed for.
+  struct AbbrevKey {
+    const char* section = nullptr;
+    uint64_t offset = 0;
+    unsigned addr_size = 0, offset_size = 0;
+    bool dwarf2 = false;  // DW_FORM_ref_addr is address-sized
+    bool operator==(const AbbrevKey& o) const {
+      return section == o.section && offset == o.offset && addr_size == o.addr_size &&
+             offset_size == o.offset_size && dwarf2 == o.dwarf2;
+    }
+  };
+  AbbrevKey parsed_;
   std::vector<AttrSpec> specs_;
   std::vector<Abbrev> abbrevs_;                        // index 0 unused
   std::vector<uint32_t> abbrev_by_code_;               // dense codes -> index (0 = none)

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -703,10 +704,17 @@ class UnitReader {
         } else {
           for (const auto& [lo, hi] : ranges_) die_map_.Insert(lo, hi, Materialize(&p));
           offset = d.has_children ? FastWalk(attrs_end, &p, depth + 1) : attrs_end;
+          // libdw goes on at the sibling, wherever the children ended.
+          if (offset != 0 && p.attrs.sibling.form != 0 &&
+              dies_->NextAfter(d, attrs_end, p.attrs.sibling) != offset) {
+            return 0;
+          }
         }
       } else if (d.has_children && MayHoldCode(static_cast<int>(d.tag))) {
+        const uint64_t sibling = dies_->SiblingTarget(d);
         offset = dies_->AttrsEnd(d);
         if (offset != 0) offset = FastWalk(offset, sub, depth + 1);
+        if (sibling != 0 && offset != sibling) return 0;
       } else {
         offset = dies_->Next(d);
       }
@@ -741,11 +749,19 @@ class UnitReader {
 };
 
 // Reserves room in `v` for `left` more units like the `merged` ones so far (with a quarter to
-// spare) when it has less.
+// spare) when it has less, but never more than four times what it holds: one huge first unit
+// must not make it ask for a hundred times its size. A refused reservation is only a missed
+// optimization.
 template <typename V>
 void GrowFor(V* v, size_t merged, size_t left) {
-  const size_t want = v->size() + v->size() / merged * left;
-  if (v->capacity() < want) v->reserve(want + want / 4);
+  const size_t size = v->size();
+  size_t want = size + size / merged * left;
+  want = std::min(want + want / 4, size * 4 + 4096);
+  if (v->capacity() >= want) return;
+  try {
+    v->reserve(want);
+  } catch (const std::exception&) {  // std::bad_alloc, std::length_error
+  }
 }
 
 // ---------------------------------------------------------------- units and their ranges

@@ -198,6 +198,52 @@ INSTANTIATE_TEST_SUITE_P(
                       Toolchain{"ClangDwarf5", "clang++ -gdwarf-5"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Units are read by several threads and merged in unit order as they come in (buffers recycled
+// between them): any number of threads gives the same bytes.
+TEST(IndexThreadsTest, AnyNumberOfThreadsGivesTheSameIndex) {
+  if (!symtest::HaveTool("g++")) GTEST_SKIP();
+  TempDir dir;
+  std::string sources, main_calls;
+  for (int u = 0; u < 12; ++u) {
+    const std::string n = std::to_string(u);
+    symtest::WriteFile(dir.Join("u" + n + ".cc"),
+                       "#include <map>\n#include <string>\n"
+                       "namespace u" +
+                           n +
+                           " {\n"
+                           "template <typename T> inline T Twice(T v) { return v + v; }\n"
+                           "static int Helper(int x) { std::map<int, std::string> m; m[x] = \"a\";"
+                           " return Twice(x) + int(m.size()); }\n"
+                           "}  // namespace u" +
+                           n +
+                           "\n"
+                           "int Entry" +
+                           n + "(int x) { return u" + n + "::Helper(x) * " + n + "; }\n");
+    sources += " u" + n + ".cc";
+    main_calls += " + Entry" + n + "(argc)";
+  }
+  std::string main_src;
+  for (int u = 0; u < 12; ++u) main_src += "int Entry" + std::to_string(u) + "(int);\n";
+  main_src += "int main(int argc, char**) { return 0" + main_calls + "; }\n";
+  symtest::WriteFile(dir.Join("main.cc"), main_src);
+  auto cc = RunCommand("cd " + dir.path() + " && g++ -std=c++17 -O2 -g -o multi main.cc" + sources,
+                       "", true);
+  ASSERT_EQ(cc.status, 0) << cc.out;
+  SymbolIndexOptions options;
+  options.debug_path = dir.Join("multi");
+  SymbolIndexStats stats;
+  options.threads = 1;
+  auto one = BuildSymbolIndex(options, &stats);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_GE(stats.units_read, 13u);
+  for (int threads : {2, 3, 8}) {
+    options.threads = threads;
+    auto many = BuildSymbolIndex(options);
+    ASSERT_TRUE(many.ok());
+    EXPECT_TRUE(*many == *one) << threads << " threads";
+  }
+}
+
 TEST(DieReaderSplitTest, SkeletonUnitsAreLeftToLibdw) {
   if (!symtest::HaveTool("g++")) GTEST_SKIP();
   TempDir dir;
