@@ -151,8 +151,8 @@ absl::StatusOr<uint64_t> LoadBias(Elf* elf, const std::string& elf_path, uint64_
 // load bias and GNU build-id from the ELF header, the program headers and the PT_NOTE segments,
 // read with pread (libelf maps the whole file and sets up every section header first: most of
 // the cost of listing a process's modules). False when anything is unusual (another class, no
-// matching segment, oversized tables...): the caller then takes the libelf path, which also
-// words the warnings.
+// matching segment, oversized tables, no build-id found in the notes...): the caller then takes
+// the libelf path, which also words the warnings.
 bool ReadNativeElf(const std::string& path, uint64_t map_start, uint64_t map_offset, uint64_t* bias,
                    std::string* build_id) {
   using Ehdr = ElfW(Ehdr);
@@ -220,7 +220,9 @@ bool ReadNativeElf(const std::string& path, uint64_t map_start, uint64_t map_off
       at = desc_at + aligned(word[1]);
     }
   }
-  return true;
+  // No build-id note in the segments read (or only in a section): libelf's way looks at the
+  // sections too.
+  return !build_id->empty();
 }
 
 }  // namespace

@@ -697,15 +697,26 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   } else {
     PrintText(o, snap, exe, threads, notes, total_ns);
   }
-  std::fflush(stdout);
+  // A full disk or a closed pipe loses the output: say so and fail.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "hangwatch snapshot: writing the output failed: %s\n",
+                 std::strerror(errno));
+    return 2;
+  }
   timer.End("output");
   if (o.timings) timer.Print();
-    // Then straight to the kernel: every thread of the target is released and the output is
-    // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
-    // (~0.1 ms) would only repeat the kernel's teardown of the address space. Not under the
-    // sanitizers, whose leak check runs at exit. (stdout was flushed above; stderr is not
-    // buffered.)
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // Then straight to the kernel: every thread of the target is released and the output is
+  // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
+  // (~0.1 ms) would only repeat the kernel's teardown of the address space. Not under the
+  // sanitizers (gcc's and clang's spellings), whose leak check runs at exit. (stdout was
+  // flushed above; stderr is not buffered.)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HANGWATCH_SNAPSHOT_SANITIZED 1
+#endif
+#endif
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(HANGWATCH_SNAPSHOT_SANITIZED)
   _exit(0);
 #endif
   return 0;
