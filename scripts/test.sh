@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, run the whole test suite: plain, then under
-# AddressSanitizer + UndefinedBehaviorSanitizer; then the capture stress test (a target
-# hammering malloc, mutexes and stdio while it is captured) under ThreadSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer; then under ThreadSanitizer the capture stress
+# test (a target hammering malloc, mutexes and stdio while it is captured) and the symbol index
+# built by several threads.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -17,7 +18,10 @@ scripts/build.sh build-asan -DHANGWATCH_ASAN=ON -DHANGWATCH_BUILD_BENCH=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE no_asan
 
-echo "== ThreadSanitizer: the capture stress test"
-HANGWATCH_TARGETS=capture_stress_test scripts/build.sh build-tsan -DHANGWATCH_TSAN=ON \
-  -DHANGWATCH_BUILD_BENCH=OFF
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/unwind/capture_stress_test
+echo "== ThreadSanitizer: the capture stress test, the multi-threaded symbol index build"
+HANGWATCH_TARGETS="capture_stress_test dwarf_die_reader_test" scripts/build.sh build-tsan \
+  -DHANGWATCH_TSAN=ON -DHANGWATCH_BUILD_BENCH=OFF
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+build-tsan/tests/unwind/capture_stress_test
+build-tsan/tests/symbols/dwarf_die_reader_test --gtest_filter='IndexThreads*'
+
