@@ -18,7 +18,7 @@ namespace hangwatch::agent {
 namespace {
 
 constexpr char kMagic[8] = {'H', 'W', 'O', 'P', 'E', 'N', 'H', 'G'};
-constexpr uint32_t kVersion = 2;  // 2: frame and sample methods
+constexpr uint32_t kVersion = 2;  // 2: frame and sample methods; 1 (read too): without them
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;
 constexpr size_t kLiveHeaderOffset[2] = {256, 512};
@@ -90,7 +90,10 @@ struct SampleRecordHead {
   uint64_t leaf_key;
 };
 
-size_t MethodBytes(size_t max_frames) { return (max_frames + 7) & ~size_t{7}; }
+// Method bytes per sample record: none before version 2.
+size_t MethodBytes(size_t max_frames, uint32_t version) {
+  return version >= 2 ? (max_frames + 7) & ~size_t{7} : 0;
+}
 
 // A method byte read back from a file, kUnknown when out of range.
 FrameMethod ToFrameMethod(uint8_t b) {
@@ -112,9 +115,9 @@ uint64_t Checksum(const void* data, size_t n) {
   return h;
 }
 
-size_t SampleRecordSize(size_t max_frames) {
-  return sizeof(SampleRecordHead) + max_frames * sizeof(uint64_t) + MethodBytes(max_frames) +
-         sizeof(uint64_t);
+size_t SampleRecordSize(size_t max_frames, uint32_t version = kVersion) {
+  return sizeof(SampleRecordHead) + max_frames * sizeof(uint64_t) +
+         MethodBytes(max_frames, version) + sizeof(uint64_t);
 }
 
 void CopyString(char* dst, size_t cap, const std::string& s) {
@@ -129,12 +132,19 @@ std::string ReadString(const char* src, size_t cap) { return std::string(src, st
 
 std::unique_ptr<OpenHangFile> OpenHangFile::Create(const std::string& path,
                                                    const HangLimits& limits, std::string* error) {
+  return CreateForTest(path, limits, error, kVersion);
+}
+
+std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& path,
+                                                          const HangLimits& limits,
+                                                          std::string* error, uint32_t version) {
   std::unique_ptr<OpenHangFile> f(new OpenHangFile());
   f->path_ = path;
+  f->version_ = version;
   f->limits_ = limits;
   f->limits_.max_frames = std::min(limits.max_frames, kMaxFramesInFile);
   f->limits_.max_timeline = std::min(std::max<size_t>(limits.max_timeline, 1), kMaxSamplesInFile);
-  const size_t record = SampleRecordSize(f->limits_.max_frames);
+  const size_t record = SampleRecordSize(f->limits_.max_frames, version);
   const size_t samples_offset = kModulesOffset + kMaxModules * sizeof(ModuleRecord);
   f->size_ = samples_offset + f->limits_.max_timeline * record;
 
@@ -161,7 +171,7 @@ std::unique_ptr<OpenHangFile> OpenHangFile::Create(const std::string& path,
 
   StaticHeader h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
-  h.version = kVersion;
+  h.version = version;
   h.endian_check = kEndianCheck;
   h.max_frames = static_cast<uint32_t>(f->limits_.max_frames);
   h.max_samples = static_cast<uint32_t>(f->limits_.max_timeline);
@@ -216,18 +226,19 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
   if (index >= limits_.max_timeline || index >= hang.timeline_size()) {
     return;
   }
-  const size_t record = SampleRecordSize(limits_.max_frames);
+  const size_t record = SampleRecordSize(limits_.max_frames, version_);
   unsigned char* p = map_ + kModulesOffset + kMaxModules * sizeof(ModuleRecord) + index * record;
   const TimelineEntry& t = hang.timeline()[index];
   SampleRecordHead head{};
   head.t_ms = t.t_ms;
   head.cpu_us = t.cpu_us;
   head.state = t.state;
-  head.method = static_cast<uint8_t>(t.method);
+  if (version_ >= 2) head.method = static_cast<uint8_t>(t.method);
   const size_t frames_at = sizeof(SampleRecordHead);
   const size_t methods_at = frames_at + limits_.max_frames * sizeof(uint64_t);
+  const bool methods = version_ >= 2;
   std::memset(p + frames_at, 0,
-              limits_.max_frames * sizeof(uint64_t) + MethodBytes(limits_.max_frames));
+              limits_.max_frames * sizeof(uint64_t) + MethodBytes(limits_.max_frames, version_));
   if (t.stack >= 0) {
     const auto id = static_cast<uint32_t>(t.stack);
     const auto& e = hang.stacks().entry(id);
@@ -238,7 +249,7 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
     for (size_t i = 0; i < head.num_frames; ++i) {
       const uint64_t v = frames[i];
       std::memcpy(p + frames_at + i * sizeof(uint64_t), &v, sizeof(v));
-      p[methods_at + i] = static_cast<unsigned char>(hang.frame_method(id, i));
+      if (methods) p[methods_at + i] = static_cast<unsigned char>(hang.frame_method(id, i));
     }
   } else {
     head.kind = 0;
@@ -357,7 +368,7 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   if (sh.checksum != Checksum(&sh, offsetof(StaticHeader, checksum))) {
     return invalid("corrupt header (checksum mismatch)");
   }
-  if (sh.version != kVersion) {
+  if (sh.version < 1 || sh.version > kVersion) {
     return invalid("unsupported version " + std::to_string(sh.version));
   }
   if (sh.endian_check != kEndianCheck) {
@@ -366,7 +377,7 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   if (sh.max_frames == 0 || sh.max_frames > kMaxFramesInFile || sh.max_samples == 0 ||
       sh.max_samples > kMaxSamplesInFile || sh.max_modules > kMaxModules ||
       sh.module_record_size != sizeof(ModuleRecord) ||
-      sh.sample_record_size != SampleRecordSize(sh.max_frames) ||
+      sh.sample_record_size != SampleRecordSize(sh.max_frames, sh.version) ||
       sh.modules_offset != kModulesOffset ||
       sh.samples_offset != kModulesOffset + sh.max_modules * sizeof(ModuleRecord) ||
       sh.file_size != sh.samples_offset + sh.max_samples * sh.sample_record_size ||
@@ -444,12 +455,12 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
       uint64_t v;
       std::memcpy(&v, p + sizeof(head) + k * sizeof(uint64_t), sizeof(v));
       frames[k] = static_cast<uintptr_t>(v);
-      methods[k] = ToFrameMethod(method_bytes[k]);
+      methods[k] = sh.version >= 2 ? ToFrameMethod(method_bytes[k]) : FrameMethod::kUnknown;
     }
     const bool ok = head.kind != 0;
     hang.AddSample(head.t_ms, head.kind == 1 ? frames.data() : nullptr, head.kind == 1 ? n : 0,
                    static_cast<uintptr_t>(head.leaf_key), uint64_t{head.cpu_us} * 1000, head.state,
-                   ok, methods.data(), ToSampleMethod(head.method));
+                   ok, methods.data(), ToSampleMethod(sh.version >= 2 ? head.method : 0));
     cpu_us += head.cpu_us;
   }
   HangSummary& s = hang.summary;

@@ -33,6 +33,11 @@ class OpenHangFile {
   // discarded: read it first with ReadOpenHangFile().
   static std::unique_ptr<OpenHangFile> Create(const std::string& path, const HangLimits& limits,
                                               std::string* error);
+  // Same, writing format `version` as an older agent did (1: without frame and sample
+  // methods): for tests of reading what an older agent left behind.
+  static std::unique_ptr<OpenHangFile> CreateForTest(const std::string& path,
+                                                     const HangLimits& limits, std::string* error,
+                                                     uint32_t version);
   ~OpenHangFile();  // marks the file empty, unmaps, unlocks
   OpenHangFile(const OpenHangFile&) = delete;
   OpenHangFile& operator=(const OpenHangFile&) = delete;
@@ -62,6 +67,7 @@ class OpenHangFile {
   uint32_t records_written_ = 0;
   uint64_t cpu_us_ = 0;
   bool open_ = false;
+  uint32_t version_ = 0;  // of the format written
 };
 
 enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };

@@ -196,6 +196,40 @@ TEST(OpenHangFileTest, RoundTripThenTornSampleLosesOnlyThatSampleAndLaterOnes) {
   unlink(path.c_str());
 }
 
+// A fatal hang left by an agent of the previous format (1: no methods) is still reported after
+// an upgrade, its frames' and samples' methods unknown.
+TEST(OpenHangFileTest, ReadsTheFormatAnOlderAgentWrote) {
+  const std::string path = TempPath("v1");
+  agent::HangLimits limits;
+  limits.max_frames = 8;
+  limits.max_timeline = 32;
+  std::string error;
+  auto file = agent::OpenHangFile::CreateForTest(path, limits, &error, 1);
+  ASSERT_NE(file, nullptr) << error;
+  agent::HangData hang(limits);
+  FillHang(&hang, 3);
+  file->Open(hang);
+  const uintptr_t frames[] = {0x3000, 0x2000};
+  const FrameMethod methods[] = {FrameMethod::kPc, FrameMethod::kCfi};
+  hang.AddSample(90, frames, 2, frames[0], 10'000'000, 'R', true, methods, SampleMethod::kSignal);
+  file->AddLastSample(hang);
+  HangRecord r;
+  ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  EXPECT_TRUE(r.fatal);
+  ASSERT_EQ(r.timeline.size(), 4u);
+  EXPECT_EQ(r.stacks.size(), 3u);
+  for (const TimelineEntry& t : r.timeline) EXPECT_EQ(t.method, SampleMethod::kUnknown);
+  bool saw_new_stack = false;
+  for (const Stack& st : r.stacks) {
+    ASSERT_EQ(st.frames.size(), 2u);
+    saw_new_stack |= st.frames[0].addr == 0x3000;
+    for (const Frame& f : st.frames) EXPECT_EQ(f.method, FrameMethod::kUnknown);
+  }
+  EXPECT_TRUE(saw_new_stack);
+  file.reset();
+  unlink(path.c_str());
+}
+
 TEST(OpenHangFileTest, ClosedHangMissingEmptyAndForeignFiles) {
   const std::string path = TempPath("states");
   std::string error;
