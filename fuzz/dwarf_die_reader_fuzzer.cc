@@ -73,7 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)dies.SkipSiblings(dies.unit_die_offset());
     }
     uint32_t length = 0;
-    for (int i = 0; i < 4; ++i) length |= uint32_t{static_cast<uint8_t>(s.info[offset + i])} << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      length |= uint32_t{static_cast<uint8_t>(s.info[offset + i])} << (8 * i);
     if (length == 0 || length >= 0xfffffff0u) break;
     offset += 4 + uint64_t{length};
   }

@@ -705,11 +705,11 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   }
   timer.End("output");
   if (o.timings) timer.Print();
-  // Then straight to the kernel: every thread of the target is released and the output is
-  // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
-  // (~0.1 ms) would only repeat the kernel's teardown of the address space. Not under the
-  // sanitizers (gcc's and clang's spellings), whose leak check runs at exit. (stdout was
-  // flushed above; stderr is not buffered.)
+    // Then straight to the kernel: every thread of the target is released and the output is
+    // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
+    // (~0.1 ms) would only repeat the kernel's teardown of the address space. Not under the
+    // sanitizers (gcc's and clang's spellings), whose leak check runs at exit. (stdout was
+    // flushed above; stderr is not buffered.)
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define HANGWATCH_SNAPSHOT_SANITIZED 1
