@@ -755,11 +755,10 @@ class UnitReader {
 template <typename V>
 void GrowFor(V* v, size_t merged, size_t left) {
   const size_t size = v->size();
-  size_t want = size + size / merged * left;
-  want = std::min(want + want / 4, size * 4 + 4096);
-  if (v->capacity() >= want) return;
+  const size_t want = size + size / merged * left;
+  if (v->capacity() >= want) return;  // (the quarter to spare keeps this from firing every unit)
   try {
-    v->reserve(want);
+    v->reserve(std::min(want + want / 4, size * 4 + 4096));
   } catch (const std::exception&) {  // std::bad_alloc, std::length_error
   }
 }
