@@ -100,6 +100,14 @@ TEST(ReadSchedStateTest, ExitedThreadIsUnknown) {
   pid_t tid = 0;
   std::thread t([&] { tid = gettid(); });
   t.join();
+  // pthread_join returns when the kernel clears the thread id, a little before the task leaves
+  // /proc (much later under qemu-user, whose host thread outlives the guest's): wait for it.
+  const std::string dir = "/proc/self/task/" + std::to_string(tid);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (access(dir.c_str(), F_OK) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_NE(access(dir.c_str(), F_OK), 0) << dir << " still there";
   SchedStateFiles files;
   EXPECT_EQ(ReadSchedState(tid, &files), '?');
 }
