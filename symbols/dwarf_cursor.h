@@ -9,11 +9,86 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 namespace hangwatch::symbols {
 
+// DWARF from this machine's toolchains: little-endian values, read with memcpy.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian hosts only");
+
+// Pointer-level reads within [p, end): each returns the position after the value, or null when
+// it does not fit. The cursor below and the DIE reader's hot loop share them.
+inline const uint8_t* ReadFixed(const uint8_t* p, const uint8_t* end, size_t n, uint64_t* v) {
+  if (static_cast<size_t>(end - p) < n || n > 8) return nullptr;
+  switch (n) {
+    case 1:
+      *v = *p;
+      break;
+    case 2: {
+      uint16_t x;
+      std::memcpy(&x, p, 2);
+      *v = x;
+      break;
+    }
+    case 4: {
+      uint32_t x;
+      std::memcpy(&x, p, 4);
+      *v = x;
+      break;
+    }
+    case 8:
+      std::memcpy(v, p, 8);
+      break;
+    default: {
+      uint64_t x = 0;
+      for (size_t i = 0; i < n; ++i) x |= uint64_t{p[i]} << (8 * i);
+      *v = x;
+    }
+  }
+  return p + n;
+}
+
+inline const uint8_t* ReadUleb(const uint8_t* p, const uint8_t* end, uint64_t* v) {
+  uint64_t x = 0;
+  for (unsigned shift = 0; p < end; shift += 7) {
+    const uint8_t b = *p++;
+    if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) {
+      *v = x;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+inline const uint8_t* ReadSleb(const uint8_t* p, const uint8_t* end, int64_t* v) {
+  uint64_t x = 0;
+  for (unsigned shift = 0; p < end; shift += 7) {
+    const uint8_t b = *p++;
+    if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) {
+      if (shift + 7 < 64 && (b & 0x40) != 0) x |= ~uint64_t{0} << (shift + 7);
+      *v = static_cast<int64_t>(x);
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+// A NUL-terminated string at `offset` of a string section (.debug_str, .debug_line_str); null
+// when out of bounds or unterminated. Compilers end these sections with a NUL, which makes
+// every offset inside them a terminated string without a search.
+inline const char* SectionString(std::string_view section, uint64_t offset) {
+  if (offset >= section.size()) return nullptr;
+  if (section.back() != '\0' &&
+      std::memchr(section.data() + offset, 0, section.size() - offset) == nullptr) {
+    return nullptr;
+  }
+  return section.data() + offset;
+}
+
 // A read cursor over [p, end): every read checks the bounds and, on failure, marks the cursor
-// bad and returns zero; callers test ok() at the points where it matters.
+// bad and returns zero.
 class DwarfCursor {
  public:
   DwarfCursor(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
@@ -24,33 +99,17 @@ class DwarfCursor {
   size_t left() const { return ok_ ? static_cast<size_t>(end_ - p_) : 0; }
 
   uint64_t Fixed(size_t n) {  // little-endian, n <= 8
-    if (!ok_ || left() < n) return Fail();
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v |= uint64_t{p_[i]} << (8 * i);
-    p_ += n;
-    return v;
+    uint64_t v;
+    return ok_ && Advance(ReadFixed(p_, end_, n, &v)) ? v : 0;
   }
   uint8_t U8() { return static_cast<uint8_t>(Fixed(1)); }
   uint64_t Uleb() {
-    uint64_t v = 0;
-    for (int shift = 0; ok_ && p_ < end_; shift += 7) {
-      const uint8_t b = *p_++;
-      if (shift < 64) v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) return v;
-    }
-    return Fail();
+    uint64_t v;
+    return ok_ && Advance(ReadUleb(p_, end_, &v)) ? v : 0;
   }
   int64_t Sleb() {
-    uint64_t v = 0;
-    for (int shift = 0; ok_ && p_ < end_; shift += 7) {
-      const uint8_t b = *p_++;
-      if (shift < 64) v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) {
-        if (shift + 7 < 64 && (b & 0x40) != 0) v |= ~uint64_t{0} << (shift + 7);
-        return static_cast<int64_t>(v);
-      }
-    }
-    return static_cast<int64_t>(Fail());
+    int64_t v;
+    return ok_ && Advance(ReadSleb(p_, end_, &v)) ? v : 0;
   }
   // A NUL-terminated string in place; null when unterminated.
   const char* CString() {
@@ -73,6 +132,12 @@ class DwarfCursor {
   }
 
  private:
+  // Moves to `next`; a null `next` (the read did not fit) fails the cursor.
+  bool Advance(const uint8_t* next) {
+    if (next == nullptr) return Fail() != 0;
+    p_ = next;
+    return true;
+  }
   uint64_t Fail() {
     ok_ = false;
     p_ = end_;

@@ -11,61 +11,6 @@
 namespace hangwatch::symbols {
 namespace {
 
-// Little-endian fixed-size read within [p, end); null when it does not fit.
-inline const uint8_t* ReadFixed(const uint8_t* p, const uint8_t* end, unsigned n, uint64_t* v) {
-  if (static_cast<size_t>(end - p) < n) return nullptr;
-  switch (n) {
-    case 1:
-      *v = *p;
-      break;
-    case 2: {
-      uint16_t x;
-      std::memcpy(&x, p, 2);
-      *v = x;
-      break;
-    }
-    case 4: {
-      uint32_t x;
-      std::memcpy(&x, p, 4);
-      *v = x;
-      break;
-    }
-    case 8:
-      std::memcpy(v, p, 8);
-      break;
-    default: {
-      uint64_t x = 0;
-      for (unsigned i = 0; i < n; ++i) x |= uint64_t{p[i]} << (8 * i);
-      *v = x;
-    }
-  }
-  return p + n;
-}
-
-inline const uint8_t* ReadUleb(const uint8_t* p, const uint8_t* end, uint64_t* v) {
-  uint64_t x = 0;
-  for (unsigned shift = 0; p < end; shift += 7) {
-    const uint8_t b = *p++;
-    if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
-    if ((b & 0x80) == 0) {
-      *v = x;
-      return p;
-    }
-  }
-  return nullptr;
-}
-
-// A NUL-terminated string at `offset` of a string section; null when out of bounds. Compilers
-// end string sections with a NUL, which makes every offset inside them a terminated string.
-const char* SectionString(std::string_view section, uint64_t offset) {
-  if (offset >= section.size()) return nullptr;
-  if (section.back() != '\0' &&
-      std::memchr(section.data() + offset, 0, section.size() - offset) == nullptr) {
-    return nullptr;
-  }
-  return section.data() + offset;
-}
-
 // Entry `index` of a table of `size`-byte values starting at `base` of `section` (.debug_addr,
 // .debug_str_offsets, the offsets of .debug_rnglists); false when it is not inside.
 bool TableEntry(std::string_view section, uint64_t base, uint64_t index, unsigned size,
@@ -74,8 +19,7 @@ bool TableEntry(std::string_view section, uint64_t base, uint64_t index, unsigne
   const uint64_t at = base + index * size;
   if (at > section.size() || section.size() - at < size) return false;
   const auto* p = reinterpret_cast<const uint8_t*>(section.data()) + at;
-  ReadFixed(p, p + size, size, out);
-  return true;
+  return ReadFixed(p, p + size, size, out) != nullptr;
 }
 
 bool IsAddrx(uint32_t form) {
@@ -158,18 +102,9 @@ const uint8_t* DwarfUnitDies::ReadValue(const uint8_t* p, const AttrSpec& spec,
       p = ReadUleb(p, end, &out->value);
       break;
     case DW_FORM_sdata: {
-      uint64_t x = 0;
-      unsigned shift = 0;
-      for (;; shift += 7) {
-        if (p >= end) return nullptr;
-        const uint8_t b = *p++;
-        if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
-        if ((b & 0x80) == 0) {
-          if (shift + 7 < 64 && (b & 0x40) != 0) x |= ~uint64_t{0} << (shift + 7);
-          break;
-        }
-      }
-      out->value = x;
+      int64_t x = 0;
+      p = ReadSleb(p, end, &x);
+      out->value = static_cast<uint64_t>(x);
       break;
     }
     case DW_FORM_string: {

@@ -12,13 +12,6 @@
 namespace hangwatch::symbols {
 namespace {
 
-// A NUL-terminated string at `offset` of a string section; null when out of bounds.
-const char* SectionString(std::string_view section, uint64_t offset) {
-  if (offset >= section.size()) return nullptr;
-  if (std::memchr(section.data() + offset, 0, section.size() - offset) == nullptr) return nullptr;
-  return section.data() + offset;
-}
-
 // One attribute of a DWARF 5 directory or file entry. Returns false on a form this reader
 // does not know (the table is then unusable: its entry sizes are unknown).
 bool ReadForm(DwarfCursor* c, uint64_t form, unsigned offset_size, const LineSections& s,
