@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <new>
+
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -118,6 +120,31 @@ class Agent final : public MonitorListener {
 
   ~Agent() override { StopThread(); }
 
+  // fork() from another thread waits, in PrepareFork(), until the watchdog is between two
+  // ticks: then it holds no lock of ours, of libc's stdio, of spdlog or of the symbolizer's
+  // caches, and the child inherits none of them locked. User callbacks run outside (they may
+  // wait for the thread that forks).
+  void LockForFork() { busy_mu_.lock(); }
+  void UnlockAfterFork() { busy_mu_.unlock(); }
+
+  // In the child of fork(): this agent is the parent's. Its watchdog thread does not exist
+  // here, its mutexes and condition variable may be held or waited on by threads that do not
+  // exist either, so it is never touched again and never destroyed (its destructor would wait
+  // forever). What it holds of the process (the sampling signal, descriptors) is given back.
+  // Async-signal-safe: system calls and atomic stores only.
+  void AbandonAfterFork() {
+    stop_ = true;  // the forking thread may be the watchdog itself (a callback that forks)
+    if (signal_sampler_ != nullptr) {
+      unwind::SignalSampler::ForgetAfterFork();
+    }
+    if (json_ != nullptr) {
+      json_->ReleaseAfterFork();
+    }
+    if (open_file_ != nullptr) {
+      open_file_->ReleaseAfterFork();
+    }
+  }
+
   Status Init(StartHooks hooks) {
     initial_state_ = internal::g_run_loop_state.load(std::memory_order_relaxed);
     if (!unwind::RegisterCurrentThread(&main_)) {
@@ -220,7 +247,9 @@ class Agent final : public MonitorListener {
                          std::memory_order_relaxed);
     }
     // Everything but the ring and the counters (kept for RecentHangs() and GetStats() until
-    // the next Start()) goes now: no descriptor or mapping outlives Stop().
+    // the next Start()) goes now: no descriptor or mapping outlives Stop(). Under busy_mu_, so
+    // that a fork() meanwhile sees each of them whole or gone.
+    std::lock_guard<std::mutex> busy(busy_mu_);
     monitor_.reset();
     sampler_.reset();
     signal_sampler_.reset();
@@ -311,15 +340,18 @@ class Agent final : public MonitorListener {
     return !Callbacks().callbacks.empty();
   }
 
+  // Called with busy_mu_ held (by the watchdog). Released around what may block for long
+  // without holding any lock in user space: the file write (a FIFO, a hung network file
+  // system) and the user's callbacks, so that a fork() never waits for them.
   void Report(const HangRecord& record) {
     if (logger_ && config_.log_hangs) {
       LogHang(*logger_, record);
     }
-    if (json_) {
-      std::string error;
-      if (!json_->Append(ToJsonLine(record), &error) && logger_) {
-        logger_->error("hangwatch: {}", error);
-      }
+    const std::string line = json_ ? ToJsonLine(record) : std::string();
+    busy_mu_.unlock();
+    std::string json_error;
+    if (json_ && !json_->Append(line, &json_error) && json_error.empty()) {
+      json_error = "cannot write " + json_->path();
     }
     auto call = [&](const HangCallback& cb) {
       try {
@@ -340,13 +372,20 @@ class Agent final : public MonitorListener {
     for (const auto& cb : Callbacks().Copy()) {
       call(*cb);
     }
+    busy_mu_.lock();
+    if (!json_error.empty() && logger_) {
+      logger_->error("hangwatch: {}", json_error);
+    }
   }
 
   void Run() {
     pthread_setname_np(pthread_self(), "hangwatch");
     if (fatal_) {
       stats_.fatal_hangs.fetch_add(1, std::memory_order_relaxed);
-      Report(*fatal_);
+      {
+        std::lock_guard<std::mutex> busy(busy_mu_);
+        Report(*fatal_);
+      }
       std::lock_guard<std::mutex> lock(mu_);
       fatal_reported_ = std::move(fatal_);
       fatal_.reset();
@@ -354,12 +393,17 @@ class Agent final : public MonitorListener {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       lock.unlock();
-      const uint64_t next = monitor_->Tick();
+      uint64_t next;
+      {
+        std::lock_guard<std::mutex> busy(busy_mu_);
+        next = monitor_->Tick();
+      }
       lock.lock();
       const std::chrono::steady_clock::time_point when{std::chrono::nanoseconds(next)};
       cv_.wait_until(lock, when, [this] { return stop_; });
     }
     lock.unlock();
+    std::lock_guard<std::mutex> busy(busy_mu_);
     monitor_->Finish();
   }
 
@@ -389,6 +433,7 @@ class Agent final : public MonitorListener {
   std::condition_variable cv_;
   bool stop_ = false;
   std::thread thread_;
+  std::mutex busy_mu_;  // held by the watchdog while it works (LockForFork)
 };
 
 // Start/Stop are serialized by g_lifecycle; g_agent (the running or last agent) by g_mu, held
@@ -406,12 +451,61 @@ std::shared_ptr<Agent> CurrentAgent() {
 
 bool OnWatchdogThread() { return g_watchdog_id.load() == std::this_thread::get_id(); }
 
+// ---- fork ----
+// The agent whose watchdog PrepareFork() paused, between the prepare and the after-fork
+// handlers of one fork().
+std::shared_ptr<Agent> g_fork_agent;
+// Where the child puts the references to its parent's agent: constructed over, never
+// destroyed, so the agent stays alive (and untouched) until the child exits.
+alignas(std::shared_ptr<Agent>) unsigned char g_abandoned[2][sizeof(std::shared_ptr<Agent>)];
+
+void PrepareFork() {
+  if (OnWatchdogThread()) {
+    return;  // a callback forks: the watchdog is in a callback, outside its busy section
+  }
+  std::shared_ptr<Agent> agent = CurrentAgent();
+  if (agent != nullptr) {
+    agent->LockForFork();
+    g_fork_agent = std::move(agent);
+  }
+}
+
+void ParentAfterFork() {
+  if (g_fork_agent != nullptr) {
+    g_fork_agent->UnlockAfterFork();
+    g_fork_agent.reset();
+  }
+}
+
+// The child has one thread, the one that called fork(). The parent's agent is abandoned (see
+// Agent::AbandonAfterFork) and our locks are made new, since any of them may have been held by
+// a thread that does not exist here. The child starts unwatched: Start() works again, Stop()
+// is a no-op.
+void ChildAfterFork() {
+  new (&g_lifecycle) std::mutex;
+  new (&g_mu) std::mutex;
+  new (&Callbacks().mu) std::mutex;
+  if (g_agent != nullptr) {
+    g_agent->AbandonAfterFork();
+  }
+  new (g_abandoned[0]) std::shared_ptr<Agent>(std::move(g_agent));
+  new (g_abandoned[1]) std::shared_ptr<Agent>(std::move(g_fork_agent));
+  g_running = false;
+  g_watchdog_id.store(std::thread::id{});
+}
+
+void InstallForkHandlers() {
+  static const bool installed = pthread_atfork(PrepareFork, ParentAfterFork, ChildAfterFork) == 0;
+  (void)installed;
+}
+
 }  // namespace
 
 Status StartWithHooks(const Config& config, StartHooks hooks) {
   if (OnWatchdogThread()) {
     return Status::Error("hangwatch: Start() called from a hang callback");
   }
+  InstallForkHandlers();
   std::lock_guard<std::mutex> lifecycle(g_lifecycle);
   if (g_running) {
     return Status::Error("hangwatch: already running; call Stop() first");

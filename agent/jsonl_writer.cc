@@ -12,6 +12,13 @@ namespace hangwatch::agent {
 JsonlWriter::JsonlWriter(std::string path, uint64_t max_bytes)
     : path_(std::move(path)), max_bytes_(max_bytes) {}
 
+void JsonlWriter::ReleaseAfterFork() {
+  if (fd_ >= 0) {
+    close(fd_);
+    fd_ = -1;
+  }
+}
+
 JsonlWriter::~JsonlWriter() {
   if (fd_ >= 0) {
     close(fd_);

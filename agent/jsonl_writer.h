@@ -25,6 +25,10 @@ class JsonlWriter {
   // Appends `line` + '\n'. Returns false and sets *error on failure.
   bool Append(const std::string& line, std::string* error);
 
+  // In a forked child: closes the inherited descriptor (the parent keeps its own). System
+  // calls only: callable from a pthread_atfork child handler.
+  void ReleaseAfterFork();
+
   const std::string& path() const { return path_; }
 
  private:

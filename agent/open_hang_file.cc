@@ -199,6 +199,18 @@ OpenHangFile::~OpenHangFile() {
   }
 }
 
+void OpenHangFile::ReleaseAfterFork() {
+  if (map_ != nullptr) {
+    munmap(map_, size_);
+    map_ = nullptr;
+  }
+  if (fd_ >= 0) {
+    close(fd_);
+    fd_ = -1;
+  }
+  open_ = false;
+}
+
 void OpenHangFile::WriteLiveHeader(const HangData& hang, bool open) {
   LiveHeader h{};
   h.generation = ++generation_;

@@ -48,6 +48,10 @@ class OpenHangFile {
   void AddLastSample(const HangData& hang);
   // The hang closed (or was dropped): the file holds no open hang any more.
   void Clear();
+  // In a forked child: unmaps and closes the inherited descriptor without touching the file
+  // (it is the parent's, and the lock must stay the parent's alone). The object is then inert.
+  // System calls only: callable from a pthread_atfork child handler.
+  void ReleaseAfterFork();
 
   const std::string& path() const { return path_; }
 

@@ -44,6 +44,10 @@ struct ChannelState {
   void* arg = nullptr;
   pid_t pid = 0;
   uint32_t next_seq = 1;  // sampler side only
+  // The installed signal and what it replaced, for ForgetAfterFork() (the channel object that
+  // also holds them is out of reach there).
+  int signal = 0;
+  struct sigaction old_action {};
 };
 ChannelState g_state;
 
@@ -245,6 +249,8 @@ std::unique_ptr<SignalChannel> SignalChannel::Create(int signal, SignalBody body
   }
   std::unique_ptr<SignalChannel> channel(new SignalChannel(signal));
   channel->old_action_ = old;
+  g_state.signal = signal;
+  g_state.old_action = old;
   return channel;
 }
 
@@ -270,6 +276,19 @@ SignalChannel::~SignalChannel() {
   sigemptyset(&ignore.sa_mask);
   sigaction(signal_, &ignore, nullptr);
   sigaction(signal_, &old_action_, nullptr);
+  g_state.active.store(false, std::memory_order_release);
+}
+
+void SignalChannel::ForgetAfterFork() {
+  if (!g_state.active.load(std::memory_order_acquire)) {
+    return;
+  }
+  // Signals pending in the parent are not inherited by the child, so the old disposition can
+  // be restored directly.
+  sigaction(g_state.signal, &g_state.old_action, nullptr);
+  g_state.word.store(g_state.next_seq++ << kSeqShift, std::memory_order_relaxed);
+  g_state.target_tid.store(0, std::memory_order_relaxed);
+  g_state.signal = 0;
   g_state.active.store(false, std::memory_order_release);
 }
 

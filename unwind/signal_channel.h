@@ -76,6 +76,13 @@ class SignalChannel {
   // requests it answered.
   static uint64_t SignalsIgnored();
   static uint64_t RequestsAnswered();
+  // In the child of fork(): the channel object of the parent (if any) belongs to an agent the
+  // child abandons, and its state may say a request is in flight for a thread that does not
+  // exist here. Restores the signal's previous disposition and frees the process-wide state so
+  // that a new channel can be created. The parent's object must never be destroyed afterwards.
+  // Async-signal-safe (sigaction and atomic stores only): call it from a pthread_atfork child
+  // handler.
+  static void ForgetAfterFork();
   // How long Wait() spins before it sleeps on the futex.
   void set_spin_ns(uint64_t ns) { spin_ns_ = ns; }
 

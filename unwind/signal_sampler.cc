@@ -170,6 +170,8 @@ SignalSampler::Stats SignalSampler::stats() {
   return Stats{SignalChannel::SignalsIgnored(), SignalChannel::RequestsAnswered()};
 }
 
+void SignalSampler::ForgetAfterFork() { SignalChannel::ForgetAfterFork(); }
+
 CaptureStatus SignalSampler::Capture(const ThreadInfo& target, CaptureBuffer* out) {
   if (channel_ == nullptr) {
     return CaptureStatus::kNotStarted;

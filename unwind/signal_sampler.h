@@ -68,6 +68,11 @@ class SignalSampler final : public ThreadSampler {
   };
   static Stats stats();
 
+  // In the child of fork(): forgets the parent's sampler (restoring the signal's previous
+  // disposition) so that the child can create its own. The parent's SignalSampler object must
+  // then be leaked, never destroyed, in the child. Async-signal-safe.
+  static void ForgetAfterFork();
+
   // errno of the last kError (e.g. EAGAIN: the kernel's queue of pending signals is full).
   int last_errno() const { return last_errno_; }
 

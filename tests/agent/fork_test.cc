@@ -1,0 +1,255 @@
+// fork() in a process the agent watches. A child inherits a copy of the agent but not its
+// watchdog thread; it must exit promptly with its own status whatever the parent was doing
+// (watchdog asleep, a hang open, captures going on, a sampling signal pending, a JSON Lines
+// write blocked), start an agent of its own if it wants, and leave the parent's undisturbed.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "agent/agent_internal.h"
+#include "hangwatch/hangwatch.h"
+#include "tests/agent/e2e_util.h"
+
+namespace hangwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HangCollector;
+using testing::TestConfig;
+using testing::WaitUntil;
+
+// The child's exit code, or -1 when it has not exited within `limit` (it is then killed).
+int WaitForChild(pid_t pid, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    if (r < 0 && errno != EINTR) return -2;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+}
+
+void Spin(std::chrono::milliseconds d) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// A hang of the calling (watched) thread, and the parent still reports it after the forks.
+void ExpectParentStillWatches(HangCollector* hangs) {
+  const size_t before = hangs->size();
+  BeginWork();
+  Spin(250ms);
+  EndWork();
+  EXPECT_TRUE(hangs->WaitFor(before + 1)) << "the parent's agent stopped reporting";
+}
+
+TEST(ForkTest, ChildExitsWhileTheWatchdogSleeps) {
+  HangCollector hangs;
+  ASSERT_TRUE(Start(TestConfig()).ok());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::exit(7);  // static destructors and atexit handlers run
+  }
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(WaitForChild(pid), 7);
+  ExpectParentStillWatches(&hangs);
+  Stop();
+}
+
+TEST(ForkTest, ChildExitsWhileAHangIsOpen) {
+  HangCollector hangs;
+  Config c = TestConfig();
+  c.threshold = 40ms;
+  c.sample_interval = 2ms;
+  c.check_interval = 2ms;
+  ASSERT_TRUE(Start(c).ok());
+  const auto started = std::chrono::steady_clock::now();
+  BeginWork();
+  // Past the threshold with samples taken: the hang is open in the watchdog.
+  while (GetStats().samples < 5 || std::chrono::steady_clock::now() - started < 80ms) {
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    EndWork();
+    std::exit(8);
+  }
+  EndWork();
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(WaitForChild(pid), 8);
+  EXPECT_TRUE(hangs.WaitFor(1)) << "the parent's open hang is still reported";
+  Stop();
+}
+
+TEST(ForkTest, ManyForksWhileTheMainThreadIsBeingCaptured) {
+  // The main thread is in a long hang sampled every millisecond (a signal, a capture, CFI);
+  // another thread forks again and again. Every child exits with its own status.
+  Config c = TestConfig();
+  c.threshold = 5ms;
+  c.sample_interval = 1ms;
+  c.check_interval = 1ms;
+  c.stack_copy_bytes = 16 * 1024;
+  ASSERT_TRUE(Start(c).ok());
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0};
+  std::thread forker([&] {
+    for (int i = 0; i < 100; ++i) {
+      const pid_t pid = fork();
+      if (pid == 0) std::exit(i % 50 + 1);
+      if (WaitForChild(pid) != i % 50 + 1) failures.fetch_add(1);
+    }
+    done.store(true);
+  });
+  BeginWork();
+  while (!done.load()) {
+  }
+  EndWork();
+  forker.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(GetStats().samples, 0u);
+  Stop();
+}
+
+TEST(ForkTest, ChildWithAPendingSamplingSignalStartsItsOwnAgent) {
+  Config c = TestConfig();
+  c.threshold = 30ms;
+  c.sample_interval = 3ms;
+  c.check_interval = 3ms;
+  ASSERT_TRUE(Start(c).ok());
+  const int sig = agent::SamplingSignal();
+  ASSERT_NE(sig, 0);
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, sig);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, &old), 0);
+  BeginWork();
+  // The watchdog asks for a capture the main thread cannot answer: the signal stays pending.
+  ASSERT_TRUE(WaitUntil([&] {
+    sigset_t pending;
+    sigpending(&pending);
+    return sigismember(&pending, sig) == 1;
+  }));
+  const pid_t pid = fork();
+  if (pid == 0) {
+    EndWork();
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    Stop();  // the parent's agent is not the child's: a no-op
+    if (IsRunning()) std::_Exit(20);
+    static std::atomic<int> own_hangs{0};
+    static std::atomic<bool> own_pid{true};
+    Config cc = TestConfig();
+    cc.threshold = 30ms;
+    cc.on_hang = [](const HangRecord& r) {
+      own_pid.store(own_pid.load() && r.pid == getpid());
+      own_hangs.fetch_add(1);
+    };
+    if (!Start(cc).ok()) std::_Exit(21);
+    BeginWork();
+    Spin(150ms);
+    EndWork();
+    if (!WaitUntil([] { return own_hangs.load() > 0; })) std::_Exit(22);
+    const uint64_t samples = GetStats().samples;
+    Stop();
+    std::exit(samples > 0 && own_pid.load() ? 9 : 23);
+  }
+  EndWork();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);  // the pending signal is ours: ignored
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(WaitForChild(pid), 9);
+  Stop();
+}
+
+// The tid of this process's thread named `comm`, 0 when none.
+pid_t ThreadNamed(const char* comm) {
+  for (int tid = 1; tid < 1 << 22; ++tid) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+    FILE* f = std::fopen(path, "r");
+    if (f == nullptr) continue;
+    char name[32] = {};
+    const bool match = std::fgets(name, sizeof name, f) != nullptr &&
+                       std::strncmp(name, comm, std::strlen(comm)) == 0;
+    std::fclose(f);
+    if (match) return tid;
+  }
+  return 0;
+}
+
+// True when thread `tid` is inside system call `nr` now.
+bool InSyscall(pid_t tid, long nr) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return false;
+  long n = -1;
+  const bool ok = std::fscanf(f, "%ld", &n) == 1;
+  std::fclose(f);
+  return ok && n == nr;
+}
+
+TEST(ForkTest, ChildExitsWhileTheWatchdogIsBlockedWritingJsonLines) {
+  char dir[] = "/tmp/hangwatch-fork-test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/hangs.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  const int filler = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(filler, 0);
+  // A full pipe: the watchdog's next line blocks in write().
+  char block[4096];
+  std::memset(block, 'x', sizeof block);
+  while (write(filler, block, sizeof block) > 0) {
+  }
+  Config c = TestConfig();
+  c.threshold = 30ms;
+  c.json_path = fifo;
+  ASSERT_TRUE(Start(c).ok());
+  const pid_t watchdog = ThreadNamed("hangwatch");
+  ASSERT_NE(watchdog, 0);
+  BeginWork();
+  Spin(100ms);
+  EndWork();
+  ASSERT_TRUE(WaitUntil([&] { return InSyscall(watchdog, SYS_write); }))
+      << "the watchdog never blocked writing the hang";
+  const pid_t pid = fork();
+  if (pid == 0) std::exit(10);
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(WaitForChild(pid), 10) << "fork waited for the blocked write, or the child hung";
+  // Let the watchdog finish its line, then stop.
+  char buf[65536];
+  EXPECT_TRUE(WaitUntil([&] {
+    while (read(reader, buf, sizeof buf) > 0) {
+    }
+    return !InSyscall(watchdog, SYS_write);
+  }));
+  Stop();
+  close(filler);
+  close(reader);
+  unlink(fifo.c_str());
+  rmdir(dir);
+}
+
+}  // namespace
+}  // namespace hangwatch
