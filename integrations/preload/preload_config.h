@@ -43,8 +43,12 @@ PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string
 
 // The LD_PRELOAD list (entries separated by ':' or spaces, as ld.so reads it) without the
 // shim: entries equal to `self_path` or whose file name starts with "libhangwatch_preload".
-// The other entries keep their order, joined by ':'.
-std::string RemoveShimFromPreload(std::string_view list, std::string_view self_path);
+// The other entries keep their order, joined by ':'. Written to `out` with a terminating NUL;
+// `out` must hold list.size() + 1 bytes. Returns the length written. Allocation-free: it runs
+// right before an exec, possibly in a vfork child.
+size_t RemoveShimFromPreload(std::string_view list, std::string_view self_path, char* out);
+// True when the list has an entry RemoveShimFromPreload() would remove.
+bool HasShim(std::string_view list, std::string_view self_path);
 
 }  // namespace hangwatch::preload
 

@@ -9,17 +9,20 @@
 //
 // Life cycle:
 //   - load (constructor): resolves the real calls, notes the main thread and the load time,
-//     reads HANGWATCH_* (preload_config.h) and, unless HANGWATCH_INHERIT=1, removes itself from
-//     LD_PRELOAD so that programs this one executes run without it.
+//     reads HANGWATCH_* (preload_config.h), notes the process in the launch log
+//     (launch_log.h). The environment is left alone: a process that has not armed (a shell, a
+//     wrapper) passes the shim on to what it executes (preload_exec.cc).
 //   - first blocking wait on the main thread: the program reached its event loop. Start-up
 //     longer than HANGWATCH_STARTUP_MS is reported once as a start-up stall (a
 //     {"type":"startup_stall"} line and a stderr line), then hangwatch::Start() arms the agent.
 //     Starting lazily, on the main thread, from inside the program's own loop, means batch work
 //     before the loop is never a hang and Start() never runs before the program's constructors.
-//     Waits made while Start() runs pass straight through (no recursion).
-//   - fork: a child of an armed process stays off (the watchdog thread does not exist in the
-//     child, and the agent's state describes the parent); a child forked before the parent
-//     armed arms itself at its own first wait (daemons fork before their loop).
+//     Waits made while Start() runs pass straight through (no recursion). Once armed, unless
+//     HANGWATCH_INHERIT=1, programs this process (or a child forked from it) executes run
+//     without the shim.
+//   - fork: every child arms itself at its own first wait, with its own agent (the parent's
+//     is abandoned in the child: agent.cc), open-hang file and pid: prefork servers' workers
+//     and daemons (which fork before or after their loop) are watched.
 //   - exit: hangwatch::Stop() so that a hang that just ended is written out.
 //
 // The agent is linked in statically and every symbol but the interposed calls is hidden
@@ -43,7 +46,9 @@
 #include <vector>
 
 #include "hangwatch/hangwatch.h"
+#include "integrations/preload/launch_log.h"
 #include "integrations/preload/preload_config.h"
+#include "integrations/preload/shim_state.h"
 
 namespace {
 
@@ -89,6 +94,8 @@ int NoSuchCall() {
 // (each single-threaded at that moment), read by the main thread only.
 enum State : int { kUnarmed, kStarting, kArmed, kOff };
 int g_state = kOff;
+bool g_lineage_armed = false;        // this process, or one it was forked from, armed
+std::string* g_self_path = nullptr;  // leaked on purpose: read by exec calls until exit
 pthread_t g_main{};
 pid_t g_armed_pid = 0;
 uint64_t g_load_ns = 0;
@@ -175,18 +182,25 @@ __attribute__((noinline)) void Arm() {
     static bool registered = false;  // survives fork: one handler per process image
     if (!registered) registered = atexit(StopAtExit) == 0;
     g_state = kArmed;
+    g_lineage_armed = true;
+    if (!c.inherit) hangwatch::preload::StripShimFromOwnEnvironment();
+    hangwatch::preload::LaunchLogArmed();
   } else {
     fprintf(stderr, "hangwatch preload: not watching: %s\n", status.message().c_str());
     g_state = kOff;
+    hangwatch::preload::LaunchLogOff(status.message().c_str());
   }
   errno = saved_errno;
 }
 
 void ForkChild() {
-  // The calling thread is the child's only thread, hence its main thread.
+  // The calling thread is the child's only thread, hence its main thread. A child of an armed
+  // process arms again at its own first wait (the parent's agent is left behind by the
+  // agent's own fork handler); one whose parent could not arm stays off.
   g_main = pthread_self();
   g_load_ns = MonotonicNs();
-  if (g_state != kUnarmed) g_state = kOff;
+  if (g_state == kArmed || g_state == kStarting) g_state = kUnarmed;
+  if (g_state == kUnarmed) hangwatch::preload::LaunchLogLoaded();
 }
 
 // The wrapper around every interposed call. `blocking`: the call may wait (a timeout that is
@@ -213,21 +227,12 @@ bool IsBlocking(const struct timeval* tv) {
   return tv == nullptr || tv->tv_sec != 0 || tv->tv_usec != 0;
 }
 
-void RemoveSelfFromPreload() {
-  const char* list = getenv("LD_PRELOAD");
-  if (list == nullptr) return;
+std::string SelfPath() {
   Dl_info info{};
-  std::string self;
-  if (dladdr(reinterpret_cast<void*>(&RemoveSelfFromPreload), &info) != 0 &&
-      info.dli_fname != nullptr) {
-    self = info.dli_fname;
+  if (dladdr(reinterpret_cast<void*>(&SelfPath), &info) != 0 && info.dli_fname != nullptr) {
+    return info.dli_fname;
   }
-  const std::string rest = hangwatch::preload::RemoveShimFromPreload(list, self);
-  if (rest.empty()) {
-    unsetenv("LD_PRELOAD");
-  } else {
-    setenv("LD_PRELOAD", rest.c_str(), 1);
-  }
+  return "";
 }
 
 __attribute__((constructor)) void LoadShim() {
@@ -246,7 +251,10 @@ __attribute__((constructor)) void LoadShim() {
   g_config = new hangwatch::preload::PreloadConfig(hangwatch::preload::ReadPreloadConfig(
       [](const char* name) -> const char* { return secure_getenv(name); }, &warnings));
   for (const auto& w : warnings) fprintf(stderr, "hangwatch preload: %s\n", w.c_str());
-  if (!g_config->inherit) RemoveSelfFromPreload();
+  g_self_path = new std::string(SelfPath());
+  hangwatch::preload::ResolveExecCalls();
+  hangwatch::preload::LaunchLogInit();
+  hangwatch::preload::LaunchLogLoaded();
 
   // Loaded by ld.so at start-up, the constructor runs on the main thread. Loaded later by
   // dlopen on another thread, the shim cannot tell which thread is the main one: it stays off.
@@ -258,6 +266,14 @@ __attribute__((constructor)) void LoadShim() {
 }
 
 }  // namespace
+
+namespace hangwatch::preload {
+
+bool ExecKeepsShim() { return g_config == nullptr || g_config->inherit || !g_lineage_armed; }
+
+const char* ShimPath() { return g_self_path != nullptr ? g_self_path->c_str() : ""; }
+
+}  // namespace hangwatch::preload
 
 #define HW_REAL(slot, name) (Resolve(&(slot), name))
 #define HW_INTERPOSE __attribute__((visibility("default")))

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -77,15 +78,36 @@ TEST(PreloadConfig, SampleIntervalIsCappedByThreshold) {
   EXPECT_EQ(w.size(), 1u);
 }
 
+// RemoveShimFromPreload into a buffer of exactly the promised size, as a string.
+std::string Without(std::string_view list, std::string_view self) {
+  std::string out(list.size() + 1, '#');
+  const size_t n = RemoveShimFromPreload(list, self, out.data());
+  EXPECT_EQ(out[n], '\0');
+  EXPECT_EQ(std::strlen(out.c_str()), n);
+  return out.substr(0, n);
+}
+
 TEST(RemoveShimFromPreload, RemovesOnlyTheShim) {
-  EXPECT_EQ(RemoveShimFromPreload("/a/libhangwatch_preload.so", "/a/libhangwatch_preload.so"), "");
-  EXPECT_EQ(RemoveShimFromPreload("/x/liba.so:/a/libhangwatch_preload.so /x/libb.so", ""),
+  EXPECT_EQ(Without("/a/libhangwatch_preload.so", "/a/libhangwatch_preload.so"), "");
+  EXPECT_EQ(Without("/x/liba.so:/a/libhangwatch_preload.so /x/libb.so", ""),
             "/x/liba.so:/x/libb.so");
-  EXPECT_EQ(RemoveShimFromPreload("libhangwatch_preload.so.0:/x/libc2.so", ""), "/x/libc2.so");
-  EXPECT_EQ(RemoveShimFromPreload("/opt/renamed-shim.so:/x/liba.so", "/opt/renamed-shim.so"),
-            "/x/liba.so");
-  EXPECT_EQ(RemoveShimFromPreload("::/x/liba.so::", "/self.so"), "/x/liba.so");
-  EXPECT_EQ(RemoveShimFromPreload("", "/self.so"), "");
+  EXPECT_EQ(Without("libhangwatch_preload.so.0:/x/libc2.so", ""), "/x/libc2.so");
+  EXPECT_EQ(Without("/opt/renamed-shim.so:/x/liba.so", "/opt/renamed-shim.so"), "/x/liba.so");
+  EXPECT_EQ(Without("::/x/liba.so::", "/self.so"), "/x/liba.so");
+  EXPECT_EQ(Without("", "/self.so"), "");
+  EXPECT_EQ(Without("/x/liba.so /x/libb.so", ""), "/x/liba.so:/x/libb.so");
+}
+
+TEST(RemoveShimFromPreload, HasShimAgreesWithIt) {
+  for (const char* list : {"/a/libhangwatch_preload.so", "/x/liba.so:/a/libhangwatch_preload.so",
+                           "/x/liba.so", "", "::", "/opt/renamed-shim.so"}) {
+    const bool removed = Without(list, "/opt/renamed-shim.so") != Without(list, "/nothing");
+    EXPECT_EQ(HasShim(list, "/opt/renamed-shim.so"),
+              removed || std::string_view(list).find("libhangwatch_preload") != std::string::npos)
+        << list;
+  }
+  EXPECT_TRUE(HasShim("/a/libhangwatch_preload.so", ""));
+  EXPECT_FALSE(HasShim("/x/liba.so:/x/libb.so", "/x/libc.so"));
 }
 
 }  // namespace

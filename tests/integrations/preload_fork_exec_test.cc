@@ -1,12 +1,15 @@
 // The preload shim's process rules, on the unmodified Debian python3:
-//   - exec: programs started by a watched program run without the shim unless
-//     HANGWATCH_INHERIT=1;
-//   - fork: the child of an armed process stays off (no inherited, dead watchdog); a child
-//     forked before its parent reached the loop arms itself at its own first wait;
+//   - exec: programs started by an armed program (or a child forked from it) run without the
+//     shim unless HANGWATCH_INHERIT=1, whichever way they are started (subprocess's execve,
+//     os.system's internal spawn, exec after fork); a program that has not armed passes it on;
+//   - fork: every child arms itself at its own first wait, whether forked before or after its
+//     parent armed, reports with its own pid, and exits normally (sys.exit runs the exit
+//     handlers);
 //   - start-up: batch work before the first wait is not a hang, but a slow start-up is
 //     reported once as a start-up stall, unless switched off.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "child_process.h"
@@ -69,35 +72,64 @@ TEST(PreloadProcess, ExecutedProgramsKeepTheShimWhenAsked) {
   EXPECT_EQ(r.out, std::string("[") + HANGWATCH_PRELOAD_LIB + "]\n");
 }
 
-TEST(PreloadProcess, ChildOfAnArmedProcessStaysOff) {
-  // The parent arms, forks; the child stalls between two waits; the parent waits for it (its
-  // main thread blocked in waitpid: a hang of its own), then stalls itself.
+TEST(PreloadProcess, ChildOfAnArmedProcessIsWatchedAndExits) {
+  // The parent arms, forks; the child stalls between two waits and leaves through sys.exit
+  // (exit handlers, static destructors); the parent waits for it, then stalls itself.
   const PythonRun r = RunPython(
       "wait()\n"
       "pid = os.fork()\n"
       "if pid == 0:\n"
-      "    wait(); busy(0.5); wait(); os._exit(0)\n"
+      "    wait(); busy(0.5); wait(); sys.exit(5)\n"
       "_, status = os.waitpid(pid, 0)\n"
-      "print(status)\n"
+      "print(pid, os.waitstatus_to_exitcode(status))\n"
       "wait(); busy(0.5); wait()\n",
       {"HANGWATCH_THRESHOLD_MS=150"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, "0\n") << "the child exits cleanly";
-  // The parent's stalls (waitpid, busy(0.5)), none of the child's.
-  ASSERT_FALSE(r.report.hangs.empty());
-  bool parent_busy = false;
+  int child = 0, child_status = -1;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "%d %d", &child, &child_status), 2) << r.out;
+  EXPECT_EQ(child_status, 5) << "the child exits with its own status";
+  bool parent_busy = false, child_busy = false;
   for (const HangRecord& h : r.report.hangs) {
-    EXPECT_EQ(h.pid, r.pid);
-    parent_busy |= h.duration_ms >= 400 && h.hang_class != HangClass::kBlocked;
+    EXPECT_EQ(h.pid, h.tid) << "on each process's main thread";
+    parent_busy |= h.pid == r.pid && h.duration_ms >= 400 && h.hang_class != HangClass::kBlocked;
+    child_busy |= h.pid == child && h.duration_ms >= 400 && h.hang_class != HangClass::kBlocked;
   }
   EXPECT_TRUE(parent_busy);
+  EXPECT_TRUE(child_busy) << "the child armed at its own first wait";
+}
+
+TEST(PreloadProcess, ProgramsStartedAfterArmingRunWithoutTheShimAnyWay) {
+  // os.system: glibc's system() spawns internally with the process environment; exec after
+  // fork in a child of the armed process; posix_spawn with os.environ (a copy made at start).
+  const PythonRun r = RunPython(
+      "wait()\n"
+      "sys.stdout.flush()\n"
+      "os.system('echo system[$LD_PRELOAD]')\n"
+      "pid = os.fork()\n"
+      "if pid == 0:\n"
+      "    os.execv('/bin/sh', ['sh', '-c', 'echo forked[$LD_PRELOAD]'])\n"
+      "os.waitpid(pid, 0)\n"
+      "pid = os.posix_spawn('/bin/sh', ['sh', '-c', 'echo spawn[$LD_PRELOAD]'], os.environ)\n"
+      "os.waitpid(pid, 0)\n",
+      {});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "system[]\nforked[]\nspawn[]\n");
+}
+
+TEST(PreloadProcess, ProgramsStartedBeforeArmingKeepTheShim) {
+  const PythonRun r = RunPython(
+      "print('[' + subprocess.run(['/bin/sh', '-c', 'echo $LD_PRELOAD'], capture_output=True,"
+      " text=True).stdout.strip() + ']')\n",
+      {});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, std::string("[") + HANGWATCH_PRELOAD_LIB + "]\n");
 }
 
 TEST(PreloadProcess, ChildForkedBeforeTheLoopWatchesItself) {
   const PythonRun r = RunPython(
       "pid = os.fork()\n"
       "if pid == 0:\n"
-      "    wait(); busy(0.5); wait(); os._exit(0)\n"
+      "    wait(); busy(0.5); wait(); sys.exit(0)\n"
       "_, status = os.waitpid(pid, 0)\n"
       "print(status)\n",
       {"HANGWATCH_THRESHOLD_MS=150"});
