@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +25,8 @@
 #include "tools/report_formats.h"
 #include "tools/report_reader.h"
 #include "tools/report_symbolize.h"
+#include "tools/run_dir.h"
+#include "tools/run_summary.h"
 
 extern char** environ;
 
@@ -31,30 +34,41 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr int kExitHang = 3;
+constexpr int kExitNotWatched = 4;
+constexpr int kExitCannotExecute = 127;
+constexpr char kRunDirParent[] = "/tmp";
 
 constexpr char kUsage[] =
     "usage: hangwatch run [options] -- COMMAND [ARGS...]\n"
     "\n"
-    "Runs COMMAND with libhangwatch_preload.so injected (LD_PRELOAD): its main thread is watched\n"
-    "from the moment it first waits for events (epoll_wait, poll, select, ...). When COMMAND\n"
-    "ends, its hangs are summarized on stderr. Exits with COMMAND's status (128+N when killed\n"
-    "by signal N), or 3 with --fail-on-hang when a hang was seen.\n"
+    "Runs COMMAND with libhangwatch_preload.so injected (LD_PRELOAD): each process it starts\n"
+    "is watched from the moment its main thread first waits for events (epoll_wait, poll,\n"
+    "select, ...). When COMMAND ends, stderr lists the processes watched (pid, name, hangs)\n"
+    "and summarizes the hangs; when no process reached an event loop, one line says what\n"
+    "happened instead. Processes still running then (daemons) stay watched: their hangs go to\n"
+    "the report, and their directory in /tmp is kept until they exit.\n"
+    "\n"
+    "Exits with COMMAND's status (128+N when killed by signal N); with --fail-on-hang, 3 when\n"
+    "a hang was seen and 4 when no process was watched (a failing COMMAND is still named).\n"
     "\n"
     "  --threshold-ms N   a run-loop pass longer than N ms is a hang (default 250)\n"
     "  --sample-ms N      sample a slow pass every N ms (default threshold / 10)\n"
     "  --report FILE      append the hangs to FILE as JSON Lines (see hangwatch report)\n"
-    "  --fail-on-hang     exit 3 when a hang (or a start-up stall) was seen\n"
-    "  --junit FILE       write JUnit XML: one test case per hang fingerprint\n"
+    "  --fail-on-hang     exit 3 when a hang (or a start-up stall) was seen, 4 when nothing\n"
+    "                     was watched\n"
+    "  --junit FILE       write JUnit XML: one test case per hang fingerprint (an error when\n"
+    "                     nothing was watched)\n"
     "  --startup-ms N     reaching the event loop later than N ms after start is a start-up\n"
     "                     stall (default 2000)\n"
     "  --no-startup-stall do not report slow start-ups\n"
     "  --inherit          also watch the programs COMMAND executes (keeps LD_PRELOAD)\n"
     "  --live             log each hang on stderr as it happens, too\n"
-    "  --quiet            no summary on stderr\n"
+    "  --quiet            no summary on stderr (problems are still printed)\n"
     "\n"
     "The shim is looked for in $HANGWATCH_PRELOAD_LIB, next to this program, in ../lib and\n"
-    "../lib/<multiarch> relative to it, and in the build tree. Exit status 2: bad usage, or\n"
-    "the shim is missing; 127: COMMAND cannot be executed.\n";
+    "../lib/<multiarch> relative to it, and in the build tree. Exit status 2: bad usage, the\n"
+    "shim is missing, or --report / --junit cannot be written (checked before COMMAND\n"
+    "starts); 127: COMMAND cannot be executed.\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "hangwatch run: %s\n", message.c_str());
@@ -117,17 +131,40 @@ void Forward(int sig) {
   if (g_child > 0) kill(g_child, sig);
 }
 
-// Removes the temporary directory and what the shim left in it.
-void RemoveTree(const std::string& dir) {
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) {
-        unlink((dir + "/" + e->d_name).c_str());
-      }
-    }
-    closedir(d);
+// Fails unless `path` can be appended to (created when missing, never truncated). A file this
+// check created is removed again unless `keep_created`.
+bool CheckWritable(const std::string& path, bool keep_created, const std::string& flag,
+                   std::string* error) {
+  struct stat st;
+  const bool existed = stat(path.c_str(), &st) == 0;
+  if (existed && S_ISDIR(st.st_mode)) {
+    *error = "cannot write " + flag + " " + path + ": it is a directory";
+    return false;
   }
-  rmdir(dir.c_str());
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = "cannot write " + flag + " " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  close(fd);
+  if (!existed && !keep_created) unlink(path.c_str());
+  return true;
+}
+
+void WriteJunit(const std::string& path, const std::string& xml) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << xml;
+  out.close();
+  if (!out) std::fprintf(stderr, "hangwatch run: cannot write %s\n", path.c_str());
+}
+
+// A process of the launch log is alive and may still arm: it loaded the shim, has neither
+// armed nor given up, and has not ended.
+bool WaitingToArm(const LaunchLog& log) {
+  for (const auto& p : log.processes) {
+    if (p.ArmedImage() == nullptr && !p.Last().off && IsAlive(p.pid, p.start_time)) return true;
+  }
+  return false;
 }
 
 int Run(int argc, char** argv) {
@@ -195,11 +232,23 @@ int Run(int argc, char** argv) {
             : std::string("cannot find libhangwatch_preload.so (set HANGWATCH_PRELOAD_LIB)"));
   }
 
-  char tmpl[] = "/tmp/hangwatch-run.XXXXXX";
-  const char* tmp = mkdtemp(tmpl);
-  if (tmp == nullptr)
-    return Fail(std::string("cannot create a temporary directory: ") + std::strerror(errno));
-  const std::string tmpdir = tmp;
+  // Output paths are checked before the command starts: a CI run must not find out at its end
+  // that its results cannot be written.
+  if (!report_path.empty()) {
+    std::string error;
+    if (!CheckWritable(report_path, /*keep_created=*/true, "--report", &error)) return Fail(error);
+  }
+  if (!junit_path.empty()) {
+    std::string error;
+    if (!CheckWritable(junit_path, /*keep_created=*/false, "--junit", &error)) return Fail(error);
+  }
+
+  // Run directories of earlier runs whose processes are all gone (a killed run, a daemon that
+  // has since exited).
+  RemoveStaleRunDirs(kRunDirParent);
+  std::string tmpdir, dir_error;
+  if (!CreateRunDir(kRunDirParent, &tmpdir, &dir_error)) return Fail(dir_error);
+  const std::string launch_log = tmpdir + "/" + kLaunchLogFile;
   const bool own_report = report_path.empty();
   if (own_report) report_path = tmpdir + "/report.jsonl";
   const off_t report_offset = FileSize(report_path);
@@ -207,12 +256,14 @@ int Run(int argc, char** argv) {
   // The child's environment: ours, with the shim first in LD_PRELOAD and HANGWATCH_* set.
   std::vector<std::string> env;
   std::string preload = shim;
+  std::string search_path = "/usr/local/bin:/usr/bin:/bin";
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view kv = *e;
     if (kv.substr(0, 11) == "LD_PRELOAD=") {
       if (kv.size() > 11) preload += ":" + std::string(kv.substr(11));
       continue;
     }
+    if (kv.substr(0, 5) == "PATH=") search_path = std::string(kv.substr(5));
     if (kv.substr(0, 10) == "HANGWATCH_" && kv.substr(0, 22) != "HANGWATCH_CACHE_DIR=") continue;
     env.emplace_back(kv);
   }
@@ -221,6 +272,7 @@ int Run(int argc, char** argv) {
   if (sample_ms) env.push_back("HANGWATCH_SAMPLE_MS=" + std::to_string(sample_ms));
   env.push_back("HANGWATCH_REPORT=" + report_path);
   env.push_back("HANGWATCH_OPEN_HANG_DIR=" + tmpdir);
+  env.push_back("HANGWATCH_LAUNCH_LOG=" + launch_log);
   env.push_back(std::string("HANGWATCH_LOG=") + (live ? "1" : "0"));
   env.push_back(std::string("HANGWATCH_STARTUP_STALL=") + (startup_stall ? "1" : "0"));
   env.push_back("HANGWATCH_STARTUP_MS=" + std::to_string(startup_ms));
@@ -229,6 +281,17 @@ int Run(int argc, char** argv) {
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
 
+  std::string suite;
+  for (int k = i; k < argc; ++k) suite += (k > i ? " " : "") + std::string(argv[k]);
+  const std::string command = argv[i];
+
+  // A failed exec reports its errno through a close-on-exec pipe: the error line is printed
+  // here, and nothing else (no summary of a run that never started).
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    RemoveRunDir(tmpdir);
+    return Fail(std::string("pipe: ") + std::strerror(errno));
+  }
   // While COMMAND runs, terminal signals reach it directly (same process group): ignore them
   // here; forward the ones sent to us alone.
   struct sigaction ign {
@@ -240,13 +303,37 @@ int Run(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   const pid_t child = fork();
   if (child < 0) {
-    RemoveTree(tmpdir);
-    return Fail(std::string("fork: ") + std::strerror(errno));
+    const int fork_errno = errno;
+    close(exec_pipe[0]);
+    close(exec_pipe[1]);
+    RemoveRunDir(tmpdir);
+    return Fail(std::string("fork: ") + std::strerror(fork_errno));
   }
   if (child == 0) {
+    close(exec_pipe[0]);
     execvpe(argv[i], argv + i, envp.data());
-    std::fprintf(stderr, "hangwatch run: cannot execute '%s': %s\n", argv[i], std::strerror(errno));
+    const int exec_errno = errno;
+    ssize_t unused = write(exec_pipe[1], &exec_errno, sizeof exec_errno);
+    (void)unused;
     _exit(127);
+  }
+  close(exec_pipe[1]);
+  int exec_errno = 0;
+  ssize_t got;
+  while ((got = read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  close(exec_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    RemoveRunDir(tmpdir);
+    const std::string message = "cannot execute '" + command + "': " + std::strerror(exec_errno);
+    std::fprintf(stderr, "hangwatch run: %s\n", message.c_str());
+    if (!junit_path.empty()) {
+      WriteJunit(junit_path, FormatJunitError(suite, "not-executed", message, 0));
+    }
+    return kExitCannotExecute;
   }
   g_child = child;
   sigaction(SIGINT, &ign, &old_int);
@@ -255,6 +342,17 @@ int Run(int argc, char** argv) {
   sigaction(SIGHUP, &fwd, &old_hup);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_child = -1;
+  // Processes that loaded the shim and still live without having armed (a daemon between its
+  // fork and its event loop): give them the start-up time to arm or to end.
+  LaunchLog log = ReadLaunchLog(launch_log);
+  {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(startup_ms);
+    while (WaitingToArm(log) && std::chrono::steady_clock::now() < deadline) {
+      usleep(20000);
+      log = ReadLaunchLog(launch_log);
+    }
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
@@ -265,6 +363,17 @@ int Run(int argc, char** argv) {
   const int exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
                         : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                               : 1;
+
+  // Processes of this run that are still alive (daemons, background children): the run
+  // directory holds their open-hang files, so it stays.
+  const std::vector<const LaunchProcess*> still_running = LiveProcesses(log);
+  const std::vector<int64_t> locked = LockedOpenHangFiles(tmpdir);
+  auto is_live = [&](int64_t pid) {
+    for (const LaunchProcess* p : still_running) {
+      if (p->pid == pid) return true;
+    }
+    return std::find(locked.begin(), locked.end(), pid) != locked.end();
+  };
 
   // What the run appended to the report, plus hangs that were open when a process died.
   Report report;
@@ -281,6 +390,8 @@ int Run(int argc, char** argv) {
   if (DIR* d = opendir(tmpdir.c_str())) {
     while (dirent* e = readdir(d)) {
       if (std::strncmp(e->d_name, "open-hang.", 10) != 0) continue;
+      // The file of a live process holds its hang in progress, not a fatal one.
+      if (is_live(std::atoll(e->d_name + 10))) continue;
       HangRecord fatal;
       std::string error;
       const std::string path = tmpdir + "/" + e->d_name;
@@ -303,36 +414,76 @@ int Run(int argc, char** argv) {
         }
         report.hangs.push_back(std::move(fatal));
       }
+      // Read once: a later run's cleanup must not report it again.
+      unlink(path.c_str());
     }
     closedir(d);
   }
-  RemoveTree(tmpdir);
+  const bool keep_dir = !still_running.empty() || !locked.empty();
+  if (!keep_dir) RemoveRunDir(tmpdir);
 
+  std::vector<WatchedProcess> watched = WatchedProcesses(log, report);
+  for (WatchedProcess& w : watched) {
+    w.running = w.start_time != 0 ? IsAlive(w.pid, w.start_time) : is_live(w.pid);
+  }
   const bool stalled = !report.hangs.empty() || !report.startup_stalls.empty();
-  if (!quiet) {
+  const bool none_watched = watched.empty();
+  const bool failed = exit_code != 0;
+  const int result = fail_on_hang && stalled        ? kExitHang
+                     : fail_on_hang && none_watched ? kExitNotWatched
+                                                    : exit_code;
+  std::string not_watched;
+  if (none_watched) {
+    not_watched =
+        "no process was watched: " + ExplainNothingWatched(log, child, command, search_path);
+    // Printed even with --quiet: a gate that watched nothing must not pass in silence.
+    std::fprintf(stderr, "hangwatch run: %s\n", not_watched.c_str());
+  } else if (!quiet) {
     if (stalled) {
       std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n",
-                   report.hangs.size(), report.hangs.size() == 1 ? "" : "s", argv[i], threshold_ms);
+                   report.hangs.size(), report.hangs.size() == 1 ? "" : "s", command.c_str(),
+                   threshold_ms);
       const std::string summary = FormatSummary(report, 16);
       std::fwrite(summary.data(), 1, summary.size(), stderr);
-      if (!own_report) {
-        std::fprintf(stderr, "hangwatch run: details: hangwatch report %s\n", report_path.c_str());
-      }
     } else {
-      std::fprintf(stderr, "hangwatch run: no hangs in %s (threshold %u ms)\n", argv[i],
+      std::fprintf(stderr, "hangwatch run: no hangs in %s (threshold %u ms)\n", command.c_str(),
                    threshold_ms);
     }
+    const std::string list = FormatWatched(watched);
+    std::fwrite(list.data(), 1, list.size(), stderr);
+    if (stalled && !own_report) {
+      std::fprintf(stderr, "hangwatch run: details: hangwatch report %s\n", report_path.c_str());
+    }
+  }
+  if (failed && (!quiet || result != exit_code)) {
+    std::fprintf(stderr, "hangwatch run: %s %s\n", command.c_str(),
+                 DescribeWaitStatus(status).c_str());
+  }
+  if (keep_dir) {
+    std::string names;
+    for (const LaunchProcess* p : still_running) {
+      if (!names.empty()) names += ", ";
+      names += "pid " + std::to_string(p->pid) + " " + p->Last().name +
+               (p->ArmedImage() != nullptr ? " (watched)" : " (not waiting for events yet)");
+    }
+    for (int64_t pid : locked) {
+      bool listed = false;
+      for (const LaunchProcess* p : still_running) listed |= p->pid == pid;
+      if (!listed) names += (names.empty() ? "pid " : ", pid ") + std::to_string(pid);
+    }
+    std::fprintf(stderr, "hangwatch run: still running after %s ended: %s\n", command.c_str(),
+                 names.c_str());
+    std::fprintf(stderr,
+                 "hangwatch run: their hangs go to %s; %s is kept for them (a later hangwatch "
+                 "run removes it once they have exited)\n",
+                 report_path.c_str(), tmpdir.c_str());
   }
   if (!junit_path.empty()) {
-    std::string suite;
-    for (int k = i; k < argc; ++k) suite += (k > i ? " " : "") + std::string(argv[k]);
-    const std::string xml = FormatJunit(report, suite, elapsed);
-    std::ofstream out(junit_path, std::ios::binary | std::ios::trunc);
-    out << xml;
-    out.close();
-    if (!out) std::fprintf(stderr, "hangwatch run: cannot write %s\n", junit_path.c_str());
+    WriteJunit(junit_path, none_watched
+                               ? FormatJunitError(suite, "not-watched", not_watched, elapsed)
+                               : FormatJunit(report, suite, elapsed));
   }
-  return fail_on_hang && stalled ? kExitHang : exit_code;
+  return result;
 }
 
 const CommandRegistration kRegistration(

@@ -1,0 +1,385 @@
+// The launch log: the shim's writers (integrations/preload/launch_log.cc) read back by
+// `hangwatch run`'s reader (tools/launch_log_reader.cc); /proc/PID/stat parsing; why a program
+// could not load the shim; the run directory's owner file and the clean-up of stale ones.
+#include "integrations/preload/launch_log.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "cli_util.h"
+#include "tools/launch_log_reader.h"
+#include "tools/run_dir.h"
+#include "tools/run_summary.h"
+
+extern char* program_invocation_short_name;
+
+namespace hangwatch::testing {
+namespace {
+
+using preload::LaunchLogArmed;
+using preload::LaunchLogExec;
+using preload::LaunchLogInit;
+using preload::LaunchLogLoaded;
+using preload::LaunchLogOff;
+using tools::LaunchLog;
+using tools::ParseLaunchLog;
+using tools::ReadLaunchLog;
+
+bool Has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+std::string SelfExe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+// Points the writers at `path` (empty: unset).
+void UseLog(const std::string& path) {
+  if (path.empty()) {
+    unsetenv("HANGWATCH_LAUNCH_LOG");
+  } else {
+    setenv("HANGWATCH_LAUNCH_LOG", path.c_str(), 1);
+  }
+  LaunchLogInit();
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+class LaunchLogTest : public ::testing::Test {
+ protected:
+  void TearDown() override { UseLog(""); }
+  TempDir dir_;
+};
+
+TEST_F(LaunchLogTest, EveryEventIsOneLineNamingThisProcess) {
+  const std::string path = dir_ / "launch.log";
+  UseLog(path);
+  errno = 1234;
+  LaunchLogLoaded();
+  LaunchLogExec("/usr/bin/true");
+  LaunchLogArmed();
+  LaunchLogOff("cannot\tstart\nthe agent");
+  EXPECT_EQ(errno, 1234) << "the writers keep errno (they run right before execve)";
+
+  const std::string text = ReadFile(path);
+  EXPECT_EQ(CountLines(text), 4u) << text;
+  const LaunchLog log = ParseLaunchLog(text);
+  EXPECT_EQ(log.skipped_lines, 0u);
+  ASSERT_EQ(log.processes.size(), 1u) << text;
+  const auto& p = log.processes[0];
+  EXPECT_EQ(p.pid, getpid());
+  EXPECT_EQ(p.ppid, getppid());
+  const tools::ProcStat self = tools::ReadProcStat(getpid());
+  ASSERT_TRUE(self.exists);
+  EXPECT_NE(self.start_time, 0u);
+  EXPECT_EQ(p.start_time, self.start_time);
+  ASSERT_EQ(p.images.size(), 1u) << "an exec that did not load again keeps the image";
+  const auto& image = p.images[0];
+  EXPECT_EQ(image.name, program_invocation_short_name);
+  EXPECT_EQ(image.exe, SelfExe());
+  EXPECT_TRUE(image.loaded);
+  EXPECT_TRUE(image.armed);
+  EXPECT_TRUE(image.off);
+  EXPECT_EQ(image.off_reason, "cannot start the agent") << "tabs and newlines become spaces";
+  EXPECT_TRUE(tools::IsAlive(p.pid, p.start_time));
+  EXPECT_FALSE(tools::IsAlive(p.pid, p.start_time + 1)) << "a reused pid is another process";
+}
+
+TEST_F(LaunchLogTest, UnsetOrRelativePathWritesNothing) {
+  UseLog("");
+  LaunchLogLoaded();
+  LaunchLogArmed();
+  const std::string cwd = dir_.path();
+  char old[4096];
+  ASSERT_NE(getcwd(old, sizeof old), nullptr);
+  ASSERT_EQ(chdir(cwd.c_str()), 0);
+  UseLog("relative.log");
+  LaunchLogLoaded();
+  ASSERT_EQ(chdir(old), 0);
+  EXPECT_NE(access((dir_ / "relative.log").c_str(), F_OK), 0);
+}
+
+TEST_F(LaunchLogTest, ForkedChildIsAnotherProcessWithItsStartTime) {
+  const std::string path = dir_ / "launch.log";
+  UseLog(path);
+  LaunchLogLoaded();
+  const pid_t child = fork();
+  if (child == 0) {
+    // A name with spaces and parentheses: the start time is still field 22 of /proc/PID/stat.
+    prctl(PR_SET_NAME, "a) (b c", 0, 0, 0);
+    LaunchLogLoaded();
+    LaunchLogArmed();
+    _exit(0);
+  }
+  ASSERT_EQ(WaitExit(child), 0);
+  const LaunchLog log = ReadLaunchLog(path);
+  ASSERT_EQ(log.processes.size(), 2u) << ReadFile(path);
+  const auto& c = log.processes[1];
+  EXPECT_EQ(c.pid, child);
+  EXPECT_EQ(c.ppid, getpid());
+  EXPECT_GE(c.start_time, log.processes[0].start_time);
+  EXPECT_NE(c.ArmedImage(), nullptr);
+  EXPECT_EQ(log.processes[0].ArmedImage(), nullptr);
+  EXPECT_FALSE(tools::IsAlive(c.pid, c.start_time)) << "reaped";
+  EXPECT_TRUE(log.AnyArmed());
+  EXPECT_EQ(log.Find(child), &log.processes[1]);
+}
+
+TEST_F(LaunchLogTest, ConcurrentWritersNeverInterleave) {
+  const std::string path = dir_ / "launch.log";
+  UseLog(path);
+  constexpr int kChildren = 8, kLines = 300;
+  std::string long_path(3000, 'x');
+  long_path[0] = '/';
+  std::vector<pid_t> children;
+  for (int c = 0; c < kChildren; ++c) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      for (int i = 0; i < kLines; ++i) LaunchLogExec(long_path.c_str());
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) ASSERT_EQ(WaitExit(pid), 0);
+  const LaunchLog log = ReadLaunchLog(path);
+  EXPECT_EQ(log.skipped_lines, 0u);
+  ASSERT_EQ(log.processes.size(), static_cast<size_t>(kChildren));
+  for (const auto& p : log.processes) {
+    ASSERT_EQ(p.images.size(), 1u);
+    EXPECT_EQ(p.Last().execs.size(), static_cast<size_t>(kLines));
+    for (const auto& e : p.Last().execs) ASSERT_EQ(e, long_path);
+  }
+}
+
+TEST(LaunchLogReader, ImagesFollowExecsThatLoadedAgain) {
+  const LaunchLog log = ParseLaunchLog(
+      "load 100 1 5000 sh\t/usr/bin/dash\n"
+      "exec 100 1 5000 sh\t/usr/local/bin/python3\n"  // a failed attempt of the PATH search
+      "exec 100 1 5000 sh\t/usr/bin/python3\n"
+      "load 100 1 5000 python3\t/usr/bin/python3.11\n"
+      "load 101 100 5009 python3\t/usr/bin/python3.11\n"  // forked
+      "armed 101 100 5009 python3\t\n"
+      "exec 102 100 5010 python3\t/usr/bin/true\n"  // a vfork child: no load line of its own
+      "load 102 100 5010 true\t/usr/bin/true\n"
+      "bogus line\n"
+      "load x 1 2 name\tdetail\n"
+      "armed 100 1 5000 python3\t\n"
+      "load 100 1 7777 reused\t/usr/bin/reused\n"
+      "load 103 1 5020 torn\t/usr/bin/to");
+  EXPECT_EQ(log.skipped_lines, 2u);
+  ASSERT_EQ(log.processes.size(), 4u);
+  const auto& sh = log.processes[0];
+  ASSERT_EQ(sh.images.size(), 2u);
+  EXPECT_EQ(sh.images[0].name, "sh");
+  EXPECT_EQ(sh.images[0].execs.back(), "/usr/bin/python3");
+  EXPECT_EQ(sh.images[1].name, "python3");
+  EXPECT_EQ(sh.images[1].exe, "/usr/bin/python3.11");
+  EXPECT_TRUE(sh.images[1].armed);
+  EXPECT_FALSE(sh.images[0].armed);
+  EXPECT_EQ(sh.ArmedImage(), &sh.images[1]);
+  const auto& spawned = log.processes[2];
+  ASSERT_EQ(spawned.images.size(), 2u);
+  EXPECT_FALSE(spawned.images[0].loaded);
+  EXPECT_EQ(spawned.images[1].name, "true");
+  EXPECT_EQ(log.processes[3].pid, 100);
+  EXPECT_EQ(log.processes[3].start_time, 7777u) << "same pid, another start: another process";
+  EXPECT_EQ(log.Find(100), &log.processes[3]);
+}
+
+TEST(LaunchLogReader, ProcStatNamesWithParentheses) {
+  const auto s = tools::ParseProcStat(
+      "4242 (a) (b c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10 "
+      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n");
+  EXPECT_TRUE(s.exists);
+  EXPECT_EQ(s.state, 'S');
+  EXPECT_EQ(s.start_time, 98765u);
+  EXPECT_FALSE(tools::ParseProcStat("4242 (x S 1 2").exists);
+  EXPECT_FALSE(tools::ParseProcStat("4242 (x) S 1 2 3").exists);
+  EXPECT_FALSE(tools::ReadProcStat(0).exists);
+}
+
+TEST(LaunchLogReader, WhyAProgramDidNotLoadTheShim) {
+  TempDir dir;
+  EXPECT_TRUE(Has(tools::WhyNotLoaded(STATIC_PROGRAM, ""), "statically linked")) << STATIC_PROGRAM;
+  EXPECT_EQ(tools::WhyNotLoaded("/bin/sh", ""), "") << "a dynamic program: nothing to say";
+  EXPECT_TRUE(Has(tools::WhyNotLoaded(dir / "missing", ""), "does not exist"));
+  // Looked up in the search path like execvp does.
+  const std::string copy = dir / "static_copy";
+  ASSERT_EQ(std::system(("cp " STATIC_PROGRAM " " + copy).c_str()), 0);
+  EXPECT_TRUE(
+      Has(tools::WhyNotLoaded("static_copy", "/nonexistent:" + dir.path()), "statically linked"));
+  // Set-user-ID: the dynamic linker ignores LD_PRELOAD (for a caller that is not its owner).
+  ASSERT_EQ(chmod(copy.c_str(), 04755), 0);
+  EXPECT_TRUE(Has(tools::WhyNotLoaded(copy, ""), "set-user-ID")) << tools::WhyNotLoaded(copy, "");
+  // A script: its interpreter is what runs.
+  WriteFile(dir / "script", "#!" + copy + " -x\nexit 0\n");
+  ASSERT_EQ(chmod((dir / "script").c_str(), 0755), 0);
+  EXPECT_TRUE(Has(tools::WhyNotLoaded(dir / "script", ""), "set-user-ID"));
+  WriteFile(dir / "plain", "data");
+  EXPECT_TRUE(Has(tools::WhyNotLoaded(dir / "plain", ""), "not executable"));
+}
+
+TEST(LaunchLogReader, ExplainsWhyNothingWasWatched) {
+  using tools::ExplainNothingWatched;
+  EXPECT_EQ(ExplainNothingWatched({}, 1, STATIC_PROGRAM, ""),
+            "static_program did not load the shim (a statically linked program: nothing can "
+            "be preloaded into it)");
+  const LaunchLog exec_static = ParseLaunchLog(
+      "load 100 1 5 python3\t/usr/bin/python3.11\n"
+      "exec 100 1 5 python3\t" STATIC_PROGRAM "\n");
+  EXPECT_EQ(ExplainNothingWatched(exec_static, 100, "python3", ""),
+            "python3 never waited for events; it executed " STATIC_PROGRAM
+            ", which did not load the shim (a statically linked program: nothing can be "
+            "preloaded into it)");
+  const LaunchLog chain = ParseLaunchLog(
+      "load 100 1 5 sh\t/usr/bin/dash\n"
+      "exec 100 1 5 sh\t/usr/bin/python3\n"
+      "load 100 1 5 python3\t/usr/bin/python3.11\n"
+      "exec 100 1 5 python3\t/usr/bin/true\n"
+      "load 100 1 5 true\t/usr/bin/true\n"
+      "load 101 100 6 true\t/usr/bin/true\n");
+  EXPECT_EQ(ExplainNothingWatched(chain, 100, "sh", ""),
+            "true never waited for events (sh executed /usr/bin/python3, which executed "
+            "/usr/bin/true); 1 other process loaded the shim and never waited for events "
+            "either");
+  const LaunchLog off = ParseLaunchLog(
+      "load 100 1 5 prog\t/usr/bin/prog\n"
+      "off 100 1 5 prog\tsignal 34 is in use\n");
+  EXPECT_EQ(ExplainNothingWatched(off, 100, "prog", ""),
+            "prog could not be watched: signal 34 is in use");
+}
+
+TEST(RunSummary, WatchedProcessesCountHangsByPid) {
+  const LaunchLog log = ParseLaunchLog(
+      "load 100 1 5 sh\t/usr/bin/dash\n"
+      "load 101 100 6 server\t/usr/bin/server\n"
+      "armed 101 100 6 server\t\n"
+      "load 102 101 7 server\t/usr/bin/server\n"
+      "armed 102 101 7 server\t\n");
+  tools::Report report;
+  for (int64_t pid : {102, 102, 300}) {
+    HangRecord h;
+    h.pid = pid;
+    h.process = "/usr/bin/other";
+    report.hangs.push_back(h);
+  }
+  auto watched = tools::WatchedProcesses(log, report);
+  ASSERT_EQ(watched.size(), 3u);
+  EXPECT_EQ(watched[0].pid, 101);
+  EXPECT_EQ(watched[0].hangs, 0u);
+  EXPECT_EQ(watched[1].pid, 102);
+  EXPECT_EQ(watched[1].hangs, 2u);
+  EXPECT_EQ(watched[2].pid, 300) << "records of a process the log does not name";
+  EXPECT_EQ(watched[2].name, "other");
+  watched[1].running = true;
+  EXPECT_EQ(tools::FormatWatched(watched),
+            "hangwatch run: watched 3 processes:\n"
+            "hangwatch run:   pid 101 server (/usr/bin/server): no hangs\n"
+            "hangwatch run:   pid 102 server (/usr/bin/server): 2 hangs, still running\n"
+            "hangwatch run:   pid 300 other (/usr/bin/other): 1 hang\n");
+}
+
+// A run directory whose owner is `pid` started at `start`; `log`: its launch.log text.
+std::string MakeRunDir(const std::string& parent, int64_t pid, uint64_t start,
+                       const std::string& log) {
+  std::string path;
+  std::string error;
+  EXPECT_TRUE(tools::CreateRunDir(parent, &path, &error)) << error;
+  WriteFile(path + "/run.pid", std::to_string(pid) + " " + std::to_string(start) + "\n");
+  if (!log.empty()) WriteFile(path + "/launch.log", log);
+  return path;
+}
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+TEST(RunDir, OwnerFileNamesThisProcess) {
+  TempDir parent;
+  std::string path, error;
+  ASSERT_TRUE(tools::CreateRunDir(parent.path(), &path, &error)) << error;
+  EXPECT_EQ(path.rfind(parent.path() + "/hangwatch-run.", 0), 0u) << path;
+  const auto self = tools::ReadProcStat(getpid());
+  EXPECT_EQ(ReadFile(path + "/run.pid"),
+            std::to_string(getpid()) + " " + std::to_string(self.start_time) + "\n");
+  EXPECT_TRUE(tools::RunDirInUse(path)) << "its owner lives";
+  std::string error2;
+  EXPECT_FALSE(tools::CreateRunDir("/nonexistent", &path, &error2));
+  EXPECT_TRUE(Has(error2, "/nonexistent")) << error2;
+}
+
+TEST(RunDir, OnlyDirectoriesNoLongerInUseAreRemoved) {
+  TempDir parent;
+  // A process that is gone: a reaped child.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(WaitExit(dead), 0);
+  const uint64_t my_start = tools::ReadProcStat(getpid()).start_time;
+  const std::string me = std::to_string(getpid());
+  const std::string dead_log = "armed " + std::to_string(dead) + " 1 5 gone\t\n";
+
+  const std::string stale = MakeRunDir(parent.path(), dead, 5, dead_log);
+  WriteFile(stale + "/open-hang." + std::to_string(dead), "left behind");
+  const std::string owner_alive = MakeRunDir(parent.path(), getpid(), my_start, "");
+  const std::string owner_reused = MakeRunDir(parent.path(), getpid(), my_start + 1, "");
+  const std::string daemon_alive = MakeRunDir(
+      parent.path(), dead, 5, "load " + me + " 1 " + std::to_string(my_start) + " d\t/x\n");
+  const std::string daemon_gone = MakeRunDir(
+      parent.path(), dead, 5, "armed " + me + " 1 " + std::to_string(my_start + 1) + " d\t\n");
+  const std::string locked = MakeRunDir(parent.path(), dead, 5, "");
+  const int lock_fd = open((locked + "/open-hang.77").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(lock_fd, 0);
+  ASSERT_EQ(flock(lock_fd, LOCK_EX), 0);
+  std::string no_owner = parent / "hangwatch-run.abcdef";
+  ASSERT_EQ(mkdir(no_owner.c_str(), 0700), 0);
+  std::string not_ours = parent / "hangwatch-run.long-name";
+  ASSERT_EQ(mkdir(not_ours.c_str(), 0700), 0);
+  WriteFile(not_ours + "/run.pid", std::to_string(dead) + " 5\n");
+
+  EXPECT_EQ(tools::LockedOpenHangFiles(locked), std::vector<int64_t>{77});
+  const auto removed = tools::RemoveStaleRunDirs(parent.path());
+  EXPECT_EQ(removed.size(), 3u);
+  EXPECT_FALSE(Exists(stale));
+  EXPECT_FALSE(Exists(owner_reused));
+  EXPECT_FALSE(Exists(daemon_gone));
+  EXPECT_TRUE(Exists(owner_alive));
+  EXPECT_TRUE(Exists(daemon_alive));
+  EXPECT_TRUE(Exists(locked));
+  EXPECT_TRUE(Exists(no_owner)) << "may be being created";
+  EXPECT_TRUE(Exists(not_ours)) << "not a name mkdtemp gave us";
+  close(lock_fd);
+  EXPECT_TRUE(Exists(locked + "/open-hang.77"));
+  EXPECT_EQ(tools::RemoveStaleRunDirs(parent.path()), std::vector<std::string>{locked})
+      << "its process released the lock (ended)";
+}
+
+TEST(RunSummary, JunitErrorAndWaitStatus) {
+  TempDir dir;
+  WriteFile(dir / "junit.xml", tools::FormatJunitError("sh -c \"x<y\"", "not-watched",
+                                                       "no process was watched: a & b", 1.5));
+  const auto v =
+      RunCommand({"/usr/bin/xmllint", "--noout", "--schema", JUNIT_XSD, dir / "junit.xml"});
+  EXPECT_EQ(v.exit_code, 0) << v.err << ReadFile(dir / "junit.xml");
+  const std::string xml = ReadFile(dir / "junit.xml");
+  EXPECT_TRUE(Has(xml, "errors=\"1\"")) << xml;
+  EXPECT_TRUE(Has(xml, "<error type=\"not-watched\" message=\"no process was watched: a &amp; b\""))
+      << xml;
+  EXPECT_EQ(tools::DescribeWaitStatus(3 << 8), "exited with status 3");
+  EXPECT_EQ(tools::DescribeWaitStatus(9), "was killed by signal 9 (SIGKILL)");
+}
+
+}  // namespace
+}  // namespace hangwatch::testing

@@ -1,0 +1,81 @@
+// Reading the launch log that the preload shim writes under `hangwatch run`
+// (integrations/preload/launch_log.h defines the format): which processes loaded the shim, what
+// they executed, which of them armed the agent, and which are still alive. `hangwatch run` uses
+// it to list the processes it watched, to say why none was watched, and to keep its run
+// directory while a watched daemon still lives.
+#ifndef HANGWATCH_TOOLS_LAUNCH_LOG_READER_H_
+#define HANGWATCH_TOOLS_LAUNCH_LOG_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hangwatch::tools {
+
+// One program image in one process: from its load (or the first line seen) until an exec that
+// loaded the shim again.
+struct LaunchImage {
+  std::string name;                // the process name (basename of argv[0], else comm)
+  std::string exe;                 // the executable (load line); empty when no load was seen
+  bool loaded = false;             // a load line was seen
+  std::vector<std::string> execs;  // exec attempts made from this image, in order
+  bool armed = false;              // the agent started (the main thread waited for events)
+  bool off = false;                // the agent could not start
+  std::string off_reason;
+};
+
+// One process: a pid and its start time (clock ticks since boot, field 22 of /proc/PID/stat),
+// which together name it even after the pid is reused.
+struct LaunchProcess {
+  int64_t pid = 0;
+  int64_t ppid = 0;
+  uint64_t start_time = 0;
+  std::vector<LaunchImage> images;  // never empty
+
+  // The image that armed (the last one if several did), or null.
+  const LaunchImage* ArmedImage() const;
+  const LaunchImage& Last() const { return images.back(); }
+};
+
+struct LaunchLog {
+  std::vector<LaunchProcess> processes;  // in order of their first line
+  size_t skipped_lines = 0;              // malformed lines (ignored)
+
+  const LaunchProcess* Find(int64_t pid) const;  // the newest process with that pid, or null
+  bool AnyArmed() const;
+};
+
+// Parses the text of a launch log. Malformed lines are counted and skipped; a torn last line
+// (no newline) is ignored.
+LaunchLog ParseLaunchLog(std::string_view text);
+// Reads and parses the file (a missing file is an empty log).
+LaunchLog ReadLaunchLog(const std::string& path);
+
+// What /proc says about a process.
+struct ProcStat {
+  bool exists = false;
+  char state = '?';  // field 3 (R, S, D, Z, ...)
+  uint64_t start_time = 0;
+};
+ProcStat ReadProcStat(int64_t pid);
+// Parses the text of /proc/PID/stat (the name may hold spaces and parentheses).
+ProcStat ParseProcStat(std::string_view text);
+
+// The process `pid` that started at `start_time` is still running (not a zombie).
+bool IsAlive(int64_t pid, uint64_t start_time);
+
+// Why `path` (a program that was executed) could not have loaded the shim, as a parenthesized
+// clause starting with a space (" (a statically linked program: ...)"), or "" when nothing
+// about the file explains it. A path without a slash is looked up in `search_path` (a PATH
+// value).
+std::string WhyNotLoaded(const std::string& path, const std::string& search_path);
+
+// The one line `hangwatch run` prints when no process armed, after "no process was watched: ".
+// `log`: the run's launch log; `root_pid`: the process `run` started; `command`: its argv[0].
+std::string ExplainNothingWatched(const LaunchLog& log, int64_t root_pid,
+                                  const std::string& command, const std::string& search_path);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_LAUNCH_LOG_READER_H_

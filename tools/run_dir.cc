@@ -1,0 +1,136 @@
+#include "tools/run_dir.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace hangwatch::tools {
+namespace {
+
+bool WriteAll(int fd, const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The owner named by DIR/run.pid. False when there is none or it is malformed.
+bool ReadOwner(const std::string& dir, int64_t* pid, uint64_t* start_time) {
+  std::ifstream in(dir + "/" + kRunOwnerFile);
+  long long p = 0;
+  unsigned long long t = 0;
+  if (!(in >> p >> t) || p <= 0) return false;
+  *pid = p;
+  *start_time = t;
+  return true;
+}
+
+}  // namespace
+
+bool CreateRunDir(const std::string& parent, std::string* path, std::string* error) {
+  std::string tmpl = parent + "/" + kRunDirPrefix + "XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    *error = "cannot create a directory in " + parent + ": " + std::strerror(errno);
+    return false;
+  }
+  const ProcStat self = ReadProcStat(getpid());
+  // Written under another name and renamed: a concurrent cleanup sees no owner (in use) or the
+  // whole line, never half of it.
+  const std::string tmp = tmpl + "/" + kRunOwnerFile + ".new";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const bool ok =
+      fd >= 0 &&
+      WriteAll(fd, std::to_string(getpid()) + " " + std::to_string(self.start_time) + "\n") &&
+      close(fd) == 0 && rename(tmp.c_str(), (tmpl + "/" + kRunOwnerFile).c_str()) == 0;
+  if (!ok) {
+    *error = "cannot write " + tmp + ": " + std::strerror(errno);
+    RemoveRunDir(tmpl);
+    return false;
+  }
+  *path = tmpl;
+  return true;
+}
+
+std::vector<int64_t> LockedOpenHangFiles(const std::string& dir) {
+  std::vector<int64_t> pids;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return pids;
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, "open-hang.", 10) != 0) continue;
+    const std::string path = dir + "/" + e->d_name;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) pids.push_back(std::atoll(e->d_name + 10));
+    } else {
+      flock(fd, LOCK_UN);
+    }
+    close(fd);
+  }
+  closedir(d);
+  return pids;
+}
+
+std::vector<const LaunchProcess*> LiveProcesses(const LaunchLog& log) {
+  std::vector<const LaunchProcess*> live;
+  for (const auto& p : log.processes) {
+    if (IsAlive(p.pid, p.start_time)) live.push_back(&p);
+  }
+  return live;
+}
+
+bool RunDirInUse(const std::string& dir) {
+  int64_t owner = 0;
+  uint64_t owner_start = 0;
+  if (!ReadOwner(dir, &owner, &owner_start)) return true;
+  if (IsAlive(owner, owner_start)) return true;
+  if (!LiveProcesses(ReadLaunchLog(dir + "/" + kLaunchLogFile)).empty()) return true;
+  return !LockedOpenHangFiles(dir).empty();
+}
+
+std::vector<std::string> RemoveStaleRunDirs(const std::string& parent) {
+  std::vector<std::string> removed;
+  DIR* d = opendir(parent.c_str());
+  if (d == nullptr) return removed;
+  const size_t prefix = std::strlen(kRunDirPrefix);
+  while (dirent* e = readdir(d)) {
+    // Ours: hangwatch-run.XXXXXX (mkdtemp's six characters), a real directory of this user.
+    if (std::strncmp(e->d_name, kRunDirPrefix, prefix) != 0 ||
+        std::strlen(e->d_name) != prefix + 6) {
+      continue;
+    }
+    const std::string dir = parent + "/" + e->d_name;
+    struct stat st;
+    if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) continue;
+    if (RunDirInUse(dir)) continue;
+    RemoveRunDir(dir);
+    removed.push_back(dir);
+  }
+  closedir(d);
+  return removed;
+}
+
+void RemoveRunDir(const std::string& dir) {
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+        unlink((dir + "/" + e->d_name).c_str());
+      }
+    }
+    closedir(d);
+  }
+  rmdir(dir.c_str());
+}
+
+}  // namespace hangwatch::tools

@@ -1,0 +1,46 @@
+// The temporary run directory of `hangwatch run` (/tmp/hangwatch-run.XXXXXX): the open-hang
+// files of the watched processes, the launch log, the report when no --report was given, and
+// run.pid, which names the `run` that owns it ("PID STARTTIME\n"). A directory outlives its
+// `run` while a watched process (a daemon) still uses it; the next `run` removes the ones whose
+// owner and processes are all gone.
+#ifndef HANGWATCH_TOOLS_RUN_DIR_H_
+#define HANGWATCH_TOOLS_RUN_DIR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/launch_log_reader.h"
+
+namespace hangwatch::tools {
+
+inline constexpr char kRunDirPrefix[] = "hangwatch-run.";
+inline constexpr char kRunOwnerFile[] = "run.pid";
+inline constexpr char kLaunchLogFile[] = "launch.log";
+
+// Creates PARENT/hangwatch-run.XXXXXX (mode 0700) with its run.pid naming this process.
+// False with *error when it cannot.
+bool CreateRunDir(const std::string& parent, std::string* path, std::string* error);
+
+// The pids of the processes whose open-hang file in `dir` is locked, i.e. in use by a live
+// process (the agent holds an exclusive lock on it while it runs).
+std::vector<int64_t> LockedOpenHangFiles(const std::string& dir);
+
+// The processes of `log` that are still alive.
+std::vector<const LaunchProcess*> LiveProcesses(const LaunchLog& log);
+
+// A run directory is in use while its owner `run`, a process of its launch log, or the holder
+// of one of its open-hang files lives. A directory without run.pid is in use (it may be being
+// created, or belong to another tool).
+bool RunDirInUse(const std::string& dir);
+
+// Removes the directories PARENT/hangwatch-run.* that belong to this user and are no longer in
+// use. Returns the paths removed.
+std::vector<std::string> RemoveStaleRunDirs(const std::string& parent);
+
+// Removes `dir` and the files in it (the shim writes no subdirectories).
+void RemoveRunDir(const std::string& dir);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_RUN_DIR_H_
