@@ -80,6 +80,8 @@ std::string ToJsonLine(const HangRecord& r) {
   AppendInt(&o, r.tid);
   Key(&o, "process");
   AppendString(&o, r.process);
+  Key(&o, "process_name");
+  AppendString(&o, r.process_name);
   Key(&o, "hang_id");
   AppendUint(&o, r.hang_id);
   Key(&o, "start_unix_ms");
@@ -108,6 +110,27 @@ std::string ToJsonLine(const HangRecord& r) {
   o.append(r.fatal ? "true" : "false");
   Key(&o, "fingerprint");
   AppendString(&o, r.fingerprint);
+  Key(&o, "signature");
+  AppendString(&o, r.signature);
+  Key(&o, "culprit");
+  if (r.culprit.empty()) {
+    o.append("null");
+  } else {
+    o.push_back('{');
+    Key(&o, "symbol", true);
+    AppendString(&o, r.culprit.symbol);
+    Key(&o, "module");
+    AppendString(&o, r.culprit.module);
+    Key(&o, "offset");
+    AppendHex(&o, r.culprit.offset);
+    Key(&o, "file");
+    AppendString(&o, r.culprit.file);
+    Key(&o, "line");
+    AppendInt(&o, r.culprit.line);
+    Key(&o, "frame");
+    AppendInt(&o, r.culprit.frame);
+    o.push_back('}');
+  }
   Key(&o, "dominant_stack");
   AppendInt(&o, r.dominant_stack);
 

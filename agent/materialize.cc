@@ -8,39 +8,12 @@
 #include <numeric>
 #include <vector>
 
+#include "agent/stack_identity.h"
 #include "symbols/in_process_symbolizer.h"
+#include "symbols/perf_map.h"
 
 namespace hangwatch::agent {
 namespace {
-
-// FNV-1a, 64 bits: stable across builds, platforms and runs (unlike std::hash).
-class Fnv64 {
- public:
-  void Bytes(const void* data, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) {
-      h_ ^= p[i];
-      h_ *= 0x100000001b3ull;
-    }
-  }
-  void U64(uint64_t v) {
-    unsigned char b[8];
-    for (int i = 0; i < 8; ++i) {
-      b[i] = static_cast<unsigned char>(v >> (8 * i));
-    }
-    Bytes(b, sizeof(b));
-  }
-  uint64_t value() const { return h_; }
-
- private:
-  uint64_t h_ = 0xcbf29ce484222325ull;
-};
-
-std::string Hex16(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 bool SymbolizeFrame(uintptr_t addr, bool is_return_address, const symbols::Module* module,
                     uint64_t offset, const MaterializeOptions& options, std::string* name) {
@@ -87,43 +60,21 @@ std::string MainExecutablePath() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-std::string Fingerprint(const HangData& hang, uint32_t stack_id,
-                        const symbols::ModuleMap& modules) {
-  const StackTable& table = hang.stacks();
-  if (stack_id >= table.size()) {
-    return "";
-  }
-  const auto& entry = table.entry(stack_id);
-  const uintptr_t* frames = table.frames(stack_id);
-  Fnv64 h;
-  const size_t n = std::min<size_t>(entry.num_frames, kFingerprintFrames);
-  for (size_t i = 0; i < n; ++i) {
-    const uintptr_t addr = i == 0 && entry.leaf_key != 0 ? entry.leaf_key : frames[i];
-    const symbols::ModuleAddress where = modules.Find(addr);
-    if (where.module != nullptr && !where.module->build_id.empty()) {
-      h.Bytes(where.module->build_id.data(), where.module->build_id.size());
-      h.U64(where.offset);
-    } else if (where.module != nullptr) {
-      // No build-id: the file name is the next most stable identity.
-      const std::string& path = where.module->path;
-      const size_t slash = path.rfind('/');
-      const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-      h.Bytes(base.data(), base.size());
-      h.U64(where.offset);
-    } else {
-      h.U64(addr);
-    }
-    h.Bytes("|", 1);
-  }
-  return Hex16(h.value());
-}
-
 HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) {
   const HangSummary& s = hang.summary;
   HangRecord r;
   r.pid = s.pid;
   r.tid = s.tid;
   r.process = options.process;
+  if (!options.process_name.empty()) {
+    r.process_name = options.process_name;
+  } else if (options.addresses_are_local) {
+    r.process_name = ThisProcessName();
+  } else {
+    const size_t slash = options.process.rfind('/');
+    r.process_name =
+        slash == std::string::npos ? options.process : options.process.substr(slash + 1);
+  }
   r.hang_id = s.hang_id;
   r.start_unix_ms = s.start_unix_ms;
   r.duration_ms = s.duration_ns / 1'000'000;
@@ -162,6 +113,21 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
   std::map<const symbols::Module*, size_t> module_index;
   // Symbolizing is the expensive part; one lookup per distinct (address, is_return) pair.
   std::map<std::pair<uintptr_t, bool>, std::string> names;
+  // Code outside every module is JIT code: named from the runtime's perf map, read up to date
+  // once (here, on the reporting thread; the map only grows).
+  symbols::PerfMap* perf_map = nullptr;
+  if (options.symbolize && options.addresses_are_local) {
+    for (size_t id = 0; id < table.size() && perf_map == nullptr; ++id) {
+      const uintptr_t* frames = table.frames(static_cast<uint32_t>(id));
+      for (size_t f = 0; f < table.entry(static_cast<uint32_t>(id)).num_frames; ++f) {
+        if (map.Find(frames[f]).module == nullptr) {
+          perf_map = &symbols::PerfMapOfThisProcess();
+          perf_map->Refresh();
+          break;
+        }
+      }
+    }
+  }
   r.stacks.reserve(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     const uint32_t id = order[i];
@@ -193,7 +159,11 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
         auto it = names.find(key);
         if (it == names.end()) {
           std::string name;
-          SymbolizeFrame(frames[f], is_return, where.module, where.offset, options, &name);
+          if (where.module != nullptr) {
+            SymbolizeFrame(frames[f], is_return, where.module, where.offset, options, &name);
+          } else if (perf_map != nullptr) {
+            perf_map->Find(is_return ? frames[f] - 1 : frames[f], &name);
+          }
           it = names.emplace(key, std::move(name)).first;
         }
         fr.symbol = it->second;
@@ -203,7 +173,15 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     r.stacks.push_back(std::move(st));
   }
   r.dominant_stack = r.stacks.empty() ? -1 : 0;
-  r.fingerprint = order.empty() ? "" : Fingerprint(hang, order[0], map);
+  if (!order.empty() && !r.stacks[0].frames.empty()) {
+    // Frame 0 counts by its function (the leaf key), not the exact instruction.
+    const auto& e = table.entry(order[0]);
+    const uintptr_t leaf = e.leaf_key != 0 ? e.leaf_key : table.frames(order[0])[0];
+    const symbols::ModuleAddress where = map.Find(leaf);
+    r.fingerprint = Fingerprint(r.stacks[0], where.module != nullptr ? where.offset : leaf);
+    r.signature = Signature(r.stacks[0]);
+    r.culprit = FindCulprit(r.stacks[0]);
+  }
 
   r.timeline.reserve(hang.timeline_size());
   for (size_t i = 0; i < hang.timeline_size(); ++i) {

@@ -1,7 +1,7 @@
 // Materialize: turns a HangData (addresses and counts in fixed storage) into a public
 // HangRecord: frames resolved to module / build-id / offset, symbolized, stacks sorted by
-// count, the dominant stack and the fingerprint. Runs when a hang is reported or read, never on
-// the capture path; it allocates.
+// count, the dominant stack, its culprit, signature and fingerprint (agent/stack_identity.h). Runs
+// when a hang is reported or read, never on the capture path; it allocates.
 #ifndef HANGWATCH_AGENT_MATERIALIZE_H_
 #define HANGWATCH_AGENT_MATERIALIZE_H_
 
@@ -23,15 +23,11 @@ struct MaterializeOptions {
   // here, at its address in this process.
   bool addresses_are_local = true;
   bool symbolize = true;
-  std::string process;  // main executable path
+  std::string process;       // main executable path
+  std::string process_name;  // "": this process's (addresses_are_local), else process's file name
 };
 
 HangRecord Materialize(const HangData& hang, const MaterializeOptions& options);
-
-// 16 hex digits over (build-id, offset) of the top `kFingerprintFrames` frames; the innermost
-// frame contributes its function (leaf key), not the exact instruction.
-inline constexpr size_t kFingerprintFrames = 8;
-std::string Fingerprint(const HangData& hang, uint32_t stack_id, const symbols::ModuleMap& modules);
 
 // /proc/self/exe, or "" when unreadable.
 std::string MainExecutablePath();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "agent/stack_identity.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -42,6 +43,15 @@ std::string HangSummaryLine(const HangRecord& r) {
   if (r.stopped_ms > 0) {
     line += " (" + std::to_string(r.stopped_ms) + " ms stopped, not counted)";
   }
+  if (!r.culprit.empty()) {
+    line += ", in " + CulpritName(r.culprit);
+    if (!r.culprit.file.empty()) {
+      line += " at " + r.culprit.file +
+              (r.culprit.line > 0 ? ":" + std::to_string(r.culprit.line) : std::string());
+    }
+    if (!r.culprit.module.empty()) line += " (" + Basename(r.culprit.module) + ")";
+  }
+  if (!r.process_name.empty()) line += ", process " + r.process_name;
   return line;
 }
 

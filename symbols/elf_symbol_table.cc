@@ -35,7 +35,11 @@ void CollectSymbols(Elf* elf, Elf64_Word type, std::vector<RawSymbol>* out) {
     const int bind = GELF_ST_BIND(sym.st_info);
     int rank = bind == STB_GLOBAL ? 3 : bind == STB_WEAK ? 2 : 1;
     if (sym.st_size != 0) rank += 4;
-    out->push_back({sym.st_value, sym.st_size, name, rank});
+    // A .symtab names versioned definitions "memcpy@@GLIBC_2.14" / "memcpy@GLIBC_2.2.5":
+    // the function is "memcpy", as .dynsym and DWARF name it.
+    std::string_view n(name);
+    if (const size_t at = n.find('@'); at != n.npos && at > 0) n = n.substr(0, at);
+    out->push_back({sym.st_value, sym.st_size, n, rank});
   });
 }
 

@@ -1,12 +1,20 @@
 // SymbolizeInProcess: module map + one lazily loaded ElfSymbolTable per module.
 #include "symbols/in_process_symbolizer.h"
 
+#include <elf.h>
+#include <link.h>
+#include <sys/auxv.h>
+
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/base/call_once.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "symbols/debug_file_locator.h"
 #include "symbols/elf_file.h"
 #include "symbols/elf_symbol_table.h"
 #include "symbols/module_map.h"
@@ -61,6 +69,10 @@ class TableCache {
   }
 
   static std::unique_ptr<ElfSymbolTable> LoadTable(const Module& m) {
+    if (std::string_view vdso = VdsoImage(m); !vdso.empty()) {
+      auto table = ElfSymbolTable::LoadFromMemory(vdso);
+      return table.ok() ? std::move(*table) : nullptr;
+    }
     if (m.path.empty()) return nullptr;
     auto file = ElfFile::Open(m.path);
     if (!file.ok()) return nullptr;
@@ -68,7 +80,48 @@ class TableCache {
     if (!m.build_id.empty() && ReadBuildId((*file)->elf()) != m.build_id) return nullptr;
     auto table = ElfSymbolTable::FromElf((*file)->elf());
     if (!table.ok()) return nullptr;
+    if (((*table)->sources() & ElfSymbolTable::kSymtab) == 0 && !m.build_id.empty()) {
+      // Stripped (only .dynsym): the separate debug file installed for this build (Debian's
+      // *-dbg / *-dbgsym packages under /usr/lib/debug/.build-id) has the full .symtab, with
+      // the local functions that `hangwatch report` names from it too.
+      DebugFileSearch search;
+      const std::string debug = FindDebugFileByBuildId(m.build_id, &search);
+      if (!debug.empty()) {
+        auto full = ElfSymbolTable::Load(debug);
+        if (full.ok() && ((*full)->sources() & ElfSymbolTable::kSymtab) != 0 &&
+            (*full)->size() >= (*table)->size()) {
+          return std::move(*full);
+        }
+      }
+    }
     return std::move(*table);
+  }
+
+  // The vDSO's ELF image, mapped by the kernel (AT_SYSINFO_EHDR) and listed by the loader as
+  // "linux-vdso.so.1" without a file: read from memory. Empty for any other module.
+  static std::string_view VdsoImage(const Module& m) {
+    const uintptr_t base = getauxval(AT_SYSINFO_EHDR);
+    if (base == 0 || m.exec_ranges.empty() || (!m.path.empty() && m.path[0] == '/')) return {};
+    const auto* ehdr = reinterpret_cast<const ElfW(Ehdr)*>(base);
+    if (std::memcmp(ehdr->e_ident, ELFMAG, SELFMAG) != 0 ||
+        ehdr->e_phentsize != sizeof(ElfW(Phdr))) {
+      return {};
+    }
+    // The image ends with its section headers; the kernel maps it whole (whole pages).
+    const size_t size = ehdr->e_shoff + size_t{ehdr->e_shnum} * ehdr->e_shentsize;
+    size_t mapped = 0;
+    const auto* phdr = reinterpret_cast<const ElfW(Phdr)*>(base + ehdr->e_phoff);
+    for (int i = 0; i < ehdr->e_phnum; ++i) {
+      if (phdr[i].p_type == PT_LOAD) {
+        mapped = std::max<size_t>(mapped, phdr[i].p_offset + phdr[i].p_filesz);
+      }
+    }
+    mapped = (mapped + 4095) & ~size_t{4095};
+    if (size == 0 || size > mapped || mapped > (1u << 20)) return {};
+    // The module is the vDSO when its code lies in that image.
+    const uintptr_t code = m.exec_ranges.front().lo;
+    if (code < base || code >= base + mapped) return {};
+    return std::string_view(reinterpret_cast<const char*>(base), size);
   }
 
   absl::Mutex mu_;

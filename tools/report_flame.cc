@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "agent/stack_identity.h"
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
 #include "tools/xml_escape.h"
@@ -60,6 +62,7 @@ constexpr double kWidth = 1200, kPad = 10, kRow = 17, kTop = 40;
 
 struct SvgWriter {
   std::string out;
+  std::set<std::string> culprits;  // names of the hangs' culprits: outlined
   uint64_t total = 0;
   int max_depth = 0;
   double height = 0;
@@ -73,7 +76,10 @@ struct SvgWriter {
     const double pct = 100.0 * static_cast<double>(n.count) / static_cast<double>(total);
     std::snprintf(buf, sizeof buf, " (%llu sample%s, %.1f%%)",
                   static_cast<unsigned long long>(n.count), n.count == 1 ? "" : "s", pct);
-    out += "<g class=\"frame\"><title>" + XmlEscape(n.name, false) + buf + "</title>";
+    const bool culprit = culprits.count(n.name) != 0;
+    out += std::string(culprit ? "<g class=\"frame culprit\">" : "<g class=\"frame\">") +
+           "<title>" + XmlEscape(n.name, false) + buf + (culprit ? ", culprit" : "") +
+           "</title>";
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" rx=\"2\" fill=\"", x,
                   y, w, kRow - 1);
@@ -130,6 +136,29 @@ std::string FormatSvg(const Report& report, const std::string& title) {
     }
   }
   SvgWriter w;
+  // The culprits, most frequent first, for the title; their frames are outlined.
+  std::map<std::string, size_t> culprit_counts;
+  for (const HangRecord& h : report.hangs) {
+    const Culprit c = HangCulprit(h);
+    if (c.empty()) continue;
+    std::string name = agent::CulpritName(c);
+    for (char& ch : name) {
+      if (ch == ';') ch = ':';  // as FoldedName
+      if (ch == '\n' || ch == '\r') ch = ' ';
+    }
+    ++culprit_counts[name];
+    w.culprits.insert(name);
+  }
+  std::vector<std::pair<size_t, std::string>> by_count;
+  for (const auto& [name, n] : culprit_counts) by_count.emplace_back(n, name);
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string culprit_line;
+  for (size_t i = 0; i < by_count.size() && i < 3; ++i) {
+    culprit_line += (i == 0 ? "in " : ", ") + by_count[i].second;
+    if (report.hangs.size() > 1) culprit_line += " (" + std::to_string(by_count[i].first) + ")";
+  }
+  if (by_count.size() > 3) culprit_line += ", ...";
   w.total = std::max<uint64_t>(root.count, 1);
   w.max_depth = Depth(root);
   w.height = kTop + (w.max_depth + 1) * kRow + 2 * kPad;
@@ -143,12 +172,14 @@ std::string FormatSvg(const Report& report, const std::string& title) {
   w.out +=
       "<style>text{font-family:monospace;font-size:12px;fill:#000;pointer-events:none}"
       ".frame:hover rect{stroke:#000;stroke-width:0.8}"
+      ".culprit rect{stroke:#a00;stroke-width:1.6}"
       ".title{font-size:16px;font-family:sans-serif}</style>\n";
   w.out += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fdfdf6\"/>\n";
   char sub[160];
   std::snprintf(sub, sizeof sub, " (%zu hang%s, %llu samples)", report.hangs.size(),
                 report.hangs.size() == 1 ? "" : "s", static_cast<unsigned long long>(root.count));
-  w.out += "<text class=\"title\" x=\"10\" y=\"24\">" + XmlEscape(title, false) + sub + "</text>\n";
+  w.out += "<text class=\"title\" x=\"10\" y=\"24\">" + XmlEscape(title, false) + sub +
+           (culprit_line.empty() ? "" : " " + XmlEscape(culprit_line, false)) + "</text>\n";
   if (root.count > 0) w.Write(root, kPad, 0);
   w.out += "</svg>\n";
   return w.out;

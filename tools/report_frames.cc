@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "agent/stack_identity.h"
+
 namespace hangwatch::tools {
 
 std::string BaseName(const std::string& path) {
@@ -25,6 +27,27 @@ std::string FrameName(const Frame& f) {
 std::string FrameLocation(const Frame& f) {
   if (f.file.empty()) return "";
   return f.line > 0 ? f.file + ":" + std::to_string(f.line) : f.file;
+}
+
+Culprit HangCulprit(const HangRecord& h) {
+  if (!h.culprit.empty()) return h.culprit;
+  const Stack* d = h.dominant();
+  return d == nullptr ? Culprit{} : agent::FindCulprit(*d);
+}
+
+std::string CulpritLabel(const Culprit& c) {
+  std::string s = agent::CulpritName(c);
+  if (!c.file.empty()) {
+    s += " (" + c.file + (c.line > 0 ? ":" + std::to_string(c.line) : std::string()) + ")";
+  }
+  return s;
+}
+
+void RefreshHangIdentity(HangRecord* h) {
+  const Stack* d = h->dominant();
+  if (d == nullptr) return;
+  h->culprit = agent::FindCulprit(*d);
+  if (h->signature.empty()) h->signature = agent::Signature(*d);
 }
 
 namespace {

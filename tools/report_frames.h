@@ -22,6 +22,18 @@ std::string FrameName(const Frame& f);
 // "file:line" when known, else "".
 std::string FrameLocation(const Frame& f);
 
+// The hang's culprit (hang_record.h): as recorded, else found in its dominant stack (a file
+// written by an older agent). Empty when there is no stack.
+Culprit HangCulprit(const HangRecord& h);
+
+// The culprit's name ("debugCommand", "python3.11+0x1d64b4", "?") with " (file:line)" when
+// known.
+std::string CulpritLabel(const Culprit& c);
+
+// Recomputes each hang's culprit from its dominant stack (after offline symbolization has added
+// names, files, lines and inlined frames), and its signature when the record had none.
+void RefreshHangIdentity(HangRecord* h);
+
 // For each frame of the dominant stack (innermost first), the number of samples of the hang
 // whose stack reaches that frame through the same callers (their stacks share the dominant
 // stack's frames from the outermost one down to it): the call-tree count of the dominant path.

@@ -156,7 +156,8 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       !r.Int("sample_interval_ms", &h->sample_interval_ms, true) ||
       !r.Int("samples", &h->samples) || !r.Int("failed_samples", &h->failed_samples, true) ||
       !r.Int("dropped_stacks", &h->dropped_stacks, true) || !r.Bool("fatal", &h->fatal, true) ||
-      !r.Str("fingerprint", &h->fingerprint, true) ||
+      !r.Str("fingerprint", &h->fingerprint, true) || !r.Str("signature", &h->signature, true) ||
+      !r.Str("process_name", &h->process_name, true) ||
       !r.Int("dominant_stack", &h->dominant_stack, true) ||
       !r.Bool("timeline_truncated", &h->timeline_truncated, true)) {
     return false;
@@ -171,6 +172,30 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
     Stack s;
     if (!ParseStack(sj, &s, error)) return false;
     h->stacks.push_back(std::move(s));
+  }
+  // "culprit": an object, or null (no stack); absent in files of older agents.
+  if (auto it = j.find("culprit"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      *error = "field 'culprit' is not an object";
+      return false;
+    }
+    Fields c{*it, error};
+    int64_t line = 0;
+    int64_t frame = 0;
+    Culprit& cu = h->culprit;
+    if (!c.Str("symbol", &cu.symbol, true) || !c.Str("module", &cu.module, true) ||
+        !c.Str("file", &cu.file, true) || !c.Int("line", &line, true) ||
+        !c.Int("frame", &frame, true)) {
+      return false;
+    }
+    if (it->contains("offset") && !c.Hex("offset", &cu.offset)) return false;
+    if (line < 0 || line > std::numeric_limits<int>::max() || frame < 0 ||
+        frame > std::numeric_limits<int>::max()) {
+      *error = "field 'culprit' has an out-of-range line or frame";
+      return false;
+    }
+    cu.line = static_cast<int>(line);
+    cu.frame = static_cast<int>(frame);
   }
   // Ids are indexes; a file that says otherwise is renumbered rather than trusted.
   for (size_t i = 0; i < h->stacks.size(); ++i) h->stacks[i].id = static_cast<int>(i);

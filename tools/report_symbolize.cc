@@ -90,6 +90,8 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
       }
       s.frames = std::move(frames);
     }
+    // Names, files and inlined frames may change which frame is the culprit, and give it a line.
+    RefreshHangIdentity(&h);
   }
 }
 

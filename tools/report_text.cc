@@ -34,13 +34,22 @@ void AppendFrameLine(std::string* out, size_t index, const Frame& f, const char*
 }
 
 void AppendHeader(std::string* out, const HangRecord& h) {
-  Appendf(out, "Process:          %s [%lld]\n", h.process.empty() ? "?" : h.process.c_str(),
-          static_cast<long long>(h.pid));
+  // The name users know it by, when it is not the executable's (a symlink, a rewritten title).
+  const std::string name = h.process_name.empty() || h.process_name == BaseName(h.process)
+                               ? ""
+                               : " (" + h.process_name + ")";
+  Appendf(out, "Process:          %s [%lld]%s\n", h.process.empty() ? "?" : h.process.c_str(),
+          static_cast<long long>(h.pid), name.c_str());
   Appendf(out, "Thread:           %lld (main thread)\n", static_cast<long long>(h.tid));
   Appendf(out, "Hang:             #%llu%s, fingerprint %s\n",
           static_cast<unsigned long long>(h.hang_id),
           h.fatal ? " (FATAL: the process died in it)" : "",
           h.fingerprint.empty() ? "-" : h.fingerprint.c_str());
+  if (const Culprit c = HangCulprit(h); !c.empty()) {
+    Appendf(out, "Culprit:          %s%s%s\n", CulpritLabel(c).c_str(),
+            c.module.empty() ? "" : " in ", BaseName(c.module).c_str());
+  }
+  if (!h.signature.empty()) Appendf(out, "Signature:        %s\n", h.signature.c_str());
   Appendf(out, "Date/Time:        %s\n", FormatUnixMs(h.start_unix_ms).c_str());
   Appendf(out, "Duration:         %llu ms%s (threshold %u ms)\n",
           static_cast<unsigned long long>(h.duration_ms), h.fatal ? " or more" : "",
@@ -205,10 +214,14 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
   AppendStartupStalls(&out, report);
   for (const HangRecord& h : report.hangs) {
     Appendf(&out,
-            "hangwatch: %s%llu ms hang in %s [%lld], %s, CPU %u%%, %u samples, fingerprint %s\n",
+            "hangwatch: %s%llu ms hang in %s [%lld]%s%s, %s, CPU %u%%, %u samples, "
+            "fingerprint %s\n",
             h.fatal ? "FATAL " : "", static_cast<unsigned long long>(h.duration_ms),
-            BaseName(h.process).c_str(), static_cast<long long>(h.pid), HangClassName(h.hang_class),
-            h.cpu_percent, h.samples, h.fingerprint.empty() ? "-" : h.fingerprint.c_str());
+            (h.process_name.empty() ? BaseName(h.process) : h.process_name).c_str(),
+            static_cast<long long>(h.pid), HangCulprit(h).empty() ? "" : " at ",
+            HangCulprit(h).empty() ? "" : CulpritLabel(HangCulprit(h)).c_str(),
+            HangClassName(h.hang_class), h.cpu_percent, h.samples,
+            h.fingerprint.empty() ? "-" : h.fingerprint.c_str());
     std::string dominant;
     AppendDominant(&dominant, h, max_frames);
     out += dominant.substr(1);  // without the leading blank line

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/stack_identity.h"
 #include "nlohmann/json.hpp"
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
@@ -31,15 +32,17 @@ void AddHang(const HangRecord& h, json* events) {
   const int64_t start = h.start_unix_ms * 1000;
   const int64_t dur = static_cast<int64_t>(std::max<uint64_t>(h.duration_ms, 1)) * 1000;
   const int64_t end = start + dur;
-  json hang =
-      Slice("hang " + std::to_string(h.duration_ms) + " ms (" + HangClassName(h.hang_class) + ")",
-            "hang", start, dur, h.pid, h.tid);
+  const Culprit culprit = HangCulprit(h);
+  json hang = Slice("hang " + std::to_string(h.duration_ms) + " ms (" +
+                        HangClassName(h.hang_class) + ")" +
+                        (culprit.empty() ? "" : " in " + agent::CulpritName(culprit)),
+                    "hang", start, dur, h.pid, h.tid);
   hang["args"] = {{"fingerprint", h.fingerprint}, {"cpu_ms", h.cpu_ms},
                   {"cpu_percent", h.cpu_percent}, {"class", HangClassName(h.hang_class)},
                   {"samples", h.samples},         {"fatal", h.fatal}};
-  if (const Stack* d = h.dominant(); d != nullptr && !d->frames.empty()) {
-    hang["args"]["culprit"] = FrameName(d->frames[0]);
-  }
+  if (!culprit.empty()) hang["args"]["culprit"] = CulpritLabel(culprit);
+  if (!h.signature.empty()) hang["args"]["signature"] = h.signature;
+  if (!h.process_name.empty()) hang["args"]["process_name"] = h.process_name;
   events->push_back(std::move(hang));
 
   // Samples: sample i covers [t_i, t_{i+1}) (the last one a sample interval), inside the hang.
@@ -102,7 +105,9 @@ std::string FormatTrace(const Report& report) {
            {"ph", "M"},
            {"pid", h.pid},
            {"tid", h.tid},
-           {"args", {{"name", BaseName(h.process) + " [" + std::to_string(h.pid) + "]"}}}});
+           {"args",
+            {{"name", (h.process_name.empty() ? BaseName(h.process) : h.process_name) + " [" +
+                          std::to_string(h.pid) + "]"}}}});
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
                         {"pid", h.pid},

@@ -111,10 +111,26 @@ struct ModuleInfo {
   std::string build_id;
 };
 
+// The frame a user would name as the cause: the innermost frame of the dominant stack that is
+// not part of the system's own libraries (libc, libstdc++, the dynamic loader, the vDSO, ...) or
+// of a language runtime's machinery (an interpreter's eval loop and call dispatch). When every
+// frame is such a frame, the innermost one. Empty (symbol and module "") when no stack.
+struct Culprit {
+  std::string symbol;   // demangled function name; empty when unknown
+  std::string module;   // path of the module; empty for code outside any module (e.g. JIT)
+  uint64_t offset = 0;  // Frame::offset of that frame (names it when the symbol is unknown)
+  std::string file;     // source file; empty when unknown
+  int line = 0;         // source line; 0 when unknown
+  int frame = -1;       // index in the dominant stack's frames, -1 when none
+
+  bool empty() const { return frame < 0; }
+};
+
 struct HangRecord {
   int64_t pid = 0;
   int64_t tid = 0;
   std::string process;        // main executable path
+  std::string process_name;   // how users name the process: argv[0]'s file name, else comm
   uint64_t hang_id = 0;       // sequence number within this process run
   int64_t start_unix_ms = 0;  // wall clock when the pass was first seen busy
   uint64_t duration_ms = 0;   // stopped / suspended time excluded
@@ -129,6 +145,10 @@ struct HangRecord {
   uint32_t dropped_stacks = 0;  // samples whose stack did not fit in the stack table
   bool fatal = false;           // still open when the process died
   std::string fingerprint;      // 16 hex digits, stable across runs of the same build
+  // 16 hex digits over the function names of the top in-app frames of the dominant stack:
+  // stable across builds (and machines) of the same code. Empty when no stack.
+  std::string signature;
+  Culprit culprit;              // from the dominant stack
   int dominant_stack = -1;      // index in stacks, -1 when none
   std::vector<Stack> stacks;    // sorted by count, descending
   std::vector<TimelineEntry> timeline;

@@ -3,12 +3,15 @@
 #include "symbols/in_process_symbolizer.h"
 
 #include <dlfcn.h>
+#include <execinfo.h>
+#include <sys/auxv.h>
 
 #include <string>
 
 #include "fixture_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "symbols/debug_file_locator.h"
 #include "symbols/elf_symbol_table.h"
 
 namespace hangwatch::symbols {
@@ -55,6 +58,53 @@ TEST(InProcessSymbolizerTest, StaticFunctionInAnonymousNamespace) {
   EXPECT_EQ(info.function_offset, 0u);
   ASSERT_TRUE(SymbolizeInProcess(addr + 3, false, &info));
   EXPECT_EQ(info.function_offset, 3u);
+}
+
+// The vDSO has no file: its names come from its image in memory.
+TEST(InProcessSymbolizerTest, VdsoFunctionsAreNamedFromTheImageInMemory) {
+  if (getauxval(AT_SYSINFO_EHDR) == 0) GTEST_SKIP() << "no vDSO";
+  void* vdso = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(vdso, nullptr) << dlerror();
+  void* fn = dlsym(vdso, "__vdso_clock_gettime");
+  ASSERT_NE(fn, nullptr);
+  SymbolInfo info;
+  ASSERT_TRUE(SymbolizeInProcess(reinterpret_cast<uintptr_t>(fn) + 2, false, &info));
+  EXPECT_THAT(info.name, HasSubstr("clock_gettime"));
+  EXPECT_EQ(info.function_offset, 2u);
+  auto map = CurrentModuleMap();
+  SymbolView view;
+  ASSERT_TRUE(LookupInProcess(*map, reinterpret_cast<uintptr_t>(fn), false, true, &view));
+  EXPECT_THAT(view.module->path, HasSubstr("vdso"));
+  dlclose(vdso);
+}
+
+// A stripped library whose debug file is installed (libc6-dbg): its local functions are named
+// from the debug file's .symtab, as `hangwatch report` names them, and versioned names lose
+// their version ("__libc_start_main", not "__libc_start_main@@GLIBC_2.34").
+TEST(InProcessSymbolizerTest, StrippedLibraryIsNamedFromItsInstalledDebugFile) {
+  auto map = CurrentModuleMap();
+  const Module* libc = nullptr;
+  for (const Module& m : map->modules()) {
+    if (m.path.find("/libc.so.6") != std::string::npos) libc = &m;
+  }
+  ASSERT_NE(libc, nullptr);
+  DebugFileSearch search;
+  if (libc->build_id.empty() || FindDebugFileByBuildId(libc->build_id, &search).empty()) {
+    GTEST_SKIP() << "no debug file for " << libc->path << " (install libc6-dbg)";
+  }
+  // This test runs on the main thread: its outermost frames are libc's start-up functions.
+  void* frames[256];
+  const int n = backtrace(frames, 256);
+  std::vector<std::string> libc_names;
+  for (int i = 1; i < n; ++i) {
+    const auto addr = reinterpret_cast<uintptr_t>(frames[i]);
+    if (map->Find(addr - 1).module != libc) continue;
+    SymbolInfo info;
+    ASSERT_TRUE(SymbolizeInProcess(addr, true, &info)) << std::hex << addr;
+    libc_names.push_back(info.name);
+  }
+  EXPECT_THAT(libc_names, ::testing::Contains("__libc_start_call_main"));
+  EXPECT_THAT(libc_names, ::testing::Contains("__libc_start_main"));
 }
 
 TEST(InProcessSymbolizerTest, TemplateIsDemangled) {
