@@ -234,13 +234,15 @@ int Run(int argc, char** argv) {
 
   // Output paths are checked before the command starts: a CI run must not find out at its end
   // that its results cannot be written.
-  if (!report_path.empty()) {
-    std::string error;
-    if (!CheckWritable(report_path, /*keep_created=*/true, "--report", &error)) return Fail(error);
-  }
+  // The JUnit file is written at the end (a file created by the check is removed again); the
+  // report is only ever appended to (the shim creates it at the first hang anyway).
   if (!junit_path.empty()) {
     std::string error;
     if (!CheckWritable(junit_path, /*keep_created=*/false, "--junit", &error)) return Fail(error);
+  }
+  if (!report_path.empty()) {
+    std::string error;
+    if (!CheckWritable(report_path, /*keep_created=*/true, "--report", &error)) return Fail(error);
   }
 
   // Run directories of earlier runs whose processes are all gone (a killed run, a daemon that
@@ -446,8 +448,10 @@ int Run(int argc, char** argv) {
       const std::string summary = FormatSummary(report, 16);
       std::fwrite(summary.data(), 1, summary.size(), stderr);
     } else {
-      std::fprintf(stderr, "hangwatch run: no hangs in %s (threshold %u ms)\n", command.c_str(),
-                   threshold_ms);
+      const bool so_far = std::any_of(watched.begin(), watched.end(),
+                                      [](const WatchedProcess& w) { return w.running; });
+      std::fprintf(stderr, "hangwatch run: no hangs in %s%s (threshold %u ms)\n", command.c_str(),
+                   so_far ? " so far" : "", threshold_ms);
     }
     const std::string list = FormatWatched(watched);
     std::fwrite(list.data(), 1, list.size(), stderr);

@@ -1,12 +1,18 @@
 // `hangwatch run` as a CI gate: exit 3 under --fail-on-hang when the program stalled, its own
 // status otherwise (128+N for a signal), the hang summarized on stderr, JSON Lines and JUnit XML
-// (validated against junit.xsd) written; bad usage is one line and exit 2.
+// (validated against junit.xsd) written; bad usage is one line and exit 2. Never a silent green:
+// every watched process is listed, a run that watched nothing says why and exits 4 under
+// --fail-on-hang, unwritable outputs stop the run before the command starts, a failing command
+// is named. Run directories: kept while a process of the run lives, stale ones removed.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <regex>
 #include <string>
 
 #include "cli_util.h"
 #include "tools/report_reader.h"
+#include "tools/run_dir.h"
 
 namespace hangwatch::testing {
 namespace {
@@ -130,10 +136,248 @@ TEST(RunCommand, BadUsageIsOneLineAndExitTwo) {
       << r.err;
 }
 
-TEST(RunCommand, CommandThatCannotRunIs127) {
-  const auto r = RunCommand({kCli, "run", "--", "/nonexistent/program"});
+TEST(RunCommand, CommandThatCannotRunIs127AndOnlyItsErrorLine) {
+  TempDir dir;
+  const auto r = RunCommand(
+      {kCli, "run", "--fail-on-hang", "--junit", dir / "junit.xml", "--", "/nonexistent/program"});
   EXPECT_EQ(r.exit_code, 127);
-  EXPECT_TRUE(Has(r.err, "cannot execute '/nonexistent/program'")) << r.err;
+  EXPECT_EQ(r.err,
+            "hangwatch run: cannot execute '/nonexistent/program': No such file or "
+            "directory\n");
+  // CI still gets a result: the test case is in error.
+  ExpectValidJunit(dir / "junit.xml");
+  const std::string junit = ReadFile(dir / "junit.xml");
+  EXPECT_TRUE(Has(junit, "<error type=\"not-executed\"")) << junit;
+  const auto bare = RunCommand({kCli, "run", "--", "no-such-program-anywhere"});
+  EXPECT_EQ(bare.exit_code, 127);
+  EXPECT_EQ(CountLines(bare.err), 1u) << bare.err;
+}
+
+// The line of the summary that lists `pid`, or "".
+std::string LineOf(const std::string& err, int64_t pid) {
+  std::smatch m;
+  const std::regex re("hangwatch run:   pid " + std::to_string(pid) + " [^\n]*");
+  return std::regex_search(err, m, re) ? m.str() : "";
+}
+
+TEST(RunCommand, SummaryListsEveryWatchedProcess) {
+  TempDir dir;
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "100", "--report", dir / "h.jsonl",
+                             "--", STALL_PROGRAM, "0", "300"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  tools::Report report;
+  std::string error;
+  ASSERT_TRUE(tools::ReadReportFile(dir / "h.jsonl", &report, &error)) << error;
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_TRUE(Has(r.err, "hangwatch run: watched 1 process:\n")) << r.err;
+  EXPECT_EQ(LineOf(r.err, report.hangs[0].pid), "hangwatch run:   pid " +
+                                                    std::to_string(report.hangs[0].pid) +
+                                                    " stall_program (" STALL_PROGRAM "): 1 hang")
+      << r.err;
+
+  // Healthy: listed too, with no hangs.
+  const auto ok = RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(std::regex_search(
+      ok.err, std::regex("hangwatch run:   pid [0-9]+ stall_program \\([^)]*\\): no hangs\n")))
+      << ok.err;
+}
+
+TEST(RunCommand, ShellWrapperAndPythonAreWatchedWithTheirPids) {
+  // sh -c passes the shim on to the program it starts; the program's hang is its own.
+  const std::string script = std::string(STALL_PROGRAM) + " 0 300; exit 0";
+  const auto sh = RunCommand(
+      {kCli, "run", "--threshold-ms", "100", "--fail-on-hang", "--", "/bin/sh", "-c", script});
+  EXPECT_EQ(sh.exit_code, 3) << sh.err;
+  EXPECT_TRUE(std::regex_search(
+      sh.err, std::regex("hangwatch run:   pid [0-9]+ stall_program \\([^)]*\\): 1 hang\n")))
+      << sh.err;
+  EXPECT_TRUE(Has(sh.err, "watched 1 process:")) << "sh itself never waited: " << sh.err;
+
+  // python3 (a symlink to python3.X): named by its argv[0], its executable in parentheses.
+  TempDir dir;
+  const auto py = RunCommand({kCli, "run", "--threshold-ms", "100", "--report", dir / "h.jsonl",
+                              "--", "/usr/bin/python3", "-c",
+                              "import select, time\n"
+                              "select.select([], [], [], 0.05)\n"
+                              "end = time.monotonic() + 0.4\n"
+                              "while time.monotonic() < end: pass\n"
+                              "select.select([], [], [], 0.05)\n"});
+  EXPECT_EQ(py.exit_code, 0) << py.err;
+  tools::Report report;
+  std::string error;
+  ASSERT_TRUE(tools::ReadReportFile(dir / "h.jsonl", &report, &error)) << error << py.err;
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_TRUE(std::regex_match(LineOf(py.err, report.hangs[0].pid),
+                               std::regex(".* python3 \\(/usr/bin/python3[.0-9]*\\): 1 hang")))
+      << py.err;
+}
+
+TEST(RunCommand, ForkedWorkersAreListedEachWithItsHangs) {
+  // A prefork server: the parent reaches its loop, then forks two workers; the second stalls.
+  TempDir dir;
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "100", "--report", dir / "h.jsonl",
+                             "--", "/usr/bin/python3", "-c",
+                             "import os, select, time\n"
+                             "select.select([], [], [], 0.05)\n"
+                             "pids = []\n"
+                             "for stall in (0, 0.4):\n"
+                             "    pid = os.fork()\n"
+                             "    if pid == 0:\n"
+                             "        select.select([], [], [], 0.05)\n"
+                             "        end = time.monotonic() + stall\n"
+                             "        while time.monotonic() < end: pass\n"
+                             "        select.select([], [], [], 0.05)\n"
+                             "        os._exit(0)\n"
+                             "    pids.append(pid)\n"
+                             "while pids:\n"  // the parent stays in its loop while the workers run
+                             "    select.select([], [], [], 0.02)\n"
+                             "    pid, _ = os.waitpid(-1, os.WNOHANG)\n"
+                             "    if pid: pids.remove(pid)\n"
+                             "select.select([], [], [], 0.05)\n"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.err, "hangwatch run: watched 3 processes:\n")) << r.err;
+  tools::Report report;
+  std::string error;
+  ASSERT_TRUE(tools::ReadReportFile(dir / "h.jsonl", &report, &error)) << error << r.err;
+  ASSERT_EQ(report.hangs.size(), 1u) << r.err;
+  EXPECT_TRUE(Has(LineOf(r.err, report.hangs[0].pid), "python3")) << r.err;
+  EXPECT_TRUE(Has(LineOf(r.err, report.hangs[0].pid), ": 1 hang")) << r.err;
+  size_t quiet_ones = 0;
+  for (size_t at = 0; (at = r.err.find("python3 (", at)) != std::string::npos; ++at) {
+    quiet_ones += r.err.compare(r.err.find(')', at), 12, "): no hangs\n") == 0;
+  }
+  EXPECT_EQ(quiet_ones, 2u) << "the parent and the first worker: " << r.err;
+}
+
+TEST(RunCommand, NothingWatchedIsOneLineExitFourAndAJunitError) {
+  TempDir dir;
+  // python3 never waits for events: it executes a program that exits at once.
+  const std::vector<std::string> cmd = {"/usr/bin/python3", "-c",
+                                        "import os; os.execv('/usr/bin/true', ['true'])"};
+  std::vector<std::string> args = {kCli, "run", "--fail-on-hang", "--junit", dir / "junit.xml",
+                                   "--"};
+  args.insert(args.end(), cmd.begin(), cmd.end());
+  const auto r = RunCommand(args);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("hangwatch run: no process was watched: ", 0), 0u) << r.err;
+  EXPECT_TRUE(Has(r.err, "never waited for events")) << r.err;
+  EXPECT_TRUE(Has(r.err, "python3")) << r.err;
+  EXPECT_TRUE(Has(r.err, "/usr/bin/true")) << r.err;
+  ExpectValidJunit(dir / "junit.xml");
+  const std::string junit = ReadFile(dir / "junit.xml");
+  EXPECT_TRUE(Has(junit, "errors=\"1\"")) << junit;
+  EXPECT_TRUE(Has(junit, "<error type=\"not-watched\" message=\"no process was watched: "))
+      << junit;
+  EXPECT_FALSE(Has(junit, "never stalled")) << junit;
+
+  // Without --fail-on-hang the command's status, and the same line; --quiet does not hide it.
+  std::vector<std::string> plain = {kCli, "run", "--quiet", "--"};
+  plain.insert(plain.end(), cmd.begin(), cmd.end());
+  const auto p = RunCommand(plain);
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_TRUE(Has(p.err, "hangwatch run: no process was watched: ")) << p.err;
+
+  // A shell that runs only builtins.
+  const auto sh = RunCommand({kCli, "run", "--fail-on-hang", "--", "/bin/sh", "-c", "exit 0"});
+  EXPECT_EQ(sh.exit_code, 4) << sh.err;
+  EXPECT_EQ(sh.err, "hangwatch run: no process was watched: sh never waited for events\n");
+}
+
+TEST(RunCommand, StaticProgramIsNamedAsTheReason) {
+  const auto r = RunCommand({kCli, "run", "--fail-on-hang", "--", STATIC_PROGRAM, "0"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(r.err,
+            "hangwatch run: no process was watched: static_program did not load the shim (a "
+            "statically linked program: nothing can be preloaded into it)\n");
+  // Executed by a wrapper that did load it.
+  const auto sh = RunCommand({kCli, "run", "--fail-on-hang", "--", "/bin/sh", "-c",
+                              std::string("exec ") + STATIC_PROGRAM + " 0"});
+  EXPECT_EQ(sh.exit_code, 4) << sh.err;
+  EXPECT_TRUE(Has(sh.err, "sh never waited for events; it executed " STATIC_PROGRAM
+                          ", which did not load the shim (a statically linked program"))
+      << sh.err;
+}
+
+TEST(RunCommand, UnwritableOutputsFailBeforeTheCommandStarts) {
+  TempDir dir;
+  const std::string marker = dir / "ran";
+  const std::vector<std::string> cmd = {"--", "/bin/sh", "-c", "touch '" + marker + "'"};
+  WriteFile(dir / "file", "x");
+  ASSERT_EQ(mkdir((dir / "subdir").c_str(), 0700), 0);
+  const std::vector<std::vector<std::string>> cases = {
+      {"--report", "/nonexistent/dir/h.jsonl"},
+      {"--report", dir / "file/h.jsonl"},
+      {"--report", dir / "subdir"},
+      {"--junit", "/nonexistent/dir/junit.xml"},
+      {"--junit", dir / "subdir"},
+      {"--junit", dir / "junit.xml", "--report", "/nonexistent/dir/h.jsonl"},
+  };
+  for (auto args : cases) {
+    args.insert(args.begin(), {kCli, "run", "--fail-on-hang"});
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    const auto r = RunCommand(args);
+    EXPECT_EQ(r.exit_code, 2) << args[3] << ": " << r.err;
+    EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+    EXPECT_TRUE(Has(r.err, "hangwatch run: cannot write --")) << r.err;
+    EXPECT_NE(access(marker.c_str(), F_OK), 0) << "the command must not have run";
+  }
+  EXPECT_NE(access((dir / "junit.xml").c_str(), F_OK), 0) << "no empty JUnit file left behind";
+
+  // A report that exists is appended to, never truncated by the check.
+  WriteFile(dir / "h.jsonl", "previous content\n");
+  const auto ok =
+      RunCommand({kCli, "run", "--report", dir / "h.jsonl", "--", STALL_PROGRAM, "0", "0"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ReadFile(dir / "h.jsonl").rfind("previous content\n", 0), 0u);
+}
+
+TEST(RunCommand, FailingCommandIsNamedUnderFailOnHang) {
+  // A hang and a failing program: 3, and the program's status is on stderr.
+  const auto both = RunCommand(
+      {kCli, "run", "--threshold-ms", "100", "--fail-on-hang", "--", STALL_PROGRAM, "5", "400"});
+  EXPECT_EQ(both.exit_code, 3) << both.err;
+  EXPECT_TRUE(Has(both.err, "hangwatch run: " STALL_PROGRAM " exited with status 5\n")) << both.err;
+  // Even with --quiet, since the exit status no longer tells it.
+  const auto quiet = RunCommand({kCli, "run", "--quiet", "--threshold-ms", "100", "--fail-on-hang",
+                                 "--", STALL_PROGRAM, "5", "400"});
+  EXPECT_EQ(quiet.exit_code, 3) << quiet.err;
+  EXPECT_EQ(quiet.err, "hangwatch run: " STALL_PROGRAM " exited with status 5\n");
+  // No hang: the program's own status, named.
+  const auto seven = RunCommand({kCli, "run", "--fail-on-hang", "--", STALL_PROGRAM, "7", "0"});
+  EXPECT_EQ(seven.exit_code, 7) << seven.err;
+  EXPECT_TRUE(Has(seven.err, "exited with status 7")) << seven.err;
+  const auto killed =
+      RunCommand({kCli, "run", "--fail-on-hang", "--", STALL_PROGRAM, "0", "0", "kill"});
+  EXPECT_EQ(killed.exit_code, 128 + 15) << killed.err;
+  EXPECT_TRUE(Has(killed.err, "was killed by signal 15 (SIGTERM)")) << killed.err;
+  // Nothing watched and a failing program: 4, both said.
+  const auto static_fail = RunCommand({kCli, "run", "--fail-on-hang", "--", STATIC_PROGRAM, "9"});
+  EXPECT_EQ(static_fail.exit_code, 4) << static_fail.err;
+  EXPECT_TRUE(Has(static_fail.err, "exited with status 9")) << static_fail.err;
+}
+
+TEST(RunCommand, RunDirectoryIsRemovedAndStaleOnesAreCleanedUp) {
+  // A run directory left by a `run` that was killed: its owner and its processes are gone.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(dead, &status, 0), dead);
+  std::string stale, error;
+  ASSERT_TRUE(tools::CreateRunDir("/tmp", &stale, &error)) << error;
+  WriteFile(stale + "/run.pid", std::to_string(dead) + " 1\n");
+  WriteFile(stale + "/launch.log", "armed " + std::to_string(dead) + " 1 2 prog\t\n");
+  // One whose owner lives (this test): kept.
+  std::string in_use;
+  ASSERT_TRUE(tools::CreateRunDir("/tmp", &in_use, &error)) << error;
+
+  const auto r = RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(access(stale.c_str(), F_OK), 0) << stale << " should have been removed";
+  EXPECT_EQ(access(in_use.c_str(), F_OK), 0);
+  EXPECT_FALSE(Has(r.err, "kept")) << "nothing of this run still runs: " << r.err;
+  tools::RemoveRunDir(in_use);
 }
 
 }  // namespace
