@@ -178,7 +178,13 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     const auto& e = table.entry(order[0]);
     const uintptr_t leaf = e.leaf_key != 0 ? e.leaf_key : table.frames(order[0])[0];
     const symbols::ModuleAddress where = map.Find(leaf);
-    r.fingerprint = Fingerprint(r.stacks[0], where.module != nullptr ? where.offset : leaf);
+    uint64_t leaf_offset = where.module != nullptr ? where.offset : leaf;
+    uint64_t jit_offset = 0;
+    if (where.module == nullptr && perf_map != nullptr &&
+        perf_map->Find(leaf, nullptr, &jit_offset)) {
+      leaf_offset = leaf - jit_offset;  // JIT code: the start of its function, from the perf map
+    }
+    r.fingerprint = Fingerprint(r.stacks[0], leaf_offset);
     r.signature = Signature(r.stacks[0]);
     r.culprit = FindCulprit(r.stacks[0]);
   }

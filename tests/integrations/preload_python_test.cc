@@ -10,8 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent/open_hang_file.h"
 #include "child_process.h"
@@ -141,6 +143,45 @@ TEST(PreloadPython, BlockingRequestIsReportedWithTheHandlersFrames) {
   ASSERT_FALSE(s.dominant()->frames.empty());
   EXPECT_NE(s.dominant()->frames[0].symbol.find("nanosleep"), std::string::npos)
       << ReadFile(server.report);
+}
+
+// The same blocking line called again and again: one fingerprint, one signature, one culprit,
+// although CPython 3.11 specializes the call site after a few calls and then reaches time.sleep
+// from another instruction of its eval loop, through fewer C frames (cfunction_vectorcall_O and
+// PyObject_Vectorcall are skipped): two fingerprints before the fix.
+TEST(PreloadPython, TheSameBlockingCallHasOneFingerprintAcrossCalls) {
+  TempDir dir;
+  const std::string report = dir.path() + "/hangs.jsonl";
+  ChildProcess child(
+      {kPython, HANGWATCH_TEST_DATA_DIR "/same_call_repeated.py", "12"},
+      {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_THRESHOLD_MS=100",
+       "HANGWATCH_REPORT=" + report, "HANGWATCH_LOG=0", "HANGWATCH_OPEN_HANG_DIR=" + dir.path()});
+  EXPECT_EQ(child.Wait(), 0);
+  tools::Report r;
+  std::string error;
+  ASSERT_TRUE(tools::ParseJsonLines(ReadFile(report), &r, &error)) << error;
+  std::vector<const HangRecord*> sleeps;
+  std::set<size_t> depths;
+  for (const HangRecord& h : r.hangs) {
+    const Stack* d = h.dominant();
+    if (h.duration_ms < 200 || d == nullptr || d->frames.empty() ||
+        d->frames[0].symbol.find("nanosleep") == std::string::npos) {
+      continue;  // a slow start-up pass on a busy machine
+    }
+    sleeps.push_back(&h);
+    depths.insert(d->frames.size());
+  }
+  ASSERT_GE(sleeps.size(), 10u) << ReadFile(report);
+  EXPECT_GE(depths.size(), 2u) << "the interpreter specialized the call: stacks of two shapes";
+  for (const HangRecord* h : sleeps) {
+    EXPECT_EQ(h->fingerprint, sleeps[0]->fingerprint) << ReadFile(report);
+    EXPECT_EQ(h->signature, sleeps[0]->signature);
+    EXPECT_EQ(h->culprit.offset, sleeps[0]->culprit.offset);
+    EXPECT_EQ(h->process_name, "python3");
+    // Not libc's clock_nanosleep: the interpreter's C function that Python code called.
+    EXPECT_NE(h->culprit.module.find("python3"), std::string::npos) << h->culprit.module;
+    EXPECT_EQ(h->culprit.frame, 1);
+  }
 }
 
 // Minutes of idle must report nothing. The suite cannot idle for minutes, so the threshold is

@@ -1,0 +1,57 @@
+// node (Debian's /usr/bin/node) under the preload shim: JavaScript compiled by V8 runs outside
+// every module, so its frames are named from the /tmp/perf-PID.map that node writes with
+// --perf-basic-prof. A busy JS function is the hang's culprit, by its JavaScript name.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "child_process.h"
+#include "hangwatch/hangwatch.h"
+#include "tools/report_reader.h"
+
+namespace hangwatch::testing {
+namespace {
+
+constexpr char kNode[] = "/usr/bin/node";
+
+TEST(PreloadNode, BusyJavaScriptFunctionIsTheCulpritByItsName) {
+  if (access(kNode, X_OK) != 0) GTEST_SKIP() << kNode << " is not installed";
+  TempDir dir;
+  const std::string report = dir.path() + "/hangs.jsonl";
+  ChildProcess child(
+      {kNode, "--perf-basic-prof", HANGWATCH_TEST_DATA_DIR "/busy_timer.js"},
+      {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_THRESHOLD_MS=200",
+       "HANGWATCH_REPORT=" + report, "HANGWATCH_LOG=0", "HANGWATCH_OPEN_HANG_DIR=" + dir.path()});
+  const int status = child.Wait();
+  unlink(("/tmp/perf-" + std::to_string(child.pid()) + ".map").c_str());
+  ASSERT_EQ(status, 0);
+  tools::Report r;
+  std::string error;
+  ASSERT_TRUE(tools::ParseJsonLines(ReadFile(report), &r, &error)) << error;
+  size_t named = 0, vdso_frames = 0;
+  for (const HangRecord& h : r.hangs) {
+    EXPECT_EQ(h.process_name, "node");
+    EXPECT_EQ(h.signature.size(), 16u);
+    for (const Stack& s : h.stacks) {
+      for (const Frame& f : s.frames) {
+        if (f.module.find("vdso") == std::string::npos) continue;
+        ++vdso_frames;  // Date.now(): clock_gettime in the vDSO, named from its symbol table
+        EXPECT_FALSE(f.symbol.empty()) << ReadFile(report);
+      }
+    }
+    if (h.duration_ms < 400) continue;  // start-up on a busy machine, or a hang cut by a stop
+    ASSERT_NE(h.dominant(), nullptr);
+    if (h.culprit.symbol.find("busyWork") == std::string::npos) continue;
+    ++named;
+    EXPECT_TRUE(h.culprit.module.empty()) << "JIT code is in no module";
+    EXPECT_NE(h.culprit.symbol.find("busy_timer.js"), std::string::npos) << h.culprit.symbol;
+  }
+  EXPECT_GE(named, 2u) << ReadFile(report);
+  std::printf("%zu of %zu hangs name busyWork; %zu vDSO frames\n", named, r.hangs.size(),
+              vdso_frames);
+}
+
+}  // namespace
+}  // namespace hangwatch::testing
