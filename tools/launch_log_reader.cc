@@ -202,9 +202,10 @@ ProcStat ParseProcStat(std::string_view text) {
     rest.remove_prefix(sp);
   }
   if (fields.size() < 20 || fields[0].size() != 1) return s;
-  uint64_t start = 0;
-  if (!ParseNumber(fields[19], &start)) return s;
+  uint64_t start = 0, ppid = 0;
+  if (!ParseNumber(fields[19], &start) || !ParseNumber(fields[1], &ppid)) return s;
   s.exists = true;
+  s.ppid = static_cast<int64_t>(ppid);
   s.state = fields[0][0];
   s.start_time = start;
   return s;

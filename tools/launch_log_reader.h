@@ -56,6 +56,7 @@ LaunchLog ReadLaunchLog(const std::string& path);
 struct ProcStat {
   bool exists = false;
   char state = '?';  // field 3 (R, S, D, Z, ...)
+  int64_t ppid = 0;  // field 4
   uint64_t start_time = 0;
 };
 ProcStat ReadProcStat(int64_t pid);

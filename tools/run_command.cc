@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,11 +159,40 @@ void WriteJunit(const std::string& path, const std::string& xml) {
   if (!out) std::fprintf(stderr, "hangwatch run: cannot write %s\n", path.c_str());
 }
 
-// A process of the launch log is alive and may still arm: it loaded the shim, has neither
-// armed nor given up, and has not ended.
+// The live children of this process. `run` is a child subreaper, so these are the command's
+// descendants that outlived their parents (a daemon after its double fork, a background job of
+// a shell that exited). Children that ended meanwhile are reaped first.
+std::vector<std::pair<int64_t, uint64_t>> LingeringChildren() {
+  int status;
+  while (waitpid(-1, &status, WNOHANG) > 0) {
+  }
+  std::vector<std::pair<int64_t, uint64_t>> out;
+  const int64_t self = getpid();
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const int64_t pid = std::atoll(e->d_name);
+    const ProcStat s = ReadProcStat(pid);
+    if (s.exists && s.ppid == self && s.state != 'Z' && s.state != 'X') {
+      out.emplace_back(pid, s.start_time);
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+// A process of the run is alive and may still arm: it loaded the shim and has neither armed
+// nor given up, or it is a lingering child that has not logged anything yet (it may be about
+// to: a fork child writes its line when it first runs).
 bool WaitingToArm(const LaunchLog& log) {
   for (const auto& p : log.processes) {
     if (p.ArmedImage() == nullptr && !p.Last().off && IsAlive(p.pid, p.start_time)) return true;
+  }
+  for (const auto& [pid, start_time] : LingeringChildren()) {
+    bool logged = false;
+    for (const auto& p : log.processes) logged |= p.pid == pid && p.start_time == start_time;
+    if (!logged) return true;
   }
   return false;
 }
@@ -302,6 +332,9 @@ int Run(int argc, char** argv) {
   fwd.sa_handler = Forward;
   sigemptyset(&fwd.sa_mask);
   fwd.sa_flags = SA_RESTART;
+  // Orphaned descendants of the command (daemons) become children of `run` rather than of
+  // init while it runs: it can see them, and wait for them to reach their event loop.
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   const auto started = std::chrono::steady_clock::now();
   const pid_t child = fork();
   if (child < 0) {
@@ -343,7 +376,15 @@ int Run(int argc, char** argv) {
   sigaction(SIGTERM, &fwd, &old_term);
   sigaction(SIGHUP, &fwd, &old_hup);
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    // Any child: orphans re-parented to `run` are reaped as they end.
+    int st = 0;
+    const pid_t pid = waitpid(-1, &st, 0);
+    if (pid == child) {
+      status = st;
+      break;
+    }
+    if (pid < 0 && errno != EINTR) break;  // cannot happen: the command is our child
   }
   g_child = -1;
   // Processes that loaded the shim and still live without having armed (a daemon between its

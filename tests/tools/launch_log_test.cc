@@ -208,6 +208,7 @@ TEST(LaunchLogReader, ProcStatNamesWithParentheses) {
   EXPECT_TRUE(s.exists);
   EXPECT_EQ(s.state, 'S');
   EXPECT_EQ(s.start_time, 98765u);
+  EXPECT_EQ(s.ppid, 1);
   EXPECT_FALSE(tools::ParseProcStat("4242 (x S 1 2").exists);
   EXPECT_FALSE(tools::ParseProcStat("4242 (x) S 1 2 3").exists);
   EXPECT_FALSE(tools::ReadProcStat(0).exists);
