@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -159,6 +160,45 @@ void WriteJunit(const std::string& path, const std::string& xml) {
   if (!out) std::fprintf(stderr, "hangwatch run: cannot write %s\n", path.c_str());
 }
 
+// The hangs that were open when processes died, from the open-hang files in `dir` (each file is
+// removed once read, so that no one reports it twice). Files of processes for which `live`
+// holds are left alone: they hold a hang in progress, not a fatal one.
+std::vector<HangRecord> TakeFatalHangs(const std::string& dir,
+                                       const std::function<bool(int64_t)>& live) {
+  std::vector<HangRecord> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, "open-hang.", 10) != 0) continue;
+    if (live(std::atoll(e->d_name + 10))) continue;
+    HangRecord fatal;
+    std::string error;
+    const std::string path = dir + "/" + e->d_name;
+    if (agent::ReadOpenHangFile(path, &fatal, &error) == agent::OpenHangReadStatus::kFound) {
+      // Its frames were resolved against the dead process's modules but not named (that
+      // needs the same build loaded here): name them offline, from the binaries on disk.
+      Report one;
+      one.hangs.push_back(std::move(fatal));
+      std::vector<std::string> warnings;
+      SymbolizeReport(ReportSymbolizeOptions{}, &one, &warnings);
+      out.push_back(std::move(one.hangs[0]));
+    }
+    unlink(path.c_str());
+  }
+  closedir(d);
+  return out;
+}
+
+// Appends one hang to a JSON Lines report (one write: O_APPEND keeps lines whole).
+void AppendToReport(const std::string& path, const HangRecord& hang) {
+  const std::string line = ToJsonLine(hang) + "\n";
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  ssize_t unused = write(fd, line.data(), line.size());
+  (void)unused;
+  close(fd);
+}
+
 // The live children of this process. `run` is a child subreaper, so these are the command's
 // descendants that outlived their parents (a daemon after its double fork, a background job of
 // a shell that exited). Children that ended meanwhile are reaped first.
@@ -277,9 +317,21 @@ int Run(int argc, char** argv) {
 
   // Run directories of earlier runs whose processes are all gone (a killed run, a daemon that
   // has since exited).
-  RemoveStaleRunDirs(kRunDirParent);
+  RemoveStaleRunDirs(kRunDirParent, [](const std::string& dir, const std::string& report) {
+    // A process of that run died during a hang after the run had ended.
+    for (const HangRecord& fatal : TakeFatalHangs(dir, [](int64_t) { return false; })) {
+      if (!report.empty()) AppendToReport(report, fatal);
+      std::fprintf(stderr,
+                   "hangwatch run: pid %lld (%s) of an earlier run died during a %llu ms hang; "
+                   "%s\n",
+                   static_cast<long long>(fatal.pid), fatal.process.c_str(),
+                   static_cast<unsigned long long>(fatal.duration_ms),
+                   report.empty() ? "that run had no --report, so it is not recorded"
+                                  : ("added to " + report).c_str());
+    }
+  });
   std::string tmpdir, dir_error;
-  if (!CreateRunDir(kRunDirParent, &tmpdir, &dir_error)) return Fail(dir_error);
+  if (!CreateRunDir(kRunDirParent, report_path, &tmpdir, &dir_error)) return Fail(dir_error);
   const std::string launch_log = tmpdir + "/" + kLaunchLogFile;
   const bool own_report = report_path.empty();
   if (own_report) report_path = tmpdir + "/report.jsonl";
@@ -430,37 +482,9 @@ int Run(int argc, char** argv) {
       ParseJsonLines(buf.str(), &report, &error);  // torn lines are counted in the report
     }
   }
-  if (DIR* d = opendir(tmpdir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (std::strncmp(e->d_name, "open-hang.", 10) != 0) continue;
-      // The file of a live process holds its hang in progress, not a fatal one.
-      if (is_live(std::atoll(e->d_name + 10))) continue;
-      HangRecord fatal;
-      std::string error;
-      const std::string path = tmpdir + "/" + e->d_name;
-      if (agent::ReadOpenHangFile(path, &fatal, &error) == agent::OpenHangReadStatus::kFound) {
-        // Its frames were resolved against the dead process's modules but not named (that
-        // needs the same build loaded here): name them offline, from the binaries on disk.
-        Report one;
-        one.hangs.push_back(std::move(fatal));
-        std::vector<std::string> warnings;
-        SymbolizeReport(ReportSymbolizeOptions{}, &one, &warnings);
-        fatal = std::move(one.hangs[0]);
-        if (!own_report) {
-          const std::string line = ToJsonLine(fatal) + "\n";
-          const int fd = open(report_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-          if (fd >= 0) {
-            ssize_t unused = write(fd, line.data(), line.size());
-            (void)unused;
-            close(fd);
-          }
-        }
-        report.hangs.push_back(std::move(fatal));
-      }
-      // Read once: a later run's cleanup must not report it again.
-      unlink(path.c_str());
-    }
-    closedir(d);
+  for (HangRecord& fatal : TakeFatalHangs(tmpdir, is_live)) {
+    if (!own_report) AppendToReport(report_path, fatal);
+    report.hangs.push_back(std::move(fatal));
   }
   const bool keep_dir = !still_running.empty() || !locked.empty();
   if (!keep_dir) RemoveRunDir(tmpdir);

@@ -25,20 +25,29 @@ bool WriteAll(int fd, const std::string& s) {
   return true;
 }
 
-// The owner named by DIR/run.pid. False when there is none or it is malformed.
-bool ReadOwner(const std::string& dir, int64_t* pid, uint64_t* start_time) {
+// The owner named by DIR/run.pid ("PID STARTTIME\n", then "report PATH\n" when known). False
+// when there is none or it is malformed.
+bool ReadOwner(const std::string& dir, int64_t* pid, uint64_t* start_time,
+               std::string* report = nullptr) {
   std::ifstream in(dir + "/" + kRunOwnerFile);
   long long p = 0;
   unsigned long long t = 0;
   if (!(in >> p >> t) || p <= 0) return false;
   *pid = p;
   *start_time = t;
+  if (report != nullptr) {
+    std::string line;
+    std::getline(in, line);  // the rest of the first line
+    report->clear();
+    if (std::getline(in, line) && line.rfind("report ", 0) == 0) *report = line.substr(7);
+  }
   return true;
 }
 
 }  // namespace
 
-bool CreateRunDir(const std::string& parent, std::string* path, std::string* error) {
+bool CreateRunDir(const std::string& parent, const std::string& report, std::string* path,
+                  std::string* error) {
   std::string tmpl = parent + "/" + kRunDirPrefix + "XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) {
     *error = "cannot create a directory in " + parent + ": " + std::strerror(errno);
@@ -46,13 +55,14 @@ bool CreateRunDir(const std::string& parent, std::string* path, std::string* err
   }
   const ProcStat self = ReadProcStat(getpid());
   // Written under another name and renamed: a concurrent cleanup sees no owner (in use) or the
-  // whole line, never half of it.
+  // whole file, never half of it.
   const std::string tmp = tmpl + "/" + kRunOwnerFile + ".new";
+  const std::string text = std::to_string(getpid()) + " " + std::to_string(self.start_time) + "\n" +
+                           (report.empty() ? "" : "report " + report + "\n");
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  const bool ok =
-      fd >= 0 &&
-      WriteAll(fd, std::to_string(getpid()) + " " + std::to_string(self.start_time) + "\n") &&
-      close(fd) == 0 && rename(tmp.c_str(), (tmpl + "/" + kRunOwnerFile).c_str()) == 0;
+  bool ok = fd >= 0 && WriteAll(fd, text);
+  if (fd >= 0) ok = close(fd) == 0 && ok;
+  ok = ok && rename(tmp.c_str(), (tmpl + "/" + kRunOwnerFile).c_str()) == 0;
   if (!ok) {
     *error = "cannot write " + tmp + ": " + std::strerror(errno);
     RemoveRunDir(tmpl);
@@ -99,7 +109,9 @@ bool RunDirInUse(const std::string& dir) {
   return !LockedOpenHangFiles(dir).empty();
 }
 
-std::vector<std::string> RemoveStaleRunDirs(const std::string& parent) {
+std::vector<std::string> RemoveStaleRunDirs(
+    const std::string& parent,
+    const std::function<void(const std::string& dir, const std::string& report)>& before_removal) {
   std::vector<std::string> removed;
   DIR* d = opendir(parent.c_str());
   if (d == nullptr) return removed;
@@ -114,8 +126,23 @@ std::vector<std::string> RemoveStaleRunDirs(const std::string& parent) {
     struct stat st;
     if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) continue;
     if (RunDirInUse(dir)) continue;
-    RemoveRunDir(dir);
-    removed.push_back(dir);
+    // Claimed by a lock on run.pid, held until the files are gone: a concurrent clean-up fails
+    // to take it, or finds no run.pid any more.
+    const int owner_fd = open((dir + "/" + kRunOwnerFile).c_str(), O_RDONLY | O_CLOEXEC);
+    if (owner_fd < 0) continue;
+    if (flock(owner_fd, LOCK_EX | LOCK_NB) != 0) {
+      close(owner_fd);
+      continue;
+    }
+    int64_t owner = 0;
+    uint64_t owner_start = 0;
+    std::string report;
+    if (ReadOwner(dir, &owner, &owner_start, &report)) {  // still there: not removed meanwhile
+      if (before_removal) before_removal(dir, report);
+      RemoveRunDir(dir);
+      removed.push_back(dir);
+    }
+    close(owner_fd);
   }
   closedir(d);
   return removed;

@@ -7,6 +7,7 @@
 #define HANGWATCH_TOOLS_RUN_DIR_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,12 @@ inline constexpr char kRunDirPrefix[] = "hangwatch-run.";
 inline constexpr char kRunOwnerFile[] = "run.pid";
 inline constexpr char kLaunchLogFile[] = "launch.log";
 
-// Creates PARENT/hangwatch-run.XXXXXX (mode 0700) with its run.pid naming this process.
+// Creates PARENT/hangwatch-run.XXXXXX (mode 0700) with its run.pid naming this process and
+// `report`, the JSON Lines file its processes write to ("" when that lives in the directory
+// itself): a later clean-up adds there the hangs that killed a process after this run ended.
 // False with *error when it cannot.
-bool CreateRunDir(const std::string& parent, std::string* path, std::string* error);
+bool CreateRunDir(const std::string& parent, const std::string& report, std::string* path,
+                  std::string* error);
 
 // The pids of the processes whose open-hang file in `dir` is locked, i.e. in use by a live
 // process (the agent holds an exclusive lock on it while it runs).
@@ -35,8 +39,13 @@ std::vector<const LaunchProcess*> LiveProcesses(const LaunchLog& log);
 bool RunDirInUse(const std::string& dir);
 
 // Removes the directories PARENT/hangwatch-run.* that belong to this user and are no longer in
-// use. Returns the paths removed.
-std::vector<std::string> RemoveStaleRunDirs(const std::string& parent);
+// use. `before_removal`, when set, is called for each with the directory and the report named
+// in its run.pid (maybe ""), while the directory is claimed (a concurrent clean-up skips it).
+// Returns the paths removed.
+std::vector<std::string> RemoveStaleRunDirs(
+    const std::string& parent,
+    const std::function<void(const std::string& dir, const std::string& report)>& before_removal =
+        {});
 
 // Removes `dir` and the files in it (the shim writes no subdirectories).
 void RemoveRunDir(const std::string& dir);

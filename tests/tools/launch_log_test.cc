@@ -300,7 +300,7 @@ std::string MakeRunDir(const std::string& parent, int64_t pid, uint64_t start,
                        const std::string& log) {
   std::string path;
   std::string error;
-  EXPECT_TRUE(tools::CreateRunDir(parent, &path, &error)) << error;
+  EXPECT_TRUE(tools::CreateRunDir(parent, "", &path, &error)) << error;
   WriteFile(path + "/run.pid", std::to_string(pid) + " " + std::to_string(start) + "\n");
   if (!log.empty()) WriteFile(path + "/launch.log", log);
   return path;
@@ -311,14 +311,14 @@ bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 TEST(RunDir, OwnerFileNamesThisProcess) {
   TempDir parent;
   std::string path, error;
-  ASSERT_TRUE(tools::CreateRunDir(parent.path(), &path, &error)) << error;
+  ASSERT_TRUE(tools::CreateRunDir(parent.path(), "", &path, &error)) << error;
   EXPECT_EQ(path.rfind(parent.path() + "/hangwatch-run.", 0), 0u) << path;
   const auto self = tools::ReadProcStat(getpid());
   EXPECT_EQ(ReadFile(path + "/run.pid"),
             std::to_string(getpid()) + " " + std::to_string(self.start_time) + "\n");
   EXPECT_TRUE(tools::RunDirInUse(path)) << "its owner lives";
   std::string error2;
-  EXPECT_FALSE(tools::CreateRunDir("/nonexistent", &path, &error2));
+  EXPECT_FALSE(tools::CreateRunDir("/nonexistent", "", &path, &error2));
   EXPECT_TRUE(Has(error2, "/nonexistent")) << error2;
 }
 

@@ -365,12 +365,12 @@ TEST(RunCommand, RunDirectoryIsRemovedAndStaleOnesAreCleanedUp) {
   int status = 0;
   ASSERT_EQ(waitpid(dead, &status, 0), dead);
   std::string stale, error;
-  ASSERT_TRUE(tools::CreateRunDir("/tmp", &stale, &error)) << error;
+  ASSERT_TRUE(tools::CreateRunDir("/tmp", "", &stale, &error)) << error;
   WriteFile(stale + "/run.pid", std::to_string(dead) + " 1\n");
   WriteFile(stale + "/launch.log", "armed " + std::to_string(dead) + " 1 2 prog\t\n");
   // One whose owner lives (this test): kept.
   std::string in_use;
-  ASSERT_TRUE(tools::CreateRunDir("/tmp", &in_use, &error)) << error;
+  ASSERT_TRUE(tools::CreateRunDir("/tmp", "", &in_use, &error)) << error;
 
   const auto r = RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

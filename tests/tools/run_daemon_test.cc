@@ -80,9 +80,10 @@ class KillAtEnd {
 
 // A daemon the classic way: fork, setsid, fork again; the first parent returns once the daemon
 // is in its loop (readiness through a pipe, as forking services do). The daemon reads commands
-// from a FIFO: "stall" blocks its main thread for 0.5 s, "exit" ends it.
+// from a FIFO: "stall" blocks its main thread for 0.5 s, "die" blocks it until another thread
+// kills the process (SIGKILL, as a system watchdog would), "exit" ends it.
 constexpr char kPythonDaemon[] =
-    "import os, sys, select, time\n"
+    "import os, sys, select, threading, time\n"
     "fifo, pidfile = sys.argv[1], sys.argv[2]\n"
     "r, w = os.pipe()\n"
     "if os.fork() > 0:\n"
@@ -109,6 +110,10 @@ constexpr char kPythonDaemon[] =
     "        line, buf = buf.split(b'\\n', 1)\n"
     "        if line == b'stall':\n"
     "            end = time.monotonic() + 0.5\n"
+    "            while time.monotonic() < end: pass\n"
+    "        elif line == b'die':\n"
+    "            threading.Timer(0.4, os.kill, (os.getpid(), 9)).start()\n"
+    "            end = time.monotonic() + 5\n"
     "            while time.monotonic() < end: pass\n"
     "        elif line == b'exit':\n"
     "            sys.exit(0)\n";
@@ -160,6 +165,42 @@ TEST(RunDaemon, PythonDoubleForkDaemonIsWatchedAndItsDirectoryKeptUntilItExits) 
   const auto next = RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_FALSE(Exists(run_dir)) << run_dir << " should have been cleaned up";
+}
+
+TEST(RunDaemon, DaemonKilledDuringAHangIsReportedByTheNextRun) {
+  TempDir dir;
+  const std::string fifo = dir / "ctl", report = dir / "hangs.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  KillAtEnd guard;
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "100", "--sample-ms", "10", "--report",
+                             report, "--", kPython, "-c", kPythonDaemon, fifo, dir / "pid"});
+  ASSERT_TRUE(Exists(dir / "pid")) << r.err;
+  const int64_t daemon = std::stoll(ReadFile(dir / "pid"));
+  guard.Set(daemon);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string run_dir = KeptRunDir(r.err);
+  ASSERT_FALSE(run_dir.empty()) << r.err;
+
+  Send(fifo, "die");
+  ASSERT_TRUE(WaitFor([&] { return !Alive(daemon, guard.start_time()); }));
+  EXPECT_TRUE(ReadHangs(report).hangs.empty()) << "the hang never closed";
+  // The next run finds the dead daemon's open hang and adds it to that run's report. (Another
+  // test's run may do it first: then the report has it all the same.)
+  const auto next = RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"},
+                               {"HANGWATCH_CACHE_DIR=" + dir / "cache"});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_FALSE(Exists(run_dir));
+  const tools::Report hangs = ReadHangs(report);
+  ASSERT_EQ(hangs.hangs.size(), 1u) << ReadFile(report) << next.err;
+  EXPECT_EQ(hangs.hangs[0].pid, daemon);
+  EXPECT_TRUE(hangs.hangs[0].fatal);
+  EXPECT_GE(hangs.hangs[0].duration_ms, 200u);
+  if (Has(next.err, "earlier run")) {
+    EXPECT_TRUE(Has(next.err, "hangwatch run: pid " + std::to_string(daemon)) &&
+                Has(next.err, "of an earlier run died during a ") &&
+                Has(next.err, " ms hang; added to " + report + "\n"))
+        << next.err;
+  }
 }
 
 TEST(RunDaemon, RedisServerDaemonizedIsWatched) {
