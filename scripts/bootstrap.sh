@@ -9,7 +9,7 @@ packages=(
   libdw-dev libelf-dev libunwind-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev
   libuv1-dev libglib2.0-dev nlohmann-json3-dev
   elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
-  libxml2-utils chromium redis-server redis-tools
+  libxml2-utils chromium redis-server redis-tools postgresql-15
 )
 
 missing=()

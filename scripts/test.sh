@@ -16,7 +16,7 @@ ctest --test-dir build --output-on-failure -j "$jobs" --timeout 900
 echo "== ASan + UBSan build"
 scripts/build.sh build-asan -DHANGWATCH_ASAN=ON -DHANGWATCH_BUILD_BENCH=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE no_asan
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE 'no_asan|real_component'
 
 echo "== ThreadSanitizer: the capture stress test, the multi-threaded symbol index build"
 HANGWATCH_TARGETS="capture_stress_test dwarf_die_reader_test" scripts/build.sh build-tsan \
