@@ -285,6 +285,20 @@ TEST(RunCommand, NothingWatchedIsOneLineExitFourAndAJunitError) {
   EXPECT_EQ(sh.err, "hangwatch run: no process was watched: sh never waited for events\n");
 }
 
+TEST(RunCommand, AgentThatCannotStartIsNamed) {
+  // Every real-time signal has a handler: the agent refuses to take one, and says why.
+  const auto r = RunCommand({kCli, "run", "--fail-on-hang", "--", "/usr/bin/python3", "-c",
+                             "import signal, select\n"
+                             "for s in range(signal.SIGRTMIN, signal.SIGRTMAX + 1):\n"
+                             "    signal.signal(s, lambda *a: None)\n"
+                             "select.select([], [], [], 0.05)\n"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_TRUE(Has(r.err,
+                  "hangwatch run: no process was watched: python3 could not be watched: "
+                  "hangwatch: no free real-time signal"))
+      << r.err;
+}
+
 TEST(RunCommand, StaticProgramIsNamedAsTheReason) {
   const auto r = RunCommand({kCli, "run", "--fail-on-hang", "--", STATIC_PROGRAM, "0"});
   EXPECT_EQ(r.exit_code, 4) << r.err;

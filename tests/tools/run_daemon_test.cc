@@ -79,16 +79,17 @@ class KillAtEnd {
 };
 
 // A daemon the classic way: fork, setsid, fork again; the first parent returns once the daemon
-// is in its loop (readiness through a pipe, as forking services do). The daemon reads commands
-// from a FIFO: "stall" blocks its main thread for 0.5 s, "die" blocks it until another thread
-// kills the process (SIGKILL, as a system watchdog would), "exit" ends it.
+// is in its loop (readiness through a pipe, as forking services do), or at once when a start-up
+// time (seconds the daemon spends before its loop) is given as the third argument. The daemon reads
+// commands from a FIFO: "stall" blocks its main thread for 0.5 s, "die" blocks it until another
+// thread kills the process (SIGKILL, as a system watchdog would), "exit" ends it.
 constexpr char kPythonDaemon[] =
     "import os, sys, select, threading, time\n"
     "fifo, pidfile = sys.argv[1], sys.argv[2]\n"
     "r, w = os.pipe()\n"
     "if os.fork() > 0:\n"
     "    os.close(w)\n"
-    "    os.read(r, 1)\n"
+    "    if len(sys.argv) < 4: os.read(r, 1)\n"
     "    sys.exit(0)\n"
     "os.close(r)\n"
     "os.setsid()\n"
@@ -96,6 +97,7 @@ constexpr char kPythonDaemon[] =
     "    os._exit(0)\n"
     "fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)\n"
     "with open(pidfile, 'w') as f: f.write(str(os.getpid()))\n"
+    "if len(sys.argv) >= 4: time.sleep(float(sys.argv[3]))\n"
     "select.select([fd], [], [], 0.01)\n"
     "os.write(w, b'x')\n"
     "os.close(w)\n"
@@ -165,6 +167,41 @@ TEST(RunDaemon, PythonDoubleForkDaemonIsWatchedAndItsDirectoryKeptUntilItExits) 
   const auto next = RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_FALSE(Exists(run_dir)) << run_dir << " should have been cleaned up";
+}
+
+TEST(RunDaemon, DaemonThatReachesItsLoopAfterTheCommandReturnedIsWaitedFor) {
+  TempDir dir;
+  const std::string fifo = dir / "ctl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  KillAtEnd guard;
+  // The command returns at once; the daemon works 0.4 s before its first wait.
+  const auto r = RunCommand({kCli, "run", "--fail-on-hang", "--startup-ms", "20000", "--", kPython,
+                             "-c", kPythonDaemon, fifo, dir / "pid", "0.4"});
+  ASSERT_TRUE(Exists(dir / "pid")) << r.err;
+  const int64_t daemon = std::stoll(ReadFile(dir / "pid"));
+  guard.Set(daemon);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.err, "pid " + std::to_string(daemon) + " python3 (watched)")) << r.err;
+  Send(fifo, "exit");
+  ASSERT_TRUE(WaitFor([&] { return !Alive(daemon, guard.start_time()); }));
+
+  // With a start-up time shorter than that, `run` does not wait so long: nothing was watched
+  // yet, and it says which process is still starting.
+  const auto early = RunCommand({kCli, "run", "--fail-on-hang", "--startup-ms", "50", "--", kPython,
+                                 "-c", kPythonDaemon, fifo, dir / "pid2", "1.5"});
+  ASSERT_TRUE(WaitFor([&] { return Exists(dir / "pid2") && !ReadFile(dir / "pid2").empty(); }));
+  const int64_t slow = std::stoll(ReadFile(dir / "pid2"));
+  KillAtEnd guard2;
+  guard2.Set(slow);
+  EXPECT_EQ(early.exit_code, 4) << early.err;
+  EXPECT_TRUE(Has(early.err, "hangwatch run: no process was watched: ")) << early.err;
+  EXPECT_TRUE(Has(early.err, "pid " + std::to_string(slow) + " python3 still running"))
+      << early.err;
+  EXPECT_TRUE(
+      Has(early.err, "pid " + std::to_string(slow) + " python3 (not waiting for events yet)"))
+      << early.err;
+  Send(fifo, "exit");  // read once it reaches its loop
+  ASSERT_TRUE(WaitFor([&] { return !Alive(slow, guard2.start_time()); }));
 }
 
 TEST(RunDaemon, DaemonKilledDuringAHangIsReportedByTheNextRun) {
