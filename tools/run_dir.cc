@@ -4,12 +4,16 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 namespace hangwatch::tools {
 namespace {
@@ -73,22 +77,42 @@ bool CreateRunDir(const std::string& parent, const std::string& report, std::str
 }
 
 std::vector<int64_t> LockedOpenHangFiles(const std::string& dir) {
-  std::vector<int64_t> pids;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return pids;
-  while (dirent* e = readdir(d)) {
-    if (std::strncmp(e->d_name, "open-hang.", 10) != 0) continue;
-    const std::string path = dir + "/" + e->d_name;
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) continue;
-    if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) pids.push_back(std::atoll(e->d_name + 10));
-    } else {
-      flock(fd, LOCK_UN);
+  // The files' identities, then the flock() holders from /proc/locks: reading them there takes
+  // no lock, so a process that arms at this very moment never finds its file locked by us.
+  struct File {
+    dev_t dev;
+    ino_t ino;
+    int64_t pid;
+  };
+  std::vector<File> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (std::strncmp(e->d_name, "open-hang.", 10) != 0) continue;
+      struct stat st;
+      if (lstat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        files.push_back({st.st_dev, st.st_ino, std::atoll(e->d_name + 10)});
+      }
     }
-    close(fd);
+    closedir(d);
   }
-  closedir(d);
+  std::vector<int64_t> pids;
+  if (files.empty()) return pids;
+  std::ifstream locks("/proc/locks");
+  // "1: FLOCK  ADVISORY  WRITE 23080 fe:00:10952963 0 EOF" (a waiter has "->" after the id).
+  for (std::string line; std::getline(locks, line);) {
+    std::istringstream in(line);
+    std::string id, kind, mode, access, pid, where;
+    if (!(in >> id >> kind >> mode >> access >> pid >> where) || kind != "FLOCK") continue;
+    unsigned int major = 0, minor = 0;
+    unsigned long long ino = 0;
+    if (std::sscanf(where.c_str(), "%x:%x:%llu", &major, &minor, &ino) != 3) continue;
+    for (const File& f : files) {
+      if (f.ino == ino && ::major(f.dev) == major && ::minor(f.dev) == minor &&
+          std::find(pids.begin(), pids.end(), f.pid) == pids.end()) {
+        pids.push_back(f.pid);
+      }
+    }
+  }
   return pids;
 }
 

@@ -27,7 +27,8 @@ bool CreateRunDir(const std::string& parent, const std::string& report, std::str
                   std::string* error);
 
 // The pids of the processes whose open-hang file in `dir` is locked, i.e. in use by a live
-// process (the agent holds an exclusive lock on it while it runs).
+// process (the agent holds an exclusive flock() on it while it runs). Read from /proc/locks:
+// no lock is taken, so an agent creating its file meanwhile is never refused.
 std::vector<int64_t> LockedOpenHangFiles(const std::string& dir);
 
 // The processes of `log` that are still alive.
