@@ -36,6 +36,7 @@ TEST(ReportFormats, TextHasTheSectionsOfAHangReport) {
   MergeReport(Load("startup_stall.jsonl"), &r);
   const std::string t = FormatText(r);
   EXPECT_TRUE(Has(t, "Process:          /bin/a [1]")) << t;
+  EXPECT_TRUE(Has(t, "Culprit:          Load(int) (a.cc:12) in a\n")) << t;
   EXPECT_TRUE(Has(t, "Date/Time:        2025-11-21 04:40:00.123 UTC")) << t;
   EXPECT_TRUE(Has(t, "FATAL")) << t;
   EXPECT_TRUE(Has(t, "Duration:         412 ms or more (threshold 250 ms)")) << t;
@@ -146,7 +147,9 @@ TEST(ReportFormats, TraceIsValidTraceEventJsonWithOneSlicePerHang) {
   EXPECT_EQ(hangs, 2);
   EXPECT_GT(samples, 2);
   EXPECT_TRUE(Has(text, "\"name\":\"StallTheMainThread\"")) << text;
-  EXPECT_TRUE(Has(text, "\"culprit\":\"read\"")) << text;
+  // Not libc's read: the application's frame that called it, with its line.
+  EXPECT_TRUE(Has(text, "\"culprit\":\"Load(int) (a.cc:12)\"")) << text;
+  EXPECT_TRUE(Has(text, "in Load(int)\"")) << "the hang's slice is named after it: " << text;
 }
 
 TEST(ReportFormats, SvgIsWellFormedAndSelfContained) {
@@ -155,7 +158,9 @@ TEST(ReportFormats, SvgIsWellFormedAndSelfContained) {
   WriteFile(dir / "f.svg", svg);
   const auto lint = RunCommand({"/usr/bin/xmllint", "--noout", dir / "f.svg"});
   EXPECT_EQ(lint.exit_code, 0) << lint.err;
-  EXPECT_TRUE(Has(svg, "<title>Load(int) (2 samples, 66.7%)</title>")) << svg;
+  EXPECT_TRUE(Has(svg, "<title>Load(int) (2 samples, 66.7%), culprit</title>")) << svg;
+  EXPECT_TRUE(Has(svg, "<title>read (2 samples, 66.7%)</title>")) << svg;
+  EXPECT_TRUE(Has(svg, "samples) in Load(int)</text>")) << "the title names the culprit: " << svg;
   EXPECT_TRUE(Has(svg, "a &lt;title&gt; &amp; more")) << svg;
   EXPECT_FALSE(Has(svg, "href")) << "no external references";
 }
@@ -176,6 +181,56 @@ TEST(ReportFormats, JunitValidatesAgainstTheSchema) {
   EXPECT_TRUE(Has(xml, "stalled 2 times")) << xml;
   EXPECT_TRUE(Has(xml, "in StallTheMainThread")) << xml;
   EXPECT_TRUE(Has(ReadFile(dir / "clean.xml"), "tests=\"1\" failures=\"0\""));
+}
+
+// redis-server blocked in DEBUG SLEEP: the test case is named after debugCommand (frame #2), not
+// after libc's clock_nanosleep (frame #0), and after the process's name, not the symlink's
+// target.
+HangRecord RedisDebugSleep() {
+  HangRecord h;
+  h.pid = 77;
+  h.tid = 77;
+  h.process = "/usr/bin/redis-check-rdb";
+  h.process_name = "redis-server";
+  h.duration_ms = 1000;
+  h.samples = 40;
+  h.fingerprint = "00000000000000aa";
+  Stack s;
+  s.count = 40;
+  auto frame = [](const char* module, uint64_t offset, const char* symbol) {
+    Frame f;
+    f.module = module;
+    f.offset = offset;
+    f.addr = 0x1000000 + offset;
+    f.symbol = symbol;
+    return f;
+  };
+  s.frames = {frame("/usr/lib/x86_64-linux-gnu/libc.so.6", 0xcf545, "clock_nanosleep"),
+              frame("/usr/lib/x86_64-linux-gnu/libc.so.6", 0xd4c33, "usleep"),
+              frame("/usr/bin/redis-check-rdb", 0x10a3f1, "debugCommand"),
+              frame("/usr/bin/redis-check-rdb", 0x5b1a2, "call")};
+  h.stacks.push_back(s);
+  h.dominant_stack = 0;
+  return h;
+}
+
+TEST(ReportFormats, JunitNamesTheCulpritAndTheProcessByItsName) {
+  Report r;
+  r.hangs.push_back(RedisDebugSleep());  // an older agent's record: no culprit written
+  const std::string xml = FormatJunit(r, "redis", 1.0);
+  EXPECT_TRUE(Has(xml, "name=\"hang 00000000000000aa in debugCommand\"")) << xml;
+  EXPECT_TRUE(Has(xml, "classname=\"hangwatch.redis-server\"")) << xml;
+  EXPECT_FALSE(Has(xml, "in clock_nanosleep")) << xml;
+  // A recorded culprit (with a line from offline symbolization) is used as it is.
+  r.hangs[0].culprit.symbol = "debugCommand";
+  r.hangs[0].culprit.module = "/usr/bin/redis-check-rdb";
+  r.hangs[0].culprit.file = "debug.c";
+  r.hangs[0].culprit.line = 935;
+  r.hangs[0].culprit.frame = 2;
+  const std::string again = FormatJunit(r, "redis", 1.0);
+  EXPECT_TRUE(Has(again, "in debugCommand at debug.c:935")) << again;
+  const std::string summary = FormatSummary(r, 8);
+  EXPECT_TRUE(Has(summary, "hang in redis-server [77] at debugCommand (debug.c:935)")) << summary;
 }
 
 }  // namespace

@@ -160,6 +160,46 @@ TEST(ReportReader, FrameAndSampleMethodsRoundTrip) {
   EXPECT_NE(error.find("method"), std::string::npos) << error;
 }
 
+TEST(ReportReader, CulpritSignatureAndProcessNameRoundTrip) {
+  HangRecord in;
+  in.pid = 5;
+  in.tid = 5;
+  in.process = "/usr/bin/redis-check-rdb";
+  in.process_name = "redis-server";
+  in.fingerprint = "0123456789abcdef";
+  in.signature = "fedcba9876543210";
+  Stack s;
+  s.count = 1;
+  Frame f;
+  f.module = "/usr/bin/redis-check-rdb";
+  f.offset = 0x10a3f1;
+  f.symbol = "debugCommand";
+  s.frames.push_back(f);
+  in.stacks.push_back(s);
+  in.dominant_stack = 0;
+  in.culprit = {"debugCommand", "/usr/bin/redis-check-rdb", 0x10a3f1, "debug.c", 935, 0};
+  HangRecord out;
+  std::string error;
+  ASSERT_TRUE(ParseHangLine(ToJsonLine(in), &out, &error)) << error;
+  EXPECT_EQ(out.process_name, "redis-server");
+  EXPECT_EQ(out.signature, "fedcba9876543210");
+  EXPECT_EQ(out.culprit.symbol, "debugCommand");
+  EXPECT_EQ(out.culprit.module, "/usr/bin/redis-check-rdb");
+  EXPECT_EQ(out.culprit.offset, 0x10a3f1u);
+  EXPECT_EQ(out.culprit.file, "debug.c");
+  EXPECT_EQ(out.culprit.line, 935);
+  EXPECT_EQ(out.culprit.frame, 0);
+  // No stack: "culprit":null reads as no culprit; a culprit of the wrong type is an error.
+  HangRecord empty;
+  ASSERT_NE(ToJsonLine(empty).find("\"culprit\":null"), std::string::npos);
+  ASSERT_TRUE(ParseHangLine(ToJsonLine(empty), &out, &error)) << error;
+  EXPECT_TRUE(out.culprit.empty());
+  std::string bad = ToJsonLine(empty);
+  bad.replace(bad.find("\"culprit\":null"), 14, "\"culprit\":7");
+  EXPECT_FALSE(ParseHangLine(bad, &out, &error));
+  EXPECT_NE(error.find("culprit"), std::string::npos) << error;
+}
+
 TEST(ReportReader, FilesThatCannotBeRead) {
   TempDir dir;
   Report r;
