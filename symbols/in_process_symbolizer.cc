@@ -70,6 +70,10 @@ class TableCache {
 
   static std::unique_ptr<ElfSymbolTable> LoadTable(const Module& m) {
     if (std::string_view vdso = VdsoImage(m); !vdso.empty()) {
+      // Its .dynsym names the exported functions only; the kernel's debug package (e.g.
+      // Debian's linux-image-*-dbg) has the full .symtab by build-id, with the static helpers
+      // (vread_pvclock on a KVM guest, ...).
+      if (auto full = LoadDebugSymtab(m); full != nullptr) return full;
       auto table = ElfSymbolTable::LoadFromMemory(vdso);
       return table.ok() ? std::move(*table) : nullptr;
     }
@@ -80,21 +84,25 @@ class TableCache {
     if (!m.build_id.empty() && ReadBuildId((*file)->elf()) != m.build_id) return nullptr;
     auto table = ElfSymbolTable::FromElf((*file)->elf());
     if (!table.ok()) return nullptr;
-    if (((*table)->sources() & ElfSymbolTable::kSymtab) == 0 && !m.build_id.empty()) {
+    if (((*table)->sources() & ElfSymbolTable::kSymtab) == 0) {
       // Stripped (only .dynsym): the separate debug file installed for this build (Debian's
       // *-dbg / *-dbgsym packages under /usr/lib/debug/.build-id) has the full .symtab, with
       // the local functions that `hangwatch report` names from it too.
-      DebugFileSearch search;
-      const std::string debug = FindDebugFileByBuildId(m.build_id, &search);
-      if (!debug.empty()) {
-        auto full = ElfSymbolTable::Load(debug);
-        if (full.ok() && ((*full)->sources() & ElfSymbolTable::kSymtab) != 0 &&
-            (*full)->size() >= (*table)->size()) {
-          return std::move(*full);
-        }
-      }
+      auto full = LoadDebugSymtab(m);
+      if (full != nullptr && full->size() >= (*table)->size()) return full;
     }
     return std::move(*table);
+  }
+
+  // The .symtab of the debug file installed for m's build-id, or nullptr.
+  static std::unique_ptr<ElfSymbolTable> LoadDebugSymtab(const Module& m) {
+    if (m.build_id.empty()) return nullptr;
+    DebugFileSearch search;
+    const std::string debug = FindDebugFileByBuildId(m.build_id, &search);
+    if (debug.empty()) return nullptr;
+    auto full = ElfSymbolTable::Load(debug);
+    if (!full.ok() || ((*full)->sources() & ElfSymbolTable::kSymtab) == 0) return nullptr;
+    return std::move(*full);
   }
 
   // The vDSO's ELF image, mapped by the kernel (AT_SYSINFO_EHDR) and listed by the loader as

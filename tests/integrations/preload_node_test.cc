@@ -35,10 +35,18 @@ TEST(PreloadNode, BusyJavaScriptFunctionIsTheCulpritByItsName) {
     EXPECT_EQ(h.process_name, "node");
     EXPECT_EQ(h.signature.size(), 16u);
     for (const Stack& s : h.stacks) {
-      for (const Frame& f : s.frames) {
-        if (f.module.find("vdso") == std::string::npos) continue;
-        ++vdso_frames;  // Date.now(): clock_gettime in the vDSO, named from its symbol table
-        EXPECT_FALSE(f.symbol.empty()) << ReadFile(report);
+      for (size_t i = 0; i < s.frames.size(); ++i) {
+        const auto in_vdso = [&](size_t k) {
+          return k < s.frames.size() && s.frames[k].module.find("vdso") != std::string::npos;
+        };
+        if (!in_vdso(i)) continue;
+        ++vdso_frames;
+        // Date.now(): clock_gettime, entered from outside the vDSO, is one of its exported
+        // functions, named from its symbol table. (A static helper inside it, such as
+        // vread_pvclock on a KVM guest, has a name only in the kernel's debug package.)
+        if (!in_vdso(i + 1)) {
+          EXPECT_FALSE(s.frames[i].symbol.empty()) << ReadFile(report);
+        }
       }
     }
     if (h.duration_ms < 400) continue;  // start-up on a busy machine, or a hang cut by a stop
