@@ -229,6 +229,10 @@ TEST(ReportFormats, JunitNamesTheCulpritAndTheProcessByItsName) {
   r.hangs[0].culprit.frame = 2;
   const std::string again = FormatJunit(r, "redis", 1.0);
   EXPECT_TRUE(Has(again, "in debugCommand at debug.c:935")) << again;
+  // As the agent wrote it under the preload shim (redis-cli DEBUG SLEEP 0.5).
+  const std::string real = FormatJunit(Load("redis_culprit.jsonl"), "redis", 1.0);
+  EXPECT_TRUE(Has(real, " in debugCommand\"")) << real;
+  EXPECT_TRUE(Has(real, "classname=\"hangwatch.redis-server\"")) << real;
   const std::string summary = FormatSummary(r, 8);
   EXPECT_TRUE(Has(summary, "hang in redis-server [77] at debugCommand (debug.c:935)")) << summary;
 }
