@@ -7,6 +7,10 @@
 //   Hangwatch_SymbolizeInProcess    std::string API, including the loaded-libraries check
 //   Dladdr                          glibc (exports only, linear in the symbols)
 //   AbslSymbolize                   absl::Symbolize (demangled)
+//   ElfSymbolTable_LibcDebugSymtab  loading the .symtab of libc's installed debug file (what
+//                                   the agent pays once per process for libc's local names)
+//   PerfMap_Refresh/N               reading a perf map of N lines (node --perf-basic-prof
+//                                   writes ~10k at start-up), from scratch
 //
 // Offline (when HANGWATCH_BENCH_BIG=BINARY; bench/symbolize_peers.sh generates one with more
 // than 80 MB of DWARF, its 10,000 addresses in BINARY.addrs and LLVM's GSYM in BINARY.gsym):
@@ -14,6 +18,7 @@
 //   Offline_LlvmGsym         llvm::gsym::GsymReader::lookup on the same addresses
 //   Offline_IndexBuild       BuildSymbolIndex over the whole DWARF (one iteration)
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,8 +29,11 @@
 
 #include "absl/debugging/symbolize.h"
 #include "benchmark/benchmark.h"
+#include "symbols/debug_file_locator.h"
+#include "symbols/elf_symbol_table.h"
 #include "symbols/in_process_symbolizer.h"
 #include "symbols/module_map.h"
+#include "symbols/perf_map.h"
 #include "symbols/symbol_index.h"
 #include "symbols/symbol_index_builder.h"
 
@@ -103,6 +111,47 @@ void BM_Hangwatch_SymbolizeInProcess(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_Hangwatch_SymbolizeInProcess);
+
+void BM_ElfSymbolTable_LibcDebugSymtab(benchmark::State& state) {
+  std::string debug;
+  for (const Module& m : CurrentModuleMap()->modules()) {
+    if (m.path.find("/libc.so.6") != std::string::npos && !m.build_id.empty()) {
+      DebugFileSearch search;
+      debug = FindDebugFileByBuildId(m.build_id, &search);
+    }
+  }
+  if (debug.empty()) return state.SkipWithError("no debug file for libc (libc6-dbg)");
+  size_t symbols = 0;
+  for (auto _ : state) {
+    auto table = ElfSymbolTable::Load(debug);
+    if (!table.ok()) return state.SkipWithError("cannot read the debug file");
+    symbols = (*table)->size();
+  }
+  state.counters["symbols"] = static_cast<double>(symbols);
+}
+BENCHMARK(BM_ElfSymbolTable_LibcDebugSymtab)->Unit(benchmark::kMillisecond);
+
+void BM_PerfMap_Refresh(benchmark::State& state) {
+  const std::string path = "/tmp/hangwatch-bench-perf-" + std::to_string(getpid()) + ".map";
+  {
+    std::ofstream out(path);
+    for (int64_t i = 0; i < state.range(0); ++i) {
+      char line[128];
+      std::snprintf(line, sizeof line,
+                    "%llx %x LazyCompile:~handler%lld /srv/app/routes.js:%lld:3\n",
+                    0x3a0000000000ull + static_cast<unsigned long long>(i) * 0x180, 0x120,
+                    static_cast<long long>(i), static_cast<long long>(i % 900));
+      out << line;
+    }
+  }
+  for (auto _ : state) {
+    PerfMap map(path);
+    benchmark::DoNotOptimize(map.Refresh());
+  }
+  std::remove(path.c_str());
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_PerfMap_Refresh)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 void BM_Dladdr(benchmark::State& state) {
   const auto& addrs = Addresses();
