@@ -140,5 +140,40 @@ TEST(PerfMapTest, ALineLongerThanAReadIsSkippedNotStuckOn) {
   EXPECT_EQ(NameAt(map, 0x1000), "<none>");
 }
 
+// Random bytes between valid lines (a torn write, another program's file): the valid lines are
+// read, nothing else, never a crash. Deterministic (fixed seed).
+TEST(PerfMapTest, RandomGarbageBetweenValidLinesIsIgnored) {
+  TempDir dir;
+  const std::string path = dir.path() + "/perf-6.map";
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    const size_t n = next() % 300;
+    for (size_t k = 0; k < n; ++k) {
+      char c = static_cast<char>(next());
+      if (c == '\n') c = 'x';  // garbage stays inside its own line
+      text.push_back(c);
+    }
+    text += "\n";
+    char line[64];
+    std::snprintf(line, sizeof line, "%x 10 valid%d\n", 0x100000 + i * 0x100, i);
+    text += line;
+  }
+  Append(path, text);
+  PerfMapLimits limits;
+  limits.max_read_bytes = 1000;
+  PerfMap map(path, limits);
+  // Each refresh consumes the complete lines of its 1000 bytes (at least ~700 of them).
+  for (size_t read = 0; read < 2 * text.size(); read += limits.max_read_bytes) map.Refresh();
+  EXPECT_EQ(map.size(), 200u);
+  EXPECT_EQ(NameAt(map, 0x100000 + 123 * 0x100), "valid123");
+}
+
 }  // namespace
 }  // namespace hangwatch::symbols
