@@ -55,20 +55,18 @@ std::string FormatJunit(const Report& report, const std::string& suite, double e
     const Culprit c = HangCulprit(*longest);
     const std::string culprit = c.empty() ? "unknown" : agent::CulpritName(c);
     const std::string where =
-        c.file.empty() ? ""
-                       : " at " + c.file + (c.line > 0 ? ":" + std::to_string(c.line) : "");
+        c.file.empty() ? "" : " at " + c.file + (c.line > 0 ? ":" + std::to_string(c.line) : "");
     const std::string process =
         longest->process_name.empty() ? BaseName(longest->process) : longest->process_name;
     Report one;
     one.hangs.push_back(*longest);
     char msg[512];
-    std::snprintf(msg, sizeof msg,
-                  "main thread of %s stalled %zu time%s, longest %llu ms (%s, CPU %u%%) in %s%s",
-                  process.empty() ? "?" : process.c_str(), hangs.size(),
-                  hangs.size() == 1 ? "" : "s",
-                  static_cast<unsigned long long>(longest->duration_ms),
-                  HangClassName(longest->hang_class), longest->cpu_percent, culprit.c_str(),
-                  where.c_str());
+    std::snprintf(
+        msg, sizeof msg,
+        "main thread of %s stalled %zu time%s, longest %llu ms (%s, CPU %u%%) in %s%s",
+        process.empty() ? "?" : process.c_str(), hangs.size(), hangs.size() == 1 ? "" : "s",
+        static_cast<unsigned long long>(longest->duration_ms), HangClassName(longest->hang_class),
+        longest->cpu_percent, culprit.c_str(), where.c_str());
     out += "    <testcase classname=\"hangwatch." + XmlAttr(process.empty() ? "process" : process) +
            "\" name=\"hang " + XmlAttr(key) + " in " + XmlAttr(culprit) + "\" time=\"" +
            Seconds(static_cast<double>(total_ms) / 1000.0) + "\">\n";

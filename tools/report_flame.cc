@@ -78,8 +78,7 @@ struct SvgWriter {
                   static_cast<unsigned long long>(n.count), n.count == 1 ? "" : "s", pct);
     const bool culprit = culprits.count(n.name) != 0;
     out += std::string(culprit ? "<g class=\"frame culprit\">" : "<g class=\"frame\">") +
-           "<title>" + XmlEscape(n.name, false) + buf + (culprit ? ", culprit" : "") +
-           "</title>";
+           "<title>" + XmlEscape(n.name, false) + buf + (culprit ? ", culprit" : "") + "</title>";
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" rx=\"2\" fill=\"", x,
                   y, w, kRow - 1);

@@ -33,10 +33,10 @@ void AddHang(const HangRecord& h, json* events) {
   const int64_t dur = static_cast<int64_t>(std::max<uint64_t>(h.duration_ms, 1)) * 1000;
   const int64_t end = start + dur;
   const Culprit culprit = HangCulprit(h);
-  json hang = Slice("hang " + std::to_string(h.duration_ms) + " ms (" +
-                        HangClassName(h.hang_class) + ")" +
-                        (culprit.empty() ? "" : " in " + agent::CulpritName(culprit)),
-                    "hang", start, dur, h.pid, h.tid);
+  json hang =
+      Slice("hang " + std::to_string(h.duration_ms) + " ms (" + HangClassName(h.hang_class) + ")" +
+                (culprit.empty() ? "" : " in " + agent::CulpritName(culprit)),
+            "hang", start, dur, h.pid, h.tid);
   hang["args"] = {{"fingerprint", h.fingerprint}, {"cpu_ms", h.cpu_ms},
                   {"cpu_percent", h.cpu_percent}, {"class", HangClassName(h.hang_class)},
                   {"samples", h.samples},         {"fatal", h.fatal}};
@@ -100,14 +100,13 @@ std::string FormatTrace(const Report& report) {
   for (const HangRecord& h : report.hangs) {
     if (std::find(named.begin(), named.end(), std::make_pair(h.pid, h.tid)) == named.end()) {
       named.emplace_back(h.pid, h.tid);
-      events.push_back(
-          {{"name", "process_name"},
-           {"ph", "M"},
-           {"pid", h.pid},
-           {"tid", h.tid},
-           {"args",
-            {{"name", (h.process_name.empty() ? BaseName(h.process) : h.process_name) + " [" +
-                          std::to_string(h.pid) + "]"}}}});
+      events.push_back({{"name", "process_name"},
+                        {"ph", "M"},
+                        {"pid", h.pid},
+                        {"tid", h.tid},
+                        {"args",
+                         {{"name", (h.process_name.empty() ? BaseName(h.process) : h.process_name) +
+                                       " [" + std::to_string(h.pid) + "]"}}}});
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
                         {"pid", h.pid},

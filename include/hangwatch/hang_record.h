@@ -148,9 +148,9 @@ struct HangRecord {
   // 16 hex digits over the function names of the top in-app frames of the dominant stack:
   // stable across builds (and machines) of the same code. Empty when no stack.
   std::string signature;
-  Culprit culprit;              // from the dominant stack
-  int dominant_stack = -1;      // index in stacks, -1 when none
-  std::vector<Stack> stacks;    // sorted by count, descending
+  Culprit culprit;            // from the dominant stack
+  int dominant_stack = -1;    // index in stacks, -1 when none
+  std::vector<Stack> stacks;  // sorted by count, descending
   std::vector<TimelineEntry> timeline;
   bool timeline_truncated = false;
   std::vector<ModuleInfo> modules;  // modules referenced by the frames
