@@ -45,17 +45,37 @@ std::string Hex16(uint64_t v) {
 
 FrameKind Kind(const Frame& f) { return ClassifyFrame(f.module, f.symbol); }
 
-// Index of the culprit frame in `s`, or -1 when `s` has no frames.
-int CulpritIndex(const Stack& s) {
+// Index of the innermost application frame (else 0), or -1 when `s` has no frames.
+int FirstAppIndex(const Stack& s) {
   for (size_t i = 0; i < s.frames.size(); ++i) {
     if (Kind(s.frames[i]) == FrameKind::kApp) return static_cast<int>(i);
   }
   return s.frames.empty() ? -1 : 0;
 }
 
+// Index of the culprit frame in `s`, or -1 when `s` has no frames.
+int CulpritIndex(const Stack& s) {
+  for (size_t i = 0; i < s.frames.size(); ++i) {
+    const Frame& f = s.frames[i];
+    if (Kind(f) != FrameKind::kApp) continue;
+    if (f.symbol.empty() && symbols::IsRuntimeModule(f.module)) {
+      // An anonymous C function of the interpreter (CPython's time.sleep in a stripped
+      // python3): the script's own function, named by the runtime's perf map (python3.12 -X
+      // perf, node --perf-basic-prof), is the better name when there is one further out.
+      for (size_t j = i + 1; j < s.frames.size(); ++j) {
+        const Frame& g = s.frames[j];
+        if (g.module.empty() && !g.symbol.empty()) return static_cast<int>(j);
+      }
+    }
+    return static_cast<int>(i);
+  }
+  return s.frames.empty() ? -1 : 0;
+}
+
 // Whether frame i (> 0) is part of a runtime's machinery for identity purposes: a kRuntime frame,
-// or (past the culprit) an unnamed frame leading, through more unnamed frames of its module, to
-// a kRuntime frame of the same module: call dispatch, which an interpreter may skip.
+// or (past the first application frame, `culprit`) an unnamed frame leading, through more unnamed
+// frames of its module, to a kRuntime frame of the same module: call dispatch, which an interpreter
+// may skip.
 bool IsMachinery(const Stack& s, size_t i, int culprit) {
   const Frame& f = s.frames[i];
   if (Kind(f) == FrameKind::kRuntime) return true;
@@ -136,7 +156,7 @@ std::string NormalizeForSignature(const std::string& symbol) {
 std::string Signature(const Stack& s) {
   if (s.frames.empty()) return "";
   std::vector<const Frame*> picked;
-  const int culprit = CulpritIndex(s);
+  const int culprit = FirstAppIndex(s);
   for (size_t i = 0; i < s.frames.size() && picked.size() < kSignatureFrames; ++i) {
     const Frame& f = s.frames[i];
     if (Kind(f) == FrameKind::kApp && !IsMachinery(s, i, culprit)) picked.push_back(&f);
@@ -163,7 +183,7 @@ std::string Signature(const Stack& s) {
 std::string Fingerprint(const Stack& s, uint64_t leaf_offset) {
   const size_t n = s.frames.size();
   if (n == 0) return "";
-  const int culprit = CulpritIndex(s);
+  const int culprit = FirstAppIndex(s);
   Fnv64 h;
   size_t keys = 0;
   for (size_t i = 0; i < n && keys < kFingerprintFrames; ++i) {

@@ -16,7 +16,9 @@
 namespace hangwatch::agent {
 
 // The innermost frame of `s` that is the application's (FrameKind::kApp); when there is none,
-// the innermost frame. Empty for a stack without frames.
+// the innermost frame. An anonymous frame of an interpreter's module (a C builtin of a stripped
+// python3) gives way to a function named by the runtime's perf map further out (JIT code:
+// python3.12 -X perf's py::function, node's JS functions). Empty for a stack without frames.
 Culprit FindCulprit(const Stack& s);
 
 // How a culprit is printed: its symbol, else "module-file+0xoffset", else "0xoffset"; "?" when

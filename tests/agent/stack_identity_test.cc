@@ -91,6 +91,29 @@ Stack PythonSleep(bool specialized) {
   return S(f);
 }
 
+// python3.12 -X perf: each Python function runs through a trampoline named in the perf map.
+// The script's function is the culprit rather than the interpreter's anonymous builtin.
+TEST(StackIdentityTest, PerfMapNamedScriptFunctionBeatsAnAnonymousInterpreterBuiltin) {
+  Stack s = PythonSleep(true);
+  Frame trampoline = F("", 0x7f12340000, "py::blocked:/srv/app.py");
+  s.frames.insert(s.frames.begin() + 3, trampoline);  // after _PyEval_EvalFrameDefault
+  const Culprit c = FindCulprit(s);
+  EXPECT_EQ(c.symbol, "py::blocked:/srv/app.py");
+  EXPECT_EQ(c.frame, 3);
+  Stack generic = PythonSleep(false);
+  generic.frames.insert(generic.frames.begin() + 5, trampoline);
+  EXPECT_EQ(FindCulprit(generic).symbol, "py::blocked:/srv/app.py");
+  EXPECT_EQ(Fingerprint(generic, 0xcf500), Fingerprint(s, 0xcf500));
+  EXPECT_EQ(Signature(generic), Signature(s));
+  // A named function of the interpreter's own is kept (it is not anonymous).
+  s.frames[1].symbol = "time_sleep";
+  EXPECT_EQ(FindCulprit(s).symbol, "time_sleep");
+  // Anonymous frames of ordinary libraries stay the culprit: they are the application's code.
+  Stack lib = S({F(kLibc, 0xcf545, "clock_nanosleep"), F("/usr/lib/libapp.so", 0x1234),
+                 F("", 0x7f12340000, "py::blocked:/srv/app.py")});
+  EXPECT_EQ(FindCulprit(lib).frame, 1);
+}
+
 TEST(StackIdentityTest, PythonCallSiteSpecializationKeepsFingerprintSignatureAndCulprit) {
   const Stack generic = PythonSleep(false), fast = PythonSleep(true);
   EXPECT_EQ(Fingerprint(generic, 0xcf500), Fingerprint(fast, 0xcf500));
