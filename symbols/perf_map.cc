@@ -91,7 +91,9 @@ size_t PerfMap::Refresh() {
   const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return 0;  // not written (yet), or gone: keep what was read
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  // /tmp is everyone's: a map that another user wrote for our pid would name our code as they
+  // like (perf makes the same check).
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
     close(fd);
     return 0;
   }

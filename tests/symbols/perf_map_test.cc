@@ -98,6 +98,19 @@ TEST(PerfMapTest, AVanishedMapKeepsItsNamesAReplacedOneIsReadAgain) {
   EXPECT_EQ(NameAt(map, 0x5000), "other");
 }
 
+TEST(PerfMapTest, AMapOwnedByAnotherUserIsNotRead) {
+  TempDir dir;
+  const std::string path = dir.path() + "/perf-7.map";
+  Append(path, "1000 10 planted\n");
+  if (chown(path.c_str(), 65534, 65534) != 0) GTEST_SKIP() << "cannot chown (not root)";
+  PerfMap map(path);
+  EXPECT_EQ(map.Refresh(), 0u);
+  EXPECT_EQ(NameAt(map, 0x1000), "<none>");
+  ASSERT_EQ(chown(path.c_str(), geteuid(), getegid()), 0);
+  EXPECT_EQ(map.Refresh(), 1u);
+  EXPECT_EQ(NameAt(map, 0x1000), "planted");
+}
+
 TEST(PerfMapTest, BoundedReadsEntriesAndNames) {
   TempDir dir;
   const std::string path = dir.path() + "/perf-4.map";
