@@ -7,10 +7,16 @@
 //     handlers);
 //   - start-up: batch work before the first wait is not a hang, but a slow start-up is
 //     reported once as a start-up stall, unless switched off.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "child_process.h"
 #include "tools/report_reader.h"
@@ -96,6 +102,85 @@ TEST(PreloadProcess, ChildOfAnArmedProcessIsWatchedAndExits) {
   }
   EXPECT_TRUE(parent_busy);
   EXPECT_TRUE(child_busy) << "the child armed at its own first wait";
+}
+
+TEST(PreloadProcess, ChildrenForkedDuringASampledHangExit) {
+  // A hang is open and sampled every millisecond while the parent forks again and again; each
+  // child leaves at once through sys.exit with its own status.
+  const PythonRun r = RunPython(
+      "wait()\n"
+      "busy(0.3)\n"
+      "bad = 0\n"
+      "for i in range(40):\n"
+      "    pid = os.fork()\n"
+      "    if pid == 0:\n"
+      "        sys.exit(i + 1)\n"
+      "    _, status = os.waitpid(pid, 0)\n"
+      "    bad += os.waitstatus_to_exitcode(status) != i + 1\n"
+      "print(bad)\n"
+      "wait()\n",
+      {"HANGWATCH_THRESHOLD_MS=100", "HANGWATCH_SAMPLE_MS=1"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "0\n") << "every child exits with its own status";
+  ASSERT_EQ(r.report.hangs.size(), 1u);
+  EXPECT_GT(r.report.hangs[0].samples, 100u);
+}
+
+TEST(PreloadProcess, ChildForkedWhileTheWatchdogIsBlockedWritingItsReportExits) {
+  // The report is a FIFO nobody reads, filled up: the watchdog's line blocks in write(). The
+  // parent forks then; its child exits at once, and fork() did not wait for the write.
+  TempDir dir;
+  const std::string fifo = dir.path() + "/hangs.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const int filler = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  ASSERT_GE(filler, 0);
+  const std::string block(4096, 'x');
+  while (write(filler, block.data(), block.size()) > 0) {
+  }
+  ChildProcess child({kPython, "-c",
+                      std::string(kPrelude) +
+                          "def watchdog_syscall():\n"
+                          "    for t in os.listdir('/proc/self/task'):\n"
+                          "        base = '/proc/self/task/' + t\n"
+                          "        if open(base + '/comm').read() == 'hangwatch\\n':\n"
+                          "            return open(base + '/syscall').read().split()[0]\n"
+                          "wait(); busy(0.3); wait()\n"
+                          "while watchdog_syscall() != '" +
+                          std::to_string(SYS_write) +
+                          "': pass\n"
+                          "pid = os.fork()\n"
+                          "if pid == 0:\n"
+                          "    sys.exit(7)\n"
+                          "_, status = os.waitpid(pid, 0)\n"
+                          "print(os.waitstatus_to_exitcode(status), flush=True)\n"},
+                     {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_REPORT=" + fifo,
+                      "HANGWATCH_LOG=0", "HANGWATCH_THRESHOLD_MS=100"});
+  std::string line;
+  EXPECT_TRUE(child.ReadLine(&line, std::chrono::seconds(30)));
+  EXPECT_EQ(line, "7");
+  // Drain the FIFO so that the watchdog finishes its line and python3 can exit.
+  std::string report;
+  char buf[65536];
+  std::thread drain([&] {
+    for (int idle = 0; idle < 2000; ++idle) {
+      const ssize_t n = read(reader, buf, sizeof buf);
+      if (n > 0) {
+        report.append(buf, static_cast<size_t>(n));
+        idle = 0;
+      } else if (n == 0 && !report.empty() && report.back() == '\n') {
+        break;  // every writer is gone
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+  });
+  close(filler);
+  EXPECT_EQ(child.Wait(), 0);
+  drain.join();
+  close(reader);
+  EXPECT_NE(report.find("\"type\":\"hang\""), std::string::npos) << "the blocked line arrived";
 }
 
 TEST(PreloadProcess, ProgramsStartedAfterArmingRunWithoutTheShimAnyWay) {

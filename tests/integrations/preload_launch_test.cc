@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,8 @@ const Launch kLaunches[] = {
        return {sh, "-c", d + "/python3 " + d + "/app.py"};
      }},
 };
+
+void PrintTo(const Launch& launch, std::ostream* os) { *os << launch.name; }
 
 class LaunchTest : public ::testing::TestWithParam<std::tuple<const char*, Launch>> {};
 
