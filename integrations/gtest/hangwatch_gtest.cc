@@ -81,6 +81,19 @@ std::string DescribeHang(const HangRecord& h, size_t max_frames) {
   std::string out = head;
   const Stack* d = h.dominant();
   if (d == nullptr) return out + "; no stack captured";
+  if (!h.culprit.empty()) {
+    // The innermost frame outside the system's libraries and runtimes (hang_record.h).
+    char offset[32];
+    std::snprintf(offset, sizeof offset, "0x%llx",
+                  static_cast<unsigned long long>(h.culprit.offset));
+    const std::string module = h.culprit.module.substr(h.culprit.module.rfind('/') + 1);
+    out += "\nin " + (!h.culprit.symbol.empty() ? h.culprit.symbol
+                      : module.empty()          ? std::string(offset)
+                                                : module + "+" + offset);
+    if (!h.culprit.file.empty()) {
+      out += " at " + h.culprit.file + ":" + std::to_string(h.culprit.line);
+    }
+  }
   out += "\nculprit stack (" + std::to_string(d->count) + " of " + std::to_string(h.samples) +
          " samples):";
   for (size_t i = 0; i < d->frames.size() && i < max_frames; ++i) {

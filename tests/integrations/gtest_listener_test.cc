@@ -44,6 +44,7 @@ TEST(GtestListener, StallingTestFailsNamingTheCulprit) {
   EXPECT_NE(r.output.find("(budget 200 ms)"), std::string::npos) << r.output;
   // The culprit is the top of the dominant stack.
   EXPECT_NE(r.output.find("#0 StallInsideTest"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nin StallInsideTest\n"), std::string::npos) << r.output;
 }
 
 }  // namespace
