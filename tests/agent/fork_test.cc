@@ -168,8 +168,11 @@ TEST(ForkTest, ChildWithAPendingSamplingSignalStartsItsOwnAgent) {
       own_hangs.fetch_add(1);
     };
     if (!Start(cc).ok()) std::_Exit(21);
+    // A pass past the threshold that the child's own watchdog has sampled.
     BeginWork();
-    Spin(150ms);
+    const auto began = std::chrono::steady_clock::now();
+    while (GetStats().samples < 3 || std::chrono::steady_clock::now() - began < 60ms) {
+    }
     EndWork();
     if (!WaitUntil([] { return own_hangs.load() > 0; })) std::_Exit(22);
     const uint64_t samples = GetStats().samples;
