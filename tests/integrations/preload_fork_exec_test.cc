@@ -126,6 +126,39 @@ TEST(PreloadProcess, ChildrenForkedDuringASampledHangExit) {
   EXPECT_GT(r.report.hangs[0].samples, 100u);
 }
 
+TEST(PreloadProcess, ChildForkedWithASamplingSignalPendingExits) {
+  // The main thread blocks the real-time signals (the agent samples with the highest free one),
+  // so the watchdog's capture request stays pending; the parent forks then. The child unblocks
+  // them, waits (arming an agent of its own) and leaves through sys.exit.
+  const PythonRun r = RunPython(
+      "import signal\n"
+      "rt = set(range(signal.SIGRTMIN, signal.SIGRTMAX + 1))\n"
+      "wait()\n"
+      "old = signal.pthread_sigmask(signal.SIG_BLOCK, rt)\n"
+      "end = time.monotonic() + 20\n"
+      "while not (rt & signal.sigpending()) and time.monotonic() < end: pass\n"
+      "pending = bool(rt & signal.sigpending())\n"
+      "pid = os.fork()\n"
+      "if pid == 0:\n"
+      "    signal.pthread_sigmask(signal.SIG_SETMASK, old)\n"
+      "    wait(); busy(0.3); wait()\n"
+      "    sys.exit(6)\n"
+      "_, status = os.waitpid(pid, 0)\n"
+      "signal.pthread_sigmask(signal.SIG_SETMASK, old)\n"
+      "print(pending, pid, os.waitstatus_to_exitcode(status))\n"
+      "wait()\n",
+      {"HANGWATCH_THRESHOLD_MS=100"});
+  EXPECT_EQ(r.exit_code, 0);
+  char pending[8] = {};
+  int child = 0, status = -1;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "%7s %d %d", pending, &child, &status), 3) << r.out;
+  EXPECT_STREQ(pending, "True") << "the capture signal was pending when the parent forked";
+  EXPECT_EQ(status, 6);
+  bool child_hang = false;
+  for (const HangRecord& h : r.report.hangs) child_hang |= h.pid == child;
+  EXPECT_TRUE(child_hang) << "the child's own agent sampled it";
+}
+
 TEST(PreloadProcess, ChildForkedWhileTheWatchdogIsBlockedWritingItsReportExits) {
   // The report is a FIFO nobody reads, filled up: the watchdog's line blocks in write(). The
   // parent forks then; its child exits at once, and fork() did not wait for the write.
