@@ -100,10 +100,10 @@ class StallMonitor {
   // as it stands (so it is not lost), a slow pass below the threshold is dropped.
   void Finish();
 
-  // Issue 6: each capture is unwound again, here on the watchdog thread (after the capture
-  // returned, never while the target is paused), with CFI over its stack copy
-  // (symbols/cfi_unwinder.h), and its frames replaced by the result. nullptr (default): the
-  // capture's own frame-pointer frames are kept. Borrowed; set before the first Tick().
+  // Each capture is unwound again, here on the watchdog thread (after the capture returned,
+  // never while the target is paused), with CFI over its stack copy (symbols/cfi_unwinder.h),
+  // and its frames replaced by the result. nullptr (default): the capture's own frame-pointer
+  // frames are kept. Borrowed; set before the first Tick().
   void set_cfi_unwinder(symbols::CfiUnwinder* unwinder) { cfi_ = unwinder; }
   // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).
   std::span<const symbols::FrameMethod> last_frame_methods() const {

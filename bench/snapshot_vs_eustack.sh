@@ -6,7 +6,7 @@
 # For each tool, RUNS alternating runs; prints the medians of:
 #   wall    end-to-end time of the command (ms): perf stat's duration_time, from the exec of the
 #           command to its exit, so that neither perf's own start-up nor the script's clock reads
-#           are counted (they used to add ~12 ms to every tool alike, squeezing the ratios);
+#           are counted (they would add ~12 ms to every tool alike, squeezing the ratios);
 #           without perf, bash's $EPOCHREALTIME around /usr/bin/time (no fork for the clock)
 #   cpu     CPU time of the command (ms; perf stat task-clock, else /usr/bin/time at 10 ms)
 #   pause   the longest time the target's busy "spinner" thread went without running during the

@@ -42,7 +42,8 @@ enum class CaptureStatus : uint8_t {
 };
 const char* CaptureStatusName(CaptureStatus status);
 
-// How a sample was obtained (recorded per sample; issue 6 adds the /proc path).
+// How a sample was obtained (recorded per sample): the signal, /proc for a thread asleep in the
+// kernel (proc_blocked_reader.h), or a Mach thread suspension (unwind/mach/).
 enum class CaptureMethod : uint8_t { kSignal = 0, kProcBlocked, kMachSuspend };
 
 // Storage for one capture. Allocated once, up front, by whoever owns the sampling; a capture

@@ -1,6 +1,7 @@
-// The LD_PRELOAD shim's settings, read from HANGWATCH_* environment variables (DESIGN.md's
-// contract), and the LD_PRELOAD rewriting that keeps the shim out of child processes unless
-// asked. Pure functions on strings, so they are tested without preloading anything.
+// The LD_PRELOAD shim's settings, read from HANGWATCH_* environment variables (a stable
+// contract: docs/architecture.md, Contracts), and the LD_PRELOAD rewriting that keeps the shim
+// out of child processes unless asked. Pure functions on strings, so they are tested without
+// preloading anything.
 //
 //   HANGWATCH_THRESHOLD_MS   a run-loop pass longer than this is a hang (default 250)
 //   HANGWATCH_SAMPLE_MS      sample interval while a pass is slow (default threshold / 10)

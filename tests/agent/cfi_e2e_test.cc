@@ -1,6 +1,6 @@
-// The agent with issue 6's sampling path (real watchdog, ProcFirstSampler, CFI over the stack
-// copy): a main thread stalled in a libc function without frame pointers is reported with its
-// caller, and one sleeping in nanosleep is read through /proc without a single EINTR.
+// The agent with its production sampling path (real watchdog, ProcFirstSampler, CFI over the
+// stack copy): a main thread stalled in a libc function without frame pointers is reported with
+// its caller, and one sleeping in nanosleep is read through /proc without a single EINTR.
 #include <time.h>
 #include <unistd.h>
 
