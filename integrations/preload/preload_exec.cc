@@ -100,15 +100,17 @@ int Execvpe(const char* file, char* const argv[], char* const envp[]) {
 
 // The arguments of execl/execle/execlp after `arg0`, up to the terminating null pointer, into
 // argv (which has room for `n` + 1 pointers); `n` counted by CountArgs on a copy of the list.
-size_t CountArgs(va_list ap) {
+// (Through a pointer: a va_list handed over by value may not be used by the caller afterwards,
+// and on aarch64 it would not advance.)
+size_t CountArgs(va_list* ap) {
   size_t n = 1;
-  while (va_arg(ap, char*) != nullptr) ++n;
+  while (va_arg(*ap, char*) != nullptr) ++n;
   return n;
 }
-void CollectArgs(const char* arg0, va_list ap, char** argv, size_t n) {
+void CollectArgs(const char* arg0, va_list* ap, char** argv, size_t n) {
   argv[0] = const_cast<char*>(arg0);
-  for (size_t i = 1; i < n; ++i) argv[i] = va_arg(ap, char*);
-  argv[n] = nullptr;
+  for (size_t i = 1; i < n; ++i) argv[i] = va_arg(*ap, char*);
+  argv[n] = va_arg(*ap, char*);  // the terminating null pointer: execle's envp comes after it
 }
 
 }  // namespace
@@ -140,6 +142,16 @@ using hangwatch::preload::CountArgs;
 
 #define HW_INTERPOSE __attribute__((visibility("default")))
 
+// Declares `argv`: the execl-style arguments (arg0, ..., a null pointer) collected on the calling
+// frame's stack (alloca: it must be this frame); leaves `ap` past the terminating null pointer.
+#define HW_COLLECT_EXECL_ARGS(arg0, ap, argv)                          \
+  va_list count_;                                                      \
+  va_copy(count_, ap);                                                 \
+  const size_t n_ = CountArgs(&count_);                                \
+  va_end(count_);                                                      \
+  char** argv = static_cast<char**>(alloca((n_ + 1) * sizeof(char*))); \
+  CollectArgs(arg0, &ap, argv, n_)
+
 extern "C" {
 
 HW_INTERPOSE int execve(const char* path, char* const argv[], char* const envp[]) {
@@ -159,37 +171,25 @@ HW_INTERPOSE int execvp(const char* file, char* const argv[]) {
 }
 
 HW_INTERPOSE int execl(const char* path, const char* arg0, ...) {
-  va_list ap, count;
+  va_list ap;
   va_start(ap, arg0);
-  va_copy(count, ap);
-  const size_t n = CountArgs(count);
-  va_end(count);
-  char** argv = static_cast<char**>(alloca((n + 1) * sizeof(char*)));
-  CollectArgs(arg0, ap, argv, n);
+  HW_COLLECT_EXECL_ARGS(arg0, ap, argv);
   va_end(ap);
   return hangwatch::preload::Execve(path, argv, environ);
 }
 
 HW_INTERPOSE int execlp(const char* file, const char* arg0, ...) {
-  va_list ap, count;
+  va_list ap;
   va_start(ap, arg0);
-  va_copy(count, ap);
-  const size_t n = CountArgs(count);
-  va_end(count);
-  char** argv = static_cast<char**>(alloca((n + 1) * sizeof(char*)));
-  CollectArgs(arg0, ap, argv, n);
+  HW_COLLECT_EXECL_ARGS(arg0, ap, argv);
   va_end(ap);
   return hangwatch::preload::Execvpe(file, argv, environ);
 }
 
 HW_INTERPOSE int execle(const char* path, const char* arg0, ...) {
-  va_list ap, count;
+  va_list ap;
   va_start(ap, arg0);
-  va_copy(count, ap);
-  const size_t n = CountArgs(count);
-  va_end(count);
-  char** argv = static_cast<char**>(alloca((n + 1) * sizeof(char*)));
-  CollectArgs(arg0, ap, argv, n);
+  HW_COLLECT_EXECL_ARGS(arg0, ap, argv);
   char* const* envp = va_arg(ap, char* const*);  // after the terminating null pointer
   va_end(ap);
   return hangwatch::preload::Execve(path, argv, envp);

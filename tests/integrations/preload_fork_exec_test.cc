@@ -234,6 +234,35 @@ TEST(PreloadProcess, ProgramsStartedAfterArmingRunWithoutTheShimAnyWay) {
   EXPECT_EQ(r.out, "system[]\nforked[]\nspawn[]\n");
 }
 
+// execl, execlp and execle (variadic: the shim rebuilds their argument lists), called straight
+// from libc's symbols through ctypes, in children forked before and after the parent armed.
+constexpr char kExeclFamily[] =
+    "import ctypes\n"
+    "libc = ctypes.CDLL(None)\n"
+    "def run(call):\n"
+    "    sys.stdout.flush()\n"
+    "    pid = os.fork()\n"
+    "    if pid == 0:\n"
+    "        script = ('echo ' + call + '[$LD_PRELOAD]').encode()\n"
+    "        env = (ctypes.c_char_p * 2)(('LD_PRELOAD=' + os.environ['LD_PRELOAD']).encode(), "
+    "None)\n"
+    "        if call == 'execl': libc.execl(b'/bin/sh', b'sh', b'-c', script, None)\n"
+    "        if call == 'execlp': libc.execlp(b'sh', b'sh', b'-c', script, None)\n"
+    "        if call == 'execle': libc.execle(b'/bin/sh', b'sh', b'-c', script, None, env)\n"
+    "        os._exit(127)\n"
+    "    os.waitpid(pid, 0)\n"
+    "def all_three():\n"
+    "    for call in ('execl', 'execlp', 'execle'): run(call)\n";
+
+TEST(PreloadProcess, TheExeclFamilyFollowsTheLaunchRule) {
+  const PythonRun r =
+      RunPython(std::string(kExeclFamily) + "all_three()\nwait()\nall_three()\n", {});
+  EXPECT_EQ(r.exit_code, 0);
+  const std::string shim = HANGWATCH_PRELOAD_LIB;
+  EXPECT_EQ(r.out, "execl[" + shim + "]\nexeclp[" + shim + "]\nexecle[" + shim +
+                       "]\nexecl[]\nexeclp[]\nexecle[]\n");
+}
+
 TEST(PreloadProcess, ProgramsStartedBeforeArmingKeepTheShim) {
   const PythonRun r = RunPython(
       "print('[' + subprocess.run(['/bin/sh', '-c', 'echo $LD_PRELOAD'], capture_output=True,"
