@@ -145,13 +145,6 @@ std::string ReadBuildId(Elf* elf) {
   return {};
 }
 
-std::string ReadDebugLink(Elf* elf) {
-  std::string_view link = SectionBytes(elf, ".gnu_debuglink");
-  size_t end = link.find('\0');
-  if (end == std::string_view::npos || end == 0) return {};
-  return std::string(link.substr(0, end));
-}
-
 }  // namespace hangwatch::symbols
 
 namespace hangwatch::symbols {

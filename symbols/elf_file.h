@@ -54,9 +54,6 @@ std::string ReadBuildId(Elf* elf);
 // an error when it does not inflate (or inflates past 256 MB).
 absl::StatusOr<std::string> InflateMiniDebugInfo(Elf* elf);
 
-// The file name recorded in .gnu_debuglink (empty when absent).
-std::string ReadDebugLink(Elf* elf);
-
 // Calls `fn(sym, name, file)` for every symbol of every section of `type` (SHT_SYMTAB or
 // SHT_DYNSYM) whose name is readable, except the STT_FILE entries: `file` is the name of the
 // last STT_FILE seen before a local symbol ("" for the others). The linked string table is

@@ -468,30 +468,6 @@ const char* PtraceThreadStatusName(PtraceThreadStatus status) {
   return "?";
 }
 
-const char* PtraceErrorName(PtraceError error) {
-  switch (error) {
-    case PtraceError::kOk:
-      return "ok";
-    case PtraceError::kNoSuchProcess:
-      return "no such process";
-    case PtraceError::kPermission:
-      return "permission denied";
-    case PtraceError::kAlreadyTraced:
-      return "already traced";
-    case PtraceError::kZombie:
-      return "zombie";
-    case PtraceError::kExited:
-      return "exited";
-    case PtraceError::kIsSelf:
-      return "own process";
-    case PtraceError::kCancelled:
-      return "cancelled";
-    case PtraceError::kSystem:
-      return "system error";
-  }
-  return "?";
-}
-
 size_t PtraceSnapshot::CountWithStatus(PtraceThreadStatus s) const {
   return static_cast<size_t>(std::count_if(threads.begin(), threads.end(),
                                            [s](const PtraceThread& t) { return t.status == s; }));

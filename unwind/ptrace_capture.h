@@ -60,7 +60,6 @@ enum class PtraceError : uint8_t {
   kCancelled,      // a blocked termination signal arrived during the window
   kSystem,         // anything else; error_errno says what
 };
-const char* PtraceErrorName(PtraceError error);
 
 // Up to 33 registers in DWARF numbering, for CFI unwinders: x86_64 0..16 (rax, rdx, rcx, rbx,
 // rsi, rdi, rbp, rsp, r8..r15, rip); aarch64 0..32 (x0..x30, sp, pc).
