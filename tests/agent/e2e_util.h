@@ -3,13 +3,18 @@
 #ifndef HANGWATCH_TESTS_AGENT_E2E_UTIL_H_
 #define HANGWATCH_TESTS_AGENT_E2E_UTIL_H_
 
+#include <dirent.h>
 #include <time.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -79,6 +84,28 @@ inline bool WaitUntil(const std::function<bool()>& done,
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   return true;
+}
+
+// The tids of this process's threads named `comm` (as /proc/self/task/TID/comm has it, without
+// the newline).
+inline std::vector<pid_t> ThreadsNamed(const std::string& comm) {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], name[32] = {};
+    std::snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    if (FILE* f = std::fopen(path, "r")) {
+      if (std::fgets(name, sizeof name, f) != nullptr) {
+        name[std::strcspn(name, "\n")] = '\0';
+        if (comm == name) out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+      }
+      std::fclose(f);
+    }
+  }
+  closedir(d);
+  return out;
 }
 
 inline uint64_t ThreadCpuNs() {

@@ -5,7 +5,6 @@
 // (Under AddressSanitizer this binary runs without LeakSanitizer: its check at a forked child's
 // exit stops the threads in the registry it inherited, which are the parent's, and reports
 // what only their stacks point to; see tests/CMakeLists.txt.)
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -186,28 +185,6 @@ TEST(ForkTest, ChildWithAPendingSamplingSignalStartsItsOwnAgent) {
   Stop();
 }
 
-// The tid of this process's thread named `comm`, 0 when none.
-pid_t ThreadNamed(const char* comm) {
-  DIR* d = opendir("/proc/self/task");
-  if (d == nullptr) return 0;
-  pid_t found = 0;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    char path[300];
-    std::snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE* f = std::fopen(path, "r");
-    if (f == nullptr) continue;
-    char name[32] = {};
-    if (std::fgets(name, sizeof name, f) != nullptr &&
-        std::strncmp(name, comm, std::strlen(comm)) == 0) {
-      found = std::atoi(e->d_name);
-    }
-    std::fclose(f);
-  }
-  closedir(d);
-  return found;
-}
-
 // True when thread `tid` is asleep writing to a pipe or FIFO now. (The kernel's wait channel, not
 // the system call number: under qemu-user /proc shows the host's numbers.)
 bool InPipeWrite(pid_t tid) {
@@ -240,7 +217,11 @@ TEST(ForkTest, ChildExitsWhileTheWatchdogIsBlockedWritingJsonLines) {
   c.json_path = fifo;
   ASSERT_TRUE(Start(c).ok());
   pid_t watchdog = 0;  // named by the watchdog itself once it runs
-  WaitUntil([&] { return (watchdog = ThreadNamed("hangwatch")) != 0; });
+  WaitUntil([&] {
+    const auto tids = testing::ThreadsNamed("hangwatch");
+    watchdog = tids.empty() ? 0 : tids[0];
+    return watchdog != 0;
+  });
   // Whatever happens below, the FIFO is drained so that the watchdog can finish and stop.
   struct Cleanup {
     int reader, filler;

@@ -22,24 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Threads of this process named `comm`.
-size_t CountThreadsNamed(const char* comm) {
-  DIR* d = opendir("/proc/self/task");
-  if (d == nullptr) return 0;
-  size_t n = 0;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    char path[300], name[32] = {};
-    std::snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-    if (FILE* f = std::fopen(path, "r")) {
-      if (std::fgets(name, sizeof(name), f) != nullptr && std::strcmp(name, comm) == 0) ++n;
-      std::fclose(f);
-    }
-  }
-  closedir(d);
-  return n;
-}
-
 std::string FdList() {
   std::string out;
   DIR* d = opendir("/proc/self/fd");
@@ -175,7 +157,7 @@ TEST(LifecycleTest, ThousandStartStopCyclesLeaveNothingBehind) {
   EXPECT_GT(hangs, 0u);
   ASSERT_NE(signal_seen, 0);
   // (Counting all threads would also count the sanitizer's own helper threads.)
-  EXPECT_EQ(CountThreadsNamed("hangwatch\n"), 0u) << "a watchdog thread was left running";
+  EXPECT_EQ(testing::ThreadsNamed("hangwatch").size(), 0u) << "a watchdog thread was left running";
   EXPECT_EQ(CountEntries("/proc/self/fd"), fds)
       << "descriptors before: " << fd_list << "\nafter: " << FdList();
   const auto after = RtDispositions();
