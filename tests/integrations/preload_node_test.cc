@@ -33,7 +33,7 @@ TEST(PreloadNode, BusyJavaScriptFunctionIsTheCulpritByItsName) {
   tools::Report r;
   std::string error;
   ASSERT_TRUE(tools::ParseJsonLines(ReadFile(report), &r, &error)) << error;
-  size_t named = 0, vdso_frames = 0;
+  size_t named = 0, vdso_frames = 0, vdso_named = 0;
   for (const HangRecord& h : r.hangs) {
     EXPECT_EQ(h.process_name, "node");
     EXPECT_EQ(h.signature.size(), 16u);
@@ -43,13 +43,13 @@ TEST(PreloadNode, BusyJavaScriptFunctionIsTheCulpritByItsName) {
           return k < s.frames.size() && s.frames[k].module.find("vdso") != std::string::npos;
         };
         if (!in_vdso(i)) continue;
+        // Date.now() reads the clock in the vDSO. Its exported functions are named from its
+        // image in memory (asserted deterministically in in_process_symbolizer_test); a static
+        // helper such as vread_pvclock on a KVM guest is named only with the kernel's debug
+        // package, and the frame-pointer walk out of it may skip the exported caller, so here
+        // they are only counted.
         ++vdso_frames;
-        // Date.now(): clock_gettime, entered from outside the vDSO, is one of its exported
-        // functions, named from its symbol table. (A static helper inside it, such as
-        // vread_pvclock on a KVM guest, has a name only in the kernel's debug package.)
-        if (!in_vdso(i + 1)) {
-          EXPECT_FALSE(s.frames[i].symbol.empty()) << ReadFile(report);
-        }
+        if (!s.frames[i].symbol.empty()) ++vdso_named;
       }
     }
     if (h.duration_ms < 400) continue;  // start-up on a busy machine, or a hang cut by a stop
@@ -60,8 +60,8 @@ TEST(PreloadNode, BusyJavaScriptFunctionIsTheCulpritByItsName) {
     EXPECT_NE(h.culprit.symbol.find("busy_timer.js"), std::string::npos) << h.culprit.symbol;
   }
   EXPECT_GE(named, 2u) << ReadFile(report);
-  std::printf("%zu of %zu hangs name busyWork; %zu vDSO frames\n", named, r.hangs.size(),
-              vdso_frames);
+  std::printf("%zu of %zu hangs name busyWork; %zu of %zu vDSO frames named\n", named,
+              r.hangs.size(), vdso_named, vdso_frames);
 }
 
 }  // namespace
