@@ -25,8 +25,12 @@
 #include "spdlog/spdlog.h"
 #include "symbols/cfi_unwinder.h"
 #include "symbols/module_map.h"
+#if defined(__APPLE__)
+#include "unwind/mach/mach_sampler.h"
+#else
 #include "unwind/proc_blocked_reader.h"
 #include "unwind/signal_sampler.h"
+#endif
 
 namespace hangwatch {
 namespace internal {
@@ -134,9 +138,11 @@ class Agent final : public MonitorListener {
   // Async-signal-safe: system calls and atomic stores only.
   void AbandonAfterFork() {
     stop_ = true;  // the forking thread may be the watchdog itself (a callback that forks)
+#if !defined(__APPLE__)
     if (signal_sampler_ != nullptr) {
       unwind::SignalSampler::ForgetAfterFork();
     }
+#endif
     if (json_ != nullptr) {
       json_->ReleaseAfterFork();
     }
@@ -189,6 +195,16 @@ class Agent final : public MonitorListener {
     if (hooks.sampler) {
       sampler_ = std::move(hooks.sampler);
     } else {
+#if defined(__APPLE__)
+      // Mach: suspend the thread, copy its registers and stack, resume (unwind/mach/).
+      unwind::mach::MachSamplerOptions mo;
+      mo.max_pause = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.capture_timeout);
+      std::string error;
+      sampler_ = unwind::mach::MachSampler::Create(mo, &error);
+      if (sampler_ == nullptr) {
+        return Status::Error("hangwatch: " + error);
+      }
+#else
       unwind::SignalSamplerOptions so;
       so.signal = config_.signal;
       so.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.capture_timeout);
@@ -207,6 +223,7 @@ class Agent final : public MonitorListener {
       // ones are interrupted (unwind/proc_blocked_reader.h).
       signal_sampler_ = std::move(sampler);
       sampler_ = std::make_unique<unwind::ProcFirstSampler>(signal_sampler_.get());
+#endif
     }
     if (config_.stack_copy_bytes > 0) {
       // CFI over the stack copies, on the watchdog thread (symbols/cfi_unwinder.h). Without
@@ -379,7 +396,11 @@ class Agent final : public MonitorListener {
   }
 
   void Run() {
+#if defined(__APPLE__)
+    pthread_setname_np("hangwatch");  // Darwin names the calling thread only
+#else
     pthread_setname_np(pthread_self(), "hangwatch");
+#endif
     if (fatal_) {
       stats_.fatal_hangs.fetch_add(1, std::memory_order_relaxed);
       {

@@ -1,0 +1,40 @@
+# What an Apple (macOS / iOS) build compiles, per folder, as paths from the repository root.
+#
+# Read by the folders' CMakeLists.txt under if(APPLE), and by tools/cross/check-macos, which
+# compiles these same lists for arm64 and x86_64 macOS on Linux (`cmake -P` on this file prints
+# them), so that the Mach backend and the agent around it cannot rot where nobody builds them.
+#
+# Linux builds glob each folder's top level instead; the Apple-only code lives in mach/
+# subfolders (unwind/mach/, agent/mach/) and symbols/macho/, which those globs do not reach.
+#
+#   HANGWATCH_APPLE_UNWIND_SOURCES   the portable capture code and the Mach sampler
+#   HANGWATCH_APPLE_SYMBOLS_SOURCES  Mach-O parsing and dyld's module list (the rest of
+#                                    symbols/ reads ELF and DWARF through elfutils)
+#   HANGWATCH_APPLE_AGENT_SOURCES    the agent, with the Mach watchdog environment in place of
+#                                    the /proc one
+
+set(HANGWATCH_APPLE_UNWIND_SOURCES
+  unwind/frame_walker.cc
+  unwind/pointer_auth.cc
+  unwind/thread_capture.cc
+  unwind/mach/mach_sampler.cc
+  unwind/mach/thread_registration.cc)
+
+set(HANGWATCH_APPLE_SYMBOLS_SOURCES
+  symbols/macho_parser.cc
+  symbols/macho/dyld_modules.cc)
+
+# Every agent/*.cc but the Linux-only ones, and agent/mach/.
+set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/watchdog_env.cc)
+get_filename_component(_hangwatch_root ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
+file(GLOB HANGWATCH_APPLE_AGENT_SOURCES RELATIVE ${_hangwatch_root}
+     ${_hangwatch_root}/agent/*.cc ${_hangwatch_root}/agent/mach/*.cc)
+list(REMOVE_ITEM HANGWATCH_APPLE_AGENT_SOURCES ${HANGWATCH_LINUX_ONLY_AGENT_SOURCES})
+list(SORT HANGWATCH_APPLE_AGENT_SOURCES)
+
+# `cmake -DLIST=UNWIND -P cmake/apple_sources.cmake` prints one list, a path per line.
+if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE AND DEFINED LIST)
+  foreach(source ${HANGWATCH_APPLE_${LIST}_SOURCES})
+    execute_process(COMMAND ${CMAKE_COMMAND} -E echo ${source})
+  endforeach()
+endif()
