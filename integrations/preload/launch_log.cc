@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "unwind/proc_files.h"
+
 extern char* program_invocation_short_name;  // glibc: basename of argv[0]
 
 namespace hangwatch::preload {
@@ -133,8 +135,7 @@ void LaunchLogLoaded() {
   if (g_path[0] == '\0') return;
   const int saved_errno = errno;
   char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
+  unwind::ReadExePath(exe, sizeof exe);  // "" when unreadable
   errno = saved_errno;
   Write("load", exe);
 }
