@@ -198,6 +198,10 @@ bool ParseTaskStat(const char* text, size_t len, TaskStat* out) {
   stat.comm_size = static_cast<size_t>(close_paren - open_paren - 1);
   const char* p = close_paren + 2;
   stat.state = *p;
+  const char* ppid = p + 1;
+  if (ppid < end && *ppid == ' ' && ++ppid < end && ParseSigned(&ppid, end, &stat.ppid)) {
+    stat.has_ppid = true;
+  }
   // Field 3 is the state; skip to field 14.
   int field = 3;
   while (p < end && field < 14) {
@@ -212,6 +216,17 @@ bool ParseTaskStat(const char* text, size_t len, TaskStat* out) {
     stat.has_cpu_ticks = true;
     stat.utime_ticks = utime;
     stat.stime_ticks = stime;
+    // On from field 15 to field 22.
+    field = 15;
+    while (p < end && field < 22) {
+      if (*p == ' ') ++field;
+      ++p;
+    }
+    uint64_t start_time = 0;
+    if (field == 22 && ParseDecimal(&p, end, &start_time)) {
+      stat.has_start_time = true;
+      stat.start_time_ticks = start_time;
+    }
   }
   *out = stat;
   return true;

@@ -42,15 +42,19 @@ ssize_t ReadProcFileAt(int dir_fd, const char* path, char* buf, size_t size);
 
 // ---- /proc/.../task/TID/stat ----
 
-// "tid (comm) state ppid ... utime(14) stime(15) ...". The comm may contain spaces and
-// parentheses, so the fields start after the LAST ')'.
+// "tid (comm) state ppid ... utime(14) stime(15) ... starttime(22) ...". The comm may contain
+// spaces and parentheses, so the fields start after the LAST ')'.
 struct TaskStat {
   char state = '?';            // R, S, D, T, t, Z, X, I...
   const char* comm = nullptr;  // inside the parsed text, not NUL-terminated
   size_t comm_size = 0;
+  bool has_ppid = false;  // the state is one letter and a parent pid follows it
+  int64_t ppid = 0;
   bool has_cpu_ticks = false;  // utime and stime were present (a cut text may end before)
   uint64_t utime_ticks = 0;    // clock ticks (sysconf(_SC_CLK_TCK))
   uint64_t stime_ticks = 0;
+  bool has_start_time = false;    // starttime was present
+  uint64_t start_time_ticks = 0;  // clock ticks after boot
 };
 
 // Parses the first `len` bytes of a stat line. False (and *out unchanged) when the comm and the

@@ -47,14 +47,19 @@ TEST(ParseTaskStatTest, NameStateAndCpuTicks) {
   ASSERT_TRUE(ParseTaskStat(line, sizeof(line) - 1, &stat));
   EXPECT_EQ(std::string(stat.comm, stat.comm_size), "my (odd) name");
   EXPECT_EQ(stat.state, 'S');
+  EXPECT_TRUE(stat.has_ppid);
+  EXPECT_EQ(stat.ppid, 1);
   EXPECT_TRUE(stat.has_cpu_ticks);
   EXPECT_EQ(stat.utime_ticks, 17u);
   EXPECT_EQ(stat.stime_ticks, 23u);
+  EXPECT_TRUE(stat.has_start_time);
+  EXPECT_EQ(stat.start_time_ticks, 99u);
   // Cut before utime: the name and state are still there, the times are not.
   TaskStat cut;
   ASSERT_TRUE(ParseTaskStat(line, 40, &cut));
   EXPECT_EQ(cut.state, 'S');
   EXPECT_FALSE(cut.has_cpu_ticks);
+  EXPECT_FALSE(cut.has_start_time);
 }
 
 TEST(ParseTaskSyscallTest, InsideAndOutsideASystemCall) {
