@@ -127,6 +127,16 @@ bool Expect(const char** p, const char* end, char c) {
   return true;
 }
 
+// Moves *p on, counting the single spaces between stat fields from *field, to the start of field
+// `to`. False when the text ends first.
+bool SkipToField(const char** p, const char* end, int* field, int to) {
+  while (*p < end && *field < to) {
+    if (**p == ' ') ++*field;
+    ++*p;
+  }
+  return *field == to;
+}
+
 void VisitIfWellFormed(const char* line, size_t len, MapsVisitor visit, void* arg) {
   MapsLine parsed;
   if (ParseMapsLine(line, len, &parsed)) visit(parsed, arg);
@@ -204,26 +214,17 @@ bool ParseTaskStat(const char* text, size_t len, TaskStat* out) {
   }
   // Field 3 is the state; skip to field 14.
   int field = 3;
-  while (p < end && field < 14) {
-    if (*p == ' ') ++field;
-    ++p;
-  }
   uint64_t utime = 0;
-  if (field == 14 && ParseDecimal(&p, end, &utime) && p < end && *p == ' ') {
+  if (SkipToField(&p, end, &field, 14) && ParseDecimal(&p, end, &utime) && p < end && *p == ' ') {
     ++p;
     uint64_t stime = 0;
     ParseDecimal(&p, end, &stime);  // a text cut right here reads as 0, as strtoull would
     stat.has_cpu_ticks = true;
     stat.utime_ticks = utime;
     stat.stime_ticks = stime;
-    // On from field 15 to field 22.
     field = 15;
-    while (p < end && field < 22) {
-      if (*p == ' ') ++field;
-      ++p;
-    }
     uint64_t start_time = 0;
-    if (field == 22 && ParseDecimal(&p, end, &start_time)) {
+    if (SkipToField(&p, end, &field, 22) && ParseDecimal(&p, end, &start_time)) {
       stat.has_start_time = true;
       stat.start_time_ticks = start_time;
     }
