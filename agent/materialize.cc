@@ -11,6 +11,7 @@
 #include "agent/stack_identity.h"
 #include "symbols/in_process_symbolizer.h"
 #include "symbols/perf_map.h"
+#include "unwind/proc_files.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -53,7 +54,7 @@ bool SymbolizeFrame(uintptr_t addr, bool is_return_address, const symbols::Modul
 
 std::string MainExecutablePath() {
   char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  const ssize_t n = unwind::ReadExePath(buf, sizeof(buf));
   if (n <= 0) {
     return "";
   }

@@ -1,13 +1,13 @@
 #include "agent/stack_identity.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include <cstdio>
 #include <string_view>
 #include <vector>
 
 #include "symbols/frame_classifier.h"
+#include "unwind/proc_files.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -86,17 +86,11 @@ bool IsMachinery(const Stack& s, size_t i, int culprit) {
   return j < n && s.frames[j].module == f.module && Kind(s.frames[j]) == FrameKind::kRuntime;
 }
 
-// Reads a small /proc file whole ("" when unreadable).
+// Reads a small /proc file whole, up to 64 KiB ("" when unreadable).
 std::string ReadSmallFile(const char* path) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string out;
-  char buf[1024];
-  ssize_t n;
-  while (out.size() < 64 * 1024 && (n = read(fd, buf, sizeof buf)) > 0) {
-    out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
+  std::string out(64 * 1024 + 1, '\0');
+  const ssize_t n = unwind::ReadProcFile(path, out.data(), out.size());
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return out;
 }
 

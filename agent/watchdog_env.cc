@@ -4,11 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
-#include "unwind/task_file.h"
+#include "unwind/proc_files.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -17,29 +13,6 @@ uint64_t ReadClock(clockid_t id) {
   timespec ts{};
   clock_gettime(id, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// Reads up to size-1 bytes of a small /proc file into buf (NUL-terminated). Returns the length
-// or -1.
-ssize_t ReadSmallFile(const char* path, char* buf, size_t size) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return -1;
-  }
-  ssize_t total = 0;
-  while (static_cast<size_t>(total) + 1 < size) {
-    const ssize_t n = read(fd, buf + total, size - 1 - static_cast<size_t>(total));
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
-    total += n;
-  }
-  close(fd);
-  buf[total] = '\0';
-  return total;
 }
 
 class SystemEnv final : public WatchdogEnv {
@@ -73,16 +46,13 @@ class SystemEnv final : public WatchdogEnv {
     if (n <= 0) {
       return false;
     }
-    buf[n] = '\0';
-    // "<ns on cpu> <ns waiting on a runqueue> <timeslices>"
-    char* end = nullptr;
-    *cpu_ns = std::strtoull(buf, &end, 10);
-    if (end == buf) {
+    unwind::SchedStat stat;
+    if (unwind::ParseSchedStat(buf, static_cast<size_t>(n), &stat) < 2) {
       return false;
     }
-    const char* second = end;
-    *run_delay_ns = std::strtoull(second, &end, 10);
-    return end != second;
+    *cpu_ns = stat.cpu_ns;
+    *run_delay_ns = stat.run_delay_ns;
+    return true;
   }
   ~SystemEnv() override {
     if (schedstat_fd_ >= 0) {
@@ -96,22 +66,9 @@ class SystemEnv final : public WatchdogEnv {
 
 }  // namespace
 
-char ReadSchedState(pid_t tid) {
-  unwind::internal::SchedStateFiles files;
-  return unwind::internal::ReadSchedState(tid, &files);
-}
+char ReadSchedState(pid_t tid) { return unwind::ReadSchedState(tid); }
 
-long ReadTracerPid() {
-  char buf[4096];
-  if (ReadSmallFile("/proc/self/status", buf, sizeof(buf)) <= 0) {
-    return 0;
-  }
-  const char* p = std::strstr(buf, "\nTracerPid:");
-  if (p == nullptr) {
-    return 0;
-  }
-  return std::strtol(p + std::strlen("\nTracerPid:"), nullptr, 10);
-}
+long ReadTracerPid() { return unwind::ReadTracerPid(0); }
 
 std::unique_ptr<WatchdogEnv> MakeSystemWatchdogEnv() { return std::make_unique<SystemEnv>(); }
 

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "unwind/proc_files.h"
+
 namespace hangwatch::symbols {
 namespace {
 
@@ -52,7 +54,7 @@ std::string BuildIdFromNote(const unsigned char* p, size_t size, size_t align) {
 
 std::string MainProgramPath() {
   char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  const ssize_t n = unwind::ReadExePath(buf, sizeof(buf));
   if (n <= 0) return {};
   return std::string(buf, static_cast<size_t>(n));
 }

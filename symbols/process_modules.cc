@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "symbols/elf_file.h"
+#include "unwind/proc_files.h"
 
 namespace hangwatch::symbols {
 namespace {
@@ -31,89 +32,18 @@ constexpr std::string_view kDeleted = " (deleted)";
 
 }  // namespace
 
-namespace {
-
-// Hexadecimal digits at `*p` (at least one); advances past them.
-bool ParseHex(std::string_view line, size_t* p, uint64_t* out) {
-  uint64_t v = 0;
-  size_t i = *p;
-  for (; i < line.size(); ++i) {
-    const char c = line[i];
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (d < 0) break;
-    if (v >> 60 != 0) return false;  // more than 64 bits
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  if (i == *p) return false;
-  *p = i;
-  *out = v;
-  return true;
-}
-
-bool ParseDec(std::string_view line, size_t* p, uint64_t* out) {
-  uint64_t v = 0;
-  size_t i = *p;
-  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
-    if (v > (~uint64_t{0} - 9) / 10) return false;
-    v = v * 10 + static_cast<uint64_t>(line[i] - '0');
-  }
-  if (i == *p) return false;
-  *p = i;
-  *out = v;
-  return true;
-}
-
-bool Expect(std::string_view line, size_t* p, char c) {
-  if (*p >= line.size() || line[*p] != c) return false;
-  ++*p;
-  return true;
-}
-
-void SkipSpaces(std::string_view line, size_t* p) {
-  while (*p < line.size() && (line[*p] == ' ' || line[*p] == '\t')) ++*p;
-}
-
-// "lo-hi perms offset major:minor inode [path]"; false when malformed.
-bool ParseMapsLine(std::string_view line, MapsEntry* e) {
-  size_t p = 0;
-  uint64_t dev = 0;
-  if (!ParseHex(line, &p, &e->lo) || !Expect(line, &p, '-') || !ParseHex(line, &p, &e->hi) ||
-      !Expect(line, &p, ' ')) {
-    return false;
-  }
-  const size_t perms = p;
-  while (p < line.size() && line[p] != ' ') ++p;
-  if (p == perms || p - perms > 7) return false;
-  e->perms.assign(line.substr(perms, p - perms));
-  SkipSpaces(line, &p);
-  if (!ParseHex(line, &p, &e->offset)) return false;
-  SkipSpaces(line, &p);
-  if (!ParseHex(line, &p, &dev) || !Expect(line, &p, ':') || !ParseHex(line, &p, &dev)) {
-    return false;
-  }
-  SkipSpaces(line, &p);
-  if (!ParseDec(line, &p, &e->inode)) return false;
-  if (p < line.size() && line[p] != ' ' && line[p] != '\t') return false;
-  SkipSpaces(line, &p);
-  e->path.assign(line.substr(p));
-  return e->hi > e->lo;
-}
-
-}  // namespace
-
 std::vector<MapsEntry> ParseProcMaps(std::string_view text) {
   std::vector<MapsEntry> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
+  unwind::ForEachMapsLine(text.data(), text.size(), [&out](const unwind::MapsLine& line) {
     MapsEntry e;
-    if (ParseMapsLine(text.substr(pos, eol - pos), &e)) out.push_back(std::move(e));
-    pos = eol + 1;
-  }
+    e.lo = line.lo;
+    e.hi = line.hi;
+    e.perms.assign(line.perms, line.perms_size);
+    e.offset = line.offset;
+    e.inode = line.inode;
+    e.path.assign(line.path, line.path_size);
+    out.push_back(std::move(e));
+  });
   return out;
 }
 

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "unwind/proc_files.h"
+
 namespace hangwatch::tools {
 namespace {
 
@@ -189,38 +191,24 @@ LaunchLog ReadLaunchLog(const std::string& path) {
 
 ProcStat ParseProcStat(std::string_view text) {
   ProcStat s;
-  const size_t paren = text.rfind(')');
-  if (paren == std::string_view::npos) return s;
-  std::string_view rest = text.substr(paren + 1);
-  // Fields 3.. separated by single spaces; field 3 is the state, field 22 the start time.
-  std::vector<std::string_view> fields;
-  while (!rest.empty() && fields.size() < 21) {
-    while (!rest.empty() && rest[0] == ' ') rest.remove_prefix(1);
-    const size_t sp = rest.find_first_of(" \n");
-    fields.push_back(rest.substr(0, sp));
-    if (sp == std::string_view::npos) break;
-    rest.remove_prefix(sp);
+  unwind::TaskStat stat;
+  if (!unwind::ParseTaskStat(text.data(), text.size(), &stat) || !stat.has_ppid ||
+      !stat.has_start_time) {
+    return s;
   }
-  if (fields.size() < 20 || fields[0].size() != 1) return s;
-  uint64_t start = 0, ppid = 0;
-  if (!ParseNumber(fields[19], &start) || !ParseNumber(fields[1], &ppid)) return s;
   s.exists = true;
-  s.ppid = static_cast<int64_t>(ppid);
-  s.state = fields[0][0];
-  s.start_time = start;
+  s.ppid = stat.ppid;
+  s.state = stat.state;
+  s.start_time = stat.start_time_ticks;
   return s;
 }
 
 ProcStat ReadProcStat(int64_t pid) {
   if (pid <= 0) return {};
-  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
+  char path[64];
+  unwind::ProcPath(static_cast<pid_t>(pid), "stat", path, sizeof path);
   char buf[1024];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {
-  }
-  close(fd);
+  const ssize_t n = unwind::ReadProcFile(path, buf, sizeof buf);
   if (n <= 0) return {};
   return ParseProcStat(std::string_view(buf, static_cast<size_t>(n)));
 }

@@ -29,6 +29,7 @@
 #include "tools/report_symbolize.h"
 #include "tools/run_dir.h"
 #include "tools/run_summary.h"
+#include "unwind/proc_files.h"
 
 extern char** environ;
 
@@ -90,7 +91,7 @@ bool ParseMs(const std::string& s, uint32_t* out) {
 
 std::string SelfDir() {
   char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  const ssize_t n = unwind::ReadExePath(buf, sizeof buf);
   if (n <= 0) return ".";
   std::string p(buf, static_cast<size_t>(n));
   return p.substr(0, p.rfind('/'));

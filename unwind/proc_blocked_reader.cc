@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 
-#include "unwind/task_file.h"
+#include "unwind/internal/task_file.h"
+#include "unwind/proc_files.h"
 
 namespace hangwatch::unwind {
 
@@ -48,26 +48,12 @@ bool SameText(const ProcText& a, const ProcText& b) {
   return a.size == b.size && std::memcmp(a.data, b.data, a.size) == 0;
 }
 
-// "nr a1 a2 a3 a4 a5 a6 sp pc" (numbers after nr in hex), "-1 sp pc" when blocked outside a
-// system call, "running" when not blocked.
+// Where a sleeping thread is: sp and pc from its syscall line (proc_files.h), both non-zero.
 bool ParseSyscall(const ProcText& line, uintptr_t* sp, uintptr_t* pc) {
-  if (internal::SaysRunning(line.data, line.size)) return false;
-  // The last two fields are sp and pc, whatever came before.
-  const char* fields[9];
-  size_t count = 0;
-  const char* p = line.data;
-  while (*p != '\0' && count < 9) {
-    while (*p == ' ' || *p == '\n') ++p;
-    if (*p == '\0') break;
-    fields[count++] = p;
-    while (*p != '\0' && *p != ' ' && *p != '\n') ++p;
-  }
-  if (count != 3 && count != 9) return false;
-  char* end = nullptr;
-  *sp = std::strtoull(fields[count - 2], &end, 16);
-  if (end == fields[count - 2]) return false;
-  *pc = std::strtoull(fields[count - 1], &end, 16);
-  if (end == fields[count - 1]) return false;
+  TaskSyscall sys;
+  if (!ParseTaskSyscall(line.data, line.size, &sys)) return false;
+  *sp = sys.sp;
+  *pc = sys.pc;
   return *sp != 0 && *pc != 0;
 }
 
@@ -95,12 +81,12 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   // The syscall line first: "running" settles the common case (a busy thread, state R) in a
   // fraction of what stat costs, and a blocked thread's line is needed anyway.
   if (!ReadTaskFile(target.tid, &files->syscall, &sys_before)) return ProcReadStatus::kError;
-  if (internal::SaysRunning(sys_before.data, sys_before.size)) {
+  if (SaysRunning(sys_before.data, sys_before.size)) {
     out->sched_state = 'R';
     return ProcReadStatus::kNotBlocked;
   }
   if (!ReadTaskFile(target.tid, &files->stat, &stat)) return ProcReadStatus::kError;
-  const char state = internal::ParseStatState(stat.data, stat.size);
+  const char state = ParseStatState(stat.data, stat.size);
   out->sched_state = state;  // kept on every path from here: callers falling back reuse it
   if (state != 'S' && state != 'D') return ProcReadStatus::kNotBlocked;
   if (!ReadTaskFile(target.tid, &files->schedstat, &sched_before)) return ProcReadStatus::kError;

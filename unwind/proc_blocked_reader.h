@@ -41,7 +41,7 @@ ProcReadStatus ReadBlockedThread(const ThreadInfo& target, CaptureBuffer* out);
 
 // The agent's sampler: threads in S or D are read through /proc; anything else, and any read
 // that fails or is inconsistent, goes to `fallback` (the SignalSampler).
-// Its /proc files stay open between samples of the same thread (unwind/task_file.h).
+// Its /proc files stay open between samples of the same thread (unwind/internal/task_file.h).
 class ProcFirstSampler final : public ThreadSampler {
  public:
   explicit ProcFirstSampler(ThreadSampler* fallback);

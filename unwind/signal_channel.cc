@@ -12,7 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "unwind/task_file.h"
+#include "unwind/internal/task_file.h"
+#include "unwind/proc_files.h"
 
 namespace hangwatch::unwind::internal {
 namespace {
@@ -126,31 +127,8 @@ bool ThreadBlocksSignal(pid_t tid, int signal) {
   if (status.Read(tid, buf, sizeof(buf)) <= 0) {
     return false;
   }
-  const char* line = strstr(buf, "\nSigBlk:");
-  if (line == nullptr) {
-    return false;
-  }
-  const char* p = line + strlen("\nSigBlk:");
-  while (*p == ' ' || *p == '\t') {
-    ++p;
-  }
   uint64_t mask = 0;
-  int digits = 0;
-  for (; digits < 16; ++p, ++digits) {
-    const char c = *p;
-    int v = 0;
-    if (c >= '0' && c <= '9') {
-      v = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      v = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      v = c - 'A' + 10;
-    } else {
-      break;
-    }
-    mask = (mask << 4) | static_cast<uint64_t>(v);
-  }
-  if (digits == 0 || signal < 1 || signal > 64) {
+  if (!StatusMask(buf, "SigBlk", &mask) || signal < 1 || signal > 64) {
     return false;
   }
   return ((mask >> (signal - 1)) & 1u) != 0;

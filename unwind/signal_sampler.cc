@@ -10,7 +10,7 @@
 
 #include "unwind/frame_walker.h"
 #include "unwind/signal_channel.h"
-#include "unwind/task_file.h"
+#include "unwind/internal/task_file.h"
 
 namespace hangwatch::unwind {
 

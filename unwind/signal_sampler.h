@@ -33,7 +33,7 @@ struct SignalSamplerOptions {
   // handler can never write into memory the caller has moved on with.
   size_t max_frames = 256;
   size_t max_stack_bytes = 64 * 1024;
-  // Read the target's scheduler state from /proc before each signal (unwind/task_file.h:
+  // Read the target's scheduler state from /proc before each signal (unwind/internal/task_file.h:
   // "running" from .../syscall, else the letter from .../stat). It is the most expensive part
   // of a capture on the sampling side after the signal itself (about a microsecond for a
   // running thread), so a caller that already knows the state (e.g. it read /proc itself to

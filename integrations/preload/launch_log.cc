@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "unwind/proc_files.h"
+
 extern char* program_invocation_short_name;  // glibc: basename of argv[0]
 
 namespace hangwatch::preload {
@@ -46,41 +48,13 @@ struct Line {
   }
 };
 
-// Reads a small /proc/self file into `buf` (NUL-terminated). Returns its length (0: failed).
-size_t ReadSmallFile(const char* path, char* buf, size_t size) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  size_t len = 0;
-  while (len < size - 1) {
-    const ssize_t n = read(fd, buf + len, size - 1 - len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    len += static_cast<size_t>(n);
-  }
-  close(fd);
-  buf[len] = '\0';
-  return len;
-}
-
-// Field 22 of /proc/self/stat. The name in field 2 may hold spaces and parentheses: the fields
-// are counted from the last ')'.
+// Field 22 of /proc/self/stat (0 when unreadable).
 unsigned long long StartTime() {
-  char stat[1024];
-  const size_t len = ReadSmallFile("/proc/self/stat", stat, sizeof stat);
-  const char* p = nullptr;
-  for (size_t i = 0; i < len; ++i) {
-    if (stat[i] == ')') p = stat + i;
-  }
-  if (p == nullptr) return 0;
-  // After ") " come fields 3, 4, ...: field 22 follows the 19th space after the ')'.
-  int spaces = 0;
-  for (++p; *p != '\0' && spaces < 20; ++p) {
-    if (*p == ' ') ++spaces;
-  }
-  if (spaces != 20) return 0;
-  unsigned long long v = 0;
-  for (; *p >= '0' && *p <= '9'; ++p) v = v * 10 + static_cast<unsigned long long>(*p - '0');
-  return v;
+  char text[1024];
+  const ssize_t len = unwind::ReadProcFile("/proc/self/stat", text, sizeof text);
+  unwind::TaskStat stat;
+  if (len <= 0 || !unwind::ParseTaskStat(text, static_cast<size_t>(len), &stat)) return 0;
+  return stat.has_start_time ? stat.start_time_ticks : 0;
 }
 
 void Write(const char* event, const char* detail) {
@@ -98,7 +72,7 @@ void Write(const char* event, const char* detail) {
   const char* name = program_invocation_short_name;
   char comm[64];
   if (name == nullptr || name[0] == '\0') {
-    const size_t n = ReadSmallFile("/proc/self/comm", comm, sizeof comm);
+    const ssize_t n = unwind::ReadProcFile("/proc/self/comm", comm, sizeof comm);
     if (n > 0 && comm[n - 1] == '\n') comm[n - 1] = '\0';
     name = n > 0 ? comm : "?";
   }
@@ -133,8 +107,7 @@ void LaunchLogLoaded() {
   if (g_path[0] == '\0') return;
   const int saved_errno = errno;
   char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
+  unwind::ReadExePath(exe, sizeof exe);  // "" when unreadable
   errno = saved_errno;
   Write("load", exe);
 }

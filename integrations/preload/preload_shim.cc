@@ -49,6 +49,7 @@
 #include "integrations/preload/launch_log.h"
 #include "integrations/preload/preload_config.h"
 #include "integrations/preload/shim_state.h"
+#include "unwind/proc_files.h"
 
 namespace {
 
@@ -126,7 +127,7 @@ std::string JsonEscape(const std::string& s) {
 
 std::string ExePath() {
   char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  const ssize_t n = hangwatch::unwind::ReadExePath(buf, sizeof buf);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 

@@ -439,8 +439,8 @@ TEST(SignalSamplerErrorsTest, OnlyOneSamplerPerProcess) {
 // The sampler keeps /proc/self/task/TID/stat open between captures. An application that closes
 // descriptors it does not own, then gets the same number for a file of its own, must find that
 // file untouched: not read as ours, not closed.
-// The sampler keeps the target's /proc files open between captures (unwind/task_file.h); for a
-// running target that is .../syscall, whose "running" gives state R.
+// The sampler keeps the target's /proc files open between captures (unwind/internal/task_file.h);
+// for a running target that is .../syscall, whose "running" gives state R.
 TEST(SignalSamplerErrorsTest, ReusedProcDescriptorIsNeitherReadNorClosed) {
   auto sampler = MakeSampler(WithTimeout(kLongTimeout * 8));
   ASSERT_NE(sampler, nullptr);

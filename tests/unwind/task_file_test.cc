@@ -1,5 +1,6 @@
-// unwind/task_file.h: cached /proc/self/task/TID files and the scheduler state read from them.
-#include "unwind/task_file.h"
+// unwind/internal/task_file.h: cached /proc/self/task/TID files and the scheduler state read
+// from them.
+#include "unwind/internal/task_file.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -39,24 +40,6 @@ bool WaitUntilAsleep(pid_t tid) {
     std::this_thread::yield();
   }
   return false;
-}
-
-TEST(TaskPathTest, FormatsAndTruncates) {
-  char out[64];
-  TaskPath(1234, "syscall", out, sizeof(out));
-  EXPECT_STREQ(out, "/proc/self/task/1234/syscall");
-  char tiny[8];
-  TaskPath(1234, "syscall", tiny, sizeof(tiny));
-  EXPECT_STREQ(tiny, "/proc/s");
-}
-
-TEST(ParseStatStateTest, StateFollowsTheLastParenthesis) {
-  const char line[] = "42 (a) S (b)) D 1 2 3";
-  EXPECT_EQ(ParseStatState(line, sizeof(line) - 1), 'D');
-  const char no_paren[] = "42 a S";
-  EXPECT_EQ(ParseStatState(no_paren, sizeof(no_paren) - 1), '?');
-  const char cut[] = "42 (a)";
-  EXPECT_EQ(ParseStatState(cut, sizeof(cut) - 1), '?');
 }
 
 TEST(ReadSchedStateTest, SpinningThreadIsRunning) {

@@ -8,20 +8,19 @@
 // have closed our descriptor (a close-everything loop before exec, say) and been handed the same
 // number for a file of its own, which we must neither read as ours nor close.
 //
+// The text is parsed with unwind/proc_files.h, the one place that knows these formats.
+//
 // Not async-signal-safe (open/pread/fstat are, but nothing here is meant for a handler); one
-// thread at a time per object. Linux only. Internal to unwind/.
-#ifndef HANGWATCH_UNWIND_TASK_FILE_H_
-#define HANGWATCH_UNWIND_TASK_FILE_H_
+// thread at a time per object. Linux only. Internal to unwind/: code outside it reads these
+// files through unwind/proc_files.h (ReadSchedState and the parsers).
+#ifndef HANGWATCH_UNWIND_INTERNAL_TASK_FILE_H_
+#define HANGWATCH_UNWIND_INTERNAL_TASK_FILE_H_
 
 #include <sys/types.h>
 
 #include <cstddef>
-#include <cstring>
 
 namespace hangwatch::unwind::internal {
-
-// Writes "/proc/self/task/<tid>/<leaf>" into out (always NUL-terminated, truncated to size).
-void TaskPath(pid_t tid, const char* leaf, char* out, size_t size);
 
 class TaskFile {
  public:
@@ -50,16 +49,6 @@ class TaskFile {
   ino_t ino_ = 0;
 };
 
-// The state letter of a stat line ("tid (comm) S ..."): it follows the last ')', since comm
-// may itself contain spaces and parentheses. '?' when the line is malformed.
-char ParseStatState(const char* buf, size_t len);
-
-// True when a /proc/.../syscall line says "running": the thread is in TASK_RUNNING (state R),
-// or woke up while the kernel looked at it. A sleeping thread's line is its system call.
-inline bool SaysRunning(const char* syscall_line, size_t len) {
-  return len >= 7 && std::memcmp(syscall_line, "running", 7) == 0;
-}
-
 // The files ReadSchedState keeps open for one target.
 struct SchedStateFiles {
   TaskFile syscall{"syscall"};
@@ -77,4 +66,4 @@ char ReadSchedState(pid_t tid, SchedStateFiles* files);
 
 }  // namespace hangwatch::unwind::internal
 
-#endif  // HANGWATCH_UNWIND_TASK_FILE_H_
+#endif  // HANGWATCH_UNWIND_INTERNAL_TASK_FILE_H_

@@ -1,4 +1,5 @@
-#include "unwind/task_file.h"
+// TaskFile: a /proc/self/task/TID file kept open between reads (see task_file.h).
+#include "unwind/internal/task_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,29 +7,9 @@
 
 #include <cerrno>
 
-namespace hangwatch::unwind::internal {
+#include "unwind/proc_files.h"
 
-// Without snprintf: nothing that might allocate or lock, so that callers near the capture
-// path (SignalChannel's diagnosis) may use it too.
-void TaskPath(pid_t tid, const char* leaf, char* out, size_t size) {
-  if (size == 0) return;
-  char digits[16];
-  size_t n = 0;
-  auto value = static_cast<unsigned long>(tid);
-  do {
-    digits[n++] = static_cast<char>('0' + value % 10);
-    value /= 10;
-  } while (value != 0 && n < sizeof(digits));
-  size_t pos = 0;
-  auto put = [&](char c) {
-    if (pos + 1 < size) out[pos++] = c;
-  };
-  for (const char* p = "/proc/self/task/"; *p != '\0'; ++p) put(*p);
-  while (n > 0) put(digits[--n]);
-  put('/');
-  for (const char* p = leaf; *p != '\0'; ++p) put(*p);
-  out[pos] = '\0';
-}
+namespace hangwatch::unwind::internal {
 
 bool TaskFile::StillOurs() const {
   struct stat st;
@@ -48,7 +29,7 @@ ptrdiff_t TaskFile::Read(pid_t tid, char* buf, size_t size) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (fd_ < 0) {
       char path[64];
-      TaskPath(tid, leaf_, path, sizeof(path));
+      TaskPath(0, tid, leaf_, path, sizeof(path));
       const int fd = open(path, O_RDONLY | O_CLOEXEC);
       if (fd < 0) return -1;
       struct stat st;
@@ -74,15 +55,6 @@ ptrdiff_t TaskFile::Read(pid_t tid, char* buf, size_t size) {
     Close();
   }
   return -1;
-}
-
-char ParseStatState(const char* buf, size_t len) {
-  const char* close_paren = nullptr;
-  for (size_t i = 0; i < len; ++i) {
-    if (buf[i] == ')') close_paren = buf + i;
-  }
-  if (close_paren == nullptr || close_paren + 2 >= buf + len || close_paren[1] != ' ') return '?';
-  return close_paren[2];
 }
 
 char ReadSchedState(pid_t tid, SchedStateFiles* files) {
