@@ -277,14 +277,21 @@ constexpr RecordType kRecordTypes[] = {
     {"startup_stall", DecodeAs<StartupStall, ParseStartupStall>},
 };
 
-}  // namespace
-
-bool Decode(std::string_view line, Record* out, std::string* error) {
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) {
+// The line as a JSON object; false with *error when it is not one (a torn write, garbage).
+bool ParseObject(std::string_view line, json* j, std::string* error) {
+  *j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j->is_object()) {
     *error = "not a JSON object";
     return false;
   }
+  return true;
+}
+
+}  // namespace
+
+bool Decode(std::string_view line, Record* out, std::string* error) {
+  json j;
+  if (!ParseObject(line, &j, error)) return false;
   auto type = j.find("type");
   const std::string name = type == j.end()     ? "hang"
                            : type->is_string() ? type->get<std::string>()
@@ -297,11 +304,8 @@ bool Decode(std::string_view line, Record* out, std::string* error) {
 }
 
 bool DecodeHang(std::string_view line, HangRecord* out, std::string* error) {
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) {
-    *error = "not a JSON object";
-    return false;
-  }
+  json j;
+  if (!ParseObject(line, &j, error)) return false;
   auto type = j.find("type");
   if (type != j.end() && (!type->is_string() || type->get<std::string>() != "hang")) {
     *error = "not a hang record";
