@@ -4,11 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "agent/callback_sink.h"
 #include "agent/jsonl_sink.h"
@@ -17,19 +16,19 @@
 namespace hangwatch::agent {
 namespace {
 
-std::string TempPath(const char* name) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string p = std::string(dir ? dir : "/tmp") + "/hangwatch_sink_" + name + "_" +
-                  std::to_string(getpid()) + ".jsonl";
-  unlink(p.c_str());
-  return p;
+// A fresh file name in GoogleTest's scratch directory.
+std::string ScratchFile(const char* name) {
+  const std::string path =
+      ::testing::TempDir() + "hangwatch_sink_" + name + "_" + std::to_string(getpid()) + ".jsonl";
+  unlink(path.c_str());
+  return path;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::vector<std::string> Lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
 }
 
 report::StartupStall Stall() {
@@ -43,7 +42,7 @@ report::StartupStall Stall() {
 
 // The preload shim's path: a start-up stall after a torn line starts on a line of its own.
 TEST(HangSinkTest, JsonlSinkWritesEveryRecordTypeOnWholeLines) {
-  const std::string path = TempPath("jsonl");
+  const std::string path = ScratchFile("jsonl");
   { std::ofstream(path) << "{\"torn"; }
   {
     JsonlSink sink(path, 1 << 20);
@@ -56,14 +55,15 @@ TEST(HangSinkTest, JsonlSinkWritesEveryRecordTypeOnWholeLines) {
     hang.hang_id = 7;
     sink.OnHang(hang, &errors);
     EXPECT_TRUE(errors.empty());
-    EXPECT_EQ(ReadFile(path),
-              "{\"torn\n" + report::Encode(Stall()) + "\n" + report::Encode(hang) + "\n");
+    const std::vector<std::string> want = {"{\"torn", report::Encode(Stall()),
+                                           report::Encode(hang)};
+    EXPECT_EQ(Lines(path), want);
   }
   unlink(path.c_str());
 }
 
 TEST(HangSinkTest, JsonlSinkReportsAFailedWrite) {
-  const std::string path = TempPath("closed");
+  const std::string path = ScratchFile("closed");
   JsonlSink sink(path, 1 << 20);
   std::string error;
   ASSERT_TRUE(sink.Open(&error)) << error;
