@@ -1,5 +1,5 @@
 // The public API (include/hangwatch/hangwatch.h): the agent object, its watchdog thread, and
-// the sinks it reports to.
+// the list of sinks it reports to (hang_sink.h).
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "agent/agent_internal.h"
+#include "agent/callback_sink.h"
 #include "agent/hang_ring.h"
-#include "agent/jsonl_writer.h"
+#include "agent/hang_sink.h"
+#include "agent/jsonl_sink.h"
 #include "agent/materialize.h"
 #include "agent/open_hang_file.h"
 #include "agent/spdlog_reporter.h"
@@ -41,26 +43,6 @@ namespace agent {
 namespace {
 
 constexpr uint64_t kNsPerMs = 1'000'000;
-
-// Callbacks registered with AddHangCallback(); they outlive any one agent.
-struct CallbackRegistry {
-  std::mutex mu;
-  int next_id = 1;
-  std::vector<std::pair<int, std::shared_ptr<HangCallback>>> callbacks;
-
-  std::vector<std::shared_ptr<HangCallback>> Copy() {
-    std::lock_guard<std::mutex> lock(mu);
-    std::vector<std::shared_ptr<HangCallback>> out;
-    for (auto& [id, cb] : callbacks) {
-      out.push_back(cb);
-    }
-    return out;
-  }
-};
-CallbackRegistry& Callbacks() {
-  static auto* registry = new CallbackRegistry;  // never destroyed: used until exit
-  return *registry;
-}
 
 Status Validate(const Config& c) {
   if (c.threshold.count() <= 0) {
@@ -143,8 +125,8 @@ class Agent final : public MonitorListener {
       unwind::SignalSampler::ForgetAfterFork();
     }
 #endif
-    if (json_ != nullptr) {
-      json_->ReleaseAfterFork();
+    for (const auto& sink : sinks_) {
+      sink->ReleaseAfterFork();
     }
     if (open_file_ != nullptr) {
       open_file_->ReleaseAfterFork();
@@ -162,13 +144,20 @@ class Agent final : public MonitorListener {
       logger_ = DefaultLogger();
     }
 
+    // The sinks, in the order they see each record (those that may block run after the
+    // others, hang_sink.h).
+    if (logger_ && config_.log_hangs) {
+      sinks_.push_back(std::make_unique<SpdlogSink>(logger_));
+    }
     if (!config_.json_path.empty()) {
-      json_ = std::make_unique<JsonlWriter>(config_.json_path, config_.json_max_bytes);
+      auto json = std::make_unique<JsonlSink>(config_.json_path, config_.json_max_bytes);
       std::string error;
-      if (!json_->Open(&error)) {
+      if (!json->Open(&error)) {
         return Status::Error("hangwatch: " + error);
       }
+      sinks_.push_back(std::move(json));
     }
+    sinks_.push_back(std::make_unique<CallbackSink>(config_.on_hang));
     if (!config_.open_hang_path.empty()) {
       HangRecord fatal;
       std::string error;
@@ -272,7 +261,10 @@ class Agent final : public MonitorListener {
     signal_sampler_.reset();
     cfi_.reset();
     open_file_.reset();
-    json_.reset();
+    for (const auto& sink : sinks_) {
+      sink->Flush();
+    }
+    sinks_.clear();
     env_.reset();
     normalizer_.reset();
     signal_ = 0;
@@ -350,48 +342,36 @@ class Agent final : public MonitorListener {
   }
 
   bool HasSinks() const {
-    if ((logger_ && config_.log_hangs) || json_ || config_.on_hang) {
-      return true;
+    for (const auto& sink : sinks_) {
+      if (sink->Wants()) {
+        return true;
+      }
     }
-    std::lock_guard<std::mutex> lock(Callbacks().mu);
-    return !Callbacks().callbacks.empty();
+    return false;
   }
 
-  // Called with busy_mu_ held (by the watchdog). Released around what may block for long
-  // without holding any lock in user space: the file write (a FIFO, a hung network file
-  // system) and the user's callbacks, so that a fork() never waits for them.
+  // Called with busy_mu_ held (by the watchdog). Released around the sinks that may block for
+  // long without holding any lock in user space (the file write: a FIFO, a hung network file
+  // system; the user's callbacks), so that a fork() never waits for them. What failed is
+  // logged once busy_mu_ is held again.
   void Report(const HangRecord& record) {
-    if (logger_ && config_.log_hangs) {
-      LogHang(*logger_, record);
-    }
-    const std::string line = json_ ? ToJsonLine(record) : std::string();
-    busy_mu_.unlock();
-    std::string json_error;
-    if (json_ && !json_->Append(line, &json_error) && json_error.empty()) {
-      json_error = "cannot write " + json_->path();
-    }
-    auto call = [&](const HangCallback& cb) {
-      try {
-        cb(record);
-      } catch (const std::exception& e) {
-        if (logger_) {
-          logger_->error("hangwatch: a hang callback threw: {}", e.what());
-        }
-      } catch (...) {
-        if (logger_) {
-          logger_->error("hangwatch: a hang callback threw");
-        }
+    SinkErrors errors;
+    for (const auto& sink : sinks_) {
+      if (!sink->MayBlock()) {
+        sink->OnHang(record, &errors);
       }
-    };
-    if (config_.on_hang) {
-      call(config_.on_hang);
     }
-    for (const auto& cb : Callbacks().Copy()) {
-      call(*cb);
+    busy_mu_.unlock();
+    for (const auto& sink : sinks_) {
+      if (sink->MayBlock()) {
+        sink->OnHang(record, &errors);
+      }
     }
     busy_mu_.lock();
-    if (!json_error.empty() && logger_) {
-      logger_->error("hangwatch: {}", json_error);
+    if (logger_) {
+      for (const std::string& error : errors) {
+        logger_->error("hangwatch: {}", error);
+      }
     }
   }
 
@@ -432,8 +412,8 @@ class Agent final : public MonitorListener {
   const MonitorOptions options_;
   unwind::ThreadInfo main_;
   std::string process_;
-  std::shared_ptr<spdlog::logger> logger_;
-  std::unique_ptr<JsonlWriter> json_;
+  std::shared_ptr<spdlog::logger> logger_;  // the spdlog sink's, and where sink errors go
+  std::vector<std::unique_ptr<HangSink>> sinks_;
   std::unique_ptr<OpenHangFile> open_file_;
   std::optional<HangRecord> fatal_;           // read at Start, reported by the watchdog
   std::optional<HangRecord> fatal_reported_;  // kept for RecentHangs()

@@ -5,7 +5,9 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "agent/hang_sink.h"
 #include "hangwatch/hang_record.h"
 
 namespace spdlog {
@@ -24,6 +26,19 @@ std::string HangSummaryLine(const HangRecord& record);
 std::string FrameLine(size_t index, const Frame& frame);
 
 void LogHang(spdlog::logger& logger, const HangRecord& record);
+
+// The spdlog sink (Config::logger, Config::log_hangs): LogHang for every hang. Inside the busy
+// section, so that fork() never finds spdlog's lock held by the watchdog.
+class SpdlogSink final : public HangSink {
+ public:
+  explicit SpdlogSink(std::shared_ptr<spdlog::logger> logger) : logger_(std::move(logger)) {}
+
+  bool MayBlock() const override { return false; }
+  void OnHang(const HangRecord& record, SinkErrors*) override { LogHang(*logger_, record); }
+
+ private:
+  std::shared_ptr<spdlog::logger> logger_;
+};
 
 }  // namespace hangwatch::agent
 

@@ -15,17 +15,13 @@
 #include <vector>
 
 #include "hangwatch/hang_record.h"
+#include "report/report_record.h"
 
 namespace hangwatch::tools {
 
-// {"type":"startup_stall"}: the main thread reached its event loop late (preload shim).
-struct StartupStall {
-  int64_t pid = 0;
-  std::string process;
-  int64_t start_unix_ms = 0;
-  uint64_t duration_ms = 0;
-  uint64_t threshold_ms = 0;
-};
+// {"type":"startup_stall"}: the main thread reached its event loop late (preload shim). The
+// record types and their codec are report/'s (report_record.h, report_decode.h).
+using report::StartupStall;
 
 struct Report {
   std::vector<HangRecord> hangs;  // in file order

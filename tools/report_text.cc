@@ -1,4 +1,5 @@
-// FormatText / FormatSummary: the human-readable report.
+// FormatText / FormatSummary: the human-readable report. FormatJsonLines: the records again,
+// through the report codec.
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
@@ -7,7 +8,7 @@
 #include <string>
 
 #include "hangwatch/hangwatch.h"
-#include "nlohmann/json.hpp"
+#include "report/report_record.h"
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
 
@@ -233,18 +234,11 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
 std::string FormatJsonLines(const Report& report) {
   std::string out;
   for (const StartupStall& s : report.startup_stalls) {
-    nlohmann::json j = {{"type", "startup_stall"},
-                        {"format_version", 1},
-                        {"pid", s.pid},
-                        {"process", s.process},
-                        {"start_unix_ms", s.start_unix_ms},
-                        {"duration_ms", s.duration_ms},
-                        {"threshold_ms", s.threshold_ms}};
-    out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out += report::Encode(s);
     out.push_back('\n');
   }
   for (const HangRecord& h : report.hangs) {
-    out += ToJsonLine(h);
+    out += report::Encode(h);
     out.push_back('\n');
   }
   return out;

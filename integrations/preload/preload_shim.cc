@@ -29,7 +29,6 @@
 // (version script), so the shim does not clash with a program that links libhangwatch itself.
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -45,10 +44,12 @@
 #include <string>
 #include <vector>
 
+#include "agent/jsonl_sink.h"
 #include "hangwatch/hangwatch.h"
 #include "integrations/preload/launch_log.h"
 #include "integrations/preload/preload_config.h"
 #include "integrations/preload/shim_state.h"
+#include "report/report_record.h"
 #include "unwind/proc_files.h"
 
 namespace {
@@ -108,30 +109,15 @@ uint64_t MonotonicNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out;
-}
-
 std::string ExePath() {
   char buf[4096];
   const ssize_t n = hangwatch::unwind::ReadExePath(buf, sizeof buf);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-// One {"type":"startup_stall"} line (docs/report-format.md), appended with a single write.
+// One {"type":"startup_stall"} record (docs/report-format.md), written to the report file by
+// the agent's JSON Lines sink, as the agent's hangs will be: the report codec's encoding, one
+// write per line, rotation and torn-line recovery.
 void ReportStartupStall(uint64_t startup_ms) {
   const auto& c = *g_config;
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -144,17 +130,19 @@ void ReportStartupStall(uint64_t startup_ms) {
             static_cast<unsigned long long>(startup_ms), c.startup_ms);
   }
   if (c.report_path.empty()) return;
-  const std::string line =
-      "{\"type\":\"startup_stall\",\"format_version\":1,\"pid\":" + std::to_string(getpid()) +
-      ",\"process\":\"" + JsonEscape(ExePath()) +
-      "\",\"start_unix_ms\":" + std::to_string(now_ms - static_cast<int64_t>(startup_ms)) +
-      ",\"duration_ms\":" + std::to_string(startup_ms) +
-      ",\"threshold_ms\":" + std::to_string(c.startup_ms) + "}\n";
-  const int fd = open(c.report_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  ssize_t unused = write(fd, line.data(), line.size());
-  (void)unused;
-  close(fd);
+  hangwatch::report::StartupStall stall;
+  stall.pid = getpid();
+  stall.process = ExePath();
+  stall.start_unix_ms = now_ms - static_cast<int64_t>(startup_ms);
+  stall.duration_ms = startup_ms;
+  stall.threshold_ms = c.startup_ms;
+  // The agent's file settings: the same size limit as the hangs written to this file later.
+  hangwatch::agent::JsonlSink sink(c.report_path, hangwatch::Config{}.json_max_bytes);
+  std::string error;
+  hangwatch::agent::SinkErrors errors;
+  // Failures are not reported: the stderr line above is the live report, and the agent,
+  // started next with the same path, says so if the file cannot be written.
+  if (sink.Open(&error)) sink.OnStartupStall(stall, &errors);
 }
 
 void StopAtExit() {

@@ -1,0 +1,37 @@
+// JsonlSink: the JSON Lines file sink (Config::json_path). Each record is encoded by the report
+// codec (report/report_record.h) and appended by a JsonlWriter (jsonl_writer.h: one write(2)
+// per line, mode 0600, rotation, torn-line recovery). The preload shim writes its start-up
+// stalls through one too, so every line of the file goes through the same writer.
+#ifndef HANGWATCH_AGENT_JSONL_SINK_H_
+#define HANGWATCH_AGENT_JSONL_SINK_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "agent/hang_sink.h"
+#include "agent/jsonl_writer.h"
+
+namespace hangwatch::agent {
+
+class JsonlSink final : public HangSink {
+ public:
+  JsonlSink(std::string path, uint64_t max_bytes) : writer_(std::move(path), max_bytes) {}
+
+  // Opens (creating) the file. False with *error when it cannot be opened.
+  bool Open(std::string* error) { return writer_.Open(error); }
+
+  bool MayBlock() const override { return true; }  // a FIFO, a hung network file system
+  void OnHang(const HangRecord& record, SinkErrors* errors) override;
+  void OnStartupStall(const report::StartupStall& record, SinkErrors* errors) override;
+  void ReleaseAfterFork() override { writer_.ReleaseAfterFork(); }
+
+ private:
+  void Append(const std::string& line, SinkErrors* errors);
+
+  JsonlWriter writer_;
+};
+
+}  // namespace hangwatch::agent
+
+#endif  // HANGWATCH_AGENT_JSONL_SINK_H_

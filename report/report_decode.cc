@@ -1,0 +1,318 @@
+// The decoder of report_decode.h. The field readers check presence, type and range, and name
+// the field in the error; what a record type reads is its Parse* function below, and the
+// types this build knows are the rows of kRecordTypes.
+#include "report/report_decode.h"
+
+#include <charconv>
+#include <limits>
+#include <utility>
+
+#include "nlohmann/json.hpp"
+
+namespace hangwatch::report {
+namespace {
+
+using nlohmann::json;
+
+// Field readers: each returns false when the field is missing or has the wrong type, and
+// names the field in *error.
+struct Fields {
+  const json& j;
+  std::string* error;
+
+  bool Fail(const char* name, const char* want) {
+    *error = std::string("field '") + name + "' " +
+             (j.contains(name) ? std::string("is not ") + want : std::string("is missing"));
+    return false;
+  }
+  template <typename T>
+  bool Int(const char* name, T* out, bool optional = false) {
+    auto it = j.find(name);
+    if (it == j.end()) return optional || Fail(name, "an integer");
+    if (!it->is_number_integer()) return Fail(name, "an integer");
+    if (it->is_number_unsigned()) {
+      const uint64_t v = it->get<uint64_t>();
+      if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) return Fail(name, "in range");
+      *out = static_cast<T>(v);
+    } else {
+      const int64_t v = it->get<int64_t>();
+      if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+          (v > 0 &&
+           static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+        return Fail(name, "in range");
+      }
+      *out = static_cast<T>(v);
+    }
+    return true;
+  }
+  bool Str(const char* name, std::string* out, bool optional = false) {
+    auto it = j.find(name);
+    if (it == j.end()) return optional || Fail(name, "a string");
+    if (!it->is_string()) return Fail(name, "a string");
+    *out = it->get<std::string>();
+    return true;
+  }
+  bool Bool(const char* name, bool* out, bool optional = false) {
+    auto it = j.find(name);
+    if (it == j.end()) return optional || Fail(name, "a boolean");
+    if (!it->is_boolean()) return Fail(name, "a boolean");
+    *out = it->get<bool>();
+    return true;
+  }
+  bool Hex(const char* name, uint64_t* out) {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_string()) return Fail(name, "a \"0x...\" string");
+    const std::string& s = it->get_ref<const std::string&>();
+    if (s.size() < 3 || s.size() > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) {
+      return Fail(name, "a \"0x...\" string");
+    }
+    auto [end, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), *out, 16);
+    if (ec != std::errc() || end != s.data() + s.size()) return Fail(name, "a \"0x...\" string");
+    return true;
+  }
+  const json* Array(const char* name) {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_array()) {
+      Fail(name, "an array");
+      return nullptr;
+    }
+    return &*it;
+  }
+};
+
+// The method names the agent writes; an unknown name (a newer writer) reads as kUnknown.
+FrameMethod FrameMethodFromName(const std::string& name) {
+  for (auto m : {FrameMethod::kPc, FrameMethod::kFramePointer, FrameMethod::kCfi,
+                 FrameMethod::kLinkRegister, FrameMethod::kFramePointerScan}) {
+    if (name == FrameMethodName(m)) return m;
+  }
+  return FrameMethod::kUnknown;
+}
+SampleMethod SampleMethodFromName(const std::string& name) {
+  for (auto m : {SampleMethod::kSignal, SampleMethod::kProc, SampleMethod::kMach}) {
+    if (name == SampleMethodName(m)) return m;
+  }
+  return SampleMethod::kUnknown;
+}
+
+bool ParseFrame(const json& j, Frame* f, std::string* error) {
+  if (!j.is_object()) {
+    *error = "a frame is not an object";
+    return false;
+  }
+  Fields r{j, error};
+  int64_t line = 0;
+  std::string method;
+  if (!r.Hex("addr", &f->addr) || !r.Str("module", &f->module) ||
+      !r.Str("build_id", &f->build_id) || !r.Hex("offset", &f->offset) ||
+      !r.Str("symbol", &f->symbol, true) || !r.Str("file", &f->file, true) ||
+      !r.Int("line", &line, true) || !r.Str("method", &method, true)) {
+    return false;
+  }
+  f->method = FrameMethodFromName(method);
+  if (line < 0 || line > std::numeric_limits<int>::max()) {
+    *error = "field 'line' is out of range";
+    return false;
+  }
+  f->line = static_cast<int>(line);
+  return true;
+}
+
+bool ParseStack(const json& j, Stack* s, std::string* error) {
+  if (!j.is_object()) {
+    *error = "a stack is not an object";
+    return false;
+  }
+  Fields r{j, error};
+  uint64_t cpu_ms = 0;
+  if (!r.Int("id", &s->id) || !r.Int("count", &s->count) ||
+      !r.Int("first_seen_ms", &s->first_seen_ms) || !r.Int("last_seen_ms", &s->last_seen_ms) ||
+      !r.Int("cpu_ms", &cpu_ms, true)) {
+    return false;
+  }
+  if (cpu_ms > std::numeric_limits<uint64_t>::max() / 1000) {
+    *error = "field 'cpu_ms' is out of range";
+    return false;
+  }
+  s->cpu_us = cpu_ms * 1000;
+  const json* frames = r.Array("frames");
+  if (frames == nullptr) return false;
+  s->frames.reserve(frames->size());
+  for (const json& fj : *frames) {
+    Frame f;
+    if (!ParseFrame(fj, &f, error)) return false;
+    s->frames.push_back(std::move(f));
+  }
+  return true;
+}
+
+bool ParseHang(const json& j, HangRecord* h, std::string* error) {
+  Fields r{j, error};
+  std::string cls;
+  if (!r.Int("pid", &h->pid) || !r.Int("tid", &h->tid) || !r.Str("process", &h->process, true) ||
+      !r.Int("hang_id", &h->hang_id, true) || !r.Int("start_unix_ms", &h->start_unix_ms) ||
+      !r.Int("duration_ms", &h->duration_ms) || !r.Int("cpu_ms", &h->cpu_ms) ||
+      !r.Int("cpu_percent", &h->cpu_percent, true) || !r.Str("class", &cls, true) ||
+      !r.Int("stopped_ms", &h->stopped_ms, true) ||
+      !r.Int("threshold_ms", &h->threshold_ms, true) ||
+      !r.Int("sample_interval_ms", &h->sample_interval_ms, true) ||
+      !r.Int("samples", &h->samples) || !r.Int("failed_samples", &h->failed_samples, true) ||
+      !r.Int("dropped_stacks", &h->dropped_stacks, true) || !r.Bool("fatal", &h->fatal, true) ||
+      !r.Str("fingerprint", &h->fingerprint, true) || !r.Str("signature", &h->signature, true) ||
+      !r.Str("process_name", &h->process_name, true) ||
+      !r.Int("dominant_stack", &h->dominant_stack, true) ||
+      !r.Bool("timeline_truncated", &h->timeline_truncated, true)) {
+    return false;
+  }
+  h->hang_class = cls == "busy"      ? HangClass::kBusy
+                  : cls == "blocked" ? HangClass::kBlocked
+                  : cls == "mixed"   ? HangClass::kMixed
+                                     : HangClass::kUnknown;
+  const json* stacks = r.Array("stacks");
+  if (stacks == nullptr) return false;
+  for (const json& sj : *stacks) {
+    Stack s;
+    if (!ParseStack(sj, &s, error)) return false;
+    h->stacks.push_back(std::move(s));
+  }
+  // "culprit": an object, or null (no stack); absent in files of older agents.
+  if (auto it = j.find("culprit"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      *error = "field 'culprit' is not an object";
+      return false;
+    }
+    Fields c{*it, error};
+    int64_t line = 0;
+    int64_t frame = 0;
+    Culprit& cu = h->culprit;
+    if (!c.Str("symbol", &cu.symbol, true) || !c.Str("module", &cu.module, true) ||
+        !c.Str("file", &cu.file, true) || !c.Int("line", &line, true) ||
+        !c.Int("frame", &frame, true)) {
+      return false;
+    }
+    if (it->contains("offset") && !c.Hex("offset", &cu.offset)) return false;
+    if (line < 0 || line > std::numeric_limits<int>::max() || frame < 0 ||
+        frame > std::numeric_limits<int>::max()) {
+      *error = "field 'culprit' has an out-of-range line or frame";
+      return false;
+    }
+    cu.line = static_cast<int>(line);
+    cu.frame = static_cast<int>(frame);
+  }
+  // Ids are indexes; a file that says otherwise is renumbered rather than trusted.
+  for (size_t i = 0; i < h->stacks.size(); ++i) h->stacks[i].id = static_cast<int>(i);
+  if (h->dominant_stack < -1 || h->dominant_stack >= static_cast<int>(h->stacks.size())) {
+    *error = "field 'dominant_stack' is not an index into 'stacks'";
+    return false;
+  }
+  if (auto it = j.find("timeline"); it != j.end()) {
+    if (!it->is_array()) {
+      *error = "field 'timeline' is not an array";
+      return false;
+    }
+    for (const json& tj : *it) {
+      if (!tj.is_object()) {
+        *error = "a timeline entry is not an object";
+        return false;
+      }
+      Fields t{tj, error};
+      TimelineEntry e;
+      std::string state;
+      std::string method;
+      if (!t.Int("t_ms", &e.t_ms) || !t.Int("stack", &e.stack) || !t.Int("cpu_us", &e.cpu_us) ||
+          !t.Str("state", &state, true) || !t.Str("method", &method, true)) {
+        return false;
+      }
+      e.method = SampleMethodFromName(method);
+      if (e.stack < -1 || e.stack >= static_cast<int>(h->stacks.size())) e.stack = -1;
+      e.state = state.size() == 1 ? state[0] : '?';
+      h->timeline.push_back(e);
+    }
+  }
+  if (auto it = j.find("modules"); it != j.end()) {
+    if (!it->is_array()) {
+      *error = "field 'modules' is not an array";
+      return false;
+    }
+    for (const json& mj : *it) {
+      if (!mj.is_object()) {
+        *error = "a module is not an object";
+        return false;
+      }
+      Fields m{mj, error};
+      ModuleInfo mod;
+      if (!m.Str("path", &mod.path) || !m.Hex("base", &mod.base) ||
+          !m.Str("build_id", &mod.build_id)) {
+        return false;
+      }
+      h->modules.push_back(std::move(mod));
+    }
+  }
+  return true;
+}
+
+bool ParseStartupStall(const json& j, StartupStall* s, std::string* error) {
+  Fields r{j, error};
+  return r.Int("pid", &s->pid) && r.Str("process", &s->process, true) &&
+         r.Int("start_unix_ms", &s->start_unix_ms) && r.Int("duration_ms", &s->duration_ms) &&
+         r.Int("threshold_ms", &s->threshold_ms, true);
+}
+
+using Decoder = bool (*)(const json&, Record*, std::string*);
+template <typename T, bool (*Parse)(const json&, T*, std::string*)>
+bool DecodeAs(const json& j, Record* out, std::string* error) {
+  T record;
+  if (!Parse(j, &record, error)) return false;
+  *out = std::move(record);
+  return true;
+}
+
+struct RecordType {
+  std::string_view name;
+  Decoder decode;
+};
+// Every record type this build reads. A new type is one more row (and one more Record member).
+constexpr RecordType kRecordTypes[] = {
+    {"hang", DecodeAs<HangRecord, ParseHang>},
+    {"startup_stall", DecodeAs<StartupStall, ParseStartupStall>},
+};
+
+// The line as a JSON object; false with *error when it is not one (a torn write, garbage).
+bool ParseObject(std::string_view line, json* j, std::string* error) {
+  *j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j->is_object()) {
+    *error = "not a JSON object";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Decode(std::string_view line, Record* out, std::string* error) {
+  json j;
+  if (!ParseObject(line, &j, error)) return false;
+  auto type = j.find("type");
+  const std::string name = type == j.end()     ? "hang"
+                           : type->is_string() ? type->get<std::string>()
+                                               : "";
+  for (const RecordType& t : kRecordTypes) {
+    if (t.name == name) return t.decode(j, out, error);
+  }
+  *out = UnknownRecord{name};
+  return true;
+}
+
+bool DecodeHang(std::string_view line, HangRecord* out, std::string* error) {
+  json j;
+  if (!ParseObject(line, &j, error)) return false;
+  auto type = j.find("type");
+  if (type != j.end() && (!type->is_string() || type->get<std::string>() != "hang")) {
+    *error = "not a hang record";
+    return false;
+  }
+  *out = HangRecord{};
+  return ParseHang(j, out, error);
+}
+
+}  // namespace hangwatch::report

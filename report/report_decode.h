@@ -1,0 +1,38 @@
+// The decoder matching report_record.h's encoders: one line of a JSON Lines report
+// (docs/report-format.md) back into its record. Used by the tools (`hangwatch report`,
+// `hangwatch run`) and the tests; the agent does not link it (it needs nlohmann_json).
+//
+// It follows the format's reading rules: unknown fields are ignored, a record of a type this
+// build does not know is returned as UnknownRecord (readers count it and skip it), and a line
+// that is not a JSON object or a record with a missing or mistyped field is an error for that
+// line only. A line without "type" is a hang (files of the first agents).
+#ifndef HANGWATCH_REPORT_REPORT_DECODE_H_
+#define HANGWATCH_REPORT_REPORT_DECODE_H_
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "hangwatch/hang_record.h"
+#include "report/report_record.h"
+
+namespace hangwatch::report {
+
+// A JSON object whose "type" is not one this build reads (a newer writer), or not a string.
+struct UnknownRecord {
+  std::string type;  // "" when "type" is not a string
+};
+
+// Every record a line can hold. A new record type adds its struct here.
+using Record = std::variant<UnknownRecord, HangRecord, StartupStall>;
+
+// Decodes one line (no trailing newline needed). False with a one-line *error when it is not
+// a well-formed record.
+bool Decode(std::string_view line, Record* out, std::string* error);
+
+// Decodes one line that must be a hang record; any other type is an error.
+bool DecodeHang(std::string_view line, HangRecord* out, std::string* error);
+
+}  // namespace hangwatch::report
+
+#endif  // HANGWATCH_REPORT_REPORT_DECODE_H_

@@ -1,0 +1,262 @@
+// The encoders of report_record.h: each record as one line of docs/report-format.md.
+// Hand-written (no JSON library in the agent): the format is small and fixed, and this keeps
+// libhangwatch's dependencies short. Every string of every record type goes through
+// AppendString, the format's one escaping.
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+#include "report/report_record.h"
+
+namespace hangwatch::report {
+namespace {
+
+void AppendString(std::string* out, const std::string& s) {
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out->append(buf);
+        } else {
+          // Bytes >= 0x80 pass through: symbol names and paths are UTF-8 (or opaque bytes, which
+          // a reader may reject for that line only).
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendHex(std::string* out, uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "\"0x%" PRIx64 "\"", v);
+  out->append(buf);
+}
+
+void AppendInt(std::string* out, int64_t v) { out->append(std::to_string(v)); }
+void AppendUint(std::string* out, uint64_t v) { out->append(std::to_string(v)); }
+
+// Writes `"key":`.
+void Key(std::string* out, const char* key, bool first = false) {
+  if (!first) {
+    out->push_back(',');
+  }
+  out->push_back('"');
+  out->append(key);
+  out->append("\":");
+}
+
+char SafeState(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? c : '?'; }
+
+// `{"type":"TYPE","format_version":N`: how every record starts.
+void Begin(std::string* out, const char* type) {
+  out->push_back('{');
+  Key(out, "type", true);
+  AppendString(out, type);
+  Key(out, "format_version");
+  AppendInt(out, kFormatVersion);
+}
+
+}  // namespace
+
+std::string Encode(const StartupStall& s) {
+  std::string o;
+  o.reserve(160 + s.process.size());
+  Begin(&o, "startup_stall");
+  Key(&o, "pid");
+  AppendInt(&o, s.pid);
+  Key(&o, "process");
+  AppendString(&o, s.process);
+  Key(&o, "start_unix_ms");
+  AppendInt(&o, s.start_unix_ms);
+  Key(&o, "duration_ms");
+  AppendUint(&o, s.duration_ms);
+  Key(&o, "threshold_ms");
+  AppendUint(&o, s.threshold_ms);
+  o.push_back('}');
+  return o;
+}
+
+std::string Encode(const HangRecord& r) {
+  std::string o;
+  o.reserve(1024 + r.stacks.size() * 512 + r.timeline.size() * 48);
+  Begin(&o, "hang");
+  Key(&o, "pid");
+  AppendInt(&o, r.pid);
+  Key(&o, "tid");
+  AppendInt(&o, r.tid);
+  Key(&o, "process");
+  AppendString(&o, r.process);
+  Key(&o, "process_name");
+  AppendString(&o, r.process_name);
+  Key(&o, "hang_id");
+  AppendUint(&o, r.hang_id);
+  Key(&o, "start_unix_ms");
+  AppendInt(&o, r.start_unix_ms);
+  Key(&o, "duration_ms");
+  AppendUint(&o, r.duration_ms);
+  Key(&o, "cpu_ms");
+  AppendUint(&o, r.cpu_ms);
+  Key(&o, "cpu_percent");
+  AppendUint(&o, r.cpu_percent);
+  Key(&o, "class");
+  AppendString(&o, HangClassName(r.hang_class));
+  Key(&o, "stopped_ms");
+  AppendUint(&o, r.stopped_ms);
+  Key(&o, "threshold_ms");
+  AppendUint(&o, r.threshold_ms);
+  Key(&o, "sample_interval_ms");
+  AppendUint(&o, r.sample_interval_ms);
+  Key(&o, "samples");
+  AppendUint(&o, r.samples);
+  Key(&o, "failed_samples");
+  AppendUint(&o, r.failed_samples);
+  Key(&o, "dropped_stacks");
+  AppendUint(&o, r.dropped_stacks);
+  Key(&o, "fatal");
+  o.append(r.fatal ? "true" : "false");
+  Key(&o, "fingerprint");
+  AppendString(&o, r.fingerprint);
+  Key(&o, "signature");
+  AppendString(&o, r.signature);
+  Key(&o, "culprit");
+  if (r.culprit.empty()) {
+    o.append("null");
+  } else {
+    o.push_back('{');
+    Key(&o, "symbol", true);
+    AppendString(&o, r.culprit.symbol);
+    Key(&o, "module");
+    AppendString(&o, r.culprit.module);
+    Key(&o, "offset");
+    AppendHex(&o, r.culprit.offset);
+    Key(&o, "file");
+    AppendString(&o, r.culprit.file);
+    Key(&o, "line");
+    AppendInt(&o, r.culprit.line);
+    Key(&o, "frame");
+    AppendInt(&o, r.culprit.frame);
+    o.push_back('}');
+  }
+  Key(&o, "dominant_stack");
+  AppendInt(&o, r.dominant_stack);
+
+  Key(&o, "stacks");
+  o.push_back('[');
+  for (size_t i = 0; i < r.stacks.size(); ++i) {
+    const Stack& s = r.stacks[i];
+    if (i > 0) {
+      o.push_back(',');
+    }
+    o.push_back('{');
+    Key(&o, "id", true);
+    AppendInt(&o, s.id);
+    Key(&o, "count");
+    AppendUint(&o, s.count);
+    Key(&o, "first_seen_ms");
+    AppendUint(&o, s.first_seen_ms);
+    Key(&o, "last_seen_ms");
+    AppendUint(&o, s.last_seen_ms);
+    Key(&o, "cpu_ms");
+    AppendUint(&o, s.cpu_us / 1000);
+    Key(&o, "frames");
+    o.push_back('[');
+    for (size_t f = 0; f < s.frames.size(); ++f) {
+      const Frame& fr = s.frames[f];
+      if (f > 0) {
+        o.push_back(',');
+      }
+      o.push_back('{');
+      Key(&o, "addr", true);
+      AppendHex(&o, fr.addr);
+      Key(&o, "module");
+      AppendString(&o, fr.module);
+      Key(&o, "build_id");
+      AppendString(&o, fr.build_id);
+      Key(&o, "offset");
+      AppendHex(&o, fr.offset);
+      if (!fr.symbol.empty()) {
+        Key(&o, "symbol");
+        AppendString(&o, fr.symbol);
+      }
+      if (!fr.file.empty()) {
+        Key(&o, "file");
+        AppendString(&o, fr.file);
+        Key(&o, "line");
+        AppendInt(&o, fr.line);
+      }
+      if (fr.method != FrameMethod::kUnknown) {
+        Key(&o, "method");
+        AppendString(&o, FrameMethodName(fr.method));
+      }
+      o.push_back('}');
+    }
+    o.append("]}");
+  }
+  o.push_back(']');
+
+  Key(&o, "timeline");
+  o.push_back('[');
+  for (size_t i = 0; i < r.timeline.size(); ++i) {
+    const TimelineEntry& t = r.timeline[i];
+    if (i > 0) {
+      o.push_back(',');
+    }
+    o.append("{\"t_ms\":");
+    AppendUint(&o, t.t_ms);
+    o.append(",\"stack\":");
+    AppendInt(&o, t.stack);
+    o.append(",\"cpu_us\":");
+    AppendUint(&o, t.cpu_us);
+    o.append(",\"state\":\"");
+    o.push_back(SafeState(t.state));
+    o.push_back('"');
+    if (t.method != SampleMethod::kUnknown) {
+      Key(&o, "method");
+      AppendString(&o, SampleMethodName(t.method));
+    }
+    o.push_back('}');
+  }
+  o.push_back(']');
+  Key(&o, "timeline_truncated");
+  o.append(r.timeline_truncated ? "true" : "false");
+
+  Key(&o, "modules");
+  o.push_back('[');
+  for (size_t i = 0; i < r.modules.size(); ++i) {
+    const ModuleInfo& m = r.modules[i];
+    if (i > 0) {
+      o.push_back(',');
+    }
+    o.push_back('{');
+    Key(&o, "path", true);
+    AppendString(&o, m.path);
+    Key(&o, "base");
+    AppendHex(&o, m.base);
+    Key(&o, "build_id");
+    AppendString(&o, m.build_id);
+    o.push_back('}');
+  }
+  o.append("]}");
+  return o;
+}
+
+}  // namespace hangwatch::report

@@ -1,0 +1,40 @@
+// The records of a JSON Lines report (docs/report-format.md) and their encoders: the one place
+// that writes the format. The agent (hang sinks), the preload shim (start-up stalls) and the
+// tools (`hangwatch report --format json`, `hangwatch run`) all encode through here; the
+// matching decoder is report/report_decode.h.
+//
+// Standard library only: the agent has no JSON library, and libhangwatch's dependencies stay
+// short. Encoding allocates, so it runs on the watchdog thread (or in the shim and the tools),
+// never on the capture path.
+#ifndef HANGWATCH_REPORT_REPORT_RECORD_H_
+#define HANGWATCH_REPORT_REPORT_RECORD_H_
+
+#include <cstdint>
+#include <string>
+
+#include "hangwatch/hang_record.h"
+
+namespace hangwatch::report {
+
+// The "format_version" every record carries.
+inline constexpr int kFormatVersion = 1;
+
+// {"type":"hang"}: hangwatch::HangRecord (include/hangwatch/hang_record.h), field for field.
+
+// {"type":"startup_stall"}: the main thread reached its event loop late (preload shim).
+struct StartupStall {
+  int64_t pid = 0;
+  std::string process;        // path of the main executable
+  int64_t start_unix_ms = 0;  // when the shim was loaded
+  uint64_t duration_ms = 0;   // from then to the first blocking wait
+  uint64_t threshold_ms = 0;  // HANGWATCH_STARTUP_MS
+};
+
+// One record as one line, without the trailing newline. A new record type is one more struct
+// above and one more overload here (and its decoder in report_decode.cc).
+std::string Encode(const HangRecord& record);
+std::string Encode(const StartupStall& record);
+
+}  // namespace hangwatch::report
+
+#endif  // HANGWATCH_REPORT_REPORT_RECORD_H_
