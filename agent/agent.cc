@@ -217,8 +217,8 @@ class Agent final : public MonitorListener {
     if (config_.stack_copy_bytes > 0) {
       // CFI over the stack copies, on the watchdog thread (symbols/cfi_unwinder.h). Without
       // it (libdwfl could not read this process's modules) the frame-pointer frames stay.
-      std::string cfi_error;
-      cfi_ = symbols::CfiUnwinder::ForSelf(&cfi_error);
+      auto cfi = symbols::CfiUnwinder::ForSelf();
+      if (cfi.ok()) cfi_ = std::move(*cfi);
     }
     monitor_ = std::make_unique<StallMonitor>(options_, &internal::g_run_loop_state, main_,
                                               sampler_.get(), env_.get(), normalizer_.get(), &ring_,

@@ -296,8 +296,7 @@ void StallMonitor::UnwindCapture() {
   if (cfi_ == nullptr || buffer_.stack_size == 0) {
     return;
   }
-  std::string error;
-  if (!cfi_->Refresh(/*force=*/false, &error)) {
+  if (!cfi_->Refresh(/*force=*/false).ok()) {
     return;  // keep the frame-pointer frames
   }
   symbols::UnwindStart start;

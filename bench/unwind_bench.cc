@@ -86,12 +86,12 @@ __attribute__((noinline)) void CopyOwnStack(StackCopy* out) {
 void RunUnwind(benchmark::State& state, Method method) {
   StackCopy copy;
   CopyOwnStack(&copy);
-  std::string error;
-  std::unique_ptr<CfiUnwinder> unwinder = CfiUnwinder::ForSelf(&error);
-  if (unwinder == nullptr) {
-    state.SkipWithError(error.c_str());
+  absl::StatusOr<std::unique_ptr<CfiUnwinder>> created = CfiUnwinder::ForSelf();
+  if (!created.ok()) {
+    state.SkipWithError(created.status().ToString().c_str());
     return;
   }
+  std::unique_ptr<CfiUnwinder> unwinder = std::move(*created);
   uintptr_t frames[kFrames];
   FrameMethod methods[kFrames];
   const MemoryView view = copy.view();

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "absl/status/status.h"
 #include "symbols/module_map.h"
 
 namespace hangwatch::symbols {
@@ -363,34 +364,32 @@ int ReportMapsText(Dwfl* dwfl, pid_t pid, std::string_view maps) {
   return 0;
 }
 
-bool BuildDwfl(CfiUnwinder::State* s, std::string* error) {
+absl::Status BuildDwfl(CfiUnwinder::State* s) {
   if (s->dwfl != nullptr) {
     dwfl_end(s->dwfl);
     s->dwfl = nullptr;
   }
   s->classes.clear();
   Dwfl* dwfl = dwfl_begin(&kCallbacks);
-  if (dwfl == nullptr) {
-    *error = dwfl_errmsg(-1);
-    return false;
-  }
+  if (dwfl == nullptr) return absl::InternalError(dwfl_errmsg(-1));
   dwfl_report_begin(dwfl);
   // The caller's maps text serves the first build only; a refresh reads the process again.
   int err = s->maps_text.empty() ? dwfl_linux_proc_report(dwfl, s->pid)
                                  : ReportMapsText(dwfl, s->pid, s->maps_text);
   s->maps_text.clear();
   if (dwfl_report_end(dwfl, nullptr, nullptr) != 0 || err != 0) {
-    *error = err > 0 ? std::strerror(err) : dwfl_errmsg(-1);
+    absl::Status status = err > 0 ? absl::Status(absl::ErrnoToStatusCode(err), std::strerror(err))
+                                  : absl::UnavailableError(dwfl_errmsg(-1));
     dwfl_end(dwfl);
-    return false;
+    return status;
   }
   if (!dwfl_attach_state(dwfl, nullptr, s->pid, &kThreadCallbacks, s)) {
-    *error = dwfl_errmsg(-1);
+    absl::Status status = absl::UnavailableError(dwfl_errmsg(-1));
     dwfl_end(dwfl);
-    return false;
+    return status;
   }
   s->dwfl = dwfl;
-  return true;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -398,31 +397,31 @@ bool BuildDwfl(CfiUnwinder::State* s, std::string* error) {
 CfiUnwinder::CfiUnwinder(std::unique_ptr<State> state) : state_(std::move(state)) {}
 CfiUnwinder::~CfiUnwinder() = default;
 
-std::unique_ptr<CfiUnwinder> CfiUnwinder::ForSelf(std::string* error) {
+absl::StatusOr<std::unique_ptr<CfiUnwinder>> CfiUnwinder::ForSelf() {
   auto s = std::make_unique<State>();
   s->pid = getpid();
   s->self = true;
   s->module_map = CurrentModuleMap();
-  if (!BuildDwfl(s.get(), error)) return nullptr;
+  if (absl::Status status = BuildDwfl(s.get()); !status.ok()) return status;
   return std::unique_ptr<CfiUnwinder>(new CfiUnwinder(std::move(s)));
 }
 
-std::unique_ptr<CfiUnwinder> CfiUnwinder::ForProcess(pid_t pid, std::string* error,
-                                                     std::string_view maps_text) {
+absl::StatusOr<std::unique_ptr<CfiUnwinder>> CfiUnwinder::ForProcess(pid_t pid,
+                                                                     std::string_view maps_text) {
   auto s = std::make_unique<State>();
   s->pid = pid;
   s->maps_text = maps_text;
-  if (!BuildDwfl(s.get(), error)) return nullptr;
+  if (absl::Status status = BuildDwfl(s.get()); !status.ok()) return status;
   return std::unique_ptr<CfiUnwinder>(new CfiUnwinder(std::move(s)));
 }
 
-bool CfiUnwinder::Refresh(bool force, std::string* error) {
+absl::Status CfiUnwinder::Refresh(bool force) {
   if (state_->self) {
     std::shared_ptr<const ModuleMap> now = CurrentModuleMap();
-    if (!force && now == state_->module_map && state_->dwfl != nullptr) return true;
+    if (!force && now == state_->module_map && state_->dwfl != nullptr) return absl::OkStatus();
     state_->module_map = std::move(now);
   }
-  return BuildDwfl(state_.get(), error);
+  return BuildDwfl(state_.get());
 }
 
 UnwindResult CfiUnwinder::Unwind(const UnwindStart& start,

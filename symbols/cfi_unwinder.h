@@ -33,6 +33,8 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "hangwatch/hang_record.h"
 #include "unwind/memory_view.h"
 #include "unwind/registers.h"
@@ -71,13 +73,13 @@ class CfiUnwinder {
     kCfiOnly,  // libdwfl for every frame (benchmarks, cross-checks)
   };
 
-  // This process's modules.
-  static std::unique_ptr<CfiUnwinder> ForSelf(std::string* error);
+  // This process's modules. Errors: libdwfl cannot read the module list or attach.
+  static absl::StatusOr<std::unique_ptr<CfiUnwinder>> ForSelf();
   // Another process's modules, read from /proc/PID/maps (its ELF files are read from disk).
   // `maps_text`, when not empty, is that file's text as the caller just read it (it is then
   // not read again; Refresh reads the process again).
-  static std::unique_ptr<CfiUnwinder> ForProcess(pid_t pid, std::string* error,
-                                                 std::string_view maps_text = {});
+  static absl::StatusOr<std::unique_ptr<CfiUnwinder>> ForProcess(pid_t pid,
+                                                                 std::string_view maps_text = {});
 
   ~CfiUnwinder();
   CfiUnwinder(const CfiUnwinder&) = delete;
@@ -85,8 +87,9 @@ class CfiUnwinder {
 
   // Re-reads the module list: for this process only when CurrentModuleMap() changed (dlopen,
   // dlclose), unless `force`; for another process always. Drops cached classifications. Call it
-  // off the capture path (it allocates and reads files), e.g. before each unwind.
-  bool Refresh(bool force, std::string* error);
+  // off the capture path (it allocates and reads files), e.g. before each unwind. On an error
+  // the unwinder has no modules until a later Refresh succeeds (Unwind then returns nothing).
+  absl::Status Refresh(bool force);
 
   // Unwinds from `start`, reading stack words from `memory` (the first view holding an address
   // wins). Writes up to max_frames pcs (frames[0] = start.regs.pc, then return addresses,

@@ -23,13 +23,24 @@ struct RawSymbol {
   uint64_t addr;
   uint64_t size;
   std::string_view name;
-  int rank;  // higher wins among aliases at one address
+  std::string_view file;
+  int rank;  // kFunctions: higher wins among aliases at one address
 };
 
-// Appends the function symbols of every section of `type` in `elf`.
-void CollectSymbols(Elf* elf, Elf64_Word type, std::vector<RawSymbol>* out) {
-  ForEachElfSymbol(elf, type, [&](const GElf_Sym& sym, const char* name, std::string_view) {
+// Appends the symbols of every section of `type` in `elf` that `policy` keeps.
+void CollectSymbols(Elf* elf, Elf64_Word type, ElfSymbolPolicy policy,
+                    std::vector<RawSymbol>* out) {
+  ForEachElfSymbol(elf, type, [&](const GElf_Sym& sym, const char* name, std::string_view file) {
     const int st_type = GELF_ST_TYPE(sym.st_info);
+    if (policy == ElfSymbolPolicy::kLlvmSymbolizer) {
+      if (st_type != STT_NOTYPE && st_type != STT_FUNC && st_type != STT_OBJECT &&
+          st_type != STT_GNU_IFUNC) {
+        return;
+      }
+      if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) return;
+      out->push_back({sym.st_value, sym.st_size, name, file, 0});
+      return;
+    }
     if (st_type != STT_FUNC && st_type != STT_GNU_IFUNC) return;
     if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0 || name[0] == '\0') return;
     const int bind = GELF_ST_BIND(sym.st_info);
@@ -39,7 +50,7 @@ void CollectSymbols(Elf* elf, Elf64_Word type, std::vector<RawSymbol>* out) {
     // the function is "memcpy", as .dynsym and DWARF name it.
     std::string_view n(name);
     if (const size_t at = n.find('@'); at != n.npos && at > 0) n = n.substr(0, at);
-    out->push_back({sym.st_value, sym.st_size, n, rank});
+    out->push_back({sym.st_value, sym.st_size, n, {}, rank});
   });
 }
 
@@ -52,7 +63,59 @@ bool HasSection(Elf* elf, Elf64_Word type) {
   return false;
 }
 
+// One symbol per address, the one `policy` prefers.
+void KeepOnePerAddress(ElfSymbolPolicy policy, std::vector<RawSymbol>* raw) {
+  size_t kept = 0;
+  if (policy == ElfSymbolPolicy::kLlvmSymbolizer) {
+    std::stable_sort(raw->begin(), raw->end(), [](const RawSymbol& a, const RawSymbol& b) {
+      return a.addr != b.addr ? a.addr < b.addr : a.size < b.size;
+    });
+    for (size_t i = 0; i < raw->size(); ++i) {
+      if (kept > 0 && (*raw)[kept - 1].addr == (*raw)[i].addr) {
+        (*raw)[kept - 1] = (*raw)[i];
+      } else {
+        (*raw)[kept++] = (*raw)[i];
+      }
+    }
+  } else {
+    std::sort(raw->begin(), raw->end(), [](const RawSymbol& a, const RawSymbol& b) {
+      return a.addr != b.addr ? a.addr < b.addr : a.rank > b.rank;
+    });
+    for (size_t i = 0; i < raw->size(); ++i) {
+      if (kept > 0 && (*raw)[kept - 1].addr == (*raw)[i].addr) continue;
+      (*raw)[kept++] = (*raw)[i];
+    }
+  }
+  raw->resize(kept);
+}
+
 }  // namespace
+
+void SelectElfSymbols(Elf* elf, ElfSymbolPolicy policy, ElfSymbolSelection* out) {
+  std::vector<RawSymbol> raw;
+  const bool has_symtab = HasSection(elf, SHT_SYMTAB);
+  if (has_symtab) {
+    CollectSymbols(elf, SHT_SYMTAB, policy, &raw);
+    out->sources |= ElfSymbolTable::kSymtab;
+  }
+  if (!has_symtab || (policy == ElfSymbolPolicy::kLlvmSymbolizer && raw.empty())) {
+    CollectSymbols(elf, SHT_DYNSYM, policy, &raw);
+    if (!raw.empty()) out->sources |= ElfSymbolTable::kDynsym;
+    auto image = InflateMiniDebugInfo(elf);
+    if (image.ok() && !image->empty()) {
+      out->mini_image = std::move(*image);
+      out->mini_elf.reset(elf_memory(out->mini_image.data(), out->mini_image.size()));
+      if (out->mini_elf != nullptr && elf_kind(out->mini_elf.get()) == ELF_K_ELF) {
+        const size_t before = raw.size();
+        CollectSymbols(out->mini_elf.get(), SHT_SYMTAB, policy, &raw);
+        if (raw.size() > before) out->sources |= ElfSymbolTable::kMiniDebugInfo;
+      }
+    }
+  }
+  KeepOnePerAddress(policy, &raw);
+  out->symbols.reserve(raw.size());
+  for (const RawSymbol& r : raw) out->symbols.push_back({r.addr, r.size, r.name, r.file});
+}
 
 class ElfSymbolTableBuilder {
  public:
@@ -62,36 +125,14 @@ class ElfSymbolTableBuilder {
     if (gelf_getehdr(elf, &ehdr) == nullptr) {
       return absl::DataLossError(absl::StrCat("bad ELF header: ", elf_errmsg(-1)));
     }
-    std::vector<RawSymbol> raw;
     auto table = std::unique_ptr<ElfSymbolTable>(new ElfSymbolTable);
-    std::string mini;  // keeps the MiniDebugInfo image alive while `raw` points into it
-    ElfHandle mini_elf;
-    if (HasSection(elf, SHT_SYMTAB)) {
-      CollectSymbols(elf, SHT_SYMTAB, &raw);
-      table->sources_ |= ElfSymbolTable::kSymtab;
-    } else {
-      CollectSymbols(elf, SHT_DYNSYM, &raw);
-      if (!raw.empty()) table->sources_ |= ElfSymbolTable::kDynsym;
-      {
-        auto image = InflateMiniDebugInfo(elf);
-        if (image.ok() && !image->empty()) {
-          mini = std::move(*image);
-          mini_elf.reset(elf_memory(mini.data(), mini.size()));
-          if (mini_elf != nullptr && elf_kind(mini_elf.get()) == ELF_K_ELF) {
-            const size_t before = raw.size();
-            CollectSymbols(mini_elf.get(), SHT_SYMTAB, &raw);
-            if (raw.size() > before) table->sources_ |= ElfSymbolTable::kMiniDebugInfo;
-          }
-        }
-      }
-    }
-    std::sort(raw.begin(), raw.end(), [](const RawSymbol& a, const RawSymbol& b) {
-      return a.addr != b.addr ? a.addr < b.addr : a.rank > b.rank;
-    });
-    for (const RawSymbol& r : raw) {
-      if (!table->symbols_.empty() && table->symbols_.back().addr == r.addr) continue;
-      table->symbols_.push_back({r.addr, r.size, static_cast<uint32_t>(table->names_.size())});
-      table->names_.append(r.name);
+    ElfSymbolSelection selected;
+    SelectElfSymbols(elf, ElfSymbolPolicy::kFunctions, &selected);
+    table->sources_ = selected.sources;
+    table->symbols_.reserve(selected.symbols.size());
+    for (const ElfSymbolSelection::Symbol& s : selected.symbols) {
+      table->symbols_.push_back({s.addr, s.size, static_cast<uint32_t>(table->names_.size())});
+      table->names_.append(s.name);
       table->names_.push_back('\0');
     }
     table->demangled_ = std::make_unique<std::atomic<const std::string*>[]>(table->symbols_.size());

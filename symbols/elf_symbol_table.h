@@ -3,6 +3,9 @@
 // merged with the .symtab embedded in .gnu_debugdata (MiniDebugInfo: an xz-compressed ELF that
 // distributions such as Fedora ship inside stripped binaries).
 //
+// SelectElfSymbols is the one place that decides which symbols name code, for this table
+// (ElfSymbolPolicy::kFunctions) and for the offline index (kLlvmSymbolizer).
+//
 // Addresses are ELF virtual addresses (ModuleAddress::offset). Lookups take no lock; demangled
 // names are computed once per symbol and cached lock-free, so a warm lookup does not allocate.
 #ifndef HANGWATCH_SYMBOLS_ELF_SYMBOL_TABLE_H_
@@ -16,10 +19,41 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-
-typedef struct Elf Elf;
+#include "symbols/elf_file.h"
 
 namespace hangwatch::symbols {
+
+// Which ELF symbols name code, and which one an address gets when several start there. Both
+// read .symtab, else .dynsym together with the .symtab embedded in .gnu_debugdata.
+enum class ElfSymbolPolicy {
+  // In process (ElfSymbolTable): STT_FUNC and STT_GNU_IFUNC symbols with a name and a nonzero
+  // address, version suffixes dropped ("memcpy@@GLIBC_2.14" is "memcpy"); among aliases, global
+  // over weak over local, and sized over unsized. A file with a .symtab section uses only it.
+  kFunctions,
+  // As llvm-symbolizer (LLVM 14 SymbolizableObjectFile), for the offline index: function,
+  // object, notype and ifunc symbols defined in a section, names as written; among aliases the
+  // larger, then the later in table order. Local symbols carry the STT_FILE name before them.
+  // A .symtab without any such symbol counts as none.
+  kLlvmSymbolizer,
+};
+
+// The symbols a policy selects from one ELF file.
+struct ElfSymbolSelection {
+  struct Symbol {
+    uint64_t addr = 0;
+    uint64_t size = 0;
+    std::string_view name;  // into the file's string tables (or mini_image)
+    std::string_view file;  // kLlvmSymbolizer, local symbols: their STT_FILE name; else empty
+  };
+  std::vector<Symbol> symbols;  // sorted by address, one per address
+  unsigned sources = 0;         // ElfSymbolTable::Source bits, as ElfSymbolTable::sources()
+  // The inflated MiniDebugInfo image that names may point into.
+  std::string mini_image;
+  ElfHandle mini_elf;
+};
+
+// Fills `out` (empty) with the symbols of `elf` that `policy` selects.
+void SelectElfSymbols(Elf* elf, ElfSymbolPolicy policy, ElfSymbolSelection* out);
 
 class ElfSymbolTable {
  public:

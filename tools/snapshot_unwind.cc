@@ -31,7 +31,12 @@ SnapshotUnwinder::~SnapshotUnwinder() = default;
 void SnapshotUnwinder::Prepare() {
   if (!use_cfi_ || cfi_ready_) return;
   cfi_ready_ = true;
-  cfi_ = symbols::CfiUnwinder::ForProcess(snapshot_.pid, &cfi_error_, maps_text_);
+  auto cfi = symbols::CfiUnwinder::ForProcess(snapshot_.pid, maps_text_);
+  if (cfi.ok()) {
+    cfi_ = std::move(*cfi);
+  } else {
+    cfi_error_ = std::string(cfi.status().message());
+  }
   maps_text_.clear();
   if (cfi_ == nullptr && cfi_error_.empty()) cfi_error_ = "no CFI unwinder";
 }

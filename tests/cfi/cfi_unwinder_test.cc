@@ -173,8 +173,9 @@ class CfiUnwinderTest : public ::testing::Test {
     std::string error;
     sampler_ = SignalSampler::Create(so, &error);
     ASSERT_NE(sampler_, nullptr) << error;
-    unwinder_ = CfiUnwinder::ForSelf(&error);
-    ASSERT_NE(unwinder_, nullptr) << error;
+    auto unwinder = CfiUnwinder::ForSelf();
+    ASSERT_TRUE(unwinder.ok()) << unwinder.status();
+    unwinder_ = std::move(*unwinder);
   }
 
   // Runs fn on a target thread (through cfi_thread_body), waits until it spins where the test
@@ -196,8 +197,8 @@ class CfiUnwinderTest : public ::testing::Test {
     const auto& info = target_->WaitReady();
     const CaptureStatus st = sampler_->Capture(info, &capture_);
     EXPECT_EQ(st, CaptureStatus::kOk) << CaptureStatusName(st);
-    std::string error;
-    EXPECT_TRUE(unwinder_->Refresh(false, &error)) << error;
+    const absl::Status refreshed = unwinder_->Refresh(false);
+    EXPECT_TRUE(refreshed.ok()) << refreshed;
     return UnwindCapture(*unwinder_, capture_);
   }
 
@@ -371,8 +372,8 @@ TEST_F(CfiUnwinderTest, ModuleUnloadedBetweenCaptureAndUnwindStopsCleanly) {
   // Stale module cache first (the unwinder has not refreshed), then refreshed.
   Unwound stale = UnwindCapture(*unwinder_, capture_);
   ASSERT_GE(stale.pcs.size(), 1u);
-  std::string error;
-  ASSERT_TRUE(unwinder_->Refresh(false, &error)) << error;
+  const absl::Status refreshed = unwinder_->Refresh(false);
+  ASSERT_TRUE(refreshed.ok()) << refreshed;
   Unwound after = UnwindCapture(*unwinder_, capture_);
   ASSERT_GE(after.pcs.size(), 1u);
   // The library's frames are gone from the module list: the walk ends at the callback's

@@ -209,9 +209,9 @@ namespace {
 class ProcBlockedTest : public ::testing::TestWithParam<Kind> {
  protected:
   void SetUp() override {
-    std::string error;
-    unwinder_ = CfiUnwinder::ForSelf(&error);
-    ASSERT_NE(unwinder_, nullptr) << error;
+    auto unwinder = CfiUnwinder::ForSelf();
+    ASSERT_TRUE(unwinder.ok()) << unwinder.status();
+    unwinder_ = std::move(*unwinder);
   }
   std::unique_ptr<CfiUnwinder> unwinder_;
 };
