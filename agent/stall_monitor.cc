@@ -1,7 +1,10 @@
 #include "agent/stall_monitor.h"
 
 #include <algorithm>
+#include <span>
 #include <string>
+
+#include "symbols/cfi_or_frame_pointers.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -287,37 +290,27 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
 }
 
 void StallMonitor::UnwindCapture() {
-  const size_t max = std::min(buffer_.num_frames, buffer_.max_frames());
   last_capture_method_ = buffer_.method;
-  num_methods_ = max;
-  for (size_t i = 0; i < max; ++i) {
-    methods_[i] = i == 0 ? symbols::FrameMethod::kPc : symbols::FrameMethod::kFramePointer;
-  }
-  if (cfi_ == nullptr || buffer_.stack_size == 0) {
-    return;
-  }
-  if (!cfi_->Refresh(/*force=*/false).ok()) {
-    return;  // keep the frame-pointer frames
+  symbols::CfiUnwinder* cfi = buffer_.stack_size == 0 ? nullptr : cfi_;
+  if (cfi != nullptr && !cfi->Refresh(/*force=*/false).ok()) {
+    cfi = nullptr;  // keep the frame-pointer frames
   }
   symbols::UnwindStart start;
   start.regs = buffer_.regs;
   // /proc gives pc and sp only.
   start.fp_known = buffer_.method != unwind::CaptureMethod::kProcBlocked;
   const unwind::MemoryView view = buffer_.stack_view();
-  const symbols::UnwindResult r =
-      cfi_->Unwind(start, std::span<const unwind::MemoryView>(&view, 1), cfi_frames_.get(),
-                   methods_.get(), buffer_.max_frames());
-  if (r.num_frames < max && buffer_.method != unwind::CaptureMethod::kProcBlocked) {
-    // CFI found less than the frame records did (e.g. a module unloaded since): keep those.
-    for (size_t i = 0; i < max; ++i) {
-      methods_[i] = i == 0 ? symbols::FrameMethod::kPc : symbols::FrameMethod::kFramePointer;
-    }
-    return;
+  // Into the buffers sized at construction: the frame-pointer frames stay in the capture
+  // buffer until the CFI walk (in cfi_frames_) wins.
+  const symbols::ChosenFrames chosen = symbols::UnwindCfiOrFramePointers(
+      cfi, start, std::span<const unwind::MemoryView>(&view, 1), buffer_.frame_storage(),
+      buffer_.num_frames, buffer_.frames_truncated, cfi_frames_.get(), methods_.get(),
+      buffer_.max_frames());
+  num_methods_ = chosen.num_frames;
+  if (chosen.cfi) {
+    buffer_.num_frames = chosen.num_frames;
+    buffer_.frames_truncated = chosen.truncated;
   }
-  std::copy(cfi_frames_.get(), cfi_frames_.get() + r.num_frames, buffer_.frame_storage());
-  buffer_.num_frames = r.num_frames;
-  buffer_.frames_truncated = r.truncated;
-  num_methods_ = r.num_frames;
 }
 
 void StallMonitor::TakeSample(uint64_t effective_ns) {

@@ -10,6 +10,7 @@
 #   HANGWATCH_APPLE_UNWIND_SOURCES   the portable capture code and the Mach sampler
 #   HANGWATCH_APPLE_SYMBOLS_SOURCES  Mach-O parsing and dyld's module list (the rest of
 #                                    symbols/ reads ELF and DWARF through elfutils)
+#   HANGWATCH_APPLE_REPORT_SOURCES   the report format's encoders
 #   HANGWATCH_APPLE_AGENT_SOURCES    the agent, with the Mach watchdog environment in place of
 #                                    the /proc one
 
@@ -23,6 +24,11 @@ set(HANGWATCH_APPLE_UNWIND_SOURCES
 set(HANGWATCH_APPLE_SYMBOLS_SOURCES
   symbols/macho_parser.cc
   symbols/macho/dyld_modules.cc)
+
+# The report format's encoders (portable; the decoder needs nlohmann_json and is the tools').
+set(HANGWATCH_APPLE_REPORT_SOURCES
+  report/hang_record.cc
+  report/report_encode.cc)
 
 # Every agent/*.cc but the Linux-only ones, and agent/mach/.
 set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/watchdog_env.cc)

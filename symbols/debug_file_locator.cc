@@ -1,6 +1,7 @@
 // Separate debug file lookup (build-id, .gnu_debuglink, beside the binary).
 #include "symbols/debug_file_locator.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
@@ -10,6 +11,8 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include "symbols/elf_file.h"
 
@@ -21,6 +24,11 @@ bool IsFile(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 std::string DirName(const std::string& p) {
   size_t slash = p.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -28,22 +36,23 @@ std::string DirName(const std::string& p) {
   return p.substr(0, slash);
 }
 
-std::vector<std::string> Dirs(const DebugFileSearch& s) {
-  if (!s.debug_dirs.empty()) return s.debug_dirs;
-  return {"/usr/lib/debug"};
+std::vector<std::string> DirsOrDefault(std::vector<std::string> dirs) {
+  if (dirs.empty()) dirs.push_back("/usr/lib/debug");
+  return dirs;
 }
 
-bool BuildIdMatches(const std::string& path, const std::string& build_id, DebugFileSearch* search) {
+bool BuildIdMatches(const std::string& path, const std::string& build_id,
+                    std::vector<std::string>* rejected) {
   auto file = ElfFile::Open(path);
   if (!file.ok()) {
-    search->rejected.push_back(path + " (not a readable ELF file)");
+    rejected->push_back(path + " (not a readable ELF file)");
     return false;
   }
   if (build_id.empty()) return true;
   std::string got = ReadBuildId((*file)->elf());
   if (got != build_id) {
-    search->rejected.push_back(path + " (build-id " + (got.empty() ? "none" : got) + ", wanted " +
-                               build_id + ")");
+    rejected->push_back(path + " (build-id " + (got.empty() ? "none" : got) + ", wanted " +
+                        build_id + ")");
     return false;
   }
   return true;
@@ -60,6 +69,147 @@ bool Crc32Matches(const std::string& path, uint32_t want) {
   }
   ::close(fd);
   return n == 0 && static_cast<uint32_t>(crc) == want;
+}
+
+// DIR/.build-id/xx/rest.debug (also DIR/xx/rest.debug, DIR/BUILDID.debug) under each debug
+// directory.
+class BuildIdDirSource : public DebugFileSource {
+ public:
+  explicit BuildIdDirSource(std::vector<std::string> dirs)
+      : dirs_(DirsOrDefault(std::move(dirs))) {}
+  std::string Find(const DebugFileQuery& q, std::vector<std::string>* rejected) override {
+    const std::string& build_id = q.build_id;
+    if (build_id.size() < 3) return {};
+    const std::string head = build_id.substr(0, 2), rest = build_id.substr(2);
+    for (const std::string& dir : dirs_) {
+      for (const std::string& candidate :
+           {dir + "/.build-id/" + head + "/" + rest + ".debug",
+            dir + "/" + head + "/" + rest + ".debug", dir + "/" + build_id + ".debug"}) {
+        if (IsFile(candidate) && BuildIdMatches(candidate, build_id, rejected)) return candidate;
+      }
+    }
+    return {};
+  }
+
+ private:
+  std::vector<std::string> dirs_;
+};
+
+// The file named by the binary's .gnu_debuglink, with its CRC32: beside the binary, in .debug/
+// beside it, under each debug directory followed by the binary's (real) directory.
+class DebuglinkSource : public DebugFileSource {
+ public:
+  explicit DebuglinkSource(std::vector<std::string> dirs) : dirs_(DirsOrDefault(std::move(dirs))) {}
+  std::string Find(const DebugFileQuery& q, std::vector<std::string>* rejected) override {
+    const std::string& binary_path = q.path;
+    if (binary_path.empty()) return {};
+    std::string link;
+    uint32_t crc = 0;
+    {
+      auto file = ElfFile::Open(binary_path);
+      if (!file.ok()) return {};
+      std::string_view raw = SectionBytes((*file)->elf(), ".gnu_debuglink");
+      size_t end = raw.find('\0');
+      if (end != std::string_view::npos && end > 0) {
+        link = std::string(raw.substr(0, end));
+        size_t crc_at = (end + 4) & ~size_t{3};
+        if (crc_at + 4 <= raw.size()) std::memcpy(&crc, raw.data() + crc_at, 4);
+      }
+    }
+    if (link.empty() || link.find('/') != std::string::npos) return {};
+    const std::string dir = DirName(binary_path);
+    char real[PATH_MAX];
+    std::string real_dir = realpath(binary_path.c_str(), real) ? DirName(real) : dir;
+    std::vector<std::string> candidates = {dir + "/" + link, dir + "/.debug/" + link};
+    for (const std::string& d : dirs_) candidates.push_back(d + real_dir + "/" + link);
+    for (const std::string& c : candidates) {
+      if (!IsFile(c)) continue;
+      // The debuglink may name the binary itself (a file with the same name in the same
+      // directory): skip it, it is not a separate debug file.
+      char a[PATH_MAX], b[PATH_MAX];
+      if (realpath(c.c_str(), a) && realpath(binary_path.c_str(), b) && std::strcmp(a, b) == 0) {
+        continue;
+      }
+      if (Crc32Matches(c, crc)) return c;
+      rejected->push_back(c + " (.gnu_debuglink CRC mismatch)");
+    }
+    return {};
+  }
+
+ private:
+  std::vector<std::string> dirs_;
+};
+
+// BINARY.debug beside the binary.
+class BesideBinarySource : public DebugFileSource {
+ public:
+  std::string Find(const DebugFileQuery& q, std::vector<std::string>* rejected) override {
+    if (q.path.empty()) return {};
+    const std::string beside = q.path + ".debug";
+    if (IsFile(beside) && BuildIdMatches(beside, q.build_id, rejected)) return beside;
+    return {};
+  }
+};
+
+// The module's recorded path, when the file there is that very build.
+class RecordedPathSource : public DebugFileSource {
+ public:
+  std::string Find(const DebugFileQuery& q, std::vector<std::string>*) override {
+    if (q.path.empty() || q.build_id.empty()) return {};
+    if (auto f = ElfFile::Open(q.path); f.ok() && ReadBuildId((*f)->elf()) == q.build_id) {
+      return q.path;
+    }
+    return {};
+  }
+};
+
+// Files given on the command line (--search), or the files of directories given there (not
+// recursive), by build-id; read once, at the first lookup.
+class SearchPathSource : public DebugFileSource {
+ public:
+  explicit SearchPathSource(std::vector<std::string> paths) : paths_(std::move(paths)) {}
+  std::string Find(const DebugFileQuery& q, std::vector<std::string>*) override {
+    if (!scanned_) Scan();
+    auto it = by_build_id_.find(q.build_id);
+    return it != by_build_id_.end() ? it->second : std::string();
+  }
+
+ private:
+  void Scan() {
+    scanned_ = true;
+    auto consider = [&](const std::string& p) {
+      auto f = ElfFile::Open(p);
+      if (!f.ok()) return;
+      std::string id = ReadBuildId((*f)->elf());
+      // Prefer a file with DWARF over one without for the same build-id.
+      if (!id.empty() && (by_build_id_.count(id) == 0 || HasDwarf(p))) by_build_id_[id] = p;
+    };
+    for (const std::string& p : paths_) {
+      if (!IsDir(p)) {
+        consider(p);
+        continue;
+      }
+      if (DIR* d = opendir(p.c_str())) {
+        while (dirent* e = readdir(d)) {
+          if (e->d_name[0] != '.') consider(p + "/" + e->d_name);
+        }
+        closedir(d);
+      }
+    }
+  }
+
+  std::vector<std::string> paths_;
+  bool scanned_ = false;
+  std::map<std::string, std::string> by_build_id_;
+};
+
+// The first answer of a chain.
+std::string FindIn(const std::vector<std::shared_ptr<DebugFileSource>>& chain,
+                   const DebugFileQuery& query, std::vector<std::string>* rejected) {
+  for (const auto& source : chain) {
+    if (std::string found = source->Find(query, rejected); !found.empty()) return found;
+  }
+  return {};
 }
 
 }  // namespace
@@ -85,57 +235,44 @@ bool HasDwarf(const std::string& path) {
   return false;
 }
 
-std::string FindDebugFileByBuildId(const std::string& build_id, DebugFileSearch* search) {
-  if (build_id.size() < 3) return {};
-  const std::string head = build_id.substr(0, 2), rest = build_id.substr(2);
-  for (const std::string& dir : Dirs(*search)) {
-    for (const std::string& candidate :
-         {dir + "/.build-id/" + head + "/" + rest + ".debug",
-          dir + "/" + head + "/" + rest + ".debug", dir + "/" + build_id + ".debug"}) {
-      if (IsFile(candidate) && BuildIdMatches(candidate, build_id, search)) return candidate;
-    }
-  }
-  return {};
+DebugFileLocator::DebugFileLocator(DebugFileLocatorOptions options) {
+  auto build_id_dirs = std::make_shared<BuildIdDirSource>(options.debug_dirs);
+  separate_debug_chain_ = {build_id_dirs, std::make_shared<DebuglinkSource>(options.debug_dirs),
+                           std::make_shared<BesideBinarySource>()};
+  build_id_chain_ = {std::make_shared<RecordedPathSource>(),
+                     std::make_shared<SearchPathSource>(std::move(options.search_paths)),
+                     build_id_dirs};
+}
+
+DebugFileLocator::~DebugFileLocator() = default;
+
+std::string DebugFileLocator::FindSeparateDebugFile(const std::string& binary_path,
+                                                    const std::string& build_id,
+                                                    std::vector<std::string>* rejected) {
+  return FindIn(separate_debug_chain_, {build_id, binary_path}, rejected);
+}
+
+std::string DebugFileLocator::FindDwarf(const std::string& binary_path, const std::string& build_id,
+                                        std::vector<std::string>* rejected) {
+  std::string found = FindSeparateDebugFile(binary_path, build_id, rejected);
+  if (found.empty() && HasDwarf(binary_path)) found = binary_path;
+  return found;
+}
+
+std::string DebugFileLocator::FindByBuildId(const std::string& build_id,
+                                            const std::string& module_path,
+                                            std::vector<std::string>* rejected) {
+  return FindIn(build_id_chain_, {build_id, module_path}, rejected);
 }
 
 std::string FindSeparateDebugFile(const std::string& binary_path, const std::string& build_id,
                                   DebugFileSearch* search) {
-  if (std::string by_id = FindDebugFileByBuildId(build_id, search); !by_id.empty()) return by_id;
+  DebugFileLocator locator({search->debug_dirs, {}});
+  return locator.FindSeparateDebugFile(binary_path, build_id, &search->rejected);
+}
 
-  std::string link;
-  uint32_t crc = 0;
-  {
-    auto file = ElfFile::Open(binary_path);
-    if (!file.ok()) return {};
-    std::string_view raw = SectionBytes((*file)->elf(), ".gnu_debuglink");
-    size_t end = raw.find('\0');
-    if (end != std::string_view::npos && end > 0) {
-      link = std::string(raw.substr(0, end));
-      size_t crc_at = (end + 4) & ~size_t{3};
-      if (crc_at + 4 <= raw.size()) std::memcpy(&crc, raw.data() + crc_at, 4);
-    }
-  }
-  const std::string dir = DirName(binary_path);
-  if (!link.empty() && link.find('/') == std::string::npos) {
-    char real[PATH_MAX];
-    std::string real_dir = realpath(binary_path.c_str(), real) ? DirName(real) : dir;
-    std::vector<std::string> candidates = {dir + "/" + link, dir + "/.debug/" + link};
-    for (const std::string& d : Dirs(*search)) candidates.push_back(d + real_dir + "/" + link);
-    for (const std::string& c : candidates) {
-      if (!IsFile(c)) continue;
-      // The debuglink may name the binary itself (a file with the same name in the same
-      // directory): skip it, it is not a separate debug file.
-      char a[PATH_MAX], b[PATH_MAX];
-      if (realpath(c.c_str(), a) && realpath(binary_path.c_str(), b) && std::strcmp(a, b) == 0) {
-        continue;
-      }
-      if (Crc32Matches(c, crc)) return c;
-      search->rejected.push_back(c + " (.gnu_debuglink CRC mismatch)");
-    }
-  }
-  const std::string beside = binary_path + ".debug";
-  if (IsFile(beside) && BuildIdMatches(beside, build_id, search)) return beside;
-  return {};
+std::string FindDebugFileByBuildId(const std::string& build_id, DebugFileSearch* search) {
+  return BuildIdDirSource(search->debug_dirs).Find({build_id, {}}, &search->rejected);
 }
 
 }  // namespace hangwatch::symbols

@@ -1,7 +1,6 @@
 // OfflineSymbolizer: debug file resolution, cache, cold and full index paths.
 #include "symbols/offline_symbolizer.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,11 +15,6 @@
 
 namespace hangwatch::symbols {
 namespace {
-
-bool IsDir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 void MakeDirs(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {
@@ -72,7 +66,7 @@ std::string CacheFileFor(const std::string& cache_dir, const std::string& build_
 }
 
 OfflineSymbolizer::OfflineSymbolizer(OfflineSymbolizerOptions options)
-    : options_(std::move(options)) {
+    : options_(std::move(options)), locator_({options_.debug_dirs, options_.search_paths}) {
   if (options_.cache_dir.empty()) options_.cache_dir = DefaultCacheDir();
 }
 
@@ -84,11 +78,9 @@ absl::StatusOr<OfflineSymbolizer::Source> OfflineSymbolizer::Resolve(const std::
   Source s;
   s.symbols_path = path;
   s.build_id = ReadBuildId((*file)->elf());
-  DebugFileSearch search;
-  search.debug_dirs = options_.debug_dirs;
-  s.debug_path = FindSeparateDebugFile(path, s.build_id, &search);
-  for (const std::string& r : search.rejected) warnings_.push_back("ignored debug file " + r);
-  if (s.debug_path.empty() && HasDwarf(path)) s.debug_path = path;
+  std::vector<std::string> rejected;
+  s.debug_path = locator_.FindDwarf(path, s.build_id, &rejected);
+  for (const std::string& r : rejected) warnings_.push_back("ignored debug file " + r);
   return s;
 }
 
@@ -150,35 +142,6 @@ absl::Status OfflineSymbolizer::SymbolizeFile(const std::string& path,
   return absl::OkStatus();
 }
 
-std::string OfflineSymbolizer::FindByBuildId(const std::string& build_id) {
-  if (!scanned_) {
-    scanned_ = true;
-    auto consider = [&](const std::string& p) {
-      auto f = ElfFile::Open(p);
-      if (!f.ok()) return;
-      std::string id = ReadBuildId((*f)->elf());
-      // Prefer a file with DWARF over one without for the same build-id.
-      if (!id.empty() && (by_build_id_.count(id) == 0 || HasDwarf(p))) by_build_id_[id] = p;
-    };
-    for (const std::string& p : options_.search_paths) {
-      if (!IsDir(p)) {
-        consider(p);
-        continue;
-      }
-      if (DIR* d = opendir(p.c_str())) {
-        while (dirent* e = readdir(d)) {
-          if (e->d_name[0] != '.') consider(p + "/" + e->d_name);
-        }
-        closedir(d);
-      }
-    }
-  }
-  if (auto it = by_build_id_.find(build_id); it != by_build_id_.end()) return it->second;
-  DebugFileSearch search;
-  search.debug_dirs = options_.debug_dirs;
-  return FindDebugFileByBuildId(build_id, &search);
-}
-
 absl::Status OfflineSymbolizer::SymbolizeBuildId(const std::string& build_id,
                                                  const std::string& module_path,
                                                  std::span<const uint64_t> addresses,
@@ -199,13 +162,10 @@ absl::Status OfflineSymbolizer::SymbolizeBuildId(const std::string& build_id,
     for (size_t i = 0; i < addresses.size(); ++i) it->second->Lookup(addresses[i], &(*out)[i]);
     return absl::OkStatus();
   }
-  std::string path;
-  if (!module_path.empty()) {
-    if (auto f = ElfFile::Open(module_path); f.ok() && ReadBuildId((*f)->elf()) == build_id) {
-      path = module_path;
-    }
-  }
-  if (path.empty()) path = FindByBuildId(build_id);
+  // The file itself is then resolved by path (its debug file, or its own DWARF); what this
+  // lookup rejected on the way is not worth a warning.
+  std::vector<std::string> rejected;
+  const std::string path = locator_.FindByBuildId(build_id, module_path, &rejected);
   if (path.empty()) {
     FillUnknown(addresses.size(), out);
     return absl::NotFoundError(absl::StrCat("no binary or debug file with build-id ", build_id,

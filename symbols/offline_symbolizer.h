@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "symbols/debug_file_locator.h"
 #include "symbols/symbol_index.h"
 
 namespace hangwatch::symbols {
@@ -76,13 +77,11 @@ class OfflineSymbolizer {
   absl::StatusOr<Source> Resolve(const std::string& path);
   absl::StatusOr<const SymbolIndex*> IndexFor(const Source& source,
                                               std::span<const uint64_t> addresses);
-  std::string FindByBuildId(const std::string& build_id);
 
   OfflineSymbolizerOptions options_;
+  DebugFileLocator locator_;                                  // debug_dirs and search_paths
   std::map<std::string, std::unique_ptr<SymbolIndex>> full_;  // by build-id or path
   std::vector<std::unique_ptr<SymbolIndex>> partial_;         // answers for cold lookups
-  std::map<std::string, std::string> by_build_id_;            // search_paths, scanned lazily
-  bool scanned_ = false;
   std::vector<std::string> warnings_;
 };
 

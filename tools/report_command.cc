@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tools/command.h"
+#include "tools/debug_file_flags.h"
 #include "tools/report_formats.h"
 #include "tools/report_reader.h"
 #include "tools/report_symbolize.h"
@@ -95,10 +96,8 @@ int Run(int argc, char** argv) {
       if (v.empty() || *end != '\0' || errno != 0 || hang < 0) {
         return Fail("--hang wants a hang index (0, 1, ...), not '" + v + "'");
       }
-    } else if (value("--search")) {
-      options.symbolizer.search_paths.push_back(v);
-    } else if (value("--debug-dir")) {
-      options.symbolizer.debug_dirs.push_back(v);
+    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag,
+                                  &options.symbolizer)) {
     } else if (value("--cache-dir")) {
       options.symbolizer.cache_dir = v;
     } else if (a == "--no-cache") {

@@ -1,71 +1,64 @@
 #include "tools/report_symbolize.h"
 
-#include <unistd.h>
-
-#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
 #include <utility>
 
+#include "symbols/batch_symbolizer.h"
 #include "tools/report_frames.h"
 
 namespace hangwatch::tools {
 namespace {
 
-// The address to look up: the interrupted instruction itself for frame 0, the call
-// instruction (return address - 1) for the others.
-uint64_t LookupAddress(const Frame& f, size_t index) {
-  return index == 0 || f.offset == 0 ? f.offset : f.offset - 1;
-}
-
 using ModuleKey = std::pair<std::string, std::string>;  // build-id, path
+
+bool Symbolizable(const Frame& f) { return !f.module.empty() && f.module[0] == '/'; }
 
 }  // namespace
 
 void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
                      std::vector<std::string>* warnings) {
-  // Every (module, address) once.
-  std::map<ModuleKey, std::set<uint64_t>> wanted;
+  // The modules in (build-id, path) order, which is the order their batches run in.
+  std::map<ModuleKey, size_t> ids;
+  for (const HangRecord& h : report->hangs) {
+    for (const Stack& s : h.stacks) {
+      for (const Frame& f : s.frames) {
+        if (Symbolizable(f)) ids.emplace(ModuleKey{f.build_id, f.module}, 0);  // not [vdso]
+      }
+    }
+  }
+  if (ids.empty()) return;
+
+  symbols::BatchSymbolizer batch({options.symbolizer, /*by_build_id=*/true});
+  std::vector<const ModuleKey*> keys;
+  for (auto& [key, id] : ids) {
+    id = batch.AddModule(key.first, key.second);
+    keys.push_back(&key);
+  }
   for (const HangRecord& h : report->hangs) {
     for (const Stack& s : h.stacks) {
       for (size_t i = 0; i < s.frames.size(); ++i) {
         const Frame& f = s.frames[i];
-        if (f.module.empty() || f.module[0] != '/') continue;  // [vdso], unknown
-        wanted[{f.build_id, f.module}].insert(LookupAddress(f, i));
+        if (Symbolizable(f)) batch.AddFrame(ids.at({f.build_id, f.module}), f.offset, i);
       }
     }
   }
-  if (wanted.empty()) return;
 
-  symbols::OfflineSymbolizer symbolizer(options.symbolizer);
-  std::map<std::pair<ModuleKey, uint64_t>, symbols::SymbolizedAddress> answers;
-  size_t done = 0;
   std::set<std::string> said;
-  for (const auto& [key, addrs] : wanted) {
-    if (options.progress) {
-      std::fprintf(stderr, "\rhangwatch report: symbolizing %zu/%zu %-40.40s", ++done,
-                   wanted.size(), BaseName(key.second).c_str());
-      std::fflush(stderr);
-    }
-    const std::vector<uint64_t> list(addrs.begin(), addrs.end());
-    std::vector<symbols::SymbolizedAddress> out;
-    const absl::Status status =
-        key.first.empty() ? symbolizer.SymbolizeFile(key.second, list, &out)
-                          : symbolizer.SymbolizeBuildId(key.first, key.second, list, &out);
-    if (!status.ok()) {
-      const std::string w = std::string(status.message());
-      if (said.insert(w).second) warnings->push_back(w);
-      continue;
-    }
-    for (size_t i = 0; i < list.size() && i < out.size(); ++i) {
-      answers[{key, list[i]}] = std::move(out[i]);
-    }
-  }
-  if (options.progress) std::fprintf(stderr, "\r%80s\r", "");
-  for (const std::string& w : symbolizer.warnings()) {
+  auto warn = [&](const std::string& w) {
     if (said.insert(w).second) warnings->push_back(w);
-  }
+  };
+  batch.Run(
+      [&](size_t done, size_t total, size_t module) {
+        if (!options.progress) return;
+        std::fprintf(stderr, "\rhangwatch report: symbolizing %zu/%zu %-40.40s", done, total,
+                     BaseName(keys[module]->second).c_str());
+        std::fflush(stderr);
+      },
+      [&](size_t, const absl::Status& status) { warn(std::string(status.message())); });
+  if (options.progress) std::fprintf(stderr, "\r%80s\r", "");
+  for (const std::string& w : batch.warnings()) warn(w);
 
   for (HangRecord& h : report->hangs) {
     for (Stack& s : h.stacks) {
@@ -73,14 +66,15 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
       frames.reserve(s.frames.size());
       for (size_t i = 0; i < s.frames.size(); ++i) {
         const Frame& f = s.frames[i];
-        auto it = answers.find({{f.build_id, f.module}, LookupAddress(f, i)});
-        const bool known = it != answers.end() && !it->second.frames.empty() &&
-                           !it->second.frames.back().function.empty();
+        const symbols::SymbolizedAddress* answer =
+            Symbolizable(f) ? batch.Answer(ids.at({f.build_id, f.module}), f.offset, i) : nullptr;
+        const bool known =
+            answer != nullptr && !answer->frames.empty() && !answer->frames.back().function.empty();
         if (!known) {
           frames.push_back(f);
           continue;
         }
-        for (const symbols::SourceFrame& sf : it->second.frames) {
+        for (const symbols::SourceFrame& sf : answer->frames) {
           Frame g = f;
           if (!sf.function.empty()) g.symbol = std::string(sf.function);
           g.file = std::string(sf.file);

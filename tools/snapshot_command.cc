@@ -3,17 +3,16 @@
 // eu-stack or gdb's `thread apply all bt`.
 //
 // The target is stopped only while registers and stack slices are copied
-// (unwind/ptrace_capture.h); unwinding (frame pointers, then DWARF CFI where the frame-pointer
-// chain falls short) and symbolization (symbols/offline_symbolizer.h) happen after every thread
-// runs again.
+// (unwind/ptrace_capture.h); unwinding (tools/snapshot_unwind.h: frame pointers, then DWARF CFI
+// where the frame-pointer chain falls short) and symbolization (tools/snapshot_output.h,
+// symbols/batch_symbolizer.h) happen after every thread runs again. This file: the options,
+// the phases in order and their timings.
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -24,12 +23,11 @@
 #include <string_view>
 #include <vector>
 
-#include "nlohmann/json.hpp"
+#include "symbols/batch_symbolizer.h"
 #include "symbols/module_map.h"
-#include "symbols/offline_symbolizer.h"
 #include "symbols/process_modules.h"
-#include "symbols/symbol_index.h"
 #include "tools/command.h"
+#include "tools/snapshot_output.h"
 #include "tools/snapshot_unwind.h"
 #include "unwind/ptrace_capture.h"
 
@@ -204,194 +202,6 @@ int ReportCaptureError(const unwind::PtraceSnapshot& snap) {
   return kExitUsage;
 }
 
-const char* StateName(char s) {
-  switch (s) {
-    case 'R':
-      return "running";
-    case 'S':
-      return "sleeping";
-    case 'D':
-      return "uninterruptible";
-    case 'T':
-      return "stopped";
-    case 't':
-      return "tracing stop";
-    case 'Z':
-      return "zombie";
-    case 'X':
-      return "dead";
-    case 'I':
-      return "idle";
-    case 'P':
-      return "parked";
-    default:
-      return "unknown";
-  }
-}
-
-// "0x" and lowercase hex digits, no leading zeros (printf's "0x%" PRIx64), into `buf` (18
-// bytes); returns the text. By hand: ~1000 of them per snapshot, and vfprintf was a
-// visible share of the output's time.
-std::string_view HexTo(uint64_t v, char* buf) {
-  char* end = buf + 18;
-  char* p = end;
-  do {
-    *--p = "0123456789abcdef"[v & 15];
-    v >>= 4;
-  } while (v != 0);
-  *--p = 'x';
-  *--p = '0';
-  return std::string_view(p, static_cast<size_t>(end - p));
-}
-
-std::string Hex(uint64_t v) {
-  char buf[18];
-  return std::string(HexTo(v, buf));
-}
-
-std::string_view BaseNameView(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-// Appends `s` padded with spaces to `width` (printf's %-Ns when `left`, else %Ns).
-void AppendPadded(std::string* out, std::string_view s, size_t width, bool left) {
-  if (!left && s.size() < width) out->append(width - s.size(), ' ');
-  out->append(s);
-  if (left && s.size() < width) out->append(width - s.size(), ' ');
-}
-
-// One symbolized frame (inlined frames of an address are separate entries, innermost first).
-// The strings point into the symbol indexes (Symbols below keeps them alive).
-struct OutFrame {
-  uint64_t addr = 0;
-  const symbols::Module* module = nullptr;
-  uint64_t offset = 0;
-  std::string_view symbol;
-  std::string_view file;
-  int line = 0;
-  bool inlined = false;     // inlined into the next entry (same address)
-  const char* method = "";  // how the unwinder found it: pc, fp, cfi, lr
-};
-
-struct OutThread {
-  const unwind::PtraceThread* thread = nullptr;
-  UnwoundStack stack;
-  std::vector<OutFrame> frames;
-};
-
-// The symbolizer and its answers, which the output's frames point into.
-struct Symbols {
-  std::unique_ptr<symbols::OfflineSymbolizer> symbolizer;
-  std::vector<std::vector<symbols::SymbolizedAddress>> answers;  // per module with lookups
-};
-
-// Symbolizes every frame address, one batch per module (each address looked up once).
-void Symbolize(const symbols::ProcessModules& modules, const Options& o,
-               std::vector<OutThread>* threads, std::vector<std::string>* notes, Symbols* kept) {
-  const symbols::ModuleMap& map = *modules.map;
-  const symbols::Module* first_module = map.modules().data();
-  // Every frame once: (module index, lookup address), in frame order.
-  struct Lookup {
-    size_t module = 0;
-    uint64_t addr = 0;
-  };
-  std::vector<Lookup> lookups;
-  std::vector<symbols::ModuleAddress> where;
-  for (const OutThread& t : *threads) {
-    for (size_t i = 0; i < t.stack.frames.size(); ++i) {
-      symbols::ModuleAddress m = map.Find(t.stack.frames[i]);
-      where.push_back(m);
-      if (m.module == nullptr) continue;
-      // Return addresses point after the call: look up the call instruction (offset - 1).
-      lookups.push_back({static_cast<size_t>(m.module - first_module),
-                         i == 0 || m.offset == 0 ? m.offset : m.offset - 1});
-    }
-  }
-  std::vector<Lookup> wanted = lookups;
-  std::sort(wanted.begin(), wanted.end(), [](const Lookup& x, const Lookup& y) {
-    return x.module != y.module ? x.module < y.module : x.addr < y.addr;
-  });
-  wanted.erase(std::unique(wanted.begin(), wanted.end(),
-                           [](const Lookup& x, const Lookup& y) {
-                             return x.module == y.module && x.addr == y.addr;
-                           }),
-               wanted.end());
-  // wanted[k] is answered by answers[batch_of[k]][index_in_batch[k]] (none when no symbols).
-  std::vector<const symbols::SymbolizedAddress*> answer_of(wanted.size(), nullptr);
-  if (o.symbols) {
-    symbols::OfflineSymbolizerOptions options;
-    // A whole index per module, cached by build-id: the first snapshot pays for reading the
-    // DWARF once, later ones (the usual "is it still stuck there?") map the cached index.
-    if (o.index) options.cold_limit = 0;
-    kept->symbolizer = std::make_unique<symbols::OfflineSymbolizer>(options);
-    kept->answers.reserve(map.modules().size());
-    for (size_t begin = 0, end = 0; begin < wanted.size(); begin = end) {
-      const size_t index = wanted[begin].module;
-      for (end = begin; end < wanted.size() && wanted[end].module == index;) ++end;
-      const std::string& path = modules.open_paths[index];
-      if (path.empty()) continue;
-      const std::string& build_id = map.modules()[index].build_id;
-      std::vector<uint64_t> addrs;
-      addrs.reserve(end - begin);
-      for (size_t k = begin; k < end; ++k) addrs.push_back(wanted[k].addr);
-      std::vector<symbols::SymbolizedAddress>& out = kept->answers.emplace_back();
-      // By build-id when indexing: a warm cache answers without opening the module or looking
-      // for its debug file; a cold one falls back to the file (which then gets indexed).
-      absl::Status status = o.index && !build_id.empty()
-                                ? kept->symbolizer->SymbolizeBuildId(build_id, path, addrs, &out)
-                                : kept->symbolizer->SymbolizeFile(path, addrs, &out);
-      if (!status.ok()) {
-        notes->push_back(map.modules()[index].path + ": no symbols (" +
-                         std::string(status.message()) + ")");
-        continue;
-      }
-      for (size_t k = begin; k < end && k - begin < out.size(); ++k) {
-        answer_of[k] = &out[k - begin];
-      }
-    }
-    for (const std::string& w : kept->symbolizer->warnings()) notes->push_back(w);
-  }
-  size_t at = 0;     // into where
-  size_t found = 0;  // into lookups
-  for (OutThread& t : *threads) {
-    t.frames.reserve(t.stack.frames.size());
-    for (size_t i = 0; i < t.stack.frames.size(); ++i) {
-      OutFrame f;
-      f.addr = t.stack.frames[i];
-      if (i < t.stack.methods.size()) f.method = t.stack.methods[i];
-      f.offset = f.addr;
-      const symbols::ModuleAddress m = where[at++];
-      const symbols::SymbolizedAddress* answer = nullptr;
-      if (m.module != nullptr) {
-        f.module = m.module;
-        f.offset = m.offset;
-        const Lookup& l = lookups[found++];
-        auto it =
-            std::lower_bound(wanted.begin(), wanted.end(), l, [](const Lookup& x, const Lookup& y) {
-              return x.module != y.module ? x.module < y.module : x.addr < y.addr;
-            });
-        answer = answer_of[static_cast<size_t>(it - wanted.begin())];
-      }
-      if (answer == nullptr || answer->frames.empty()) {
-        t.frames.push_back(f);
-        continue;
-      }
-      for (size_t e = 0; e < answer->frames.size(); ++e) {
-        const symbols::SourceFrame& sf = answer->frames[e];
-        OutFrame g = f;
-        g.symbol = sf.function;
-        if (!sf.file.empty() && sf.line > 0) {
-          g.file = sf.file;
-          g.line = static_cast<int>(sf.line);
-        }
-        g.inlined = e + 1 < answer->frames.size();
-        t.frames.push_back(g);
-      }
-    }
-  }
-}
-
 std::string ReadExe(pid_t pid) {
   char path[64];
   char buf[4096];
@@ -400,8 +210,6 @@ std::string ReadExe(pid_t pid) {
   if (n <= 0) return "";
   return std::string(buf, static_cast<size_t>(n));
 }
-
-double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 std::string ThreadNote(const unwind::PtraceThread& t) {
   char buf[256];
@@ -426,147 +234,6 @@ std::string ThreadNote(const unwind::PtraceThread& t) {
       return "";
   }
   return buf;
-}
-
-void PrintText(const Options& o, const unwind::PtraceSnapshot& snap, const std::string& exe,
-               const std::vector<OutThread>& threads, const std::vector<std::string>& notes,
-               uint64_t total_ns) {
-  // Nothing was written to stdout yet: a buffer that holds a typical snapshot means one
-  // write(2) instead of one per 4 KiB.
-  static char buffer[1 << 16];
-  std::setvbuf(stdout, buffer, _IOFBF, sizeof(buffer));
-  std::printf("process %d %s: %zu threads\n", snap.pid, exe.empty() ? "?" : exe.c_str(),
-              threads.size());
-  if (o.stop_all) {
-    std::printf(
-        "stopped for %.3f ms (all threads stopped %.3f ms after the first interrupt); "
-        "snapshot total %.3f ms\n",
-        Ms(snap.stopped_ns), Ms(snap.stop_latency_ns), Ms(total_ns));
-  } else {
-    std::printf(
-        "threads stopped one at a time, each for at most %.3f ms, over %.3f ms; "
-        "snapshot total %.3f ms\n",
-        Ms(snap.max_thread_pause_ns), Ms(snap.stopped_ns), Ms(total_ns));
-  }
-  for (const OutThread& ot : threads) {
-    const unwind::PtraceThread& t = *ot.thread;
-    std::printf("\nthread %d \"%s\" %c (%s) cpu %.3f ms", t.tid, t.name.c_str(), t.state,
-                StateName(t.state), Ms(t.cpu_ns));
-    if (t.regs.pc != 0) {
-      std::printf("  pc %s sp %s fp %s", Hex(t.regs.pc).c_str(), Hex(t.regs.sp).c_str(),
-                  Hex(t.regs.fp).c_str());
-#if defined(__aarch64__)
-      std::printf(" lr %s", Hex(t.regs.lr).c_str());
-#endif
-    }
-    if (t.status != unwind::PtraceThreadStatus::kCaptured) {
-      std::printf("  [%s]", unwind::PtraceThreadStatusName(t.status));
-    }
-    std::printf("  unwind %s%s\n", SnapshotUnwindMethodName(ot.stack.method),
-                ot.stack.truncated ? " (truncated)" : "");
-    // One fwrite per frame line (what four printf calls printed): hundreds of lines per
-    // snapshot, and formatting them was a measurable share of the whole command.
-    size_t n = 0;
-    std::string line;
-    for (size_t i = 0; i < ot.frames.size(); ++i) {
-      const OutFrame& f = ot.frames[i];
-      line.assign("  #");
-      AppendPadded(&line, std::to_string(n), 3, /*left=*/true);
-      line += ' ';
-      char hex[18];
-      AppendPadded(&line, HexTo(f.addr, hex), 18, /*left=*/false);
-      line += "  ";
-      line += f.symbol.empty() || f.symbol == "??" ? std::string_view("??") : f.symbol;
-      if (!f.file.empty()) {
-        line += "  ";
-        line += f.file;
-        line += ':';
-        line += std::to_string(f.line);
-      }
-      if (f.inlined) {
-        line += "  (inlined)";
-      } else if (f.module != nullptr) {
-        line += "  (";
-        line += BaseNameView(f.module->path);
-        line += '+';
-        line += HexTo(f.offset, hex);
-        line += ')';
-      }
-      line += '\n';
-      std::fwrite(line.data(), 1, line.size(), stdout);
-      if (!f.inlined) ++n;
-    }
-  }
-  std::fflush(stdout);  // the stacks before the notes, also on a terminal
-  for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
-}
-
-void PrintJson(const Options& o, const unwind::PtraceSnapshot& snap, const std::string& exe,
-               const symbols::ProcessModules& modules, const std::vector<OutThread>& threads,
-               const std::vector<std::string>& notes, uint64_t total_ns) {
-  using Json = nlohmann::ordered_json;
-  Json root;
-  root["type"] = "snapshot";
-  root["format_version"] = 1;
-  root["pid"] = snap.pid;
-  root["process"] = exe;
-  root["unix_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-  root["stopped_us"] = snap.stopped_ns / 1000;
-  root["stop_latency_us"] = snap.stop_latency_ns / 1000;
-  root["max_thread_pause_us"] = snap.max_thread_pause_ns / 1000;
-  root["stop"] = o.stop_all ? "all" : "per_thread";
-  root["total_us"] = total_ns / 1000;
-  Json jthreads = Json::array();
-  std::vector<bool> used(modules.map->modules().size(), false);
-  for (const OutThread& ot : threads) {
-    const unwind::PtraceThread& t = *ot.thread;
-    Json jt;
-    jt["tid"] = t.tid;
-    jt["name"] = t.name;
-    jt["state"] = std::string(1, t.state);
-    jt["status"] = unwind::PtraceThreadStatusName(t.status);
-    jt["cpu_us"] = t.cpu_ns / 1000;
-    jt["paused_us"] = t.paused_ns / 1000;
-    jt["registers"] = {{"pc", Hex(t.regs.pc)}, {"sp", Hex(t.regs.sp)}, {"fp", Hex(t.regs.fp)}};
-#if defined(__aarch64__)
-    jt["registers"]["lr"] = Hex(t.regs.lr);
-#endif
-    jt["unwind"] = SnapshotUnwindMethodName(ot.stack.method);
-    jt["truncated"] = ot.stack.truncated;
-    Json jframes = Json::array();
-    for (const OutFrame& f : ot.frames) {
-      Json jf;
-      jf["addr"] = Hex(f.addr);
-      jf["module"] = f.module != nullptr ? f.module->path : "";
-      jf["build_id"] = f.module != nullptr ? f.module->build_id : "";
-      jf["offset"] = Hex(f.offset);
-      if (!f.symbol.empty() && f.symbol != "??") jf["symbol"] = std::string(f.symbol);
-      if (!f.file.empty()) {
-        jf["file"] = std::string(f.file);
-        jf["line"] = f.line;
-      }
-      if (f.inlined) jf["inlined"] = true;
-      if (f.method[0] != '\0') jf["method"] = f.method;
-      if (f.module != nullptr)
-        used[static_cast<size_t>(f.module - modules.map->modules().data())] = true;
-      jframes.push_back(std::move(jf));
-    }
-    jt["frames"] = std::move(jframes);
-    jthreads.push_back(std::move(jt));
-  }
-  root["threads"] = std::move(jthreads);
-  Json jmodules = Json::array();
-  for (size_t i = 0; i < used.size(); ++i) {
-    if (!used[i]) continue;
-    const symbols::Module& m = modules.map->modules()[i];
-    jmodules.push_back({{"path", m.path}, {"base", Hex(m.load_bias)}, {"build_id", m.build_id}});
-  }
-  root["modules"] = std::move(jmodules);
-  root["notes"] = notes;
-  std::string text = root.dump(-1, ' ', false, Json::error_handler_t::replace);
-  std::printf("%s\n", text.c_str());
 }
 
 uint64_t ClockNs(clockid_t clock) {
@@ -685,17 +352,24 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     notes.push_back(std::to_string(snap.omitted) + " threads over the limit were not captured");
   }
   timer.End("unwind");
-  Symbols kept;  // outlives the output, whose frames point into it
-  Symbolize(*modules, o, &threads, &notes, &kept);
+  symbols::BatchSymbolizerOptions symbolizer_options;
+  // A whole index per module, cached by build-id: the first snapshot pays for reading the
+  // DWARF once, later ones (the usual "is it still stuck there?") map the cached index. By
+  // build-id when indexing: a warm cache answers without opening the module or looking for
+  // its debug file; a cold one falls back to the file (which then gets indexed).
+  if (o.index) symbolizer_options.symbolizer.cold_limit = 0;
+  symbolizer_options.by_build_id = o.index;
+  symbols::BatchSymbolizer batch(std::move(symbolizer_options));  // outlives the output
+  SymbolizeSnapshot(*modules, o.symbols, &threads, &notes, &batch);
   unwind::ReleaseLateStoppers();
   timer.End("symbols");
 
   const uint64_t total_ns = NowNs() - start;
   if (o.json) {
-    PrintJson(o, snap, exe, *modules, threads, notes, total_ns);
+    PrintSnapshotJson(o.stop_all, snap, exe, *modules, threads, notes, total_ns);
     for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   } else {
-    PrintText(o, snap, exe, threads, notes, total_ns);
+    PrintSnapshotText(o.stop_all, snap, exe, threads, notes, total_ns);
   }
   // A full disk or a closed pipe loses the output: say so and fail.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "symbols/cfi_or_frame_pointers.h"
 #include "unwind/frame_walker.h"
 
 namespace hangwatch::tools {
@@ -46,53 +47,46 @@ UnwoundStack SnapshotUnwinder::Unwind(const unwind::PtraceThread& thread) {
   if (thread.regs.pc == 0) return result;
   const bool fp_known = thread.status == unwind::PtraceThreadStatus::kCaptured;
 
-  std::vector<uintptr_t> fp(max_frames_);
+  std::vector<uintptr_t> frames(max_frames_);
   unwind::WalkResult walk{};
   if (fp_known) {
-    walk = unwind::WalkFramePointers(thread.stack_view(), thread.regs, fp.data(), fp.size());
+    walk =
+        unwind::WalkFramePointers(thread.stack_view(), thread.regs, frames.data(), frames.size());
   } else {
-    fp[0] = thread.regs.pc;  // /proc gave pc and sp only: no frame-pointer chain to follow
+    frames[0] = thread.regs.pc;  // /proc gave pc and sp only: no frame-pointer chain to follow
     walk.num_frames = 1;
   }
-  fp.resize(walk.num_frames);
 
-  std::vector<uintptr_t> cfi;
-  std::vector<symbols::FrameMethod> methods;
-  bool cfi_truncated = false;
+  symbols::CfiUnwinder* cfi = nullptr;
+  std::vector<unwind::MemoryView> views;
+  std::vector<uintptr_t> scratch;
   if (use_cfi_) {
     Prepare();
-    if (cfi_ != nullptr) {
-      // This thread's copy first; then the other threads' (a pointer into another thread's
-      // stack is rare but legal). Nothing is read from the live process.
-      std::vector<unwind::MemoryView> views;
-      views.push_back(thread.stack_view());
-      for (const unwind::PtraceThread& t : snapshot_.threads) {
-        if (&t != &thread && !t.stack.empty()) views.push_back(t.stack_view());
-      }
-      symbols::UnwindStart start;
-      start.regs = thread.regs;
-      start.fp_known = fp_known;
-      cfi.resize(max_frames_);
-      methods.resize(max_frames_);
-      symbols::UnwindResult r = cfi_->Unwind(start, views, cfi.data(), methods.data(), cfi.size(),
-                                             symbols::CfiUnwinder::Mode::kHybrid);
-      cfi.resize(r.num_frames);
-      methods.resize(r.num_frames);
-      cfi_truncated = r.truncated;
+    cfi = cfi_.get();
+  }
+  if (cfi != nullptr) {
+    // This thread's copy first; then the other threads' (a pointer into another thread's
+    // stack is rare but legal). Nothing is read from the live process.
+    views.push_back(thread.stack_view());
+    for (const unwind::PtraceThread& t : snapshot_.threads) {
+      if (&t != &thread && !t.stack.empty()) views.push_back(t.stack_view());
     }
+    scratch.resize(max_frames_);
   }
+  symbols::UnwindStart start;
+  start.regs = thread.regs;
+  start.fp_known = fp_known;
+  std::vector<symbols::FrameMethod> methods(max_frames_);
+  const symbols::ChosenFrames chosen = symbols::UnwindCfiOrFramePointers(
+      cfi, start, views, frames.data(), walk.num_frames, walk.truncated, scratch.data(),
+      methods.data(), max_frames_);
 
-  if (!cfi.empty() && cfi.size() >= fp.size()) {
-    result.frames.assign(cfi.begin(), cfi.end());
-    for (symbols::FrameMethod m : methods) result.methods.push_back(symbols::FrameMethodName(m));
-    result.method = SnapshotUnwindMethod::kHybrid;
-    result.truncated = cfi_truncated;
-  } else {
-    result.frames.assign(fp.begin(), fp.end());
-    for (size_t i = 0; i < fp.size(); ++i) result.methods.push_back(i == 0 ? "pc" : "fp");
-    result.method = SnapshotUnwindMethod::kFramePointers;
-    result.truncated = walk.truncated;
+  result.frames.assign(frames.begin(), frames.begin() + static_cast<ptrdiff_t>(chosen.num_frames));
+  for (size_t i = 0; i < chosen.num_frames; ++i) {
+    result.methods.push_back(symbols::FrameMethodName(methods[i]));
   }
+  result.method = chosen.cfi ? SnapshotUnwindMethod::kHybrid : SnapshotUnwindMethod::kFramePointers;
+  result.truncated = chosen.truncated;
   return result;
 }
 

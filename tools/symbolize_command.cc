@@ -12,6 +12,7 @@
 #include "symbols/offline_symbolizer.h"
 #include "symbols/symbol_index.h"
 #include "tools/command.h"
+#include "tools/debug_file_flags.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -75,10 +76,9 @@ int Run(int argc, char** argv) {
       return 0;
     } else if (value("--obj", &obj) || value("--exe", &obj) || value("-e", &obj)) {
     } else if (value("--build-id", &build_id)) {
-    } else if (value("--debug-dir", &v) || value("--debug-file-directory", &v)) {
-      options.debug_dirs.push_back(v);
-    } else if (value("--search", &v)) {
-      options.search_paths.push_back(v);
+    } else if (ParseDebugFileFlag(argc, argv, &i,
+                                  kSearchFlag | kDebugDirFlag | kDebugFileDirectoryFlag,
+                                  &options)) {
     } else if (value("--cache-dir", &v)) {
       options.cache_dir = v;
     } else if (a == "--no-cache") {

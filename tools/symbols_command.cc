@@ -7,6 +7,7 @@
 
 #include "symbols/offline_symbolizer.h"
 #include "tools/command.h"
+#include "tools/debug_file_flags.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -38,9 +39,9 @@ int Run(int argc, char** argv) {
   std::vector<std::string> binaries;
   for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
-    if ((a == "--debug-dir" || a == "--cache-dir" || a == "--threads") && i + 1 < argc) {
+    if (ParseDebugFileFlag(argc, argv, &i, kDebugDirFlag, &options)) {
+    } else if ((a == "--cache-dir" || a == "--threads") && i + 1 < argc) {
       std::string v = argv[++i];
-      if (a == "--debug-dir") options.debug_dirs.push_back(v);
       if (a == "--cache-dir") options.cache_dir = v;
       if (a == "--threads") options.threads = std::atoi(v.c_str());
     } else if (a.size() > 1 && a[0] == '-') {
