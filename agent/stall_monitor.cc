@@ -15,18 +15,6 @@ uint32_t ToMs32(uint64_t ns) {
   return static_cast<uint32_t>(std::min<uint64_t>(ns / kNsPerMs, UINT32_MAX));
 }
 
-SampleMethod ToRecord(unwind::CaptureMethod m) {
-  switch (m) {
-    case unwind::CaptureMethod::kSignal:
-      return SampleMethod::kSignal;
-    case unwind::CaptureMethod::kProcBlocked:
-      return SampleMethod::kProc;
-    case unwind::CaptureMethod::kMachSuspend:
-      return SampleMethod::kMach;
-  }
-  return SampleMethod::kUnknown;
-}
-
 }  // namespace
 
 int MonitorStats::BucketFor(uint64_t duration_ns) {
@@ -290,7 +278,6 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
 }
 
 void StallMonitor::UnwindCapture() {
-  last_capture_method_ = buffer_.method;
   symbols::CfiUnwinder* cfi = buffer_.stack_size == 0 ? nullptr : cfi_;
   if (cfi != nullptr && !cfi->Refresh(/*force=*/false).ok()) {
     cfi = nullptr;  // keep the frame-pointer frames
@@ -298,7 +285,7 @@ void StallMonitor::UnwindCapture() {
   symbols::UnwindStart start;
   start.regs = buffer_.regs;
   // /proc gives pc and sp only.
-  start.fp_known = buffer_.method != unwind::CaptureMethod::kProcBlocked;
+  start.fp_known = buffer_.method != SampleMethod::kProc;
   const unwind::MemoryView view = buffer_.stack_view();
   // Into the buffers sized at construction: the frame-pointer frames stay in the capture
   // buffer until the CFI walk (in cfi_frames_) wins.
@@ -343,7 +330,7 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   const size_t n = ok ? std::min(buffer_.num_frames, buffer_.max_frames()) : 0;
   const uintptr_t leaf = n > 0 ? normalizer_->FunctionStart(buffer_.frames()[0]) : 0;
   hang_.AddSample(ToMs32(effective_ns), ok ? buffer_.frames() : nullptr, n, leaf, delta, state, ok,
-                  n <= num_methods_ ? methods_.get() : nullptr, ToRecord(buffer_.method));
+                  n <= num_methods_ ? methods_.get() : nullptr, buffer_.method);
   if (ok) {
     stats_->samples.fetch_add(1, std::memory_order_relaxed);
   } else {

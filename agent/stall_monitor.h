@@ -109,8 +109,6 @@ class StallMonitor {
   std::span<const symbols::FrameMethod> last_frame_methods() const {
     return {methods_.get(), num_methods_};
   }
-  // How the last successful sample was captured (signal, or /proc for a blocked thread).
-  unwind::CaptureMethod last_capture_method() const { return last_capture_method_; }
 
   bool in_hang() const { return declared_; }
   const HangData& open_hang() const { return hang_; }
@@ -148,7 +146,6 @@ class StallMonitor {
   std::unique_ptr<uintptr_t[]> cfi_frames_;  // max_frames each, allocated once
   std::unique_ptr<symbols::FrameMethod[]> methods_;
   size_t num_methods_ = 0;
-  unwind::CaptureMethod last_capture_method_ = unwind::CaptureMethod::kSignal;
 
   // Ticks.
   bool first_tick_ = true;

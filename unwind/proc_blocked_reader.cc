@@ -137,7 +137,7 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   out->cpu_time_ns = NowNs(target.cpu_clock);
   out->sched_state = state;
   out->pause_ns = 0;
-  out->method = CaptureMethod::kProcBlocked;
+  out->method = SampleMethod::kProc;
   return ProcReadStatus::kOk;
 }
 

@@ -35,7 +35,7 @@ enum class ProcReadStatus : uint8_t {
 };
 const char* ProcReadStatusName(ProcReadStatus s);
 
-// One read of a blocked thread into `out` (method = kProcBlocked, pause_ns = 0, sched_state
+// One read of a blocked thread into `out` (method = SampleMethod::kProc, pause_ns = 0, sched_state
 // from stat). Returns kOk only with a consistent copy.
 ProcReadStatus ReadBlockedThread(const ThreadInfo& target, CaptureBuffer* out);
 

@@ -222,7 +222,7 @@ CaptureStatus SignalSampler::Capture(const ThreadInfo& target, CaptureBuffer* ou
   out->cpu_time_ns = have_cpu ? static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000u +
                                     static_cast<uint64_t>(cpu.tv_nsec)
                               : 0;
-  out->method = CaptureMethod::kSignal;
+  out->method = SampleMethod::kSignal;
   channel_->Release();
   return CaptureStatus::kOk;
 }

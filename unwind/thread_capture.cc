@@ -76,7 +76,7 @@ void CaptureBuffer::Reset() {
   cpu_time_ns = 0;
   sched_state = '?';
   pause_ns = 0;
-  method = CaptureMethod::kSignal;
+  method = SampleMethod::kSignal;
 }
 
 }  // namespace hangwatch::unwind

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "hangwatch/hang_record.h"
 #include "unwind/memory_view.h"
 #include "unwind/registers.h"
 
@@ -42,9 +43,10 @@ enum class CaptureStatus : uint8_t {
 };
 const char* CaptureStatusName(CaptureStatus status);
 
-// How a sample was obtained (recorded per sample): the signal, /proc for a thread asleep in the
-// kernel (proc_blocked_reader.h), or a Mach thread suspension (unwind/mach/).
-enum class CaptureMethod : uint8_t { kSignal = 0, kProcBlocked, kMachSuspend };
+// How a sample was obtained (CaptureBuffer::method): the signal, /proc for a thread asleep in
+// the kernel (proc_blocked_reader.h), or a Mach thread suspension (unwind/mach/). The one enum of
+// the public record (hang_record.h), so that a capture's method is reported as it is.
+using ::hangwatch::SampleMethod;
 
 // Storage for one capture. Allocated once, up front, by whoever owns the sampling; a capture
 // only writes into it. Never reallocates.
@@ -76,7 +78,7 @@ class CaptureBuffer {
   uint64_t cpu_time_ns = 0;   // the thread's total CPU time, read right after the capture
   char sched_state = '?';     // R, S, D, T, t, Z, ... from /proc/self/task/TID/stat
   uint64_t pause_ns = 0;      // time the target spent in the handler / suspended
-  CaptureMethod method = CaptureMethod::kSignal;
+  SampleMethod method = SampleMethod::kSignal;
 
  private:
   size_t max_frames_;

@@ -33,7 +33,7 @@ Unwound UnwindCapture(symbols::CfiUnwinder& unwinder, const unwind::CaptureBuffe
                       symbols::CfiUnwinder::Mode mode) {
   symbols::UnwindStart start;
   start.regs = capture.regs;
-  start.fp_known = capture.method != unwind::CaptureMethod::kProcBlocked;
+  start.fp_known = capture.method != SampleMethod::kProc;
   const unwind::MemoryView view = capture.stack_view();
   constexpr size_t kMax = 256;
   uintptr_t frames[kMax];

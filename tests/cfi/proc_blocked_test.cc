@@ -33,7 +33,7 @@ using hangwatch::testing::HasChain;
 using hangwatch::testing::UnwindCapture;
 using hangwatch::testing::Unwound;
 using hangwatch::unwind::CaptureBuffer;
-using hangwatch::unwind::CaptureMethod;
+using hangwatch::SampleMethod;
 using hangwatch::unwind::CaptureStatus;
 using hangwatch::unwind::ProcFirstSampler;
 using hangwatch::unwind::ProcReadStatus;
@@ -221,7 +221,7 @@ TEST_P(ProcBlockedTest, ReadThroughProcShowsTheWholeChain) {
   s.WaitSleeping();
   CaptureBuffer capture(256, 64 * 1024);
   ASSERT_EQ(ReadBlockedThread(s.info, &capture), ProcReadStatus::kOk);
-  EXPECT_EQ(capture.method, CaptureMethod::kProcBlocked);
+  EXPECT_EQ(capture.method, SampleMethod::kProc);
   EXPECT_EQ(capture.pause_ns, 0u);
   EXPECT_TRUE(capture.sched_state == 'S' || capture.sched_state == 'D');
   EXPECT_GT(capture.stack_size, 0u);

@@ -139,7 +139,7 @@ uint64_t MachSampler::NsToTicks(uint64_t ns) const {
 CaptureStatus MachSampler::Capture(const ThreadInfo& target, CaptureBuffer* out) {
   if (out == nullptr) return CaptureStatus::kError;
   out->Reset();
-  out->method = CaptureMethod::kMachSuspend;
+  out->method = SampleMethod::kMach;
   if (target.handle == pthread_t{}) {
     return CaptureStatus::kError;  // never registered
   }
