@@ -38,6 +38,21 @@ file(GLOB HANGWATCH_APPLE_AGENT_SOURCES RELATIVE ${_hangwatch_root}
 list(REMOVE_ITEM HANGWATCH_APPLE_AGENT_SOURCES ${HANGWATCH_LINUX_ONLY_AGENT_SOURCES})
 list(SORT HANGWATCH_APPLE_AGENT_SOURCES)
 
+# hangwatch_folder_sources(<var> <folder>): the sources of the library built from <folder>
+# ("unwind", "symbols", "agent"): on Apple platforms its list above; elsewhere every .cc at the
+# folder's top level and in its internal/ subfolder.
+function(hangwatch_folder_sources var folder)
+  string(TOUPPER ${folder} name)
+  if(APPLE)
+    list(TRANSFORM HANGWATCH_APPLE_${name}_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/
+         OUTPUT_VARIABLE sources)
+  else()
+    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.cc
+         ${PROJECT_SOURCE_DIR}/${folder}/internal/*.cc)
+  endif()
+  set(${var} ${sources} PARENT_SCOPE)
+endfunction()
+
 # `cmake -DLIST=UNWIND -P cmake/apple_sources.cmake` prints one list, a path per line.
 if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE AND DEFINED LIST)
   foreach(source ${HANGWATCH_APPLE_${LIST}_SOURCES})
