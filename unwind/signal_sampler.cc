@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "unwind/frame_walker.h"
-#include "unwind/signal_channel.h"
 #include "unwind/internal/task_file.h"
+#include "unwind/signal_channel.h"
 
 namespace hangwatch::unwind {
 

@@ -41,9 +41,7 @@ class MachEnv final : public WatchdogEnv {
  public:
   uint64_t MonotonicNs() override { return ClockNs(CLOCK_UPTIME_RAW); }
   uint64_t BoottimeNs() override { return ClockNs(CLOCK_MONOTONIC_RAW); }
-  int64_t UnixMs() override {
-    return static_cast<int64_t>(ClockNs(CLOCK_REALTIME) / 1'000'000u);
-  }
+  int64_t UnixMs() override { return static_cast<int64_t>(ClockNs(CLOCK_REALTIME) / 1'000'000u); }
   bool ThreadCpuNs(const unwind::ThreadInfo& thread, uint64_t* out) override {
     thread_basic_info_data_t info{};
     if (!BasicInfo(thread, &info)) return false;

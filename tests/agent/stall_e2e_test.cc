@@ -252,8 +252,9 @@ TEST_F(StallE2eTest, ExpensivePartThatEndedBeforeTheThresholdIsNamed) {
     const uint64_t pass_start = MonoNs();
     WorkScope pass;
     ExpensivePart(&done);  // 0..80 ms
-    part_ended_ms = (MonoNs() - pass_start) / 1'000'000 + 1;  // +1: the record rounds to ms
-    CheapTail();           // 80..120 ms; the hang is declared at 100 ms
+    // +1: the record rounds to whole milliseconds.
+    part_ended_ms = (MonoNs() - pass_start) / 1'000'000 + 1;
+    CheapTail();  // 80..120 ms; the hang is declared at 100 ms
   }
   timer.join();
   ASSERT_TRUE(collector.WaitFor(1));

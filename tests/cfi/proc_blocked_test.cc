@@ -27,13 +27,13 @@
 #include "unwind/proc_blocked_reader.h"
 #include "unwind/signal_sampler.h"
 
+using hangwatch::SampleMethod;
 using hangwatch::symbols::CfiUnwinder;
 using hangwatch::testing::EuStackPcs;
 using hangwatch::testing::HasChain;
 using hangwatch::testing::UnwindCapture;
 using hangwatch::testing::Unwound;
 using hangwatch::unwind::CaptureBuffer;
-using hangwatch::SampleMethod;
 using hangwatch::unwind::CaptureStatus;
 using hangwatch::unwind::ProcFirstSampler;
 using hangwatch::unwind::ProcReadStatus;
