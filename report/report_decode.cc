@@ -4,6 +4,7 @@
 #include "report/report_decode.h"
 
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -68,6 +69,25 @@ struct Fields {
     }
     auto [end, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), *out, 16);
     if (ec != std::errc() || end != s.data() + s.size()) return Fail(name, "a \"0x...\" string");
+    return true;
+  }
+  // A number (integer or not), e.g. a figure in milliseconds.
+  bool Number(const char* name, double* out, bool optional = false) {
+    auto it = j.find(name);
+    if (it == j.end()) return optional || Fail(name, "a number");
+    if (!it->is_number()) return Fail(name, "a number");
+    *out = it->get<double>();
+    return true;
+  }
+  // An object of strings ({"k":"v",...}); absent reads as empty.
+  bool Labels(const char* name, std::map<std::string, std::string>* out) {
+    auto it = j.find(name);
+    if (it == j.end()) return true;
+    if (!it->is_object()) return Fail(name, "an object of strings");
+    for (const auto& [k, v] : it->items()) {
+      if (!v.is_string()) return Fail(name, "an object of strings");
+      (*out)[k] = v.get<std::string>();
+    }
     return true;
   }
   const json* Array(const char* name) {
@@ -159,7 +179,8 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       !r.Int("samples", &h->samples) || !r.Int("failed_samples", &h->failed_samples, true) ||
       !r.Int("dropped_stacks", &h->dropped_stacks, true) || !r.Bool("fatal", &h->fatal, true) ||
       !r.Str("fingerprint", &h->fingerprint, true) || !r.Str("signature", &h->signature, true) ||
-      !r.Str("process_name", &h->process_name, true) ||
+      !r.Str("process_name", &h->process_name, true) || !r.Str("host", &h->host, true) ||
+      !r.Labels("labels", &h->labels) ||
       !r.Int("dominant_stack", &h->dominant_stack, true) ||
       !r.Bool("timeline_truncated", &h->timeline_truncated, true)) {
     return false;
@@ -258,6 +279,55 @@ bool ParseStartupStall(const json& j, StartupStall* s, std::string* error) {
          r.Int("threshold_ms", &s->threshold_ms, true);
 }
 
+// The histogram comes back from "buckets" (each upper bound names its bucket), "busy_ms" and
+// "slow_passes"; the percentiles in the line are derived from those and are not read.
+bool ParseLag(const json& j, Lag* l, std::string* error) {
+  Fields r{j, error};
+  double busy_ms = 0;
+  if (!r.Int("pid", &l->pid) || !r.Str("process_name", &l->process_name, true) ||
+      !r.Str("host", &l->host, true) || !r.Labels("labels", &l->labels) ||
+      !r.Int("start_unix_ms", &l->start_unix_ms) || !r.Int("end_unix_ms", &l->end_unix_ms) ||
+      !r.Number("busy_ms", &busy_ms)) {
+    return false;
+  }
+  if (!(busy_ms >= 0 && busy_ms < 1e15)) {
+    *error = "field 'busy_ms' is out of range";
+    return false;
+  }
+  l->passes.AddBusyNs(static_cast<uint64_t>(std::llround(busy_ms * 1e6)));
+  const json* buckets = r.Array("buckets");
+  if (buckets == nullptr) return false;
+  for (const json& b : *buckets) {
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number() || !b[1].is_number_unsigned()) {
+      *error = "a bucket is not [upper_bound_us, count]";
+      return false;
+    }
+    const double upper_us = b[0].get<double>();
+    if (!(upper_us > 0 && upper_us < 1e15)) {
+      *error = "a bucket's upper bound is out of range";
+      return false;
+    }
+    const auto upper_ns = static_cast<uint64_t>(std::llround(upper_us * 1000));
+    l->passes.AddToBucket(pass_histogram::BucketOf(upper_ns - 1), b[1].get<uint64_t>());
+  }
+  if (auto it = j.find("slow_passes"); it != j.end()) {
+    if (!it->is_object()) {
+      *error = "field 'slow_passes' is not an object";
+      return false;
+    }
+    for (int t = 0; t < kSlowPassThresholds; ++t) {
+      auto v = it->find(std::to_string(kSlowPassThresholdsMs[t]));
+      if (v == it->end()) continue;
+      if (!v->is_number_unsigned()) {
+        *error = "field 'slow_passes' has a count that is not an integer";
+        return false;
+      }
+      l->passes.AddSlowPasses(t, v->get<uint64_t>());
+    }
+  }
+  return true;
+}
+
 using Decoder = bool (*)(const json&, Record*, std::string*);
 template <typename T, bool (*Parse)(const json&, T*, std::string*)>
 bool DecodeAs(const json& j, Record* out, std::string* error) {
@@ -275,6 +345,7 @@ struct RecordType {
 constexpr RecordType kRecordTypes[] = {
     {"hang", DecodeAs<HangRecord, ParseHang>},
     {"startup_stall", DecodeAs<StartupStall, ParseStartupStall>},
+    {"lag", DecodeAs<Lag, ParseLag>},
 };
 
 // The line as a JSON object; false with *error when it is not one (a torn write, garbage).

@@ -24,7 +24,7 @@ struct UnknownRecord {
 };
 
 // Every record a line can hold. A new record type adds its struct here.
-using Record = std::variant<UnknownRecord, HangRecord, StartupStall>;
+using Record = std::variant<UnknownRecord, HangRecord, StartupStall, Lag>;
 
 // Decodes one line (no trailing newline needed). False with a one-line *error when it is not
 // a well-formed record.

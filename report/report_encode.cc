@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "report/report_record.h"
 
@@ -53,6 +54,13 @@ void AppendHex(std::string* out, uint64_t v) {
 
 void AppendInt(std::string* out, int64_t v) { out->append(std::to_string(v)); }
 void AppendUint(std::string* out, uint64_t v) { out->append(std::to_string(v)); }
+// Milliseconds to the microsecond ("12.345"), microseconds to the nanosecond: fixed decimals, so
+// the same figure always prints the same and bucket bounds read back exactly.
+void AppendFixed3(std::string* out, double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.3f", v);
+  out->append(buf);
+}
 
 // Writes `"key":`.
 void Key(std::string* out, const char* key, bool first = false) {
@@ -75,7 +83,77 @@ void Begin(std::string* out, const char* type) {
   AppendInt(out, kFormatVersion);
 }
 
+// `{"k":"v",...}`, keys in order.
+void AppendLabels(std::string* out, const std::map<std::string, std::string>& labels) {
+  out->push_back('{');
+  bool first = true;
+  for (const auto& [k, v] : labels) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendString(out, k);
+    out->push_back(':');
+    AppendString(out, v);
+  }
+  out->push_back('}');
+}
+
 }  // namespace
+
+std::string Encode(const Lag& r) {
+  const LagFigures f = r.passes.Figures();
+  std::string o;
+  o.reserve(512);
+  Begin(&o, "lag");
+  Key(&o, "pid");
+  AppendInt(&o, r.pid);
+  Key(&o, "process_name");
+  AppendString(&o, r.process_name);
+  Key(&o, "host");
+  AppendString(&o, r.host);
+  Key(&o, "labels");
+  AppendLabels(&o, r.labels);
+  Key(&o, "start_unix_ms");
+  AppendInt(&o, r.start_unix_ms);
+  Key(&o, "end_unix_ms");
+  AppendInt(&o, r.end_unix_ms);
+  Key(&o, "passes");
+  AppendUint(&o, f.passes);
+  Key(&o, "busy_ms");
+  AppendFixed3(&o, f.busy_ms);
+  const std::pair<const char*, double> percentiles[] = {
+      {"p50_ms", f.p50_ms}, {"p90_ms", f.p90_ms}, {"p95_ms", f.p95_ms},
+      {"p99_ms", f.p99_ms}, {"max_ms", f.max_ms}};
+  for (const auto& [key, value] : percentiles) {
+    Key(&o, key);
+    AppendFixed3(&o, value);
+  }
+  Key(&o, "slow_passes");
+  o.push_back('{');
+  for (int t = 0; t < kSlowPassThresholds; ++t) {
+    if (t > 0) o.push_back(',');
+    o.push_back('"');
+    AppendInt(&o, kSlowPassThresholdsMs[t]);
+    o.append("\":");
+    AppendUint(&o, f.slow_passes[t]);
+  }
+  o.push_back('}');
+  Key(&o, "buckets");
+  o.push_back('[');
+  bool first = true;
+  for (int i = 0; i < pass_histogram::kBuckets; ++i) {
+    const uint64_t n = r.passes.count(i);
+    if (n == 0) continue;
+    if (!first) o.push_back(',');
+    first = false;
+    o.push_back('[');
+    AppendFixed3(&o, static_cast<double>(pass_histogram::BucketUpperNs(i)) / 1000);
+    o.push_back(',');
+    AppendUint(&o, n);
+    o.push_back(']');
+  }
+  o.append("]}");
+  return o;
+}
 
 std::string Encode(const StartupStall& s) {
   std::string o;
@@ -107,6 +185,10 @@ std::string Encode(const HangRecord& r) {
   AppendString(&o, r.process);
   Key(&o, "process_name");
   AppendString(&o, r.process_name);
+  Key(&o, "host");
+  AppendString(&o, r.host);
+  Key(&o, "labels");
+  AppendLabels(&o, r.labels);
   Key(&o, "hang_id");
   AppendUint(&o, r.hang_id);
   Key(&o, "start_unix_ms");

@@ -15,6 +15,7 @@ struct AddTo {
   Report* report;
   void operator()(HangRecord&& h) const { report->hangs.push_back(std::move(h)); }
   void operator()(StartupStall&& s) const { report->startup_stalls.push_back(std::move(s)); }
+  void operator()(Lag&& l) const { report->lags.push_back(std::move(l)); }
   void operator()(report::UnknownRecord&&) const { ++report->unknown_records; }
 };
 
@@ -57,6 +58,7 @@ bool ParseJsonLines(std::string_view text, Report* out, std::string* error) {
 void MergeReport(Report&& from, Report* into) {
   for (auto& h : from.hangs) into->hangs.push_back(std::move(h));
   for (auto& s : from.startup_stalls) into->startup_stalls.push_back(std::move(s));
+  for (auto& l : from.lags) into->lags.push_back(std::move(l));
   into->skipped_lines += from.skipped_lines;
   into->unknown_records += from.unknown_records;
   if (into->first_error.empty()) into->first_error = std::move(from.first_error);

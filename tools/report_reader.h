@@ -22,10 +22,13 @@ namespace hangwatch::tools {
 // {"type":"startup_stall"}: the main thread reached its event loop late (preload shim). The
 // record types and their codec are report/'s (report_record.h, report_decode.h).
 using report::StartupStall;
+// {"type":"lag"}: the run-loop pass durations of one interval of one process.
+using report::Lag;
 
 struct Report {
   std::vector<HangRecord> hangs;  // in file order
   std::vector<StartupStall> startup_stalls;
+  std::vector<Lag> lags;  // in file order
   size_t skipped_lines = 0;    // not a JSON object, or a record with missing / mistyped fields
   size_t unknown_records = 0;  // valid JSON objects of another type
   std::string first_error;     // why the first skipped line was skipped ("line N: ...")

@@ -241,6 +241,10 @@ std::string FormatJsonLines(const Report& report) {
     out += report::Encode(h);
     out.push_back('\n');
   }
+  for (const Lag& l : report.lags) {
+    out += report::Encode(l);
+    out.push_back('\n');
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #define HANGWATCH_HANG_RECORD_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,9 @@ struct HangRecord {
   int64_t tid = 0;
   std::string process;        // main executable path
   std::string process_name;   // how users name the process: argv[0]'s file name, else comm
+  std::string host;           // the machine's host name
+  // Deployment labels (app version, build, region, ...): Config::labels, HANGWATCH_LABELS.
+  std::map<std::string, std::string> labels;
   uint64_t hang_id = 0;       // sequence number within this process run
   int64_t start_unix_ms = 0;  // wall clock when the pass was first seen busy
   uint64_t duration_ms = 0;   // stopped / suspended time excluded

@@ -67,14 +67,98 @@ TEST(ReportCodec, HangRoundTripsAndOtherTypesAreNotHangs) {
 TEST(ReportCodec, UnknownTypesAndBrokenLines) {
   Record out;
   std::string error;
-  ASSERT_TRUE(Decode(R"({"type":"lag","format_version":1})", &out, &error)) << error;
+  ASSERT_TRUE(Decode(R"({"type":"frame_rate","format_version":1})", &out, &error)) << error;
   ASSERT_TRUE(std::holds_alternative<UnknownRecord>(out));
-  EXPECT_EQ(std::get<UnknownRecord>(out).type, "lag");
+  EXPECT_EQ(std::get<UnknownRecord>(out).type, "frame_rate");
 
   EXPECT_FALSE(Decode(R"({"type":"startup_stall","pid":1)", &out, &error));
   EXPECT_EQ(error, "not a JSON object");
   EXPECT_FALSE(Decode(R"({"type":"startup_stall","pid":"1"})", &out, &error));
   EXPECT_EQ(error, "field 'pid' is not an integer");
+}
+
+TEST(ReportCodec, HangCarriesHostAndLabels) {
+  HangRecord in;
+  in.pid = 3;
+  in.host = "web-7";
+  in.labels = {{"region", "eu"}, {"app_version", "2.4.1"}};
+  const std::string line = Encode(in);
+  EXPECT_NE(line.find(R"("host":"web-7","labels":{"app_version":"2.4.1","region":"eu"})"),
+            std::string::npos)
+      << line;
+  HangRecord out;
+  std::string error;
+  ASSERT_TRUE(DecodeHang(line, &out, &error)) << error;
+  EXPECT_EQ(out.host, "web-7");
+  EXPECT_EQ(out.labels, in.labels);
+  EXPECT_FALSE(DecodeHang(R"({"pid":1,"tid":1,"start_unix_ms":0,"duration_ms":1,"cpu_ms":0,)"
+                          R"("samples":0,"stacks":[],"labels":{"a":1}})",
+                          &out, &error));
+  EXPECT_EQ(error, "field 'labels' is not an object of strings");
+}
+
+// The pass lengths of the lag contract's example: 1,900 x 1 ms, 80 x 20 ms, 20 x 40 ms.
+Lag KnownLag() {
+  Lag l;
+  l.pid = 42;
+  l.process_name = "app";
+  l.host = "h1";
+  l.labels = {{"build", "17"}};
+  l.start_unix_ms = 1763700000000;
+  l.end_unix_ms = 1763700060000;
+  for (int i = 0; i < 1900; ++i) l.passes.Add(1'000'000);
+  for (int i = 0; i < 80; ++i) l.passes.Add(20'000'000);
+  for (int i = 0; i < 20; ++i) l.passes.Add(40'000'000);
+  return l;
+}
+
+TEST(ReportCodec, LagLineHasTheFiguresOfItsPasses) {
+  const std::string line = Encode(KnownLag());
+  EXPECT_EQ(line.rfind(R"({"type":"lag","format_version":1,"pid":42,"process_name":"app",)"
+                       R"("host":"h1","labels":{"build":"17"},"start_unix_ms":1763700000000,)"
+                       R"("end_unix_ms":1763700060000,"passes":2000,"busy_ms":4300.000,)",
+                       0),
+            0u)
+      << line;
+  // Midpoints of the buckets holding 1, 20 and 40 ms.
+  EXPECT_NE(line.find(R"("p50_ms":1.004,"p90_ms":1.004,"p95_ms":20.054,"p99_ms":40.108,)"
+                      R"("max_ms":40.108,)"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find(R"("slow_passes":{"16":100,"33":20,"50":0,"100":0,"250":0,"500":0,)"
+                      R"("1000":0})"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find(R"("buckets":[[1007.616,1900],[20185.088,80],[40370.176,20]]})"),
+            std::string::npos)
+      << line;
+}
+
+TEST(ReportCodec, LagRoundTripsAndRecordsMergeByAddition) {
+  const Lag in = KnownLag();
+  Record out;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(in), &out, &error)) << error;
+  ASSERT_TRUE(std::holds_alternative<Lag>(out));
+  const Lag& l = std::get<Lag>(out);
+  EXPECT_EQ(Encode(l), Encode(in));
+  EXPECT_EQ(l.labels, in.labels);
+
+  PassHistogram all = l.passes;
+  all.Merge(l.passes);
+  const LagFigures f = all.Figures();
+  EXPECT_EQ(f.passes, 4000u);
+  EXPECT_EQ(f.slow_passes[0], 200u);
+  EXPECT_DOUBLE_EQ(f.busy_ms, 8600.0);
+  EXPECT_NEAR(f.p95_ms, 20.0, 0.2);
+
+  EXPECT_FALSE(Decode(R"({"type":"lag","pid":1,"start_unix_ms":0,"end_unix_ms":1,"busy_ms":0,)"
+                      R"("buckets":[[10,"x"]]})",
+                      &out, &error));
+  EXPECT_EQ(error, "a bucket is not [upper_bound_us, count]");
+  EXPECT_FALSE(Decode(R"({"type":"lag","pid":1,"start_unix_ms":0,"end_unix_ms":1,"busy_ms":0})",
+                      &out, &error));
+  EXPECT_EQ(error, "field 'buckets' is missing");
 }
 
 }  // namespace
