@@ -6,8 +6,11 @@
 
 #include <new>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -19,9 +22,13 @@
 #include "agent/hang_ring.h"
 #include "agent/hang_sink.h"
 #include "agent/jsonl_sink.h"
+#include "agent/labels.h"
+#include "agent/lag_reporter.h"
 #include "agent/materialize.h"
 #include "agent/open_hang_file.h"
+#include "agent/pass_timer.h"
 #include "agent/spdlog_reporter.h"
+#include "agent/stack_identity.h"
 #include "agent/stall_monitor.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/spdlog.h"
@@ -69,6 +76,9 @@ Status Validate(const Config& c) {
   }
   if (c.capture_timeout.count() <= 0) {
     return Status::Error("hangwatch: capture_timeout must be > 0 ms");
+  }
+  if (c.lag_interval.count() < 0) {
+    return Status::Error("hangwatch: lag_interval must be >= 0 ms");
   }
   return Status::Ok();
 }
@@ -143,6 +153,14 @@ class Agent final : public MonitorListener {
     if (logger_ == nullptr && config_.log_hangs) {
       logger_ = DefaultLogger();
     }
+    host_ = HostName();
+    if (const char* env = getenv("HANGWATCH_LABELS"); env != nullptr) {
+      std::string error;
+      if (!ParseLabels(env, &labels_, &error) && logger_) {
+        logger_->warn("hangwatch: HANGWATCH_LABELS: {}", error);
+      }
+    }
+    for (const auto& [k, v] : config_.labels) labels_[k] = v;
 
     // The sinks, in the order they see each record (those that may block run after the
     // others, hang_sink.h).
@@ -224,6 +242,18 @@ class Agent final : public MonitorListener {
                                               sampler_.get(), env_.get(), normalizer_.get(), &ring_,
                                               this, &stats_, config_.stack_copy_bytes);
     monitor_->set_cfi_unwinder(cfi_.get());
+    if (config_.time_every_pass) {
+      // On the watched thread: the pass under way, if any, is timed from now.
+      EnablePassTimer();
+      report::Lag identity;
+      identity.pid = options_.pid;
+      identity.process_name = ThisProcessName();
+      identity.host = host_;
+      identity.labels = labels_;
+      lag_.emplace(std::move(identity),
+                   static_cast<uint64_t>(config_.lag_interval.count()) * kNsPerMs);
+      lag_->Begin(ReadPassTimer(), MonotonicNs(), UnixMs());
+    }
     return Status::Ok();
   }
 
@@ -249,6 +279,7 @@ class Agent final : public MonitorListener {
       }
       cv_.notify_all();
       thread_.join();
+      if (lag_) DisablePassTimer();
       final_state_.store(internal::g_run_loop_state.load(std::memory_order_relaxed),
                          std::memory_order_relaxed);
     }
@@ -301,7 +332,12 @@ class Agent final : public MonitorListener {
                                ? final_state_.load(std::memory_order_relaxed)
                                : internal::g_run_loop_state.load(std::memory_order_relaxed);
     s.passes_seen = (state + 1) / 2 - (initial_state_ + 1) / 2;
+    s.lag = PassDurations().Figures();
     return s;
+  }
+  // Every pass since Start() (lag_->SinceBegin reads only what Init() wrote).
+  PassHistogram PassDurations() const {
+    return lag_ ? lag_->SinceBegin(ReadPassTimer()) : PassHistogram();
   }
   uint64_t TrackedState() const { return stats_.tracked_state.load(std::memory_order_relaxed); }
   std::shared_ptr<spdlog::logger> logger() const { return logger_; }
@@ -338,6 +374,8 @@ class Agent final : public MonitorListener {
     mo.modules = symbols::CurrentModuleMap();
     mo.addresses_are_local = true;
     mo.process = process_;
+    mo.host = host_;
+    mo.labels = labels_;
     return mo;
   }
 
@@ -350,29 +388,46 @@ class Agent final : public MonitorListener {
     return false;
   }
 
-  // Called with busy_mu_ held (by the watchdog). Released around the sinks that may block for
-  // long without holding any lock in user space (the file write: a FIFO, a hung network file
-  // system; the user's callbacks), so that a fork() never waits for them. What failed is
-  // logged once busy_mu_ is held again.
-  void Report(const HangRecord& record) {
+  // Hands a record to every sink (`give(sink, errors)`). Called with busy_mu_ held (by the
+  // watchdog). Released around the sinks that may block for long without holding any lock in
+  // user space (the file write: a FIFO, a hung network file system; the user's callbacks), so
+  // that a fork() never waits for them. What failed is logged once busy_mu_ is held again.
+  template <typename Give>
+  void Dispatch(const Give& give) {
     SinkErrors errors;
     for (const auto& sink : sinks_) {
-      if (!sink->MayBlock()) {
-        sink->OnHang(record, &errors);
-      }
+      if (!sink->MayBlock()) give(*sink, &errors);
     }
     busy_mu_.unlock();
     for (const auto& sink : sinks_) {
-      if (sink->MayBlock()) {
-        sink->OnHang(record, &errors);
-      }
+      if (sink->MayBlock()) give(*sink, &errors);
     }
     busy_mu_.lock();
     if (logger_) {
-      for (const std::string& error : errors) {
-        logger_->error("hangwatch: {}", error);
-      }
+      for (const std::string& error : errors) logger_->error("hangwatch: {}", error);
     }
+  }
+  void Report(const HangRecord& record) {
+    Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnHang(record, errors); });
+  }
+  // The lag record of the interval ending now, if it had passes, to every sink (busy_mu_
+  // held).
+  void ReportLag() {
+    std::optional<report::Lag> record = lag_->Close(ReadPassTimer(), MonotonicNs(), UnixMs());
+    if (record) {
+      Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnLag(*record, errors); });
+    }
+  }
+
+  static uint64_t MonotonicNs() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  }
+  static int64_t UnixMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
 
   void Run() {
@@ -382,6 +437,9 @@ class Agent final : public MonitorListener {
     pthread_setname_np(pthread_self(), "hangwatch");
 #endif
     if (fatal_) {
+      // A hang of this machine's last run: it had the labels it has now, or none.
+      if (fatal_->host.empty()) fatal_->host = host_;
+      if (fatal_->labels.empty()) fatal_->labels = labels_;
       stats_.fatal_hangs.fetch_add(1, std::memory_order_relaxed);
       {
         std::lock_guard<std::mutex> busy(busy_mu_);
@@ -398,6 +456,8 @@ class Agent final : public MonitorListener {
       {
         std::lock_guard<std::mutex> busy(busy_mu_);
         next = monitor_->Tick();
+        if (lag_ && MonotonicNs() >= lag_->due_ns()) ReportLag();
+        if (lag_) next = std::min(next, lag_->due_ns());
       }
       lock.lock();
       const std::chrono::steady_clock::time_point when{std::chrono::nanoseconds(next)};
@@ -406,6 +466,7 @@ class Agent final : public MonitorListener {
     lock.unlock();
     std::lock_guard<std::mutex> busy(busy_mu_);
     monitor_->Finish();
+    if (lag_) ReportLag();  // the last interval, however short
   }
 
   const Config config_;
@@ -413,6 +474,9 @@ class Agent final : public MonitorListener {
   unwind::ThreadInfo main_;
   std::string process_;
   std::shared_ptr<spdlog::logger> logger_;  // the spdlog sink's, and where sink errors go
+  std::string host_;
+  std::map<std::string, std::string> labels_;  // HANGWATCH_LABELS, then Config::labels
+  std::optional<LagReporter> lag_;             // with Config::time_every_pass
   std::vector<std::unique_ptr<HangSink>> sinks_;
   std::unique_ptr<OpenHangFile> open_file_;
   std::optional<HangRecord> fatal_;           // read at Start, reported by the watchdog
@@ -486,6 +550,7 @@ void ChildAfterFork() {
   new (&g_lifecycle) std::mutex;
   new (&g_mu) std::mutex;
   new (&Callbacks().mu) std::mutex;
+  DisablePassTimer();  // an atomic store; a Start() in the child enables it again
   if (g_agent != nullptr) {
     g_agent->AbandonAfterFork();
   }
@@ -606,6 +671,11 @@ void DumpRecentHangs(spdlog::logger* logger) {
 Stats GetStats() {
   auto a = agent::CurrentAgent();
   return a ? a->GetStats() : Stats{};
+}
+
+PassHistogram PassDurations() {
+  auto a = agent::CurrentAgent();
+  return a ? a->PassDurations() : PassHistogram();
 }
 
 }  // namespace hangwatch

@@ -38,6 +38,7 @@ class HangSink {
   // doing nothing by default, so that only the sinks that report it change.
   virtual void OnHang(const HangRecord& record, SinkErrors* errors) = 0;
   virtual void OnStartupStall(const report::StartupStall& /*record*/, SinkErrors* /*errors*/) {}
+  virtual void OnLag(const report::Lag& /*record*/, SinkErrors* /*errors*/) {}
 
   // Called by Stop() before the sinks are released, with the busy lock held: a sink that
   // buffers pushes out what it holds. Today's sinks keep nothing of their own to push out (a

@@ -10,6 +10,10 @@ void JsonlSink::OnStartupStall(const report::StartupStall& record, SinkErrors* e
   Append(report::Encode(record), errors);
 }
 
+void JsonlSink::OnLag(const report::Lag& record, SinkErrors* errors) {
+  Append(report::Encode(record), errors);
+}
+
 void JsonlSink::Append(const std::string& line, SinkErrors* errors) {
   std::string error;
   if (!writer_.Append(line, &error)) {

@@ -24,6 +24,7 @@ class JsonlSink final : public HangSink {
   bool MayBlock() const override { return true; }  // a FIFO, a hung network file system
   void OnHang(const HangRecord& record, SinkErrors* errors) override;
   void OnStartupStall(const report::StartupStall& record, SinkErrors* errors) override;
+  void OnLag(const report::Lag& record, SinkErrors* errors) override;
   void ReleaseAfterFork() override { writer_.ReleaseAfterFork(); }
 
  private:

@@ -76,6 +76,8 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     r.process_name =
         slash == std::string::npos ? options.process : options.process.substr(slash + 1);
   }
+  r.host = options.host;
+  r.labels = options.labels;
   r.hang_id = s.hang_id;
   r.start_unix_ms = s.start_unix_ms;
   r.duration_ms = s.duration_ns / 1'000'000;

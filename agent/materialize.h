@@ -6,6 +6,7 @@
 #define HANGWATCH_AGENT_MATERIALIZE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,8 @@ struct MaterializeOptions {
   bool symbolize = true;
   std::string process;       // main executable path
   std::string process_name;  // "": this process's (addresses_are_local), else process's file name
+  std::string host;
+  std::map<std::string, std::string> labels;
 };
 
 HangRecord Materialize(const HangData& hang, const MaterializeOptions& options);

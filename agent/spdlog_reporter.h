@@ -26,6 +26,9 @@ std::string HangSummaryLine(const HangRecord& record);
 std::string FrameLine(size_t index, const Frame& frame);
 
 void LogHang(spdlog::logger& logger, const HangRecord& record);
+// One INFO line for a lag record: "hangwatch: lag over 60.0 s: 3600 passes (busy 12.5 s), p50
+// 1.2 ms, p95 ..., max ...; slow: 14 > 16 ms, 2 > 100 ms".
+void LogLag(spdlog::logger& logger, const report::Lag& record);
 
 // The spdlog sink (Config::logger, Config::log_hangs): LogHang for every hang. Inside the busy
 // section, so that fork() never finds spdlog's lock held by the watchdog.
@@ -35,6 +38,7 @@ class SpdlogSink final : public HangSink {
 
   bool MayBlock() const override { return false; }
   void OnHang(const HangRecord& record, SinkErrors*) override { LogHang(*logger_, record); }
+  void OnLag(const report::Lag& record, SinkErrors*) override { LogLag(*logger_, record); }
 
  private:
   std::shared_ptr<spdlog::logger> logger_;

@@ -349,7 +349,12 @@ int Run(int argc, char** argv) {
       continue;
     }
     if (kv.substr(0, 5) == "PATH=") search_path = std::string(kv.substr(5));
-    if (kv.substr(0, 10) == "HANGWATCH_" && kv.substr(0, 22) != "HANGWATCH_CACHE_DIR=") continue;
+    // Ours are set below; the cache directory, the labels and the lag interval are the user's.
+    if (kv.substr(0, 10) == "HANGWATCH_" && kv.substr(0, 20) != "HANGWATCH_CACHE_DIR=" &&
+        kv.substr(0, 17) != "HANGWATCH_LABELS=" &&
+        kv.substr(0, 26) != "HANGWATCH_LAG_INTERVAL_MS=") {
+      continue;
+    }
     env.emplace_back(kv);
   }
   env.push_back("LD_PRELOAD=" + preload);

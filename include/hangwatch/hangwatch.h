@@ -28,12 +28,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "hangwatch/export.h"
 #include "hangwatch/hang_record.h"
+#include "hangwatch/internal/pass_timer.h"
+#include "hangwatch/pass_histogram.h"
 
 namespace spdlog {
 class logger;  // only needed by callers that pass their own logger
@@ -79,6 +82,21 @@ struct Config {
 
   // Report hangs while a debugger is attached (TracerPid != 0). Off: breakpoints are not hangs.
   bool report_under_debugger = false;
+  // ---- lag: every pass timed ----
+  // Time every run-loop pass, not only the slow ones the watchdog sees: BeginWork()/EndWork()
+  // read a clock (the CPU's constant-rate counter, else the vDSO's CLOCK_MONOTONIC) and count
+  // the pass in a fixed-size histogram (hangwatch/pass_histogram.h). Costs about two clock
+  // reads per pass; off, BeginWork()/EndWork() stay two relaxed stores. The preload shim
+  // always turns it on.
+  bool time_every_pass = false;
+  // With time_every_pass: a {"type":"lag"} record (the interval's pass count, percentiles,
+  // slow passes) goes to the sinks every lag_interval and at Stop(). 0: only at Stop().
+  std::chrono::milliseconds lag_interval{60'000};
+
+  // Deployment labels written on every record (app version, build, region, ...). Added to
+  // those of HANGWATCH_LABELS="k=v,k=v" (a key in both: this one).
+  std::map<std::string, std::string> labels;
+
   // File keeping the open hang and its samples (memory-mapped, updated at each sample), so a
   // hang that kills the process (SIGKILL, a system watchdog) is reported as fatal by the next
   // Start() with the same path. Empty: no such file.
@@ -123,14 +141,22 @@ HANGWATCH_EXPORT extern std::atomic<uint64_t> g_run_loop_state;
 // Run-loop activity, called on the watched thread only. A relaxed load and a relaxed store
 // each: no clock read, no syscall, no lock (the watchdog does all the timing). Calling
 // BeginWork() while a pass is running ends it and starts a new one.
+// With Config::time_every_pass, each also reads a clock and EndWork() counts the pass
+// (hangwatch/internal/pass_timer.h).
 inline void BeginWork() noexcept {
   auto& s = internal::g_run_loop_state;
   const uint64_t v = s.load(std::memory_order_relaxed);
+  if (const uint32_t clock = internal::g_pass_timer.clock.load(std::memory_order_relaxed)) {
+    internal::TimedBegin(v, clock);
+  }
   s.store(v + 1 + (v & 1), std::memory_order_relaxed);
 }
 inline void EndWork() noexcept {
   auto& s = internal::g_run_loop_state;
   const uint64_t v = s.load(std::memory_order_relaxed);
+  if (const uint32_t clock = internal::g_pass_timer.clock.load(std::memory_order_relaxed)) {
+    if ((v & 1) != 0) internal::RecordPass(internal::ReadPassClock(clock));
+  }
   s.store(v + (v & 1), std::memory_order_relaxed);
 }
 // The same, named after the run-loop events that cause them.
@@ -176,7 +202,14 @@ struct Stats {
   uint64_t failed_captures = 0;
   uint64_t early_samples_dropped = 0;  // samples of slow passes that ended below the threshold
   uint64_t stopped_ms = 0;             // time the watchdog saw the process stopped / suspended
+  // With Config::time_every_pass: every pass since Start(), timed exactly (lag.passes == 0
+  // otherwise). The lag records of the sinks hold the same figures per interval.
+  LagFigures lag;
 };
+
+// With Config::time_every_pass: the histogram of every pass since Start() (empty otherwise).
+// Copy it before and after a stretch of work and take `after.Since(before)` for that stretch.
+HANGWATCH_EXPORT PassHistogram PassDurations();
 HANGWATCH_EXPORT Stats GetStats();
 
 // One JSON Lines record (no trailing newline) exactly as the agent writes it.

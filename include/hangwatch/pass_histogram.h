@@ -33,7 +33,7 @@ inline constexpr int kBuckets = 1 + ((kMaxBits - kMinBits) << kSubBucketBits);  
 constexpr int BucketOf(uint64_t ns) {
   if (ns < (uint64_t{1} << kMinBits)) return 0;
   if (ns >= (uint64_t{1} << kMaxBits)) return kBuckets - 1;
-  const int width = 64 - __builtin_clzll(ns);     // kMinBits+1 .. kMaxBits
+  const int width = 64 - __builtin_clzll(ns);      // kMinBits+1 .. kMaxBits
   const int shift = width - (kSubBucketBits + 1);  // keeps 7 significant bits: 64..127
   const int sub = static_cast<int>(ns >> shift) - (1 << kSubBucketBits);
   return 1 + ((width - 1 - kMinBits) << kSubBucketBits) + sub;

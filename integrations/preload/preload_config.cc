@@ -75,6 +75,7 @@ PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string
     c.sample_ms = c.threshold_ms;
   }
   ms("HANGWATCH_STARTUP_MS", 1, &c.startup_ms);
+  ms("HANGWATCH_LAG_INTERVAL_MS", 0, &c.lag_interval_ms);
   flag("HANGWATCH_LOG", &c.log);
   flag("HANGWATCH_STARTUP_STALL", &c.startup_stall);
   flag("HANGWATCH_INHERIT", &c.inherit);

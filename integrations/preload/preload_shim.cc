@@ -162,6 +162,9 @@ __attribute__((noinline)) void Arm() {
   config.sample_interval = std::chrono::milliseconds(c.sample_ms);
   config.json_path = c.report_path;
   config.log_hangs = c.log;
+  // The shim is on every wait already: timing each pass costs two counter reads.
+  config.time_every_pass = true;
+  config.lag_interval = std::chrono::milliseconds(c.lag_interval_ms);
   if (!c.open_hang_dir.empty()) {
     config.open_hang_path = c.open_hang_dir + "/open-hang." + std::to_string(getpid());
   }

@@ -1,0 +1,93 @@
+// Not part of the API: the inline half of Config::time_every_pass, which BeginWork() and
+// EndWork() (hangwatch.h) call. Users never name anything here.
+//
+// The watched thread reads a clock at both ends of a pass and bumps one counter of the pass
+// histogram (hangwatch/pass_histogram.h) and the busy time: plain loads and relaxed stores of
+// counters only it writes, no lock, no syscall, no call out of line except for a pass longer
+// than 16 ms (rare by definition). The watchdog reads the counters without locking: each one is
+// a single atomic word, so a read sees every pass either counted or not yet.
+//
+// The clock: the CPU's own counter where it ticks at a constant rate in every power state (x86
+// invariant TSC, arm64's virtual counter), converted to nanoseconds with a factor measured at
+// Start(); elsewhere clock_gettime(CLOCK_MONOTONIC), which the vDSO serves without a syscall.
+#ifndef HANGWATCH_INTERNAL_PASS_TIMER_H_
+#define HANGWATCH_INTERNAL_PASS_TIMER_H_
+
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "hangwatch/export.h"
+#include "hangwatch/pass_histogram.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace hangwatch::internal {
+
+enum PassClock : uint32_t {
+  kPassClockOff = 0,        // passes are not timed (the default)
+  kPassClockMonotonic = 1,  // clock_gettime(CLOCK_MONOTONIC): ticks are nanoseconds
+  kPassClockCounter = 2,    // the CPU's constant-rate counter
+};
+
+struct PassTimer {
+  std::atomic<uint32_t> clock{kPassClockOff};  // set by Start() on the watched thread
+  uint64_t ns_per_tick_q32 = 0;                // nanoseconds = ticks * this / 2^32
+  uint64_t begin = 0;                          // ticks at BeginWork(); the watched thread's
+  std::atomic<uint64_t> busy_ns{0};
+  std::atomic<uint64_t> slow[kSlowPassThresholds] = {};
+  std::atomic<uint64_t> counts[pass_histogram::kBuckets] = {};
+};
+HANGWATCH_EXPORT extern PassTimer g_pass_timer;
+
+// Counts a pass longer than the first slow-pass threshold (out of line: rare).
+HANGWATCH_EXPORT void RecordSlowPass(uint64_t ns) noexcept;
+
+inline uint64_t ReadPassClock(uint32_t clock) noexcept {
+#if defined(__x86_64__)
+  if (clock == kPassClockCounter) return __rdtsc();
+#elif defined(__aarch64__)
+  if (clock == kPassClockCounter) {
+    uint64_t v;
+    asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+  }
+#endif
+  (void)clock;
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+__extension__ typedef unsigned __int128 PassTimerU128;
+
+// The pass that began at g_pass_timer.begin ended at `now` (ticks).
+inline void RecordPass(uint64_t now) noexcept {
+  PassTimer& t = g_pass_timer;
+  const int64_t ticks = static_cast<int64_t>(now - t.begin);
+  // A counter read on another CPU may be a little behind: such a pass took no time.
+  const uint64_t ns =
+      ticks <= 0
+          ? 0
+          : static_cast<uint64_t>((static_cast<PassTimerU128>(ticks) * t.ns_per_tick_q32) >> 32);
+  std::atomic<uint64_t>& bucket = t.counts[pass_histogram::BucketOf(ns)];
+  bucket.store(bucket.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  t.busy_ns.store(t.busy_ns.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
+  if (__builtin_expect(ns > static_cast<uint64_t>(kSlowPassThresholdsMs[0]) * 1'000'000, 0)) {
+    RecordSlowPass(ns);
+  }
+}
+
+// BeginWork() with timing on: the pass running (when `state` is odd) ends, a new one begins.
+inline void TimedBegin(uint64_t state, uint32_t clock) noexcept {
+  const uint64_t now = ReadPassClock(clock);
+  if ((state & 1) != 0) RecordPass(now);
+  g_pass_timer.begin = now;
+}
+
+}  // namespace hangwatch::internal
+
+#endif  // HANGWATCH_INTERNAL_PASS_TIMER_H_

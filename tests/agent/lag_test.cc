@@ -1,0 +1,207 @@
+// Config::time_every_pass end to end: real passes of known lengths through BeginWork()/EndWork()
+// and the real clock, read back through GetStats(), PassDurations(), the JSON Lines lag
+// records and the spdlog summary line.
+#include <time.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hangwatch/hangwatch.h"
+#include "report/report_decode.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
+
+namespace hangwatch {
+namespace {
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One pass of `ms` milliseconds on the CPU. Returns its length as this test measured it (a
+// pass the scheduler stretched is longer, and the agent must see it so too).
+uint64_t Pass(double ms) {
+  const uint64_t start = NowNs();
+  BeginWork();
+  const uint64_t until = start + static_cast<uint64_t>(ms * 1e6);
+  while (NowNs() < until) {
+  }
+  EndWork();
+  return NowNs() - start;
+}
+
+std::string TempPath(const char* name) {
+  std::string p = "/tmp/hangwatch_" + std::string(name) + "_" + std::to_string(getpid()) + ".jsonl";
+  unlink(p.c_str());
+  return p;
+}
+
+std::vector<report::Lag> LagRecords(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::vector<report::Lag> out;
+  while (std::getline(in, line)) {
+    report::Record r;
+    std::string error;
+    EXPECT_TRUE(report::Decode(line, &r, &error)) << error << ": " << line;
+    if (auto* lag = std::get_if<report::Lag>(&r)) out.push_back(*lag);
+  }
+  return out;
+}
+
+Config TimedConfig() {
+  Config c;
+  c.threshold = std::chrono::milliseconds(2000);  // no pass here is a hang
+  c.log_hangs = false;
+  c.time_every_pass = true;
+  c.lag_interval = std::chrono::milliseconds(0);
+  return c;
+}
+
+TEST(LagTest, KnownPassLengthsGiveTheirFigures) {
+  Config config = TimedConfig();
+  config.json_path = TempPath("lag_known");
+  config.labels = {{"build", "17"}};
+  ASSERT_TRUE(Start(config).ok());
+  // What the test itself measured, in the same histogram layout.
+  PassHistogram measured;
+  for (int i = 0; i < 1900; ++i) measured.Add(Pass(1));
+  for (int i = 0; i < 80; ++i) measured.Add(Pass(20));
+  for (int i = 0; i < 20; ++i) measured.Add(Pass(40));
+  const Stats stats = GetStats();
+  const PassHistogram seen = PassDurations();
+  Stop();
+
+  const LagFigures want = measured.Figures();
+  for (const LagFigures& f : {stats.lag, seen.Figures()}) {
+    EXPECT_EQ(f.passes, 2000u);
+    // Exactly the 100 passes of 20 and 40 ms are over 16 ms, 20 over 33 ms, as measured.
+    EXPECT_EQ(f.slow_passes[0], want.slow_passes[0]);
+    EXPECT_EQ(f.slow_passes[1], want.slow_passes[1]);
+    EXPECT_EQ(f.slow_passes[2], want.slow_passes[2]);
+    EXPECT_NEAR(f.p50_ms, want.p50_ms, want.p50_ms * 0.02);
+    EXPECT_NEAR(f.p95_ms, want.p95_ms, want.p95_ms * 0.02);
+    EXPECT_NEAR(f.max_ms, want.max_ms, want.max_ms * 0.02);
+    EXPECT_NEAR(f.busy_ms, want.busy_ms, want.busy_ms * 0.01);
+  }
+  // And the nominal lengths. A loaded machine stretches a pass now and then (the exact counts
+  // above are checked against what the test measured for that reason), never 5 % of them.
+  EXPECT_GE(stats.lag.p50_ms, 0.99);
+  EXPECT_LT(stats.lag.p50_ms, 1.5);
+  EXPECT_GE(stats.lag.p95_ms, 19.8);
+  EXPECT_LT(stats.lag.p95_ms, 25);
+  EXPECT_GE(stats.lag.max_ms, 39.6);
+
+  // lag_interval 0: one record, at Stop(), with the same figures and the labels.
+  const std::vector<report::Lag> lags = LagRecords(config.json_path);
+  ASSERT_EQ(lags.size(), 1u);
+  EXPECT_EQ(lags[0].pid, getpid());
+  EXPECT_EQ(lags[0].labels.at("build"), "17");
+  EXPECT_FALSE(lags[0].host.empty());
+  EXPECT_EQ(lags[0].passes.Figures().passes, 2000u);
+  EXPECT_EQ(lags[0].passes.Figures().slow_passes[0], want.slow_passes[0]);
+  EXPECT_LE(lags[0].start_unix_ms, lags[0].end_unix_ms);
+  unlink(config.json_path.c_str());
+}
+
+TEST(LagTest, IntervalsCoverOnlyTheirOwnPassesAndAddUp) {
+  Config config = TimedConfig();
+  config.json_path = TempPath("lag_intervals");
+  config.lag_interval = std::chrono::milliseconds(100);
+  ASSERT_TRUE(Start(config).ok());
+  uint64_t slow = 0;
+  for (int i = 0; i < 60; ++i) slow += Pass(i % 3 == 0 ? 20 : 2) > 16'000'000;
+  Stop();
+  const std::vector<report::Lag> lags = LagRecords(config.json_path);
+  ASSERT_GE(lags.size(), 2u) << "60 passes over >= 480 ms, a record every 100 ms";
+  PassHistogram all;
+  for (size_t i = 0; i < lags.size(); ++i) {
+    all.Merge(lags[i].passes);
+    EXPECT_GT(lags[i].passes.passes(), 0u) << "an interval without passes writes no record";
+    if (i > 0) {
+      EXPECT_GE(lags[i].start_unix_ms, lags[i - 1].end_unix_ms);
+    }
+  }
+  EXPECT_EQ(all.passes(), 60u);
+  EXPECT_EQ(all.slow_passes(0), slow);
+  unlink(config.json_path.c_str());
+}
+
+TEST(LagTest, APassUnderWayAtStartIsTimedFromStart) {
+  BeginWork();
+  const uint64_t before = NowNs();
+  ASSERT_TRUE(Start(TimedConfig()).ok());
+  const uint64_t started = NowNs();
+  while (NowNs() < started + 5'000'000) {
+  }
+  EndWork();
+  const uint64_t after = NowNs();
+  const LagFigures f = GetStats().lag;
+  Stop();
+  EXPECT_EQ(f.passes, 1u);
+  EXPECT_GE(f.max_ms, 4.9);
+  EXPECT_LE(f.max_ms, static_cast<double>(after - before) / 1e6 * 1.01);
+}
+
+TEST(LagTest, OffByDefault) {
+  Config config;
+  config.threshold = std::chrono::milliseconds(2000);
+  config.log_hangs = false;
+  config.json_path = TempPath("lag_off");
+  ASSERT_TRUE(Start(config).ok());
+  for (int i = 0; i < 10; ++i) Pass(1);
+  const Stats stats = GetStats();
+  Stop();
+  EXPECT_EQ(stats.passes_seen, 10u);
+  EXPECT_EQ(stats.lag.passes, 0u);
+  EXPECT_EQ(PassDurations().passes(), 0u);
+  EXPECT_TRUE(LagRecords(config.json_path).empty());
+  unlink(config.json_path.c_str());
+}
+
+TEST(LagTest, SpdlogGetsOneSummaryLinePerInterval) {
+  std::ostringstream out;
+  auto logger = std::make_shared<spdlog::logger>(
+      "lag_test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  Config config = TimedConfig();
+  config.log_hangs = true;
+  config.logger = logger;
+  ASSERT_TRUE(Start(config).ok());
+  for (int i = 0; i < 5; ++i) Pass(1);
+  Pass(20);
+  Stop();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("hangwatch: lag over "), std::string::npos) << text;
+  EXPECT_NE(text.find(": 6 passes (busy "), std::string::npos) << text;
+  EXPECT_NE(text.find("; slow: 1 > 16 ms"), std::string::npos) << text;
+}
+
+TEST(LagTest, LabelsComeFromTheEnvironmentAndConfig) {
+  setenv("HANGWATCH_LABELS", "region=eu, build=16 ,app=demo", 1);
+  Config config = TimedConfig();
+  config.json_path = TempPath("lag_labels");
+  config.labels = {{"build", "17"}};
+  ASSERT_TRUE(Start(config).ok());
+  Pass(1);
+  Stop();
+  unsetenv("HANGWATCH_LABELS");
+  const std::vector<report::Lag> lags = LagRecords(config.json_path);
+  ASSERT_EQ(lags.size(), 1u);
+  const std::map<std::string, std::string> want = {
+      {"app", "demo"}, {"build", "17"}, {"region", "eu"}};
+  EXPECT_EQ(lags[0].labels, want);
+  unlink(config.json_path.c_str());
+}
+
+}  // namespace
+}  // namespace hangwatch
