@@ -332,12 +332,9 @@ class Agent final : public MonitorListener {
                                ? final_state_.load(std::memory_order_relaxed)
                                : internal::g_run_loop_state.load(std::memory_order_relaxed);
     s.passes_seen = (state + 1) / 2 - (initial_state_ + 1) / 2;
-    s.lag = PassDurations().Figures();
+    // Every pass since Start() (lag_->SinceBegin reads only what Init() wrote).
+    if (lag_) s.lag = lag_->SinceBegin(ReadPassTimer()).Figures();
     return s;
-  }
-  // Every pass since Start() (lag_->SinceBegin reads only what Init() wrote).
-  PassHistogram PassDurations() const {
-    return lag_ ? lag_->SinceBegin(ReadPassTimer()) : PassHistogram();
   }
   uint64_t TrackedState() const { return stats_.tracked_state.load(std::memory_order_relaxed); }
   std::shared_ptr<spdlog::logger> logger() const { return logger_; }
@@ -673,9 +670,6 @@ Stats GetStats() {
   return a ? a->GetStats() : Stats{};
 }
 
-PassHistogram PassDurations() {
-  auto a = agent::CurrentAgent();
-  return a ? a->PassDurations() : PassHistogram();
-}
+PassHistogram PassDurations() { return agent::ReadPassTimer(); }
 
 }  // namespace hangwatch

@@ -1,6 +1,8 @@
 // The agent's costs, side by side with their baselines:
 //   BM_Heartbeat/baseline vs BM_Heartbeat/hangwatch: a run-loop pass without and with the
 //     BeginWork()/EndWork() pair (target: <= 3 ns difference per pair).
+//   BM_Heartbeat/timed: the pair with Config::time_every_pass (target: <= 12 ns over baseline);
+//     BM_Heartbeat/two_clock_reads: its floor, the two reads of the pass clock alone.
 //   BM_StackTable/insert/N: interning an N-frame stack that is already known (the common case
 //     during a hang: the same stack sample after sample); insert_new/N: a stack never seen.
 //     Target for insert/64: <= 200 ns.
@@ -52,6 +54,44 @@ void BM_HeartbeatHangwatch(benchmark::State& state) {
   if (!started) state.SkipWithError("hangwatch::Start failed");
 }
 BENCHMARK(BM_HeartbeatHangwatch)->Name("BM_Heartbeat/hangwatch");
+
+// The same with Config::time_every_pass: each pair also reads the pass clock twice and counts
+// the pass in the lag histogram (target: <= 12 ns per pair over baseline).
+void BM_HeartbeatTimed(benchmark::State& state) {
+  hangwatch::Config config;
+  config.log_hangs = false;
+  config.time_every_pass = true;
+  const bool started = hangwatch::Start(config).ok();
+  uint64_t work = 0;
+  for (auto _ : state) {
+    hangwatch::BeginWork();
+    work += 1;
+    benchmark::DoNotOptimize(work);
+    hangwatch::EndWork();
+  }
+  if (started) hangwatch::Stop();
+  if (!started) state.SkipWithError("hangwatch::Start failed");
+}
+BENCHMARK(BM_HeartbeatTimed)->Name("BM_Heartbeat/timed");
+
+// The floor of any timed pass: the two clock reads alone (the pass clock the agent picked on
+// this machine), without the histogram.
+void BM_HeartbeatClockFloor(benchmark::State& state) {
+  hangwatch::Config config;
+  config.log_hangs = false;
+  config.time_every_pass = true;
+  const bool started = hangwatch::Start(config).ok();  // picks and calibrates the clock
+  const uint32_t clock = hangwatch::internal::g_pass_timer.clock.load();
+  if (started) hangwatch::Stop();
+  uint64_t work = 0;
+  for (auto _ : state) {
+    work += hangwatch::internal::ReadPassClock(clock);
+    work += hangwatch::internal::ReadPassClock(clock);
+    benchmark::DoNotOptimize(work);
+  }
+  state.SetLabel(clock == hangwatch::internal::kPassClockCounter ? "cpu counter" : "clock_gettime");
+}
+BENCHMARK(BM_HeartbeatClockFloor)->Name("BM_Heartbeat/two_clock_reads");
 
 // ---- stack table ----
 

@@ -180,8 +180,7 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       !r.Int("dropped_stacks", &h->dropped_stacks, true) || !r.Bool("fatal", &h->fatal, true) ||
       !r.Str("fingerprint", &h->fingerprint, true) || !r.Str("signature", &h->signature, true) ||
       !r.Str("process_name", &h->process_name, true) || !r.Str("host", &h->host, true) ||
-      !r.Labels("labels", &h->labels) ||
-      !r.Int("dominant_stack", &h->dominant_stack, true) ||
+      !r.Labels("labels", &h->labels) || !r.Int("dominant_stack", &h->dominant_stack, true) ||
       !r.Bool("timeline_truncated", &h->timeline_truncated, true)) {
     return false;
   }

@@ -120,9 +120,11 @@ std::string Encode(const Lag& r) {
   AppendUint(&o, f.passes);
   Key(&o, "busy_ms");
   AppendFixed3(&o, f.busy_ms);
-  const std::pair<const char*, double> percentiles[] = {
-      {"p50_ms", f.p50_ms}, {"p90_ms", f.p90_ms}, {"p95_ms", f.p95_ms},
-      {"p99_ms", f.p99_ms}, {"max_ms", f.max_ms}};
+  const std::pair<const char*, double> percentiles[] = {{"p50_ms", f.p50_ms},
+                                                        {"p90_ms", f.p90_ms},
+                                                        {"p95_ms", f.p95_ms},
+                                                        {"p99_ms", f.p99_ms},
+                                                        {"max_ms", f.max_ms}};
   for (const auto& [key, value] : percentiles) {
     Key(&o, key);
     AppendFixed3(&o, value);

@@ -207,8 +207,9 @@ struct Stats {
   LagFigures lag;
 };
 
-// With Config::time_every_pass: the histogram of every pass since Start() (empty otherwise).
-// Copy it before and after a stretch of work and take `after.Since(before)` for that stretch.
+// Every pass this process timed (Config::time_every_pass), across Stop() and Start(); empty
+// when none was. Copy it before and after a stretch of work and take `after.Since(before)` for
+// that stretch.
 HANGWATCH_EXPORT PassHistogram PassDurations();
 HANGWATCH_EXPORT Stats GetStats();
 

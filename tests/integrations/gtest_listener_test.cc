@@ -3,8 +3,10 @@
 // own (gtest_listener_fixture), run here as a child process.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <regex>
 #include <string>
 
 namespace {
@@ -14,10 +16,10 @@ struct Result {
   std::string output;
 };
 
-Result RunFixture(const std::string& filter) {
+Result RunFixture(const std::string& filter, const std::string& more = "") {
   Result r;
   const std::string cmd =
-      std::string(HANGWATCH_GTEST_FIXTURE) + " --gtest_filter=" + filter + " 2>&1";
+      std::string(HANGWATCH_GTEST_FIXTURE) + " --gtest_filter=" + filter + " " + more + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
@@ -45,6 +47,76 @@ TEST(GtestListener, StallingTestFailsNamingTheCulprit) {
   // The culprit is the top of the dominant stack.
   EXPECT_NE(r.output.find("#0 StallInsideTest"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\nin StallInsideTest\n"), std::string::npos) << r.output;
+}
+
+bool Has(const Result& r, const std::string& what) {
+  return r.output.find(what) != std::string::npos;
+}
+
+TEST(GtestListener, StricterBudgetFailsAStallWithinTheListenersBudget) {
+  const Result r = RunFixture("Budget.StricterFailsAShortStall");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r, "(budget 50 ms)")) << r.output;
+  EXPECT_TRUE(Has(r, "\nin ShortStall\n")) << r.output;
+}
+
+TEST(GtestListener, LooserBudgetAllowsALongerStall) {
+  const Result r = RunFixture("Budget.LooserAllowsALongStall");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(Has(r, "stalled for")) << r.output;
+}
+
+TEST(GtestListener, P99BudgetNamesTheSlowPass) {
+  const Result r = RunFixture("Budget.P99OverBudgetNamesTheSlowPass");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("the 99th percentile of 101 passes was "
+                                                     "[0-9.]+ ms \\(budget 10.000 ms\\)")))
+      << r.output;
+  EXPECT_TRUE(Has(r, "\nthe longest pass: ")) << r.output;
+  EXPECT_TRUE(Has(r, "\nin SlowFrame\n")) << r.output;
+}
+
+TEST(GtestListener, SlowPassBudgetCountsAndNamesTheSlowPass) {
+  const Result r = RunFixture("Budget.TooManySlowPasses");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  // Five slow passes (a loaded machine may stretch a quick one past 50 ms too).
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("hangwatch: [5-9] passes were longer than 50 ms \\(budget 2\\)")))
+      << r.output;
+  EXPECT_TRUE(Has(r, "\nin SlowFrame\n")) << r.output;
+}
+
+TEST(GtestListener, TestWithinItsBudgetPassesAndItsPassesAreInTheXml) {
+  const std::string xml = "/tmp/hangwatch_gtest_listener_" + std::to_string(getpid()) + ".xml";
+  const Result r = RunFixture("Fixture.Quick:Budget.WithinItsBudget", "--gtest_output=xml:" + xml);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::string text;
+  if (FILE* f = fopen(xml.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    fclose(f);
+  }
+  unlink(xml.c_str());
+  // GoogleTest writes each recorded property into its <testcase>'s <properties>.
+  const size_t within = text.find("name=\"WithinItsBudget\"");
+  ASSERT_NE(within, std::string::npos) << text;
+  const std::string test_case = text.substr(within, text.find("/testcase>", within) - within);
+  EXPECT_TRUE(Has({0, test_case}, "name=\"hangwatch_passes\" value=\"56\"")) << test_case;
+  EXPECT_TRUE(std::regex_search(
+      test_case, std::regex("name=\"hangwatch_slow_passes_50ms\" value=\"([5-9]|10)\"")))
+      << test_case;
+  EXPECT_TRUE(
+      std::regex_search(test_case, std::regex("name=\"hangwatch_p99_ms\" value=\"[89][0-9]\\.")))
+      << test_case;
+  EXPECT_TRUE(Has({0, text}, "name=\"hangwatch_passes\" value=\"1\""))
+      << "Fixture.Quick is one pass: " << text;
+}
+
+TEST(GtestListener, BudgetThatCannotBeSetFailsTheTest) {
+  const Result r = RunFixture("Budget.UnknownSlowPassDuration");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r, "20 ms is not one of 16, 33, 50, 100, 250, 500, 1000")) << r.output;
 }
 
 }  // namespace

@@ -213,6 +213,43 @@ TEST(RunCommand, ShellWrapperAndPythonAreWatchedWithTheirPids) {
       << py.err;
 }
 
+TEST(RunCommand, EveryPassIsTimedIntoLagRecordsWithTheUsersLabels) {
+  // 41 waits of python3's selectors loop: 40 passes between them, 10 of them 30 ms long (slow
+  // passes, not hangs), 30 of them 1 ms. The shim times each one.
+  TempDir dir;
+  const auto py =
+      RunCommand({kCli, "run", "--threshold-ms", "500", "--report", dir / "h.jsonl", "--",
+                  "/usr/bin/python3", "-c",
+                  "import select, time\n"
+                  "for i in range(40):\n"
+                  "  select.select([], [], [], 0.001)\n"
+                  "  end = time.monotonic() + (0.03 if i % 4 == 0 else 0.001)\n"
+                  "  while time.monotonic() < end: pass\n"
+                  "select.select([], [], [], 0.001)\n"},
+                 {"HANGWATCH_LABELS=team=checkout,build=42", "HANGWATCH_LAG_INTERVAL_MS=0"});
+  EXPECT_EQ(py.exit_code, 0) << py.err;
+  tools::Report report;
+  std::string error;
+  ASSERT_TRUE(tools::ReadReportFile(dir / "h.jsonl", &report, &error)) << error << py.err;
+  EXPECT_TRUE(report.hangs.empty());
+  ASSERT_EQ(report.lags.size(), 1u) << "interval 0: one record, at exit";
+  const tools::Lag& lag = report.lags[0];
+  const LagFigures f = lag.passes.Figures();
+  // The interpreter's own waits before the loop (if any) add passes; ours are all there.
+  EXPECT_GE(f.passes, 40u);
+  EXPECT_LE(f.passes, 45u);
+  // The ten 30 ms passes are over 16 ms (a 1 ms pass stretched by 15 ms on a loaded machine
+  // would add one).
+  EXPECT_GE(f.slow_passes[0], 10u);
+  EXPECT_LE(f.slow_passes[0], 12u);
+  EXPECT_EQ(f.slow_passes[2], 0u) << "none is over 50 ms";
+  EXPECT_GE(f.max_ms, 29.7);
+  EXPECT_GE(f.busy_ms, 10 * 30 + 30 * 1);
+  EXPECT_EQ(lag.labels.at("team"), "checkout");
+  EXPECT_EQ(lag.labels.at("build"), "42");
+  EXPECT_EQ(lag.process_name, "python3");
+}
+
 TEST(RunCommand, ForkedWorkersAreListedEachWithItsHangs) {
   // A prefork server: the parent reaches its loop, then forks two workers; the second stalls.
   TempDir dir;
