@@ -3,6 +3,10 @@
 // poll on the main thread with the agent armed (poll_main) and on another thread (poll_other).
 // Targets: <= 20 ns added on the main thread, <= 5 ns on other threads.
 //
+// The shim times every pass (two reads of the pass clock per wait, for the lag records);
+// poll_main_untimed is the same shim with HANGWATCH_TIME_PASSES=0, measured in a child process
+// of its own (an armed shim stays armed): the timed shim may add at most 25 ns over it.
+//
 // The shim is dlopen'ed (RTLD_LOCAL: this binary's own calls still go to libc) and its poll
 // resolved with dlsym; it is looked for in $HANGWATCH_PRELOAD_LIB, else in the build tree next
 // to bench/. Every benchmark times batches of polls on the thread under test and reports the
@@ -13,6 +17,7 @@
 // survives the drift.
 #include <dlfcn.h>
 #include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -187,6 +192,53 @@ void BM_PollOther(benchmark::State& state) {
       state, [&] { return other.Run(); }, true);
 }
 
+// poll_main with HANGWATCH_TIME_PASSES=0. The shim this process loaded read its settings when it
+// was loaded and may be armed already, so a child process loads a copy of it (another path: a
+// second, independent instance), untimed, arms it on its main thread, and sends back the pairs.
+void BM_PollMainUntimed(benchmark::State& state) {
+  const std::string dir = "/tmp/hangwatch_preload_bench." + std::to_string(getpid());
+  const std::string copy = dir + "/libhangwatch_preload.so";
+  const std::string cmd = "mkdir -p " + dir + " && cp '" + ShimPath() + "' " + copy;
+  if (std::system(cmd.c_str()) != 0) return state.SkipWithError("cannot copy the shim");
+  int fds[2];
+  if (pipe(fds) != 0) return state.SkipWithError("pipe");
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    setenv("HANGWATCH_TIME_PASSES", "0", 1);
+    void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+    auto shim = h != nullptr ? reinterpret_cast<PollFn>(dlsym(h, "poll")) : nullptr;
+    if (shim == nullptr) _exit(1);
+    Pipe pipe;
+    struct pollfd none = {-1, 0, 0};
+    shim(&none, 1, 1);  // arms the copy
+    for (int i = 0; i < kIterations; ++i) {
+      const Pair p = TimePair(shim, pipe.fds[0]);
+      if (write(fds[1], &p, sizeof p) != static_cast<ssize_t>(sizeof p)) _exit(1);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::vector<Pair> pairs(kIterations);
+  size_t got = 0;
+  char* buf = reinterpret_cast<char*>(pairs.data());
+  const size_t want = pairs.size() * sizeof(Pair);
+  for (ssize_t n; got < want && (n = read(fds[0], buf + got, want - got)) > 0;) {
+    got += static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (std::system(("rm -rf " + dir).c_str()) != 0)
+    std::fprintf(stderr, "cannot remove %s\n", dir.c_str());
+  if (got != want || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return state.SkipWithError("the child could not measure the untimed shim");
+  }
+  size_t i = 0;
+  Measure(
+      state, [&] { return pairs[i++]; }, true);
+}
+
 // poll_main runs last: once armed, the agent watches the main thread, and the framework's own
 // work on it after the last shim call is one long run-loop pass, sampled as a hang, which would
 // perturb whatever ran next.
@@ -196,6 +248,10 @@ BENCHMARK(BM_PollPlainOther)
     ->UseManualTime()
     ->Iterations(kIterations);
 BENCHMARK(BM_PollOther)->Name("BM_Preload/poll_other")->UseManualTime()->Iterations(kIterations);
+BENCHMARK(BM_PollMainUntimed)
+    ->Name("BM_Preload/poll_main_untimed")
+    ->UseManualTime()
+    ->Iterations(kIterations);
 BENCHMARK(BM_PollMain)->Name("BM_Preload/poll_main")->UseManualTime()->Iterations(kIterations);
 
 }  // namespace

@@ -349,10 +349,11 @@ int Run(int argc, char** argv) {
       continue;
     }
     if (kv.substr(0, 5) == "PATH=") search_path = std::string(kv.substr(5));
-    // Ours are set below; the cache directory, the labels and the lag interval are the user's.
+    // Ours are set below; the cache directory, labels and pass timing are the user's.
     if (kv.substr(0, 10) == "HANGWATCH_" && kv.substr(0, 20) != "HANGWATCH_CACHE_DIR=" &&
         kv.substr(0, 17) != "HANGWATCH_LABELS=" &&
-        kv.substr(0, 26) != "HANGWATCH_LAG_INTERVAL_MS=") {
+        kv.substr(0, 26) != "HANGWATCH_LAG_INTERVAL_MS=" &&
+        kv.substr(0, 22) != "HANGWATCH_TIME_PASSES=") {
       continue;
     }
     env.emplace_back(kv);

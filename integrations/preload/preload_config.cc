@@ -79,6 +79,7 @@ PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string
   flag("HANGWATCH_LOG", &c.log);
   flag("HANGWATCH_STARTUP_STALL", &c.startup_stall);
   flag("HANGWATCH_INHERIT", &c.inherit);
+  flag("HANGWATCH_TIME_PASSES", &c.time_passes);
   if (const char* v = getenv("HANGWATCH_REPORT")) c.report_path = v;
   if (const char* v = getenv("HANGWATCH_OPEN_HANG_DIR")) c.open_hang_dir = v;
   return c;

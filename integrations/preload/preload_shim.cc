@@ -163,7 +163,7 @@ __attribute__((noinline)) void Arm() {
   config.json_path = c.report_path;
   config.log_hangs = c.log;
   // The shim is on every wait already: timing each pass costs two counter reads.
-  config.time_every_pass = true;
+  config.time_every_pass = c.time_passes;
   config.lag_interval = std::chrono::milliseconds(c.lag_interval_ms);
   if (!c.open_hang_dir.empty()) {
     config.open_hang_path = c.open_hang_dir + "/open-hang." + std::to_string(getpid());
