@@ -85,18 +85,9 @@ void LogHang(spdlog::logger& logger, const HangRecord& r) {
 }
 
 void LogLag(spdlog::logger& logger, const report::Lag& record) {
-  const LagFigures f = record.passes.Figures();
-  std::string slow;
-  for (int t = 0; t < kSlowPassThresholds; ++t) {
-    if (f.slow_passes[t] == 0) continue;
-    slow += fmt::format("{}{} > {} ms", slow.empty() ? "; slow: " : ", ", f.slow_passes[t],
-                        kSlowPassThresholdsMs[t]);
-  }
   const double seconds = static_cast<double>(record.end_unix_ms - record.start_unix_ms) / 1000;
-  logger.info(
-      "hangwatch: lag over {:.1f} s: {} passes (busy {:.1f} s), p50 {:.2f} ms, p95 {:.2f} ms, "
-      "p99 {:.2f} ms, max {:.1f} ms{}",
-      seconds, f.passes, f.busy_ms / 1000, f.p50_ms, f.p95_ms, f.p99_ms, f.max_ms, slow);
+  logger.info("hangwatch: lag over {:.1f} s: {}", seconds,
+              report::DescribeLag(record.passes.Figures()));
 }
 
 }  // namespace hangwatch::agent

@@ -28,6 +28,7 @@ set(HANGWATCH_APPLE_SYMBOLS_SOURCES
 # The report format's encoders (portable; the decoder needs nlohmann_json and is the tools').
 set(HANGWATCH_APPLE_REPORT_SOURCES
   report/hang_record.cc
+  report/lag_text.cc
   report/pass_histogram.cc
   report/report_encode.cc)
 

@@ -51,6 +51,11 @@ std::string Encode(const HangRecord& record);
 std::string Encode(const StartupStall& record);
 std::string Encode(const Lag& record);
 
+// Lag figures in one line of text, for people: "3611 passes (busy 9.8 s), p50 1.00 ms, p95
+// 20.05 ms, p99 40.11 ms, max 40.1 ms; slow: 100 > 16 ms, 20 > 33 ms". The spdlog sink's lag
+// line and the tools' summaries.
+std::string DescribeLag(const LagFigures& figures);
+
 }  // namespace hangwatch::report
 
 #endif  // HANGWATCH_REPORT_REPORT_RECORD_H_

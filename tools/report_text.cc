@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hangwatch/hangwatch.h"
 #include "report/report_record.h"
@@ -182,6 +184,28 @@ void AppendStartupStalls(std::string* out, const Report& r) {
   }
 }
 
+// Every lag record of the report added up, and per process when there are several.
+void AppendLag(std::string* out, const Report& r) {
+  if (r.lags.empty()) return;
+  PassHistogram all;
+  std::vector<std::pair<int64_t, PassHistogram>> by_pid;
+  for (const Lag& l : r.lags) {
+    all.Merge(l.passes);
+    auto it =
+        std::find_if(by_pid.begin(), by_pid.end(), [&](const auto& p) { return p.first == l.pid; });
+    if (it == by_pid.end()) it = by_pid.insert(by_pid.end(), {l.pid, PassHistogram()});
+    it->second.Merge(l.passes);
+  }
+  Appendf(out, "Lag: %s\n", report::DescribeLag(all.Figures()).c_str());
+  if (by_pid.size() > 1) {
+    for (const auto& [pid, passes] : by_pid) {
+      Appendf(out, "  pid %lld: %s\n", static_cast<long long>(pid),
+              report::DescribeLag(passes.Figures()).c_str());
+    }
+  }
+  out->push_back('\n');
+}
+
 void AppendFooter(std::string* out, const Report& r) {
   if (r.skipped_lines > 0) {
     Appendf(out, "(%zu unreadable line%s skipped; first: %s)\n", r.skipped_lines,
@@ -206,6 +230,7 @@ std::string FormatText(const Report& report) {
     AppendImages(&out, h);
   }
   if (!report.hangs.empty()) out.push_back('\n');
+  AppendLag(&out, report);
   AppendFooter(&out, report);
   return out;
 }

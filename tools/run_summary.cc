@@ -53,6 +53,11 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
   };
   for (const HangRecord& h : report.hangs) ++entry(h.pid, h.process).hangs;
   for (const StartupStall& s : report.startup_stalls) ++entry(s.pid, s.process).startup_stalls;
+  for (const Lag& l : report.lags) {
+    WatchedProcess& w = entry(l.pid, l.process_name);
+    ++w.lag_records;
+    w.passes.Merge(l.passes);
+  }
   return out;
 }
 
@@ -67,6 +72,9 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
     if (w.startup_stalls > 0) out += ", slow start-up";
     if (w.running) out += ", still running";
     out += "\n";
+    if (w.lag_records > 0) {
+      out += "hangwatch run:     lag: " + report::DescribeLag(w.passes.Figures()) + "\n";
+    }
   }
   return out;
 }

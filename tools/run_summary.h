@@ -20,7 +20,9 @@ struct WatchedProcess {
   std::string exe;          // executable; may be empty
   size_t hangs = 0;         // hang records with its pid in this run's report
   size_t startup_stalls = 0;
-  bool running = false;  // still alive when the summary was made
+  bool running = false;    // still alive when the summary was made
+  size_t lag_records = 0;  // its lag records in this run's report, and their passes:
+  PassHistogram passes;
 };
 
 // Every process that armed (launch log), plus every pid that has records in `report` but no
@@ -28,7 +30,8 @@ struct WatchedProcess {
 std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report& report);
 
 // "  pid 1234 redis-server (/usr/bin/redis-check-rdb): 2 hangs, still running\n" per process,
-// each line prefixed with "hangwatch run: ".
+// each line prefixed with "hangwatch run: ", and for a process with lag records a second line,
+// "    lag: 3611 passes (busy 9.8 s), p50 ...".
 std::string FormatWatched(const std::vector<WatchedProcess>& watched);
 
 // "exited with status 3", "was killed by signal 9 (SIGKILL)", from a waitpid status.

@@ -248,6 +248,15 @@ TEST(RunCommand, EveryPassIsTimedIntoLagRecordsWithTheUsersLabels) {
   EXPECT_EQ(lag.labels.at("team"), "checkout");
   EXPECT_EQ(lag.labels.at("build"), "42");
   EXPECT_EQ(lag.process_name, "python3");
+
+  // The run's summary and `hangwatch report` show the figures.
+  EXPECT_TRUE(std::regex_search(
+      py.err, std::regex("hangwatch run:   pid [0-9]+ python3 .*: no hangs\n"
+                         "hangwatch run:     lag: [0-9]+ passes \\(busy 0.[0-9] s\\), p50 ")))
+      << py.err;
+  const auto text = RunCommand({kCli, "report", dir / "h.jsonl"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(Has(text.out, "Lag: " + std::to_string(f.passes) + " passes")) << text.out;
 }
 
 TEST(RunCommand, ForkedWorkersAreListedEachWithItsHangs) {

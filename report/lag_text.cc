@@ -1,0 +1,27 @@
+// DescribeLag (report_record.h).
+#include <cstdio>
+#include <string>
+
+#include "report/report_record.h"
+
+namespace hangwatch::report {
+
+std::string DescribeLag(const LagFigures& f) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%llu passes (busy %.1f s), p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.1f ms",
+                static_cast<unsigned long long>(f.passes), f.busy_ms / 1000, f.p50_ms, f.p95_ms,
+                f.p99_ms, f.max_ms);
+  std::string out = buf;
+  bool first = true;
+  for (int t = 0; t < kSlowPassThresholds; ++t) {
+    if (f.slow_passes[t] == 0) continue;
+    std::snprintf(buf, sizeof buf, "%s%llu > %d ms", first ? "; slow: " : ", ",
+                  static_cast<unsigned long long>(f.slow_passes[t]), kSlowPassThresholdsMs[t]);
+    out += buf;
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace hangwatch::report
