@@ -31,8 +31,6 @@ namespace {
 
 using internal::g_pass_timer;
 
-uint64_t MonotonicNs() { return internal::ReadPassClock(internal::kPassClockMonotonic); }
-
 // Whether the CPU has a counter that ticks at one rate in every power state, readable
 // without a syscall.
 bool HasConstantRateCounter() {
@@ -59,10 +57,11 @@ uint64_t MeasureCounterRate() {
 #else
   // Against CLOCK_MONOTONIC over >= 1 ms: each end is bracketed by two clock reads, so the
   // error is a few tens of nanoseconds over a millisecond (< 0.01 %).
-  auto sample = [](uint64_t* ticks, uint64_t* ns) {
-    const uint64_t a = MonotonicNs();
+  auto mono = [] { return internal::ReadPassClock(internal::kPassClockMonotonic); };
+  auto sample = [&](uint64_t* ticks, uint64_t* ns) {
+    const uint64_t a = mono();
     *ticks = internal::ReadPassClock(internal::kPassClockCounter);
-    *ns = (a + MonotonicNs()) / 2;
+    *ns = (a + mono()) / 2;
   };
   uint64_t t0, n0, t1, n1;
   sample(&t0, &n0);
