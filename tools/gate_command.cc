@@ -41,6 +41,7 @@ constexpr char kUsageTail[] =
     "                     \"violations\", ...} on stdout\n"
     "Frames are symbolized offline, as by hangwatch report, so that culprits have a source\n"
     "line: --search PATH, --debug-dir DIR, --cache-dir DIR, --no-cache, --no-symbolize.\n"
+    "--baseline takes the files that follow it up to the next option: put REPORTs first.\n"
     "The --github annotations go to stdout (to stderr with --format json).\n";
 
 int Fail(const std::string& message) {
@@ -85,6 +86,8 @@ int Run(int argc, char** argv) {
                                   &symbolize_options.symbolizer)) {
     } else if (a == "--cache-dir" && i + 1 < argc) {
       symbolize_options.symbolizer.cache_dir = argv[++i];
+    } else if (a.substr(0, 12) == "--cache-dir=") {
+      symbolize_options.symbolizer.cache_dir = std::string(a.substr(12));
     } else if (a == "--no-cache") {
       symbolize_options.symbolizer.read_cache = symbolize_options.symbolizer.write_cache = false;
     } else if (a == "--no-symbolize") {

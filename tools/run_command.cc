@@ -605,14 +605,20 @@ int Run(int argc, char** argv) {
                            : gate.gating ? FormatGateJunit(verdict, suite, elapsed)
                                          : FormatJunit(report, suite, elapsed));
   }
-  if (gate.gating && !none_watched) {
+  if (gate.gating) {
     if (!gate.markdown.empty()) {
       std::ofstream md(gate.markdown, std::ios::binary | std::ios::app);
-      md << FormatGateMarkdown(verdict);
+      md << (none_watched
+                 ? "### hangwatch run: \xE2\x9D\x8C nothing was gated\n\n" + not_watched + "\n"
+                 : FormatGateMarkdown(verdict));
       md.close();
       if (!md) std::fprintf(stderr, "hangwatch run: cannot write %s\n", gate.markdown.c_str());
     }
-    if (gate.github) {
+    if (gate.github && none_watched) {
+      std::fprintf(stdout, "::error title=hangwatch%%3A nothing watched::%s\n",
+                   not_watched.c_str());
+      std::fflush(stdout);
+    } else if (gate.github) {
       const char* workspace = std::getenv("GITHUB_WORKSPACE");
       const std::string lines = FormatGateGithub(verdict, workspace ? workspace : "");
       std::fwrite(lines.data(), 1, lines.size(), stdout);

@@ -90,6 +90,16 @@ TEST(RunGate, LagBudgetFailsWhenItCannotBeMetOrChecked) {
   EXPECT_TRUE(Has(r.err, "p99 pass duration") || Has(r.err, "no lag records")) << r.err;
 }
 
+TEST(RunGate, NothingWatchedIsFourNotAPass) {
+  TempDir dir;
+  const auto r = RunCommand({kCli, "run", "--max-hangs", "0", "--markdown", dir / "s.md",
+                             "--github", "--", STATIC_PROGRAM});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_TRUE(Has(r.err, "no process was watched")) << r.err;
+  EXPECT_TRUE(Has(ReadFile(dir / "s.md"), "nothing was gated")) << ReadFile(dir / "s.md");
+  EXPECT_TRUE(Has(r.out, "::error title=hangwatch%3A nothing watched::")) << r.out;
+}
+
 TEST(RunGate, BadGateInputStopsTheRunBeforeTheCommandStarts) {
   TempDir dir;
   WriteFile(dir / "allow.txt", "Stall*\n");
