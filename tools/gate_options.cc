@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "tools/gate_output.h"
+#include "tools/gate_reader.h"
 #include "tools/report_reader.h"
 
 namespace hangwatch::tools {
@@ -167,7 +168,8 @@ GateFlag ParseGateFlag(int argc, char** argv, int* i, bool baseline_lists, GateO
 bool LoadGateInputs(const GateOptions& options, GateInputs* inputs, std::string* error) {
   for (const std::string& path : options.baselines) {
     Report r;
-    if (!ReadReportFile(path, &r, error)) {
+    std::vector<HangTally> tallies;
+    if (!ReadReportsForGate({path}, &r, &tallies, error)) {
       *error = "baseline " + *error;
       return false;
     }
@@ -178,7 +180,10 @@ bool LoadGateInputs(const GateOptions& options, GateInputs* inputs, std::string*
                "an empty file means that run recorded nothing";
       return false;
     }
-    for (HangRecord& h : r.hangs) inputs->baseline.push_back(std::move(h));
+    for (size_t k = 0; k < r.hangs.size(); ++k) {
+      inputs->baseline.push_back(std::move(r.hangs[k]));
+      inputs->baseline_tallies.push_back(tallies[k]);
+    }
     inputs->has_baseline = true;
   }
   if (!options.allow_path.empty()) {
@@ -199,11 +204,8 @@ bool LoadGateInputs(const GateOptions& options, GateInputs* inputs, std::string*
 bool EvaluateGate(const std::vector<std::string>& reports, const GateOptions& options,
                   const GateInputs& inputs, const ReportSymbolizeOptions* symbolize, Report* report,
                   GateVerdict* verdict, std::vector<std::string>* warnings, std::string* error) {
-  for (const std::string& path : reports) {
-    Report one;
-    if (!ReadReportFile(path, &one, error)) return false;
-    MergeReport(std::move(one), report);
-  }
+  std::vector<HangTally> tallies;
+  if (!ReadReportsForGate(reports, report, &tallies, error)) return false;
   if (options.budgets.HasLagBudget() && report->lags.empty()) {
     *error = std::string(options.budgets.max_p99_ms ? "--max-p99-ms" : "--max-slow-passes") +
              " needs lag records, and " +
@@ -213,8 +215,8 @@ bool EvaluateGate(const std::vector<std::string>& reports, const GateOptions& op
     return false;
   }
   if (symbolize != nullptr) SymbolizeReport(*symbolize, report, warnings);
-  *verdict = ComputeVerdict(*report, inputs.has_baseline ? &inputs.baseline : nullptr, inputs.allow,
-                            options.budgets);
+  *verdict = ComputeVerdict(*report, tallies, inputs.has_baseline ? &inputs.baseline : nullptr,
+                            inputs.baseline_tallies, inputs.allow, options.budgets);
   return true;
 }
 

@@ -41,7 +41,10 @@ extern const char kGateFlagsUsage[];
 
 struct GateInputs {
   bool has_baseline = false;
-  std::vector<HangRecord> baseline;  // the hangs of every baseline file
+  // The hangs of every baseline file, one per signature and file (tools/gate_reader.h), with
+  // the records each stands for.
+  std::vector<HangRecord> baseline;
+  std::vector<HangTally> baseline_tallies;
   std::vector<AllowEntry> allow;
 };
 
@@ -49,7 +52,8 @@ struct GateInputs {
 // missing, unreadable, malformed or (a baseline) empty.
 bool LoadGateInputs(const GateOptions& options, GateInputs* inputs, std::string* error);
 
-// What `hangwatch gate` does before it prints: reads the reports into *report, refuses a lag
+// What `hangwatch gate` does before it prints: reads the reports into *report (the longest
+// hang of each signature, tools/gate_reader.h), refuses a lag
 // budget when they hold no lag record, symbolizes them offline (`symbolize` nullptr: as
 // recorded) and computes the verdict into *verdict, which points into *report and `inputs`.
 // False with one line in *error for bad input. Warnings of the symbolizer go to *warnings.

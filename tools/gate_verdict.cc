@@ -149,11 +149,13 @@ const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std
   return nullptr;
 }
 
-std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs) {
+std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
+                                  const std::vector<HangTally>& tallies) {
   std::vector<HangGroup> groups;
   std::unordered_map<std::string, size_t> index;
   index.reserve(hangs.size() / 8 + 16);
-  for (const HangRecord& h : hangs) {
+  for (size_t k = 0; k < hangs.size(); ++k) {
+    const HangRecord& h = hangs[k];
     std::string computed;
     if (h.signature.empty() && h.dominant() != nullptr) computed = agent::Signature(*h.dominant());
     const std::string& sig = h.signature.empty() ? computed : h.signature;
@@ -163,8 +165,13 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs) {
       groups.back().signature = sig;
     }
     HangGroup& g = groups[it->second];
-    ++g.count;
-    g.total_duration_ms += h.duration_ms;
+    if (tallies.empty()) {
+      ++g.count;
+      g.total_duration_ms += h.duration_ms;
+    } else {
+      g.count += tallies[k].count;
+      g.total_duration_ms += tallies[k].total_duration_ms;
+    }
     if (g.longest == nullptr || h.duration_ms > g.max_duration_ms) {
       g.longest = &h;
       g.max_duration_ms = h.duration_ms;
@@ -179,16 +186,23 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs) {
 
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* baseline,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
+  return ComputeVerdict(report, {}, baseline, {}, allow, budgets);
+}
+
+GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& report_tallies,
+                           const std::vector<HangRecord>* baseline,
+                           const std::vector<HangTally>& baseline_tallies,
+                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
   GateVerdict v;
   v.budgets = budgets;
   v.has_baseline = baseline != nullptr;
   v.startup_stalls = report.startup_stalls.size();
 
-  std::vector<HangGroup> current = GroupHangs(report.hangs);
+  std::vector<HangGroup> current = GroupHangs(report.hangs, report_tallies);
   std::unordered_set<std::string> in_baseline, seen;
   std::vector<HangGroup> before;
   if (baseline != nullptr) {
-    before = GroupHangs(*baseline);
+    before = GroupHangs(*baseline, baseline_tallies);
     for (const HangGroup& g : before) in_baseline.insert(g.signature);
   }
   for (HangGroup& g : current) {

@@ -75,9 +75,18 @@ struct HangGroup {
   bool failed = false;                  // broke a hang budget (new and not allowed only)
 };
 
+// A hang record that stands for `count` records of its signature (it is the longest of them),
+// whose durations add up to `total_duration_ms` (tools/gate_reader.h).
+struct HangTally {
+  size_t count = 1;
+  uint64_t total_duration_ms = 0;
+};
+
 // Groups hangs by signature (a hang without one gets it computed from its dominant stack when
-// it has one, as RefreshHangIdentity does), in order of first appearance.
-std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs);
+// it has one, as RefreshHangIdentity does), in order of first appearance. `tallies`: empty
+// (each hang is one record) or one per hang.
+std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
+                                  const std::vector<HangTally>& tallies = {});
 
 struct GateViolation {
   std::string kind;  // "new_hang", "hang_duration", "hang_count", "p99", "slow_passes", "no_lag"
@@ -109,6 +118,13 @@ struct GateVerdict {
 // without lag records in `report` is a violation ("no_lag"); `hangwatch gate` refuses that input
 // before computing a verdict.
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* baseline,
+                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
+
+// The same with hangs tallied per signature (tools/gate_reader.h): `report_tallies` parallel to
+// report.hangs, `baseline_tallies` to *baseline (each may be empty: one record per hang).
+GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& report_tallies,
+                           const std::vector<HangRecord>* baseline,
+                           const std::vector<HangTally>& baseline_tallies,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
 
 // "file:line" of a culprit ("file" without a line), "" when unknown.

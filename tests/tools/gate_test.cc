@@ -1,15 +1,19 @@
 // The gate's verdict on hand-made records (tools/gate_verdict.h): new / known / fixed by
 // signature, allow list, hang and lag budgets, readable unique names; and its output formats
-// (tools/gate_output.h) on such verdicts.
+// (tools/gate_output.h) on such verdicts; the gate's reader (tools/gate_reader.h), which
+// tallies hangs per signature and decodes only the longest of each.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "agent/stack_identity.h"
+#include "cli_util.h"
 #include "nlohmann/json.hpp"
+#include "report/report_record.h"
 #include "tools/gate_options.h"
 #include "tools/gate_output.h"
+#include "tools/gate_reader.h"
 #include "tools/gate_verdict.h"
 
 namespace hangwatch::tools {
@@ -352,6 +356,95 @@ TEST(GateOutput, TextSaysPassedAndListsKnownHangs) {
   EXPECT_TRUE(Has(text, "hangwatch gate: PASSED\n")) << text;
   EXPECT_TRUE(Has(text, "known hangs (in the baseline): 1\n  Parse: 1 hang, longest 300 ms"))
       << text;
+}
+
+TEST(GateReader, ScanReadsTopLevelFieldsOfWellFormedObjectsOnly) {
+  ScannedLine s;
+  ASSERT_TRUE(
+      ScanRecordLine(R"({"type":"hang","culprit":{"signature":"inner","x":[1,{"y":"}]\""}]},)"
+                     R"( "duration_ms" : 412 , "signature":"abcdef0123456789","z":null})",
+                     &s));
+  EXPECT_EQ(s.type, "hang");
+  EXPECT_EQ(s.signature, "abcdef0123456789");
+  EXPECT_TRUE(s.has_duration);
+  EXPECT_EQ(s.duration_ms, 412u);
+
+  ScannedLine t;
+  ASSERT_TRUE(ScanRecordLine(R"({"duration_ms":1.5,"signature":"a\"b"})", &t));
+  EXPECT_FALSE(t.has_duration);  // not an integer
+  EXPECT_EQ(t.signature, "");    // escaped: not taken raw
+  EXPECT_TRUE(ScanRecordLine("{}", &t));
+  for (const char* bad :
+       {R"({"type":"hang","stacks":[{"frames":[)", R"({"a":1} x)", R"({"a":[1}])", R"({"a":})",
+        R"({"a" 1})", R"(["a"])", R"({"a":"open)", "", R"({"a":1,})"}) {
+    ScannedLine u;
+    EXPECT_FALSE(ScanRecordLine(bad, &u)) << bad;
+  }
+}
+
+TEST(GateReader, TalliesHangsPerSignatureAndDecodesTheLongest) {
+  testing::TempDir dir;
+  const std::string path = dir / "r.jsonl";
+  Lag lag = LagOf({{5, 1.0}});
+  testing::WriteFile(path, report::Encode(Hang(kA, {"Parse", "main"}, 100)) + "\n" +
+                               report::Encode(Hang(kA, {"Parse", "main"}, 300)) + "\n" +
+                               report::Encode(Hang(kB, {"Render", "main"}, 50)) + "\n" +
+                               report::Encode(Hang(kA, {"Parse", "main"}, 200)) + "\n" +
+                               report::Encode(Hang("", {"Load", "main"}, 70)) + "\n" +
+                               "{\"type\":\"hang\",\"stacks\":[{\"fra\n" +  // torn
+                               report::Encode(lag) + "\n");
+  Report r;
+  std::vector<HangTally> tallies;
+  std::string error;
+  ASSERT_TRUE(ReadReportsForGate({path}, &r, &tallies, &error)) << error;
+  ASSERT_EQ(r.hangs.size(), 3u);
+  ASSERT_EQ(tallies.size(), 3u);
+  EXPECT_EQ(r.hangs[0].signature, kA);
+  EXPECT_EQ(r.hangs[0].duration_ms, 300u);
+  EXPECT_EQ(tallies[0].count, 3u);
+  EXPECT_EQ(tallies[0].total_duration_ms, 600u);
+  EXPECT_EQ(r.hangs[1].signature, kB);
+  EXPECT_EQ(tallies[1].count, 1u);
+  EXPECT_EQ(r.hangs[2].culprit.symbol, "Load");  // no signature: decoded in full
+  EXPECT_EQ(tallies[2].count, 1u);
+  EXPECT_EQ(r.lags.size(), 1u);
+  EXPECT_EQ(r.skipped_lines, 1u);
+
+  // The verdict counts every record.
+  const GateVerdict v = ComputeVerdict(r, tallies, nullptr, {}, {}, {});
+  const HangGroup* a = Find(v.new_hangs, kA);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->count, 3u);
+  EXPECT_EQ(a->total_duration_ms, 600u);
+  EXPECT_EQ(a->max_duration_ms, 300u);
+
+  // The same verdict as from the report reader.
+  Report full;
+  ASSERT_TRUE(ReadReportFile(path, &full, &error)) << error;
+  const GateVerdict w = ComputeVerdict(full, nullptr, {}, {});
+  EXPECT_EQ(FormatGateJson(v), FormatGateJson(w));
+}
+
+TEST(GateReader, ALongestLineThatIsNoHangRecordFallsBackToTheReportReader) {
+  testing::TempDir dir;
+  const std::string path = dir / "r.jsonl";
+  testing::WriteFile(path, report::Encode(Hang(kA, {"Parse", "main"}, 100)) + "\n" +
+                               "{\"type\":\"hang\",\"signature\":\"" + kA +
+                               "\",\"duration_ms\":999}\n");
+  Report r;
+  std::vector<HangTally> tallies;
+  std::string error;
+  ASSERT_TRUE(ReadReportsForGate({path}, &r, &tallies, &error)) << error;
+  ASSERT_EQ(r.hangs.size(), 1u);
+  EXPECT_EQ(r.hangs[0].duration_ms, 100u);
+  EXPECT_TRUE(tallies.empty());
+  EXPECT_EQ(r.skipped_lines, 1u);
+
+  testing::WriteFile(path, "not json\n{\"type\":\"hang\"\n");
+  EXPECT_FALSE(ReadReportsForGate({path}, &r, &tallies, &error));
+  EXPECT_TRUE(Has(error, path + ": malformed report: no valid record (line 1:")) << error;
+  EXPECT_FALSE(ReadReportsForGate({dir / "missing"}, &r, &tallies, &error));
+  EXPECT_TRUE(Has(error, "No such file")) << error;
 }
 
 }  // namespace

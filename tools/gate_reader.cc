@@ -1,0 +1,276 @@
+#include "tools/gate_reader.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
+#include "report/report_decode.h"
+
+namespace hangwatch::tools {
+namespace {
+
+bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+const char* SkipWs(const char* p, const char* e) {
+  while (p < e && IsWs(*p)) ++p;
+  return p;
+}
+
+// p is on a string's opening quote: returns the position after its closing quote (nullptr
+// when there is none). A quote preceded by an odd number of backslashes is escaped.
+const char* SkipString(const char* p, const char* e) {
+  ++p;
+  for (;;) {
+    const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<size_t>(e - p)));
+    if (q == nullptr) return nullptr;
+    const char* b = q;
+    while (b > p && b[-1] == '\\') --b;
+    if ((q - b) % 2 == 0) return q + 1;
+    p = q + 1;
+  }
+}
+
+// One value: a string, an object or array (brackets matched, strings skipped), or a number or
+// literal (its characters). Returns the position after it, nullptr when it is malformed.
+const char* SkipValue(const char* p, const char* e) {
+  if (p >= e) return nullptr;
+  if (*p == '"') return SkipString(p, e);
+  if (*p == '{' || *p == '[') {
+    char stack[128];
+    size_t depth = 0;
+    while (p < e) {
+      const char c = *p;
+      if (c == '"') {
+        p = SkipString(p, e);
+        if (p == nullptr) return nullptr;
+        continue;
+      }
+      if (c == '{' || c == '[') {
+        if (depth == sizeof stack) return nullptr;
+        stack[depth++] = c == '{' ? '}' : ']';
+      } else if (c == '}' || c == ']') {
+        if (depth == 0 || stack[depth - 1] != c) return nullptr;
+        if (--depth == 0) return p + 1;
+      } else if (static_cast<unsigned char>(c) < 0x20 && !IsWs(c)) {
+        return nullptr;
+      }
+      ++p;
+    }
+    return nullptr;
+  }
+  const char* start = p;
+  while (p < e && *p != ',' && *p != '}' && *p != ']' && !IsWs(*p)) {
+    const char c = *p;
+    if (!((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || (c >= 'a' && c <= 'z') ||
+          (c >= 'A' && c <= 'Z'))) {
+      return nullptr;
+    }
+    ++p;
+  }
+  return p > start ? p : nullptr;
+}
+
+// A string value without escapes, as a view (the gate's keys and values never need one).
+bool RawString(const char* p, const char* end_quote_next, std::string_view* out) {
+  const std::string_view v(p + 1, static_cast<size_t>(end_quote_next - p - 2));
+  if (v.find('\\') != std::string_view::npos) return false;
+  *out = v;
+  return true;
+}
+
+// Files each decoded record into its list of the report.
+struct AddTo {
+  Report* report;
+  void operator()(HangRecord&& h) const { report->hangs.push_back(std::move(h)); }
+  void operator()(StartupStall&& s) const { report->startup_stalls.push_back(std::move(s)); }
+  void operator()(Lag&& l) const { report->lags.push_back(std::move(l)); }
+  void operator()(report::UnknownRecord&&) const { ++report->unknown_records; }
+};
+
+struct Tally {
+  std::string_view line;  // the longest hang's line
+  uint64_t max_duration_ms = 0;
+  HangTally tally{0, 0};
+};
+
+bool ReadWhole(const std::string& path, std::string* text, std::string* error) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *error = path + ": not a regular file";
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  text->resize(static_cast<size_t>(st.st_size));
+  in.read(text->data(), static_cast<std::streamsize>(text->size()));
+  text->resize(static_cast<size_t>(in.gcount()));
+  if (in.bad()) {
+    *error = path + ": read error";
+    return false;
+  }
+  return true;
+}
+
+bool ReadSlowly(const std::vector<std::string>& paths, Report* out, std::vector<HangTally>* tallies,
+                std::string* error) {
+  *out = Report{};
+  tallies->clear();
+  for (const std::string& path : paths) {
+    Report one;
+    if (!ReadReportFile(path, &one, error)) return false;
+    MergeReport(std::move(one), out);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ScanRecordLine(std::string_view line, ScannedLine* out) {
+  const char* p = line.data();
+  const char* e = p + line.size();
+  p = SkipWs(p, e);
+  if (p >= e || *p != '{') return false;
+  p = SkipWs(p + 1, e);
+  if (p < e && *p == '}') return SkipWs(p + 1, e) == e;
+  for (;;) {
+    if (p >= e || *p != '"') return false;
+    const char* key_end = SkipString(p, e);
+    if (key_end == nullptr) return false;
+    const std::string_view key(p + 1, static_cast<size_t>(key_end - p - 2));
+    p = SkipWs(key_end, e);
+    if (p >= e || *p != ':') return false;
+    p = SkipWs(p + 1, e);
+    const char* value_end = SkipValue(p, e);
+    if (value_end == nullptr) return false;
+    if (key == "type" || key == "signature") {
+      std::string_view v;
+      if (*p == '"' && RawString(p, value_end, &v))
+        (key == "type" ? out->type : out->signature) = v;
+    } else if (key == "duration_ms") {
+      uint64_t v = 0;
+      bool digits = value_end - p <= 19;
+      for (const char* d = p; d < value_end && digits; ++d) {
+        digits = *d >= '0' && *d <= '9';
+        v = v * 10 + static_cast<uint64_t>(*d - '0');
+      }
+      out->has_duration = digits;
+      out->duration_ms = v;
+    }
+    p = SkipWs(value_end, e);
+    if (p < e && *p == ',') {
+      p = SkipWs(p + 1, e);
+      continue;
+    }
+    if (p < e && *p == '}') return SkipWs(p + 1, e) == e;
+    return false;
+  }
+}
+
+bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
+                        std::vector<HangTally>* tallies, std::string* error) {
+  std::vector<std::string> texts;
+  texts.reserve(paths.size());
+  std::unordered_map<std::string_view, size_t> index;  // signature -> entries
+  std::vector<std::pair<std::string_view, Tally>> entries;
+  std::vector<HangTally> untallied;  // parallel to out->hangs while reading
+  for (const std::string& path : paths) {
+    texts.emplace_back();
+    std::string& text = texts.back();
+    if (!ReadWhole(path, &text, error)) return false;
+    if (text.size() >= 8 && std::memcmp(text.data(), "HWOPENHG", 8) == 0) {
+      Report one;
+      if (!ReadReportFile(path, &one, error)) return false;
+      for (const HangRecord& h : one.hangs) untallied.push_back({1, h.duration_ms});
+      MergeReport(std::move(one), out);
+      continue;
+    }
+    std::string_view rest = text;
+    size_t line_no = 0, valid = 0, nonempty = 0;
+    std::string first_error;
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');
+      std::string_view line = rest.substr(0, nl);
+      rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+      ++line_no;
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+        line.remove_suffix(1);
+      }
+      if (line.empty()) continue;
+      ++nonempty;
+      ScannedLine s;
+      if (!ScanRecordLine(line, &s)) {
+        if (first_error.empty()) {
+          first_error = "line " + std::to_string(line_no) + ": not a JSON object";
+        }
+        ++out->skipped_lines;
+        continue;
+      }
+      if ((s.type.empty() || s.type == "hang") && !s.signature.empty() && s.has_duration) {
+        auto [it, inserted] = index.try_emplace(s.signature, entries.size());
+        if (inserted) entries.emplace_back(s.signature, Tally{});
+        Tally& t = entries[it->second].second;
+        if (t.tally.count == 0 || s.duration_ms > t.max_duration_ms) {
+          t.line = line;
+          t.max_duration_ms = s.duration_ms;
+        }
+        ++t.tally.count;
+        t.tally.total_duration_ms += s.duration_ms;
+        ++valid;
+        continue;
+      }
+      std::string why;
+      report::Record record;
+      if (!report::Decode(line, &record, &why)) {
+        if (first_error.empty()) first_error = "line " + std::to_string(line_no) + ": " + why;
+        ++out->skipped_lines;
+        continue;
+      }
+      if (const HangRecord* h = std::get_if<HangRecord>(&record)) {
+        untallied.push_back({1, h->duration_ms});
+      }
+      std::visit(AddTo{out}, std::move(record));
+      ++valid;
+    }
+    if (nonempty > 0 && valid == 0) {
+      *error = path + ": malformed report: no valid record (" + first_error + ")";
+      return false;
+    }
+    if (out->first_error.empty()) out->first_error = first_error;
+  }
+
+  // The longest hang of each signature, decoded in full, first; then the others.
+  std::vector<HangRecord> others = std::move(out->hangs);
+  out->hangs.clear();
+  out->hangs.reserve(entries.size() + others.size());
+  tallies->clear();
+  tallies->reserve(entries.size() + others.size());
+  for (const auto& [signature, t] : entries) {
+    HangRecord h;
+    std::string why;
+    // A well-formed line that is not a valid hang record: read everything as the report
+    // reader does, which skips it.
+    if (!report::DecodeHang(t.line, &h, &why)) return ReadSlowly(paths, out, tallies, error);
+    out->hangs.push_back(std::move(h));
+    tallies->push_back(t.tally);
+  }
+  for (size_t k = 0; k < others.size(); ++k) {
+    out->hangs.push_back(std::move(others[k]));
+    tallies->push_back(untallied[k]);
+  }
+  return true;
+}
+
+}  // namespace hangwatch::tools
