@@ -169,7 +169,8 @@ bool LoadGateInputs(const GateOptions& options, GateInputs* inputs, std::string*
   for (const std::string& path : options.baselines) {
     Report r;
     std::vector<HangTally> tallies;
-    if (!ReadReportsForGate({path}, &r, &tallies, error)) {
+    size_t lag_records = 0;
+    if (!ReadReportsForGate({path}, &r, &tallies, &lag_records, error)) {
       *error = "baseline " + *error;
       return false;
     }
@@ -205,7 +206,8 @@ bool EvaluateGate(const std::vector<std::string>& reports, const GateOptions& op
                   const GateInputs& inputs, const ReportSymbolizeOptions* symbolize, Report* report,
                   GateVerdict* verdict, std::vector<std::string>* warnings, std::string* error) {
   std::vector<HangTally> tallies;
-  if (!ReadReportsForGate(reports, report, &tallies, error)) return false;
+  size_t lag_records = 0;
+  if (!ReadReportsForGate(reports, report, &tallies, &lag_records, error)) return false;
   if (options.budgets.HasLagBudget() && report->lags.empty()) {
     *error = std::string(options.budgets.max_p99_ms ? "--max-p99-ms" : "--max-slow-passes") +
              " needs lag records, and " +
@@ -215,7 +217,8 @@ bool EvaluateGate(const std::vector<std::string>& reports, const GateOptions& op
     return false;
   }
   if (symbolize != nullptr) SymbolizeReport(*symbolize, report, warnings);
-  *verdict = ComputeVerdict(*report, tallies, inputs.has_baseline ? &inputs.baseline : nullptr,
+  *verdict = ComputeVerdict(*report, tallies, lag_records,
+                            inputs.has_baseline ? &inputs.baseline : nullptr,
                             inputs.baseline_tallies, inputs.allow, options.budgets);
   return true;
 }

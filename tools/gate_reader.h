@@ -37,10 +37,11 @@ bool ScanRecordLine(std::string_view line, ScannedLine* out);
 
 // Reads report files (JSON Lines or open-hang files) into *out, whose hangs are one record per
 // signature (the longest) followed by every hang without a signature, with *tallies parallel
-// to out->hangs. False with a one-line *error for a file that is missing, unreadable, or has
-// content but no valid record.
+// to out->hangs. The lag records are added together into out->lags[0] as they are read;
+// *lag_records counts them. False with a one-line *error for a file that is missing,
+// unreadable, or has content but no valid record.
 bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
-                        std::vector<HangTally>* tallies, std::string* error);
+                        std::vector<HangTally>* tallies, size_t* lag_records, std::string* error);
 
 }  // namespace hangwatch::tools
 

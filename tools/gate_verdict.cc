@@ -186,11 +186,11 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
 
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* baseline,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
-  return ComputeVerdict(report, {}, baseline, {}, allow, budgets);
+  return ComputeVerdict(report, {}, 0, baseline, {}, allow, budgets);
 }
 
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& report_tallies,
-                           const std::vector<HangRecord>* baseline,
+                           size_t lag_records, const std::vector<HangRecord>* baseline,
                            const std::vector<HangTally>& baseline_tallies,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
   GateVerdict v;
@@ -275,7 +275,7 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   // Lag: every record added.
   if (!report.lags.empty()) {
     LagSummary s;
-    s.records = report.lags.size();
+    s.records = lag_records != 0 ? lag_records : report.lags.size();
     for (const Lag& l : report.lags) s.passes.Merge(l.passes);
     s.figures = s.passes.Figures();
     v.lag = std::move(s);

@@ -121,9 +121,10 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* 
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
 
 // The same with hangs tallied per signature (tools/gate_reader.h): `report_tallies` parallel to
-// report.hangs, `baseline_tallies` to *baseline (each may be empty: one record per hang).
+// report.hangs, `baseline_tallies` to *baseline (each may be empty: one record per hang);
+// `lag_records`: how many lag records report.lags stands for (0: report.lags.size()).
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& report_tallies,
-                           const std::vector<HangRecord>* baseline,
+                           size_t lag_records, const std::vector<HangRecord>* baseline,
                            const std::vector<HangTally>& baseline_tallies,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
 

@@ -526,8 +526,9 @@ int Run(int argc, char** argv) {
   if (gate.gating) {
     std::vector<std::string> warnings;
     SymbolizeReport(ReportSymbolizeOptions{}, &report, &warnings);
-    verdict = ComputeVerdict(report, {}, gate_inputs.has_baseline ? &gate_inputs.baseline : nullptr,
-                             gate_inputs.baseline_tallies, gate_inputs.allow, gate.budgets);
+    verdict =
+        ComputeVerdict(report, {}, 0, gate_inputs.has_baseline ? &gate_inputs.baseline : nullptr,
+                       gate_inputs.baseline_tallies, gate_inputs.allow, gate.budgets);
   }
   const int result =
       gate.gating

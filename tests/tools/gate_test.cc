@@ -392,11 +392,12 @@ TEST(GateReader, TalliesHangsPerSignatureAndDecodesTheLongest) {
                                report::Encode(Hang(kA, {"Parse", "main"}, 200)) + "\n" +
                                report::Encode(Hang("", {"Load", "main"}, 70)) + "\n" +
                                "{\"type\":\"hang\",\"stacks\":[{\"fra\n" +  // torn
-                               report::Encode(lag) + "\n");
+                               report::Encode(lag) + "\n" + report::Encode(lag) + "\n");
   Report r;
   std::vector<HangTally> tallies;
+  size_t lag_records = 0;
   std::string error;
-  ASSERT_TRUE(ReadReportsForGate({path}, &r, &tallies, &error)) << error;
+  ASSERT_TRUE(ReadReportsForGate({path}, &r, &tallies, &lag_records, &error)) << error;
   ASSERT_EQ(r.hangs.size(), 3u);
   ASSERT_EQ(tallies.size(), 3u);
   EXPECT_EQ(r.hangs[0].signature, kA);
@@ -407,11 +408,13 @@ TEST(GateReader, TalliesHangsPerSignatureAndDecodesTheLongest) {
   EXPECT_EQ(tallies[1].count, 1u);
   EXPECT_EQ(r.hangs[2].culprit.symbol, "Load");  // no signature: decoded in full
   EXPECT_EQ(tallies[2].count, 1u);
-  EXPECT_EQ(r.lags.size(), 1u);
+  EXPECT_EQ(r.lags.size(), 1u);  // added together as they are read
+  EXPECT_EQ(lag_records, 2u);
+  EXPECT_EQ(r.lags[0].passes.passes(), 10u);
   EXPECT_EQ(r.skipped_lines, 1u);
 
   // The verdict counts every record.
-  const GateVerdict v = ComputeVerdict(r, tallies, nullptr, {}, {}, {});
+  const GateVerdict v = ComputeVerdict(r, tallies, lag_records, nullptr, {}, {}, {});
   const HangGroup* a = Find(v.new_hangs, kA);
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->count, 3u);
@@ -433,17 +436,18 @@ TEST(GateReader, ALongestLineThatIsNoHangRecordFallsBackToTheReportReader) {
                                "\",\"duration_ms\":999}\n");
   Report r;
   std::vector<HangTally> tallies;
+  size_t lag_records = 0;
   std::string error;
-  ASSERT_TRUE(ReadReportsForGate({path}, &r, &tallies, &error)) << error;
+  ASSERT_TRUE(ReadReportsForGate({path}, &r, &tallies, &lag_records, &error)) << error;
   ASSERT_EQ(r.hangs.size(), 1u);
   EXPECT_EQ(r.hangs[0].duration_ms, 100u);
   EXPECT_TRUE(tallies.empty());
   EXPECT_EQ(r.skipped_lines, 1u);
 
   testing::WriteFile(path, "not json\n{\"type\":\"hang\"\n");
-  EXPECT_FALSE(ReadReportsForGate({path}, &r, &tallies, &error));
+  EXPECT_FALSE(ReadReportsForGate({path}, &r, &tallies, &lag_records, &error));
   EXPECT_TRUE(Has(error, path + ": malformed report: no valid record (line 1:")) << error;
-  EXPECT_FALSE(ReadReportsForGate({dir / "missing"}, &r, &tallies, &error));
+  EXPECT_FALSE(ReadReportsForGate({dir / "missing"}, &r, &tallies, &lag_records, &error));
   EXPECT_TRUE(Has(error, "No such file")) << error;
 }
 
