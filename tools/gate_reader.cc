@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <unordered_map>
 #include <utility>
@@ -16,24 +17,61 @@
 namespace hangwatch::tools {
 namespace {
 
-bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+// Inside a record: a line of JSON Lines. '\n' ends it, so it is never white space here (a
+// string or object that reaches it is a torn line).
+bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 const char* SkipWs(const char* p, const char* e) {
   while (p < e && IsWs(*p)) ++p;
   return p;
 }
 
+// Bytes the scanning loops stop at: in a string, '"', '\\' and control characters; in an
+// object or array, strings, brackets and control characters other than tab and CR.
+struct StopTables {
+  bool in_string[256] = {};
+  bool in_object[256] = {};
+  constexpr StopTables() {
+    for (int c = 0; c < 0x20; ++c) in_string[c] = in_object[c] = true;
+    in_object[static_cast<int>('\t')] = in_object[static_cast<int>('\r')] = false;
+    in_string[static_cast<int>('"')] = in_string[static_cast<int>('\\')] = true;
+    for (char c : {'"', '{', '[', '}', ']'}) in_object[static_cast<unsigned char>(c)] = true;
+  }
+};
+constexpr StopTables kStop;
+
+// The bytes of an 8-byte word (little-endian) that a string stops at: '"', '\\' or a control
+// character. Only the lowest flagged byte is exact (a borrow can flag bytes above it), which is
+// the only one used.
+inline uint64_t StringStops(uint64_t x) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  const uint64_t quote = x ^ (kOnes * '"'), backslash = x ^ (kOnes * '\\');
+  return (((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
+          ((x - kOnes * 0x20) & ~x)) &
+         kHigh;
+}
+
 // p is on a string's opening quote: returns the position after its closing quote (nullptr
-// when there is none). A quote preceded by an odd number of backslashes is escaped.
+// when there is none before the line ends, or it holds a control character). Eight bytes at a
+// time, then byte by byte at a stop.
 const char* SkipString(const char* p, const char* e) {
   ++p;
   for (;;) {
-    const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<size_t>(e - p)));
-    if (q == nullptr) return nullptr;
-    const char* b = q;
-    while (b > p && b[-1] == '\\') --b;
-    if ((q - b) % 2 == 0) return q + 1;
-    p = q + 1;
+    while (e - p >= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      const uint64_t stops = StringStops(word);
+      if (stops != 0) {
+        p += __builtin_ctzll(stops) / 8;
+        break;
+      }
+      p += 8;
+    }
+    while (p < e && !kStop.in_string[static_cast<unsigned char>(*p)]) ++p;
+    if (p >= e) return nullptr;
+    if (*p == '"') return p + 1;
+    if (*p != '\\' || p + 1 >= e || static_cast<unsigned char>(p[1]) < 0x20) return nullptr;
+    p += 2;  // the backslash and the escaped character
   }
 }
 
@@ -47,6 +85,10 @@ const char* SkipValue(const char* p, const char* e) {
     size_t depth = 0;
     while (p < e) {
       const char c = *p;
+      if (!kStop.in_object[static_cast<unsigned char>(c)]) {
+        ++p;
+        continue;
+      }
       if (c == '"') {
         p = SkipString(p, e);
         if (p == nullptr) return nullptr;
@@ -58,8 +100,8 @@ const char* SkipValue(const char* p, const char* e) {
       } else if (c == '}' || c == ']') {
         if (depth == 0 || stack[depth - 1] != c) return nullptr;
         if (--depth == 0) return p + 1;
-      } else if (static_cast<unsigned char>(c) < 0x20 && !IsWs(c)) {
-        return nullptr;
+      } else {
+        return nullptr;  // a control character: '\n' ends the line inside the value
       }
       ++p;
     }
@@ -166,27 +208,34 @@ bool ReadSlowly(const std::vector<std::string>& paths, Report* out, std::vector<
 
 }  // namespace
 
-bool ScanRecordLine(std::string_view line, ScannedLine* out) {
-  const char* p = line.data();
-  const char* e = p + line.size();
+namespace {
+
+// One record from p (white space, then an object, then white space) up to the end of its line
+// ('\n' or e). Returns the end of the line, nullptr when the line is not one JSON object.
+const char* ScanRecord(const char* p, const char* e, ScannedLine* out) {
   p = SkipWs(p, e);
-  if (p >= e || *p != '{') return false;
+  if (p >= e || *p != '{') return nullptr;
   p = SkipWs(p + 1, e);
-  if (p < e && *p == '}') return SkipWs(p + 1, e) == e;
+  auto line_end = [e](const char* q) -> const char* {
+    q = SkipWs(q, e);
+    return q == e || *q == '\n' ? q : nullptr;
+  };
+  if (p < e && *p == '}') return line_end(p + 1);
   for (;;) {
-    if (p >= e || *p != '"') return false;
+    if (p >= e || *p != '"') return nullptr;
     const char* key_end = SkipString(p, e);
-    if (key_end == nullptr) return false;
+    if (key_end == nullptr) return nullptr;
     const std::string_view key(p + 1, static_cast<size_t>(key_end - p - 2));
     p = SkipWs(key_end, e);
-    if (p >= e || *p != ':') return false;
+    if (p >= e || *p != ':') return nullptr;
     p = SkipWs(p + 1, e);
     const char* value_end = SkipValue(p, e);
-    if (value_end == nullptr) return false;
+    if (value_end == nullptr) return nullptr;
     if (key == "type" || key == "signature") {
       std::string_view v;
-      if (*p == '"' && RawString(p, value_end, &v))
+      if (*p == '"' && RawString(p, value_end, &v)) {
         (key == "type" ? out->type : out->signature) = v;
+      }
     } else if (key == "duration_ms") {
       uint64_t v = 0;
       bool digits = value_end - p <= 19;
@@ -202,9 +251,16 @@ bool ScanRecordLine(std::string_view line, ScannedLine* out) {
       p = SkipWs(p + 1, e);
       continue;
     }
-    if (p < e && *p == '}') return SkipWs(p + 1, e) == e;
-    return false;
+    if (p < e && *p == '}') return line_end(p + 1);
+    return nullptr;
   }
+}
+
+}  // namespace
+
+bool ScanRecordLine(std::string_view line, ScannedLine* out) {
+  if (line.find('\n') != std::string_view::npos) return false;
+  return ScanRecord(line.data(), line.data() + line.size(), out) != nullptr;
 }
 
 bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
@@ -225,21 +281,28 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
       MergeReport(std::move(one), out);
       continue;
     }
-    std::string_view rest = text;
+    const char* p = text.data();
+    const char* const e = p + text.size();
     size_t line_no = 0, valid = 0, nonempty = 0;
     std::string first_error;
-    while (!rest.empty()) {
-      const size_t nl = rest.find('\n');
-      std::string_view line = rest.substr(0, nl);
-      rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+    while (p < e) {
       ++line_no;
+      // Scanning finds the line's end; only a line that is not a JSON object is searched for it.
+      ScannedLine s;
+      const char* end = ScanRecord(p, e, &s);
+      const bool ok = end != nullptr;
+      if (!ok) {
+        end = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(e - p)));
+        if (end == nullptr) end = e;
+      }
+      std::string_view line(p, static_cast<size_t>(end - p));
+      p = end < e ? end + 1 : e;
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
         line.remove_suffix(1);
       }
       if (line.empty()) continue;
       ++nonempty;
-      ScannedLine s;
-      if (!ScanRecordLine(line, &s)) {
+      if (!ok) {
         if (first_error.empty()) {
           first_error = "line " + std::to_string(line_no) + ": not a JSON object";
         }

@@ -382,6 +382,28 @@ TEST(GateReader, ScanReadsTopLevelFieldsOfWellFormedObjectsOnly) {
   }
 }
 
+TEST(GateReader, ScanFindsStringEndsAtEveryOffset) {
+  // Strings are skipped eight bytes at a time: an escaped quote, a backslash pair or a control
+  // character at any offset must be seen.
+  for (size_t n = 0; n < 40; ++n) {
+    for (size_t k = 0; k < n; ++k) {
+      std::string text(n, 'x');
+      text.replace(k, 1, "\\\"");  // \"
+      ScannedLine s;
+      const std::string line =
+          R"({"symbol":")" + text + R"(\\","signature":"abcdef0123456789","duration_ms":7})";
+      ASSERT_TRUE(ScanRecordLine(line, &s)) << line;
+      EXPECT_EQ(s.signature, "abcdef0123456789") << line;
+      EXPECT_EQ(s.duration_ms, 7u);
+      std::string bad = text;
+      bad[k] = '\x01';
+      EXPECT_FALSE(ScanRecordLine(R"({"symbol":")" + bad + R"("})", &s)) << k;
+      std::string torn = R"({"symbol":")" + text;  // the line ends inside the string
+      EXPECT_FALSE(ScanRecordLine(torn, &s)) << torn;
+    }
+  }
+}
+
 TEST(GateReader, TalliesHangsPerSignatureAndDecodesTheLongest) {
   testing::TempDir dir;
   const std::string path = dir / "r.jsonl";
