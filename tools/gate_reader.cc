@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <unordered_map>
@@ -256,6 +258,141 @@ const char* ScanRecord(const char* p, const char* e, ScannedLine* out) {
   }
 }
 
+// Calls fn(key, value) for each member of `object`, a JSON object that ScanRecord (or
+// SkipValue) has already found well formed. Keys are raw (escapes not decoded).
+template <typename Fn>
+void ForEachMember(std::string_view object, Fn fn) {
+  const char* p = object.data();
+  const char* e = p + object.size();
+  p = SkipWs(p, e);
+  if (p >= e || *p != '{') return;
+  p = SkipWs(p + 1, e);
+  while (p < e && *p == '"') {
+    const char* key_end = SkipString(p, e);
+    if (key_end == nullptr) return;
+    const std::string_view key(p + 1, static_cast<size_t>(key_end - p - 2));
+    p = SkipWs(key_end, e);
+    if (p >= e || *p != ':') return;
+    p = SkipWs(p + 1, e);
+    const char* value_end = SkipValue(p, e);
+    if (value_end == nullptr) return;
+    fn(key, std::string_view(p, static_cast<size_t>(value_end - p)));
+    p = SkipWs(value_end, e);
+    if (p < e && *p == ',') p = SkipWs(p + 1, e);
+  }
+}
+
+bool IsInteger(std::string_view v) {
+  if (!v.empty() && v[0] == '-') v.remove_prefix(1);
+  if (v.empty() || v.size() > 19) return false;
+  for (char c : v) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+bool ParseUnsigned(std::string_view v, uint64_t* out) {
+  if (v.empty() || v.size() > 19) return false;
+  uint64_t n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = n;
+  return true;
+}
+
+bool ParseNumber(std::string_view v, double* out) {
+  if (v.empty() || !((v[0] >= '0' && v[0] <= '9') || v[0] == '-')) return false;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
+  return ec == std::errc() && end == v.data() + v.size();
+}
+
+// A lag record's histogram, read from its line without building a JSON document, and added to
+// *into: what report/report_decode.cc's ParseLag reads, with the same checks (required fields
+// and their types, ranges). False, with *into untouched, for anything it does not expect: the
+// caller then decodes the line in full.
+bool AddLagLine(std::string_view line, PassHistogram* into) {
+  std::string_view pid, start, end, busy, buckets, slow, labels, name, host;
+  ForEachMember(line, [&](std::string_view key, std::string_view value) {
+    if (key == "pid")
+      pid = value;
+    else if (key == "start_unix_ms")
+      start = value;
+    else if (key == "end_unix_ms")
+      end = value;
+    else if (key == "busy_ms")
+      busy = value;
+    else if (key == "buckets")
+      buckets = value;
+    else if (key == "slow_passes")
+      slow = value;
+    else if (key == "labels")
+      labels = value;
+    else if (key == "process_name")
+      name = value;
+    else if (key == "host")
+      host = value;
+  });
+  double busy_ms = 0;
+  if (!IsInteger(pid) || !IsInteger(start) || !IsInteger(end) || !ParseNumber(busy, &busy_ms) ||
+      !(busy_ms >= 0 && busy_ms < 1e15) || (!name.empty() && name[0] != '"') ||
+      (!host.empty() && host[0] != '"') || buckets.empty() || buckets[0] != '[') {
+    return false;
+  }
+  if (!labels.empty()) {
+    if (labels[0] != '{') return false;
+    bool strings = true;
+    ForEachMember(labels, [&](std::string_view, std::string_view v) { strings &= v[0] == '"'; });
+    if (!strings) return false;
+  }
+  // [[upper_us, count], ...]
+  std::pair<int, uint64_t> parsed[pass_histogram::kBuckets];
+  size_t n = 0;
+  const char* p = buckets.data() + 1;
+  const char* e = buckets.data() + buckets.size() - 1;  // the closing ']'
+  p = SkipWs(p, e);
+  while (p < e) {
+    if (*p != '[' || n == pass_histogram::kBuckets) return false;
+    const char* close = static_cast<const char*>(std::memchr(p, ']', static_cast<size_t>(e - p)));
+    const char* comma = static_cast<const char*>(std::memchr(p, ',', static_cast<size_t>(e - p)));
+    if (close == nullptr || comma == nullptr || comma > close) return false;
+    double upper_us = 0;
+    uint64_t count = 0;
+    const char* a = SkipWs(p + 1, comma);
+    const char* a_end = comma;
+    while (a_end > a && IsWs(a_end[-1])) --a_end;
+    const char* b = SkipWs(comma + 1, close);
+    const char* b_end = close;
+    while (b_end > b && IsWs(b_end[-1])) --b_end;
+    if (!ParseNumber(std::string_view(a, static_cast<size_t>(a_end - a)), &upper_us) ||
+        !ParseUnsigned(std::string_view(b, static_cast<size_t>(b_end - b)), &count) ||
+        !(upper_us > 0 && upper_us < 1e15)) {
+      return false;
+    }
+    const auto upper_ns = static_cast<uint64_t>(std::llround(upper_us * 1000));
+    parsed[n++] = {pass_histogram::BucketOf(upper_ns - 1), count};
+    p = SkipWs(close + 1, e);
+    if (p < e && *p == ',') p = SkipWs(p + 1, e);
+  }
+  uint64_t slow_counts[kSlowPassThresholds] = {};
+  if (!slow.empty()) {
+    if (slow[0] != '{') return false;
+    bool ok = true;
+    ForEachMember(slow, [&](std::string_view key, std::string_view v) {
+      for (int t = 0; t < kSlowPassThresholds; ++t) {
+        if (key == std::to_string(kSlowPassThresholdsMs[t]))
+          ok &= ParseUnsigned(v, &slow_counts[t]);
+      }
+    });
+    if (!ok) return false;
+  }
+  into->AddBusyNs(static_cast<uint64_t>(std::llround(busy_ms * 1e6)));
+  for (size_t k = 0; k < n; ++k) into->AddToBucket(parsed[k].first, parsed[k].second);
+  for (int t = 0; t < kSlowPassThresholds; ++t) into->AddSlowPasses(t, slow_counts[t]);
+  return true;
+}
+
 }  // namespace
 
 bool ScanRecordLine(std::string_view line, ScannedLine* out) {
@@ -321,6 +458,21 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
         t.tally.total_duration_ms += s.duration_ms;
         ++valid;
         continue;
+      }
+      if (s.type == "lag") {
+        bool added;
+        if (out->lags.empty()) {
+          Lag first;
+          added = AddLagLine(line, &first.passes);
+          if (added) out->lags.push_back(std::move(first));
+        } else {
+          added = AddLagLine(line, &out->lags[0].passes);
+        }
+        if (added) {
+          ++*lag_records;
+          ++valid;
+          continue;
+        }
       }
       std::string why;
       report::Record record;

@@ -450,6 +450,52 @@ TEST(GateReader, TalliesHangsPerSignatureAndDecodesTheLongest) {
   EXPECT_EQ(FormatGateJson(v), FormatGateJson(w));
 }
 
+TEST(GateReader, LagLinesAddUpAsTheReportReaderReadsThem) {
+  testing::TempDir dir;
+  const std::string path = dir / "r.jsonl";
+  Lag a = LagOf({{100, 0.5}, {3, 20.0}, {1, 120.0}});
+  a.labels = {{"build", "17"}};
+  const Lag b = LagOf({{50, 2.0}, {2, 600.0}});
+  std::string text = report::Encode(a) + "\n" + report::Encode(b) + "\n";
+  // Lines the decoder refuses: no pid; a label that is not a string; a count that is not an
+  // unsigned integer; a bucket that is not a pair. Each is skipped, as by the report reader.
+  const std::string good = report::Encode(b);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string line = good;
+    const size_t at = line.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return line.replace(at, from.size(), to) + "\n";
+  };
+  text += with("\"pid\":0,", "");
+  text += with("\"labels\":{}", "\"labels\":{\"a\":1}");
+  text += with("\"slow_passes\":{\"16\":2", "\"slow_passes\":{\"16\":2.5");
+  text += with("\"buckets\":[[", "\"buckets\":[[1],[");
+  text += "  " + with("\"busy_ms\":", "\"busy_ms\" :  ");  // white space: still read
+  testing::WriteFile(path, text);
+
+  Report fast, full;
+  std::vector<HangTally> tallies;
+  size_t lag_records = 0;
+  std::string error;
+  ASSERT_TRUE(ReadReportsForGate({path}, &fast, &tallies, &lag_records, &error)) << error;
+  ASSERT_TRUE(ReadReportFile(path, &full, &error)) << error;
+  EXPECT_EQ(lag_records, 3u);
+  EXPECT_EQ(full.lags.size(), 3u);
+  EXPECT_EQ(fast.skipped_lines, full.skipped_lines);
+  EXPECT_EQ(fast.skipped_lines, 4u);
+  PassHistogram merged;
+  for (const Lag& l : full.lags) merged.Merge(l.passes);
+  ASSERT_EQ(fast.lags.size(), 1u);
+  for (int i = 0; i < pass_histogram::kBuckets; ++i) {
+    ASSERT_EQ(fast.lags[0].passes.count(i), merged.count(i)) << i;
+  }
+  EXPECT_EQ(fast.lags[0].passes.busy_ns(), merged.busy_ns());
+  for (int t = 0; t < kSlowPassThresholds; ++t) {
+    EXPECT_EQ(fast.lags[0].passes.slow_passes(t), merged.slow_passes(t)) << t;
+  }
+  EXPECT_EQ(merged.slow_passes(0), 3u + 1 + 2 + 2);
+}
+
 TEST(GateReader, ALongestLineThatIsNoHangRecordFallsBackToTheReportReader) {
   testing::TempDir dir;
   const std::string path = dir / "r.jsonl";
