@@ -1,5 +1,10 @@
-// `hangwatch gate` over a large report, side by side with the floor it cannot go below:
-//   BM_Gate/decode_floor: reading and decoding the report and its baseline (ReadReportFile);
+// `hangwatch gate` over a large report, side by side with the floor it cannot go below and the
+// cost of decoding everything:
+//   BM_Gate/read_floor: mapping the report and its baseline and finding their lines (memchr):
+//     what any reader of the files pays;
+//   BM_Gate/report_reader: reading and decoding both in full (ReadReportFile, as `hangwatch
+//     report` does); the gate decodes only the longest hang of each signature
+//     (tools/gate_reader.h);
 //   BM_Gate/gate: what the command does in-process: the baseline and allow file loaded, the
 //     report read, symbolized offline, judged, and its text, JSON, JUnit and Markdown made;
 //   BM_Gate/cli: the `hangwatch` binary itself (fork + exec + everything, output to files).
@@ -10,11 +15,14 @@
 // failed lookup (symbols_bench measures lookups). Target: BM_Gate/gate <= 1 s.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -145,6 +153,34 @@ const Inputs& GetInputs() {
   return inputs;
 }
 
+void BM_ReadFloor(benchmark::State& state) {
+  const Inputs& in = GetInputs();
+  size_t lines = 0;
+  for (auto _ : state) {
+    lines = 0;
+    for (const std::string& path : {in.report, in.baseline}) {
+      const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      struct stat st;
+      fstat(fd, &st);
+      const size_t size = static_cast<size_t>(st.st_size);
+      void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      close(fd);
+      const char* p = static_cast<const char*>(data);
+      const char* e = p + size;
+      while (p < e) {
+        const void* nl = std::memchr(p, '\n', static_cast<size_t>(e - p));
+        if (nl == nullptr) break;
+        p = static_cast<const char*>(nl) + 1;
+        ++lines;
+      }
+      munmap(data, size);
+    }
+    benchmark::DoNotOptimize(lines);
+  }
+  state.counters["lines"] = static_cast<double>(lines);
+}
+BENCHMARK(BM_ReadFloor)->Name("BM_Gate/read_floor")->Unit(benchmark::kMillisecond);
+
 void BM_DecodeFloor(benchmark::State& state) {
   const Inputs& in = GetInputs();
   for (auto _ : state) {
@@ -159,7 +195,7 @@ void BM_DecodeFloor(benchmark::State& state) {
   }
   state.counters["report_MB"] = static_cast<double>(in.report_bytes) / 1e6;
 }
-BENCHMARK(BM_DecodeFloor)->Name("BM_Gate/decode_floor")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeFloor)->Name("BM_Gate/report_reader")->Unit(benchmark::kMillisecond);
 
 void BM_Gate(benchmark::State& state) {
   const Inputs& in = GetInputs();
