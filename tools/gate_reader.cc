@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -59,7 +60,7 @@ inline uint64_t StringStops(uint64_t x) {
 const char* SkipString(const char* p, const char* e) {
   ++p;
   for (;;) {
-    while (e - p >= 8) {
+    while (std::endian::native == std::endian::little && e - p >= 8) {
       uint64_t word;
       std::memcpy(&word, p, 8);
       const uint64_t stops = StringStops(word);
@@ -184,7 +185,12 @@ bool MapWhole(const std::string& path, Mapping* m, std::string* error) {
   }
   if (st.st_size > 0) {
     m->size = static_cast<size_t>(st.st_size);
-    m->data = mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+#ifdef MAP_POPULATE
+    constexpr int kFlags = MAP_PRIVATE | MAP_POPULATE;  // one fault-in pass, not one per page
+#else
+    constexpr int kFlags = MAP_PRIVATE;
+#endif
+    m->data = mmap(nullptr, m->size, PROT_READ, kFlags, fd, 0);
   }
   const int map_errno = errno;
   close(fd);
