@@ -74,7 +74,10 @@ constexpr char kUsage[] =
     "Gate flags: with any of these, the run's report is judged as by hangwatch gate (its\n"
     "verdict on stderr): exit 3 when the gate fails (whatever hangs --fail-on-hang alone would\n"
     "count), 4 when nothing was watched, otherwise COMMAND's status. A lag budget fails the\n"
-    "gate when the run wrote no lag records. --baseline takes one file and is repeatable.\n"
+    "gate when the run wrote no lag records. --baseline takes one file and is repeatable.\n";
+
+constexpr char kUsageTail[] =
+    "\n"
     "The shim is looked for in $HANGWATCH_PRELOAD_LIB, next to this program, in ../lib and\n"
     "../lib/<multiarch> relative to it, and in the build tree. Exit status 2: bad usage, the\n"
     "shim is missing, or --report / --junit cannot be written (checked before COMMAND\n"
@@ -273,6 +276,7 @@ int Run(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       std::fputs(kGateFlagsUsage, stdout);
+      std::fputs(kUsageTail, stdout);
       return 0;
     } else if (a == "--") {
       ++i;
