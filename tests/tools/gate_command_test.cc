@@ -219,6 +219,23 @@ TEST(GateCommand, WritesJunitMarkdownAndGithubAnnotations) {
   EXPECT_TRUE(Has(summary, "\xE2\x89\xA4 40 ms \xE2\x9C\x85")) << summary;
 }
 
+TEST(GateCommand, HelpAndAnnotationsBesideJson) {
+  const auto help = RunCommand({kCli, "gate", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.out.rfind("usage: hangwatch gate REPORT...", 0), 0u) << help.out;
+  EXPECT_TRUE(Has(help.out, "--max-slow-passes MS:N")) << help.out;
+
+  // With --format json, stdout stays one JSON document and the annotations go to stderr,
+  // with paths relative to $GITHUB_WORKSPACE.
+  Fixture f;
+  const auto r = RunCommand(
+      {kCli, "gate", f.now, "--baseline", f.old, "--github", "--format", "json", "--no-symbolize"},
+      {"GITHUB_WORKSPACE=/src"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["passed"], false);
+  EXPECT_TRUE(Has(r.err, "::error file=app/Render.cc,line=40,")) << r.err;
+}
+
 // Two builds of one program: stall_program_relayout has padding code before the stalling
 // function and another alignment, so code offsets and the build-id differ. The same stall
 // must get the same signature (and a different fingerprint), and gating the new build's report
