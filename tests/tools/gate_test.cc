@@ -404,6 +404,56 @@ TEST(GateReader, ScanFindsStringEndsAtEveryOffset) {
   }
 }
 
+// The scanner against the decoder on every line of the fuzz corpus, cut at every length and with
+// JSON punctuation written over each byte: a JSON object is always accepted, and a hang the
+// decoder reads has the signature and duration the scanner read.
+TEST(GateReader, ScanAgreesWithTheDecoderOnMutatedCorpusLines) {
+  std::vector<std::string> lines;
+  for (const char* name : {"redis_culprit.jsonl", "small_fatal.jsonl", "valid_hang.jsonl",
+                           "torn_then_valid.jsonl", "unknown_and_garbage.jsonl"}) {
+    const std::string text = testing::ReadFile(std::string(FUZZ_CORPUS_DIR) + "/" + name);
+    ASSERT_FALSE(text.empty()) << name;
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t nl = text.find('\n', at);
+      lines.push_back(text.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+      at = nl == std::string::npos ? text.size() : nl + 1;
+    }
+  }
+  size_t checked = 0, hangs = 0;
+  auto check = [&](const std::string& m) {
+    ScannedLine s;
+    const bool scanned = ScanRecordLine(m, &s);
+    const bool object = nlohmann::json::accept(m) && nlohmann::json::parse(m).is_object();
+    if (object) {
+      EXPECT_TRUE(scanned) << m;
+    }
+    HangRecord h;
+    std::string why;
+    if (ParseHangLine(m, &h, &why) && !h.signature.empty()) {
+      ++hangs;
+      EXPECT_TRUE(scanned) << m;
+      EXPECT_EQ(s.signature, h.signature) << m;
+      EXPECT_TRUE(s.has_duration) << m;
+      EXPECT_EQ(s.duration_ms, h.duration_ms) << m;
+    }
+    ++checked;
+  };
+  for (const std::string& line : lines) {
+    check(line);
+    for (size_t cut = 0; cut < line.size(); ++cut) check(line.substr(0, cut));
+    for (size_t k = 0; k < line.size(); k += 7) {
+      for (char c : {'"', '\\', '{', '}', ']', ',', ':', '\x01'}) {
+        std::string m = line;
+        m[k] = c;
+        check(m);
+      }
+    }
+  }
+  EXPECT_GT(hangs, 10u);
+  EXPECT_GT(checked, 5000u);
+}
+
 TEST(GateReader, TalliesHangsPerSignatureAndDecodesTheLongest) {
   testing::TempDir dir;
   const std::string path = dir / "r.jsonl";
