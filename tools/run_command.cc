@@ -23,6 +23,8 @@
 #include "agent/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
 #include "tools/command.h"
+#include "tools/gate_options.h"
+#include "tools/gate_output.h"
 #include "tools/junit.h"
 #include "tools/report_formats.h"
 #include "tools/report_reader.h"
@@ -59,8 +61,9 @@ constexpr char kUsage[] =
     "  --report FILE      append the hangs to FILE as JSON Lines (see hangwatch report)\n"
     "  --fail-on-hang     exit 3 when a hang (or a start-up stall) was seen, 4 when nothing\n"
     "                     was watched\n"
-    "  --junit FILE       write JUnit XML: one test case per hang fingerprint (an error when\n"
-    "                     nothing was watched)\n"
+    "  --junit FILE       write JUnit XML: one test case per hang fingerprint, or with the\n"
+    "                     gate flags below one per signature (an error when nothing was\n"
+    "                     watched)\n"
     "  --startup-ms N     reaching the event loop later than N ms after start is a start-up\n"
     "                     stall (default 2000)\n"
     "  --no-startup-stall do not report slow start-ups\n"
@@ -68,10 +71,17 @@ constexpr char kUsage[] =
     "  --live             log each hang on stderr as it happens, too\n"
     "  --quiet            no summary on stderr (problems are still printed)\n"
     "\n"
+    "Gate flags: with any of these, the run's report is judged as by hangwatch gate (its\n"
+    "verdict on stderr): exit 3 when the gate fails (whatever hangs --fail-on-hang alone would\n"
+    "count), 4 when nothing was watched, otherwise COMMAND's status. A lag budget fails the\n"
+    "gate when the run wrote no lag records. --baseline takes one file and is repeatable.\n";
+
+constexpr char kUsageTail[] =
+    "\n"
     "The shim is looked for in $HANGWATCH_PRELOAD_LIB, next to this program, in ../lib and\n"
     "../lib/<multiarch> relative to it, and in the build tree. Exit status 2: bad usage, the\n"
     "shim is missing, or --report / --junit cannot be written (checked before COMMAND\n"
-    "starts); 127: COMMAND cannot be executed.\n";
+    "starts; so are the baseline and allow files); 127: COMMAND cannot be executed.\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "hangwatch run: %s\n", message.c_str());
@@ -240,7 +250,8 @@ bool WaitingToArm(const LaunchLog& log) {
 
 int Run(int argc, char** argv) {
   uint32_t threshold_ms = 250, sample_ms = 0, startup_ms = 2000;
-  std::string report_path, junit_path;
+  std::string report_path;
+  GateOptions gate;
   bool fail_on_hang = false, startup_stall = true, inherit = false, live = false, quiet = false;
   int i = 1;
   for (; i < argc; ++i) {
@@ -258,8 +269,14 @@ int Run(int argc, char** argv) {
       }
       return false;
     };
+    std::string gate_error;
+    const GateFlag g = ParseGateFlag(argc, argv, &i, /*baseline_lists=*/false, &gate, &gate_error);
+    if (g == GateFlag::kBad) return Fail(gate_error);
+    if (g == GateFlag::kTaken) continue;
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
+      std::fputs(kGateFlagsUsage, stdout);
+      std::fputs(kUsageTail, stdout);
       return 0;
     } else if (a == "--") {
       ++i;
@@ -273,8 +290,6 @@ int Run(int argc, char** argv) {
       if (!ParseMs(v, &startup_ms)) return Fail("--startup-ms wants 1..3600000, not '" + v + "'");
     } else if (value("--report")) {
       report_path = AbsolutePath(v);
-    } else if (value("--junit")) {
-      junit_path = v;
     } else if (a == "--fail-on-hang") {
       fail_on_hang = true;
     } else if (a == "--no-startup-stall") {
@@ -307,9 +322,21 @@ int Run(int argc, char** argv) {
   // that its results cannot be written.
   // The JUnit file is written at the end (a file created by the check is removed again); the
   // report is only ever appended to (the shim creates it at the first hang anyway).
+  const std::string& junit_path = gate.junit;
+  GateInputs gate_inputs;
+  if (gate.gating) {
+    std::string error;
+    if (!LoadGateInputs(gate, &gate_inputs, &error)) return Fail(error);
+  }
   if (!junit_path.empty()) {
     std::string error;
     if (!CheckWritable(junit_path, /*keep_created=*/false, "--junit", &error)) return Fail(error);
+  }
+  if (!gate.markdown.empty()) {
+    std::string error;
+    if (!CheckWritable(gate.markdown, /*keep_created=*/false, "--markdown", &error)) {
+      return Fail(error);
+    }
   }
   if (!report_path.empty()) {
     std::string error;
@@ -503,9 +530,24 @@ int Run(int argc, char** argv) {
   const bool stalled = !report.hangs.empty() || !report.startup_stalls.empty();
   const bool none_watched = watched.empty();
   const bool failed = exit_code != 0;
-  const int result = fail_on_hang && stalled        ? kExitHang
-                     : fail_on_hang && none_watched ? kExitNotWatched
-                                                    : exit_code;
+  // With gate flags, the gate judges the hangs: its verdict on the report, symbolized offline
+  // so that culprits have source lines.
+  GateVerdict verdict;
+  if (gate.gating) {
+    std::vector<std::string> warnings;
+    SymbolizeReport(ReportSymbolizeOptions{}, &report, &warnings);
+    verdict =
+        ComputeVerdict(report, {}, 0, gate_inputs.has_baseline ? &gate_inputs.baseline : nullptr,
+                       gate_inputs.baseline_tallies, gate_inputs.allow, gate.budgets);
+  }
+  const int result =
+      gate.gating
+          ? (none_watched                                                          ? kExitNotWatched
+             : !verdict.passed || (fail_on_hang && !report.startup_stalls.empty()) ? kExitHang
+                                                                                   : exit_code)
+      : fail_on_hang && stalled      ? kExitHang
+      : fail_on_hang && none_watched ? kExitNotWatched
+                                     : exit_code;
   std::string not_watched;
   if (none_watched) {
     not_watched =
@@ -530,6 +572,20 @@ int Run(int argc, char** argv) {
     if (stalled && !own_report) {
       std::fprintf(stderr, "hangwatch run: details: hangwatch report %s\n", report_path.c_str());
     }
+  }
+  if (gate.gating && !none_watched && (!quiet || !verdict.passed)) {
+    // "gate PASSED" and the lines under it, each prefixed as the rest of the summary.
+    std::string text = FormatGateText(verdict, 16);
+    if (text.compare(0, 16, "hangwatch gate: ") == 0) text.replace(0, 16, "gate ");
+    std::string out;
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t nl = text.find('\n', at);
+      const size_t end = nl == std::string::npos ? text.size() : nl + 1;
+      out += "hangwatch run: " + text.substr(at, end - at);
+      at = end;
+    }
+    std::fwrite(out.data(), 1, out.size(), stderr);
   }
   if (failed && (!quiet || result != exit_code)) {
     std::fprintf(stderr, "hangwatch run: %s %s\n", command.c_str(),
@@ -557,7 +613,28 @@ int Run(int argc, char** argv) {
   if (!junit_path.empty()) {
     WriteJunit(junit_path, none_watched
                                ? FormatJunitError(suite, "not-watched", not_watched, elapsed)
-                               : FormatJunit(report, suite, elapsed));
+                           : gate.gating ? FormatGateJunit(verdict, suite, elapsed)
+                                         : FormatJunit(report, suite, elapsed));
+  }
+  if (gate.gating) {
+    if (!gate.markdown.empty()) {
+      std::ofstream md(gate.markdown, std::ios::binary | std::ios::app);
+      md << (none_watched
+                 ? "### hangwatch run: \xE2\x9D\x8C nothing was gated\n\n" + not_watched + "\n"
+                 : FormatGateMarkdown(verdict));
+      md.close();
+      if (!md) std::fprintf(stderr, "hangwatch run: cannot write %s\n", gate.markdown.c_str());
+    }
+    if (gate.github && none_watched) {
+      std::fprintf(stdout, "::error title=hangwatch%%3A nothing watched::%s\n",
+                   not_watched.c_str());
+      std::fflush(stdout);
+    } else if (gate.github) {
+      const char* workspace = std::getenv("GITHUB_WORKSPACE");
+      const std::string lines = FormatGateGithub(verdict, workspace ? workspace : "");
+      std::fwrite(lines.data(), 1, lines.size(), stdout);
+      std::fflush(stdout);
+    }
   }
   return result;
 }

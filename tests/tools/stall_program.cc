@@ -22,6 +22,20 @@
 
 #include "hangwatch/hangwatch.h"
 
+#ifdef HANGWATCH_STALL_PADDING
+// stall_program_relayout (tests/tools/CMakeLists.txt): code placed before the functions below
+// moves them to other offsets in the binary, so the two builds differ in layout and build-id.
+extern "C" __attribute__((noinline, used)) uint64_t RelayoutPadding(uint64_t x) {
+  for (int round = 0; round < 16; ++round) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull + static_cast<uint64_t>(round);
+    x ^= x >> 29;
+    x += static_cast<uint64_t>(round) * 0x9e3779b97f4a7c15ull;
+  }
+  return x;
+}
+#endif
+
 extern "C" __attribute__((noinline)) void StallTheMainThread(int ms) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   volatile uint64_t sink = 0;
