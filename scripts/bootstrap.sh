@@ -10,7 +10,7 @@ packages=(
   libuv1-dev libglib2.0-dev nlohmann-json3-dev
   elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
   libxml2-utils chromium redis-server redis-tools postgresql-15
-  libcurl4-openssl-dev libdebuginfod-dev debuginfod
+  libcurl4-openssl-dev libdebuginfod-dev debuginfod python3-yaml
 )
 # node and npm run the OTLP receiver of the `hangwatch export` tests. A node that came from
 # elsewhere (its own npm included) is used as it is: Debian's npm would not install beside it.
