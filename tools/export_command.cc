@@ -336,11 +336,17 @@ int Run(int argc, char** argv) {
   ex.batch_size = static_cast<size_t>(batch_size);
   ex.inputs = &inputs;
 
+  // Every input's place first: a batch sent while reading the first file records them all.
+  for (Input& in : inputs) {
+    struct stat st;
+    if (ex.state != nullptr && fstat(in.fd, &st) == 0) {
+      in.consumed = state.ResumeOffset(in.path, in.fd, st);
+    }
+  }
   bool ok = true;
   for (Input& in : inputs) {
     struct stat st;
     fstat(in.fd, &st);
-    in.consumed = ex.state != nullptr ? state.ResumeOffset(in.path, in.fd, st) : 0;
     char magic[8] = {};
     const ssize_t got = pread(in.fd, magic, sizeof magic, 0);
     if (got >= 2 && static_cast<unsigned char>(magic[0]) == 0x1f &&

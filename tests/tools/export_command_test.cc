@@ -430,6 +430,37 @@ TEST_F(ExportCommand, StateResumesWithoutResending) {
   EXPECT_EQ(sent().size(), 9u);
 }
 
+TEST_F(ExportCommand, StateOfSeveralFilesSurvivesABatchSentMidway) {
+  // A batch sent while the first file is read records every file's place: the second file's
+  // must be the one it had reached, not 0.
+  const std::string a = tmp_ / "a.jsonl", b = tmp_ / "b.jsonl", state = tmp_ / "state.json";
+  WriteFile(a, Lines(0, 600));
+  WriteFile(b, Lines(600, 602));
+  Receiver rx(tmp_ / "log");
+  const std::vector<std::string> args = {"--otlp", rx.url(), "--no-symbolize", "--state", state,
+                                         a,        b};
+  ASSERT_EQ(Export(args).exit_code, 0);
+  ASSERT_EQ(rx.Requests().size(), 2u);
+  EXPECT_EQ(Records(rx.Requests()).size(), 602u);
+  {
+    std::FILE* f = std::fopen(a.c_str(), "a");
+    std::fputs(Lines(602, 1202).c_str(), f);
+    std::fclose(f);
+  }
+  const auto r = Export(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto q = rx.Requests();
+  ASSERT_EQ(q.size(), 4u);
+  const auto second = Records(std::vector<json>(q.begin() + 2, q.end()));
+  EXPECT_EQ(second.size(), 600u);  // a's new hangs only: none of b's again
+  for (const Received& x : second) {
+    const std::string t = x.record["timeUnixNano"];
+    EXPECT_GE(std::stoll(t.substr(0, 13)) - 1763700000000, 602) << t;  // hang index
+  }
+  ASSERT_EQ(Export(args).exit_code, 0);
+  EXPECT_EQ(rx.Requests().size(), 4u);
+}
+
 TEST_F(ExportCommand, HeadersArriveWithEveryRequest) {
   const std::string report = tmp_ / "r.jsonl";
   WriteFile(report, Lines(0, 3));
