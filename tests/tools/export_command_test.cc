@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -459,6 +460,24 @@ TEST_F(ExportCommand, StateOfSeveralFilesSurvivesABatchSentMidway) {
   }
   ASSERT_EQ(Export(args).exit_code, 0);
   EXPECT_EQ(rx.Requests().size(), 4u);
+}
+
+TEST_F(ExportCommand, TwoRunsWithOneStateFileDoNotOverlap) {
+  const std::string report = tmp_ / "r.jsonl", state = tmp_ / "state.json";
+  WriteFile(report, Lines(0, 2));
+  Receiver rx(tmp_ / "log");
+  // Another run holds the lock.
+  const int lock = open((state + ".lock").c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_EQ(flock(lock, LOCK_EX), 0);
+  const std::vector<std::string> args = {"--otlp",  rx.url(), "--no-symbolize",
+                                         "--state", state,    report};
+  const auto blocked = Export(args);
+  EXPECT_EQ(blocked.exit_code, 1);
+  EXPECT_NE(blocked.err.find("another export is running"), std::string::npos) << blocked.err;
+  EXPECT_EQ(rx.Requests().size(), 0u);
+  close(lock);
+  EXPECT_EQ(Export(args).exit_code, 0);
+  EXPECT_EQ(Records(rx.Requests()).size(), 2u);
 }
 
 TEST_F(ExportCommand, HeadersArriveWithEveryRequest) {
