@@ -10,7 +10,12 @@ packages=(
   libuv1-dev libglib2.0-dev nlohmann-json3-dev
   elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
   libxml2-utils chromium redis-server redis-tools postgresql-15
+  libcurl4-openssl-dev libdebuginfod-dev debuginfod python3-yaml
 )
+# node and npm run the OTLP receiver of the `hangwatch export` tests. A node that came from
+# elsewhere (its own npm included) is used as it is: Debian's npm would not install beside it.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -18,7 +23,23 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# The official OTLP schemas for those tests (npm, pinned): in a cache directory, not the tree.
+# tests/tools/CMakeLists.txt passes the same directory to the tests.
+npm_dir=${HANGWATCH_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch-npm}
+otlp_schema=$npm_dir/node_modules/@opentelemetry/otlp-transformer/build/src/generated/root.js
+install_npm_packages() {
+  [ -f "$otlp_schema" ] && return 0
+  mkdir -p "$npm_dir"
+  echo "bootstrap: npm install @opentelemetry/otlp-transformer@0.52.1 into $npm_dir" >&2
+  npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error \
+    @opentelemetry/otlp-transformer@0.52.1 >&2
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  install_npm_packages
+  exit 0
+fi
 
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -32,3 +53,4 @@ if ! { $sudo apt-get update -qq && \
   exit 1
 fi
 rm -f "$log"
+install_npm_packages

@@ -242,6 +242,7 @@ DebugFileLocator::DebugFileLocator(DebugFileLocatorOptions options) {
   build_id_chain_ = {std::make_shared<RecordedPathSource>(),
                      std::make_shared<SearchPathSource>(std::move(options.search_paths)),
                      build_id_dirs};
+  remote_chain_ = std::move(options.remote);
 }
 
 DebugFileLocator::~DebugFileLocator() = default;
@@ -249,20 +250,25 @@ DebugFileLocator::~DebugFileLocator() = default;
 std::string DebugFileLocator::FindSeparateDebugFile(const std::string& binary_path,
                                                     const std::string& build_id,
                                                     std::vector<std::string>* rejected) {
-  return FindIn(separate_debug_chain_, {build_id, binary_path}, rejected);
+  std::string found = FindIn(separate_debug_chain_, {build_id, binary_path}, rejected);
+  if (found.empty()) found = FindIn(remote_chain_, {build_id, binary_path}, rejected);
+  return found;
 }
 
 std::string DebugFileLocator::FindDwarf(const std::string& binary_path, const std::string& build_id,
                                         std::vector<std::string>* rejected) {
-  std::string found = FindSeparateDebugFile(binary_path, build_id, rejected);
+  std::string found = FindIn(separate_debug_chain_, {build_id, binary_path}, rejected);
   if (found.empty() && HasDwarf(binary_path)) found = binary_path;
+  if (found.empty()) found = FindIn(remote_chain_, {build_id, binary_path}, rejected);
   return found;
 }
 
 std::string DebugFileLocator::FindByBuildId(const std::string& build_id,
                                             const std::string& module_path,
                                             std::vector<std::string>* rejected) {
-  return FindIn(build_id_chain_, {build_id, module_path}, rejected);
+  std::string found = FindIn(build_id_chain_, {build_id, module_path}, rejected);
+  if (found.empty()) found = FindIn(remote_chain_, {build_id, module_path}, rejected);
+  return found;
 }
 
 std::string FindSeparateDebugFile(const std::string& binary_path, const std::string& build_id,

@@ -12,8 +12,10 @@
 //       1. the recorded path, when the file there has that build-id;
 //       2. the search paths (`--search`: files, or directories of them, not recursive);
 //       3. the debug directories by build-id (as 1. above).
-// A new place to fetch files from (a debuginfod client, say) is one more DebugFileSource,
-// appended to the chains by DebugFileLocator's constructor.
+//   - last, for both: the remote sources (debuginfod, symbols/debuginfod_source.h), asked only
+//     when nothing on this machine answered (for a binary's DWARF: not even the binary itself).
+// A new place to fetch files from is one more DebugFileSource, appended to the chains by
+// DebugFileLocator's constructor.
 // Candidates whose build-id or CRC does not match are skipped and reported.
 #ifndef HANGWATCH_SYMBOLS_DEBUG_FILE_LOCATOR_H_
 #define HANGWATCH_SYMBOLS_DEBUG_FILE_LOCATOR_H_
@@ -42,6 +44,9 @@ class DebugFileSource {
 struct DebugFileLocatorOptions {
   std::vector<std::string> debug_dirs;    // empty: /usr/lib/debug
   std::vector<std::string> search_paths;  // binaries or debug files, or directories of them
+  // Sources that fetch files by build-id from elsewhere (debuginfod), asked after every local
+  // one; empty: none (OfflineSymbolizer adds $DEBUGINFOD_URLS's servers).
+  std::vector<std::shared_ptr<DebugFileSource>> remote = {};
 };
 
 class DebugFileLocator {
@@ -56,8 +61,8 @@ class DebugFileLocator {
   std::string FindSeparateDebugFile(const std::string& binary_path, const std::string& build_id,
                                     std::vector<std::string>* rejected);
 
-  // Where the DWARF of the binary at `binary_path` is: its separate debug file, else the
-  // binary itself when it has DWARF, else "".
+  // Where the DWARF of the binary at `binary_path` is: its separate debug file on this machine,
+  // else the binary itself when it has DWARF, else a debug file from a remote source, else "".
   std::string FindDwarf(const std::string& binary_path, const std::string& build_id,
                         std::vector<std::string>* rejected);
 
@@ -69,6 +74,7 @@ class DebugFileLocator {
  private:
   std::vector<std::shared_ptr<DebugFileSource>> separate_debug_chain_;
   std::vector<std::shared_ptr<DebugFileSource>> build_id_chain_;
+  std::vector<std::shared_ptr<DebugFileSource>> remote_chain_;  // after both
 };
 
 // The single-lookup forms, with the debug directories only (no search paths).

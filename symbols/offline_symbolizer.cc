@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "symbols/debug_file_locator.h"
+#include "symbols/debuginfod_source.h"
 #include "symbols/elf_file.h"
 #include "symbols/symbol_index_builder.h"
 
@@ -65,8 +66,22 @@ std::string CacheFileFor(const std::string& cache_dir, const std::string& build_
   return cache_dir + "/" + build_id + ".hwsym";
 }
 
+namespace {
+
+DebugFileLocatorOptions LocatorOptions(const OfflineSymbolizerOptions& options) {
+  DebugFileLocatorOptions o{options.debug_dirs, options.search_paths};
+  if (options.remote != nullptr) {
+    o.remote.push_back(options.remote);
+  } else if (options.debuginfod) {
+    if (auto source = DebuginfodSourceFromEnvironment()) o.remote.push_back(std::move(source));
+  }
+  return o;
+}
+
+}  // namespace
+
 OfflineSymbolizer::OfflineSymbolizer(OfflineSymbolizerOptions options)
-    : options_(std::move(options)), locator_({options_.debug_dirs, options_.search_paths}) {
+    : options_(std::move(options)), locator_(LocatorOptions(options_)) {
   if (options_.cache_dir.empty()) options_.cache_dir = DefaultCacheDir();
 }
 

@@ -37,6 +37,11 @@ struct OfflineSymbolizerOptions {
   // Up to this many addresses per binary are answered without building the whole index.
   size_t cold_limit = 256;
   int threads = 0;  // index build threads; 0 = all cores
+  // Fetch debug files that are on no local path by build-id from the debuginfod servers of
+  // $DEBUGINFOD_URLS (symbols/debuginfod_source.h), when it is set; the last link of the chain.
+  bool debuginfod = true;
+  // Replaces the debuginfod servers of $DEBUGINFOD_URLS when set (tests).
+  std::shared_ptr<DebugFileSource> remote;
 };
 
 // $HANGWATCH_CACHE_DIR, else $XDG_CACHE_HOME/hangwatch, else $HOME/.cache/hangwatch.
