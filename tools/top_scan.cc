@@ -1,0 +1,385 @@
+// TopLineParser (simdjson On-Demand over one line) and ScanTopFiles (mmap, slices, threads).
+#include "tools/top_scan.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace hangwatch::tools {
+
+static_assert(TopLineParser::kPadding == simdjson::SIMDJSON_PADDING);
+
+struct TopLineParser::Impl {
+  simdjson::ondemand::parser parser;
+  bool want_labels = false;
+};
+
+TopLineParser::TopLineParser(bool want_labels) : impl_(std::make_unique<Impl>()) {
+  impl_->want_labels = want_labels;
+}
+TopLineParser::~TopLineParser() = default;
+
+namespace {
+
+using simdjson::ondemand::field;
+using simdjson::ondemand::json_type;
+using simdjson::ondemand::object;
+using simdjson::ondemand::value;
+
+bool IsBlank(std::string_view s) {
+  for (char c : s) {
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  }
+  return true;
+}
+
+// "0x1234" -> 0x1234; false for anything else.
+bool ParseHex(std::string_view s, uint64_t* out) {
+  if (s.size() < 3 || s.size() > 18 || s[0] != '0' || s[1] != 'x') return false;
+  uint64_t v = 0;
+  for (char c : s.substr(2)) {
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      d = c - 'a' + 10;
+    } else if (c >= 'A' && c <= 'F') {
+      d = c - 'A' + 10;
+    } else {
+      return false;
+    }
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  *out = v;
+  return true;
+}
+
+// The culprit object's fields; false when it is mistyped.
+bool ReadCulprit(value v, TopHang* h) {
+  json_type type;
+  if (v.type().get(type)) return false;
+  if (type == json_type::null) {
+    bool is_null = false;
+    return !v.is_null().get(is_null) && is_null;
+  }
+  object o;
+  if (v.get_object().get(o)) return false;
+  for (auto f : o) {
+    if (f.error()) return false;
+    field& fl = f.value_unsafe();
+    std::string_view key;
+    if (fl.unescaped_key().get(key)) return false;
+    if (key == "symbol") {
+      if (fl.value().get_string().get(h->culprit_symbol)) return false;
+    } else if (key == "module") {
+      if (fl.value().get_string().get(h->culprit_module)) return false;
+    } else if (key == "file") {
+      if (fl.value().get_string().get(h->culprit_file)) return false;
+    } else if (key == "line") {
+      if (fl.value().get_int64().get(h->culprit_line)) return false;
+    } else if (key == "offset") {
+      std::string_view hex;
+      if (fl.value().get_string().get(hex) || !ParseHex(hex, &h->culprit_offset)) return false;
+    }
+  }
+  h->has_culprit = true;
+  return true;
+}
+
+bool ReadLabels(value v, TopHang* h) {
+  object o;
+  if (v.get_object().get(o)) return false;
+  for (auto f : o) {
+    if (f.error()) return false;
+    field& fl = f.value_unsafe();
+    std::string_view key, val;
+    if (fl.unescaped_key().get(key) || fl.value().get_string().get(val)) return false;
+    h->labels.emplace_back(key, val);
+  }
+  return true;
+}
+
+int ClassValue(std::string_view s) {
+  if (s == "busy") return 1;
+  if (s == "blocked") return 2;
+  if (s == "mixed") return 3;
+  return 0;
+}
+
+enum Seen : unsigned {
+  kType = 1,
+  kVersion = 2,
+  kPid = 4,
+  kHangId = 8,
+  kStart = 16,
+  kDuration = 32,
+  kClass = 64,
+};
+constexpr unsigned kRequired = kType | kVersion | kPid | kHangId | kStart | kDuration | kClass;
+
+}  // namespace
+
+LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
+  if (IsBlank(line)) return LineKind::kEmpty;
+  *out = TopHang{};
+  simdjson::ondemand::document doc;
+  if (impl_->parser
+          .iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding))
+          .get(doc)) {
+    return LineKind::kBad;
+  }
+  object obj;
+  if (doc.get_object().get(obj)) return LineKind::kBad;
+  unsigned seen = 0;
+  bool is_hang = true;  // until "type" says otherwise
+  bool unknown_type = false;
+  int64_t version = 0;
+  for (auto f : obj) {
+    if (f.error()) return LineKind::kBad;
+    field& fl = f.value_unsafe();
+    std::string_view key;
+    if (fl.unescaped_key().get(key)) return LineKind::kBad;
+    bool ok = true;
+    if (key == "type") {
+      std::string_view type;
+      ok = !fl.value().get_string().get(type);
+      if (ok && type != "hang") {
+        is_hang = false;
+        unknown_type = type != "lag" && type != "startup_stall";
+      }
+      seen |= kType;
+    } else if (key == "format_version") {
+      ok = !fl.value().get_int64().get(version);
+      seen |= kVersion;
+    } else if (!is_hang) {
+      // Other fields of other records are skipped: an unknown record may use known names with
+      // other types.
+    } else if (key == "pid") {
+      ok = !fl.value().get_int64().get(out->pid);
+      seen |= kPid;
+    } else if (key == "hang_id") {
+      ok = !fl.value().get_uint64().get(out->hang_id);
+      seen |= kHangId;
+    } else if (key == "start_unix_ms") {
+      ok = !fl.value().get_int64().get(out->start_unix_ms);
+      seen |= kStart;
+    } else if (key == "duration_ms") {
+      ok = !fl.value().get_uint64().get(out->duration_ms);
+      seen |= kDuration;
+    } else if (key == "cpu_ms") {
+      ok = !fl.value().get_uint64().get(out->cpu_ms);
+    } else if (key == "class") {
+      std::string_view c;
+      ok = !fl.value().get_string().get(c);
+      out->hang_class = ClassValue(c);
+      seen |= kClass;
+    } else if (key == "fatal") {
+      ok = !fl.value().get_bool().get(out->fatal);
+    } else if (key == "process") {
+      ok = !fl.value().get_string().get(out->process);
+    } else if (key == "process_name") {
+      ok = !fl.value().get_string().get(out->process_name);
+    } else if (key == "host") {
+      ok = !fl.value().get_string().get(out->host);
+    } else if (key == "fingerprint") {
+      ok = !fl.value().get_string().get(out->fingerprint);
+    } else if (key == "signature") {
+      ok = !fl.value().get_string().get(out->signature);
+    } else if (key == "culprit") {
+      ok = ReadCulprit(fl.value(), out);
+    } else if (key == "labels" && impl_->want_labels) {
+      ok = ReadLabels(fl.value(), out);
+    }
+    // Any other field (stacks, timeline, modules, ...) is skipped by the next iteration.
+    if (!ok) return LineKind::kBad;
+  }
+  // Complete: the iterator must have consumed the whole line (no second value after it).
+  const char* at = nullptr;
+  if (!doc.current_location().get(at)) return LineKind::kBad;
+  if ((seen & kVersion) && version != 1) return LineKind::kOtherVersion;
+  if (unknown_type) return LineKind::kUnknownType;
+  if (!is_hang) return (seen & kVersion) ? LineKind::kOtherRecord : LineKind::kBad;
+  if ((seen & kRequired) != kRequired) return LineKind::kBad;
+  if (out->process_name.empty()) {
+    // Older agents: the file name of the executable.
+    const size_t slash = out->process.rfind('/');
+    out->process_name =
+        slash == std::string_view::npos ? out->process : out->process.substr(slash + 1);
+  }
+  return LineKind::kHang;
+}
+
+LineKind TopLineParser::ParseUnpadded(std::string_view line, TopHang* out) {
+  copy_.assign(line.data(), line.size());
+  copy_.append(kPadding, ' ');
+  return Parse(std::string_view(copy_.data(), line.size()), out);
+}
+
+void ScanStats::Add(const ScanStats& o) {
+  lines += o.lines;
+  hangs += o.hangs;
+  other_records += o.other_records;
+  bad_lines += o.bad_lines;
+  unknown_types += o.unknown_types;
+  other_versions += o.other_versions;
+  first_bad_offset = std::min(first_bad_offset, o.first_bad_offset);
+}
+
+void ScanTopText(std::string_view text, size_t readable_after, uint64_t file_offset,
+                 TopLineParser* parser, TopSink* sink, ScanStats* stats) {
+  const char* p = text.data();
+  const char* const end = text.data() + text.size();
+  const char* const readable_end = end + readable_after;
+  TopHang hang;
+  while (p < end) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+    const char* line_end = nl != nullptr ? nl : end;
+    const std::string_view line(p, static_cast<size_t>(line_end - p));
+    const LineKind kind = readable_end - line_end >= static_cast<ptrdiff_t>(TopLineParser::kPadding)
+                              ? parser->Parse(line, &hang)
+                              : parser->ParseUnpadded(line, &hang);
+    if (kind != LineKind::kEmpty) ++stats->lines;
+    switch (kind) {
+      case LineKind::kHang:
+        ++stats->hangs;
+        sink->Add(hang);
+        break;
+      case LineKind::kOtherRecord:
+        ++stats->other_records;
+        break;
+      case LineKind::kUnknownType:
+        ++stats->unknown_types;
+        break;
+      case LineKind::kOtherVersion:
+        ++stats->other_versions;
+        break;
+      case LineKind::kBad:
+        if (stats->bad_lines++ == 0) {
+          stats->first_bad_offset = std::min<uint64_t>(
+              stats->first_bad_offset, file_offset + static_cast<uint64_t>(p - text.data()));
+        }
+        break;
+      case LineKind::kEmpty:
+        break;
+    }
+    p = line_end + 1;
+  }
+}
+
+namespace {
+
+// One mapped file.
+struct Mapped {
+  const char* data = nullptr;
+  size_t size = 0;
+  ~Mapped() {
+    if (data != nullptr) munmap(const_cast<char*>(data), size);
+  }
+};
+
+// Opens and maps `path`; "" on success, else why it is skipped.
+std::string MapFile(const std::string& path, Mapped* m) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return S_ISDIR(st.st_mode) ? "a directory" : "not a regular file";
+  }
+  m->size = static_cast<size_t>(st.st_size);
+  if (m->size > 0) {
+    void* p = mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      close(fd);
+      m->size = 0;
+      return std::string("mmap: ") + std::strerror(errno);
+    }
+    m->data = static_cast<const char*>(p);
+    madvise(p, m->size, MADV_SEQUENTIAL);
+  }
+  close(fd);
+  if (m->size >= 2 && static_cast<unsigned char>(m->data[0]) == 0x1f &&
+      static_cast<unsigned char>(m->data[1]) == 0x8b) {
+    return "gzip-compressed (decompress it first: zcat FILE > FILE.jsonl)";
+  }
+  if (m->size >= 4 && std::memcmp(m->data, "\x28\xb5\x2f\xfd", 4) == 0) {
+    return "zstd-compressed (decompress it first: zstdcat FILE > FILE.jsonl)";
+  }
+  if (m->size >= 8 && std::memcmp(m->data, "HWOPENHG", 8) == 0) {
+    return "an open-hang file (hangwatch report reads it)";
+  }
+  return "";
+}
+
+struct Slice {
+  size_t file;
+  size_t begin, end;  // bytes of the file whose lines start here
+};
+
+}  // namespace
+
+std::vector<ScanStats> ScanTopFiles(const std::vector<std::string>& paths,
+                                    const TopScanOptions& options,
+                                    const std::function<std::unique_ptr<TopSink>()>& make_sink,
+                                    std::vector<std::unique_ptr<TopSink>>* sinks) {
+  std::vector<ScanStats> stats(paths.size());
+  std::vector<Mapped> files(paths.size());
+  std::vector<Slice> slices;
+  const size_t slice_bytes = std::max<size_t>(options.slice_bytes, 1);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    stats[i].path = paths[i];
+    stats[i].error = MapFile(paths[i], &files[i]);
+    if (!stats[i].error.empty()) continue;
+    stats[i].bytes = files[i].size;
+    for (size_t b = 0; b < files[i].size; b += slice_bytes) {
+      slices.push_back({i, b, std::min(files[i].size, b + slice_bytes)});
+    }
+  }
+  std::vector<ScanStats> slice_stats(slices.size());
+  size_t threads = options.threads > 0 ? static_cast<size_t>(options.threads)
+                                       : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::max<size_t>(1, std::min(threads, slices.size()));
+  for (size_t t = 0; t < threads; ++t) sinks->push_back(make_sink());
+  std::atomic<size_t> next{0};
+  auto work = [&](size_t t) {
+    TopLineParser parser(options.want_labels);
+    TopSink* sink = (*sinks)[t].get();
+    for (size_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < slices.size();) {
+      const Slice& s = slices[k];
+      const Mapped& f = files[s.file];
+      // The lines that start in [begin, end): from the first line start at or after begin to
+      // the end of the line holding byte end - 1.
+      size_t b = s.begin;
+      if (b > 0 && f.data[b - 1] != '\n') {
+        const void* nl = std::memchr(f.data + b, '\n', s.end - b);
+        if (nl == nullptr) continue;  // one line covers the whole slice: its start reads it
+        b = static_cast<size_t>(static_cast<const char*>(nl) - f.data) + 1;
+      }
+      size_t e = s.end;
+      if (e < f.size && f.data[e - 1] != '\n') {
+        const void* nl = std::memchr(f.data + e, '\n', f.size - e);
+        e = nl == nullptr ? f.size : static_cast<size_t>(static_cast<const char*>(nl) - f.data) + 1;
+      }
+      if (b >= e) continue;
+      ScanTopText(std::string_view(f.data + b, e - b), f.size - e, b, &parser, sink,
+                  &slice_stats[k]);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  if (!slices.empty()) work(0);
+  for (std::thread& th : pool) th.join();
+  for (size_t k = 0; k < slices.size(); ++k) stats[slices[k].file].Add(slice_stats[k]);
+  return stats;
+}
+
+}  // namespace hangwatch::tools
