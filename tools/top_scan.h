@@ -1,7 +1,7 @@
 // Reading hang reports for `hangwatch top`: the top-level fields of each hang line, parsed with
 // simdjson's On-Demand API (the stacks, timeline and modules are skipped, not decoded), from
-// files read through mmap in parallel: across files, and within a large file in slices cut at
-// newlines.
+// files read in chunks (never whole) in parallel: across files, and within a large file in
+// slices cut at newlines.
 //
 // A line is checked for its top-level structure (a complete JSON object, nothing after it) and
 // for the fields `top` reads; the values it skips (stacks, timeline, modules) are not validated
@@ -103,6 +103,8 @@ class TopSink {
 struct TopScanOptions {
   int threads = 0;                 // 0: one per CPU
   size_t slice_bytes = 32u << 20;  // a file larger than this is read in slices of this size
+  size_t read_bytes = 1u << 20;    // each thread reads through a buffer of this size (it grows
+                                   // for longer lines)
   bool want_labels = false;        // fill TopHang::labels
 };
 
