@@ -348,6 +348,8 @@ std::string ScanSlice(const OpenFile& f, const Slice& s, std::vector<char>* buf,
       p = static_cast<size_t>(static_cast<const char*>(nl) - data) + 1;
       skipping = false;
     }
+    // p is where a line starts: at or after `end`, the rest belongs to the next slices.
+    if (off + p >= s.end) return "";
     // The complete lines in [p, have): up to the last newline, or to the end of the file.
     size_t complete = have;
     if (!eof) {
@@ -365,13 +367,10 @@ std::string ScanSlice(const OpenFile& f, const Slice& s, std::vector<char>* buf,
     // Lines that start at or after `end` belong to the next slice.
     bool done = eof;
     if (off + complete > s.end) {
-      const size_t limit = static_cast<size_t>(s.end - off);  // first offset not ours
-      if (limit <= p) {
-        complete = p;
-      } else {
-        const void* nl = std::memchr(data + limit - 1, '\n', complete - (limit - 1));
-        if (nl != nullptr) complete = static_cast<size_t>(static_cast<const char*>(nl) - data) + 1;
-      }
+      // The line holding the last byte of the slice ends the slice's part (limit > p above).
+      const size_t limit = static_cast<size_t>(s.end - off);
+      const void* nl = std::memchr(data + limit - 1, '\n', complete - (limit - 1));
+      if (nl != nullptr) complete = static_cast<size_t>(static_cast<const char*>(nl) - data) + 1;
       done = true;
     }
     if (complete > p) {
