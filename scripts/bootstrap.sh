@@ -10,6 +10,7 @@ packages=(
   libuv1-dev libglib2.0-dev nlohmann-json3-dev
   elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
   libxml2-utils chromium redis-server redis-tools postgresql-15
+  libsimdjson-dev protobuf-compiler libprotobuf-dev golang-go golang-github-google-pprof-dev jq
 )
 
 missing=()
