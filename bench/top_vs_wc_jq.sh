@@ -2,8 +2,9 @@
 # `hangwatch top` vs `wc -l` vs `jq` doing the same grouping, on the same generated JSON Lines
 # report (bench/gen_hang_reports.py: ~SIZE_MB MB of hangs from 300 hosts, 40 kinds of hang), with
 # a warm page cache. Prints the median wall time of each (RUNS alternating runs; jq, which is
-# ~50x slower, JQ_RUNS runs), the throughput, and the ratios to `wc -l`; then checks that
-# `hangwatch top` and jq found the same groups with the same counts and totals.
+# ~50x slower, JQ_RUNS runs) and of its CPU time (user + system), the throughput, and the
+# ratios to `wc -l`; then checks that `hangwatch top` and jq found the same groups with the same
+# counts and totals.
 #
 # The target of `hangwatch top` (issue 16): at most 4x the time of `wc -l`.
 #
@@ -49,50 +50,55 @@ jq_program='reduce (inputs | select(.type == "hang" and .format_version == 1)) a
 # Median of the numbers on stdin.
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-# Wall time of one run of "$@" in seconds (bash's clock: no fork to read it).
-wall() {
-  local t0=$EPOCHREALTIME
-  "$@" >/dev/null
-  local t1=$EPOCHREALTIME
-  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f\n", b - a}'
+# One run of "$@" (stdout to $out, default /dev/null): prints "wall cpu" in seconds, from bash's
+# `time` (no fork to read the clock; cpu = user + system of the command).
+out=/dev/null
+measure() {
+  local TIMEFORMAT='%R %U %S' t
+  t=$({ time "$@" >"$out"; } 2>&1)
+  awk '{printf "%.4f %.4f\n", $1, $2 + $3}' <<<"$t"
 }
 
-declare -a t_wc t_top t_top1
+declare -a r_wc r_top r_top1 r_jq
 for ((i = 0; i < runs; i++)); do
-  t_wc+=("$(wall wc -l "$file")")
-  t_top+=("$(wall "$hw" top --format json "$file")")
-  t_top1+=("$(wall "$hw" top --format json --jobs 1 "$file")")
+  r_wc+=("$(measure wc -l "$file")")
+  r_top+=("$(measure "$hw" top --format json "$file")")
+  r_top1+=("$(measure "$hw" top --format json --jobs 1 "$file")")
 done
-declare -a t_jq
+out=$work/jq_raw.json
 for ((i = 0; i < jq_runs; i++)); do
-  t_jq+=("$(wall jq -n -c "$jq_program" "$file")")
+  r_jq+=("$(measure jq -n -c "$jq_program" "$file")")
 done
-m_wc=$(printf '%s\n' "${t_wc[@]}" | median)
-m_top=$(printf '%s\n' "${t_top[@]}" | median)
-m_top1=$(printf '%s\n' "${t_top1[@]}" | median)
-m_jq=$(printf '%s\n' "${t_jq[@]}" | median)
+wall_of() { printf '%s\n' "$@" | cut -d' ' -f1 | median; }
+cpu_of() { printf '%s\n' "$@" | cut -d' ' -f2 | median; }
+m_wc=$(wall_of "${r_wc[@]}")
+m_top=$(wall_of "${r_top[@]}")
+m_top1=$(wall_of "${r_top1[@]}")
+m_jq=$(wall_of "${r_jq[@]}")
+c_wc=$(cpu_of "${r_wc[@]}")
 
 lines=$(wc -l <"$file")
 printf 'file: %s bytes, %s lines; %s CPUs; load average %s\n' "$bytes" "$lines" "$(nproc)" \
   "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-34s %10s %12s %10s\n' tool "median s" "MB/s" "x wc -l"
+printf '%-28s %9s %8s %9s %8s %9s\n' tool "wall s" "MB/s" "x wc -l" "CPU s" "x wc -l"
 row() {
-  awk -v n="$1" -v t="$2" -v w="$m_wc" -v b="$bytes" -v r="$3" \
-    'BEGIN {printf "%-34s %10.3f %12.0f %10.2f   (%s runs)\n", n, t, b / t / 1e6, t / w, r}'
+  awk -v n="$1" -v t="$2" -v c="$3" -v w="$m_wc" -v cw="$c_wc" -v b="$bytes" -v r="$4" \
+    'BEGIN {printf "%-28s %9.3f %8.0f %9.2f %8.3f %9.2f  (%s runs)\n", n, t, b / t / 1e6, t / w, c, c / cw, r}'
 }
-row "wc -l" "$m_wc" "$runs"
-row "hangwatch top (all CPUs)" "$m_top" "$runs"
-row "hangwatch top --jobs 1" "$m_top1" "$runs"
-row "jq (same grouping)" "$m_jq" "$jq_runs"
-awk -v a="$m_jq" -v b="$m_top" 'BEGIN {printf "jq / hangwatch top: %.1fx\n", a / b}'
+row "wc -l" "$m_wc" "$c_wc" "$runs"
+row "hangwatch top (all CPUs)" "$m_top" "$(cpu_of "${r_top[@]}")" "$runs"
+row "hangwatch top --jobs 1" "$m_top1" "$(cpu_of "${r_top1[@]}")" "$runs"
+row "jq (same grouping)" "$m_jq" "$(cpu_of "${r_jq[@]}")" "$jq_runs"
+awk -v a="$m_jq" -v b="$m_top" 'BEGIN {printf "jq / hangwatch top (wall): %.1fx\n", a / b}'
+echo "medians; wall depends on what else runs (see the load average), CPU time much less"
 
 # Same answer: per group key, count, total, max, busy, blocked, hosts, processes.
 "$hw" top --format json "$file" |
   jq -c 'map({key, count, total: .duration_ms.total, max: .duration_ms.max,
               busy: .classes.busy, blocked: .classes.blocked, hosts, processes})
          | sort_by(-.count, .key)' >"$work/top.json"
-jq -n -c "$jq_program" "$file" |
-  jq -c 'map({key, count, total, max, busy, blocked, hosts, processes})' >"$work/jq.json"
+jq -c 'map({key, count, total, max, busy, blocked, hosts, processes})' "$work/jq_raw.json" \
+  >"$work/jq.json"
 if cmp -s "$work/top.json" "$work/jq.json"; then
   echo "same groups: yes ($(jq length "$work/top.json") groups, identical counts and durations)"
 else
