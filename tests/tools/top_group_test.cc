@@ -46,11 +46,13 @@ std::string Line(const H& h) {
          R"("stack":0,"cpu_us":5,"state":"R"}],"timeline_truncated":false,"modules":[]})";
 }
 
-// Parses one line with the padding the parser wants.
+// Parses one line with the padding the parser wants. The views of *out stay valid until the next
+// call (they point into the parser's buffers and the line's copy).
 LineKind Kind(const std::string& line, TopHang* out = nullptr) {
-  TopLineParser parser(true);
+  static TopLineParser parser(true);
+  static std::string padded;
   TopHang h;
-  const std::string padded = line + std::string(TopLineParser::kPadding, ' ');
+  padded = line + std::string(TopLineParser::kPadding, ' ');
   const LineKind k = parser.Parse(std::string_view(padded.data(), line.size()), &h);
   if (out != nullptr) *out = h;
   return k;
