@@ -175,7 +175,7 @@ int Run(int argc, char** argv) {
 }
 
 const CommandRegistration kRegistration(
-    {"report", "print hang reports: text, json, folded stacks, SVG flame graph, Chrome trace",
+    {"report", "print hang reports: text, json, folded, SVG flame graph, Chrome trace, pprof",
      Run});
 
 }  // namespace

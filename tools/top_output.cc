@@ -22,22 +22,26 @@ const char* ByName(TopBy by) {
   return "signature";
 }
 
-// "debugCommand (debug.c:1033)", "python3.11+0x5d64b4", "?" when there is none.
-std::string CulpritText(const TopGroup& g) {
+// "debugCommand (debug.c:1033)", "python3.11+0x5d64b4", "(no stack)", at most `width` bytes:
+// a long name is cut, the file:line kept.
+std::string CulpritText(const TopGroup& g, size_t width) {
   if (!g.culprit) return "(no stack)";
   const TopCulprit& c = *g.culprit;
-  std::string s;
+  std::string name;
   if (!c.symbol.empty()) {
-    s = c.symbol;
+    name = c.symbol;
   } else if (!c.module.empty()) {
-    s = BaseName(c.module) + "+" + Hex(c.offset);
+    name = BaseName(c.module) + "+" + Hex(c.offset);
   } else {
-    s = Hex(c.offset);
+    name = Hex(c.offset);
   }
+  std::string where;
   if (!c.file.empty()) {
-    s += " (" + BaseName(c.file) + (c.line > 0 ? ":" + std::to_string(c.line) : "") + ")";
+    where = " (" + BaseName(c.file) + (c.line > 0 ? ":" + std::to_string(c.line) : "") + ")";
   }
-  return s;
+  if (where.size() + 12 > width) where = "";
+  if (name.size() + where.size() > width) name = name.substr(0, width - where.size() - 2) + "..";
+  return name + where;
 }
 
 std::string Cut(const std::string& s, size_t width) {
@@ -86,7 +90,7 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
                   g.count, g.hosts, g.processes, FormatTopDuration(g.p50_ms).c_str(),
                   FormatTopDuration(g.p95_ms).c_str(), FormatTopDuration(g.max_ms).c_str(),
                   FormatTopDuration(g.total_ms).c_str(), g.busy, g.blocked,
-                  Cut(CulpritText(g), 44).c_str(), Cut(process, 16).c_str(), Cut(key, 60).c_str());
+                  CulpritText(g, 44).c_str(), Cut(process, 16).c_str(), Cut(key, 60).c_str());
     out += buf;
   }
   if (n < groups.size()) {
