@@ -287,7 +287,7 @@ struct OpenFile {
 
 // Opens `path`; "" on success, else why it is skipped.
 std::string Open(const std::string& path, OpenFile* f) {
-  f->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  f->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
   if (f->fd < 0) return std::strerror(errno);
   struct stat st;
   if (fstat(f->fd, &st) != 0) return std::strerror(errno);
