@@ -33,6 +33,7 @@ cat "$file" >/dev/null  # warm the page cache
 # The grouping `hangwatch top --by signature --format json` does, in jq: per signature the
 # count, distinct hosts, distinct (host, pid), total and max duration, busy and blocked hangs.
 # Streaming (reduce over inputs), so that jq's memory stays bounded like hangwatch's.
+# shellcheck disable=SC2016  # jq variables, not shell ones
 jq_program='reduce (inputs | select(.type == "hang" and .format_version == 1)) as $h ({};
   .[$h.signature // ""] |= (
     .count += 1 | .total += $h.duration_ms
