@@ -11,6 +11,7 @@ packages=(
   elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
   libxml2-utils chromium redis-server redis-tools postgresql-15
   libcurl4-openssl-dev libdebuginfod-dev debuginfod python3-yaml
+  libsimdjson-dev protobuf-compiler libprotobuf-dev golang-go golang-github-google-pprof-dev jq
 )
 # node and npm run the OTLP receiver of the `hangwatch export` tests. A node that came from
 # elsewhere (its own npm included) is used as it is: Debian's npm would not install beside it.

@@ -19,7 +19,7 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hangwatch report FILE... [--format text|json|folded|svg|trace] [options]\n"
+    "usage: hangwatch report FILE... [--format text|json|folded|svg|trace|pprof] [options]\n"
     "\n"
     "Reads hang reports - JSON Lines files written by the agent (HANGWATCH_REPORT, hangwatch run\n"
     "--report, Config::json_path) or open-hang files left by a process that died during a hang\n"
@@ -30,6 +30,9 @@ constexpr char kUsage[] =
     "  folded  folded stacks (flamegraph.pl, speedscope, inferno)\n"
     "  svg     a self-contained SVG flame graph of all samples\n"
     "  trace   Chrome trace-event JSON for Perfetto UI / chrome://tracing\n"
+    "  pprof   gzipped profile.proto for go tool pprof, Pyroscope, Parca (binary: use -o):\n"
+    "          sample types samples/count, wall/nanoseconds, cpu/nanoseconds; labels class,\n"
+    "          signature, host, process, pid; mappings with build-ids\n"
     "\n"
     "Frames are symbolized offline by build-id and module offset (functions, files, lines,\n"
     "inlined frames) from the recorded module paths when their build-id matches, else from:\n"
@@ -81,8 +84,9 @@ int Run(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (value("--format", "-f")) {
-      if (v != "text" && v != "json" && v != "folded" && v != "svg" && v != "trace") {
-        return Fail("unknown format '" + v + "' (text, json, folded, svg, trace)");
+      if (v != "text" && v != "json" && v != "folded" && v != "svg" && v != "trace" &&
+          v != "pprof") {
+        return Fail("unknown format '" + v + "' (text, json, folded, svg, trace, pprof)");
       }
       format = v;
     } else if (value("--output", "-o")) {
@@ -114,6 +118,9 @@ int Run(int argc, char** argv) {
     }
   }
   if (files.empty()) return Fail("no report file given (see hangwatch report --help)");
+  if (format == "pprof" && output.empty() && isatty(STDOUT_FILENO) == 1) {
+    return Fail("--format pprof writes binary: give -o FILE.pb.gz");
+  }
 
   Report report;
   for (const std::string& f : files) {
@@ -149,6 +156,9 @@ int Run(int argc, char** argv) {
     text = FormatFolded(report);
   } else if (format == "svg") {
     text = FormatSvg(report, title);
+  } else if (format == "pprof") {
+    std::string error;
+    if (!FormatPprof(report, &text, &error)) return Fail(error);
   } else {
     text = FormatTrace(report);
   }
@@ -165,7 +175,7 @@ int Run(int argc, char** argv) {
 }
 
 const CommandRegistration kRegistration(
-    {"report", "print hang reports: text, json, folded stacks, SVG flame graph, Chrome trace",
+    {"report", "print hang reports: text, json, folded, SVG flame graph, Chrome trace, pprof",
      Run});
 
 }  // namespace

@@ -7,7 +7,8 @@
 //           inferno;
 //   svg     a self-contained flame graph of all hang samples;
 //   trace   Chrome trace-event JSON (Perfetto UI, chrome://tracing): one slice per hang, the
-//           sampled stacks nested inside it as a flame chart.
+//           sampled stacks nested inside it as a flame chart;
+//   pprof   gzipped profile.proto (go tool pprof, Pyroscope, Parca): report_pprof.cc.
 #ifndef HANGWATCH_TOOLS_REPORT_FORMATS_H_
 #define HANGWATCH_TOOLS_REPORT_FORMATS_H_
 
@@ -25,6 +26,8 @@ std::string FormatJsonLines(const Report& report);
 std::string FormatFolded(const Report& report);
 std::string FormatSvg(const Report& report, const std::string& title);
 std::string FormatTrace(const Report& report);
+// Gzipped profile.proto bytes; false with *error when it cannot be encoded.
+bool FormatPprof(const Report& report, std::string* out, std::string* error);
 
 }  // namespace hangwatch::tools
 
