@@ -9,8 +9,11 @@ packages=(
   libdw-dev libelf-dev libunwind-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev
   libuv1-dev libglib2.0-dev nlohmann-json3-dev
   elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
-  libxml2-utils chromium redis-server redis-tools postgresql-15
+  libxml2-utils chromium redis-server redis-tools postgresql-15 nodejs
 )
+# npm: the HTML report's browser test installs puppeteer-core with it. A nodejs from elsewhere
+# (NodeSource) brings its own npm and conflicts with Debian's package.
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

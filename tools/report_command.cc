@@ -19,7 +19,7 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hangwatch report FILE... [--format text|json|folded|svg|trace] [options]\n"
+    "usage: hangwatch report FILE... [--format text|json|folded|svg|trace|html] [options]\n"
     "\n"
     "Reads hang reports - JSON Lines files written by the agent (HANGWATCH_REPORT, hangwatch run\n"
     "--report, Config::json_path) or open-hang files left by a process that died during a hang\n"
@@ -30,6 +30,9 @@ constexpr char kUsage[] =
     "  folded  folded stacks (flamegraph.pl, speedscope, inferno)\n"
     "  svg     a self-contained SVG flame graph of all samples\n"
     "  trace   Chrome trace-event JSON for Perfetto UI / chrome://tracing\n"
+    "  html    one self-contained interactive page: summary, sortable hang table, hangs\n"
+    "          grouped by signature, per hang a zoomable flame graph, timeline, the culprit's\n"
+    "          source line (when the file is readable here) and the text report\n"
     "\n"
     "Frames are symbolized offline by build-id and module offset (functions, files, lines,\n"
     "inlined frames) from the recorded module paths when their build-id matches, else from:\n"
@@ -43,7 +46,7 @@ constexpr char kUsage[] =
     "  --format F, -f F   output format (above)\n"
     "  --hang N           only the N-th hang of the input (0-based, in file order)\n"
     "  --output FILE, -o FILE   write there instead of stdout\n"
-    "  --title TEXT       title of the SVG flame graph\n"
+    "  --title TEXT       title of the SVG flame graph or the HTML page\n"
     "\n"
     "Unreadable lines (torn writes) are skipped and counted. Exit status: 0, or 2 for bad\n"
     "usage or an unreadable or malformed file.\n";
@@ -81,8 +84,9 @@ int Run(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (value("--format", "-f")) {
-      if (v != "text" && v != "json" && v != "folded" && v != "svg" && v != "trace") {
-        return Fail("unknown format '" + v + "' (text, json, folded, svg, trace)");
+      if (v != "text" && v != "json" && v != "folded" && v != "svg" && v != "trace" &&
+          v != "html") {
+        return Fail("unknown format '" + v + "' (text, json, folded, svg, trace, html)");
       }
       format = v;
     } else if (value("--output", "-o")) {
@@ -149,6 +153,8 @@ int Run(int argc, char** argv) {
     text = FormatFolded(report);
   } else if (format == "svg") {
     text = FormatSvg(report, title);
+  } else if (format == "html") {
+    text = FormatHtml(report, title);
   } else {
     text = FormatTrace(report);
   }
@@ -165,7 +171,8 @@ int Run(int argc, char** argv) {
 }
 
 const CommandRegistration kRegistration(
-    {"report", "print hang reports: text, json, folded stacks, SVG flame graph, Chrome trace",
+    {"report",
+     "print hang reports: text, json, folded stacks, SVG flame graph, Chrome trace, HTML page",
      Run});
 
 }  // namespace

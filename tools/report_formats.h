@@ -7,7 +7,8 @@
 //           inferno;
 //   svg     a self-contained flame graph of all hang samples;
 //   trace   Chrome trace-event JSON (Perfetto UI, chrome://tracing): one slice per hang, the
-//           sampled stacks nested inside it as a flame chart.
+//           sampled stacks nested inside it as a flame chart;
+//   html    one self-contained interactive page (report_html.cc).
 #ifndef HANGWATCH_TOOLS_REPORT_FORMATS_H_
 #define HANGWATCH_TOOLS_REPORT_FORMATS_H_
 
@@ -25,6 +26,7 @@ std::string FormatJsonLines(const Report& report);
 std::string FormatFolded(const Report& report);
 std::string FormatSvg(const Report& report, const std::string& title);
 std::string FormatTrace(const Report& report);
+std::string FormatHtml(const Report& report, const std::string& title);
 
 }  // namespace hangwatch::tools
 
