@@ -27,6 +27,10 @@ constexpr int kSourceContext = 3;
 // Source files larger than this are not read; longer lines are cut.
 constexpr std::streamoff kMaxSourceBytes = 8 << 20;
 constexpr size_t kMaxSourceLine = 400;
+// The texts of this many hangs are compressed together: the texts of neighbouring hangs share
+// most of their lines (frames, modules), so that a chunk compresses several times better than
+// each text alone, and inflating one chunk to show one text is still quick.
+constexpr size_t kTextChunk = 32;
 
 std::string Base64(const std::string& in) {
   static constexpr char kAlphabet[] =
@@ -163,11 +167,16 @@ int ClassIndex(HangClass c) {
   return 3;
 }
 
-// The text of one hang, as `hangwatch report --format text --hang N` prints it.
+// The text of one hang, as `hangwatch report --format text --hang N` prints it, without NUL
+// characters (they separate the texts of a chunk).
 std::string OneHangText(const HangRecord& h) {
   Report one;
   one.hangs.push_back(h);
-  return Base64(Deflate(FormatText(one)));
+  std::string text = FormatText(one);
+  for (char& c : text) {
+    if (c == '\0') c = '?';
+  }
+  return text;
 }
 
 // JSON text that cannot end a <script> element: '<' only occurs inside JSON strings, where
@@ -202,6 +211,8 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   }
   json texts = json::array(), source_list = json::array();
   std::map<int, bool> source_done;  // culprit frame -> looked up
+  std::string chunk;                // texts of the hangs since the last full chunk
+  size_t chunk_size = 0;
   for (const HangRecord& h : report.hangs) {
     const std::string process = h.process_name.empty() ? BaseName(h.process) : h.process_name;
     col["process"].push_back(t.String(process.empty() ? "?" : process));
@@ -259,8 +270,15 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
     }
     col["timeline"].push_back(std::move(timeline));
     col["states"].push_back(std::move(states));
-    texts.push_back(OneHangText(h));
+    if (chunk_size == kTextChunk) {
+      texts.push_back(Base64(Deflate(chunk)));
+      chunk.clear();
+      chunk_size = 0;
+    }
+    if (chunk_size++ > 0) chunk.push_back('\0');
+    chunk += OneHangText(h);
   }
+  if (chunk_size > 0) texts.push_back(Base64(Deflate(chunk)));
 
   json stalls = json::array();
   for (const StartupStall& s : report.startup_stalls) {
@@ -272,6 +290,7 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   }
   json data = {{"version", 1},
                {"title", title},
+               {"text_chunk", kTextChunk},
                {"strings", t.strings()},
                {"frames", t.frames()},
                {"stacks", t.stacks()},

@@ -27,9 +27,10 @@ namespace hangwatch::tools {
 
 struct HtmlReportData {
   std::string data;  // the JSON object above
-  // A JSON array: per hang, FormatText of that hang alone, zlib-compressed and base64-encoded.
-  // Kept apart so that the page parses it only when a hang's text is first shown (and inflates
-  // that one text with DecompressionStream).
+  // A JSON array of chunks: FormatText of each hang alone, the texts of `text_chunk` (a field
+  // of `data`) consecutive hangs joined by NUL characters, zlib-compressed and base64-encoded.
+  // Kept apart so that the page parses it only when a hang's text is first shown (and then
+  // inflates that one chunk with DecompressionStream).
   std::string texts;
 };
 

@@ -54,6 +54,7 @@ class Detail {
     const m = this.model, h = m.h;
     this.clear();
     this.current = {hang: i};
+    this.root.dataset.shown = 'hang ' + i;
     const cls = h.class[i];
     const facts = [
       ['Process', m.process(i) + ' [' + h.pid[i] + ']'],
@@ -70,11 +71,11 @@ class Detail {
     if (h.stopped[i]) facts.push(['Stopped', h.stopped[i] + ' ms not counted']);
     const culprit = h.culprit[i];
     const flame = this.flameSection([i], new Set(culprit >= 0 ? [culprit] : []));
-    this.root.append(
+    appendAll(this.root,
         el('h2', {}, el('span', {class: 'badge c' + cls, text: CLASSES[cls]}), ' ',
            h.fatal[i] ? el('span', {class: 'badge c0', text: 'FATAL'}) : null,
            ' Hang #' + h.hang_id[i] + ' of ' + m.process(i)),
-        el('div', {class: 'culprit mono', id: 'culprit', title: 'The culprit: the innermost ' +
+        el('div', {class: 'culprit-name mono', id: 'culprit', title: 'The culprit: the innermost ' +
             'frame of the dominant stack outside the system libraries and runtimes',
             text: culprit >= 0 ? m.frameName(culprit) : 'no stack was captured'}),
         this.sourceSection(culprit),
@@ -204,6 +205,7 @@ class Detail {
     const m = this.model;
     this.clear();
     this.current = {group: g};
+    this.root.dataset.shown = 'group ' + g.key;
     this.textPromise = null;
     const culprits = new Set(g.hangs.map(i => m.h.culprit[i]).filter(f => f >= 0));
     const flame = this.flameSection(g.hangs, culprits);
@@ -213,10 +215,10 @@ class Detail {
         el('a', {href: '#hang=' + i, text: fmtMs(m.h.duration[i]) + ' ' + CLASSES[m.h.class[i]],
             onclick: e => { e.preventDefault(); this.openHang(i); }}),
         ' ' + m.process(i) + ' ' + fmtTime(m.h.start[i]))));
-    this.root.append(
+    appendAll(this.root,
         el('h2', {}, ...classes, ' ' + g.hangs.length + ' hang' + (g.hangs.length === 1 ? '' : 's') +
            ', ' + fmtMs(g.total) + ' in all, longest ' + fmtMs(g.max)),
-        el('div', {class: 'culprit mono', id: 'culprit', text: g.culprit}),
+        el('div', {class: 'culprit-name mono', id: 'culprit', text: g.culprit}),
         el('div', {class: 'mono muted', text: 'signature ' + (g.signature || '-') + ' · ' +
             [...g.processes].join(', ')}),
         flame.section,

@@ -22,7 +22,7 @@ function renderSummary(m) {
       el('span', {'data-class': CLASSES[c], 'data-count': n},
          el('span', {class: 'dot c' + c}), CLASSES[c] + ' ' + n + ' (' + fmtMs(timeByClass[c]) + ')') :
       null));
-  root.append(
+  appendAll(root,
       stat('stat-hangs', 'hangs', String(m.n)),
       stat('stat-total', 'total hang time', fmtMs(total), total + ' ms'),
       stat('stat-longest', 'longest', fmtMs(longest)),
@@ -44,12 +44,12 @@ function renderSummary(m) {
 function hangColumns(m) {
   const h = m.h;
   return [
-    {key: 'start', title: 'Time (UTC)', width: 138, value: i => h.start[i],
+    {key: 'start', title: 'Time (UTC)', width: 150, value: i => h.start[i],
      text: i => fmtTime(h.start[i])},
     {key: 'process', title: 'Process', width: 110, value: i => m.process(i),
      text: i => m.process(i), hover: i => m.process(i) + ' [' + h.pid[i] + ']'},
     {key: 'class', title: 'Class', width: 64, value: i => h.class[i], text: i => m.className(i)},
-    {key: 'duration', title: 'Duration', width: 76, num: true, value: i => h.duration[i],
+    {key: 'duration', title: 'Duration', width: 82, num: true, value: i => h.duration[i],
      text: i => fmtMs(h.duration[i]) + (h.fatal[i] ? '+' : '')},
     {key: 'cpu', title: 'CPU', width: 50, num: true, value: i => h.cpu_pct[i],
      text: i => h.cpu_pct[i] + '%'},

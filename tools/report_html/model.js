@@ -18,6 +18,11 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// Appends the children that are not null (Element.append would write "null").
+function appendAll(parent, ...children) {
+  for (const c of children) if (c !== null && c !== undefined && c !== false) parent.append(c);
+}
+
 function fmtMs(ms) {
   if (ms < 1000) return Math.round(ms) + ' ms';
   if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + ' s';
@@ -57,6 +62,8 @@ class Model {
     this.firstError = data.first_error;
     this.sources = new Map(data.sources.map(s => [s[0], {first: s[1], lines: s[2]}]));
     this.texts = null;  // parsed when the first text is shown
+    this.textChunk = data.text_chunk;
+    this.inflated = new Map();  // chunk -> promise of its texts
     this.groupList = null;
   }
 
@@ -123,11 +130,16 @@ class Model {
     return this.groupList;
   }
 
-  // The text report of hang i (FormatText), inflated from the page.
+  // The text report of hang i (FormatText), inflated from the page with the texts of its chunk.
   async text(i) {
     if (!this.texts) this.texts = JSON.parse(document.getElementById('hw-texts').textContent);
-    const bytes = Uint8Array.from(atob(this.texts[i]), c => c.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'));
-    return new Response(stream).text();
+    const k = Math.floor(i / this.textChunk);
+    if (!this.inflated.has(k)) {
+      const b64 = atob(this.texts[k]), bytes = new Uint8Array(b64.length);
+      for (let j = 0; j < b64.length; j++) bytes[j] = b64.charCodeAt(j);
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'));
+      this.inflated.set(k, new Response(stream).text().then(t => t.split('\0')));
+    }
+    return (await this.inflated.get(k))[i % this.textChunk];
   }
 }

@@ -15,6 +15,8 @@ class VirtualTable {
     this.body = el('div', {class: 'rows', role: 'rowgroup'});
     root.append(this.head, this.body);
     this.pending = false;
+    this.version = 0;  // changes whenever the rows or their order do
+    this.shown = '';  // what the rows in the DOM show: rendering the same again is skipped
     root.addEventListener('scroll', () => this.schedule());
     this.body.addEventListener('click', e => {
       const row = e.target.closest('.row');
@@ -26,6 +28,7 @@ class VirtualTable {
   // columns: [{key, title, width (px; 0: takes the rest), num, text(id), value(id), hover(id)}]
   setColumns(columns, sortKey, sortDir) {
     this.columns = columns;
+    this.version++;
     this.sortKey = sortKey;
     this.sortDir = sortDir;
     this.head.replaceChildren(...columns.map(c => el('button', {
@@ -41,6 +44,7 @@ class VirtualTable {
   setRows(ids) {
     const keep = this.selectedId();
     this.ids = ids;
+    this.version++;
     this.sort();
     this.selected = keep === undefined ? -1 : this.ids.indexOf(keep);
     this.body.style.height = this.ids.length * this.rowH + 'px';
@@ -57,6 +61,7 @@ class VirtualTable {
       this.sortDir = this.columns.find(c => c.key === key).num ? -1 : 1;
     }
     const keep = this.selectedId();
+    this.version++;
     this.sort();
     if (keep !== undefined) this.selected = this.ids.indexOf(keep);
     this.render();
@@ -89,6 +94,9 @@ class VirtualTable {
     const top = this.root.scrollTop, height = this.root.clientHeight || 600;
     const first = Math.max(0, Math.floor(top / this.rowH) - 5);
     const last = Math.min(this.ids.length, Math.ceil((top + height) / this.rowH) + 5);
+    const key = [first, last, this.selected, this.version, this.columns.length].join(':');
+    if (key === this.shown) return;
+    this.shown = key;
     const rows = [];
     for (let pos = first; pos < last; pos++) {
       const id = this.ids[pos];

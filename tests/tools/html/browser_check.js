@@ -92,6 +92,31 @@ function flameBoxes(page) {
   });
 }
 
+// Clicks the k-th row of the table and waits until the panel shows what it names.
+async function clickRow(page, k = 0) {
+  const row = (await page.$$('#table .row'))[k];
+  const id = await row.evaluate(r => r.dataset.id);
+  const group = await page.$eval('#tab-groups', t => t.getAttribute('aria-selected') === 'true');
+  await row.click();
+  if (group) {
+    await page.waitForFunction(() => /^group /.test(document.querySelector('#detail').dataset.shown));
+  } else {
+    await page.waitForFunction(id => document.querySelector('#detail').dataset.shown === 'hang ' + id,
+                               {}, id);
+  }
+  await page.waitForSelector('#detail .flame .fr');
+}
+
+// Types into a filter field (replacing what is there) and waits for the table to follow.
+async function filterBy(page, text) {
+  await page.click('#filter', {clickCount: 3});
+  await page.keyboard.press('Backspace');
+  await page.type('#filter', text);
+  await page.waitForFunction(t => document.querySelector('#filter').value === t &&
+      document.querySelector('#count').textContent.includes(' of '), {}, text);
+  await new Promise(r => setTimeout(r, 100));  // the filter applies 60 ms after the last key
+}
+
 async function interact(file, outDir) {
   const log = {console: [], requests: []};
   const browser = await launch();
@@ -120,14 +145,12 @@ async function interact(file, outDir) {
     await page.click('#table .head button[data-key=duration]');
 
     // The filter: only the hangs whose culprit is the real program's.
-    await page.type('#filter', 'StallTheMainThread');
-    await page.waitForFunction(() => document.querySelector('#count').textContent.includes(' of '));
+    await filterBy(page, 'StallTheMainThread');
     out.filter = {count: await page.$eval('#count', e => e.textContent),
                   culprits: (await rows()).map(r => r.cells[r.cells.length - 1])};
 
     // Clicking the hang shows its flame graph, culprit, source line, timeline, text.
-    await page.click('#table .row');
-    await page.waitForSelector('#detail .flame .fr');
+    await clickRow(page);
     await page.waitForFunction(() => !document.querySelector('#hang-text').textContent.startsWith('inflating'));
     out.hang = await page.evaluate(() => ({
       culprit: document.querySelector('#culprit').textContent,
@@ -148,17 +171,6 @@ async function interact(file, outDir) {
     await boxes[target].hover();
     out.tooltip = await page.$eval('#tooltip', e => ({hidden: e.hidden, text: e.innerText}));
 
-    // Clicking a frame zooms: its caller ("main") becomes the full width.
-    const main = await page.$$eval('#detail .flame .fr', es => es.findIndex(e => e.textContent === 'main'));
-    out.zoom = {before: (await flameBoxes(page)).boxes[main]};
-    await (await page.$$('#detail .flame .fr'))[main].click();
-    const zoomed = await flameBoxes(page);
-    out.zoom.after = zoomed.boxes.find(b => b.name === 'main');
-    out.zoom.width = zoomed.width;
-    out.zoom.ancestors = zoomed.boxes.filter(b => b.top < out.zoom.after.top).map(b => b.name);
-    await page.keyboard.press('Escape');
-    out.zoom.after_escape = (await flameBoxes(page)).boxes.find(b => b.name === 'main');
-
     // Search highlights the matching frames.
     await page.type('#flame-search', 'stall');
     const searched = await flameBoxes(page);
@@ -174,6 +186,7 @@ async function interact(file, outDir) {
     await page.keyboard.press('Escape');
     await page.keyboard.press('Escape');  // leaves the field
     await page.waitForFunction(() => !document.querySelector('#count').textContent.includes(' of '));
+    await page.keyboard.press('Home');
     const before = (await rows()).find(r => r.selected);
     await page.keyboard.press('j');
     await page.keyboard.press('j');
@@ -192,32 +205,55 @@ async function interact(file, outDir) {
 
     // Grouped by signature: the group of both classes keeps one root per class.
     await page.click('#tab-groups');
-    await page.type('#filter', 'flushSegment');
-    await page.waitForFunction(() => document.querySelector('#count').textContent.includes(' of '));
+    await filterBy(page, 'flushSegment');
     out.groups = {count: await page.$eval('#count', e => e.textContent),
                   headers: await page.evaluate(() =>
                       [...document.querySelectorAll('#table .head button')].map(b => b.textContent)),
                   rows: (await rows()).map(r => r.cells)};
-    await page.click('#table .row');
-    await page.waitForSelector('#detail .flame .fr');
+    await clickRow(page);
     const g = await flameBoxes(page);
     out.groups.roots = g.boxes.filter(b => b.top === 0).map(b => ({name: b.name, root: b.root}));
-    out.groups.long_names = g.boxes.filter(b => b.name.length > 200)
-        .map(b => ({truncated: b.truncated, width: b.width}));
-    const longIdx = g.boxes.findIndex(b => b.name.length > 200);
-    if (longIdx >= 0) {
-      await (await page.$$('#detail .flame .fr'))[longIdx].hover();
-      out.groups.long_tooltip = await page.$eval('#tooltip .name', e => e.textContent);
-    }
     out.screenshot_groups = await screenshot(browser, page, path.join(outDir, 'report-groups.png'));
 
-    // The README's screenshot: the real hang, light theme.
+    // Clicking a frame zooms: the narrowest box drawn (in the group's graph, which has many
+    // branches) becomes the full width, under its callers.
+    const full = await flameBoxes(page);
+    const pick = full.boxes.map((b, k) => ({...b, k})).filter(b => !b.root && b.width > 4)
+        .sort((a, b) => a.width - b.width)[0];
+    out.zoom = {name: pick.name, before: pick.width, container: full.width};
+    await (await page.$$('#detail .flame .fr'))[pick.k].click();
+    const zoomed = await flameBoxes(page);
+    const same = zoomed.boxes.find(b => b.name === pick.name && b.top === pick.top);
+    out.zoom.after = same ? same.width : null;
+    out.zoom.above = zoomed.boxes.filter(b => b.top < pick.top).map(b => b.name);
+    out.zoom.same_row = zoomed.boxes.filter(b => b.top === pick.top).length;
+    await page.click('.flame-tools button');  // Reset zoom
+    const back = (await flameBoxes(page)).boxes.find(b => b.name === pick.name && b.top === pick.top);
+    out.zoom.after_reset = back ? back.width : null;
+
+
+    // A name too long for its box: cut with an ellipsis, whole in the tooltip.
     await page.click('#tab-hangs');
-    await page.click('#filter', {clickCount: 3});
-    await page.type('#filter', 'StallTheMainThread');
-    await page.waitForFunction(() => document.querySelector('#count').textContent.includes(' of '));
-    await page.click('#table .row');
-    await page.waitForSelector('#detail .flame .fr');
+    await filterBy(page, 'Visitor');
+    await clickRow(page);
+    const v = await flameBoxes(page);
+    const longIdx = v.boxes.findIndex(b => b.name.length > 200);
+    out.long = {count: await page.$eval('#count', e => e.textContent), name: null};
+    if (longIdx >= 0) {
+      out.long.name = v.boxes[longIdx].name;
+      out.long.truncated = v.boxes[longIdx].truncated;
+      out.long.width = v.boxes[longIdx].width;
+      out.long.container = v.width;
+      await (await page.$$('#detail .flame .fr'))[longIdx].hover();
+      out.long.tooltip = await page.$eval('#tooltip .name', e => e.textContent);
+    }
+
+    out.long.cell = await page.$eval('#table .row .cell:last-child', c =>
+        ({text: c.textContent, title: c.title, truncated: c.scrollWidth > c.clientWidth}));
+
+    // The README's screenshot: the real hang, light theme.
+    await filterBy(page, 'StallTheMainThread');
+    await clickRow(page);
     await page.mouse.move(5, 5);
     out.screenshot_light = await screenshot(browser, page, path.join(outDir, 'report-light.png'));
     out.background_light = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
