@@ -44,12 +44,12 @@ function renderSummary(m) {
 function hangColumns(m) {
   const h = m.h;
   return [
-    {key: 'start', title: 'Time (UTC)', width: 150, value: i => h.start[i],
+    {key: 'start', title: 'Time (UTC)', width: 160, value: i => h.start[i],
      text: i => fmtTime(h.start[i])},
     {key: 'process', title: 'Process', width: 110, value: i => m.process(i),
      text: i => m.process(i), hover: i => m.process(i) + ' [' + h.pid[i] + ']'},
     {key: 'class', title: 'Class', width: 64, value: i => h.class[i], text: i => m.className(i)},
-    {key: 'duration', title: 'Duration', width: 82, num: true, value: i => h.duration[i],
+    {key: 'duration', title: 'Duration', width: 92, num: true, value: i => h.duration[i],
      text: i => fmtMs(h.duration[i]) + (h.fatal[i] ? '+' : '')},
     {key: 'cpu', title: 'CPU', width: 50, num: true, value: i => h.cpu_pct[i],
      text: i => h.cpu_pct[i] + '%'},
@@ -62,11 +62,11 @@ function hangColumns(m) {
 function groupColumns(m) {
   const groups = m.groups();
   return [
-    {key: 'count', title: 'Hangs', width: 56, num: true, value: g => groups[g].hangs.length,
+    {key: 'count', title: 'Hangs', width: 70, num: true, value: g => groups[g].hangs.length,
      text: g => String(groups[g].hangs.length)},
-    {key: 'total', title: 'Total', width: 76, num: true, value: g => groups[g].total,
+    {key: 'total', title: 'Total', width: 80, num: true, value: g => groups[g].total,
      text: g => fmtMs(groups[g].total)},
-    {key: 'max', title: 'Longest', width: 76, num: true, value: g => groups[g].max,
+    {key: 'max', title: 'Longest', width: 86, num: true, value: g => groups[g].max,
      text: g => fmtMs(groups[g].max)},
     {key: 'classes', title: 'Classes', width: 110, value: g => groups[g].classes.join(','),
      text: g => groups[g].classes.map((n, c) => n ? CLASSES[c] + ' ' + n : '').filter(Boolean).join(', ')},

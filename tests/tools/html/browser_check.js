@@ -251,9 +251,13 @@ async function interact(file, outDir) {
     out.long.cell = await page.$eval('#table .row .cell:last-child', c =>
         ({text: c.textContent, title: c.title, truncated: c.scrollWidth > c.clientWidth}));
 
-    // The README's screenshot: the real hang, light theme.
+    // The README's screenshot: the real hang, light theme, with the whole table beside it.
     await filterBy(page, 'StallTheMainThread');
     await clickRow(page);
+    await page.click('#filter');
+    await page.keyboard.press('Escape');  // clears the filter; the hang stays selected
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => !document.querySelector('#count').textContent.includes(' of '));
     await page.mouse.move(5, 5);
     out.screenshot_light = await screenshot(browser, page, path.join(outDir, 'report-light.png'));
     out.background_light = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
