@@ -15,7 +15,7 @@ std::string FormatHtml(const Report& report, const std::string& title) {
   const HtmlReportData data = MakeHtmlReportData(report, title);
   const std::string_view page = kHtmlTemplate;
   std::string out;
-  out.reserve(page.size() + data.data.size() + data.texts.size() + sizeof kHtmlStyle +
+  out.reserve(page.size() + data.data.size() + data.details.size() + sizeof kHtmlStyle +
               sizeof kHtmlScript);
   // The template's @NAME@ markers, replaced in one pass (so that nothing inserted is scanned).
   size_t at = 0;
@@ -34,8 +34,8 @@ std::string FormatHtml(const Report& report, const std::string& title) {
       out += kHtmlStyle;
     } else if (name == "DATA") {
       out += data.data;
-    } else if (name == "TEXTS") {
-      out += data.texts;
+    } else if (name == "DETAILS") {
+      out += data.details;
     } else if (name == "JS") {
       out += kHtmlScript;
     } else {  // an '@' of the template's own text

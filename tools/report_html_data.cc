@@ -27,10 +27,10 @@ constexpr int kSourceContext = 3;
 // Source files larger than this are not read; longer lines are cut.
 constexpr std::streamoff kMaxSourceBytes = 8 << 20;
 constexpr size_t kMaxSourceLine = 400;
-// The texts of this many hangs are compressed together: the texts of neighbouring hangs share
+// The timelines and texts of this many hangs are compressed together: neighbouring hangs share
 // most of their lines (frames, modules), so that a chunk compresses several times better than
-// each text alone, and inflating one chunk to show one text is still quick.
-constexpr size_t kTextChunk = 32;
+// each hang alone, and inflating one chunk to show one hang is still quick.
+constexpr size_t kDetailChunk = 32;
 
 std::string Base64(const std::string& in) {
   static constexpr char kAlphabet[] =
@@ -60,7 +60,7 @@ std::string Deflate(const std::string& in) {
   std::string out(size, '\0');
   if (compress2(reinterpret_cast<Bytef*>(out.data()), &size,
                 reinterpret_cast<const Bytef*>(in.data()), static_cast<uLong>(in.size()),
-                Z_BEST_COMPRESSION) != Z_OK) {
+                Z_DEFAULT_COMPRESSION) != Z_OK) {
     return "";
   }
   out.resize(size);
@@ -168,7 +168,7 @@ int ClassIndex(HangClass c) {
 }
 
 // The text of one hang, as `hangwatch report --format text --hang N` prints it, without NUL
-// characters (they separate the texts of a chunk).
+// characters (they separate the hangs of a chunk).
 std::string OneHangText(const HangRecord& h) {
   Report one;
   one.hangs.push_back(h);
@@ -203,15 +203,15 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   Sources sources;
   // Column name -> one value per hang.
   std::map<std::string, json> col;
-  for (const char* name :
-       {"process", "pid",    "hang_id",   "start",       "duration", "cpu",       "cpu_pct",
-        "class",   "fatal",  "signature", "fingerprint", "culprit",  "threshold", "interval",
-        "samples", "failed", "stopped",   "truncated",   "stacks",   "timeline",  "states"}) {
+  for (const char* name : {"process", "pid", "hang_id", "start", "duration", "cpu", "cpu_pct",
+                           "class", "fatal", "signature", "fingerprint", "culprit", "threshold",
+                           "interval", "samples", "failed", "stopped", "truncated", "stacks"}) {
     col[name] = json::array();
   }
-  json texts = json::array(), source_list = json::array();
+  json source_list = json::array();
+  std::string details;              // base64 lines: nothing to escape
   std::map<int, bool> source_done;  // culprit frame -> looked up
-  std::string chunk;                // texts of the hangs since the last full chunk
+  std::string chunk;                // the hangs since the last full chunk
   size_t chunk_size = 0;
   for (const HangRecord& h : report.hangs) {
     const std::string process = h.process_name.empty() ? BaseName(h.process) : h.process_name;
@@ -268,17 +268,16 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
       timeline.push_back(e.cpu_us);
       states.push_back(e.state >= 0x21 && e.state < 0x7f ? e.state : '?');
     }
-    col["timeline"].push_back(std::move(timeline));
-    col["states"].push_back(std::move(states));
-    if (chunk_size == kTextChunk) {
-      texts.push_back(Base64(Deflate(chunk)));
+    if (chunk_size == kDetailChunk) {
+      details += Base64(Deflate(chunk)) + "\n";
       chunk.clear();
       chunk_size = 0;
     }
     if (chunk_size++ > 0) chunk.push_back('\0');
-    chunk += OneHangText(h);
+    // Needed only for the hang on display: compressed with its text.
+    chunk += timeline.dump() + "\n" + states + "\n" + OneHangText(h);
   }
-  if (chunk_size > 0) texts.push_back(Base64(Deflate(chunk)));
+  if (chunk_size > 0) details += Base64(Deflate(chunk)) + "\n";
 
   json stalls = json::array();
   for (const StartupStall& s : report.startup_stalls) {
@@ -290,7 +289,7 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   }
   json data = {{"version", 1},
                {"title", title},
-               {"text_chunk", kTextChunk},
+               {"detail_chunk", kDetailChunk},
                {"strings", t.strings()},
                {"frames", t.frames()},
                {"stacks", t.stacks()},
@@ -300,7 +299,7 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
                {"stalls", std::move(stalls)},
                {"skipped", report.skipped_lines},
                {"first_error", report.first_error}};
-  return {ScriptSafe(data), ScriptSafe(texts)};
+  return {ScriptSafe(data), std::move(details)};
 }
 
 }  // namespace hangwatch::tools

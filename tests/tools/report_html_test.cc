@@ -38,6 +38,18 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The lines of the hang details (base64, one per chunk).
+std::vector<std::string> Details(const std::string& page) {
+  const std::string open = "<script type=\"text/plain\" id=\"hw-details\">\n";
+  const size_t begin = page.find(open) + open.size();
+  const std::string text = page.substr(begin, page.find("</script>", begin) - begin);
+  std::vector<std::string> lines;
+  for (size_t from = 0, nl; (nl = text.find('\n', from)) != std::string::npos; from = nl + 1) {
+    lines.push_back(text.substr(from, nl - from));
+  }
+  return lines;
+}
+
 // The JSON inside <script type="application/json" id="ID">.
 json Embedded(const std::string& page, const std::string& id) {
   const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
@@ -82,7 +94,7 @@ TEST(ReportHtml, OneSelfContainedPage) {
   const std::string page = FormatHtml(r, "Hangs of a");
   EXPECT_EQ(page.rfind("<!DOCTYPE html>\n", 0), 0u);
   EXPECT_EQ(Count(page, "<style>"), 1u);
-  // Three script elements: the data, the texts and the code, all inline.
+  // Three script elements: the data, the hangs' details and the code, all inline.
   EXPECT_EQ(Count(page, "<script"), 3u);
   EXPECT_EQ(Count(page, "</script>"), 3u);
   for (const char* outside : {"http:", "https:", "src=", "<link", "<img", "<iframe", "url(",
@@ -125,8 +137,8 @@ TEST(ReportHtml, FramesAndStringsAreStoredOnce) {
   const json data = Embedded(page, "hw-data");
   EXPECT_EQ(data["stacks"].size(), one.hangs[0].stacks.size());
   EXPECT_EQ(data["hangs"]["duration"].size(), 200u);
-  const size_t chunk = data["text_chunk"];
-  EXPECT_EQ(Embedded(page, "hw-texts").size(), (200 + chunk - 1) / chunk);
+  const size_t chunk = data["detail_chunk"];
+  EXPECT_EQ(Details(page).size(), (200 + chunk - 1) / chunk);
 }
 
 TEST(ReportHtml, NamesCannotEndTheScriptOrTheTitle) {
@@ -146,17 +158,18 @@ TEST(ReportHtml, NamesCannotEndTheScriptOrTheTitle) {
   EXPECT_TRUE(found) << data["strings"].dump();
 }
 
-TEST(ReportHtml, EachTextInflatesToTheTextReportOfItsHang) {
+// Each hang's timeline and text, compressed in chunks: the text is FormatText's.
+TEST(ReportHtml, EachHangsDetailsInflateToItsTimelineAndTextReport) {
   Report r = Load("small_fatal.jsonl");
   MergeReport(Load("redis_culprit.jsonl"), &r);
   for (int i = 0; i < 70; ++i) r.hangs.push_back(r.hangs[static_cast<size_t>(i % 2)]);
   r.hangs[40].hang_id = 4040;
   const std::string page = FormatHtml(r, "t");
-  const size_t chunk = Embedded(page, "hw-data")["text_chunk"];
-  const json texts = Embedded(page, "hw-texts");
-  ASSERT_EQ(texts.size(), (r.hangs.size() + chunk - 1) / chunk);
+  const size_t chunk = Embedded(page, "hw-data")["detail_chunk"];
+  const std::vector<std::string> details = Details(page);
+  ASSERT_EQ(details.size(), (r.hangs.size() + chunk - 1) / chunk);
   std::vector<std::string> all;
-  for (const auto& t : texts) {
+  for (const auto& t : details) {
     const std::string joined = Inflate(Unbase64(t));
     size_t from = 0;
     for (size_t nul; (nul = joined.find('\0', from)) != std::string::npos; from = nul + 1) {
@@ -166,9 +179,23 @@ TEST(ReportHtml, EachTextInflatesToTheTextReportOfItsHang) {
   }
   ASSERT_EQ(all.size(), r.hangs.size());
   for (size_t i = 0; i < r.hangs.size(); ++i) {
+    const HangRecord& h = r.hangs[i];
+    const size_t nl1 = all[i].find('\n'), nl2 = all[i].find('\n', nl1 + 1);
+    ASSERT_NE(nl2, std::string::npos) << all[i];
+    // [t_ms, position of the stack in the hang's stacks, cpu_us] per sample; one state letter.
+    json expected = json::array();
+    std::string states;
+    for (const TimelineEntry& e : h.timeline) {
+      expected.push_back(e.t_ms);
+      expected.push_back(e.stack);  // these records' stack ids are their positions
+      expected.push_back(e.cpu_us);
+      states.push_back(e.state);
+    }
+    EXPECT_EQ(json::parse(all[i].substr(0, nl1)), expected) << i;
+    EXPECT_EQ(all[i].substr(nl1 + 1, nl2 - nl1 - 1), states) << i;
     Report one;
-    one.hangs.push_back(r.hangs[i]);
-    EXPECT_EQ(all[i], FormatText(one)) << i;
+    one.hangs.push_back(h);
+    EXPECT_EQ(all[i].substr(nl2 + 1), FormatText(one)) << i;
   }
   EXPECT_NE(all[40].find("Hang:             #4040"), std::string::npos) << all[40];
 }
@@ -201,7 +228,7 @@ TEST(ReportHtml, NoHangsIsStillAPage) {
   const std::string page = FormatHtml(r, "empty");
   const json data = Embedded(page, "hw-data");
   EXPECT_EQ(data["hangs"]["duration"].size(), 0u);
-  EXPECT_EQ(Embedded(page, "hw-texts"), json::array());
+  EXPECT_EQ(Details(page).size(), 0u);
 }
 
 // The command line, on a report of a real program and on a synthetic one of 1000 hangs.

@@ -20,7 +20,7 @@ class Detail {
     this.flame = null;
     this.searchInput = null;
     this.current = null;
-    this.textPromise = null;
+    this.detailPromise = null;  // the hang's timeline and text, being inflated
   }
 
   clear() {
@@ -71,6 +71,9 @@ class Detail {
     if (h.stopped[i]) facts.push(['Stopped', h.stopped[i] + ' ms not counted']);
     const culprit = h.culprit[i];
     const flame = this.flameSection([i], new Set(culprit >= 0 ? [culprit] : []));
+    const timeline = el('section', {}, el('h2', {text: 'Timeline'}),
+                        el('p', {class: 'muted', text: 'inflating...'}));
+    const pre = el('pre', {class: 'text', id: 'hang-text', tabindex: '0', text: 'inflating...'});
     appendAll(this.root,
         el('h2', {}, el('span', {class: 'badge c' + cls, text: CLASSES[cls]}), ' ',
            h.fatal[i] ? el('span', {class: 'badge c0', text: 'FATAL'}) : null,
@@ -81,10 +84,22 @@ class Detail {
         this.sourceSection(culprit),
         el('div', {class: 'facts'}, ...facts.map(([k, v]) =>
             el('div', {title: k + ': ' + v}, el('span', {text: k}), v))),
-        this.timelineSection(i),
+        timeline,
         flame.section,
-        this.textSection(i));
+        this.textSection(pre));
     flame.draw();
+    this.detailPromise = m.detail(i).then(d => {
+      if (this.current && this.current.hang === i) {
+        const section = this.timelineSection(i, d.timeline);
+        if (section) timeline.replaceWith(section);
+        else timeline.remove();
+        pre.textContent = d.text;
+      }
+      return d;
+    }, err => {
+      pre.textContent = 'cannot inflate this hang: ' + err;
+      return null;
+    });
   }
 
   sourceSection(f) {
@@ -104,8 +119,8 @@ class Detail {
 
   // Two strips over the hang's time: the scheduler state of each sample, and which function
   // (the stack's culprit) was on top; then the same in words.
-  timelineSection(i) {
-    const m = this.model, tl = m.timeline(i);
+  timelineSection(i, tl) {
+    const m = this.model;
     if (tl.length === 0) return null;
     const interval = m.h.interval[i] || 1;
     const end = Math.max(m.h.duration[i], tl[tl.length - 1].t + interval);
@@ -168,16 +183,8 @@ class Detail {
     this.tip.style.top = e.clientY + 18 + 'px';
   }
 
-  textSection(i) {
-    const pre = el('pre', {class: 'text', id: 'hang-text', tabindex: '0', text: 'inflating...'});
+  textSection(pre) {
     const note = el('span', {class: 'muted', 'aria-live': 'polite'});
-    this.textPromise = this.model.text(i).then(t => {
-      if (this.current && this.current.hang === i) pre.textContent = t;
-      return t;
-    }, err => {
-      pre.textContent = 'cannot inflate the text: ' + err;
-      throw err;
-    });
     return el('section', {},
         el('h2', {}, 'Text report ',
            el('button', {type: 'button', id: 'copy-text', text: 'Copy', title: 'Copy (c)',
@@ -186,8 +193,9 @@ class Detail {
   }
 
   async copy(note) {
-    if (!this.textPromise) return;
-    const text = await this.textPromise;
+    const detail = this.detailPromise && await this.detailPromise;
+    if (!detail) return;
+    const text = detail.text;
     try {
       await navigator.clipboard.writeText(text);
     } catch (e) {  // no clipboard permission: select the text for Ctrl+C
@@ -206,7 +214,7 @@ class Detail {
     this.clear();
     this.current = {group: g};
     this.root.dataset.shown = 'group ' + g.key;
-    this.textPromise = null;
+    this.detailPromise = null;
     const culprits = new Set(g.hangs.map(i => m.h.culprit[i]).filter(f => f >= 0));
     const flame = this.flameSection(g.hangs, culprits);
     const classes = g.classes.map((n, c) => n ? el('span', {class: 'badge c' + c,

@@ -61,9 +61,9 @@ class Model {
     this.skipped = data.skipped;
     this.firstError = data.first_error;
     this.sources = new Map(data.sources.map(s => [s[0], {first: s[1], lines: s[2]}]));
-    this.texts = null;  // parsed when the first text is shown
-    this.textChunk = data.text_chunk;
-    this.inflated = new Map();  // chunk -> promise of its texts
+    this.details = null;  // parsed when the first hang is shown
+    this.detailChunk = data.detail_chunk;
+    this.inflated = new Map();  // chunk -> promise of its hangs' details
     this.groupList = null;
   }
 
@@ -89,14 +89,26 @@ class Model {
     return out;
   }
 
-  // [{t, stack (global id or -1), cpuUs, state}] of hang i.
-  timeline(i) {
-    const tl = this.h.timeline[i], states = this.h.states[i], local = this.h.stacks[i], out = [];
+  // What only the hang on display needs, inflated from the page with the other hangs of its
+  // chunk: {timeline: [{t, stack (global id or -1), cpuUs, state}], text (FormatText)}.
+  async detail(i) {
+    if (!this.details) this.details = document.getElementById('hw-details').textContent.trim().split('\n');
+    const k = Math.floor(i / this.detailChunk);
+    if (!this.inflated.has(k)) {
+      const b64 = atob(this.details[k]), bytes = new Uint8Array(b64.length);
+      for (let j = 0; j < b64.length; j++) bytes[j] = b64.charCodeAt(j);
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'));
+      this.inflated.set(k, new Response(stream).text().then(t => t.split('\0')));
+    }
+    const part = (await this.inflated.get(k))[i % this.detailChunk];
+    const nl1 = part.indexOf('\n'), nl2 = part.indexOf('\n', nl1 + 1);
+    const tl = JSON.parse(part.slice(0, nl1)), states = part.slice(nl1 + 1, nl2);
+    const local = this.h.stacks[i], timeline = [];
     for (let k = 0, j = 0; k < tl.length; k += 3, j++) {
       const p = tl[k + 1];
-      out.push({t: tl[k], stack: p < 0 ? -1 : local[3 * p], cpuUs: tl[k + 2], state: states[j]});
+      timeline.push({t: tl[k], stack: p < 0 ? -1 : local[3 * p], cpuUs: tl[k + 2], state: states[j]});
     }
-    return out;
+    return {timeline, text: part.slice(nl2 + 1)};
   }
 
   // What a filter string is matched against.
@@ -128,18 +140,5 @@ class Model {
     }
     this.groupList = [...byKey.values()].sort((a, b) => b.total - a.total);
     return this.groupList;
-  }
-
-  // The text report of hang i (FormatText), inflated from the page with the texts of its chunk.
-  async text(i) {
-    if (!this.texts) this.texts = JSON.parse(document.getElementById('hw-texts').textContent);
-    const k = Math.floor(i / this.textChunk);
-    if (!this.inflated.has(k)) {
-      const b64 = atob(this.texts[k]), bytes = new Uint8Array(b64.length);
-      for (let j = 0; j < b64.length; j++) bytes[j] = b64.charCodeAt(j);
-      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'));
-      this.inflated.set(k, new Response(stream).text().then(t => t.split('\0')));
-    }
-    return (await this.inflated.get(k))[i % this.textChunk];
   }
 }
