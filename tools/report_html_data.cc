@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/stack_identity.h"
+#include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
 #include "symbols/frame_classifier.h"
 #include "tools/report_formats.h"
@@ -196,6 +197,59 @@ std::string ScriptSafe(const json& j) {
   return out;
 }
 
+json LagFiguresJson(const LagFigures& f) {
+  json slow = json::array();
+  for (int i = 0; i < kSlowPassThresholds; ++i) {
+    if (f.slow_passes[i] > 0) slow.push_back({kSlowPassThresholdsMs[i], f.slow_passes[i]});
+  }
+  return {{"passes", f.passes}, {"busy_ms", f.busy_ms},   {"p50", f.p50_ms},
+          {"p90", f.p90_ms},    {"p95", f.p95_ms},        {"p99", f.p99_ms},
+          {"max", f.max_ms},    {"slow", std::move(slow)}};
+}
+
+// The lag records merged: over everything, and per process and host (the 20 with the worst
+// p99), with the histogram cut into one bar per power of two of the duration. Null without lag
+// records.
+json LagSummary(const std::vector<Lag>& lags) {
+  if (lags.empty()) return nullptr;
+  PassHistogram all;
+  std::map<std::pair<std::string, std::string>, PassHistogram> by;
+  for (const Lag& l : lags) {
+    all.Merge(l.passes);
+    by[{l.process_name, l.host}].Merge(l.passes);
+  }
+  json out = LagFiguresJson(all.Figures());
+  out["records"] = lags.size();
+  // [upper bound in ms, passes]: bucket 0, then 64 buckets per power of two.
+  json bars = json::array();
+  uint64_t in_bar = 0;
+  for (int b = 0; b < pass_histogram::kBuckets; ++b) {
+    in_bar += all.count(b);
+    if (b == 0 || b % 64 == 0 || b == pass_histogram::kBuckets - 1) {
+      bars.push_back({static_cast<double>(pass_histogram::BucketUpperNs(b)) / 1e6, in_bar});
+      in_bar = 0;
+    }
+  }
+  while (!bars.empty() && bars.back()[1] == 0) bars.erase(bars.end() - 1);
+  size_t first = 0;
+  while (first < bars.size() && bars[first][1] == 0) ++first;
+  out["bars"] = json(std::vector<json>(bars.begin() + static_cast<long>(first), bars.end()));
+  std::vector<std::pair<LagFigures, std::pair<std::string, std::string>>> rows;
+  for (const auto& [key, h] : by) rows.emplace_back(h.Figures(), key);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.first.p99_ms > b.first.p99_ms; });
+  json per = json::array();
+  for (size_t i = 0; i < rows.size() && i < 20; ++i) {
+    json row = LagFiguresJson(rows[i].first);
+    row["process"] = rows[i].second.first;
+    row["host"] = rows[i].second.second;
+    per.push_back(std::move(row));
+  }
+  out["by"] = std::move(per);
+  out["groups"] = rows.size();
+  return out;
+}
+
 }  // namespace
 
 HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title) {
@@ -203,9 +257,10 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   Sources sources;
   // Column name -> one value per hang.
   std::map<std::string, json> col;
-  for (const char* name : {"process", "pid", "hang_id", "start", "duration", "cpu", "cpu_pct",
-                           "class", "fatal", "signature", "fingerprint", "culprit", "threshold",
-                           "interval", "samples", "failed", "stopped", "truncated", "stacks"}) {
+  for (const char* name :
+       {"process", "pid",    "hang_id",   "start",       "duration", "cpu",       "cpu_pct",
+        "class",   "fatal",  "signature", "fingerprint", "culprit",  "threshold", "interval",
+        "samples", "failed", "stopped",   "truncated",   "stacks",   "host",      "labels"}) {
     col[name] = json::array();
   }
   json source_list = json::array();
@@ -232,6 +287,10 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
     col["failed"].push_back(h.failed_samples);
     col["stopped"].push_back(h.stopped_ms);
     col["truncated"].push_back(h.timeline_truncated ? 1 : 0);
+    col["host"].push_back(t.String(h.host));
+    std::string labels;
+    for (const auto& [k, v] : h.labels) labels += (labels.empty() ? "" : ", ") + k + "=" + v;
+    col["labels"].push_back(t.String(labels));
 
     // The culprit, as the frame of the dominant stack it names (the flame graph's frame).
     int culprit = -1;
@@ -297,6 +356,7 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
                {"hangs", col},
                {"sources", std::move(source_list)},
                {"stalls", std::move(stalls)},
+               {"lag", LagSummary(report.lags)},
                {"skipped", report.skipped_lines},
                {"first_error", report.first_error}};
   return {ScriptSafe(data), std::move(details)};

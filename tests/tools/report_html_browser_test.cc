@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli_util.h"
+#include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
 #include "tools/report_reader.h"
 
@@ -119,9 +120,31 @@ TEST_F(ReportHtmlBrowser, SummaryCountsTheHangsByClass) {
   EXPECT_EQ(s["by_class"], json({{"busy", busy}, {"blocked", blocked}})) << s.dump();
 }
 
+TEST_F(ReportHtmlBrowser, SummaryHasTheLagPercentilesOfAllRecords) {
+  ASSERT_EQ(input_.lags.size(), 20u);
+  PassHistogram all;
+  for (const tools::Lag& l : input_.lags) all.Merge(l.passes);
+  const LagFigures f = all.Figures();
+  const json& lag = seen_["summary"]["lag"];
+  ASSERT_TRUE(lag.is_object()) << seen_["summary"].dump();
+  EXPECT_NEAR(lag["figures"]["p50"].get<double>(), f.p50_ms, 1e-9);
+  EXPECT_NEAR(lag["figures"]["p90"].get<double>(), f.p90_ms, 1e-9);
+  EXPECT_NEAR(lag["figures"]["p99"].get<double>(), f.p99_ms, 1e-9);
+  EXPECT_NEAR(lag["figures"]["max"].get<double>(), f.max_ms, 1e-9);
+  // One bar per power of two from the shortest pass to the longest: 0.2 ms to 2.3 s.
+  EXPECT_GE(lag["bars"].get<int>(), 13);
+  EXPECT_LE(lag["bars"].get<int>(), 16);
+  EXPECT_TRUE(Has(lag["text"], "lag: " + std::to_string(f.passes) +
+                                   " passes timed in 20 "
+                                   "records, 5 processes"))
+      << lag["text"];
+}
+
 TEST_F(ReportHtmlBrowser, TableSortsAndFilters) {
   const json& t = seen_["table"];
-  EXPECT_EQ(t["headers"], json({"Time (UTC)", "Process", "Class", "Duration", "CPU", "Culprit"}));
+  // A Host column: the records have host names.
+  EXPECT_EQ(t["headers"],
+            json({"Time (UTC)", "Process", "Host", "Class", "Duration", "CPU", "Culprit"}));
   EXPECT_EQ(t["count"], "301 hangs");
   // Only the rows in view exist.
   EXPECT_GT(t["rendered_rows"].get<int>(), 10);

@@ -6,9 +6,10 @@
 // five processes; a few dozen call paths (signatures) of which some hang much more often than
 // others; stacks of 8 to 30 frames through an application binary, libstdc++ and libc, with
 // files and lines for the application's frames; one sample every 10 to 50 ms, each with its
-// scheduler state and CPU time. Busy paths end in application code, blocked ones in libc's
-// waits, and one path (Storage::flushSegment) is busy in some hangs and blocked in others, so
-// that one signature groups both classes. One culprit has a 300-character name.
+// scheduler state and CPU time; then 20 lag records (the five processes, on two hosts). Busy
+// paths end in application code, blocked ones in libc's waits, and one path
+// (Storage::flushSegment) is busy in some hangs and blocked in others, so that one signature
+// groups both classes. One culprit has a 300-character name.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -42,6 +43,8 @@ struct Fn {
 const char* const kApp = "/srv/bin/demo-server";
 const char* const kLibc = "/lib/x86_64-linux-gnu/libc.so.6";
 const char* const kLibstdcxx = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+const char* const kNames[] = {"demo-server", "demo-worker", "demo-indexer", "demo-gateway",
+                              "demo-cron"};
 
 std::string BuildId(const std::string& module) {
   char buf[48];
@@ -151,6 +154,8 @@ HangRecord MakeHang(const std::vector<Path>& paths, uint64_t index, int64_t* clo
   h.tid = h.pid;
   h.process = kApp;
   h.process_name = kNames[proc];
+  h.host = proc < 3 ? "web-1" : "web-2";
+  h.labels = {{"build", "17"}, {"region", proc < 3 ? "eu" : "us"}};
   h.hang_id = index;
   *clock_ms += 1000 + static_cast<int64_t>(Below(600000));
   h.start_unix_ms = *clock_ms;
@@ -242,6 +247,29 @@ int main(int argc, char** argv) {
   for (uint64_t i = 0; i < hangs; ++i) {
     const std::string line = report::Encode(MakeHang(paths, i, &clock_ms)) + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
+  }
+  // Lag records: per process, four intervals of a minute, each timing every pass (mostly
+  // about a millisecond, a few tens of ms, one in a thousand a hang's length).
+  for (int proc = 0; proc < 5; ++proc) {
+    for (int interval = 0; interval < 4; ++interval) {
+      report::Lag l;
+      l.pid = 1000 + proc * 7;
+      l.process_name = kNames[proc];
+      l.host = proc < 3 ? "web-1" : "web-2";
+      l.labels = {{"build", "17"}};
+      l.start_unix_ms = 1795400000000 + interval * 60000;
+      l.end_unix_ms = l.start_unix_ms + 60000;
+      const uint64_t passes = 2000 + Below(3000);
+      for (uint64_t k = 0; k < passes; ++k) {
+        const uint64_t r = Below(1000);
+        const uint64_t ns = r == 0   ? 300'000'000 + Below(2'000'000'000)
+                            : r < 50 ? 10'000'000 + Below(40'000'000)
+                                     : 200'000 + Below(1'500'000);
+        l.passes.Add(ns);
+      }
+      const std::string line = report::Encode(l) + "\n";
+      std::fwrite(line.data(), 1, line.size(), stdout);
+    }
   }
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

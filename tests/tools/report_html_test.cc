@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli_util.h"
+#include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
@@ -223,6 +224,41 @@ TEST(ReportHtml, CulpritSourceLinesAreEmbeddedWhenReadable) {
                       {"line 7", "line 8", "line 9", "line 10", "line 11", "line 12", "line 13"}));
 }
 
+// Lag records: merged over all, per process and host, and as one bar per power of two.
+TEST(ReportHtml, LagRecordsAreSummarized) {
+  Report r = Load("small_fatal.jsonl");
+  EXPECT_TRUE(Embedded(FormatHtml(r, "t"), "hw-data")["lag"].is_null());
+  PassHistogram all;
+  for (int i = 0; i < 3; ++i) {
+    Lag l;
+    l.process_name = i == 2 ? "other" : "demo";
+    l.host = "web-1";
+    for (int k = 0; k < 100; ++k) l.passes.Add(1'000'000);     // 1 ms
+    l.passes.Add(static_cast<uint64_t>(i + 1) * 300'000'000);  // 300, 600, 900 ms
+    all.Merge(l.passes);
+    r.lags.push_back(l);
+  }
+  const json lag = Embedded(FormatHtml(r, "t"), "hw-data")["lag"];
+  ASSERT_TRUE(lag.is_object());
+  const LagFigures f = all.Figures();
+  EXPECT_EQ(lag["passes"], 303);
+  EXPECT_EQ(lag["records"], 3);
+  EXPECT_DOUBLE_EQ(lag["p50"].get<double>(), f.p50_ms);
+  EXPECT_DOUBLE_EQ(lag["p99"].get<double>(), f.p99_ms);
+  EXPECT_DOUBLE_EQ(lag["max"].get<double>(), f.max_ms);
+  EXPECT_EQ(lag["slow"], json::array({{16, 3}, {33, 3}, {50, 3}, {100, 3}, {250, 3}, {500, 2}}));
+  // Bars from the octave of 1 ms (up to 1.048576 ms) to that of 900 ms (up to 1073.741824 ms).
+  uint64_t total = 0;
+  for (const auto& b : lag["bars"]) total += b[1].get<uint64_t>();
+  EXPECT_EQ(total, 303u);
+  EXPECT_DOUBLE_EQ(lag["bars"].front()[0].get<double>(), 1.048576);
+  EXPECT_DOUBLE_EQ(lag["bars"].back()[0].get<double>(), 1073.741824);
+  ASSERT_EQ(lag["by"].size(), 2u);
+  EXPECT_EQ(lag["by"][0]["process"], "demo");  // by p99, worst first (equal: by name)
+  EXPECT_EQ(lag["by"][0]["passes"], 202);
+  EXPECT_EQ(lag["by"][1]["process"], "other");
+}
+
 TEST(ReportHtml, NoHangsIsStillAPage) {
   Report r;
   const std::string page = FormatHtml(r, "empty");
@@ -295,7 +331,7 @@ TEST_F(ReportHtmlCommand, PageIsAtMostOneAndAHalfTimesTheJsonLines) {
   const auto gen = RunCommand({HTML_FIXTURE, "1000", "7"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   WriteFile(jsonl, gen.out);
-  ASSERT_EQ(CountLines(gen.out), 1000u);
+  ASSERT_EQ(CountLines(gen.out), 1000u + 20u);  // and 20 lag records
   const auto r = Report({jsonl, "--no-symbolize", "--format", "html", "-o", html});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const double in = static_cast<double>(gen.out.size());

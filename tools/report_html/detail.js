@@ -69,6 +69,8 @@ class Detail {
       ['Fingerprint', m.strings[h.fingerprint[i]] || '-'],
     ];
     if (h.stopped[i]) facts.push(['Stopped', h.stopped[i] + ' ms not counted']);
+    if (m.host(i)) facts.splice(1, 0, ['Host', m.host(i)]);
+    if (h.labels[i]) facts.push(['Labels', m.strings[h.labels[i]]]);
     const culprit = h.culprit[i];
     const flame = this.flameSection([i], new Set(culprit >= 0 ? [culprit] : []));
     const timeline = el('section', {}, el('h2', {text: 'Timeline'}),

@@ -35,10 +35,36 @@ function renderSummary(m) {
         String(m.stalls.length), m.stalls.map(s => baseName(s.process) + ' [' + s.pid + '] ' +
             s.duration + ' ms').join('\n')));
   }
+  if (m.lag) root.append(lagSummary(m.lag));
   if (m.skipped) {
     root.append(el('div', {class: 'muted', text: m.skipped + ' unreadable line' +
         (m.skipped === 1 ? '' : 's') + ' skipped (first: ' + m.firstError + ')'}));
   }
+}
+
+// The lag records: every pass of the run loops, timed (not only the hangs).
+function lagSummary(lag) {
+  const ms = v => v < 1 ? v.toFixed(3) + ' ms' : v < 100 ? v.toFixed(1) + ' ms' : fmtMs(v);
+  const figures = ['p50', 'p90', 'p99', 'max'].map(k => el('span', {'data-figure': k, 'data-ms': lag[k]},
+      el('span', {class: 'muted', text: k + ' '}), ms(lag[k])));
+  const most = Math.max(...lag.bars.map(b => b[1]));
+  let lower = 0;
+  const bars = lag.bars.map(([upper, n]) => {
+    const bar = el('span', {title: ms(lower) + ' to ' + ms(upper) + ': ' + n + ' passes',
+        style: 'height:' + (n ? 4 + 96 * Math.log1p(n) / Math.log1p(most) : 0) + '%'});
+    lower = upper;
+    return bar;
+  });
+  const slow = lag.slow.map(([t, n]) => n + ' over ' + t + ' ms').join(', ');
+  const by = lag.by.map(r => (r.process || '?') + (r.host ? '@' + r.host : '') + ': p99 ' +
+      ms(r.p99) + ', max ' + ms(r.max) + ' (' + r.passes + ' passes)').join('\n');
+  return el('div', {class: 'stat lag', id: 'lag', title: by},
+      el('b', {}, ...figures),
+      el('span', {class: 'muted', text: 'lag: ' + lag.passes + ' passes timed in ' + lag.records +
+          ' record' + (lag.records === 1 ? '' : 's') + ', ' + lag.groups + ' process' +
+          (lag.groups === 1 ? '' : 'es') + (slow ? '; ' + slow : '')}),
+      el('div', {class: 'lagbars', title: 'Pass durations: one bar per power of two (log scale)'},
+         ...bars));
 }
 
 function hangColumns(m) {
@@ -46,17 +72,19 @@ function hangColumns(m) {
   return [
     {key: 'start', title: 'Time (UTC)', width: 160, value: i => h.start[i],
      text: i => fmtTime(h.start[i])},
-    {key: 'process', title: 'Process', width: 110, value: i => m.process(i),
+    {key: 'process', title: 'Process', width: 100, value: i => m.process(i),
      text: i => m.process(i), hover: i => m.process(i) + ' [' + h.pid[i] + ']'},
-    {key: 'class', title: 'Class', width: 64, value: i => h.class[i], text: i => m.className(i)},
-    {key: 'duration', title: 'Duration', width: 92, num: true, value: i => h.duration[i],
+    m.hasHost ? {key: 'host', title: 'Host', width: 64, value: i => m.host(i),
+                 text: i => m.host(i), hover: i => m.host(i)} : null,
+    {key: 'class', title: 'Class', width: 70, value: i => h.class[i], text: i => m.className(i)},
+    {key: 'duration', title: 'Duration', width: 90, num: true, value: i => h.duration[i],
      text: i => fmtMs(h.duration[i]) + (h.fatal[i] ? '+' : '')},
-    {key: 'cpu', title: 'CPU', width: 50, num: true, value: i => h.cpu_pct[i],
+    {key: 'cpu', title: 'CPU', width: 46, num: true, value: i => h.cpu_pct[i],
      text: i => h.cpu_pct[i] + '%'},
     {key: 'culprit', title: 'Culprit', width: 0, value: i => m.culprit(i), text: i => m.culprit(i),
      hover: i => m.culprit(i) + (h.culprit[i] >= 0 && m.frameLocation(h.culprit[i]) ?
          '\n' + m.frameLocation(h.culprit[i]) : '')},
-  ];
+  ].filter(Boolean);
 }
 
 function groupColumns(m) {

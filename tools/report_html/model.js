@@ -58,6 +58,8 @@ class Model {
     this.h = data.hangs;
     this.n = data.hangs.duration.length;
     this.stalls = data.stalls;
+    this.lag = data.lag;  // null without lag records
+    this.hasHost = data.hangs.host.some(h => h !== 0);
     this.skipped = data.skipped;
     this.firstError = data.first_error;
     this.sources = new Map(data.sources.map(s => [s[0], {first: s[1], lines: s[2]}]));
@@ -78,6 +80,7 @@ class Model {
   }
 
   process(i) { return this.strings[this.h.process[i]]; }
+  host(i) { return this.strings[this.h.host[i]]; }
   signature(i) { return this.strings[this.h.signature[i]]; }
   culprit(i) { const f = this.h.culprit[i]; return f < 0 ? '?' : this.frameName(f); }
   className(i) { return CLASSES[this.h.class[i]]; }
@@ -113,7 +116,7 @@ class Model {
 
   // What a filter string is matched against.
   haystack(i) {
-    return (this.process(i) + ' ' + this.culprit(i) + ' ' + this.signature(i) + ' ' +
+    return (this.process(i) + ' ' + this.host(i) + ' ' + this.culprit(i) + ' ' + this.signature(i) + ' ' +
             this.strings[this.h.fingerprint[i]] + ' ' + this.className(i) + ' ' +
             (this.h.culprit[i] >= 0 ? this.frameLocation(this.h.culprit[i]) : '') + ' ' +
             this.h.pid[i]).toLowerCase();

@@ -129,6 +129,12 @@ async function interact(file, outDir) {
       total: document.querySelector('#stat-total').title,
       by_class: Object.fromEntries([...document.querySelectorAll('#by-class [data-class]')]
           .map(e => [e.dataset.class, +e.dataset.count])),
+      lag: document.querySelector('#lag') && {
+        figures: Object.fromEntries([...document.querySelectorAll('#lag [data-figure]')]
+            .map(e => [e.dataset.figure, +e.dataset.ms])),
+        bars: document.querySelectorAll('#lag .lagbars span').length,
+        text: document.querySelector('#lag > .muted').textContent,
+      },
     }));
     const rows = () => page.evaluate(() => [...document.querySelectorAll('#table .row')].map(r =>
         ({id: +r.dataset.id, selected: r.getAttribute('aria-selected') === 'true',
