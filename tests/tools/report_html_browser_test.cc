@@ -196,6 +196,12 @@ TEST_F(ReportHtmlBrowser, ClickingAHangShowsItsFlameGraphCulpritSourceAndTimelin
   EXPECT_TRUE(culprit["culprit"].get<bool>());
   EXPECT_FALSE(Box(boxes, "main").is_null());
 
+  // Copied, or selected for Ctrl+C when the page may not write the clipboard.
+  const json& copy = seen_["copy"];
+  EXPECT_TRUE(copy["note"] == "copied" ||
+              (copy["note"] == "selected: press Ctrl+C" && copy["selected_is_text"] == true))
+      << copy.dump();
+
   const json& tip = seen_["tooltip"];
   EXPECT_FALSE(tip["hidden"].get<bool>());
   const std::string tip_text = tip["text"];

@@ -186,7 +186,7 @@ class Detail {
   }
 
   textSection(pre) {
-    const note = el('span', {class: 'muted', 'aria-live': 'polite'});
+    const note = el('span', {class: 'muted', id: 'copy-note', 'aria-live': 'polite'});
     return el('section', {},
         el('h2', {}, 'Text report ',
            el('button', {type: 'button', id: 'copy-text', text: 'Copy', title: 'Copy (c)',

@@ -168,6 +168,13 @@ async function interact(file, outDir) {
       hash: location.hash,
     }));
     out.hang.flame = await flameBoxes(page);
+    // Copy: to the clipboard, or (without the permission, as here) the text is selected.
+    await page.click('#copy-text');
+    await page.waitForFunction(() => document.querySelector('#copy-note').textContent !== '');
+    out.copy = await page.evaluate(() => ({
+      note: document.querySelector('#copy-note').textContent,
+      selected_is_text: getSelection().toString() === document.querySelector('#hang-text').textContent,
+    }));
     out.screenshot_hang = await screenshot(browser, page, path.join(outDir, 'report-hang.png'));
 
     // Hover: the tooltip names the function with its file:line and module.
