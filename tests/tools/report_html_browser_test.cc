@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/stack_identity.h"
 #include "cli_util.h"
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
@@ -242,6 +243,25 @@ TEST_F(ReportHtmlBrowser, KeyboardMovesThroughTheTableAndTheFlameGraph) {
   const json& k = seen_["keyboard"];
   EXPECT_EQ(k["before"], order[0]);
   EXPECT_EQ(k["after"], order[2]);
+  // Its timeline in words: one "N ms in F" per run of samples with the same function on top
+  // (the culprit of each sample's stack), the first six of them.
+  const HangRecord& h = input_.hangs[order[2]];
+  std::vector<std::string> runs;
+  for (const TimelineEntry& e : h.timeline) {
+    std::string top = "(capture failed)";
+    for (const Stack& s : h.stacks) {
+      if (s.id == e.stack) top = s.frames[static_cast<size_t>(agent::FindCulprit(s).frame)].symbol;
+    }
+    if (runs.empty() || runs.back() != top) runs.push_back(top);
+  }
+  ASSERT_FALSE(runs.empty());
+  const std::string words = k["runs"];
+  size_t thens = 0;
+  for (size_t at = words.find(", then "); at != std::string::npos;
+       at = words.find(", then ", at + 1))
+    ++thens;
+  EXPECT_EQ(thens, std::min<size_t>(runs.size(), 6) - 1) << words;
+  EXPECT_TRUE(Has(words, " ms in " + runs[0]) || Has(words, " s in " + runs[0])) << words;
   // f focuses the first root; two steps down the heaviest callees; Enter zooms there.
   EXPECT_TRUE(Has(k["focus1"], " hang (")) << k["focus1"];
   const json& full = k["zoomed_full_width"];

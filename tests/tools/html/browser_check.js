@@ -211,7 +211,9 @@ async function interact(file, outDir) {
     const focus2 = await page.evaluate(() => document.activeElement.textContent);
     await page.keyboard.press('Enter');
     const zoomedByKey = await flameBoxes(page);
-    out.keyboard = {before: before ? before.id : null, after: after ? after.id : null,
+    await page.waitForFunction(() => document.querySelector('#timeline-runs'));
+    const runs = await page.$eval('#timeline-runs', e => e.textContent);
+    out.keyboard = {before: before ? before.id : null, after: after ? after.id : null, runs,
                     focus1, focus2,
                     zoomed_full_width: zoomedByKey.boxes.filter(b => b.width >= zoomedByKey.width - 2)
                         .map(b => b.name)};
