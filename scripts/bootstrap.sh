@@ -13,8 +13,9 @@ packages=(
   libcurl4-openssl-dev libdebuginfod-dev debuginfod python3-yaml
   libsimdjson-dev protobuf-compiler libprotobuf-dev golang-go golang-github-google-pprof-dev jq
 )
-# node and npm run the OTLP receiver of the `hangwatch export` tests. A node that came from
-# elsewhere (its own npm included) is used as it is: Debian's npm would not install beside it.
+# node and npm run the OTLP receiver of the `hangwatch export` tests and the HTML report's
+# browser test (puppeteer-core). A node that came from elsewhere (NodeSource, its own npm
+# included) is used as it is: Debian's npm would not install beside it.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 

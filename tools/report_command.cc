@@ -19,7 +19,7 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hangwatch report FILE... [--format text|json|folded|svg|trace|pprof] [options]\n"
+    "usage: hangwatch report FILE... [--format text|json|folded|svg|trace|pprof|html] [options]\n"
     "\n"
     "Reads hang reports - JSON Lines files written by the agent (HANGWATCH_REPORT, hangwatch run\n"
     "--report, Config::json_path) or open-hang files left by a process that died during a hang\n"
@@ -33,6 +33,9 @@ constexpr char kUsage[] =
     "  pprof   gzipped profile.proto for go tool pprof, Pyroscope, Parca (binary: use -o):\n"
     "          sample types samples/count, wall/nanoseconds, cpu/nanoseconds; labels class,\n"
     "          signature, host, process, pid; mappings with build-ids\n"
+    "  html    one self-contained interactive page: summary, sortable hang table, hangs\n"
+    "          grouped by signature, per hang a zoomable flame graph, timeline, the culprit's\n"
+    "          source line (when the file is readable here) and the text report\n"
     "\n"
     "Frames are symbolized offline by build-id and module offset (functions, files, lines,\n"
     "inlined frames) from the recorded module paths when their build-id matches, else from:\n"
@@ -46,7 +49,7 @@ constexpr char kUsage[] =
     "  --format F, -f F   output format (above)\n"
     "  --hang N           only the N-th hang of the input (0-based, in file order)\n"
     "  --output FILE, -o FILE   write there instead of stdout\n"
-    "  --title TEXT       title of the SVG flame graph\n"
+    "  --title TEXT       title of the SVG flame graph or the HTML page\n"
     "\n"
     "Unreadable lines (torn writes) are skipped and counted. Exit status: 0, or 2 for bad\n"
     "usage or an unreadable or malformed file.\n";
@@ -85,8 +88,8 @@ int Run(int argc, char** argv) {
       return 0;
     } else if (value("--format", "-f")) {
       if (v != "text" && v != "json" && v != "folded" && v != "svg" && v != "trace" &&
-          v != "pprof") {
-        return Fail("unknown format '" + v + "' (text, json, folded, svg, trace, pprof)");
+          v != "pprof" && v != "html") {
+        return Fail("unknown format '" + v + "' (text, json, folded, svg, trace, pprof, html)");
       }
       format = v;
     } else if (value("--output", "-o")) {
@@ -159,6 +162,8 @@ int Run(int argc, char** argv) {
   } else if (format == "pprof") {
     std::string error;
     if (!FormatPprof(report, &text, &error)) return Fail(error);
+  } else if (format == "html") {
+    text = FormatHtml(report, title);
   } else {
     text = FormatTrace(report);
   }
@@ -175,7 +180,8 @@ int Run(int argc, char** argv) {
 }
 
 const CommandRegistration kRegistration(
-    {"report", "print hang reports: text, json, folded, SVG flame graph, Chrome trace, pprof",
+    {"report",
+     "print hang reports: text, json, folded stacks, SVG flame graph, Chrome trace, pprof, HTML",
      Run});
 
 }  // namespace

@@ -9,6 +9,7 @@
 //   trace   Chrome trace-event JSON (Perfetto UI, chrome://tracing): one slice per hang, the
 //           sampled stacks nested inside it as a flame chart;
 //   pprof   gzipped profile.proto (go tool pprof, Pyroscope, Parca): report_pprof.cc.
+//   html    one self-contained interactive page (report_html.cc).
 #ifndef HANGWATCH_TOOLS_REPORT_FORMATS_H_
 #define HANGWATCH_TOOLS_REPORT_FORMATS_H_
 
@@ -28,6 +29,7 @@ std::string FormatSvg(const Report& report, const std::string& title);
 std::string FormatTrace(const Report& report);
 // Gzipped profile.proto bytes; false with *error when it cannot be encoded.
 bool FormatPprof(const Report& report, std::string* out, std::string* error);
+std::string FormatHtml(const Report& report, const std::string& title);
 
 }  // namespace hangwatch::tools
 

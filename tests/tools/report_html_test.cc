@@ -1,0 +1,348 @@
+// `hangwatch report --format html` without a browser: the page is one self-contained file, its
+// data deduplicated and no larger than 1.5x the JSON Lines it came from, names from the report
+// cannot break out of it, each hang's text inflates to FormatText's, the culprit's source
+// lines are embedded; the command line. The page in a real browser: report_html_browser_test.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <string>
+
+#include "cli_util.h"
+#include "hangwatch/pass_histogram.h"
+#include "nlohmann/json.hpp"
+#include "tools/report_formats.h"
+#include "tools/report_frames.h"
+#include "tools/report_reader.h"
+
+namespace hangwatch::tools {
+namespace {
+
+using hangwatch::testing::CountLines;
+using hangwatch::testing::ReadFile;
+using hangwatch::testing::RunCommand;
+using hangwatch::testing::TempDir;
+using hangwatch::testing::WriteFile;
+using nlohmann::json;
+
+Report Load(const std::string& name) {
+  Report r;
+  std::string error;
+  EXPECT_TRUE(ParseJsonLines(ReadFile(std::string(FUZZ_CORPUS_DIR) + "/" + name), &r, &error))
+      << error;
+  return r;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The lines of the hang details (base64, one per chunk).
+std::vector<std::string> Details(const std::string& page) {
+  const std::string open = "<script type=\"text/plain\" id=\"hw-details\">\n";
+  const size_t begin = page.find(open) + open.size();
+  const std::string text = page.substr(begin, page.find("</script>", begin) - begin);
+  std::vector<std::string> lines;
+  for (size_t from = 0, nl; (nl = text.find('\n', from)) != std::string::npos; from = nl + 1) {
+    lines.push_back(text.substr(from, nl - from));
+  }
+  return lines;
+}
+
+// The JSON inside <script type="application/json" id="ID">.
+json Embedded(const std::string& page, const std::string& id) {
+  const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
+  const size_t from = page.find(open);
+  if (from == std::string::npos) return nullptr;
+  const size_t begin = from + open.size();
+  return json::parse(page.substr(begin, page.find("</script>", begin) - begin));
+}
+
+std::string Unbase64(const std::string& in) {
+  static const std::string kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    acc = acc << 6 | static_cast<uint32_t>(kAlphabet.find(c));
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+std::string Inflate(const std::string& in) {
+  std::string out(16 << 20, '\0');
+  uLongf size = out.size();
+  if (uncompress(reinterpret_cast<Bytef*>(out.data()), &size,
+                 reinterpret_cast<const Bytef*>(in.data()), in.size()) != Z_OK) {
+    return "(inflate failed)";
+  }
+  out.resize(size);
+  return out;
+}
+
+TEST(ReportHtml, OneSelfContainedPage) {
+  Report r = Load("small_fatal.jsonl");
+  MergeReport(Load("startup_stall.jsonl"), &r);
+  const std::string page = FormatHtml(r, "Hangs of a");
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>\n", 0), 0u);
+  EXPECT_EQ(Count(page, "<style>"), 1u);
+  // Three script elements: the data, the hangs' details and the code, all inline.
+  EXPECT_EQ(Count(page, "<script"), 3u);
+  EXPECT_EQ(Count(page, "</script>"), 3u);
+  for (const char* outside : {"http:", "https:", "src=", "<link", "<img", "<iframe", "url(",
+                              "@import", "fetch(", "XMLHttpRequest", "import("}) {
+    EXPECT_EQ(Count(page, outside), 0u) << outside;
+  }
+  // The browser enforces it too: nothing may be loaded.
+  EXPECT_NE(page.find("default-src 'none'"), std::string::npos);
+  EXPECT_NE(page.find("<title>Hangs of a</title>"), std::string::npos);
+
+  const json data = Embedded(page, "hw-data");
+  ASSERT_TRUE(data.is_object());
+  EXPECT_EQ(data["hangs"]["duration"], json::array({412}));
+  EXPECT_EQ(data["hangs"]["class"], json::array({1}));  // blocked
+  EXPECT_EQ(data["hangs"]["fatal"], json::array({1}));
+  EXPECT_EQ(data["stalls"].size(), 1u);
+  EXPECT_EQ(data["stalls"][0]["duration"], 3100);
+  // The culprit is a frame of the table, with its file and line.
+  const int culprit = data["hangs"]["culprit"][0];
+  const json& frames = data["frames"];
+  const json& strings = data["strings"];
+  EXPECT_EQ(strings[frames[5 * culprit].get<int>()], "Load(int)");
+  EXPECT_EQ(strings[frames[5 * culprit + 2].get<int>()], "a.cc");
+  EXPECT_EQ(frames[5 * culprit + 3], 12);
+}
+
+TEST(ReportHtml, FramesAndStringsAreStoredOnce) {
+  Report one = Load("small_fatal.jsonl");
+  Report r;
+  for (int i = 0; i < 200; ++i) {
+    HangRecord h = one.hangs[0];
+    h.hang_id = static_cast<uint64_t>(i);
+    h.duration_ms = 300 + static_cast<uint64_t>(i);
+    r.hangs.push_back(h);
+  }
+  const std::string page = FormatHtml(r, "t");
+  // Once in the string table; the texts are compressed, and no string is repeated per hang.
+  EXPECT_EQ(Count(page, "Load(int)"), 1u);
+  EXPECT_EQ(Count(page, "/lib/libc.so.6"), 1u);
+  const json data = Embedded(page, "hw-data");
+  EXPECT_EQ(data["stacks"].size(), one.hangs[0].stacks.size());
+  EXPECT_EQ(data["hangs"]["duration"].size(), 200u);
+  const size_t chunk = data["detail_chunk"];
+  EXPECT_EQ(Details(page).size(), (200 + chunk - 1) / chunk);
+}
+
+TEST(ReportHtml, NamesCannotEndTheScriptOrTheTitle) {
+  Report r = Load("small_fatal.jsonl");
+  r.hangs[0].stacks[0].frames[0].symbol = "</script><script>alert(1)</script><!--";
+  r.hangs[0].process_name = "bad\xff\xfe utf-8";  // not UTF-8: repaired, not fatal
+  const std::string page = FormatHtml(r, "<b>title</b>");
+  EXPECT_EQ(Count(page, "alert(1)"), 1u);
+  EXPECT_EQ(Count(page, "</script>"), 3u);
+  EXPECT_EQ(Count(page, "<!--"), 0u);
+  EXPECT_EQ(Count(page, "<b>"), 0u);
+  EXPECT_NE(page.find("&lt;b&gt;title&lt;/b&gt;"), std::string::npos);
+  const json data = Embedded(page, "hw-data");
+  EXPECT_EQ(data["title"], "<b>title</b>");
+  bool found = false;
+  for (const auto& s : data["strings"]) found |= s == "</script><script>alert(1)</script><!--";
+  EXPECT_TRUE(found) << data["strings"].dump();
+}
+
+// Each hang's timeline and text, compressed in chunks: the text is FormatText's.
+TEST(ReportHtml, EachHangsDetailsInflateToItsTimelineAndTextReport) {
+  Report r = Load("small_fatal.jsonl");
+  MergeReport(Load("redis_culprit.jsonl"), &r);
+  for (int i = 0; i < 70; ++i) r.hangs.push_back(r.hangs[static_cast<size_t>(i % 2)]);
+  r.hangs[40].hang_id = 4040;
+  const std::string page = FormatHtml(r, "t");
+  const size_t chunk = Embedded(page, "hw-data")["detail_chunk"];
+  const std::vector<std::string> details = Details(page);
+  ASSERT_EQ(details.size(), (r.hangs.size() + chunk - 1) / chunk);
+  std::vector<std::string> all;
+  for (const auto& t : details) {
+    const std::string joined = Inflate(Unbase64(t));
+    size_t from = 0;
+    for (size_t nul; (nul = joined.find('\0', from)) != std::string::npos; from = nul + 1) {
+      all.push_back(joined.substr(from, nul - from));
+    }
+    all.push_back(joined.substr(from));
+  }
+  ASSERT_EQ(all.size(), r.hangs.size());
+  for (size_t i = 0; i < r.hangs.size(); ++i) {
+    const HangRecord& h = r.hangs[i];
+    const size_t nl1 = all[i].find('\n'), nl2 = all[i].find('\n', nl1 + 1);
+    ASSERT_NE(nl2, std::string::npos) << all[i];
+    // [t_ms, position of the stack in the hang's stacks, cpu_us] per sample; one state letter.
+    json expected = json::array();
+    std::string states;
+    for (const TimelineEntry& e : h.timeline) {
+      expected.push_back(e.t_ms);
+      expected.push_back(e.stack);  // these records' stack ids are their positions
+      expected.push_back(e.cpu_us);
+      states.push_back(e.state);
+    }
+    EXPECT_EQ(json::parse(all[i].substr(0, nl1)), expected) << i;
+    EXPECT_EQ(all[i].substr(nl1 + 1, nl2 - nl1 - 1), states) << i;
+    Report one;
+    one.hangs.push_back(h);
+    EXPECT_EQ(all[i].substr(nl2 + 1), FormatText(one)) << i;
+  }
+  EXPECT_NE(all[40].find("Hang:             #4040"), std::string::npos) << all[40];
+}
+
+TEST(ReportHtml, CulpritSourceLinesAreEmbeddedWhenReadable) {
+  TempDir dir;
+  std::string source;
+  for (int i = 1; i <= 20; ++i) source += "line " + std::to_string(i) + "\n";
+  WriteFile(dir / "work.cc", source);
+  Report r = Load("small_fatal.jsonl");
+  HangRecord other = r.hangs[0];
+  // The file has no culprit: the page finds it in the dominant stack, as the text report.
+  const int frame = HangCulprit(r.hangs[0]).frame;
+  Stack& dominant = r.hangs[0].stacks[static_cast<size_t>(r.hangs[0].dominant_stack)];
+  ASSERT_LT(static_cast<size_t>(frame), dominant.frames.size());
+  dominant.frames[static_cast<size_t>(frame)].file = dir / "work.cc";
+  dominant.frames[static_cast<size_t>(frame)].line = 10;
+  r.hangs.push_back(other);  // a.cc:12, which cannot be read here
+  const json data = Embedded(FormatHtml(r, "t"), "hw-data");
+  ASSERT_EQ(data["sources"].size(), 1u) << data["sources"].dump();
+  const json& s = data["sources"][0];
+  EXPECT_EQ(s[0], data["hangs"]["culprit"][0]);
+  EXPECT_EQ(s[1], 7);
+  EXPECT_EQ(s[2], json::array(
+                      {"line 7", "line 8", "line 9", "line 10", "line 11", "line 12", "line 13"}));
+}
+
+// Lag records: merged over all, per process and host, and as one bar per power of two.
+TEST(ReportHtml, LagRecordsAreSummarized) {
+  Report r = Load("small_fatal.jsonl");
+  EXPECT_TRUE(Embedded(FormatHtml(r, "t"), "hw-data")["lag"].is_null());
+  PassHistogram all;
+  for (int i = 0; i < 3; ++i) {
+    Lag l;
+    l.process_name = i == 2 ? "other" : "demo";
+    l.host = "web-1";
+    for (int k = 0; k < 100; ++k) l.passes.Add(1'000'000);     // 1 ms
+    l.passes.Add(static_cast<uint64_t>(i + 1) * 300'000'000);  // 300, 600, 900 ms
+    all.Merge(l.passes);
+    r.lags.push_back(l);
+  }
+  const json lag = Embedded(FormatHtml(r, "t"), "hw-data")["lag"];
+  ASSERT_TRUE(lag.is_object());
+  const LagFigures f = all.Figures();
+  EXPECT_EQ(lag["passes"], 303);
+  EXPECT_EQ(lag["records"], 3);
+  EXPECT_DOUBLE_EQ(lag["p50"].get<double>(), f.p50_ms);
+  EXPECT_DOUBLE_EQ(lag["p99"].get<double>(), f.p99_ms);
+  EXPECT_DOUBLE_EQ(lag["max"].get<double>(), f.max_ms);
+  EXPECT_EQ(lag["slow"], json::array({{16, 3}, {33, 3}, {50, 3}, {100, 3}, {250, 3}, {500, 2}}));
+  // Bars from the octave of 1 ms (up to 1.048576 ms) to that of 900 ms (up to 1073.741824 ms).
+  uint64_t total = 0;
+  for (const auto& b : lag["bars"]) total += b[1].get<uint64_t>();
+  EXPECT_EQ(total, 303u);
+  EXPECT_DOUBLE_EQ(lag["bars"].front()[0].get<double>(), 1.048576);
+  EXPECT_DOUBLE_EQ(lag["bars"].back()[0].get<double>(), 1073.741824);
+  ASSERT_EQ(lag["by"].size(), 2u);
+  EXPECT_EQ(lag["by"][0]["process"], "demo");  // by p99, worst first (equal: by name)
+  EXPECT_EQ(lag["by"][0]["passes"], 202);
+  EXPECT_EQ(lag["by"][1]["process"], "other");
+}
+
+TEST(ReportHtml, NoHangsIsStillAPage) {
+  Report r;
+  const std::string page = FormatHtml(r, "empty");
+  const json data = Embedded(page, "hw-data");
+  EXPECT_EQ(data["hangs"]["duration"].size(), 0u);
+  EXPECT_EQ(Details(page).size(), 0u);
+}
+
+// The command line, on a report of a real program and on a synthetic one of 1000 hangs.
+class ReportHtmlCommand : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    env_ = {"HANGWATCH_CACHE_DIR=" + *dir_ / "cache"};
+    const auto r = RunCommand({STALL_PROGRAM, "--agent", *dir_ / "real.jsonl", "0", "400"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static hangwatch::testing::CommandResult Report(std::vector<std::string> args) {
+    args.insert(args.begin(), {HANGWATCH_CLI, "report"});
+    return RunCommand(args, env_);
+  }
+  static TempDir* dir_;
+  static std::vector<std::string> env_;
+};
+TempDir* ReportHtmlCommand::dir_ = nullptr;
+std::vector<std::string> ReportHtmlCommand::env_;
+
+TEST_F(ReportHtmlCommand, WritesThePageToAFileOrToStdout) {
+  const auto file = Report({*dir_ / "real.jsonl", "--format", "html", "-o", *dir_ / "r.html"});
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_EQ(file.out, "");
+  const auto out = Report({*dir_ / "real.jsonl", "--format=html"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(out.out, ReadFile(*dir_ / "r.html"));
+
+  // Symbolized offline: the culprit's line of stall_program.cc is in the page, as in the file.
+  const json data = Embedded(out.out, "hw-data");
+  const int culprit = data["hangs"]["culprit"][0];
+  const json& strings = data["strings"];
+  EXPECT_EQ(strings[data["frames"][5 * culprit].get<int>()], "StallTheMainThread");
+  const std::string file_name = strings[data["frames"][5 * culprit + 2].get<int>()];
+  const int line = data["frames"][5 * culprit + 3];
+  ASSERT_NE(file_name.find("stall_program.cc"), std::string::npos) << file_name;
+  ASSERT_EQ(data["sources"].size(), 1u);
+  const json& s = data["sources"][0];
+  const std::string source = ReadFile(file_name);
+  size_t at = 0;
+  for (int i = 1; i < line; ++i) at = source.find('\n', at) + 1;
+  const std::string expected = source.substr(at, source.find('\n', at) - at);
+  EXPECT_EQ(s[2][line - s[1].get<int>()], expected);
+
+  const auto help = Report({"--help"});
+  EXPECT_NE(help.out.find("  html    one self-contained interactive page"), std::string::npos);
+}
+
+TEST_F(ReportHtmlCommand, BadOutputIsOneLineAndExitTwo) {
+  const auto r = Report({*dir_ / "real.jsonl", "--format", "html", "-o", "/nonexistent/x.html"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/x.html: cannot write"), std::string::npos) << r.err;
+  const auto f = Report({*dir_ / "real.jsonl", "--format", "htm"});
+  EXPECT_EQ(f.exit_code, 2);
+  EXPECT_EQ(f.err,
+            "hangwatch report: unknown format 'htm' (text, json, folded, svg, trace, html)\n");
+}
+
+TEST_F(ReportHtmlCommand, PageIsAtMostOneAndAHalfTimesTheJsonLines) {
+  const std::string jsonl = *dir_ / "synthetic.jsonl", html = *dir_ / "synthetic.html";
+  const auto gen = RunCommand({HTML_FIXTURE, "1000", "7"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  WriteFile(jsonl, gen.out);
+  ASSERT_EQ(CountLines(gen.out), 1000u + 20u);  // and 20 lag records
+  const auto r = Report({jsonl, "--no-symbolize", "--format", "html", "-o", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double in = static_cast<double>(gen.out.size());
+  const double out = static_cast<double>(ReadFile(html).size());
+  std::printf("1000 hangs: JSON Lines %.0f bytes, HTML %.0f bytes (%.2fx)\n", in, out, out / in);
+  EXPECT_LE(out, 1.5 * in);
+  // And the page of the real program's single hang, code included: small in absolute terms.
+  const double real_in = static_cast<double>(ReadFile(*dir_ / "real.jsonl").size());
+  const auto one = Report({*dir_ / "real.jsonl", "--format", "html"});
+  std::printf("1 hang: JSON Lines %.0f bytes, HTML %zu bytes\n", real_in, one.out.size());
+}
+
+}  // namespace
+}  // namespace hangwatch::tools
