@@ -39,28 +39,13 @@ void BM_HeartbeatBaseline(benchmark::State& state) {
 }
 BENCHMARK(BM_HeartbeatBaseline)->Name("BM_Heartbeat/baseline");
 
-void BM_HeartbeatHangwatch(benchmark::State& state) {
+// A pass with the agent running (the watchdog polls meanwhile); `timed`: with
+// Config::time_every_pass, each pair also reads the pass clock twice and counts the pass in the
+// lag histogram (target: <= 12 ns per pair over baseline).
+void BM_HeartbeatAgent(benchmark::State& state, bool timed) {
   hangwatch::Config config;
   config.log_hangs = false;
-  const bool started = hangwatch::Start(config).ok();  // the watchdog polls meanwhile
-  uint64_t work = 0;
-  for (auto _ : state) {
-    hangwatch::BeginWork();
-    work += 1;
-    benchmark::DoNotOptimize(work);
-    hangwatch::EndWork();
-  }
-  if (started) hangwatch::Stop();
-  if (!started) state.SkipWithError("hangwatch::Start failed");
-}
-BENCHMARK(BM_HeartbeatHangwatch)->Name("BM_Heartbeat/hangwatch");
-
-// The same with Config::time_every_pass: each pair also reads the pass clock twice and counts
-// the pass in the lag histogram (target: <= 12 ns per pair over baseline).
-void BM_HeartbeatTimed(benchmark::State& state) {
-  hangwatch::Config config;
-  config.log_hangs = false;
-  config.time_every_pass = true;
+  config.time_every_pass = timed;
   const bool started = hangwatch::Start(config).ok();
   uint64_t work = 0;
   for (auto _ : state) {
@@ -72,7 +57,8 @@ void BM_HeartbeatTimed(benchmark::State& state) {
   if (started) hangwatch::Stop();
   if (!started) state.SkipWithError("hangwatch::Start failed");
 }
-BENCHMARK(BM_HeartbeatTimed)->Name("BM_Heartbeat/timed");
+BENCHMARK_CAPTURE(BM_HeartbeatAgent, hangwatch, false)->Name("BM_Heartbeat/hangwatch");
+BENCHMARK_CAPTURE(BM_HeartbeatAgent, timed, true)->Name("BM_Heartbeat/timed");
 
 // The floor of any timed pass: the two clock reads alone (the pass clock the agent picked on
 // this machine), without the histogram.

@@ -28,7 +28,7 @@ using report::Lag;
 struct Report {
   std::vector<HangRecord> hangs;  // in file order
   std::vector<StartupStall> startup_stalls;
-  std::vector<Lag> lags;  // in file order
+  std::vector<Lag> lags;       // in file order
   size_t skipped_lines = 0;    // not a JSON object, or a record with missing / mistyped fields
   size_t unknown_records = 0;  // valid JSON objects of another type
   std::string first_error;     // why the first skipped line was skipped ("line N: ...")

@@ -130,9 +130,9 @@ struct Culprit {
 struct HangRecord {
   int64_t pid = 0;
   int64_t tid = 0;
-  std::string process;        // main executable path
-  std::string process_name;   // how users name the process: argv[0]'s file name, else comm
-  std::string host;           // the machine's host name
+  std::string process;       // main executable path
+  std::string process_name;  // how users name the process: argv[0]'s file name, else comm
+  std::string host;          // the machine's host name
   // Deployment labels (app version, build, region, ...): Config::labels, HANGWATCH_LABELS.
   std::map<std::string, std::string> labels;
   uint64_t hang_id = 0;       // sequence number within this process run

@@ -322,8 +322,9 @@ TEST_F(ReportHtmlCommand, BadOutputIsOneLineAndExitTwo) {
   EXPECT_NE(r.err.find("/nonexistent/x.html: cannot write"), std::string::npos) << r.err;
   const auto f = Report({*dir_ / "real.jsonl", "--format", "htm"});
   EXPECT_EQ(f.exit_code, 2);
-  EXPECT_EQ(f.err,
-            "hangwatch report: unknown format 'htm' (text, json, folded, svg, trace, html)\n");
+  EXPECT_EQ(
+      f.err,
+      "hangwatch report: unknown format 'htm' (text, json, folded, svg, trace, pprof, html)\n");
 }
 
 TEST_F(ReportHtmlCommand, PageIsAtMostOneAndAHalfTimesTheJsonLines) {
