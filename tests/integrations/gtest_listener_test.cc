@@ -5,8 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
-#include <regex>
 #include <string>
 
 namespace {
@@ -53,6 +53,27 @@ bool Has(const Result& r, const std::string& what) {
   return r.output.find(what) != std::string::npos;
 }
 
+// The number written right before `after` in `text` (-1 when `after` is not there). <regex>
+// is left out: GCC 12 warns inside it when optimizing with the sanitizers.
+double NumberBefore(const std::string& text, const std::string& after) {
+  const size_t end = text.find(after);
+  if (end == std::string::npos) return -1;
+  size_t begin = end;
+  while (begin > 0 &&
+         (std::isdigit(static_cast<unsigned char>(text[begin - 1])) || text[begin - 1] == '.')) {
+    --begin;
+  }
+  return begin == end ? -1 : std::stod(text.substr(begin, end - begin));
+}
+
+// The value of <property name="NAME" value="..."/> in `text`, as a number (-1 when absent).
+double Property(const std::string& text, const std::string& name) {
+  const std::string key = "name=\"" + name + "\" value=\"";
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + key.size()));
+}
+
 TEST(GtestListener, StricterBudgetFailsAStallWithinTheListenersBudget) {
   const Result r = RunFixture("Budget.StricterFailsAShortStall");
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -69,9 +90,8 @@ TEST(GtestListener, LooserBudgetAllowsALongerStall) {
 TEST(GtestListener, P99BudgetNamesTheSlowPass) {
   const Result r = RunFixture("Budget.P99OverBudgetNamesTheSlowPass");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex("the 99th percentile of 101 passes was "
-                                                     "[0-9.]+ ms \\(budget 10.000 ms\\)")))
-      << r.output;
+  EXPECT_TRUE(Has(r, "the 99th percentile of 101 passes was ")) << r.output;
+  EXPECT_GT(NumberBefore(r.output, " ms (budget 10.000 ms)"), 10) << r.output;
   EXPECT_TRUE(Has(r, "\nthe longest pass: ")) << r.output;
   EXPECT_TRUE(Has(r, "\nin SlowFrame\n")) << r.output;
 }
@@ -80,9 +100,9 @@ TEST(GtestListener, SlowPassBudgetCountsAndNamesTheSlowPass) {
   const Result r = RunFixture("Budget.TooManySlowPasses");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   // Five slow passes (a loaded machine may stretch a quick one past 50 ms too).
-  EXPECT_TRUE(std::regex_search(
-      r.output, std::regex("hangwatch: [5-9] passes were longer than 50 ms \\(budget 2\\)")))
-      << r.output;
+  const double slow = NumberBefore(r.output, " passes were longer than 50 ms (budget 2)");
+  EXPECT_GE(slow, 5) << r.output;
+  EXPECT_LE(slow, 9) << r.output;
   EXPECT_TRUE(Has(r, "\nin SlowFrame\n")) << r.output;
 }
 
@@ -103,12 +123,10 @@ TEST(GtestListener, TestWithinItsBudgetPassesAndItsPassesAreInTheXml) {
   ASSERT_NE(within, std::string::npos) << text;
   const std::string test_case = text.substr(within, text.find("/testcase>", within) - within);
   EXPECT_TRUE(Has({0, test_case}, "name=\"hangwatch_passes\" value=\"56\"")) << test_case;
-  EXPECT_TRUE(std::regex_search(
-      test_case, std::regex("name=\"hangwatch_slow_passes_50ms\" value=\"([5-9]|10)\"")))
-      << test_case;
-  EXPECT_TRUE(
-      std::regex_search(test_case, std::regex("name=\"hangwatch_p99_ms\" value=\"[89][0-9]\\.")))
-      << test_case;
+  EXPECT_GE(Property(test_case, "hangwatch_slow_passes_50ms"), 5) << test_case;
+  EXPECT_LE(Property(test_case, "hangwatch_slow_passes_50ms"), 10) << test_case;
+  EXPECT_GE(Property(test_case, "hangwatch_p99_ms"), 80) << test_case;  // a slow pass
+  EXPECT_LT(Property(test_case, "hangwatch_p99_ms"), 150) << test_case;
   EXPECT_TRUE(Has({0, text}, "name=\"hangwatch_passes\" value=\"1\""))
       << "Fixture.Quick is one pass: " << text;
 }
