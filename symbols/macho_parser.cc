@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
 namespace hangwatch::symbols::macho {
 namespace {
 
@@ -21,20 +24,19 @@ std::string FixedName(std::span<const unsigned char> b, size_t off) {
   return std::string(reinterpret_cast<const char*>(b.data() + off), len);
 }
 
-bool Fail(std::string* error, std::string message) {
-  if (error != nullptr) *error = std::move(message);
-  return false;
+// Every refusal is the same kind: the bytes are not a well-formed image.
+absl::Status Malformed(std::string message) {
+  return absl::InvalidArgumentError(std::move(message));
 }
 
 std::string CommandContext(uint32_t index, size_t offset) {
-  return "load command " + std::to_string(index) + " at offset " + std::to_string(offset) + ": ";
+  return absl::StrCat("load command ", index, " at offset ", offset, ": ");
 }
 
-bool ParseSegment(std::span<const unsigned char> cmd, const std::string& where, Segment* out,
-                  std::string* error) {
+absl::StatusOr<Segment> ParseSegment(std::span<const unsigned char> cmd, const std::string& where) {
   if (cmd.size() < kSegment64Size) {
-    return Fail(error, where + "LC_SEGMENT_64 cmdsize " + std::to_string(cmd.size()) +
-                           " is smaller than the segment command (72)");
+    return Malformed(where + "LC_SEGMENT_64 cmdsize " + std::to_string(cmd.size()) +
+                     " is smaller than the segment command (72)");
   }
   Segment seg;
   seg.name = FixedName(cmd, 8);
@@ -47,37 +49,35 @@ bool ParseSegment(std::span<const unsigned char> cmd, const std::string& where, 
   seg.nsects = Read32(cmd, 64);
   // Division, not multiplication: nsects * 80 could overflow.
   if (seg.nsects > (cmd.size() - kSegment64Size) / kSection64Size) {
-    return Fail(error, where + "segment " + seg.name + " declares " + std::to_string(seg.nsects) +
-                           " sections, more than its cmdsize holds");
+    return Malformed(where + "segment " + seg.name + " declares " + std::to_string(seg.nsects) +
+                     " sections, more than its cmdsize holds");
   }
   if (seg.vmsize > UINT64_MAX - seg.vmaddr) {
-    return Fail(error, where + "segment " + seg.name + " address range overflows");
+    return Malformed(where + "segment " + seg.name + " address range overflows");
   }
   if (seg.filesize > UINT64_MAX - seg.fileoff) {
-    return Fail(error, where + "segment " + seg.name + " file range overflows");
+    return Malformed(where + "segment " + seg.name + " file range overflows");
   }
-  *out = std::move(seg);
-  return true;
+  return seg;
 }
 
-bool ParseDylibName(std::span<const unsigned char> cmd, const std::string& where, std::string* out,
-                    std::string* error) {
+absl::StatusOr<std::string> ParseDylibName(std::span<const unsigned char> cmd,
+                                           const std::string& where) {
   if (cmd.size() < kDylibCommandSize) {
-    return Fail(error, where + "LC_ID_DYLIB cmdsize " + std::to_string(cmd.size()) +
-                           " is smaller than the dylib command (24)");
+    return Malformed(where + "LC_ID_DYLIB cmdsize " + std::to_string(cmd.size()) +
+                     " is smaller than the dylib command (24)");
   }
   const uint32_t name_offset = Read32(cmd, 8);
   if (name_offset < kDylibCommandSize || name_offset >= cmd.size()) {
-    return Fail(error, where + "LC_ID_DYLIB name offset " + std::to_string(name_offset) +
-                           " is outside the command");
+    return Malformed(where + "LC_ID_DYLIB name offset " + std::to_string(name_offset) +
+                     " is outside the command");
   }
   const auto* begin = reinterpret_cast<const char*>(cmd.data() + name_offset);
   const void* nul = std::memchr(begin, 0, cmd.size() - name_offset);
   if (nul == nullptr) {
-    return Fail(error, where + "LC_ID_DYLIB name is not NUL-terminated inside the command");
+    return Malformed(where + "LC_ID_DYLIB name is not NUL-terminated inside the command");
   }
-  out->assign(begin, static_cast<const char*>(nul));
-  return true;
+  return std::string(begin, static_cast<const char*>(nul));
 }
 
 }  // namespace
@@ -106,26 +106,26 @@ size_t HeaderAndCommandsSize(std::span<const unsigned char> header) {
   return kHeader64Size + size_t{Read32(header, 20)};
 }
 
-bool ParseMachOImage(std::span<const unsigned char> bytes, MachOImage* out, std::string* error) {
+absl::StatusOr<MachOImage> ParseMachOImage(std::span<const unsigned char> bytes) {
   if (bytes.size() < 4) {
-    return Fail(error, "truncated Mach-O: " + std::to_string(bytes.size()) + " bytes");
+    return Malformed("truncated Mach-O: " + std::to_string(bytes.size()) + " bytes");
   }
   const uint32_t magic = Read32(bytes, 0);
   const uint32_t magic_be = __builtin_bswap32(magic);
   if (magic_be == kFatMagic) {
-    return Fail(error, "universal (fat) Mach-O: parse one architecture's slice");
+    return Malformed("universal (fat) Mach-O: parse one architecture's slice");
   }
   if (magic == kMagic32) {
-    return Fail(error, "32-bit Mach-O is not supported");
+    return Malformed("32-bit Mach-O is not supported");
   }
   if (magic == kCigam64) {
-    return Fail(error, "big-endian Mach-O is not supported");
+    return Malformed("big-endian Mach-O is not supported");
   }
   if (magic != kMagic64) {
-    return Fail(error, "not a Mach-O image (bad magic)");
+    return Malformed("not a Mach-O image (bad magic)");
   }
   if (bytes.size() < kHeader64Size) {
-    return Fail(error, "truncated Mach-O header: " + std::to_string(bytes.size()) + " of 32 bytes");
+    return Malformed("truncated Mach-O header: " + std::to_string(bytes.size()) + " of 32 bytes");
   }
   MachOImage image;
   image.cputype = Read32(bytes, 4);
@@ -135,59 +135,61 @@ bool ParseMachOImage(std::span<const unsigned char> bytes, MachOImage* out, std:
   const uint32_t sizeofcmds = Read32(bytes, 20);
   image.flags = Read32(bytes, 24);
   if (sizeofcmds > bytes.size() - kHeader64Size) {
-    return Fail(error, "sizeofcmds " + std::to_string(sizeofcmds) + " runs past the " +
-                           std::to_string(bytes.size()) + " bytes of the image");
+    return Malformed("sizeofcmds " + std::to_string(sizeofcmds) + " runs past the " +
+                     std::to_string(bytes.size()) + " bytes of the image");
   }
   // Every command is at least 8 bytes: more than sizeofcmds / 8 of them cannot be real, and
   // this bounds the loop below by the input size, whatever ncmds claims.
   if (ncmds > sizeofcmds / kLoadCommandSize) {
-    return Fail(error, "ncmds " + std::to_string(ncmds) + " cannot fit in sizeofcmds " +
-                           std::to_string(sizeofcmds));
+    return Malformed("ncmds " + std::to_string(ncmds) + " cannot fit in sizeofcmds " +
+                     std::to_string(sizeofcmds));
   }
   const auto commands = bytes.subspan(kHeader64Size, sizeofcmds);
   size_t offset = 0;
   for (uint32_t i = 0; i < ncmds; ++i) {
     const std::string where = CommandContext(i, kHeader64Size + offset);
     if (commands.size() - offset < kLoadCommandSize) {
-      return Fail(error, where + "truncated: commands end inside it");
+      return Malformed(where + "truncated: commands end inside it");
     }
     const uint32_t cmd = Read32(commands, offset);
     const uint32_t cmdsize = Read32(commands, offset + 4);
     if (cmdsize < kLoadCommandSize) {
-      return Fail(error, where + "cmdsize " + std::to_string(cmdsize) + " is too small");
+      return Malformed(where + "cmdsize " + std::to_string(cmdsize) + " is too small");
     }
     if (cmdsize % 8 != 0) {
-      return Fail(error, where + "cmdsize " + std::to_string(cmdsize) + " is not 8-byte aligned");
+      return Malformed(where + "cmdsize " + std::to_string(cmdsize) + " is not 8-byte aligned");
     }
     if (cmdsize > commands.size() - offset) {
-      return Fail(error, where + "cmdsize " + std::to_string(cmdsize) + " runs past sizeofcmds");
+      return Malformed(where + "cmdsize " + std::to_string(cmdsize) + " runs past sizeofcmds");
     }
     const auto body = commands.subspan(offset, cmdsize);
     switch (cmd) {
       case kLcSegment64: {
-        Segment seg;
-        if (!ParseSegment(body, where, &seg, error)) return false;
-        image.segments.push_back(std::move(seg));
+        absl::StatusOr<Segment> seg = ParseSegment(body, where);
+        if (!seg.ok()) return seg.status();
+        image.segments.push_back(*std::move(seg));
         break;
       }
       case kLcUuid:
         if (cmdsize < kUuidCommandSize) {
-          return Fail(error, where + "LC_UUID cmdsize " + std::to_string(cmdsize) +
-                                 " is smaller than the uuid command (24)");
+          return Malformed(where + "LC_UUID cmdsize " + std::to_string(cmdsize) +
+                           " is smaller than the uuid command (24)");
         }
         std::memcpy(image.uuid.data(), body.data() + 8, image.uuid.size());
         image.has_uuid = true;
         break;
-      case kLcIdDylib:
-        if (!ParseDylibName(body, where, &image.install_name, error)) return false;
+      case kLcIdDylib: {
+        absl::StatusOr<std::string> name = ParseDylibName(body, where);
+        if (!name.ok()) return name.status();
+        image.install_name = *std::move(name);
         break;
+      }
       default:
         break;
     }
     offset += cmdsize;
   }
-  *out = std::move(image);
-  return true;
+  return image;
 }
 
 }  // namespace hangwatch::symbols::macho

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace hangwatch::symbols::macho {
 
 // From <mach-o/loader.h>, <mach-o/fat.h>, <mach/vm_prot.h>.
@@ -79,12 +81,12 @@ struct MachOImage {
 size_t HeaderAndCommandsSize(std::span<const unsigned char> header);
 
 // Parses a thin 64-bit little-endian Mach-O image (arm64, x86_64) starting at bytes[0]. Load
-// commands other than the ones above are skipped (after their size is checked). Returns false
-// with a one-line reason in *error on anything malformed: wrong magic, fat or 32-bit file,
+// commands other than the ones above are skipped (after their size is checked). Returns
+// InvalidArgument with a one-line reason on anything malformed: wrong magic, fat or 32-bit file,
 // truncated header or commands, sizeofcmds or ncmds that do not fit, a command whose cmdsize is
 // smaller than its structure, not 8-byte aligned or runs past the end, a segment whose section
 // count or address range overflows, a name that is not NUL-terminated inside its command.
-bool ParseMachOImage(std::span<const unsigned char> bytes, MachOImage* out, std::string* error);
+absl::StatusOr<MachOImage> ParseMachOImage(std::span<const unsigned char> bytes);
 
 }  // namespace hangwatch::symbols::macho
 

@@ -22,36 +22,28 @@ static_assert(kHeader64Size == sizeof(mach_header_64) && kLoadCommandSize == siz
               kSection64Size == sizeof(section_64) && kUuidCommandSize == sizeof(uuid_command) &&
               kDylibCommandSize == sizeof(dylib_command));
 
-bool ModuleFromLoadedImage(const void* header, intptr_t slide, const char* path, Module* out,
-                           std::string* error) {
-  if (header == nullptr) {
-    if (error != nullptr) *error = "no image header";
-    return false;
-  }
+absl::StatusOr<Module> ModuleFromLoadedImage(const void* header, intptr_t slide, const char* path) {
+  if (header == nullptr) return absl::InvalidArgumentError("no image header");
   // A mapped image's header and load commands are contiguous and readable: __TEXT starts with
   // them. Their extent comes from the header itself, then everything is parsed with checks.
   const auto* bytes = static_cast<const unsigned char*>(header);
   const size_t size = HeaderAndCommandsSize(std::span(bytes, kHeader64Size));
-  if (size == 0) {
-    if (error != nullptr) *error = "not a 64-bit Mach-O header";
-    return false;
-  }
-  MachOImage image;
-  if (!ParseMachOImage(std::span(bytes, size), &image, error)) return false;
+  if (size == 0) return absl::InvalidArgumentError("not a 64-bit Mach-O header");
+  absl::StatusOr<MachOImage> image = ParseMachOImage(std::span(bytes, size));
+  if (!image.ok()) return image.status();
 
   Module module;
   module.path = path != nullptr ? path : "";
   module.load_bias = static_cast<uintptr_t>(slide);
-  for (const Segment& seg : image.segments) {
+  for (const Segment& seg : image->segments) {
     if (!seg.executable() || seg.vmsize == 0) continue;
     AddressRange range;
     range.lo = static_cast<uintptr_t>(seg.vmaddr) + module.load_bias;
     range.hi = range.lo + static_cast<uintptr_t>(seg.vmsize);
     module.exec_ranges.push_back(range);
   }
-  module.build_id = image.UuidHex();
-  *out = std::move(module);
-  return true;
+  module.build_id = image->UuidHex();
+  return module;
 }
 
 std::vector<Module> DyldModules(size_t* skipped) {
@@ -64,11 +56,10 @@ std::vector<Module> DyldModules(size_t* skipped) {
   for (uint32_t i = 0; i < count; ++i) {
     const mach_header* header = _dyld_get_image_header(i);
     if (header == nullptr) continue;
-    Module module;
-    std::string error;
-    if (ModuleFromLoadedImage(header, _dyld_get_image_vmaddr_slide(i), _dyld_get_image_name(i),
-                              &module, &error)) {
-      modules.push_back(std::move(module));
+    absl::StatusOr<Module> module =
+        ModuleFromLoadedImage(header, _dyld_get_image_vmaddr_slide(i), _dyld_get_image_name(i));
+    if (module.ok()) {
+      modules.push_back(*std::move(module));
     } else {
       ++bad;
     }

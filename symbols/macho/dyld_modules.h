@@ -12,15 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "symbols/module_map.h"
 
 namespace hangwatch::symbols::macho {
 
 // Builds a Module from an image mapped in this process: `header` points at its mach_header_64,
-// `slide` is what dyld added to its vmaddrs. Returns false, with a reason, when the header's
+// `slide` is what dyld added to its vmaddrs. InvalidArgument, with a reason, when the header's
 // load commands do not parse.
-bool ModuleFromLoadedImage(const void* header, intptr_t slide, const char* path, Module* out,
-                           std::string* error);
+absl::StatusOr<Module> ModuleFromLoadedImage(const void* header, intptr_t slide, const char* path);
 
 // Every image dyld currently lists, in dyld's order (the main executable first). Images whose
 // headers do not parse are skipped and counted in *skipped (if not null).

@@ -117,9 +117,10 @@ std::vector<unsigned char> ValidDylib() {
 constexpr size_t kFirstCommand = kHeader64Size;
 
 std::string ParseError(const std::vector<unsigned char>& bytes) {
-  MachOImage image;
-  std::string error;
-  EXPECT_FALSE(ParseMachOImage(bytes, &image, &error));
+  const absl::StatusOr<MachOImage> image = ParseMachOImage(bytes);
+  EXPECT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string error(image.status().message());
   EXPECT_FALSE(error.empty());
   EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
   return error;
@@ -127,9 +128,9 @@ std::string ParseError(const std::vector<unsigned char>& bytes) {
 
 TEST(MachOParser, ParsesSegmentsUuidAndInstallName) {
   const auto bytes = ValidDylib();
-  MachOImage image;
-  std::string error;
-  ASSERT_TRUE(ParseMachOImage(bytes, &image, &error)) << error;
+  const absl::StatusOr<MachOImage> parsed = ParseMachOImage(bytes);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const MachOImage& image = *parsed;
   EXPECT_EQ(image.cputype, kCpuTypeArm64);
   EXPECT_EQ(image.filetype, kFileTypeDylib);
   ASSERT_EQ(image.segments.size(), 2u);
@@ -149,9 +150,9 @@ TEST(MachOParser, ParsesSegmentsUuidAndInstallName) {
 
 TEST(MachOParser, ImageWithoutUuidHasEmptyHex) {
   const auto bytes = MachOBuilder().Segment("__TEXT", 0x100000000, 0x1000, 5).Build();
-  MachOImage image;
-  std::string error;
-  ASSERT_TRUE(ParseMachOImage(bytes, &image, &error)) << error;
+  const absl::StatusOr<MachOImage> parsed = ParseMachOImage(bytes);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const MachOImage& image = *parsed;
   EXPECT_FALSE(image.has_uuid);
   EXPECT_EQ(image.UuidHex(), "");
   EXPECT_EQ(image.install_name, "");
@@ -171,10 +172,9 @@ TEST(MachOParser, EveryTruncationIsRefused) {
   for (size_t len = 0; len < bytes.size(); ++len) {
     // A fresh heap copy of exactly `len` bytes, so that ASan sees any read past the end.
     const std::vector<unsigned char> prefix(bytes.begin(), bytes.begin() + len);
-    MachOImage image;
-    std::string error;
-    EXPECT_FALSE(ParseMachOImage(prefix, &image, &error)) << "length " << len;
-    EXPECT_FALSE(error.empty()) << "length " << len;
+    const absl::StatusOr<MachOImage> image = ParseMachOImage(prefix);
+    EXPECT_FALSE(image.ok()) << "length " << len;
+    EXPECT_FALSE(image.status().message().empty()) << "length " << len;
   }
 }
 
@@ -275,14 +275,13 @@ TEST(MachOParser, SurvivesRandomMutations) {
     // Drop up to 7 trailing bytes (erase, not resize: GCC's -Wstringop-overflow misreads a
     // shrinking resize under ASan).
     bytes.erase(bytes.end() - static_cast<std::ptrdiff_t>(next() % 8), bytes.end());
-    MachOImage image;
-    std::string error;
-    if (ParseMachOImage(bytes, &image, &error)) {
+    const absl::StatusOr<MachOImage> image = ParseMachOImage(bytes);
+    if (image.ok()) {
       ++parsed;
-      EXPECT_LE(image.segments.size(), bytes.size() / kSegment64Size);
-      EXPECT_LT(image.install_name.size(), bytes.size());
+      EXPECT_LE(image->segments.size(), bytes.size() / kSegment64Size);
+      EXPECT_LT(image->install_name.size(), bytes.size());
     } else {
-      EXPECT_FALSE(error.empty());
+      EXPECT_FALSE(image.status().message().empty());
     }
   }
   // Flips in segment contents, names and the skipped command keep the image valid: the
