@@ -19,6 +19,7 @@
 
 #include "agent/agent_internal.h"
 #include "agent/callback_sink.h"
+#include "agent/exit_flush.h"
 #include "agent/hang_ring.h"
 #include "agent/hang_sink.h"
 #include "agent/jsonl_sink.h"
@@ -446,8 +447,10 @@ class Agent final : public MonitorListener {
       fatal_reported_ = std::move(fatal_);
       fatal_.reset();
     }
+    ExitFlushArm(options_.check_interval_ns);
     std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
+    // An _exit() that asks for the last records (exit_flush.h) ends the loop as Stop() does.
+    while (!stop_ && !ExitFlushRequested()) {
       lock.unlock();
       uint64_t next;
       {
@@ -464,6 +467,8 @@ class Agent final : public MonitorListener {
     std::lock_guard<std::mutex> busy(busy_mu_);
     monitor_->Finish();
     if (lag_) ReportLag();  // the last interval, however short
+    if (ExitFlushRequested()) ExitFlushDone();
+    ExitFlushDisarm();
   }
 
   const Config config_;
@@ -548,6 +553,7 @@ void ChildAfterFork() {
   new (&g_mu) std::mutex;
   new (&Callbacks().mu) std::mutex;
   DisablePassTimer();  // an atomic store; a Start() in the child enables it again
+  ExitFlushDisarm();   // no watchdog polls here
   if (g_agent != nullptr) {
     g_agent->AbandonAfterFork();
   }

@@ -23,7 +23,10 @@
 //   - fork: every child arms itself at its own first wait, with its own agent (the parent's
 //     is abandoned in the child: agent.cc), open-hang file and pid: prefork servers' workers
 //     and daemons (which fork before or after their loop) are watched.
-//   - exit: hangwatch::Stop() so that a hang that just ended is written out.
+//   - exit: hangwatch::Stop() so that a hang that just ended is written out. _exit() and
+//     _Exit() (forked workers, Python's os._exit, signal handlers) run no atexit handler: the
+//     shim interposes them too and has the watchdog write the open hang and the lag interval
+//     first (agent/exit_flush.h: safe in a signal handler, never holds the exit up for long).
 //
 // The agent is linked in statically and every symbol but the interposed calls is hidden
 // (version script), so the shim does not clash with a program that links libhangwatch itself.
@@ -44,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/exit_flush.h"
 #include "agent/jsonl_sink.h"
 #include "hangwatch/hangwatch.h"
 #include "integrations/preload/launch_log.h"
@@ -64,6 +68,7 @@ using EpollWaitFn = int (*)(int, struct epoll_event*, int, int);
 using EpollPwaitFn = int (*)(int, struct epoll_event*, int, int, const sigset_t*);
 using EpollPwait2Fn = int (*)(int, struct epoll_event*, int, const struct timespec*,
                               const sigset_t*);
+using ExitFn = void (*)(int);
 
 // The real calls. Resolved by the constructor; Real() also resolves on first use in case a
 // library constructor that runs before ours already waits.
@@ -85,6 +90,8 @@ PselectFn g_pselect;
 EpollWaitFn g_epoll_wait;
 EpollPwaitFn g_epoll_pwait;
 EpollPwait2Fn g_epoll_pwait2;
+ExitFn g_exit;
+ExitFn g_exit_upper;  // _Exit
 
 // A missing real call (an old libc without epoll_pwait2): fail like the kernel would.
 int NoSuchCall() {
@@ -147,6 +154,26 @@ void ReportStartupStall(uint64_t startup_ms) {
 
 void StopAtExit() {
   if (g_state == kArmed && getpid() == g_armed_pid) hangwatch::Stop();
+}
+
+// _exit()/_Exit() on any thread, possibly in a signal handler: only atomic reads and stores and
+// async-signal-safe calls. The pid check keeps a vfork() child, which shares the parent's
+// memory and so sees its agent armed, from asking the parent's watchdog to stop.
+void BeforeExit() {
+  if (__atomic_load_n(&g_state, __ATOMIC_RELAXED) != kArmed ||
+      getpid() != __atomic_load_n(&g_armed_pid, __ATOMIC_RELAXED)) {
+    return;
+  }
+  // On the main thread the pass under way ends here: it is counted in the last interval.
+  if (pthread_equal(pthread_self(), g_main)) hangwatch::AboutToWait();
+  hangwatch::agent::FlushBeforeExit();
+}
+
+[[noreturn]] void ExitNow(ExitFn real, int status) {
+  BeforeExit();
+  if (real != nullptr) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
 }
 
 // The main thread reached its event loop: arm the agent. Runs once per process.
@@ -237,6 +264,8 @@ __attribute__((constructor)) void LoadShim() {
   Resolve(&g_epoll_wait, "epoll_wait");
   Resolve(&g_epoll_pwait, "epoll_pwait");
   Resolve(&g_epoll_pwait2, "epoll_pwait2");
+  Resolve(&g_exit, "_exit");
+  Resolve(&g_exit_upper, "_Exit");
 
   g_load_ns = MonotonicNs();
   std::vector<std::string> warnings;
@@ -331,5 +360,9 @@ HW_INTERPOSE int epoll_pwait2(int epfd, struct epoll_event* events, int maxevent
   return Interpose(IsBlocking(timeout),
                    [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
 }
+
+HW_INTERPOSE void _exit(int status) noexcept { ExitNow(HW_REAL(g_exit, "_exit"), status); }
+
+HW_INTERPOSE void _Exit(int status) noexcept { ExitNow(HW_REAL(g_exit_upper, "_Exit"), status); }
 
 }  // extern "C"

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/exit_flush.h"
 #include "hangwatch/hangwatch.h"
 #include "report/report_decode.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -152,6 +153,26 @@ TEST(LagTest, APassUnderWayAtStartIsTimedFromStart) {
   EXPECT_EQ(f.passes, 1u);
   EXPECT_GE(f.max_ms, 4.9);
   EXPECT_LE(f.max_ms, static_cast<double>(after - before) / 1e6 * 1.01);
+}
+
+TEST(LagTest, AnExitFlushWritesTheLastIntervalBeforeItAnswers) {
+  // What the preload shim's _exit() does: the interval under way (60 s long) is written by the
+  // watchdog, and is in the file when FlushBeforeExit() returns, with no Stop().
+  EXPECT_FALSE(agent::FlushBeforeExit()) << "no agent runs: nobody to ask";
+  Config config = TimedConfig();
+  config.json_path = TempPath("lag_exit_flush");
+  config.lag_interval = std::chrono::seconds(60);
+  ASSERT_TRUE(Start(config).ok());
+  for (int i = 0; i < 5; ++i) Pass(1);
+  EXPECT_TRUE(LagRecords(config.json_path).empty()) << "the interval has not ended";
+  EXPECT_TRUE(agent::FlushBeforeExit());
+  const std::vector<report::Lag> lags = LagRecords(config.json_path);
+  ASSERT_EQ(lags.size(), 1u);
+  EXPECT_EQ(lags[0].passes.passes(), 5u);
+  Stop();
+  EXPECT_EQ(LagRecords(config.json_path).size(), 1u) << "Stop() does not write it twice";
+  EXPECT_FALSE(agent::FlushBeforeExit()) << "stopped: nobody to ask";
+  unlink(config.json_path.c_str());
 }
 
 TEST(LagTest, OffByDefault) {

@@ -296,6 +296,73 @@ TEST(RunCommand, ForkedWorkersAreListedEachWithItsHangs) {
   EXPECT_EQ(quiet_ones, 2u) << "the parent and the first worker: " << r.err;
 }
 
+TEST(RunCommand, AWorkerThatEndsWithUnderscoreExitStillWritesItsLastLagIntervalAndHang) {
+  // A forked worker times 21 passes (five of them 30 ms), then stalls for 0.4 s and leaves with
+  // os._exit() in the middle of that pass: no atexit handler runs, and the lag interval (60 s
+  // by default) is far from its end. The shim's _exit has the watchdog write both first.
+  TempDir dir;
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "100", "--report", dir / "h.jsonl",
+                             "--", "/usr/bin/python3", "-c",
+                             "import os, select, time\n"
+                             "select.select([], [], [], 0.05)\n"
+                             "pid = os.fork()\n"
+                             "if pid == 0:\n"
+                             "    for i in range(20):\n"
+                             "        select.select([], [], [], 0.001)\n"
+                             "        end = time.monotonic() + (0.03 if i % 4 == 0 else 0.001)\n"
+                             "        while time.monotonic() < end: pass\n"
+                             "    select.select([], [], [], 0.001)\n"
+                             "    end = time.monotonic() + 0.4\n"
+                             "    while time.monotonic() < end: pass\n"
+                             "    os._exit(0)\n"
+                             "while os.waitpid(pid, os.WNOHANG)[0] == 0:\n"
+                             "    select.select([], [], [], 0.02)\n"
+                             "select.select([], [], [], 0.05)\n"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  tools::Report report;
+  std::string error;
+  ASSERT_TRUE(tools::ReadReportFile(dir / "h.jsonl", &report, &error)) << error << r.err;
+  ASSERT_EQ(report.hangs.size(), 1u) << "the worker's last pass: " << r.err;
+  const int64_t worker = report.hangs[0].pid;
+  EXPECT_GE(report.hangs[0].duration_ms, 350u);
+  const tools::Lag* lag = nullptr;
+  for (const tools::Lag& l : report.lags) {
+    if (l.pid == worker) lag = &l;
+  }
+  ASSERT_NE(lag, nullptr) << "the worker wrote no lag record: " << r.err;
+  const LagFigures f = lag->passes.Figures();
+  EXPECT_GE(f.passes, 21u) << "20 passes and the one _exit ended";
+  EXPECT_LE(f.passes, 24u);
+  EXPECT_GE(f.slow_passes[0], 6u) << "five of 30 ms and the last one";
+  EXPECT_GE(f.max_ms, 390.0) << "the pass _exit ended is counted";
+}
+
+TEST(RunCommand, AVforkChildsFailedExecDoesNotStopItsParentsWatchdog) {
+  // subprocess uses vfork(): the child shares the parent's memory, armed agent included, until
+  // its exec fails and it calls _exit. That _exit must leave the parent's watchdog alone: the
+  // parent's stall afterwards is still reported.
+  TempDir dir;
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "100", "--report", dir / "h.jsonl",
+                             "--", "/usr/bin/python3", "-c",
+                             "import select, subprocess, time\n"
+                             "select.select([], [], [], 0.05)\n"
+                             "for i in range(3):\n"
+                             "    try:\n"
+                             "        subprocess.run(['/nonexistent/hangwatch-test'])\n"
+                             "    except FileNotFoundError:\n"
+                             "        pass\n"
+                             "    select.select([], [], [], 0.01)\n"
+                             "end = time.monotonic() + 0.4\n"
+                             "while time.monotonic() < end: pass\n"
+                             "select.select([], [], [], 0.05)\n"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  tools::Report report;
+  std::string error;
+  ASSERT_TRUE(tools::ReadReportFile(dir / "h.jsonl", &report, &error)) << error << r.err;
+  ASSERT_EQ(report.hangs.size(), 1u) << r.err;
+  EXPECT_GE(report.hangs[0].duration_ms, 350u);
+}
+
 TEST(RunCommand, NothingWatchedIsOneLineExitFourAndAJunitError) {
   TempDir dir;
   // python3 never waits for events: it executes a program that exits at once.
