@@ -1,30 +1,12 @@
 #include "tools/debug_file_flags.h"
 
+#include "tools/flag_value.h"
+
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace hangwatch::tools {
-namespace {
-
-// The value of `flag` at argv[*i] ("--flag VALUE" or "--flag=VALUE"), advancing *i past a
-// separate value.
-bool FlagValue(int argc, char** argv, int* i, std::string_view flag, std::string* value) {
-  const std::string_view a = argv[*i];
-  if (a == flag) {
-    if (*i + 1 >= argc) return false;
-    *value = argv[++*i];
-    return true;
-  }
-  if (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=') {
-    *value = std::string(a.substr(flag.size() + 1));
-    return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 bool ParseDebugFileFlag(int argc, char** argv, int* i, unsigned accepted,
                         symbols::OfflineSymbolizerOptions* options) {
   struct Flag {

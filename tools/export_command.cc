@@ -18,6 +18,7 @@
 
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
+#include "tools/flag_value.h"
 #include "tools/otlp_encode.h"
 #include "tools/otlp_sender.h"
 #include "tools/otlp_state.h"
@@ -224,18 +225,7 @@ int Run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     std::string v;
-    auto value = [&](std::string_view flag) {
-      if (a == flag) {
-        if (i + 1 >= argc) return false;
-        v = argv[++i];
-        return true;
-      }
-      if (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=') {
-        v = std::string(a.substr(flag.size() + 1));
-        return true;
-      }
-      return false;
-    };
+    auto value = [&](std::string_view flag) { return FlagValue(argc, argv, &i, flag, &v); };
     auto number = [&](const char* flag, long min, long max, long* out) {
       if (ParseLong(v, min, max, out)) return true;
       Fail(kExitUsage, std::string(flag) + " wants a number from " + std::to_string(min) + " to " +

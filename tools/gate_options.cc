@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "tools/flag_value.h"
 #include "tools/gate_output.h"
 #include "tools/gate_reader.h"
 #include "tools/report_reader.h"
@@ -78,17 +79,7 @@ GateFlag ParseGateFlag(int argc, char** argv, int* i, bool baseline_lists, GateO
   std::string v;
   bool inline_value = false;
   auto value = [&](std::string_view flag) {
-    if (a == flag) {
-      if (*i + 1 >= argc) return false;
-      v = argv[++*i];
-      return true;
-    }
-    if (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=') {
-      v = std::string(a.substr(flag.size() + 1));
-      inline_value = true;
-      return true;
-    }
-    return false;
+    return FlagValue(argc, argv, i, flag, &v, &inline_value);
   };
   if (value("--baseline")) {
     options->baselines.push_back(v);

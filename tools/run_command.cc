@@ -23,6 +23,7 @@
 #include "agent/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
 #include "tools/command.h"
+#include "tools/flag_value.h"
 #include "tools/gate_options.h"
 #include "tools/gate_output.h"
 #include "tools/junit.h"
@@ -257,18 +258,7 @@ int Run(int argc, char** argv) {
   for (; i < argc; ++i) {
     const std::string_view a = argv[i];
     std::string v;
-    auto value = [&](std::string_view flag) {
-      if (a == flag) {
-        if (i + 1 >= argc) return false;
-        v = argv[++i];
-        return true;
-      }
-      if (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=') {
-        v = std::string(a.substr(flag.size() + 1));
-        return true;
-      }
-      return false;
-    };
+    auto value = [&](std::string_view flag) { return FlagValue(argc, argv, &i, flag, &v); };
     std::string gate_error;
     const GateFlag g = ParseGateFlag(argc, argv, &i, /*baseline_lists=*/false, &gate, &gate_error);
     if (g == GateFlag::kBad) return Fail(gate_error);

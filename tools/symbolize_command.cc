@@ -13,6 +13,7 @@
 #include "symbols/symbol_index.h"
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
+#include "tools/flag_value.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -59,16 +60,7 @@ int Run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto value = [&](std::string_view flag, std::string* dst) {
-      if (a == flag) {
-        if (i + 1 >= argc) return false;
-        *dst = argv[++i];
-        return true;
-      }
-      if (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=') {
-        *dst = std::string(a.substr(flag.size() + 1));
-        return true;
-      }
-      return false;
+      return FlagValue(argc, argv, &i, flag, dst);
     };
     std::string v;
     if (a == "--help" || a == "-h") {
