@@ -108,6 +108,14 @@ class TopCommand : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
+  // The first line of the agent's report: one hang (the two hangs' culprits may be at other
+  // instructions of the busy loop, so two groups by culprit).
+  static std::string FirstHang() {
+    const std::string text = ReadFile(agent_report_);
+    const size_t at = text.find("{\"type\":\"hang\"");
+    return at == std::string::npos ? "" : text.substr(at, text.find('\n', at) + 1 - at);
+  }
+
   static CommandResult Top(std::vector<std::string> args, std::vector<std::string> env = {}) {
     args.insert(args.begin(), {kCli, "top"});
     return RunCommand(args, env);
@@ -248,7 +256,7 @@ TEST_F(TopCommand, CulpritsRecordedWithoutNamesAreSymbolizedAsReportDoes) {
   // Its own index cache, and no debuginfod: only the binary on this machine answers.
   const std::vector<std::string> env = {"HANGWATCH_CACHE_DIR=" + tmp / "cache", "DEBUGINFOD_URLS="};
   const std::string bare = tmp / "bare.jsonl";
-  WriteFile(bare, Unsymbolized(ReadFile(agent_report_)));
+  WriteFile(bare, Unsymbolized(FirstHang()));
 
   const auto recorded = Top({bare, "-f", "json", "--no-symbolize"}, env);
   ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
@@ -278,7 +286,7 @@ TEST_F(TopCommand, CulpritsRecordedWithoutNamesAreSymbolizedAsReportDoes) {
 
   // Recorded on another machine: the binary is found by build-id with --search only.
   const std::string moved = tmp / "moved.jsonl";
-  WriteFile(moved, Unsymbolized(ReadFile(agent_report_), "/nonexistent/stall_program"));
+  WriteFile(moved, Unsymbolized(FirstHang(), "/nonexistent/stall_program"));
   const auto missing = Top({moved, "-f", "json"}, env);
   ASSERT_EQ(missing.exit_code, 0) << missing.err;
   EXPECT_EQ(nlohmann::json::parse(missing.out).at(0)["culprit"]["file"], "") << missing.out;
@@ -293,7 +301,7 @@ TEST_F(TopCommand, CulpritsRecordedWithoutNamesAreSymbolizedAsReportDoes) {
 TEST_F(TopCommand, AHangThatCannotBeReadAgainKeepsItsRecordedCulprit) {
   TempDir tmp;
   const std::string path = tmp / "changing.jsonl";
-  const std::string bare = Unsymbolized(ReadFile(agent_report_));
+  const std::string bare = Unsymbolized(FirstHang());
   WriteFile(path, bare);
   const std::vector<std::string> paths = {path};
   const tools::TopQuery query;
@@ -305,7 +313,6 @@ TEST_F(TopCommand, AHangThatCannotBeReadAgainKeepsItsRecordedCulprit) {
   const std::vector<tools::TopGroup> groups = all.Groups(tools::TopSort::kCount);
   ASSERT_EQ(groups.size(), 1u);
   ASSERT_TRUE(groups[0].culprit && groups[0].culprit_line);
-  EXPECT_EQ(groups[0].culprit_line->offset, 0u);  // the first of the two hangs
   tools::ReportSymbolizeOptions options;
   options.symbolizer.cache_dir = tmp / "cache";
   options.symbolizer.debuginfod = false;
