@@ -51,12 +51,13 @@ jq_program='reduce (inputs | select(.type == "hang" and .format_version == 1)) a
 # Median of the numbers on stdin.
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-# One run of "$@" (stdout to $out, default /dev/null): prints "wall cpu" in seconds, from bash's
-# `time` (no fork to read the clock; cpu = user + system of the command).
+# One run of "$@" (stdout to $out, default /dev/null; stderr dropped: `top` warns there about
+# the generated report's binaries, which are on no disk): prints "wall cpu" in seconds, from
+# bash's `time` (no fork to read the clock; cpu = user + system of the command).
 out=/dev/null
 measure() {
   local TIMEFORMAT='%R %U %S' t
-  t=$({ time "$@" >"$out"; } 2>&1)
+  t=$({ time "$@" >"$out" 2>/dev/null; } 2>&1)
   awk '{printf "%.4f %.4f\n", $1, $2 + $3}' <<<"$t"
 }
 
@@ -94,7 +95,7 @@ awk -v a="$m_jq" -v b="$m_top" 'BEGIN {printf "jq / hangwatch top (wall): %.1fx\
 echo "medians; wall depends on what else runs (see the load average), CPU time much less"
 
 # Same answer: per group key, count, total, max, busy, blocked, hosts, processes.
-"$hw" top --format json "$file" |
+"$hw" top --format json "$file" 2>/dev/null |
   jq -c 'map({key, count, total: .duration_ms.total, max: .duration_ms.max,
               busy: .classes.busy, blocked: .classes.blocked, hosts, processes})
          | sort_by(-.count, .key)' >"$work/top.json"

@@ -27,6 +27,13 @@ bool ParseDebugFileFlag(int argc, char** argv, int* i, unsigned accepted,
       return true;
     }
   }
+  if ((accepted & kCacheFlags) != 0) {
+    if (FlagValue(argc, argv, i, "--cache-dir", &options->cache_dir)) return true;
+    if (std::string_view(argv[*i]) == "--no-cache") {
+      options->read_cache = options->write_cache = false;
+      return true;
+    }
+  }
   return false;
 }
 

@@ -1,5 +1,6 @@
-// The command-line flags of the debug-file lookup chain (symbols/debug_file_locator.h), parsed
-// in one place for every subcommand that takes them (report, symbolize, symbols index).
+// The command-line flags of the debug-file lookup chain (symbols/debug_file_locator.h) and of
+// the symbol index cache, parsed in one place for every subcommand that takes them (report, top,
+// symbolize, symbols index).
 #ifndef HANGWATCH_TOOLS_DEBUG_FILE_FLAGS_H_
 #define HANGWATCH_TOOLS_DEBUG_FILE_FLAGS_H_
 
@@ -12,6 +13,7 @@ enum DebugFileFlags : unsigned {
   kSearchFlag = 1,              // --search PATH: a binary or directory of binaries; repeatable
   kDebugDirFlag = 2,            // --debug-dir DIR: a debug directory; repeatable
   kDebugFileDirectoryFlag = 4,  // --debug-file-directory DIR: llvm-symbolizer's --debug-dir
+  kCacheFlags = 8,              // --cache-dir DIR (the index cache), --no-cache (none at all)
 };
 
 // When argv[*i] is one of the `accepted` flags, as "--flag VALUE" or "--flag=VALUE", adds the

@@ -93,12 +93,8 @@ int Run(int argc, char** argv) {
       if (v.empty() || *end != '\0' || errno != 0 || hang < 0) {
         return Fail("--hang wants a hang index (0, 1, ...), not '" + v + "'");
       }
-    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag,
+    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag | kCacheFlags,
                                   &options.symbolizer)) {
-    } else if (value("--cache-dir")) {
-      options.symbolizer.cache_dir = v;
-    } else if (a == "--no-cache") {
-      options.symbolizer.read_cache = options.symbolizer.write_cache = false;
     } else if (a == "--no-symbolize") {
       symbolize = false;
     } else if (a == "--") {

@@ -52,8 +52,8 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
   batch.Run(
       [&](size_t done, size_t total, size_t module) {
         if (!options.progress) return;
-        std::fprintf(stderr, "\rhangwatch report: symbolizing %zu/%zu %-40.40s", done, total,
-                     BaseName(keys[module]->second).c_str());
+        std::fprintf(stderr, "\rhangwatch %s: symbolizing %zu/%zu %-40.40s", options.command, done,
+                     total, BaseName(keys[module]->second).c_str());
         std::fflush(stderr);
       },
       [&](size_t, const absl::Status& status) { warn(std::string(status.message())); });

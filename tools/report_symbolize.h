@@ -16,6 +16,7 @@ struct ReportSymbolizeOptions {
   symbols::OfflineSymbolizerOptions symbolizer;
   // Print "symbolizing k/n" on stderr while working (when stderr is a terminal).
   bool progress = false;
+  const char* command = "report";  // the subcommand that progress line names
 };
 
 // Replaces each frame that the symbolizer can answer by one frame per inlined function

@@ -177,7 +177,13 @@ function(hangwatch_link_static_archives target)
   target_link_libraries(${target} PRIVATE
     "-Wl,--start-group" ${archives} "-Wl,--end-group"
     "-Wl,--push-state,--as-needed" ${shared} ${flags} "-Wl,--pop-state")
-  target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc "LINKER:-O1")
+  if(HANGWATCH_STATIC_LINK_SHARED_LIBSTDCXX)
+    # A program that also loads a shared C++ library (hangwatch-top: libsimdjson) keeps the one
+    # shared libstdc++ that library uses.
+    target_link_options(${target} PRIVATE "LINKER:-O1")
+  else()
+    target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc "LINKER:-O1")
+  endif()
   foreach(dep IN LISTS ARGN)
     if(TARGET ${dep})
       add_dependencies(${target} ${dep})

@@ -1,4 +1,6 @@
 // `hangwatch top`: what hangs most across many report files, processes and hosts (--help).
+#include <unistd.h>
+
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -9,9 +11,11 @@
 #include <vector>
 
 #include "tools/command.h"
+#include "tools/debug_file_flags.h"
 #include "tools/top_group.h"
 #include "tools/top_output.h"
 #include "tools/top_scan.h"
+#include "tools/top_symbolize.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -27,9 +31,21 @@ constexpr char kUsage[] =
     "  --by fingerprint   the same code addresses: the same hang in the same build\n"
     "  --by culprit       the same culprit function (and module)\n"
     "For each group: hangs, hosts and processes (distinct host+pid) it was seen in, duration\n"
-    "p50/p95/max/total, hangs by class (busy, blocked), the most common culprit with file:line\n"
-    "(as recorded: `hangwatch report` symbolizes offline), the process names, first and last\n"
-    "seen, and the longest hangs as examples (host, pid, hang_id).\n"
+    "p50/p95/max/total, hangs by class (busy, blocked), the most common culprit with file:line,\n"
+    "the process names, first and last seen, and the longest hangs as examples (host, pid,\n"
+    "hang_id).\n"
+    "\n"
+    "The culprit of each group printed is symbolized offline as `hangwatch report` does it: one\n"
+    "hang of the group is read again in full, its frames looked up by build-id and module offset\n"
+    "(functions, files, lines, inlined frames; debug files fetched from $DEBUGINFOD_URLS when\n"
+    "set) and its culprit recomputed. Binaries and debug files are found at the recorded module\n"
+    "paths when their build-id matches, else from:\n"
+    "  --search PATH      a binary or directory of binaries to match by build-id; repeatable\n"
+    "  --debug-dir DIR    separate debug files (DIR/.build-id/xx/rest.debug); repeatable\n"
+    "                     (default /usr/lib/debug)\n"
+    "  --cache-dir DIR    symbol index cache (default $HANGWATCH_CACHE_DIR, ~/.cache/hangwatch)\n"
+    "  --no-cache         neither read nor write cached indexes\n"
+    "  --no-symbolize     print the culprits as recorded\n"
     "\n"
     "Filters (a hang must pass all):\n"
     "  --label K=V        the hang's labels (HANGWATCH_LABELS) include K=V; repeatable\n"
@@ -48,7 +64,8 @@ constexpr char kUsage[] =
     "Files are read in parallel, large ones in slices, with simdjson; stacks are skipped, not\n"
     "decoded. Bad lines (torn writes), records of unknown types or of another format version,\n"
     "and whole files that cannot be read or are compressed are counted and skipped with a note\n"
-    "on stderr. Exit status: 0; 2 for bad usage, or when no file could be read.\n";
+    "on stderr; so is a culprit whose hang cannot be read again (the file changed), shown as\n"
+    "recorded. Exit status: 0; 2 for bad usage, or when no file could be read.\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "hangwatch top: %s\n", message.c_str());
@@ -92,6 +109,9 @@ int Run(int argc, char** argv) {
   TopQuery query;
   TopSort sort = TopSort::kCount;
   long limit = -1, jobs = 0;
+  bool symbolize = true;
+  ReportSymbolizeOptions symbolize_options;
+  symbolize_options.command = "top";
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     std::string v;
@@ -147,6 +167,10 @@ int Run(int argc, char** argv) {
       if (!ParseCount(v, &jobs) || jobs == 0) return Fail("--jobs wants a positive number");
     } else if (value("--output", "-o")) {
       output = v;
+    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag | kCacheFlags,
+                                  &symbolize_options.symbolizer)) {
+    } else if (a == "--no-symbolize") {
+      symbolize = false;
     } else if (a == "--") {
       for (++i; i < argc; ++i) files.emplace_back(argv[i]);
     } else if (a.size() > 1 && a[0] == '-') {
@@ -170,15 +194,27 @@ int Run(int argc, char** argv) {
   if (read == 0) return Fail("no file could be read");
   TopAggregator all(query);
   for (auto& s : sinks) all.Merge(std::move(static_cast<TopAggregator&>(*s)));
-  const std::vector<TopGroup> groups = all.Groups(sort);
+  std::vector<TopGroup> groups = all.Groups(sort);
+  // Rows printed: text 30 by default, JSON all (0).
+  const size_t shown = limit >= 0 ? static_cast<size_t>(limit) : format == "json" ? 0 : 30;
+  if (symbolize) {
+    // Only the groups printed: the scan stays the cost of reading the files.
+    symbolize_options.progress = isatty(STDERR_FILENO) == 1;
+    std::vector<std::string> notes, warnings;
+    SymbolizeTopCulprits(files, symbolize_options, shown, &groups, &notes, &warnings);
+    for (const std::string& n : notes) std::fprintf(stderr, "hangwatch top: %s\n", n.c_str());
+    for (const std::string& w : warnings) {
+      std::fprintf(stderr, "hangwatch top: warning: %s\n", w.c_str());
+    }
+  }
 
   std::string text;
   if (format == "json") {
-    text = FormatTopJson(groups, query.by, limit < 0 ? 0 : static_cast<size_t>(limit));
+    text = FormatTopJson(groups, query.by, shown);
   } else {
     TopTextOptions o;
     o.by = query.by;
-    o.limit = limit < 0 ? 30 : static_cast<size_t>(limit);
+    o.limit = shown;
     o.hangs = all.hangs();
     o.files = read;
     text = FormatTopText(groups, o);

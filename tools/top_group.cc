@@ -44,18 +44,30 @@ bool Before(const TopExample& a, const TopExample& b) {
          std::tie(a.duration_ms, b.start_unix_ms, b.host, b.pid, b.hang_id);
 }
 
-// The most common key (ties: the smallest), "" when none.
+uint64_t CountOf(uint64_t n) { return n; }
+template <typename T>
+uint64_t CountOf(const T& tally) {
+  return tally.count;
+}
+
+// The entry of the most common key (ties: the smallest), nullptr when none.
 template <typename M>
-std::string MostCommon(const M& m) {
-  const std::string* best = nullptr;
-  uint64_t n = 0;
-  for (const auto& [k, c] : m) {
-    if (best == nullptr || c > n || (c == n && k < *best)) {
-      best = &k;
-      n = c;
+const typename M::value_type* MostCommonEntry(const M& m) {
+  const typename M::value_type* best = nullptr;
+  for (const auto& e : m) {
+    if (best == nullptr || CountOf(e.second) > CountOf(best->second) ||
+        (CountOf(e.second) == CountOf(best->second) && e.first < best->first)) {
+      best = &e;
     }
   }
-  return best == nullptr ? std::string() : *best;
+  return best;
+}
+
+// The most common key, "" when none.
+template <typename M>
+std::string MostCommon(const M& m) {
+  const auto* best = MostCommonEntry(m);
+  return best == nullptr ? std::string() : best->first;
 }
 
 // Nearest-rank percentile of sorted values.
@@ -222,7 +234,9 @@ void TopAggregator::Add(const TopHang& h) {
     culprit_key_ += std::to_string(h.culprit_line);
     culprit_key_ += kSep;
     culprit_key_ += std::to_string(h.culprit_offset);
-    Count(&a.culprits, culprit_key_, 1);
+    auto c = a.culprits.find(std::string_view(culprit_key_));
+    if (c == a.culprits.end()) c = a.culprits.emplace(culprit_key_, CulpritTally{}).first;
+    c->second.Add(1, {h.file, h.offset});
   }
   if (a.examples.size() < kTopExamples || h.duration_ms >= a.examples.back().duration_ms) {
     AddExample(&a.examples,
@@ -264,7 +278,7 @@ void TopAggregator::Merge(TopAggregator&& other) {
     for (const auto& [k, n] : o.names) Count(&a.names, k, n);
     for (const auto& [k, n] : o.signatures) Count(&a.signatures, k, n);
     for (const auto& [k, n] : o.fingerprints) Count(&a.fingerprints, k, n);
-    for (const auto& [k, n] : o.culprits) Count(&a.culprits, k, n);
+    for (const auto& [k, t] : o.culprits) a.culprits[k].Add(t.count, t.line);
     for (TopExample& e : o.examples) AddExample(&a.examples, std::move(e));
   }
   other.groups_.clear();
@@ -285,8 +299,8 @@ std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
     });
     g.signature = MostCommon(a.signatures);
     g.fingerprint = MostCommon(a.fingerprints);
-    if (!a.culprits.empty()) {
-      const std::string c = MostCommon(a.culprits);
+    if (const auto* best = MostCommonEntry(a.culprits)) {
+      const std::string& c = best->first;
       std::vector<std::string> parts;
       size_t at = 0;
       for (size_t sep; (sep = c.find(kSep, at)) != std::string::npos; at = sep + 1) {
@@ -301,6 +315,7 @@ std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
         tc.line = std::strtoll(parts[3].c_str(), nullptr, 10);
         tc.offset = std::strtoull(parts[4].c_str(), nullptr, 10);
         g.culprit = std::move(tc);
+        g.culprit_line = best->second.line;
       }
     }
     g.unknown = a.classes[0];

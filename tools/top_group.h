@@ -8,6 +8,7 @@
 #ifndef HANGWATCH_TOOLS_TOP_GROUP_H_
 #define HANGWATCH_TOOLS_TOP_GROUP_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -53,6 +54,15 @@ struct TopCulprit {
   int64_t line = 0;
 };
 
+// Where one hang line is: its file (an index into the scanned paths) and byte offset.
+struct TopLineRef {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  friend bool operator<(const TopLineRef& a, const TopLineRef& b) {
+    return a.file != b.file ? a.file < b.file : a.offset < b.offset;
+  }
+};
+
 struct TopGroup {
   std::string key;  // the signature, fingerprint or culprit name; "" for hangs without stacks
   uint64_t count = 0;
@@ -61,7 +71,10 @@ struct TopGroup {
   std::vector<std::pair<std::string, uint64_t>> process_names;  // most hangs first
   std::string signature, fingerprint;                           // the most common in the group
   std::optional<TopCulprit> culprit;                            // the most common in the group
-  uint64_t busy = 0, blocked = 0, mixed = 0, unknown = 0;       // hangs by class
+  // The first line (by file, then offset) of a hang with that culprit: what top_symbolize.h
+  // reads again. Set with `culprit`.
+  std::optional<TopLineRef> culprit_line;
+  uint64_t busy = 0, blocked = 0, mixed = 0, unknown = 0;  // hangs by class
   uint64_t fatal = 0;
   uint64_t p50_ms = 0, p95_ms = 0, max_ms = 0, total_ms = 0;  // durations (nearest rank)
   uint64_t cpu_ms = 0;  // total CPU time of the main threads during these hangs
@@ -91,14 +104,25 @@ class TopAggregator : public TopSink {
   };
   template <typename V>
   using StringMap = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
+  // Hangs with one culprit, and the first line (by file, then offset) of one of them: the
+  // same line whatever thread or slice read which hang.
+  struct CulpritTally {
+    uint64_t count = 0;
+    TopLineRef line;
+    void Add(uint64_t n, TopLineRef where) {
+      line = count == 0 ? where : std::min(line, where);
+      count += n;
+    }
+  };
   struct Acc {
     uint64_t count = 0, total = 0, max = 0, cpu = 0, fatal = 0;
     uint64_t classes[4] = {};
     int64_t first = INT64_MAX, last = INT64_MIN;
     std::vector<uint64_t> durations;
-    StringMap<uint32_t> hosts;                                      // host -> index
-    std::unordered_set<uint64_t> processes;                         // host index << 32 | pid
-    StringMap<uint64_t> names, signatures, fingerprints, culprits;  // value -> hangs
+    StringMap<uint32_t> hosts;                            // host -> index
+    std::unordered_set<uint64_t> processes;               // host index << 32 | pid
+    StringMap<uint64_t> names, signatures, fingerprints;  // value -> hangs
+    StringMap<CulpritTally> culprits;                     // culprit key -> hangs
     std::vector<TopExample> examples;
   };
   static void Count(StringMap<uint64_t>* m, std::string_view key, uint64_t n);

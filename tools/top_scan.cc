@@ -234,7 +234,7 @@ void ScanStats::Add(const ScanStats& o) {
 }
 
 void ScanTopText(std::string_view text, size_t readable_after, uint64_t file_offset,
-                 TopLineParser* parser, TopSink* sink, ScanStats* stats) {
+                 TopLineParser* parser, TopSink* sink, ScanStats* stats, uint32_t file) {
   const char* p = text.data();
   const char* const end = text.data() + text.size();
   const char* const readable_end = end + readable_after;
@@ -250,6 +250,8 @@ void ScanTopText(std::string_view text, size_t readable_after, uint64_t file_off
     switch (kind) {
       case LineKind::kHang:
         ++stats->hangs;
+        hang.file = file;
+        hang.offset = file_offset + static_cast<uint64_t>(p - text.data());
         sink->Add(hang);
         break;
       case LineKind::kOtherRecord:
@@ -375,7 +377,7 @@ std::string ScanSlice(const OpenFile& f, const Slice& s, std::vector<char>* buf,
     }
     if (complete > p) {
       ScanTopText(std::string_view(data + p, complete - p), buf->size() - complete, off + p, parser,
-                  sink, stats);
+                  sink, stats, static_cast<uint32_t>(s.file));
     }
     if (done) return "";
     std::memmove(data, data + complete, have - complete);

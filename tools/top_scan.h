@@ -43,6 +43,10 @@ struct TopHang {
   int64_t culprit_line = 0;
   // The labels, when the parser was asked for them (label filters), in file order.
   std::vector<std::pair<std::string_view, std::string_view>> labels;
+  // Where the line is, for reading it again (top_symbolize.h): the index of its file in
+  // ScanTopFiles' paths, and the byte offset of its first character. Set by the scanner.
+  uint32_t file = 0;
+  uint64_t offset = 0;
 };
 
 enum class LineKind {
@@ -119,9 +123,10 @@ std::vector<ScanStats> ScanTopFiles(const std::vector<std::string>& paths,
 // Reads the complete lines of one buffer of JSON Lines (the scanner's core; tests call it):
 // `readable_after` bytes after the end of `text` may be read (lines that end closer than
 // kPadding to that limit are copied first). A last line without its newline is read too.
-// `file_offset`: where `text` starts in its file (for ScanStats::first_bad_offset).
+// `file_offset`: where `text` starts in its file, `file`: the file's index (TopHang::file,
+// TopHang::offset, ScanStats::first_bad_offset).
 void ScanTopText(std::string_view text, size_t readable_after, uint64_t file_offset,
-                 TopLineParser* parser, TopSink* sink, ScanStats* stats);
+                 TopLineParser* parser, TopSink* sink, ScanStats* stats, uint32_t file = 0);
 
 }  // namespace hangwatch::tools
 

@@ -1,7 +1,8 @@
 // Debug info from a real debuginfod server (elfutils' `debuginfod -F DIR`, Debian package
 // debuginfod) on loopback: a stripped stall_program runs under `hangwatch run`; `hangwatch report`
 // names the culprit with its file:line only when DEBUGINFOD_URLS points at the server that holds
-// its .debug file; `hangwatch symbolize --build-id` and `hangwatch snapshot PID` do too. A slow
+// its .debug file; `hangwatch top`, `hangwatch symbolize --build-id` and `hangwatch snapshot PID`
+// do too. A slow
 // server shows progress after a second; a server that never answers is given up after
 // DEBUGINFOD_TIMEOUT. (real_component: a real server from Debian; run once, not under the
 // sanitizers.)
@@ -16,9 +17,11 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_util.h"
+#include "nlohmann/json.hpp"
 #include "tools/report_reader.h"
 
 namespace hangwatch::testing {
@@ -117,10 +120,22 @@ class DebuginfodReport : public ::testing::Test {
   // `hangwatch report` with its own caches (hangwatch's index cache would remember DWARF
   // fetched before) and DEBUGINFOD_URLS as given ("" is unset).
   CommandResult Report(const std::string& urls, std::vector<std::string> env = {}) {
+    return Hangwatch({"report"}, urls, "", std::move(env));
+  }
+  // `hangwatch top` (with `args`), with caches of its own (prefix "top-"): nothing that
+  // `report` fetched helps it.
+  CommandResult Top(const std::string& urls, std::vector<std::string> args = {}) {
+    args.insert(args.begin(), "top");
+    return Hangwatch(args, urls, "top-", {});
+  }
+  CommandResult Hangwatch(std::vector<std::string> args, const std::string& urls,
+                          const std::string& cache_prefix, std::vector<std::string> env) {
     env.push_back("DEBUGINFOD_URLS=" + urls);
-    env.push_back("HANGWATCH_CACHE_DIR=" + tmp_ / "hwcache");
-    env.push_back("DEBUGINFOD_CACHE_PATH=" + tmp_ / "debuginfod-cache");
-    return RunCommand({kCli, "report", "--debug-dir", tmp_ / "no-debug-dir", report_}, env);
+    env.push_back("HANGWATCH_CACHE_DIR=" + tmp_ / (cache_prefix + "hwcache"));
+    env.push_back("DEBUGINFOD_CACHE_PATH=" + tmp_ / (cache_prefix + "debuginfod-cache"));
+    args.insert(args.begin(), kCli);
+    args.insert(args.end(), {"--debug-dir", tmp_ / "no-debug-dir", report_});
+    return RunCommand(args, env);
   }
 
   static TempDir* dir_;
@@ -137,6 +152,12 @@ TEST_F(DebuginfodReport, CulpritGetsFileAndLineOnlyFromTheServer) {
   ASSERT_EQ(without.exit_code, 0) << without.err;
   EXPECT_FALSE(Has(without.out, "stall_program.cc:")) << without.out;
   EXPECT_FALSE(Has(without.out, "StallTheMainThread")) << without.out;
+  const auto top_without = Top("");
+  ASSERT_EQ(top_without.exit_code, 0) << top_without.err;
+  EXPECT_TRUE(Has(top_without.out, "1 hang in 1 group")) << top_without.out;
+  EXPECT_TRUE(Has(top_without.out, "stall_program+0x")) << top_without.out;
+  EXPECT_FALSE(Has(top_without.out, "stall_program.cc:")) << top_without.out;
+  EXPECT_FALSE(Has(top_without.out, "StallTheMainThread")) << top_without.out;
 
   const int port = FreePort();
   Server server({"debuginfod", "-F", STRIPPED_DEBUG_DIR, "-p", std::to_string(port), "-d",
@@ -157,6 +178,18 @@ TEST_F(DebuginfodReport, CulpritGetsFileAndLineOnlyFromTheServer) {
   EXPECT_TRUE(Has(with.out, "stall_program.cc:")) << with.out;
   // Fetched into libdebuginfod's cache ($DEBUGINFOD_CACHE_PATH).
   EXPECT_TRUE(Has(ReadFile(tmp_ / "debuginfod-cache/" + build_id_ + "/debuginfo"), "ELF"));
+
+  // `hangwatch top` names the group's culprit as report does, from its own download.
+  const auto top = Top(url);
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_TRUE(Has(top.out, "StallTheMainThread (stall_program.cc:")) << top.out;
+  EXPECT_TRUE(Has(ReadFile(tmp_ / "top-debuginfod-cache/" + build_id_ + "/debuginfo"), "ELF"));
+  const auto top_json = Top(url, {"--format", "json"});
+  ASSERT_EQ(top_json.exit_code, 0) << top_json.err;
+  const auto culprit = nlohmann::json::parse(top_json.out).at(0)["culprit"];
+  EXPECT_EQ(culprit["symbol"], "StallTheMainThread") << top_json.out;
+  EXPECT_TRUE(Has(culprit["file"].get<std::string>(), "stall_program.cc")) << top_json.out;
+  EXPECT_GT(culprit["line"].get<int>(), 0) << top_json.out;
 
   // `hangwatch symbolize` through the same chain.
   char addr[32];
@@ -243,6 +276,12 @@ TEST_F(DebuginfodReport, ASlowDownloadShowsProgress) {
       << r.err;
   EXPECT_TRUE(Has(r.err, "hangwatch: debug info " + build_id_ + " downloaded")) << r.err;
   EXPECT_TRUE(Has(r.out, "stall_program.cc:")) << r.out;
+
+  // The same progress from `hangwatch top`.
+  const auto top = Top("http://127.0.0.1:" + std::to_string(port));
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_TRUE(Has(top.err, "hangwatch: downloading debug info " + build_id_)) << top.err;
+  EXPECT_TRUE(Has(top.out, "StallTheMainThread (stall_program.cc:")) << top.out;
 }
 
 TEST_F(DebuginfodReport, AServerThatNeverAnswersIsGivenUpAfterTheTimeout) {

@@ -1,13 +1,21 @@
 // `hangwatch top` end to end: reports written by a program embedding the agent and hand-made
 // fleet lines, grouped in text and JSON; filters; bad files counted and skipped with a note;
-// bad usage rejected with one line and exit status 2.
+// bad usage rejected with one line and exit status 2; culprits recorded without names
+// symbolized offline as `hangwatch report` does (--search, --no-symbolize), and kept as recorded
+// when their hang cannot be read again.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
+#include "tools/top_group.h"
+#include "tools/top_scan.h"
+#include "tools/top_symbolize.h"
 
 namespace hangwatch::testing {
 namespace {
@@ -51,6 +59,33 @@ std::string FleetLine(const std::string& host, const std::string& build, int64_t
   return j.dump() + "\n";
 }
 
+// A report as a stripped binary's agent writes it: no function names, files or lines (and,
+// when `module` is given, the module recorded at another path, as on another machine).
+std::string Unsymbolized(const std::string& report, const std::string& module = "") {
+  std::istringstream in(report);
+  std::string out, line;
+  auto strip = [&](nlohmann::json& f) {
+    f.erase("symbol");
+    f.erase("file");
+    f.erase("line");
+    if (!module.empty() && f.contains("module") && f["module"] == STALL_PROGRAM) {
+      f["module"] = module;
+    }
+  };
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j["type"] == "hang") {
+      for (auto& s : j["stacks"]) {
+        for (auto& f : s["frames"]) strip(f);
+      }
+      strip(j["culprit"]);
+      j["culprit"]["symbol"] = "";
+    }
+    out += j.dump() + "\n";
+  }
+  return out;
+}
+
 class TopCommand : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -73,9 +108,17 @@ class TopCommand : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
-  static CommandResult Top(std::vector<std::string> args) {
+  // The first line of the agent's report: one hang (the two hangs' culprits may be at other
+  // instructions of the busy loop, so two groups by culprit).
+  static std::string FirstHang() {
+    const std::string text = ReadFile(agent_report_);
+    const size_t at = text.find("{\"type\":\"hang\"");
+    return at == std::string::npos ? "" : text.substr(at, text.find('\n', at) + 1 - at);
+  }
+
+  static CommandResult Top(std::vector<std::string> args, std::vector<std::string> env = {}) {
     args.insert(args.begin(), {kCli, "top"});
-    return RunCommand(args);
+    return RunCommand(args, env);
   }
 
   static TempDir* dir_;
@@ -206,6 +249,105 @@ TEST_F(TopCommand, BadUsageIsOneLineAndExitTwo) {
   const auto help = Top({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_EQ(help.out.rfind("usage: hangwatch top", 0), 0u) << help.out;
+}
+
+TEST_F(TopCommand, CulpritsRecordedWithoutNamesAreSymbolizedAsReportDoes) {
+  TempDir tmp;
+  // Its own index cache, and no debuginfod: only the binary on this machine answers.
+  const std::vector<std::string> env = {"HANGWATCH_CACHE_DIR=" + tmp / "cache", "DEBUGINFOD_URLS="};
+  const std::string bare = tmp / "bare.jsonl";
+  WriteFile(bare, Unsymbolized(FirstHang()));
+
+  const auto recorded = Top({bare, "-f", "json", "--no-symbolize"}, env);
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  const auto as_recorded = nlohmann::json::parse(recorded.out).at(0)["culprit"];
+  EXPECT_EQ(as_recorded["symbol"], "") << recorded.out;
+  EXPECT_EQ(as_recorded["file"], "") << recorded.out;
+
+  const auto r = Top({bare, "-f", "json"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto culprit = nlohmann::json::parse(r.out).at(0)["culprit"];
+  EXPECT_EQ(culprit["symbol"], "StallTheMainThread") << r.out;
+  EXPECT_TRUE(Has(culprit["file"].get<std::string>(), "stall_program.cc")) << r.out;
+  EXPECT_GT(culprit["line"].get<int>(), 0) << r.out;
+  // The same culprit as `hangwatch report` finds for that hang.
+  const auto report = RunCommand({kCli, "report", "--format", "json", bare}, env);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const auto hang = nlohmann::json::parse(report.out.substr(0, report.out.find('\n')));
+  EXPECT_EQ(culprit["symbol"], hang["culprit"]["symbol"]) << report.out;
+  EXPECT_EQ(culprit["file"], hang["culprit"]["file"]) << report.out;
+  EXPECT_EQ(culprit["line"], hang["culprit"]["line"]) << report.out;
+  EXPECT_EQ(culprit["offset"], hang["culprit"]["offset"]) << report.out;
+
+  const auto text = Top({bare}, env);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(Has(text.out, "StallTheMainThread (stall_program.cc:")) << text.out;
+
+  // Recorded on another machine: the binary is found by build-id with --search only.
+  const std::string moved = tmp / "moved.jsonl";
+  WriteFile(moved, Unsymbolized(FirstHang(), "/nonexistent/stall_program"));
+  const auto missing = Top({moved, "-f", "json"}, env);
+  ASSERT_EQ(missing.exit_code, 0) << missing.err;
+  EXPECT_EQ(nlohmann::json::parse(missing.out).at(0)["culprit"]["file"], "") << missing.out;
+  EXPECT_TRUE(Has(missing.err, "hangwatch top: warning: ")) << missing.err;
+  const auto found = Top({moved, "-f", "json", "--search", STALL_PROGRAM}, env);
+  ASSERT_EQ(found.exit_code, 0) << found.err;
+  const auto found_culprit = nlohmann::json::parse(found.out).at(0)["culprit"];
+  EXPECT_EQ(found_culprit["symbol"], "StallTheMainThread") << found.out;
+  EXPECT_EQ(found_culprit["line"], culprit["line"]) << found.out;
+}
+
+TEST_F(TopCommand, AHangThatCannotBeReadAgainKeepsItsRecordedCulprit) {
+  TempDir tmp;
+  const std::string path = tmp / "changing.jsonl";
+  const std::string bare = Unsymbolized(FirstHang());
+  WriteFile(path, bare);
+  const std::vector<std::string> paths = {path};
+  const tools::TopQuery query;
+  std::vector<std::unique_ptr<tools::TopSink>> sinks;
+  tools::ScanTopFiles(
+      paths, {}, [&] { return std::make_unique<tools::TopAggregator>(query); }, &sinks);
+  tools::TopAggregator all(query);
+  for (auto& s : sinks) all.Merge(std::move(static_cast<tools::TopAggregator&>(*s)));
+  const std::vector<tools::TopGroup> groups = all.Groups(tools::TopSort::kCount);
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_TRUE(groups[0].culprit && groups[0].culprit_line);
+  tools::ReportSymbolizeOptions options;
+  options.symbolizer.cache_dir = tmp / "cache";
+  options.symbolizer.debuginfod = false;
+
+  auto symbolized = [&](std::vector<std::string>* notes) {
+    std::vector<tools::TopGroup> g = groups;
+    std::vector<std::string> warnings;
+    tools::SymbolizeTopCulprits(paths, options, 0, &g, notes, &warnings);
+    return *g[0].culprit;
+  };
+  std::vector<std::string> notes;
+  const tools::TopCulprit fine = symbolized(&notes);
+  EXPECT_EQ(fine.symbol, "StallTheMainThread");
+  EXPECT_GT(fine.line, 0);
+  EXPECT_TRUE(notes.empty());
+
+  // Rewritten since the scan: empty, garbage where the line was, another hang there (a valid
+  // record with another culprit), gone.
+  nlohmann::json other = nlohmann::json::parse(bare.substr(0, bare.find('\n')));
+  other["culprit"]["offset"] = "0x1";
+  const std::vector<std::string> changes = {"", "xxxx" + bare, other.dump() + "\n", "(deleted)"};
+  for (const std::string& change : changes) {
+    if (change == "(deleted)") {
+      unlink(path.c_str());
+    } else {
+      WriteFile(path, change);
+    }
+    notes.clear();
+    const tools::TopCulprit c = symbolized(&notes);
+    EXPECT_EQ(c.symbol, "") << change.substr(0, 40);
+    EXPECT_EQ(c.file, "") << change.substr(0, 40);
+    EXPECT_EQ(c.offset, groups[0].culprit->offset) << change.substr(0, 40);
+    ASSERT_EQ(notes.size(), 1u) << change.substr(0, 40);
+    EXPECT_TRUE(Has(notes[0], path + ": the hang at byte 0 cannot be read again")) << notes[0];
+  }
 }
 
 }  // namespace
