@@ -1,12 +1,13 @@
 #include "tools/debug_file_flags.h"
 
-#include "tools/flag_value.h"
-
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tools/flag_value.h"
+
 namespace hangwatch::tools {
+
 bool ParseDebugFileFlag(int argc, char** argv, int* i, unsigned accepted,
                         symbols::OfflineSymbolizerOptions* options) {
   struct Flag {

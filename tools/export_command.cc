@@ -260,13 +260,8 @@ int Run(int argc, char** argv) {
       if (!number("--backoff-ms", 0, 3600000, &send.initial_backoff_ms)) return kExitUsage;
     } else if (value("--max-backoff-ms")) {
       if (!number("--max-backoff-ms", 0, 3600000, &send.max_backoff_ms)) return kExitUsage;
-    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag,
+    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag | kCacheFlags,
                                   &ex.symbolize_options.symbolizer)) {
-    } else if (value("--cache-dir")) {
-      ex.symbolize_options.symbolizer.cache_dir = v;
-    } else if (a == "--no-cache") {
-      ex.symbolize_options.symbolizer.read_cache = ex.symbolize_options.symbolizer.write_cache =
-          false;
     } else if (a == "--no-symbolize") {
       ex.symbolize = false;
     } else if (a == "--") {

@@ -82,14 +82,8 @@ int Run(int argc, char** argv) {
       }
       if (v != "text" && v != "json") return Fail("unknown format '" + v + "' (text, json)");
       format = v;
-    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag,
+    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag | kCacheFlags,
                                   &symbolize_options.symbolizer)) {
-    } else if (a == "--cache-dir" && i + 1 < argc) {
-      symbolize_options.symbolizer.cache_dir = argv[++i];
-    } else if (a.substr(0, 12) == "--cache-dir=") {
-      symbolize_options.symbolizer.cache_dir = std::string(a.substr(12));
-    } else if (a == "--no-cache") {
-      symbolize_options.symbolizer.read_cache = symbolize_options.symbolizer.write_cache = false;
     } else if (a == "--no-symbolize") {
       symbolize = false;
     } else if (a == "--") {

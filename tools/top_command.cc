@@ -12,6 +12,7 @@
 
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
+#include "tools/flag_value.h"
 #include "tools/top_group.h"
 #include "tools/top_output.h"
 #include "tools/top_scan.h"
@@ -116,19 +117,8 @@ int Run(int argc, char** argv) {
     const std::string_view a = argv[i];
     std::string v;
     auto value = [&](std::string_view flag, std::string_view alias = {}) {
-      for (std::string_view f : {flag, alias}) {
-        if (f.empty()) continue;
-        if (a == f) {
-          if (i + 1 >= argc) return false;
-          v = argv[++i];
-          return true;
-        }
-        if (a.size() > f.size() && a.substr(0, f.size()) == f && a[f.size()] == '=') {
-          v = std::string(a.substr(f.size() + 1));
-          return true;
-        }
-      }
-      return false;
+      return FlagValue(argc, argv, &i, flag, &v) ||
+             (!alias.empty() && FlagValue(argc, argv, &i, alias, &v));
     };
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
