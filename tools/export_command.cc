@@ -360,8 +360,8 @@ int Run(int argc, char** argv) {
     if (!(ok = ExportJsonLines(&in, &ex, &skipped))) break;
     if (skipped.bad + skipped.other > 0) {
       std::fprintf(stderr,
-                   "hangwatch export: %s: skipped %zu line(s) that are not JSON records (torn "
-                   "writes) and %zu record(s) of other types\n",
+                   "hangwatch export: %s: skipped %zu line(s) that do not decode (torn writes, "
+                   "another format version) and %zu record(s) of other types\n",
                    in.path.c_str(), skipped.bad, skipped.other);
     }
   }

@@ -52,8 +52,9 @@ constexpr char kUsage[] =
     "  --output FILE, -o FILE   write there instead of stdout\n"
     "  --title TEXT       title of the SVG flame graph or the HTML page\n"
     "\n"
-    "Unreadable lines (torn writes) are skipped and counted. Exit status: 0, or 2 for bad\n"
-    "usage or an unreadable or malformed file.\n";
+    "Unreadable lines (torn writes) are skipped and counted. Of several files, one that cannot\n"
+    "be read (missing, not a report, gzip-compressed) is skipped with a note on stderr.\n"
+    "Exit status: 0, or 2 for bad usage or when no file could be read.\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "hangwatch report: %s\n", message.c_str());
@@ -111,12 +112,24 @@ int Run(int argc, char** argv) {
     return Fail("--format pprof writes binary: give -o FILE.pb.gz");
   }
 
+  // Of many files (a fleet's), one that cannot be read is skipped with a note; when none can,
+  // that is the one error.
   Report report;
+  size_t read = 0;
+  std::string last_error;
   for (const std::string& f : files) {
     Report one;
     std::string error;
-    if (!ReadReportFile(f, &one, &error)) return Fail(error);
+    if (!ReadReportFile(f, &one, &error)) {
+      if (files.size() > 1) std::fprintf(stderr, "hangwatch report: skipped %s\n", error.c_str());
+      last_error = std::move(error);
+      continue;
+    }
+    ++read;
     MergeReport(std::move(one), &report);
+  }
+  if (read == 0) {
+    return Fail(files.size() == 1 ? last_error : "no report file could be read");
   }
   if (hang >= 0) {
     if (static_cast<size_t>(hang) >= report.hangs.size()) {

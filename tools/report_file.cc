@@ -44,6 +44,12 @@ bool ReadReportFile(const std::string& path, Report* out, std::string* error) {
         return false;
     }
   }
+  // Rotated logs are often compressed by logrotate: say so instead of "not a JSON object".
+  if (in.gcount() >= 2 && static_cast<unsigned char>(magic[0]) == 0x1f &&
+      static_cast<unsigned char>(magic[1]) == 0x8b) {
+    *error = path + ": gzip-compressed (decompress it first: zcat FILE > FILE.jsonl)";
+    return false;
+  }
   in.clear();
   in.seekg(0);
   std::ostringstream buf;

@@ -400,8 +400,8 @@ TEST_F(ExportCommand, StateResumesWithoutResending) {
     return ids;
   };
   const auto first = run({report});
-  EXPECT_NE(first.err.find("skipped 0 line(s) that are not JSON records (torn writes) and 1 "
-                           "record(s) of other types"),
+  EXPECT_NE(first.err.find("skipped 0 line(s) that do not decode (torn writes, another format "
+                           "version) and 1 record(s) of other types"),
             std::string::npos)
       << first.err;
   EXPECT_EQ(sent(), (std::vector<std::string>{"000", "001", "002", "003", "004"}));

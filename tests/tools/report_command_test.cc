@@ -123,6 +123,37 @@ TEST_F(ReportCommand, OneHangAndSeveralFiles) {
   EXPECT_EQ(CountLines(none.err), 1u) << none.err;
 }
 
+TEST_F(ReportCommand, AFleetsFilesThatCannotBeReadAreSkippedWithANote) {
+  // A directory of reports from many machines: one rotated and compressed by logrotate, one
+  // that is not a report, one gone. The rest is reported; each skipped file gets one line.
+  WriteFile(*dir_ / "rotated.jsonl.1.gz", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8));
+  WriteFile(*dir_ / "notes.txt", "this is not a report\n");
+  const auto r = Report({*dir_ / "rotated.jsonl.1.gz", report_, *dir_ / "notes.txt",
+                         *dir_ / "gone.jsonl", "--no-symbolize"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "1 hang\n")) << r.out;
+  EXPECT_EQ(CountLines(r.err), 3u) << r.err;
+  EXPECT_TRUE(Has(r.err, "hangwatch report: skipped " + *dir_ / "rotated.jsonl.1.gz" +
+                             ": gzip-compressed (decompress it first"))
+      << r.err;
+  EXPECT_TRUE(Has(r.err, "hangwatch report: skipped " + *dir_ / "notes.txt" + ": malformed"))
+      << r.err;
+  EXPECT_TRUE(Has(r.err, "hangwatch report: skipped " + *dir_ / "gone.jsonl" + ": ")) << r.err;
+
+  // Nothing readable at all: one line, exit 2; a single file says why.
+  const auto none = Report({*dir_ / "rotated.jsonl.1.gz", *dir_ / "notes.txt"});
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_EQ(none.err, "hangwatch report: skipped " + *dir_ / "rotated.jsonl.1.gz" +
+                          ": gzip-compressed (decompress it first: zcat FILE > FILE.jsonl)\n" +
+                          "hangwatch report: skipped " + *dir_ / "notes.txt" +
+                          ": malformed report: no valid record (line 1: not a JSON object)\n" +
+                          "hangwatch report: no report file could be read\n");
+  const auto gz = Report({*dir_ / "rotated.jsonl.1.gz"});
+  EXPECT_EQ(gz.exit_code, 2) << gz.err;
+  EXPECT_EQ(CountLines(gz.err), 1u) << gz.err;
+  EXPECT_TRUE(Has(gz.err, "gzip-compressed")) << gz.err;
+}
+
 TEST_F(ReportCommand, BadInputIsOneLineAndExitTwo) {
   WriteFile(*dir_ / "garbage", "this is not a report\n");
   WriteFile(*dir_ / "truncated-open-hang", "HWOPENHG\x01\x02");
