@@ -275,6 +275,9 @@ int Run(int argc, char** argv) {
   }
   if (endpoint.empty()) return Fail(kExitUsage, "no endpoint: --otlp URL (see --help)");
   if (files.empty()) return Fail(kExitUsage, "no report file given (see hangwatch export --help)");
+  // A debuginfod download longer than a second says so, as in `report`.
+  ex.symbolize_options.progress = isatty(STDERR_FILENO) == 1;
+  ex.symbolize_options.command = "export";
 
   // Every input opens before anything is sent: a typo in a cron line sends nothing.
   std::vector<Input> inputs;

@@ -103,6 +103,7 @@ int Run(int argc, char** argv) {
   std::vector<std::string> warnings;
   std::string error;
   symbolize_options.progress = symbolize && isatty(STDERR_FILENO) == 1;
+  symbolize_options.command = "gate";
   if (!LoadGateInputs(options, &inputs, &error) ||
       !EvaluateGate(reports, options, inputs, symbolize ? &symbolize_options : nullptr, &report,
                     &verdict, &warnings, &error)) {
