@@ -1,7 +1,6 @@
 // DebuginfodSource and the libdebuginfod client it asks (loaded with dlopen).
 #include "symbols/debuginfod_source.h"
 
-#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "symbols/elf_file.h"
+#include "symbols/shared_library.h"
 
 namespace hangwatch::symbols {
 namespace {
@@ -40,28 +40,19 @@ struct Libdebuginfod {
   std::string error;  // why it could not be loaded; "" when loaded
 };
 
-template <typename F>
-bool Load(void* handle, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(handle, name));
-  return *out != nullptr;
-}
-
 const Libdebuginfod& LoadLibdebuginfod() {
   static const Libdebuginfod* lib = [] {
     auto* l = new Libdebuginfod;
-    void* handle = dlopen(DEBUGINFOD_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      l->error = absl::StrCat("cannot load " DEBUGINFOD_SONAME " (Debian: libdebuginfod1): ",
-                              why != nullptr ? why : "unknown error");
-      return l;
-    }
-    if (!Load(handle, "debuginfod_begin", &l->begin) || !Load(handle, "debuginfod_end", &l->end) ||
-        !Load(handle, "debuginfod_find_debuginfo", &l->find_debuginfo) ||
-        !Load(handle, "debuginfod_set_progressfn", &l->set_progressfn) ||
-        !Load(handle, "debuginfod_set_user_data", &l->set_user_data) ||
-        !Load(handle, "debuginfod_get_user_data", &l->get_user_data) ||
-        !Load(handle, "debuginfod_get_url", &l->get_url) || !Load(handle, "free", &l->free_fn)) {
+    void* handle = OpenSharedLibrary(DEBUGINFOD_SONAME, "libdebuginfod1", &l->error);
+    if (handle == nullptr) return l;
+    if (!LoadFunction(handle, "debuginfod_begin", &l->begin) ||
+        !LoadFunction(handle, "debuginfod_end", &l->end) ||
+        !LoadFunction(handle, "debuginfod_find_debuginfo", &l->find_debuginfo) ||
+        !LoadFunction(handle, "debuginfod_set_progressfn", &l->set_progressfn) ||
+        !LoadFunction(handle, "debuginfod_set_user_data", &l->set_user_data) ||
+        !LoadFunction(handle, "debuginfod_get_user_data", &l->get_user_data) ||
+        !LoadFunction(handle, "debuginfod_get_url", &l->get_url) ||
+        !LoadFunction(handle, "free", &l->free_fn)) {
       l->error = DEBUGINFOD_SONAME " lacks a function this build needs (elfutils >= 0.179)";
     }
     return l;

@@ -2,7 +2,6 @@
 #include "tools/otlp_sender.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <strings.h>
 #include <time.h>
 
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "nlohmann/json.hpp"
+#include "symbols/shared_library.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -31,31 +31,20 @@ struct Libcurl {
   std::string error;  // why it could not be loaded
 };
 
-template <typename F>
-bool Load(void* handle, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(handle, name));
-  return *out != nullptr;
-}
-
 const Libcurl& LoadLibcurl() {
   static const Libcurl* lib = [] {
     auto* l = new Libcurl;
-    void* h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
-      const char* why = dlerror();
-      l->error = std::string("cannot load libcurl.so.4 (Debian: libcurl4): ") +
-                 (why != nullptr ? why : "unknown error");
-      return l;
-    }
-    if (!Load(h, "curl_global_init", &l->global_init) ||
-        !Load(h, "curl_easy_init", &l->easy_init) ||
-        !Load(h, "curl_easy_setopt", &l->easy_setopt) ||
-        !Load(h, "curl_easy_perform", &l->easy_perform) ||
-        !Load(h, "curl_easy_getinfo", &l->easy_getinfo) ||
-        !Load(h, "curl_easy_cleanup", &l->easy_cleanup) ||
-        !Load(h, "curl_easy_strerror", &l->easy_strerror) ||
-        !Load(h, "curl_slist_append", &l->slist_append) ||
-        !Load(h, "curl_slist_free_all", &l->slist_free_all)) {
+    void* h = symbols::OpenSharedLibrary("libcurl.so.4", "libcurl4", &l->error);
+    if (h == nullptr) return l;
+    if (!symbols::LoadFunction(h, "curl_global_init", &l->global_init) ||
+        !symbols::LoadFunction(h, "curl_easy_init", &l->easy_init) ||
+        !symbols::LoadFunction(h, "curl_easy_setopt", &l->easy_setopt) ||
+        !symbols::LoadFunction(h, "curl_easy_perform", &l->easy_perform) ||
+        !symbols::LoadFunction(h, "curl_easy_getinfo", &l->easy_getinfo) ||
+        !symbols::LoadFunction(h, "curl_easy_cleanup", &l->easy_cleanup) ||
+        !symbols::LoadFunction(h, "curl_easy_strerror", &l->easy_strerror) ||
+        !symbols::LoadFunction(h, "curl_slist_append", &l->slist_append) ||
+        !symbols::LoadFunction(h, "curl_slist_free_all", &l->slist_free_all)) {
       l->error = "libcurl.so.4 lacks a function this build needs";
       return l;
     }
