@@ -9,9 +9,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <thread>
+
+#include "absl/strings/numbers.h"
 
 namespace hangwatch::tools {
 
@@ -41,25 +44,11 @@ bool IsBlank(std::string_view s) {
   return true;
 }
 
-// "0x1234" -> 0x1234; false for anything else.
+// "0x1234" -> 0x1234; false for anything else (the report format writes offsets so).
 bool ParseHex(std::string_view s, uint64_t* out) {
-  if (s.size() < 3 || s.size() > 18 || s[0] != '0' || s[1] != 'x') return false;
-  uint64_t v = 0;
-  for (char c : s.substr(2)) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return false;
-    }
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  *out = v;
-  return true;
+  return s.size() >= 3 && s.size() <= 18 && s[0] == '0' && s[1] == 'x' &&
+         std::isxdigit(static_cast<unsigned char>(s[2])) != 0 &&
+         absl::SimpleHexAtoi(absl::string_view(s.data() + 2, s.size() - 2), out);
 }
 
 // The culprit object's fields; false when it is mistyped.
