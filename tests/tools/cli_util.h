@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 namespace hangwatch::testing {
 
 inline std::string ReadFile(const std::string& path) {
@@ -84,6 +86,18 @@ inline size_t CountLines(const std::string& s) {
   for (char c : s) n += c == '\n';
   return n;
 }
+
+inline bool Has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+#if defined(JUNIT_XSD)
+// The file is valid against the JUnit schema CI tools read (tests/tools/junit.xsd).
+inline void ExpectValidJunit(const std::string& path) {
+  const auto v = RunCommand({"/usr/bin/xmllint", "--noout", "--schema", JUNIT_XSD, path});
+  EXPECT_EQ(v.exit_code, 0) << v.err << ReadFile(path);
+}
+#endif
 
 }  // namespace hangwatch::testing
 

@@ -29,10 +29,6 @@ namespace {
 
 const std::string kCli = HANGWATCH_CLI;
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 // A free loopback port (bound, then released for the server to take).
 int FreePort() {
   const int s = socket(AF_INET, SOCK_STREAM, 0);

@@ -17,15 +17,6 @@ namespace {
 
 const std::string kCli = HANGWATCH_CLI;
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-void ExpectValidJunit(const std::string& path) {
-  const auto v = RunCommand({"/usr/bin/xmllint", "--noout", "--schema", JUNIT_XSD, path});
-  EXPECT_EQ(v.exit_code, 0) << v.err << ReadFile(path);
-}
-
 // A hang of "app" whose dominant stack is `symbols` (innermost first) above main.
 HangRecord Hang(const std::string& signature, const std::vector<std::string>& symbols,
                 uint64_t duration_ms) {

@@ -19,9 +19,7 @@
 namespace hangwatch::tools {
 namespace {
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
+using hangwatch::testing::Has;
 
 Frame AppFrame(const std::string& symbol, uint64_t offset, const std::string& file = "",
                int line = 0) {

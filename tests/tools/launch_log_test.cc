@@ -33,10 +33,6 @@ using tools::LaunchLog;
 using tools::ParseLaunchLog;
 using tools::ReadLaunchLog;
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 std::string SelfExe() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);

@@ -14,10 +14,6 @@ namespace {
 
 const std::string kCli = HANGWATCH_CLI;
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 class ReportCommand : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

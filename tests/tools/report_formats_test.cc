@@ -14,6 +14,7 @@
 namespace hangwatch::tools {
 namespace {
 
+using hangwatch::testing::Has;
 using hangwatch::testing::ReadFile;
 using hangwatch::testing::RunCommand;
 using hangwatch::testing::TempDir;
@@ -25,10 +26,6 @@ Report Load(const std::string& name) {
   EXPECT_TRUE(ParseJsonLines(ReadFile(std::string(FUZZ_CORPUS_DIR) + "/" + name), &r, &error))
       << error;
   return r;
-}
-
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
 }
 
 TEST(ReportFormats, TextHasTheSectionsOfAHangReport) {

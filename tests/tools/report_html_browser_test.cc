@@ -32,10 +32,6 @@ std::string Lower(std::string s) {
   return s;
 }
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 // "393 ms", "5.54 s", "2 min 3 s" -> ms (as the page's fmtMs writes them).
 double Ms(const std::string& text) {
   const double v = std::stod(text);

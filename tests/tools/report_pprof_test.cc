@@ -18,10 +18,6 @@ namespace {
 const std::string kCli = HANGWATCH_CLI;
 const std::string kGo = "/usr/bin/go";
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 class ReportPprof : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

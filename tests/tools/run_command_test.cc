@@ -19,15 +19,6 @@ namespace {
 
 const std::string kCli = HANGWATCH_CLI;
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-void ExpectValidJunit(const std::string& path) {
-  const auto v = RunCommand({"/usr/bin/xmllint", "--noout", "--schema", JUNIT_XSD, path});
-  EXPECT_EQ(v.exit_code, 0) << v.err << ReadFile(path);
-}
-
 TEST(RunCommand, StallingProgramFailsWithThreeAndNamesTheCulprit) {
   TempDir dir;
   const auto r = RunCommand({kCli, "run", "--threshold-ms", "100", "--sample-ms", "10",

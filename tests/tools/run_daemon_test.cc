@@ -26,10 +26,6 @@ constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kRedisServer[] = "/usr/bin/redis-server";
 constexpr char kRedisCli[] = "/usr/bin/redis-cli";
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 // Polls `done` every 20 ms until it holds or `seconds` have passed.

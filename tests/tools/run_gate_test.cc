@@ -16,10 +16,6 @@ namespace {
 
 const std::string kCli = HANGWATCH_CLI;
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 bool Exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;

@@ -22,10 +22,6 @@ namespace {
 
 const std::string kCli = HANGWATCH_CLI;
 
-bool Has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 // A hang line of a fleet: host, build label, start time, duration, signature, culprit.
 std::string FleetLine(const std::string& host, const std::string& build, int64_t start,
                       int duration, const std::string& signature, const std::string& culprit) {
