@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -31,6 +30,7 @@
 #include "agent/spdlog_reporter.h"
 #include "agent/stack_identity.h"
 #include "agent/stall_monitor.h"
+#include "agent/watchdog_sleep.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/spdlog.h"
 #include "symbols/cfi_unwinder.h"
@@ -51,6 +51,7 @@ namespace agent {
 namespace {
 
 constexpr uint64_t kNsPerMs = 1'000'000;
+constexpr uint64_t kLivenessCheckNs = 1'000'000'000;
 
 Status Validate(const Config& c) {
   if (c.threshold.count() <= 0) {
@@ -130,7 +131,7 @@ class Agent final : public MonitorListener {
   // forever). What it holds of the process (the sampling signal, descriptors) is given back.
   // Async-signal-safe: system calls and atomic stores only.
   void AbandonAfterFork() {
-    stop_ = true;  // the forking thread may be the watchdog itself (a callback that forks)
+    stop_.store(true);  // the forking thread may be the watchdog itself (a callback that forks)
 #if !defined(__APPLE__)
     if (signal_sampler_ != nullptr) {
       unwind::SignalSampler::ForgetAfterFork();
@@ -259,6 +260,9 @@ class Agent final : public MonitorListener {
   }
 
   void StartThread() {
+    // Armed before the thread runs: an _exit() right after Start() finds a watchdog to ask
+    // (which sees the request before its first tick).
+    ExitFlushArm();
     // The watchdog must not take the application's process-directed signals: block every
     // asynchronous signal in it (the new thread inherits the mask).
     sigset_t all, old;
@@ -273,12 +277,15 @@ class Agent final : public MonitorListener {
 
   // Joins the watchdog and uninstalls the sampler (restoring the signal's disposition).
   void StopThread() {
+    if (thread_.joinable() && thread_.get_id() == std::this_thread::get_id()) {
+      // The watchdog itself, in exit(): when the watched thread ended with pthread_exit() and
+      // the watchdog, having noticed, was the last thread to return, glibc calls exit(0) on
+      // it, and the exit handlers and static destructors run here. Its loop is over.
+      thread_.detach();
+    }
     if (thread_.joinable()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        stop_ = true;
-      }
-      cv_.notify_all();
+      stop_.store(true, std::memory_order_release);
+      WakeWatchdog();
       thread_.join();
       if (lag_) DisablePassTimer();
       final_state_.store(internal::g_run_loop_state.load(std::memory_order_relaxed),
@@ -354,6 +361,14 @@ class Agent final : public MonitorListener {
   void OnHangDiscarded() override {
     if (open_file_) {
       open_file_->Clear();
+    }
+  }
+  void OnSamplingSignalTaken() override {
+    if (logger_) {
+      logger_->warn(
+          "hangwatch: the application replaced the handler of signal {} (hangwatch's sampling "
+          "signal); running threads are no longer sampled, threads asleep in the kernel still are",
+          signal_.load());
     }
   }
   void OnHangClosed(const HangData& hang) override {
@@ -447,11 +462,24 @@ class Agent final : public MonitorListener {
       fatal_reported_ = std::move(fatal_);
       fatal_.reset();
     }
-    ExitFlushArm(options_.check_interval_ns);
-    std::unique_lock<std::mutex> lock(mu_);
-    // An _exit() that asks for the last records (exit_flush.h) ends the loop as Stop() does.
-    while (!stop_ && !ExitFlushRequested()) {
-      lock.unlock();
+    uint64_t next_liveness_ns = 0;
+    bool watched_thread_exited = false;
+    // Stop() and an _exit() that asks for the last records (exit_flush.h) both wake the sleep
+    // (watchdog_sleep.h) and end the loop.
+    for (;;) {
+      const uint32_t wakeups = WatchdogWakeups();
+      if (stop_.load(std::memory_order_acquire) || ExitFlushRequested()) break;
+      // The watched thread can end without Stop(): a main thread that calls pthread_exit()
+      // leaves the process to its other threads, and when the watchdog is the last of them
+      // (blocking every signal) the process would never end nor take a SIGTERM. Looked at
+      // once a second; a watchdog whose thread is gone ends as at Stop().
+      if (MonotonicNs() >= next_liveness_ns) {
+        if (env_->ThreadExited(main_)) {
+          watched_thread_exited = true;
+          break;
+        }
+        next_liveness_ns = MonotonicNs() + kLivenessCheckNs;
+      }
       uint64_t next;
       {
         std::lock_guard<std::mutex> busy(busy_mu_);
@@ -459,12 +487,14 @@ class Agent final : public MonitorListener {
         if (lag_ && MonotonicNs() >= lag_->due_ns()) ReportLag();
         if (lag_) next = std::min(next, lag_->due_ns());
       }
-      lock.lock();
-      const std::chrono::steady_clock::time_point when{std::chrono::nanoseconds(next)};
-      cv_.wait_until(lock, when, [this] { return stop_; });
+      next = std::min(next, next_liveness_ns);
+      if (stop_.load(std::memory_order_acquire) || ExitFlushRequested()) break;
+      WatchdogSleepUntil(next, wakeups);
     }
-    lock.unlock();
     std::lock_guard<std::mutex> busy(busy_mu_);
+    if (watched_thread_exited && logger_) {
+      logger_->warn("hangwatch: the watched thread {} has exited; the watchdog stops", main_.tid);
+    }
     monitor_->Finish();
     if (lag_) ReportLag();  // the last interval, however short
     if (ExitFlushRequested()) ExitFlushDone();
@@ -496,9 +526,8 @@ class Agent final : public MonitorListener {
   std::atomic<uint64_t> final_state_{kNoState};  // g_run_loop_state when the watchdog stopped
   std::unique_ptr<StallMonitor> monitor_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  std::mutex mu_;  // fatal_reported_
+  std::atomic<bool> stop_{false};
   std::thread thread_;
   std::mutex busy_mu_;  // held by the watchdog while it works (LockForFork)
 };

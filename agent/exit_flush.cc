@@ -4,15 +4,19 @@
 
 #include <atomic>
 
+#include "agent/watchdog_sleep.h"
+
 namespace hangwatch::agent {
 namespace {
 
-// How long the records may take to write once the watchdog has seen the request: a lag line and
-// at most one hang (symbolized in process; the first symbolization of a module reads its tables).
-constexpr uint64_t kWriteMarginNs = 500'000'000;
-constexpr long kPollNs = 1'000'000;
+// How long an exit waits for the records, whatever the threshold: the request wakes the
+// watchdog at once (watchdog_sleep.h), which then writes a lag line and at most one hang. A
+// watchdog that cannot answer in time (in the middle of a capture, or of the first
+// symbolization of a large module) loses them rather than hold the exit up.
+constexpr uint64_t kMaxWaitNs = 50'000'000;
+constexpr long kPollNs = 500'000;
 
-std::atomic<uint64_t> g_max_wait_ns{0};  // 0: no watchdog polls
+std::atomic<uint64_t> g_max_wait_ns{0};  // 0: no watchdog runs
 std::atomic<uint32_t> g_requested{0};
 std::atomic<uint32_t> g_done{0};
 
@@ -28,6 +32,7 @@ bool FlushBeforeExit() noexcept {
   const uint64_t bound = g_max_wait_ns.load(std::memory_order_acquire);
   if (bound == 0) return false;
   g_requested.store(1, std::memory_order_release);
+  WakeWatchdog();
   const uint64_t deadline = NowNs() + bound;
   while (g_done.load(std::memory_order_acquire) == 0) {
     // Disarmed meanwhile: Stop() ran on another thread and wrote the records itself.
@@ -39,10 +44,10 @@ bool FlushBeforeExit() noexcept {
   return true;
 }
 
-void ExitFlushArm(uint64_t tick_ns) noexcept {
+void ExitFlushArm() noexcept {
   g_requested.store(0, std::memory_order_relaxed);
   g_done.store(0, std::memory_order_relaxed);
-  g_max_wait_ns.store(tick_ns + kWriteMarginNs, std::memory_order_release);
+  g_max_wait_ns.store(kMaxWaitNs, std::memory_order_release);
 }
 
 void ExitFlushDisarm() noexcept { g_max_wait_ns.store(0, std::memory_order_release); }

@@ -3,11 +3,12 @@
 // moment and the lag interval under way. exit() does not need it: Stop() runs from atexit.
 //
 // _exit() may be called from a signal handler that interrupted any code, including the agent's
-// own or malloc, so the caller only sets an atomic word and polls another with nanosleep (both
-// async-signal-safe). The watchdog thread, in normal context, sees the request at its next tick,
-// writes the records as Stop() would, and answers. If it cannot answer in time (it is stuck
-// behind a lock the interrupted thread holds), the caller gives up and the process exits
-// without the records: an exit is never held up for longer than the bound.
+// own or malloc, so the caller only sets an atomic word, wakes the watchdog's sleep (a futex,
+// watchdog_sleep.h) and polls another word with nanosleep (all async-signal-safe). The watchdog
+// thread, in normal context, wakes at once, writes the records as Stop() would, and answers. If
+// it cannot answer within 50 ms (it is in the middle of a capture, or stuck behind a lock the
+// interrupted thread holds), the caller gives up and the process exits without the records: an
+// exit is never held up for longer than that, whatever the threshold.
 //
 // One agent per process: the state is a process-wide singleton, armed while a watchdog runs.
 #ifndef HANGWATCH_AGENT_EXIT_FLUSH_H_
@@ -18,14 +19,13 @@
 namespace hangwatch::agent {
 
 // Caller side, from any thread and any context (async-signal-safe): asks the running agent's
-// watchdog to write its last records and waits for it, at most the bound given at Arm. True
+// watchdog to write its last records and waits for it, at most 50 ms. True
 // when the watchdog answered; false when no agent runs or the bound passed.
 bool FlushBeforeExit() noexcept;
 
 // Watchdog side.
-// Armed by a watchdog that polls ExitFlushRequested() at least every `tick_ns`; the caller
-// waits up to that plus a margin for the writing itself.
-void ExitFlushArm(uint64_t tick_ns) noexcept;
+// Armed by a watchdog that checks ExitFlushRequested() whenever WakeWatchdog() ends its sleep.
+void ExitFlushArm() noexcept;
 // No watchdog polls any more (it stopped, or this is a forked child, where it does not exist).
 void ExitFlushDisarm() noexcept;
 bool ExitFlushRequested() noexcept;

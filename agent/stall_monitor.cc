@@ -306,6 +306,10 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   // Waiting for the target is planned, up to the capture's timeout; anything longer (the
   // process was stopped meanwhile) stays unexplained for the next tick's accounting.
   blocked_ns_ += std::min(env_->MonotonicNs() - before, options_.capture_wait_ns);
+  if (status == unwind::CaptureStatus::kSignalTaken && !signal_taken_told_) {
+    signal_taken_told_ = true;
+    listener_->OnSamplingSignalTaken();
+  }
   const bool ok = status == unwind::CaptureStatus::kOk && buffer_.num_frames > 0;
   if (ok) {
     UnwindCapture();

@@ -81,6 +81,9 @@ class MonitorListener {
   virtual void OnHangClosed(const HangData& hang) = 0;
   // The open hang was dropped (a debugger is attached and reporting under it is off).
   virtual void OnHangDiscarded() {}
+  // The application replaced the sampling signal's handler (CaptureStatus::kSignalTaken): no
+  // signal is sent any more; threads asleep in the kernel are still read through /proc. Once.
+  virtual void OnSamplingSignalTaken() {}
 };
 
 class StallMonitor {
@@ -160,6 +163,7 @@ class StallMonitor {
   uint64_t blocked_ns_ = 0;  // bounded waits (captures) during the last tick
   uint64_t initial_passes_ = 0;
   uint64_t next_hang_id_ = 0;
+  bool signal_taken_told_ = false;
 
   // The pass being followed.
   bool stopped_since_read_ = false;  // a gap counted as stopped since the last state read

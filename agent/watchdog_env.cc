@@ -1,8 +1,11 @@
 #include "agent/watchdog_env.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include "unwind/proc_files.h"
 
@@ -29,6 +32,16 @@ class SystemEnv final : public WatchdogEnv {
     return true;
   }
   char SchedState(const unwind::ThreadInfo& thread) override { return ReadSchedState(thread.tid); }
+  bool ThreadExited(const unwind::ThreadInfo& thread) override {
+    const char state = ReadSchedState(thread.tid);
+    if (state == 'Z' || state == 'X') return true;
+    // Unreadable: gone from /proc/self/task, or /proc itself is not there. Only the first
+    // means exited.
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d", static_cast<int>(thread.tid));
+    return state == '?' && access(path, F_OK) != 0 && errno == ENOENT &&
+           access("/proc/self/task", F_OK) == 0;
+  }
   bool DebuggerAttached() override { return ReadTracerPid() != 0; }
   bool OwnSchedStat(uint64_t* cpu_ns, uint64_t* run_delay_ns) override {
     // Opened once, on the watchdog thread (thread-self is resolved at open), read with pread.

@@ -23,6 +23,12 @@ class WatchdogEnv {
   virtual bool ThreadCpuNs(const unwind::ThreadInfo& thread, uint64_t* out) = 0;
   // Scheduler state letter of `thread` (R, S, D, T, ...), '?' when unknown.
   virtual char SchedState(const unwind::ThreadInfo& thread) = 0;
+  // `thread` has ended: a main thread that called pthread_exit() stays a zombie ('Z') while the
+  // process lives; another thread's entry goes. False when unknown.
+  virtual bool ThreadExited(const unwind::ThreadInfo& thread) {
+    const char state = SchedState(thread);
+    return state == 'Z' || state == 'X';
+  }
   // A tracer (debugger) is attached to this process (TracerPid in /proc/self/status).
   virtual bool DebuggerAttached() = 0;
   // The CALLING thread's (the watchdog's) total time on a CPU and total time runnable but

@@ -108,6 +108,15 @@ void Handler(int /*signal*/, siginfo_t* info, void* context) {
   errno = saved_errno;
 }
 
+// True when `signal` still runs Handler (sigaction() is async-signal-safe).
+bool HandlerIsOurs(int signal) {
+  struct sigaction now {};
+  if (sigaction(signal, nullptr, &now) != 0) {
+    return false;
+  }
+  return (now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == Handler;
+}
+
 bool IsFree(const struct sigaction& action) {
   return (action.sa_flags & SA_SIGINFO) == 0 ? action.sa_handler == SIG_DFL
                                              : action.sa_sigaction == nullptr;
@@ -247,13 +256,16 @@ SignalChannel::~SignalChannel() {
     const timespec pause{0, 100'000};
     nanosleep(&pause, nullptr);
   }
-  // Setting SIG_IGN discards instances still pending in any thread (e.g. one that blocks the
-  // signal); restoring SIG_DFL with them pending would kill the process once unblocked.
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(signal_, &ignore, nullptr);
-  sigaction(signal_, &old_action_, nullptr);
+  // The application replaced our handler: the signal is its own now; leave it as it is.
+  if (HandlerIsOurs(signal_)) {
+    // Setting SIG_IGN discards instances still pending in any thread (e.g. one that blocks the
+    // signal); restoring SIG_DFL with them pending would kill the process once unblocked.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(signal_, &ignore, nullptr);
+    sigaction(signal_, &old_action_, nullptr);
+  }
   g_state.active.store(false, std::memory_order_release);
 }
 
@@ -262,8 +274,10 @@ void SignalChannel::ForgetAfterFork() {
     return;
   }
   // Signals pending in the parent are not inherited by the child, so the old disposition can
-  // be restored directly.
-  sigaction(g_state.signal, &g_state.old_action, nullptr);
+  // be restored directly (unless the application has made the signal its own meanwhile).
+  if (HandlerIsOurs(g_state.signal)) {
+    sigaction(g_state.signal, &g_state.old_action, nullptr);
+  }
   g_state.word.store(g_state.next_seq++ << kSeqShift, std::memory_order_relaxed);
   g_state.target_tid.store(0, std::memory_order_relaxed);
   g_state.signal = 0;
@@ -297,6 +311,10 @@ SignalChannel::Outcome SignalChannel::Prepare() {
 }
 
 SignalChannel::Outcome SignalChannel::Send(pid_t tid) {
+  if (handler_replaced_ || !HandlerIsOurs(signal_)) {
+    handler_replaced_ = true;
+    return Outcome::kHandlerReplaced;
+  }
   if (blocked_tid_known_ && tid == tid_) {
     // The last request to this thread found the signal blocked and left one instance pending;
     // don't queue more until it unblocks.

@@ -34,12 +34,13 @@ using SignalBody = void (*)(void* arg, const ucontext_t* context);
 class SignalChannel {
  public:
   enum class Outcome : uint8_t {
-    kDone,           // the body ran for this request; its output may be read until Release()
-    kThreadExited,   // tgkill said ESRCH, or the thread is a zombie
-    kSignalBlocked,  // no answer, and the thread has the signal in SigBlk
-    kTimedOut,       // no answer within the timeout
-    kBusy,           // an earlier request was claimed and is still running
-    kError,          // tgkill failed otherwise (errno in error_number())
+    kDone,             // the body ran for this request; its output may be read until Release()
+    kThreadExited,     // tgkill said ESRCH, or the thread is a zombie
+    kSignalBlocked,    // no answer, and the thread has the signal in SigBlk
+    kTimedOut,         // no answer within the timeout
+    kBusy,             // an earlier request was claimed and is still running
+    kError,            // tgkill failed otherwise (errno in error_number())
+    kHandlerReplaced,  // the application changed the signal's disposition: nothing is sent
   };
 
   // Installs the handler for `signal` (0: the highest free real-time signal). Fails, with a
@@ -48,7 +49,8 @@ class SignalChannel {
   static std::unique_ptr<SignalChannel> Create(int signal, SignalBody body, void* arg,
                                                std::string* error);
   // Waits (bounded) for a claimed request to finish, discards pending instances of the
-  // signal, and restores the previous disposition.
+  // signal, and restores the previous disposition, unless the application has replaced ours
+  // meanwhile: then its own disposition stays.
   ~SignalChannel();
   SignalChannel(const SignalChannel&) = delete;
   SignalChannel& operator=(const SignalChannel&) = delete;
@@ -59,7 +61,10 @@ class SignalChannel {
   // scheduler state before the signal is sent, and CPU time while the target answers).
   // Prepare(): kDone when a new request may be sent, else kBusy.
   Outcome Prepare();
-  // Publishes a request for `tid` and sends the signal.
+  // Publishes a request for `tid` and sends the signal. First checks that the handler is still
+  // ours (one sigaction() call): an application that reset the signal to SIG_DFL would be
+  // killed by it, one that installed its own handler would receive signals it never asked for.
+  // Once the handler is found replaced, nothing is ever sent again (kHandlerReplaced).
   Outcome Send(pid_t tid);
   // Waits until `deadline` (CLOCK_MONOTONIC ns) for the body to finish; abandons on timeout.
   Outcome Wait(uint64_t deadline_ns, uint64_t claimed_grace_ns);
@@ -70,6 +75,8 @@ class SignalChannel {
   Outcome Request(pid_t tid, std::chrono::nanoseconds timeout);
 
   int error_number() const { return error_number_; }
+  // True once Send() found the handler replaced.
+  bool handler_replaced() const { return handler_replaced_; }
   // True while a claimed request is still running in some thread (its body may still write).
   static bool CaptureInFlight();
   // Process-wide counters since start: signals the handler ignored (not ours, or stale) and
@@ -95,6 +102,7 @@ class SignalChannel {
   int error_number_ = 0;
   uint64_t spin_ns_ = 5'000;
   bool blocked_tid_known_ = false;  // tid_ blocked the signal at the last request
+  bool handler_replaced_ = false;
   struct sigaction old_action_ {};  // restored by the destructor
 };
 

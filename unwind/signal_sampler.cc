@@ -132,6 +132,8 @@ CaptureStatus StatusOf(SignalChannel::Outcome outcome) {
       return CaptureStatus::kBusy;
     case SignalChannel::Outcome::kError:
       return CaptureStatus::kError;
+    case SignalChannel::Outcome::kHandlerReplaced:
+      return CaptureStatus::kSignalTaken;
   }
   return CaptureStatus::kError;
 }

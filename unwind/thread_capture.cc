@@ -54,6 +54,8 @@ const char* CaptureStatusName(CaptureStatus status) {
       return "busy: an abandoned request is still in flight";
     case CaptureStatus::kNotStarted:
       return "sampler not started";
+    case CaptureStatus::kSignalTaken:
+      return "the application replaced the sampling signal's handler";
     case CaptureStatus::kError:
       return "error";
   }

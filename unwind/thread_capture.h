@@ -39,6 +39,7 @@ enum class CaptureStatus : uint8_t {
   kTimedOut,       // no answer within the timeout (stopped, uninterruptible sleep, ...)
   kBusy,           // an earlier, abandoned request is still being answered
   kNotStarted,     // the sampler is not installed
+  kSignalTaken,    // the application replaced the sampling signal's handler: nothing was sent
   kError,          // anything else (errno-level failure)
 };
 const char* CaptureStatusName(CaptureStatus status);

@@ -3,9 +3,11 @@
 #ifndef HANGWATCH_TESTS_INTEGRATIONS_CHILD_PROCESS_H_
 #define HANGWATCH_TESTS_INTEGRATIONS_CHILD_PROCESS_H_
 
+#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -79,6 +81,29 @@ class ChildProcess {
       if (n <= 0) return false;
       buf_.append(b, static_cast<size_t>(n));
     }
+  }
+
+  // Waits at most `bound` for the exit: the exit code, 128 + signal, or -1 when the child
+  // was still running (it is then killed). A bound for a child that must end by itself.
+  int WaitAtMost(std::chrono::milliseconds bound) {
+    const auto deadline = std::chrono::steady_clock::now() + bound;
+    int status = 0;
+    while (true) {
+      const pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) break;
+      if (r < 0 && errno != EINTR) return -2;
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        Wait();
+        return -1;
+      }
+      struct timespec step {
+        0, 1'000'000
+      };
+      nanosleep(&step, nullptr);
+    }
+    waited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
   // Waits for the exit; the exit code, or 128 + signal.
