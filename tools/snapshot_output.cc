@@ -201,8 +201,8 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
         line += HexTo(f.offset, hex);
         line += ')';
       }
-      line += '\n';
       if (!IsTerminalSafe(line)) line = EscapeForTerminal(line);
+      line += '\n';
       std::fwrite(line.data(), 1, line.size(), stdout);
       if (!f.inlined) ++n;
     }
