@@ -186,6 +186,41 @@ TEST(RunCommand, PreloadLibOnlyFromTheInstallationAndOnlyIfNoOneElseCanWriteIt) 
   }
 }
 
+// An installed layout, PREFIX/bin/hangwatch and PREFIX/lib/libhangwatch_preload.so: the shim
+// is found in ../lib, and refused when a directory above it lets others swap it.
+TEST(RunCommand, InstalledShimIsRefusedWhenADirectoryAboveItIsWritableByOthers) {
+  TempDir prefix;  // in /tmp: sticky, so others may write there but not rename our directory
+  ASSERT_EQ(mkdir((prefix / "bin").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((prefix / "lib").c_str(), 0755), 0);
+  const std::string cli = prefix / "bin/hangwatch";
+  WriteFile(cli, ReadFile(kCli));
+  ASSERT_EQ(chmod(cli.c_str(), 0755), 0);
+  ShimCopy shim(prefix / "lib/libhangwatch_preload.so");
+  ASSERT_EQ(chmod(prefix.path().c_str(), 0755), 0);
+  auto run = [&] { return RunCommand({cli, "run", "--", STALL_PROGRAM, "0", "0"}); };
+  const auto ok = run();
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(Has(ok.err, "watched 1 process")) << ok.err;
+
+  ASSERT_EQ(chmod(prefix.path().c_str(), 0757), 0);
+  const auto refused = run();
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_EQ(refused.err, "hangwatch run: libhangwatch_preload.so is refused: " + prefix.path() +
+                             " is writable by others\n");
+  ASSERT_EQ(chmod(prefix.path().c_str(), 0755), 0);
+
+  // Another user's binary and shim (the tests run as root, or as its owner: chown to nobody):
+  // whoever owns the binary decides what runs anyway; a third user's shim is refused.
+  if (chown(cli.c_str(), 65534, 65534) == 0 && chown(shim.path().c_str(), 65534, 65534) == 0) {
+    const auto owner = run();
+    EXPECT_EQ(owner.exit_code, 0) << owner.err;
+    ASSERT_EQ(chown(shim.path().c_str(), 65533, 65533), 0);
+    const auto third = run();
+    EXPECT_EQ(third.exit_code, 2) << third.err;
+    EXPECT_TRUE(Has(third.err, "is owned by uid 65533")) << third.err;
+  }
+}
+
 // An event-loop program in Python for the rotation test: it reaches its loop (select), hangs
 // 400 ms, then waits in select() on the FIFO argv[1] (idle, as far as the agent knows) until the
 // test writes a byte, hangs 400 ms again and exits.
