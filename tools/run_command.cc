@@ -85,7 +85,8 @@ constexpr char kUsageTail[] =
     "relative to it, and in the build tree; $HANGWATCH_PRELOAD_LIB may name another file in\n"
     "those directories, nowhere else. It, its directory and the directories above them must\n"
     "belong to root, to you or to the owner of this program and be writable by no one else\n"
-    "(it is loaded into every process COMMAND starts, as root under sudo). Exit\n"
+    "(a sticky directory such as /tmp above its own excepted): it is loaded into every\n"
+    "process COMMAND starts, as root under sudo. Exit\n"
     "status 2: bad usage, the shim is missing or refused, or --report / --junit cannot be\n"
     "written (checked before COMMAND starts; so are the baseline and allow files); 127:\n"
     "COMMAND cannot be executed.\n";
