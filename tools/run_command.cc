@@ -86,9 +86,10 @@ constexpr char kUsageTail[] =
     "those directories, nowhere else. It, its directory and the directories above them must\n"
     "belong to root, to you or to the owner of this program and be writable by no one else\n"
     "(a sticky directory such as /tmp above its own excepted): it is loaded into every\n"
-    "process COMMAND starts, as root under sudo. Exit\n"
-    "status 2: bad usage, the shim is missing or refused, or --report / --junit cannot be\n"
-    "written (checked before COMMAND starts; so are the baseline and allow files); 127:\n"
+    "process COMMAND starts, as root under sudo.\n"
+    "\n"
+    "Exit status 2: bad usage, the shim is missing or refused, or --report / --junit cannot\n"
+    "be written (checked before COMMAND starts; so are the baseline and allow files); 127:\n"
     "COMMAND cannot be executed.\n";
 
 // Every message of `run` goes through EscapeForTerminal: process names and paths come from the
