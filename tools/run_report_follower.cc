@@ -58,8 +58,9 @@ bool ReportFollower::Seen(dev_t dev, ino_t ino) const {
 void ReportFollower::Take(const std::string& name, off_t from) {
   struct stat st;
   if (stat(name.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || Seen(st.st_dev, st.st_ino)) return;
-  // O_NONBLOCK: whatever is there now, an open never waits (a FIFO put in its place).
-  const int fd = open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+  // O_NONBLOCK: whatever is there now, an open never waits (a FIFO put in its place). A
+  // symbolic link is followed, as the writers follow it: --report may name one.
+  const int fd = open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || Seen(st.st_dev, st.st_ino)) {
     close(fd);
