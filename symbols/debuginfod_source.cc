@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "symbols/elf_file.h"
 #include "symbols/shared_library.h"
+#include "symbols/url_credentials.h"
 
 namespace hangwatch::symbols {
 namespace {
@@ -93,10 +94,12 @@ int ShowProgress(debuginfod_client* client, long a, long b) {
   if (d->shown && now - d->last_shown < std::chrono::seconds(1)) return 0;
   d->shown = true;
   d->last_shown = now;
+  // The server's URL as $DEBUGINFOD_URLS names it, which may hold a user name and password.
   const char* url = lib.get_url(client);
   std::string line =
       absl::StrCat(d->tty ? "\r" : "", "hangwatch: downloading debug info ", d->build_id,
-                   url != nullptr ? " from " : "", url != nullptr ? url : "", ": ", Megabytes(a));
+                   url != nullptr ? " from " : "", url != nullptr ? RedactUrlCredentials(url) : "",
+                   ": ", Megabytes(a));
   if (b > 0) absl::StrAppend(&line, " of ", Megabytes(b), " (", a * 100 / b, "%)");
   absl::StrAppend(
       &line, absl::StrFormat(", %.0f s", std::chrono::duration<double>(now - d->start).count()));

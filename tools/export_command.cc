@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "symbols/url_credentials.h"
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
 #include "tools/flag_value.h"
@@ -24,6 +25,7 @@
 #include "tools/otlp_state.h"
 #include "tools/report_reader.h"
 #include "tools/report_symbolize.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -41,8 +43,12 @@ constexpr char kUsage[] =
     "\n"
     "  --otlp URL            the endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)\n"
     "  --protocol P          http/json (default) or http/protobuf\n"
-    "  --header K=V          an HTTP header for every request (authentication); repeatable\n"
-    "                        (also from $OTEL_EXPORTER_OTLP_HEADERS=\"k=v,k=v\")\n"
+    "  --header K=V          an HTTP header for every request (authentication); repeatable.\n"
+    "                        Also from $OTEL_EXPORTER_OTLP_HEADERS=\"k=v,k=v\" (values\n"
+    "                        percent-decoded: \"Authorization=Basic%20...\"), which keeps\n"
+    "                        secrets out of the command line that every user can read in\n"
+    "                        /proc/PID/cmdline (ps); messages never show header values or a\n"
+    "                        URL's user:password\n"
     "  --state FILE          remember how far each input file was sent (by device, inode and\n"
     "                        first bytes, so rotated files keep their place) and start there:\n"
     "                        a job run every few minutes sends each hang once\n"
@@ -65,8 +71,14 @@ constexpr char kUsage[] =
 constexpr int kExitDelivery = 1;
 constexpr size_t kMaxBatch = 512;
 
+// Every message may name the endpoint (with its user:password) and quote the server's answer
+// (any bytes): credentials are redacted and control characters escaped.
+std::string ForLog(std::string_view message) {
+  return EscapeForTerminal(symbols::RedactUrlCredentials(message));
+}
+
 int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "hangwatch export: %s\n", message.c_str());
+  std::fprintf(stderr, "hangwatch export: %s\n", ForLog(message).c_str());
   return code;
 }
 
@@ -96,6 +108,72 @@ std::string HeaderLine(std::string_view kv) {
     if (c == ' ' || c == '\t') return "";
   }
   return std::string(key) + ": " + std::string(value);
+}
+
+// A header as a message may show it: its name, never its value ("Authorization: ***"); "***"
+// when no name can be told from it.
+std::string RedactedHeader(std::string_view kv) {
+  const size_t cut = kv.find_first_of("=:");
+  if (cut == 0 || cut == std::string_view::npos) return "***";
+  return std::string(kv.substr(0, cut + 1)) + "***";
+}
+
+// `s` with each "%XX" (two hex digits) replaced by its byte; anything else is kept as it is.
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  auto hex = [](char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::string_view Trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// $OTEL_EXPORTER_OTLP_HEADERS as the OpenTelemetry specification defines it: "k=v,k=v", each
+// key and value trimmed of white space and the value percent-decoded (W3C Baggage encoding).
+// An entry that does not make a header line (no '=', an empty key, a decoded CR, LF or NUL,
+// which would smuggle in another header) is left out with one note naming its key at most.
+std::vector<std::string> OtelHeaders(std::string_view all) {
+  std::vector<std::string> out;
+  while (!all.empty()) {
+    const size_t comma = all.find(',');
+    const std::string_view entry = all.substr(0, comma);
+    all = comma == std::string_view::npos ? std::string_view() : all.substr(comma + 1);
+    if (Trimmed(entry).empty()) continue;
+    const size_t eq = entry.find('=');
+    std::string line;
+    if (eq != std::string_view::npos) {
+      const std::string value = PercentDecode(Trimmed(entry.substr(eq + 1)));
+      if (value.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos) {
+        line = HeaderLine(std::string(Trimmed(entry.substr(0, eq))) + "=" + value);
+      }
+    }
+    if (line.empty()) {
+      std::fprintf(stderr,
+                   "hangwatch export: $OTEL_EXPORTER_OTLP_HEADERS: '%s' is not a header "
+                   "(KEY=VALUE), left out\n",
+                   ForLog(RedactedHeader(Trimmed(entry))).c_str());
+      continue;
+    }
+    out.push_back(line);
+  }
+  return out;
 }
 
 // One input file.
@@ -131,7 +209,7 @@ struct Exporter {
         SymbolizeReport(symbolize_options, &report, &warnings);
         for (const std::string& w : warnings) {
           if (warned.insert(w).second) {
-            std::fprintf(stderr, "hangwatch export: warning: %s\n", w.c_str());
+            std::fprintf(stderr, "hangwatch export: warning: %s\n", ForLog(w).c_str());
           }
         }
         batch = std::move(report.hangs);
@@ -213,15 +291,7 @@ int Run(int argc, char** argv) {
   long batch_size = kMaxBatch;
   Exporter ex;
   if (const char* e = std::getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) endpoint = e;
-  if (const char* h = std::getenv("OTEL_EXPORTER_OTLP_HEADERS")) {
-    std::string_view all = h;
-    while (!all.empty()) {
-      const size_t comma = all.find(',');
-      const std::string line = HeaderLine(all.substr(0, comma));
-      if (!line.empty()) headers.push_back(line);
-      all = comma == std::string_view::npos ? std::string_view() : all.substr(comma + 1);
-    }
-  }
+  if (const char* h = std::getenv("OTEL_EXPORTER_OTLP_HEADERS")) headers = OtelHeaders(h);
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     std::string v;
@@ -245,7 +315,10 @@ int Run(int argc, char** argv) {
       protocol = v;
     } else if (value("--header")) {
       const std::string line = HeaderLine(v);
-      if (line.empty()) return Fail(kExitUsage, "--header wants NAME=VALUE, not '" + v + "'");
+      if (line.empty()) {
+        return Fail(kExitUsage, "--header wants NAME=VALUE (one line), not '" + RedactedHeader(v) +
+                                    "' (values are not shown)");
+      }
       headers.push_back(line);
     } else if (value("--state")) {
       state_path = v;
@@ -340,7 +413,7 @@ int Run(int argc, char** argv) {
     if (got >= 2 && static_cast<unsigned char>(magic[0]) == 0x1f &&
         static_cast<unsigned char>(magic[1]) == 0x8b) {
       std::fprintf(stderr, "hangwatch export: %s: gzip-compressed, skipped (gunzip it first)\n",
-                   in.path.c_str());
+                   ForLog(in.path).c_str());
       continue;
     }
     if (got == 8 && std::memcmp(magic, "HWOPENHG", 8) == 0) {
@@ -349,7 +422,7 @@ int Run(int argc, char** argv) {
       Report one;
       std::string error;
       if (!ReadReportFile(in.path, &one, &error)) {
-        std::fprintf(stderr, "hangwatch export: %s, skipped\n", error.c_str());
+        std::fprintf(stderr, "hangwatch export: %s, skipped\n", ForLog(error).c_str());
         continue;
       }
       in.consumed = static_cast<uint64_t>(st.st_size);
@@ -365,7 +438,7 @@ int Run(int argc, char** argv) {
       std::fprintf(stderr,
                    "hangwatch export: %s: skipped %zu line(s) that do not decode (torn writes, "
                    "another format version) and %zu record(s) of other types\n",
-                   in.path.c_str(), skipped.bad, skipped.other);
+                   ForLog(in.path).c_str(), skipped.bad, skipped.other);
     }
   }
   if (ok) ok = ex.Flush();
@@ -375,7 +448,7 @@ int Run(int argc, char** argv) {
     return Fail(kExitDelivery, ex.error + " (" + std::to_string(ex.sent) + " hang(s) sent before)");
   }
   std::printf("hangwatch export: %zu hang(s) sent in %zu request(s) to %s\n", ex.sent, ex.requests,
-              ex.sender->url().c_str());
+              ForLog(ex.sender->url()).c_str());
   if (ex.rejected > 0) {
     std::fprintf(stderr,
                  "hangwatch export: the endpoint rejected %zu record(s) (partial success)\n",

@@ -14,6 +14,7 @@
 #include "tools/debug_file_flags.h"
 #include "tools/gate_options.h"
 #include "tools/gate_output.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -45,7 +46,7 @@ constexpr char kUsageTail[] =
     "The --github annotations go to stdout (to stderr with --format json).\n";
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "hangwatch gate: %s\n", message.c_str());
+  std::fprintf(stderr, "hangwatch gate: %s\n", EscapeForTerminal(message).c_str());
   return kExitUsage;
 }
 
@@ -110,7 +111,7 @@ int Run(int argc, char** argv) {
     return Fail(error);
   }
   for (const std::string& w : warnings) {
-    std::fprintf(stderr, "hangwatch gate: warning: %s\n", w.c_str());
+    std::fprintf(stderr, "hangwatch gate: warning: %s\n", EscapeForTerminal(w).c_str());
   }
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

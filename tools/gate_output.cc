@@ -5,6 +5,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/gate_output.h"
 #include "tools/report_frames.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -169,7 +170,7 @@ std::string FormatGateText(const GateVerdict& v, size_t max_listed) {
              (t + 1 < kSlowPassThresholds ? "," : "\n");
     }
   }
-  return out;
+  return EscapeForTerminal(out);
 }
 
 std::string FormatGateJson(const GateVerdict& v) {
@@ -289,7 +290,7 @@ std::string FormatGateMarkdown(const GateVerdict& v) {
   out += "#### Lag\n\n";
   if (!v.lag) {
     out += "No lag records.\n";
-    return out;
+    return EscapeForTerminal(out);
   }
   const LagFigures& f = v.lag->figures;
   out += Plural(f.passes, "run-loop pass", "run-loop passes") + " in " +
@@ -316,7 +317,7 @@ std::string FormatGateMarkdown(const GateVerdict& v) {
         budget ? "\xE2\x89\xA4 " + std::to_string(*budget) : "",
         budget && f.slow_passes[t] > *budget);
   }
-  return out;
+  return EscapeForTerminal(out);
 }
 
 std::string FormatGateGithub(const GateVerdict& v, const std::string& workspace) {
@@ -352,7 +353,7 @@ std::string FormatGateGithub(const GateVerdict& v, const std::string& workspace)
              "::" + EscapeData(x.message) + "\n";
     }
   }
-  return out;
+  return EscapeForTerminal(out);
 }
 
 }  // namespace hangwatch::tools

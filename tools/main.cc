@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "tools/command.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -21,9 +22,7 @@ void PrintUsage(FILE* out) {
 
 }  // namespace
 
-CommandRegistration::CommandRegistration(const Command& command) {
-  Registry().push_back(command);
-}
+CommandRegistration::CommandRegistration(const Command& command) { Registry().push_back(command); }
 
 }  // namespace hangwatch::tools
 
@@ -41,6 +40,7 @@ int main(int argc, char** argv) {
   for (const auto& c : Registry()) {
     if (std::strcmp(argv[1], c.name) == 0) return c.run(argc - 1, argv + 1);
   }
-  std::fprintf(stderr, "hangwatch: unknown command '%s' (try hangwatch --help)\n", argv[1]);
+  std::fprintf(stderr, "hangwatch: unknown command '%s' (try hangwatch --help)\n",
+               hangwatch::tools::EscapeForTerminal(argv[1]).c_str());
   return hangwatch::tools::kExitUsage;
 }

@@ -15,6 +15,7 @@
 #include "tools/report_formats.h"
 #include "tools/report_reader.h"
 #include "tools/report_symbolize.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -57,7 +58,7 @@ constexpr char kUsage[] =
     "Exit status: 0, or 2 for bad usage or when no file could be read.\n";
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "hangwatch report: %s\n", message.c_str());
+  std::fprintf(stderr, "hangwatch report: %s\n", EscapeForTerminal(message).c_str());
   return kExitUsage;
 }
 
@@ -121,7 +122,8 @@ int Run(int argc, char** argv) {
     Report one;
     std::string error;
     if (!ReadReportFile(f, &one, &error)) {
-      if (files.size() > 1) std::fprintf(stderr, "hangwatch report: skipped %s\n", error.c_str());
+      if (files.size() > 1)
+        std::fprintf(stderr, "hangwatch report: skipped %s\n", EscapeForTerminal(error).c_str());
       last_error = std::move(error);
       continue;
     }
@@ -145,7 +147,7 @@ int Run(int argc, char** argv) {
     std::vector<std::string> warnings;
     SymbolizeReport(options, &report, &warnings);
     for (const std::string& w : warnings) {
-      std::fprintf(stderr, "hangwatch report: warning: %s\n", w.c_str());
+      std::fprintf(stderr, "hangwatch report: warning: %s\n", EscapeForTerminal(w).c_str());
     }
   }
 

@@ -7,6 +7,7 @@
 
 #include "symbols/batch_symbolizer.h"
 #include "tools/report_frames.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -53,7 +54,7 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
       [&](size_t done, size_t total, size_t module) {
         if (!options.progress) return;
         std::fprintf(stderr, "\rhangwatch %s: symbolizing %zu/%zu %-40.40s", options.command, done,
-                     total, BaseName(keys[module]->second).c_str());
+                     total, EscapeForTerminal(BaseName(keys[module]->second)).c_str());
         std::fflush(stderr);
       },
       [&](size_t, const absl::Status& status) { warn(std::string(status.message())); });

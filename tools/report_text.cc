@@ -13,6 +13,7 @@
 #include "report/report_record.h"
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -232,7 +233,7 @@ std::string FormatText(const Report& report) {
   if (!report.hangs.empty()) out.push_back('\n');
   AppendLag(&out, report);
   AppendFooter(&out, report);
-  return out;
+  return EscapeForTerminal(out);  // every field came from a report
 }
 
 std::string FormatSummary(const Report& report, size_t max_frames) {
@@ -253,7 +254,7 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
     out += dominant.substr(1);  // without the leading blank line
   }
   AppendFooter(&out, report);
-  return out;
+  return EscapeForTerminal(out);
 }
 
 std::string FormatJsonLines(const Report& report) {

@@ -15,7 +15,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,7 +30,10 @@
 #include "tools/report_reader.h"
 #include "tools/report_symbolize.h"
 #include "tools/run_dir.h"
+#include "tools/run_report_follower.h"
+#include "tools/run_shim.h"
 #include "tools/run_summary.h"
+#include "tools/terminal_text.h"
 #include "unwind/proc_files.h"
 
 extern char** environ;
@@ -79,13 +81,21 @@ constexpr char kUsage[] =
 
 constexpr char kUsageTail[] =
     "\n"
-    "The shim is looked for in $HANGWATCH_PRELOAD_LIB, next to this program, in ../lib and\n"
-    "../lib/<multiarch> relative to it, and in the build tree. Exit status 2: bad usage, the\n"
-    "shim is missing, or --report / --junit cannot be written (checked before COMMAND\n"
-    "starts; so are the baseline and allow files); 127: COMMAND cannot be executed.\n";
+    "The shim is looked for next to this program, in ../lib, ../lib64 and ../lib/<multiarch>\n"
+    "relative to it, and in the build tree; $HANGWATCH_PRELOAD_LIB may name another file in\n"
+    "those directories, nowhere else. It, its directory and the directories above them must\n"
+    "belong to root, to you or to the owner of this program and be writable by no one else\n"
+    "(a sticky directory such as /tmp above its own excepted): it is loaded into every\n"
+    "process COMMAND starts, as root under sudo.\n"
+    "\n"
+    "Exit status 2: bad usage, the shim is missing or refused, or --report / --junit cannot\n"
+    "be written (checked before COMMAND starts; so are the baseline and allow files); 127:\n"
+    "COMMAND cannot be executed.\n";
 
+// Every message of `run` goes through EscapeForTerminal: process names and paths come from the
+// launch log, reports and open-hang files, which the watched processes wrote.
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "hangwatch run: %s\n", message.c_str());
+  std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(message).c_str());
   return kExitUsage;
 }
 
@@ -100,44 +110,11 @@ bool ParseMs(const std::string& s, uint32_t* out) {
   return true;
 }
 
-std::string SelfDir() {
-  char buf[4096];
-  const ssize_t n = unwind::ReadExePath(buf, sizeof buf);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
-
-std::string FindShim() {
-  if (const char* env = std::getenv("HANGWATCH_PRELOAD_LIB"); env != nullptr && *env) {
-    return access(env, R_OK) == 0 ? std::string(env) : std::string();
-  }
-  const std::string dir = SelfDir();
-  const char* kName = "libhangwatch_preload.so";
-  for (const std::string& candidate :
-       {dir + "/" + kName, dir + "/../lib/" + kName, dir + "/../lib64/" + kName,
-        dir + "/../lib/x86_64-linux-gnu/" + kName, dir + "/../lib/aarch64-linux-gnu/" + kName,
-        dir + "/../integrations/preload/" + kName}) {
-    if (access(candidate.c_str(), R_OK) == 0) {
-      char* real = realpath(candidate.c_str(), nullptr);
-      std::string r = real ? real : candidate;
-      std::free(real);
-      return r;
-    }
-  }
-  return "";
-}
-
 std::string AbsolutePath(const std::string& p) {
   if (!p.empty() && p[0] == '/') return p;
   char cwd[4096];
   if (getcwd(cwd, sizeof cwd) == nullptr) return p;
   return std::string(cwd) + "/" + p;
-}
-
-off_t FileSize(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
 pid_t g_child = -1;
@@ -169,7 +146,9 @@ void WriteJunit(const std::string& path, const std::string& xml) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << xml;
   out.close();
-  if (!out) std::fprintf(stderr, "hangwatch run: cannot write %s\n", path.c_str());
+  if (!out) {
+    std::fprintf(stderr, "hangwatch run: cannot write %s\n", EscapeForTerminal(path).c_str());
+  }
 }
 
 // The hangs that were open when processes died, from the open-hang files in `dir` (each file is
@@ -299,14 +278,9 @@ int Run(int argc, char** argv) {
   }
   if (i >= argc) return Fail("no command given (hangwatch run [options] -- COMMAND [ARGS...])");
   if (sample_ms > threshold_ms) return Fail("--sample-ms must not be larger than --threshold-ms");
-  const std::string shim = FindShim();
-  if (shim.empty()) {
-    const char* env = std::getenv("HANGWATCH_PRELOAD_LIB");
-    return Fail(
-        env != nullptr && *env
-            ? std::string("HANGWATCH_PRELOAD_LIB=") + env + " is not readable"
-            : std::string("cannot find libhangwatch_preload.so (set HANGWATCH_PRELOAD_LIB)"));
-  }
+  std::string shim_error;
+  const std::string shim = FindTrustedShim(&shim_error);
+  if (shim.empty()) return Fail(shim_error);
 
   // Output paths are checked before the command starts: a CI run must not find out at its end
   // that its results cannot be written.
@@ -342,10 +316,10 @@ int Run(int argc, char** argv) {
       std::fprintf(stderr,
                    "hangwatch run: pid %lld (%s) of an earlier run died during a %llu ms hang; "
                    "%s\n",
-                   static_cast<long long>(fatal.pid), fatal.process.c_str(),
+                   static_cast<long long>(fatal.pid), EscapeForTerminal(fatal.process).c_str(),
                    static_cast<unsigned long long>(fatal.duration_ms),
                    report.empty() ? "that run had no --report, so it is not recorded"
-                                  : ("added to " + report).c_str());
+                                  : EscapeForTerminal("added to " + report).c_str());
     }
   });
   std::string tmpdir, dir_error;
@@ -353,7 +327,7 @@ int Run(int argc, char** argv) {
   const std::string launch_log = tmpdir + "/" + kLaunchLogFile;
   const bool own_report = report_path.empty();
   if (own_report) report_path = tmpdir + "/report.jsonl";
-  const off_t report_offset = FileSize(report_path);
+  ReportFollower report_file(report_path);  // the run's hangs, across rotations
 
   // The child's environment: ours, with the shim first in LD_PRELOAD and HANGWATCH_* set.
   std::vector<std::string> env;
@@ -440,13 +414,14 @@ int Run(int argc, char** argv) {
     }
     RemoveRunDir(tmpdir);
     const std::string message = "cannot execute '" + command + "': " + std::strerror(exec_errno);
-    std::fprintf(stderr, "hangwatch run: %s\n", message.c_str());
+    std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(message).c_str());
     if (!junit_path.empty()) {
       WriteJunit(junit_path, FormatJunitError(suite, "not-executed", message, 0));
     }
     return kExitCannotExecute;
   }
   g_child = child;
+  report_file.Follow();
   sigaction(SIGINT, &ign, &old_int);
   sigaction(SIGQUIT, &ign, &old_quit);
   sigaction(SIGTERM, &fwd, &old_term);
@@ -497,14 +472,9 @@ int Run(int argc, char** argv) {
   // What the run appended to the report, plus hangs that were open when a process died.
   Report report;
   {
-    std::ifstream in(report_path, std::ios::binary);
-    if (in) {
-      if (FileSize(report_path) >= report_offset) in.seekg(report_offset);
-      std::ostringstream buf;
-      buf << in.rdbuf();
-      std::string error;
-      ParseJsonLines(buf.str(), &report, &error);  // torn lines are counted in the report
-    }
+    std::string error;
+    // Torn lines are counted in the report.
+    ParseJsonLines(report_file.ReadAppended(), &report, &error);
   }
   for (HangRecord& fatal : TakeFatalHangs(tmpdir, is_live)) {
     if (!own_report) AppendToReport(report_path, fatal);
@@ -543,24 +513,25 @@ int Run(int argc, char** argv) {
     not_watched =
         "no process was watched: " + ExplainNothingWatched(log, child, command, search_path);
     // Printed even with --quiet: a gate that watched nothing must not pass in silence.
-    std::fprintf(stderr, "hangwatch run: %s\n", not_watched.c_str());
+    std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(not_watched).c_str());
   } else if (!quiet) {
     if (stalled) {
       std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n",
-                   report.hangs.size(), report.hangs.size() == 1 ? "" : "s", command.c_str(),
-                   threshold_ms);
+                   report.hangs.size(), report.hangs.size() == 1 ? "" : "s",
+                   EscapeForTerminal(command).c_str(), threshold_ms);
       const std::string summary = FormatSummary(report, 16);
       std::fwrite(summary.data(), 1, summary.size(), stderr);
     } else {
       const bool so_far = std::any_of(watched.begin(), watched.end(),
                                       [](const WatchedProcess& w) { return w.running; });
-      std::fprintf(stderr, "hangwatch run: no hangs in %s%s (threshold %u ms)\n", command.c_str(),
-                   so_far ? " so far" : "", threshold_ms);
+      std::fprintf(stderr, "hangwatch run: no hangs in %s%s (threshold %u ms)\n",
+                   EscapeForTerminal(command).c_str(), so_far ? " so far" : "", threshold_ms);
     }
     const std::string list = FormatWatched(watched);
     std::fwrite(list.data(), 1, list.size(), stderr);
     if (stalled && !own_report) {
-      std::fprintf(stderr, "hangwatch run: details: hangwatch report %s\n", report_path.c_str());
+      std::fprintf(stderr, "hangwatch run: details: hangwatch report %s\n",
+                   EscapeForTerminal(report_path).c_str());
     }
   }
   if (gate.gating && !none_watched && (!quiet || !verdict.passed)) {
@@ -578,7 +549,7 @@ int Run(int argc, char** argv) {
     std::fwrite(out.data(), 1, out.size(), stderr);
   }
   if (failed && (!quiet || result != exit_code)) {
-    std::fprintf(stderr, "hangwatch run: %s %s\n", command.c_str(),
+    std::fprintf(stderr, "hangwatch run: %s %s\n", EscapeForTerminal(command).c_str(),
                  DescribeWaitStatus(status).c_str());
   }
   if (keep_dir) {
@@ -593,12 +564,12 @@ int Run(int argc, char** argv) {
       for (const LaunchProcess* p : still_running) listed |= p->pid == pid;
       if (!listed) names += (names.empty() ? "pid " : ", pid ") + std::to_string(pid);
     }
-    std::fprintf(stderr, "hangwatch run: still running after %s ended: %s\n", command.c_str(),
-                 names.c_str());
+    std::fprintf(stderr, "hangwatch run: still running after %s ended: %s\n",
+                 EscapeForTerminal(command).c_str(), EscapeForTerminal(names).c_str());
     std::fprintf(stderr,
                  "hangwatch run: their hangs go to %s; %s is kept for them (a later hangwatch "
                  "run removes it once they have exited)\n",
-                 report_path.c_str(), tmpdir.c_str());
+                 EscapeForTerminal(report_path).c_str(), tmpdir.c_str());
   }
   if (!junit_path.empty()) {
     WriteJunit(junit_path, none_watched
@@ -613,11 +584,14 @@ int Run(int argc, char** argv) {
                  ? "### hangwatch run: \xE2\x9D\x8C nothing was gated\n\n" + not_watched + "\n"
                  : FormatGateMarkdown(verdict));
       md.close();
-      if (!md) std::fprintf(stderr, "hangwatch run: cannot write %s\n", gate.markdown.c_str());
+      if (!md) {
+        std::fprintf(stderr, "hangwatch run: cannot write %s\n",
+                     EscapeForTerminal(gate.markdown).c_str());
+      }
     }
     if (gate.github && none_watched) {
       std::fprintf(stdout, "::error title=hangwatch%%3A nothing watched::%s\n",
-                   not_watched.c_str());
+                   EscapeForTerminal(not_watched).c_str());
       std::fflush(stdout);
     } else if (gate.github) {
       const char* workspace = std::getenv("GITHUB_WORKSPACE");

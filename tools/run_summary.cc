@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tools/terminal_text.h"
 #include "tools/xml_escape.h"
 
 namespace hangwatch::tools {
@@ -76,7 +77,7 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
       out += "hangwatch run:     lag: " + report::DescribeLag(w.passes.Figures()) + "\n";
     }
   }
-  return out;
+  return EscapeForTerminal(out);  // names and paths the watched processes gave
 }
 
 std::string DescribeWaitStatus(int status) {

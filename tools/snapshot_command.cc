@@ -29,6 +29,7 @@
 #include "tools/command.h"
 #include "tools/snapshot_output.h"
 #include "tools/snapshot_unwind.h"
+#include "tools/terminal_text.h"
 #include "unwind/ptrace_capture.h"
 
 namespace hangwatch::tools {
@@ -86,7 +87,7 @@ struct Options {
 
 int Usage(const char* fmt, const char* arg) {
   std::fprintf(stderr, "hangwatch snapshot: ");
-  std::fprintf(stderr, fmt, arg);
+  std::fprintf(stderr, fmt, EscapeForTerminal(arg).c_str());
   std::fprintf(stderr, " (try hangwatch snapshot --help)\n");
   return kExitUsage;
 }
@@ -367,7 +368,9 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   const uint64_t total_ns = NowNs() - start;
   if (o.json) {
     PrintSnapshotJson(o.stop_all, snap, exe, *modules, threads, notes, total_ns);
-    for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    for (const std::string& note : notes) {
+      std::fprintf(stderr, "note: %s\n", EscapeForTerminal(note).c_str());
+    }
   } else {
     PrintSnapshotText(o.stop_all, snap, exe, threads, notes, total_ns);
   }

@@ -1,6 +1,7 @@
 // `hangwatch snapshot`'s output: the unwound frames symbolized into OutFrames, printed as text
 // or JSON.
 #include "tools/snapshot_output.h"
+#include "tools/terminal_text.h"
 
 #include <chrono>
 #include <cstdio>
@@ -141,8 +142,10 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
   // write(2) instead of one per 4 KiB.
   static char buffer[1 << 16];
   std::setvbuf(stdout, buffer, _IOFBF, sizeof(buffer));
-  std::printf("process %d %s: %zu threads\n", snap.pid, exe.empty() ? "?" : exe.c_str(),
-              threads.size());
+  // Thread names, the executable's path, symbols and file names are the target's (another
+  // user's process, when root takes the snapshot): escaped, as every text output is.
+  std::printf("process %d %s: %zu threads\n", snap.pid,
+              exe.empty() ? "?" : EscapeForTerminal(exe).c_str(), threads.size());
   if (stop_all) {
     std::printf(
         "stopped for %.3f ms (all threads stopped %.3f ms after the first interrupt); "
@@ -156,8 +159,8 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
   }
   for (const OutThread& ot : threads) {
     const unwind::PtraceThread& t = *ot.thread;
-    std::printf("\nthread %d \"%s\" %c (%s) cpu %.3f ms", t.tid, t.name.c_str(), t.state,
-                StateName(t.state), Ms(t.cpu_ns));
+    std::printf("\nthread %d \"%s\" %c (%s) cpu %.3f ms", t.tid, EscapeForTerminal(t.name).c_str(),
+                t.state, StateName(t.state), Ms(t.cpu_ns));
     if (t.regs.pc != 0) {
       std::printf("  pc %s sp %s fp %s", Hex(t.regs.pc).c_str(), Hex(t.regs.sp).c_str(),
                   Hex(t.regs.fp).c_str());
@@ -198,13 +201,16 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
         line += HexTo(f.offset, hex);
         line += ')';
       }
+      if (!IsTerminalSafe(line)) line = EscapeForTerminal(line);
       line += '\n';
       std::fwrite(line.data(), 1, line.size(), stdout);
       if (!f.inlined) ++n;
     }
   }
   std::fflush(stdout);  // the stacks before the notes, also on a terminal
-  for (const std::string& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  for (const std::string& note : notes) {
+    std::fprintf(stderr, "note: %s\n", EscapeForTerminal(note).c_str());
+  }
 }
 
 void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,

@@ -14,6 +14,7 @@
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
 #include "tools/flag_value.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -76,7 +77,8 @@ int Run(int argc, char** argv) {
     } else if (a == "--no-cache") {
       options.read_cache = options.write_cache = false;
     } else if (a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9')) {
-      std::fprintf(stderr, "hangwatch symbolize: unknown option '%s' (see --help)\n", argv[i]);
+      std::fprintf(stderr, "hangwatch symbolize: unknown option '%s' (see --help)\n",
+                   EscapeForTerminal(argv[i]).c_str());
       return kExitUsage;
     } else {
       args.emplace_back(a);
@@ -110,10 +112,11 @@ int Run(int argc, char** argv) {
                             ? symbolizer.SymbolizeFile(obj, addresses, &answers)
                             : symbolizer.SymbolizeBuildId(build_id, "", addresses, &answers);
   for (const std::string& w : symbolizer.warnings()) {
-    std::fprintf(stderr, "hangwatch symbolize: warning: %s\n", w.c_str());
+    std::fprintf(stderr, "hangwatch symbolize: warning: %s\n", EscapeForTerminal(w).c_str());
   }
   if (!status.ok()) {
-    std::fprintf(stderr, "hangwatch symbolize: %s\n", std::string(status.message()).c_str());
+    std::fprintf(stderr, "hangwatch symbolize: %s\n",
+                 EscapeForTerminal(std::string(status.message())).c_str());
   }
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -125,10 +128,13 @@ int Run(int argc, char** argv) {
       symbols::AppendLlvmStyle(answers[static_cast<size_t>(slot[i])], &out);
     }
     if (out.size() > (1 << 16)) {
+      // Names and files come from the binary and its debug file: no control sequences.
+      out = EscapeForTerminal(out);
       std::fwrite(out.data(), 1, out.size(), stdout);
       out.clear();
     }
   }
+  out = EscapeForTerminal(out);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   return status.ok() ? 0 : kExitUsage;

@@ -8,6 +8,7 @@
 #include "symbols/offline_symbolizer.h"
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -32,7 +33,8 @@ int Run(int argc, char** argv) {
     return 0;
   }
   if (std::string_view(argv[1]) != "index") {
-    std::fprintf(stderr, "hangwatch symbols: unknown subcommand '%s' (see --help)\n", argv[1]);
+    std::fprintf(stderr, "hangwatch symbols: unknown subcommand '%s' (see --help)\n",
+                 EscapeForTerminal(argv[1]).c_str());
     return kExitUsage;
   }
   symbols::OfflineSymbolizerOptions options;
@@ -45,7 +47,8 @@ int Run(int argc, char** argv) {
       if (a == "--cache-dir") options.cache_dir = v;
       if (a == "--threads") options.threads = std::atoi(v.c_str());
     } else if (a.size() > 1 && a[0] == '-') {
-      std::fprintf(stderr, "hangwatch symbols index: unknown option '%s'\n", argv[i]);
+      std::fprintf(stderr, "hangwatch symbols index: unknown option '%s'\n",
+                   EscapeForTerminal(argv[i]).c_str());
       return kExitUsage;
     } else {
       binaries.emplace_back(a);
@@ -62,17 +65,18 @@ int Run(int argc, char** argv) {
     auto path = symbolizer.IndexBinary(b);
     if (!path.ok()) {
       std::fprintf(stderr, "hangwatch symbols index: %s\n",
-                   std::string(path.status().message()).c_str());
+                   EscapeForTerminal(std::string(path.status().message())).c_str());
       status = kExitUsage;
       continue;
     }
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%s\n", path->c_str());
-    std::fprintf(stderr, "hangwatch symbols index: %s indexed in %.0f ms\n", b.c_str(), ms);
+    std::fprintf(stderr, "hangwatch symbols index: %s indexed in %.0f ms\n",
+                 EscapeForTerminal(b).c_str(), ms);
   }
   for (const std::string& w : symbolizer.warnings()) {
-    std::fprintf(stderr, "hangwatch symbols index: warning: %s\n", w.c_str());
+    std::fprintf(stderr, "hangwatch symbols index: warning: %s\n", EscapeForTerminal(w).c_str());
   }
   return status;
 }

@@ -13,6 +13,7 @@
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
 #include "tools/flag_value.h"
+#include "tools/terminal_text.h"
 #include "tools/top_group.h"
 #include "tools/top_output.h"
 #include "tools/top_scan.h"
@@ -69,7 +70,7 @@ constexpr char kUsage[] =
     "recorded. Exit status: 0; 2 for bad usage, or when no file could be read.\n";
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "hangwatch top: %s\n", message.c_str());
+  std::fprintf(stderr, "hangwatch top: %s\n", EscapeForTerminal(message).c_str());
   return kExitUsage;
 }
 
@@ -84,7 +85,9 @@ bool ParseCount(const std::string& v, long* out) {
 void PrintNotes(const std::vector<ScanStats>& stats) {
   for (const ScanStats& s : stats) {
     if (!s.error.empty()) {
-      std::fprintf(stderr, "hangwatch top: %s: skipped: %s\n", s.path.c_str(), s.error.c_str());
+      std::fprintf(
+          stderr, "%s",
+          EscapeForTerminal("hangwatch top: " + s.path + ": skipped: " + s.error + "\n").c_str());
       continue;
     }
     std::string what;
@@ -99,7 +102,8 @@ void PrintNotes(const std::vector<ScanStats>& stats) {
       what += "; the first bad line at byte " + std::to_string(s.first_bad_offset);
     }
     if (!what.empty()) {
-      std::fprintf(stderr, "hangwatch top: %s: skipped %s\n", s.path.c_str(), what.c_str());
+      std::fprintf(stderr, "hangwatch top: %s: skipped %s\n", EscapeForTerminal(s.path).c_str(),
+                   what.c_str());
     }
   }
 }
@@ -192,9 +196,11 @@ int Run(int argc, char** argv) {
     symbolize_options.progress = isatty(STDERR_FILENO) == 1;
     std::vector<std::string> notes, warnings;
     SymbolizeTopCulprits(files, symbolize_options, shown, &groups, &notes, &warnings);
-    for (const std::string& n : notes) std::fprintf(stderr, "hangwatch top: %s\n", n.c_str());
+    for (const std::string& n : notes) {
+      std::fprintf(stderr, "hangwatch top: %s\n", EscapeForTerminal(n).c_str());
+    }
     for (const std::string& w : warnings) {
-      std::fprintf(stderr, "hangwatch top: warning: %s\n", w.c_str());
+      std::fprintf(stderr, "hangwatch top: warning: %s\n", EscapeForTerminal(w).c_str());
     }
   }
 

@@ -6,6 +6,7 @@
 
 #include "nlohmann/json.hpp"
 #include "tools/report_frames.h"
+#include "tools/terminal_text.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -71,7 +72,7 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
                 o.hangs, o.hangs == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s",
                 ByName(o.by), o.files, o.files == 1 ? "" : "s");
   out += buf;
-  if (groups.empty()) return out;
+  if (groups.empty()) return EscapeForTerminal(out);
   std::snprintf(buf, sizeof buf, "%7s %5s %6s %7s %7s %7s %8s %5s %5s  %-44s %-16s %s\n", "COUNT",
                 "HOSTS", "PROCS", "P50", "P95", "MAX", "TOTAL", "BUSY", "BLOCK",
                 "CULPRIT (FILE:LINE)", "PROCESS", ByName(o.by));
@@ -97,7 +98,7 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
     out += "... " + std::to_string(groups.size() - n) + " more group" +
            (groups.size() - n == 1 ? "" : "s") + " (--limit 0 shows all)\n";
   }
-  return out;
+  return EscapeForTerminal(out);
 }
 
 std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t limit) {

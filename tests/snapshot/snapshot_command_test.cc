@@ -276,6 +276,38 @@ TEST_F(SnapshotTest, UnwindsOutOfTheVdsoIntoTheCaller) {
   EXPECT_GT(in_vdso, 0) << "never caught the child inside the vDSO";
 }
 
+// A thread name is the target's to choose (another user's process, when root takes the
+// snapshot): an escape sequence in it must not reach the terminal.
+TEST_F(SnapshotTest, ThreadNamesCannotWriteControlSequencesToTheTerminal) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    prctl(PR_SET_NAME, "\x1b]0;pwned\x07", 0, 0, 0);  // retitles a terminal window
+    char c = 'r';
+    if (write(ready[1], &c, 1) != 1) _exit(1);
+    for (;;) pause();
+  }
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reaper{child};
+  close(ready[1]);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);  // named
+  close(ready[0]);
+  CliResult r = RunCli({"--no-symbols", std::to_string(child)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("\"\\x1b]0;pwned\\x07\""));
+}
+
 TEST_F(SnapshotTest, FramePointersAloneStillFindOurChains) {
   Target target;
   ASSERT_TRUE(target.ready());

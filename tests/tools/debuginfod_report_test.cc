@@ -278,6 +278,15 @@ TEST_F(DebuginfodReport, ASlowDownloadShowsProgress) {
   ASSERT_EQ(top.exit_code, 0) << top.err;
   EXPECT_TRUE(Has(top.err, "hangwatch: downloading debug info " + build_id_)) << top.err;
   EXPECT_TRUE(Has(top.out, "StallTheMainThread (stall_program.cc:")) << top.out;
+
+  // A server URL with credentials: the progress line names the server, not the password.
+  const auto creds =
+      Hangwatch({"report"}, "http://robot:s3cret@127.0.0.1:" + std::to_string(port), "creds-", {});
+  ASSERT_EQ(creds.exit_code, 0) << creds.err;
+  EXPECT_TRUE(Has(creds.err,
+                  "hangwatch: downloading debug info " + build_id_ + " from http://***@127.0.0.1:"))
+      << creds.err;
+  EXPECT_FALSE(Has(creds.err, "s3cret")) << creds.err;
 }
 
 TEST_F(DebuginfodReport, AServerThatNeverAnswersIsGivenUpAfterTheTimeout) {

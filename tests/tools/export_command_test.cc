@@ -521,6 +521,77 @@ TEST_F(ExportCommand, BadUsageIsExitTwoAndSendsNothing) {
   EXPECT_NE(help.out.find("--state FILE"), std::string::npos);
 }
 
+TEST_F(ExportCommand, CredentialsInTheUrlAndHeaderValuesAreNeverPrinted) {
+  const std::string report = tmp_ / "r.jsonl";
+  WriteFile(report, Lines(0, 2));
+  {
+    // An endpoint that refuses: the error names it, without its password.
+    Receiver rx(tmp_ / "log400", {"400"});
+    const std::string url = "http://robot:s3cret@127.0.0.1:" + std::to_string(rx.port());
+    const auto r = Export({"--otlp", url, "--no-symbolize", report});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    ASSERT_EQ(rx.Requests().size(), 1u);
+    EXPECT_FALSE(Has(r.err, "s3cret")) << r.err;
+    EXPECT_TRUE(Has(r.err, "cannot deliver to http://***@127.0.0.1:")) << r.err;
+    // The credentials were used all the same.
+    EXPECT_EQ(rx.Requests()[0]["headers"]["authorization"], "Basic cm9ib3Q6czNjcmV0");
+  }
+  {
+    // Delivered: the success line names the endpoint too.
+    Receiver rx(tmp_ / "log200");
+    const std::string url = "http://robot:s3cret@127.0.0.1:" + std::to_string(rx.port());
+    const auto r = Export({"--otlp", url, "--no-symbolize", report});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(Has(r.out + r.err, "s3cret")) << r.out << r.err;
+  }
+  // Bad usage that echoes the URL or the header.
+  const std::vector<std::vector<std::string>> bad = {
+      {"--otlp", "ftp://robot:s3cret@host/", report},
+      {"--otlp", "http://127.0.0.1:1", "--header", "Bearer s3cret", report},
+      {"--otlp", "http://127.0.0.1:1", "--header", "Authorization=Bearer s3cret\r\nX-A: b", report},
+  };
+  for (const auto& args : bad) {
+    const auto r = Export(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+    EXPECT_FALSE(Has(r.err, "s3cret")) << r.err;
+  }
+}
+
+TEST_F(ExportCommand, OtelHeadersAreTrimmedAndPercentDecoded) {
+  const std::string report = tmp_ / "r.jsonl";
+  WriteFile(report, Lines(0, 1));
+  Receiver rx(tmp_ / "log");
+  const auto r = RunCommand(
+      {kCli, "export", "--otlp", rx.url(), "--no-symbolize", report},
+      {"HANGWATCH_CACHE_DIR=" + tmp_ / "cache",
+       "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Basic%20YWxhZGRpbjpvcGVuc2VzYW1l, X-Tenant = "
+       "a%2Cb%3Dc ,X-Smuggled=x%0D%0AX-Evil: 1,X-Plain=100%"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto q = rx.Requests();
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0]["headers"]["authorization"], "Basic YWxhZGRpbjpvcGVuc2VzYW1l");
+  EXPECT_EQ(q[0]["headers"]["x-tenant"], "a,b=c");
+  EXPECT_EQ(q[0]["headers"]["x-plain"], "100%");  // not an escape: kept
+  // A value that decodes to a line break is left out, with a note that does not show it.
+  EXPECT_FALSE(q[0]["headers"].contains("x-smuggled"));
+  EXPECT_FALSE(q[0]["headers"].contains("x-evil"));
+  EXPECT_TRUE(Has(r.err, "'X-Smuggled=***' is not a header")) << r.err;
+  // --help says why the variable is the place for secrets.
+  EXPECT_TRUE(Has(Export({"--help"}).out, "/proc/PID/cmdline"));
+}
+
+TEST_F(ExportCommand, AnErrorAnswerCannotWriteControlSequencesToTheTerminal) {
+  const std::string report = tmp_ / "r.jsonl";
+  WriteFile(report, Lines(0, 1));
+  Receiver rx(tmp_ / "log", {"400::\x1b]0;pwned\x07\x1b[2J"});
+  const auto r = Export({"--otlp", rx.url(), "--no-symbolize", report});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x07'), std::string::npos) << r.err;
+  EXPECT_TRUE(Has(r.err, "HTTP 400: \\x1b]0;pwned\\x07\\x1b[2J")) << r.err;
+}
+
 // ---- the pieces alone ----
 
 TEST(OtlpSender, RetryAfterIsSecondsOrAnHttpDate) {

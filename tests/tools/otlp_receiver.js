@@ -7,9 +7,10 @@
 //                           the JSON must survive the round trip (fromObject drops unknown
 //                           names silently: a misspelt field must not pass).
 //
-// usage: node otlp_receiver.js MODULES_DIR LOG_FILE [STATUS[:RETRY_AFTER]]...
+// usage: node otlp_receiver.js MODULES_DIR LOG_FILE [STATUS[:RETRY_AFTER[:BODY]]]...
 // Listens on 127.0.0.1 (an ephemeral port), prints "listening PORT" once ready, and answers the
-// n-th request with the n-th scripted status (then 200). Appends one JSON line per request to
+// n-th request with the n-th scripted status (then 200), with a Retry-After header when one is
+// given, and BODY (sent as it is, without a colon) as the answer to an error. Appends one JSON line per request to
 // LOG_FILE: {t_ms, method, path, headers, content_type, status, error?, request?} where request is
 // the decoded message as an object (64-bit integers as strings, enums as numbers). Exits when its
 // standard input closes.
@@ -97,9 +98,10 @@ const server = http.createServer((req, res) => {
     // An empty ExportLogsServiceResponse, in the request's encoding (errors as JSON text).
     const protobuf = status === 200 && entry.content_type === 'application/x-protobuf';
     const headers = {'Content-Type': protobuf ? 'application/x-protobuf' : 'application/json'};
-    if (step.length > 1) headers['Retry-After'] = step[1];
+    if (step.length > 1 && step[1] !== '') headers['Retry-After'] = step[1];
     res.writeHead(status, headers);
-    res.end(status !== 200 ? JSON.stringify({message: entry.error || 'scripted ' + status}) :
+    res.end(status !== 200 ? (step.length > 2 ? Buffer.from(step[2], 'latin1') :
+                              JSON.stringify({message: entry.error || 'scripted ' + status})) :
                              protobuf ? '' : '{}');
   });
 });

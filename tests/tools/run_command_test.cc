@@ -4,9 +4,13 @@
 // every watched process is listed, a run that watched nothing says why and exits 4 under
 // --fail-on-hang, unwritable outputs stop the run before the command starts, a failing command
 // is named. Run directories: kept while a process of the run lives, stale ones removed.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <regex>
 #include <string>
 
@@ -125,6 +129,187 @@ TEST(RunCommand, BadUsageIsOneLineAndExitTwo) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(Has(r.err, "HANGWATCH_PRELOAD_LIB=/nonexistent/libhangwatch_preload.so is not"))
       << r.err;
+}
+
+// A copy of the shim at `path` (removed again by the destructor).
+class ShimCopy {
+ public:
+  explicit ShimCopy(std::string path) : path_(std::move(path)) {
+    WriteFile(path_, ReadFile(PRELOAD_SHIM));
+    chmod(path_.c_str(), 0755);
+  }
+  ~ShimCopy() { unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The shim is loaded into every process of the command, as root under sudo: a sudoers env_keep
+// that passes HANGWATCH_* must not let the caller choose the library.
+TEST(RunCommand, PreloadLibOnlyFromTheInstallationAndOnlyIfNoOneElseCanWriteIt) {
+  auto run = [](const std::string& lib) {
+    return RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"},
+                      {"HANGWATCH_PRELOAD_LIB=" + lib});
+  };
+  auto refused = [&](const std::string& lib, const std::string& why) {
+    const auto r = run(lib);
+    EXPECT_EQ(r.exit_code, 2) << lib << ": " << r.err;
+    EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+    EXPECT_TRUE(Has(r.err, "hangwatch run: HANGWATCH_PRELOAD_LIB=" + lib + " is refused: " + why))
+        << r.err;
+  };
+  // The build tree's own shim, named explicitly, is accepted.
+  const auto ok = run(PRELOAD_SHIM);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(Has(ok.err, "watched 1 process")) << ok.err;
+
+  // A library in a directory anyone can write to: refused, wherever it is.
+  TempDir dir;
+  ASSERT_EQ(chmod(dir.path().c_str(), 01777), 0);
+  ShimCopy in_tmp(dir / "libhangwatch_preload.so");
+  refused(in_tmp.path(), "the shim is taken only from beside hangwatch");
+
+  // Beside the real shim: accepted while it is ours and not writable by others.
+  const std::string shim = PRELOAD_SHIM;
+  ShimCopy beside(shim.substr(0, shim.rfind('/')) + "/libhangwatch_preload_copy.so");
+  const auto copy_ok = run(beside.path());
+  EXPECT_EQ(copy_ok.exit_code, 0) << copy_ok.err;
+  ASSERT_EQ(chmod(beside.path().c_str(), 0757), 0);
+  refused(beside.path(), beside.path() + " is writable by others");
+  ASSERT_EQ(chmod(beside.path().c_str(), 0775), 0);
+  refused(beside.path(), beside.path() + " is writable by its group");
+  ASSERT_EQ(chmod(beside.path().c_str(), 0755), 0);
+  // Another user's library (the tests run as root, or as its owner: chown to nobody).
+  if (chown(beside.path().c_str(), 65534, 65534) == 0) {
+    refused(beside.path(), beside.path() + " is owned by uid 65534");
+  }
+}
+
+// An installed layout, PREFIX/bin/hangwatch and PREFIX/lib/libhangwatch_preload.so: the shim
+// is found in ../lib, and refused when a directory above it lets others swap it.
+TEST(RunCommand, InstalledShimIsRefusedWhenADirectoryAboveItIsWritableByOthers) {
+  TempDir prefix;  // in /tmp: sticky, so others may write there but not rename our directory
+  ASSERT_EQ(mkdir((prefix / "bin").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((prefix / "lib").c_str(), 0755), 0);
+  const std::string cli = prefix / "bin/hangwatch";
+  WriteFile(cli, ReadFile(kCli));
+  ASSERT_EQ(chmod(cli.c_str(), 0755), 0);
+  ShimCopy shim(prefix / "lib/libhangwatch_preload.so");
+  ASSERT_EQ(chmod(prefix.path().c_str(), 0755), 0);
+  auto run = [&] { return RunCommand({cli, "run", "--", STALL_PROGRAM, "0", "0"}); };
+  const auto ok = run();
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(Has(ok.err, "watched 1 process")) << ok.err;
+
+  ASSERT_EQ(chmod(prefix.path().c_str(), 0757), 0);
+  const auto refused = run();
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_EQ(refused.err, "hangwatch run: libhangwatch_preload.so is refused: " + prefix.path() +
+                             " is writable by others\n");
+  ASSERT_EQ(chmod(prefix.path().c_str(), 0755), 0);
+
+  // Another user's binary and shim (the tests run as root, or as its owner: chown to nobody):
+  // whoever owns the binary decides what runs anyway; a third user's shim is refused.
+  if (chown(cli.c_str(), 65534, 65534) == 0 && chown(shim.path().c_str(), 65534, 65534) == 0) {
+    const auto owner = run();
+    EXPECT_EQ(owner.exit_code, 0) << owner.err;
+    ASSERT_EQ(chown(shim.path().c_str(), 65533, 65533), 0);
+    const auto third = run();
+    EXPECT_EQ(third.exit_code, 2) << third.err;
+    EXPECT_TRUE(Has(third.err, "is owned by uid 65533")) << third.err;
+  }
+}
+
+// An event-loop program in Python for the rotation test: it reaches its loop (select), hangs
+// 400 ms, then waits in select() on the FIFO argv[1] (idle, as far as the agent knows) until the
+// test writes a byte, hangs 400 ms again and exits.
+constexpr char kTwoHangsProgram[] = R"(
+import os, select, sys, time
+go = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+def hang():
+    end = time.monotonic() + 0.4
+    while time.monotonic() < end:
+        pass
+select.select([], [], [], 0.05)
+hang()
+while True:
+    ready, _, _ = select.select([go], [], [], 60)
+    if not ready:
+        sys.exit(9)
+    if os.read(go, 1):
+        break
+hang()
+select.select([], [], [], 0.05)
+)";
+
+// The hang records of `path` (the lines that start as a hang record does; lag records are
+// written too).
+size_t HangLines(const std::string& path) {
+  const std::string text = ReadFile(path);
+  size_t n = 0;
+  for (size_t at = 0; (at = text.find("{\"type\":\"hang\"", at)) != std::string::npos; ++at) {
+    n += (at == 0 || text[at - 1] == '\n') && text.find('\n', at) != std::string::npos;
+  }
+  return n;
+}
+
+// logrotate (or the agent at its size limit) renames the report to PATH.1 and a new PATH starts
+// between two hangs: `run` must count both, not just the one in the new file.
+TEST(RunCommand, HangsBeforeARotationOfTheReportAreCounted) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 missing";
+  TempDir dir;
+  const std::string report = dir / "hangs.jsonl", fifo = dir / "go";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // An earlier run's hang: the report does not start empty.
+  ASSERT_EQ(RunCommand({kCli, "run", "--threshold-ms", "100", "--report", report, "--",
+                        STALL_PROGRAM, "0", "300"})
+                .exit_code,
+            0);
+  ASSERT_EQ(HangLines(report), 1u);
+  const std::string out = dir / "run.out", err = dir / "run.err";
+  const pid_t run = fork();
+  if (run == 0) {
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(o, 1);
+    dup2(e, 2);
+    execl(kCli.c_str(), kCli.c_str(), "run", "--threshold-ms", "100", "--fail-on-hang", "--report",
+          report.c_str(), "--", "/usr/bin/python3", "-c", kTwoHangsProgram, fifo.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // The first hang is written when the program waits for the go: then rotate.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (HangLines(report) < 2 && std::chrono::steady_clock::now() < deadline) {
+    usleep(10000);
+  }
+  ASSERT_EQ(HangLines(report), 2u) << ReadFile(err);
+  ASSERT_EQ(rename(report.c_str(), (report + ".1").c_str()), 0);
+  const int go = open(fifo.c_str(), O_WRONLY);
+  ASSERT_GE(go, 0);
+  ASSERT_EQ(write(go, "g", 1), 1);
+  close(go);
+  int status = 0;
+  ASSERT_EQ(waitpid(run, &status, 0), run);
+  const std::string run_err = ReadFile(err);
+  EXPECT_EQ(HangLines(report), 1u) << "the second hang went to the new file";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status << run_err;
+  EXPECT_TRUE(Has(run_err, "hangwatch run: 2 hangs in /usr/bin/python3")) << run_err;
+  EXPECT_TRUE(Has(run_err, ": 2 hangs\n")) << run_err;  // the watched process's line
+}
+
+// A program whose name is an escape sequence: `run`'s summary shows it escaped.
+TEST(RunCommand, SummaryEscapesControlCharactersInNames) {
+  TempDir dir;
+  const std::string program = dir / "\x1b]0;pwned\x07";
+  ASSERT_EQ(symlink(STALL_PROGRAM, program.c_str()), 0);
+  const auto r = RunCommand(
+      {kCli, "run", "--threshold-ms", "100", "--fail-on-hang", "--", program, "0", "300"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x07'), std::string::npos) << r.err;
+  EXPECT_TRUE(Has(r.err, "\\x1b]0;pwned\\x07")) << r.err;
 }
 
 TEST(RunCommand, CommandThatCannotRunIs127AndOnlyItsErrorLine) {
