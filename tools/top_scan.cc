@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "report/utf8.h"
 
 namespace hangwatch::tools {
 
@@ -23,6 +24,7 @@ static_assert(TopLineParser::kPadding == simdjson::SIMDJSON_PADDING);
 struct TopLineParser::Impl {
   simdjson::ondemand::parser parser;
   bool want_labels = false;
+  std::string repaired;  // a line with bytes that are not UTF-8, repaired (and padded)
 };
 
 TopLineParser::TopLineParser(bool want_labels) : impl_(std::make_unique<Impl>()) {
@@ -120,11 +122,23 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   if (IsBlank(line)) return LineKind::kEmpty;
   *out = TopHang{};
   simdjson::ondemand::document doc;
-  if (impl_->parser
+  auto error =
+      impl_->parser
           .iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding))
-          .get(doc)) {
-    return LineKind::kBad;
+          .get(doc);
+  if (error == simdjson::UTF8_ERROR) {
+    // Raw bytes that are not UTF-8 (agents before the format's UTF-8 rule): read as U+FFFD, as
+    // report/report_decode.cc does. The hang's views then point into `repaired`.
+    impl_->repaired = report::ValidUtf8(line);
+    const size_t size = impl_->repaired.size();
+    impl_->repaired.append(kPadding, ' ');
+    line = std::string_view(impl_->repaired.data(), size);
+    error =
+        impl_->parser
+            .iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding))
+            .get(doc);
   }
+  if (error) return LineKind::kBad;
   object obj;
   if (doc.get_object().get(obj)) return LineKind::kBad;
   unsigned seen = 0;

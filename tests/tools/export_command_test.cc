@@ -431,6 +431,28 @@ TEST_F(ExportCommand, StateResumesWithoutResending) {
   EXPECT_EQ(sent().size(), 9u);
 }
 
+// A report whose name and line hold bytes that are not UTF-8 (a line as agents before the
+// format's UTF-8 rule wrote it): the hang is sent, the state saved (the name kept exactly) and
+// the next run sends nothing again.
+TEST_F(ExportCommand, NamesAndLinesThatAreNotUtf8AreSentAndTheStateKept) {
+  const std::string report = tmp_ / "hangs\xff.jsonl", state = tmp_ / "state.json";
+  std::string line = Lines(0, 1);
+  line.replace(line.find("\"app\""), 5, "\"app\xfe\"");
+  WriteFile(report, line);
+  Receiver rx(tmp_ / "log");
+  const std::vector<std::string> args = {"--otlp",  rx.url(), "--no-symbolize",
+                                         "--state", state,    report};
+  const auto first = Export(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto got = Records(rx.Requests());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].resource.at("service.name"), "app\xef\xbf\xbd");
+  EXPECT_TRUE(json::parse(ReadFile(state), nullptr, false).is_object()) << ReadFile(state);
+  const auto second = Export(args);
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(rx.Requests().size(), 1u);  // nothing sent twice
+}
+
 TEST_F(ExportCommand, StateOfSeveralFilesSurvivesABatchSentMidway) {
   // A batch sent while the first file is read records every file's place: the second file's
   // must be the one it had reached, not 0.
