@@ -16,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "report/utf8.h"
+#include "tools/input_file.h"
 
 namespace hangwatch::tools {
 
@@ -281,24 +282,19 @@ void ScanTopText(std::string_view text, size_t readable_after, uint64_t file_off
 
 namespace {
 
-// One open file.
+// One open file (tools/input_file.h: regular files only, opened without blocking).
 struct OpenFile {
+  InputFile file;
   int fd = -1;
   uint64_t size = 0;
-  ~OpenFile() {
-    if (fd >= 0) close(fd);
-  }
 };
 
 // Opens `path`; "" on success, else why it is skipped.
 std::string Open(const std::string& path, OpenFile* f) {
-  f->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
-  if (f->fd < 0) return std::strerror(errno);
-  struct stat st;
-  if (fstat(f->fd, &st) != 0) return std::strerror(errno);
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (!S_ISREG(st.st_mode)) return "not a regular file";
-  f->size = static_cast<uint64_t>(st.st_size);
+  std::string error;
+  if (!f->file.Open(path, &error)) return error.substr(path.size() + 2);  // without "PATH: "
+  f->fd = f->file.fd();
+  f->size = f->file.size();
   unsigned char head[8] = {};
   const ssize_t n = pread(f->fd, head, sizeof head, 0);
   if (n < 0) return std::strerror(errno);
