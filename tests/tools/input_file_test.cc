@@ -45,16 +45,22 @@ TEST(InputFile, RefusesFifosAndDirectoriesWithoutBlocking) {
   EXPECT_EQ(all, "\x1f\x8b rest");
 }
 
-// Each command given a FIFO: exit 2 and one line naming it (`top`: and its summary), at once.
+// Each command given a FIFO (gate: also as its baseline or allow file): exit 2 and one line naming
+// it (`top`: and its summary), at once.
 // (`timeout` only turns a command that blocks into a failure instead of a test that never ends.)
 TEST(InputFile, EveryCommandRefusesAFifoWithOneLine) {
   TempDir dir;
-  const std::string fifo = dir / "fifo";
+  const std::string fifo = dir / "fifo", valid = dir / "hangs.jsonl";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  report::Lag lag;  // a valid report beside the FIFO: the FIFO is what is refused
+  lag.pid = 1;
+  WriteFile(valid, report::Encode(lag) + "\n");
   const std::vector<std::vector<std::string>> commands = {
       {"report", fifo},
       {"top", fifo},
       {"gate", fifo},
+      {"gate", valid, "--baseline", fifo},
+      {"gate", valid, "--allow", fifo},
       {"export", "--otlp", "http://127.0.0.1:9", "--no-symbolize", fifo},
   };
   for (const auto& args : commands) {
