@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "nlohmann/json.hpp"
+#include "report/utf8.h"
 
 namespace hangwatch::report {
 namespace {
@@ -348,8 +349,11 @@ constexpr RecordType kRecordTypes[] = {
 };
 
 // The line as a JSON object; false with *error when it is not one (a torn write, garbage).
+// Bytes that are not UTF-8 (raw, as agents before the format's UTF-8 rule wrote them) are read
+// as U+FFFD, the rule of report/utf8.h, instead of making the whole record unreadable.
 bool ParseObject(std::string_view line, json* j, std::string* error) {
-  *j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  *j = IsValidUtf8(line) ? json::parse(line, nullptr, /*allow_exceptions=*/false)
+                         : json::parse(ValidUtf8(line), nullptr, /*allow_exceptions=*/false);
   if (!j->is_object()) {
     *error = "not a JSON object";
     return false;

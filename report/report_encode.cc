@@ -8,13 +8,30 @@
 #include <utility>
 
 #include "report/report_record.h"
+#include "report/utf8.h"
 
 namespace hangwatch::report {
 namespace {
 
 void AppendString(std::string* out, const std::string& s) {
   out->push_back('"');
-  for (unsigned char c : s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // UTF-8 passes through; a byte that is not part of a well-formed sequence becomes U+FFFD
+      // (report/utf8.h), so that a reader never rejects the line for it.
+      const size_t n = Utf8SequenceAt(s, i);
+      if (n == 0) {
+        out->append("\xEF\xBF\xBD");
+        ++i;
+      } else {
+        out->append(s, i, n);
+        i += n;
+      }
+      continue;
+    }
+    ++i;
     switch (c) {
       case '"':
         out->append("\\\"");
@@ -37,8 +54,6 @@ void AppendString(std::string* out, const std::string& s) {
           std::snprintf(buf, sizeof(buf), "\\u%04x", c);
           out->append(buf);
         } else {
-          // Bytes >= 0x80 pass through: symbol names and paths are UTF-8 (or opaque bytes, which
-          // a reader may reject for that line only).
           out->push_back(static_cast<char>(c));
         }
     }

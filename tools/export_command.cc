@@ -20,6 +20,8 @@
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
 #include "tools/flag_value.h"
+#include "tools/input_file.h"
+#include "tools/line_reader.h"
 #include "tools/otlp_encode.h"
 #include "tools/otlp_sender.h"
 #include "tools/otlp_state.h"
@@ -178,8 +180,7 @@ std::vector<std::string> OtelHeaders(std::string_view all) {
 
 // One input file.
 struct Input {
-  std::string path;
-  int fd = -1;
+  InputFile file;
   bool open_hang_file = false;
   uint64_t consumed = 0;  // every line before this was read (sent, batched or skipped)
 };
@@ -232,7 +233,8 @@ struct Exporter {
     if (state == nullptr) return true;
     for (const Input& in : *inputs) {
       struct stat st;
-      if (in.fd >= 0 && fstat(in.fd, &st) == 0) state->Record(in.path, in.fd, st, in.consumed);
+      if (fstat(in.file.fd(), &st) == 0)
+        state->Record(in.file.path(), in.file.fd(), st, in.consumed);
     }
     if (absl::Status s = state->Save(); !s.ok()) {
       error = std::string(s.message());
@@ -249,37 +251,40 @@ struct Exporter {
 
 // Skipped lines of one file, for its note.
 struct Skipped {
-  size_t bad = 0, other = 0;
+  size_t bad = 0, other = 0, too_long = 0;
+  uint64_t first_too_long = 0;  // its byte offset
 };
 
 // Reads `in` from its consumed offset, handing each hang to the exporter. False when delivery
-// failed.
+// failed or the file could not be read (ex->error set).
 bool ExportJsonLines(Input* in, Exporter* ex, Skipped* skipped) {
-  std::string buf;
-  char chunk[1 << 16];
-  uint64_t at = in->consumed;  // file offset of buf[0]
-  for (;;) {
-    const ssize_t n = pread(in->fd, chunk, sizeof chunk, static_cast<off_t>(at + buf.size()));
-    if (n <= 0) break;
-    buf.append(chunk, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
-      const std::string_view line(buf.data() + start, nl - start);
-      in->consumed = at + nl + 1;
-      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-      HangRecord h;
-      std::string why;
-      if (ParseHangLine(line, &h, &why)) {
-        if (!ex->Add(std::move(h))) return false;
-        continue;
-      }
-      Report one;
-      std::string ignored;
-      const bool valid = ParseJsonLines(line, &one, &ignored) && one.skipped_lines == 0;
-      ++(valid ? skipped->other : skipped->bad);
+  LineReader reader(in->file, in->consumed);
+  Line line;
+  while (reader.Next(&line)) {
+    if (line.too_long) {
+      // Never a hang record: skipped whole (also when its end is not written yet).
+      if (skipped->too_long++ == 0) skipped->first_too_long = line.offset;
+      in->consumed = line.offset + line.length + (line.terminated ? 1 : 0);
+      continue;
     }
-    buf.erase(0, start);
-    at += start;
+    // A last line without its newline may still be being written: left for the next run.
+    if (!line.terminated) break;
+    in->consumed = line.offset + line.length + 1;
+    if (line.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    HangRecord h;
+    std::string why;
+    if (ParseHangLine(line.text, &h, &why)) {
+      if (!ex->Add(std::move(h))) return false;
+      continue;
+    }
+    Report one;
+    std::string ignored;
+    const bool valid = ParseJsonLines(line.text, &one, &ignored) && one.skipped_lines == 0;
+    ++(valid ? skipped->other : skipped->bad);
+  }
+  if (reader.error() != 0) {
+    ex->error = in->file.path() + ": " + std::strerror(reader.error());
+    return false;
   }
   return true;
 }
@@ -356,13 +361,9 @@ int Run(int argc, char** argv) {
   std::vector<Input> inputs;
   for (const std::string& f : files) {
     Input in;
-    in.path = f;
-    in.fd = open(f.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (in.fd < 0 || fstat(in.fd, &st) != 0)
-      return Fail(kExitUsage, f + ": " + std::strerror(errno));
-    if (!S_ISREG(st.st_mode)) return Fail(kExitUsage, f + ": not a regular file");
-    inputs.push_back(in);
+    std::string error;
+    if (!in.file.Open(f, &error)) return Fail(kExitUsage, error);
+    inputs.push_back(std::move(in));
   }
   ExportState state;
   int lock_fd = -1;
@@ -400,28 +401,27 @@ int Run(int argc, char** argv) {
   // Every input's place first: a batch sent while reading the first file records them all.
   for (Input& in : inputs) {
     struct stat st;
-    if (ex.state != nullptr && fstat(in.fd, &st) == 0) {
-      in.consumed = state.ResumeOffset(in.path, in.fd, st);
+    if (ex.state != nullptr && fstat(in.file.fd(), &st) == 0) {
+      in.consumed = state.ResumeOffset(in.file.path(), in.file.fd(), st);
     }
   }
   bool ok = true;
   for (Input& in : inputs) {
-    struct stat st;
-    fstat(in.fd, &st);
-    char magic[8] = {};
-    const ssize_t got = pread(in.fd, magic, sizeof magic, 0);
-    if (got >= 2 && static_cast<unsigned char>(magic[0]) == 0x1f &&
-        static_cast<unsigned char>(magic[1]) == 0x8b) {
+    const std::string& path = in.file.path();
+    const std::string magic = in.file.Head(8);
+    if (in.file.IsGzip()) {
       std::fprintf(stderr, "hangwatch export: %s: gzip-compressed, skipped (gunzip it first)\n",
-                   ForLog(in.path).c_str());
+                   ForLog(path).c_str());
       continue;
     }
-    if (got == 8 && std::memcmp(magic, "HWOPENHG", 8) == 0) {
+    if (magic == "HWOPENHG") {
       // An open-hang file holds at most one (fatal) hang: sent once, as a whole.
+      struct stat st;
+      fstat(in.file.fd(), &st);
       if (in.consumed >= static_cast<uint64_t>(st.st_size)) continue;
       Report one;
       std::string error;
-      if (!ReadReportFile(in.path, &one, &error)) {
+      if (!ReadReportFile(path, &one, &error)) {
         std::fprintf(stderr, "hangwatch export: %s, skipped\n", ForLog(error).c_str());
         continue;
       }
@@ -438,12 +438,18 @@ int Run(int argc, char** argv) {
       std::fprintf(stderr,
                    "hangwatch export: %s: skipped %zu line(s) that do not decode (torn writes, "
                    "another format version) and %zu record(s) of other types\n",
-                   ForLog(in.path).c_str(), skipped.bad, skipped.other);
+                   ForLog(path).c_str(), skipped.bad, skipped.other);
+    }
+    if (skipped.too_long > 0) {
+      std::fprintf(stderr,
+                   "hangwatch export: %s: skipped %zu line(s) longer than %zu MiB (no hang record "
+                   "is), the first at byte %llu\n",
+                   ForLog(path).c_str(), skipped.too_long, kMaxLineBytes >> 20,
+                   static_cast<unsigned long long>(skipped.first_too_long));
     }
   }
   if (ok) ok = ex.Flush();
   if (lock_fd >= 0) close(lock_fd);
-  for (Input& in : inputs) close(in.fd);
   if (!ok) {
     return Fail(kExitDelivery, ex.error + " (" + std::to_string(ex.sent) + " hang(s) sent before)");
   }

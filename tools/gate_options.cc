@@ -4,12 +4,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include "tools/flag_value.h"
 #include "tools/gate_output.h"
 #include "tools/gate_reader.h"
+#include "tools/input_file.h"
 #include "tools/report_reader.h"
 
 namespace hangwatch::tools {
@@ -38,20 +38,10 @@ bool ParseMs(const std::string& s, double* out) {
   return true;
 }
 
+// The same rule as the reports (tools/input_file.h): a FIFO or a device is refused, not waited on.
 bool ReadText(const std::string& path, std::string* text, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) {
-    *error = path + ": read error";
-    return false;
-  }
-  *text = buf.str();
-  return true;
+  InputFile file;
+  return file.Open(path, error) && file.ReadAll(text, error);
 }
 
 }  // namespace

@@ -248,7 +248,7 @@ std::string FormatGateJson(const GateVerdict& v) {
     j["lag"] = nullptr;
   }
   j["startup_stalls"] = v.startup_stalls;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string FormatGateMarkdown(const GateVerdict& v) {

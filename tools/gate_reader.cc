@@ -1,10 +1,5 @@
 #include "tools/gate_reader.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <bit>
 #include <cerrno>
 #include <charconv>
@@ -16,6 +11,8 @@
 #include <variant>
 
 #include "report/report_decode.h"
+#include "tools/input_file.h"
+#include "tools/line_reader.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -148,58 +145,11 @@ struct AddTo {
   void operator()(report::UnknownRecord&&) const { ++report->unknown_records; }
 };
 
-// A file mapped read-only (page cache, no copy).
-struct Mapping {
-  void* data = MAP_FAILED;
-  size_t size = 0;
-  Mapping() = default;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (data != MAP_FAILED) munmap(data, size);
-  }
-  std::string_view view() const {
-    return data == MAP_FAILED ? std::string_view()
-                              : std::string_view(static_cast<char*>(data), size);
-  }
-};
-
 struct Tally {
-  std::string_view line;  // the longest hang's line
+  std::string line;  // the longest hang's line (a copy: lines are read through one buffer)
   uint64_t max_duration_ms = 0;
   HangTally tally{0, 0};
 };
-
-bool MapWhole(const std::string& path, Mapping* m, std::string* error) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    *error = path + ": " + std::strerror(errno);
-    if (fd >= 0) close(fd);
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    *error = path + ": not a regular file";
-    return false;
-  }
-  if (st.st_size > 0) {
-    m->size = static_cast<size_t>(st.st_size);
-#ifdef MAP_POPULATE
-    constexpr int kFlags = MAP_PRIVATE | MAP_POPULATE;  // one fault-in pass, not one per page
-#else
-    constexpr int kFlags = MAP_PRIVATE;
-#endif
-    m->data = mmap(nullptr, m->size, PROT_READ, kFlags, fd, 0);
-  }
-  const int map_errno = errno;
-  close(fd);
-  if (st.st_size > 0 && m->data == MAP_FAILED) {
-    *error = path + ": " + std::strerror(map_errno);
-    return false;
-  }
-  return true;
-}
 
 bool ReadSlowly(const std::vector<std::string>& paths, Report* out, std::vector<HangTally>* tallies,
                 size_t* lag_records, std::string* error) {
@@ -408,56 +358,52 @@ bool ScanRecordLine(std::string_view line, ScannedLine* out) {
 
 bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
                         std::vector<HangTally>* tallies, size_t* lag_records, std::string* error) {
-  std::vector<Mapping> maps(paths.size());
   *lag_records = 0;
-  std::unordered_map<std::string_view, size_t> index;  // signature -> entries
-  std::vector<std::pair<std::string_view, Tally>> entries;
+  std::unordered_map<std::string, size_t> index;  // signature -> entries
+  std::vector<std::pair<std::string, Tally>> entries;
   std::vector<HangTally> untallied;  // parallel to out->hangs while reading
-  for (size_t f = 0; f < paths.size(); ++f) {
-    const std::string& path = paths[f];
-    if (!MapWhole(path, &maps[f], error)) return false;
-    const std::string_view text = maps[f].view();
-    if (text.size() >= 8 && std::memcmp(text.data(), "HWOPENHG", 8) == 0) {
+  for (const std::string& path : paths) {
+    // Read, never mapped (tools/input_file.h): a report truncated meanwhile just ends early.
+    InputFile file;
+    if (!file.Open(path, error)) return false;
+    if (file.Head(8) == "HWOPENHG") {
       Report one;
       if (!ReadReportFile(path, &one, error)) return false;
       for (const HangRecord& h : one.hangs) untallied.push_back({1, h.duration_ms});
       MergeReport(std::move(one), out);
       continue;
     }
-    const char* p = text.data();
-    const char* const e = p + text.size();
+    LineReader reader(file, 0);
+    Line next;
     size_t line_no = 0, valid = 0, nonempty = 0;
     std::string first_error;
-    while (p < e) {
+    while (reader.Next(&next)) {
       ++line_no;
-      // Scanning finds the line's end; only a line that is not a JSON object is searched for it.
-      ScannedLine s;
-      const char* end = ScanRecord(p, e, &s);
-      const bool ok = end != nullptr;
-      if (!ok) {
-        end = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(e - p)));
-        if (end == nullptr) end = e;
-      }
-      std::string_view line(p, static_cast<size_t>(end - p));
-      p = end < e ? end + 1 : e;
+      std::string_view line = next.text;
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
         line.remove_suffix(1);
       }
-      if (line.empty()) continue;
+      if (line.empty() && !next.too_long) continue;
       ++nonempty;
+      ScannedLine s;
+      const bool ok =
+          !next.too_long && ScanRecord(line.data(), line.data() + line.size(), &s) != nullptr;
       if (!ok) {
         if (first_error.empty()) {
-          first_error = "line " + std::to_string(line_no) + ": not a JSON object";
+          first_error =
+              "line " + std::to_string(line_no) +
+              (next.too_long ? ": longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB"
+                             : std::string(": not a JSON object"));
         }
         ++out->skipped_lines;
         continue;
       }
       if ((s.type.empty() || s.type == "hang") && !s.signature.empty() && s.has_duration) {
-        auto [it, inserted] = index.try_emplace(s.signature, entries.size());
-        if (inserted) entries.emplace_back(s.signature, Tally{});
+        auto [it, inserted] = index.try_emplace(std::string(s.signature), entries.size());
+        if (inserted) entries.emplace_back(std::string(s.signature), Tally{});
         Tally& t = entries[it->second].second;
         if (t.tally.count == 0 || s.duration_ms > t.max_duration_ms) {
-          t.line = line;
+          t.line.assign(line);
           t.max_duration_ms = s.duration_ms;
         }
         ++t.tally.count;
@@ -492,6 +438,10 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
       }
       std::visit(AddTo{out, lag_records}, std::move(record));
       ++valid;
+    }
+    if (reader.error() != 0) {
+      *error = path + ": " + std::strerror(reader.error());
+      return false;
     }
     if (nonempty > 0 && valid == 0) {
       *error = path + ": malformed report: no valid record (" + first_error + ")";

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "nlohmann/json.hpp"
+#include "report/utf8.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -34,40 +35,14 @@ std::string ServiceName(const HangRecord& h) {
   return "unknown_service";  // the OpenTelemetry default for a service without a name
 }
 
-// `s` with every byte that is not part of a well-formed UTF-8 sequence replaced by U+FFFD:
-// protobuf `string` fields must be UTF-8 (the Collector rejects a request that is not), and symbol
-// names of stripped or damaged binaries can be anything.
-std::string ValidUtf8(std::string s) {
-  std::string out;
-  size_t i = 0;
-  bool changed = false;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = n > 0 && i + n <= s.size();
-    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
-    if (ok && n > 1) {  // no overlong forms, surrogates or values past U+10FFFF
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(n == 2 && c < 0xc2) && !(n == 3 && c == 0xe0 && c1 < 0xa0) &&
-           !(n == 3 && c == 0xed && c1 >= 0xa0) && !(n == 4 && c == 0xf0 && c1 < 0x90) &&
-           !(n == 4 && (c > 0xf4 || (c == 0xf4 && c1 >= 0x90)));
-    }
-    if (ok) {
-      out.append(s, i, n);
-      i += n;
-    } else {
-      out += "\xEF\xBF\xBD";
-      changed = true;
-      ++i;
-    }
-  }
-  return changed ? out : s;
-}
+// Protobuf `string` fields must be UTF-8 (the Collector rejects a request that is not), and symbol
+// names of stripped or damaged binaries can be anything: the report format's rule applies.
+using report::ValidUtf8;
 
 OtlpAttribute Str(std::string key, std::string value) {
   OtlpAttribute a;
-  a.key = ValidUtf8(std::move(key));
-  a.value.string_value = ValidUtf8(std::move(value));
+  a.key = ValidUtf8(key);
+  a.value.string_value = ValidUtf8(value);
   return a;
 }
 

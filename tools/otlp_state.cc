@@ -10,7 +10,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
+#include "report/utf8.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -64,7 +66,9 @@ absl::Status ExportState::Load(const std::string& path) {
   for (const auto& f : j["files"]) {
     if (!f.is_object()) continue;
     ExportFileState s;
-    s.path = f.value("path", "");
+    s.path = f.contains("path_hex") && f["path_hex"].is_string()
+                 ? absl::HexStringToBytes(f["path_hex"].get<std::string>())
+                 : f.value("path", "");
     s.dev = U64(f, "dev");
     s.inode = U64(f, "inode");
     s.size = U64(f, "size");
@@ -119,13 +123,17 @@ absl::Status ExportState::Save() {
     }
     char hash[17];
     std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(f.head_hash));
-    files.push_back({{"path", f.path},
-                     {"dev", f.dev},
-                     {"inode", f.inode},
-                     {"size", f.size},
-                     {"offset", f.offset},
-                     {"head_len", f.head_len},
-                     {"head_hash", hash}});
+    nlohmann::json entry = {{"path", report::ValidUtf8(f.path)},
+                            {"dev", f.dev},
+                            {"inode", f.inode},
+                            {"size", f.size},
+                            {"offset", f.offset},
+                            {"head_len", f.head_len},
+                            {"head_hash", hash}};
+    // JSON holds only UTF-8: a name with other bytes is kept exactly in hex too, so that the
+    // next save finds the file again under it.
+    if (!report::IsValidUtf8(f.path)) entry["path_hex"] = absl::BytesToHexString(f.path);
+    files.push_back(std::move(entry));
   }
   const std::string text = nlohmann::json({{"version", 1}, {"files", files}}).dump(1) + "\n";
   const std::string tmp = path_ + ".tmp." + std::to_string(getpid());

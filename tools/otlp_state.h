@@ -8,7 +8,8 @@
 // it starts from 0 too.
 //
 // The state file is JSON ({"version":1,"files":[{"path","dev","inode","size","offset",
-// "head_len","head_hash"},...]}), replaced atomically (write, fsync, rename) after each batch the
+// "head_len","head_hash"},...]}; a path that is not UTF-8 has U+FFFD in "path" and its exact
+// bytes in "path_hex"), replaced atomically (write, fsync, rename) after each batch the
 // endpoint accepted. An entry whose file is gone is dropped at the next save.
 #ifndef HANGWATCH_TOOLS_OTLP_STATE_H_
 #define HANGWATCH_TOOLS_OTLP_STATE_H_

@@ -37,7 +37,9 @@ constexpr char kUsage[] =
     "          signature, host, process, pid; mappings with build-ids\n"
     "  html    one self-contained interactive page: summary, sortable hang table, hangs\n"
     "          grouped by signature, per hang a zoomable flame graph, timeline, the culprit's\n"
-    "          source line (when the file is readable here) and the text report\n"
+    "          source line and the text report. Source is read only from files that the\n"
+    "          DWARF of a module of the report names (so not with --no-symbolize), regular\n"
+    "          files readable by anyone or owned by you (not as root), up to 8 MiB\n"
     "\n"
     "Frames are symbolized offline by build-id and module offset (functions, files, lines,\n"
     "inlined frames) from the recorded module paths when their build-id matches, else from:\n"
@@ -52,6 +54,7 @@ constexpr char kUsage[] =
     "  --hang N           only the N-th hang of the input (0-based, in file order)\n"
     "  --output FILE, -o FILE   write there instead of stdout\n"
     "  --title TEXT       title of the SVG flame graph or the HTML page\n"
+    "  --no-source        no source lines in the HTML page\n"
     "\n"
     "Unreadable lines (torn writes) are skipped and counted. Of several files, one that cannot\n"
     "be read (missing, not a report, gzip-compressed) is skipped with a note on stderr.\n"
@@ -66,7 +69,7 @@ int Run(int argc, char** argv) {
   std::vector<std::string> files;
   std::string format = "text", output, title = "Main-thread hangs";
   long hang = -1;
-  bool symbolize = true;
+  bool symbolize = true, source = true;
   ReportSymbolizeOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -99,6 +102,8 @@ int Run(int argc, char** argv) {
                                   &options.symbolizer)) {
     } else if (a == "--no-symbolize") {
       symbolize = false;
+    } else if (a == "--no-source") {
+      source = false;
     } else if (a == "--") {
       for (++i; i < argc; ++i) files.emplace_back(argv[i]);
     } else if (a.size() > 1 && a[0] == '-') {
@@ -150,6 +155,8 @@ int Run(int argc, char** argv) {
       std::fprintf(stderr, "hangwatch report: warning: %s\n", EscapeForTerminal(w).c_str());
     }
   }
+
+  if (!source) report.dwarf_source_files.clear();  // the page reads no file
 
   std::string text;
   if (format == "text") {

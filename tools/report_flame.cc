@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,12 +39,14 @@ std::map<std::vector<std::string>, uint64_t> FoldStacks(const Report& report) {
   return folded;
 }
 
+// The call tree, in one vector (children by index): no recursion builds, walks or destroys it,
+// so a stack of any depth (a hostile report's 40,000 frames) costs memory, not the C++ stack.
 struct Node {
   std::string name;
   uint64_t count = 0;
-  std::map<std::string, std::unique_ptr<Node>> children;
+  int depth = 0;
+  std::map<std::string, size_t> children;  // name -> index in the tree
 };
-
 // A warm colour that depends only on the name, so a function keeps its colour across graphs.
 std::string ColorFor(const std::string& name) {
   uint32_t h = 2166136261u;
@@ -67,11 +68,13 @@ struct SvgWriter {
   int max_depth = 0;
   double height = 0;
 
-  void Write(const Node& n, double x, int depth) {
-    const double w =
-        (kWidth - 2 * kPad) * static_cast<double>(n.count) / static_cast<double>(total);
-    if (w < 0.3) return;
-    const double y = height - kPad - (depth + 1) * kRow;
+  double Width(const Node& n) const {
+    return (kWidth - 2 * kPad) * static_cast<double>(n.count) / static_cast<double>(total);
+  }
+
+  void WriteOne(const Node& n, double x) {
+    const double w = Width(n);
+    const double y = height - kPad - (n.depth + 1) * kRow;
     char buf[256];
     const double pct = 100.0 * static_cast<double>(n.count) / static_cast<double>(total);
     std::snprintf(buf, sizeof buf, " (%llu sample%s, %.1f%%)",
@@ -90,19 +93,29 @@ struct SvgWriter {
       out += buf + XmlEscape(label, false) + "</text>";
     }
     out += "</g>\n";
-    double cx = x;
-    for (const auto& [name, child] : n.children) {
-      Write(*child, cx, depth + 1);
-      cx += (kWidth - 2 * kPad) * static_cast<double>(child->count) / static_cast<double>(total);
+  }
+
+  // Every node wide enough to see, parents before children, children in name order, each
+  // child starting where its elder sibling ends: a depth-first walk with a stack of its own.
+  void Write(const std::vector<Node>& tree) {
+    std::vector<std::pair<size_t, double>> todo = {{0, kPad}};  // node, x
+    std::vector<std::pair<size_t, double>> children;
+    while (!todo.empty()) {
+      const auto [index, x] = todo.back();
+      todo.pop_back();
+      const Node& n = tree[index];
+      if (Width(n) < 0.3) continue;
+      WriteOne(n, x);
+      children.clear();
+      double cx = x;
+      for (const auto& [name, child] : n.children) {
+        children.emplace_back(child, cx);
+        cx += Width(tree[child]);
+      }
+      todo.insert(todo.end(), children.rbegin(), children.rend());  // the first on top
     }
   }
 };
-
-int Depth(const Node& n) {
-  int d = 0;
-  for (const auto& [name, c] : n.children) d = std::max(d, 1 + Depth(*c));
-  return d;
-}
 
 }  // namespace
 
@@ -119,21 +132,27 @@ std::string FormatFolded(const Report& report) {
 }
 
 std::string FormatSvg(const Report& report, const std::string& title) {
-  Node root;
-  root.name = "all hangs";
+  std::vector<Node> tree(1);  // [0]: the root
+  tree[0].name = "all hangs";
+  int max_depth = 0;
   for (const auto& [path, count] : FoldStacks(report)) {
-    root.count += count;
-    Node* n = &root;
+    tree[0].count += count;
+    size_t n = 0;
     for (const std::string& name : path) {
-      auto& child = n->children[name];
-      if (!child) {
-        child = std::make_unique<Node>();
-        child->name = name;
+      auto [it, inserted] = tree[n].children.try_emplace(name, tree.size());
+      const size_t child = it->second;
+      if (inserted) {
+        const int depth = tree[n].depth + 1;
+        tree.emplace_back();  // may move the nodes: indices only from here
+        tree.back().name = name;
+        tree.back().depth = depth;
+        max_depth = std::max(max_depth, depth);
       }
-      child->count += count;
-      n = child.get();
+      tree[child].count += count;
+      n = child;
     }
   }
+  const Node& root = tree[0];
   SvgWriter w;
   // The culprits, most frequent first, for the title; their frames are outlined.
   std::map<std::string, size_t> culprit_counts;
@@ -159,7 +178,7 @@ std::string FormatSvg(const Report& report, const std::string& title) {
   }
   if (by_count.size() > 3) culprit_line += ", ...";
   w.total = std::max<uint64_t>(root.count, 1);
-  w.max_depth = Depth(root);
+  w.max_depth = max_depth;
   w.height = kTop + (w.max_depth + 1) * kRow + 2 * kPad;
   char head[512];
   std::snprintf(head, sizeof head,
@@ -179,7 +198,7 @@ std::string FormatSvg(const Report& report, const std::string& title) {
                 report.hangs.size() == 1 ? "" : "s", static_cast<unsigned long long>(root.count));
   w.out += "<text class=\"title\" x=\"10\" y=\"24\">" + XmlEscape(title, false) + sub +
            (culprit_line.empty() ? "" : " " + XmlEscape(culprit_line, false)) + "</text>\n";
-  if (root.count > 0) w.Write(root, kPad, 0);
+  if (root.count > 0) w.Write(tree);
   w.out += "</svg>\n";
   return w.out;
 }

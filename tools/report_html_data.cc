@@ -1,10 +1,12 @@
 #include "tools/report_html_data.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -15,6 +17,7 @@
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
 #include "symbols/frame_classifier.h"
+#include "tools/input_file.h"
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
 
@@ -26,7 +29,7 @@ using nlohmann::json;
 // Lines of source shown above and below a culprit's line.
 constexpr int kSourceContext = 3;
 // Source files larger than this are not read; longer lines are cut.
-constexpr std::streamoff kMaxSourceBytes = 8 << 20;
+constexpr uint64_t kMaxSourceBytes = 8 << 20;
 constexpr size_t kMaxSourceLine = 400;
 // The timelines and texts of this many hangs are compressed together: neighbouring hangs share
 // most of their lines (frames, modules), so that a chunk compresses several times better than
@@ -120,9 +123,21 @@ class Tables {
   std::map<std::vector<int>, int> stack_ids_;
 };
 
-// The lines of source files, read once each.
+// Whether anyone could read the file without privileges: readable by all, or by its owner when
+// that is the invoking user (not root). Root may read /etc/shadow; the page must not.
+bool ReadableWithoutPrivileges(const struct stat& st) {
+  const uid_t uid = getuid();
+  return (st.st_mode & S_IROTH) != 0 || (uid != 0 && st.st_uid == uid && (st.st_mode & S_IRUSR));
+}
+
+// The lines of source files, read once each. A file is read only when the DWARF of a module of
+// the report names it (Report::dwarf_source_files), it is a regular file (tools/input_file.h:
+// never a FIFO or a device), readable without privileges and at most kMaxSourceBytes: the page
+// is shared, and the report may be another user's.
 class Sources {
  public:
+  explicit Sources(const std::set<std::string>& allowed) : allowed_(allowed) {}
+
   // [first line number, [lines...]] around `line` of `file`, or null when it cannot be read.
   json Around(const std::string& file, int line) {
     if (file.empty() || line <= 0) return nullptr;
@@ -138,19 +153,36 @@ class Sources {
   }
 
  private:
-  static std::vector<std::string> Read(const std::string& file) {
-    std::ifstream in(file, std::ios::binary | std::ios::ate);
-    if (!in || in.tellg() > kMaxSourceBytes) return {};
-    in.seekg(0);
+  std::vector<std::string> Read(const std::string& file) const {
+    if (allowed_.count(file) == 0) return {};
+    InputFile in;
+    std::string error;
+    if (!in.Open(file, &error) || in.size() > kMaxSourceBytes ||
+        !ReadableWithoutPrivileges(in.stat())) {
+      return {};
+    }
+    // At most the size checked: a file that grows meanwhile is cut there.
+    std::string text(in.size(), '\0');
+    size_t have = 0;
+    for (ssize_t n;
+         have < text.size() && (n = in.ReadAt(text.data() + have, text.size() - have, have)) > 0;) {
+      have += static_cast<size_t>(n);
+    }
+    text.resize(have);
     std::vector<std::string> lines;
-    for (std::string l; std::getline(in, l);) {
+    for (size_t at = 0; at < text.size();) {
+      size_t nl = text.find('\n', at);
+      if (nl == std::string::npos) nl = text.size();
+      std::string l = text.substr(at, nl - at);
       if (!l.empty() && l.back() == '\r') l.pop_back();
       if (l.size() > kMaxSourceLine) l = l.substr(0, kMaxSourceLine) + "...";
       lines.push_back(std::move(l));
+      at = nl + 1;
     }
     return lines;
   }
 
+  const std::set<std::string>& allowed_;
   std::map<std::string, std::vector<std::string>> files_;
 };
 
@@ -254,7 +286,7 @@ json LagSummary(const std::vector<Lag>& lags) {
 
 HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title) {
   Tables t;
-  Sources sources;
+  Sources sources(report.dwarf_source_files);
   // Column name -> one value per hang.
   std::map<std::string, json> col;
   for (const char* name :

@@ -61,6 +61,7 @@ void MergeReport(Report&& from, Report* into) {
   for (auto& l : from.lags) into->lags.push_back(std::move(l));
   into->skipped_lines += from.skipped_lines;
   into->unknown_records += from.unknown_records;
+  into->dwarf_source_files.merge(from.dwarf_source_files);
   if (into->first_error.empty()) into->first_error = std::move(from.first_error);
 }
 

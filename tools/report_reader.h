@@ -10,6 +10,7 @@
 #define HANGWATCH_TOOLS_REPORT_READER_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,10 @@ struct Report {
   size_t skipped_lines = 0;    // not a JSON object, or a record with missing / mistyped fields
   size_t unknown_records = 0;  // valid JSON objects of another type
   std::string first_error;     // why the first skipped line was skipped ("line N: ...")
+  // The source files that the DWARF line tables of the report's modules name for its frames:
+  // filled by offline symbolization (report_symbolize.h). The HTML page reads source only from
+  // these: a report's own `file` fields are not trusted (a hostile one may name /etc/shadow).
+  std::set<std::string> dwarf_source_files;
 };
 
 // Parses one JSON Lines text. Returns false (with *error) only when the text has content but

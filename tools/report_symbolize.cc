@@ -80,6 +80,7 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
           if (!sf.function.empty()) g.symbol = std::string(sf.function);
           g.file = std::string(sf.file);
           g.line = static_cast<int>(sf.line);
+          if (!g.file.empty()) report->dwarf_source_files.insert(g.file);
           frames.push_back(std::move(g));
         }
       }

@@ -21,7 +21,8 @@ struct ReportSymbolizeOptions {
 
 // Replaces each frame that the symbolizer can answer by one frame per inlined function
 // (innermost first, same address), with symbol, file and line. Frames it cannot answer keep
-// what the report recorded. Warnings (missing binaries, rejected debug files) are appended to
+// what the report recorded. The files it gives frames are added to report->dwarf_source_files.
+// Warnings (missing binaries, rejected debug files) are appended to
 // *warnings, once each.
 void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
                      std::vector<std::string>* warnings);

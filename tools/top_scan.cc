@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "report/utf8.h"
+#include "tools/input_file.h"
 
 namespace hangwatch::tools {
 
@@ -23,6 +25,7 @@ static_assert(TopLineParser::kPadding == simdjson::SIMDJSON_PADDING);
 struct TopLineParser::Impl {
   simdjson::ondemand::parser parser;
   bool want_labels = false;
+  std::string repaired;  // a line with bytes that are not UTF-8, repaired (and padded)
 };
 
 TopLineParser::TopLineParser(bool want_labels) : impl_(std::make_unique<Impl>()) {
@@ -120,11 +123,23 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   if (IsBlank(line)) return LineKind::kEmpty;
   *out = TopHang{};
   simdjson::ondemand::document doc;
-  if (impl_->parser
+  auto error =
+      impl_->parser
           .iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding))
-          .get(doc)) {
-    return LineKind::kBad;
+          .get(doc);
+  if (error == simdjson::UTF8_ERROR) {
+    // Raw bytes that are not UTF-8 (agents before the format's UTF-8 rule): read as U+FFFD, as
+    // report/report_decode.cc does. The hang's views then point into `repaired`.
+    impl_->repaired = report::ValidUtf8(line);
+    const size_t size = impl_->repaired.size();
+    impl_->repaired.append(kPadding, ' ');
+    line = std::string_view(impl_->repaired.data(), size);
+    error =
+        impl_->parser
+            .iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding))
+            .get(doc);
   }
+  if (error) return LineKind::kBad;
   object obj;
   if (doc.get_object().get(obj)) return LineKind::kBad;
   unsigned seen = 0;
@@ -267,24 +282,19 @@ void ScanTopText(std::string_view text, size_t readable_after, uint64_t file_off
 
 namespace {
 
-// One open file.
+// One open file (tools/input_file.h: regular files only, opened without blocking).
 struct OpenFile {
+  InputFile file;
   int fd = -1;
   uint64_t size = 0;
-  ~OpenFile() {
-    if (fd >= 0) close(fd);
-  }
 };
 
 // Opens `path`; "" on success, else why it is skipped.
 std::string Open(const std::string& path, OpenFile* f) {
-  f->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
-  if (f->fd < 0) return std::strerror(errno);
-  struct stat st;
-  if (fstat(f->fd, &st) != 0) return std::strerror(errno);
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (!S_ISREG(st.st_mode)) return "not a regular file";
-  f->size = static_cast<uint64_t>(st.st_size);
+  std::string error;
+  if (!f->file.Open(path, &error)) return error.substr(path.size() + 2);  // without "PATH: "
+  f->fd = f->file.fd();
+  f->size = f->file.size();
   unsigned char head[8] = {};
   const ssize_t n = pread(f->fd, head, sizeof head, 0);
   if (n < 0) return std::strerror(errno);

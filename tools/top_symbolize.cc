@@ -1,7 +1,6 @@
 // ReadLineAt and SymbolizeTopCulprits.
 #include "tools/top_symbolize.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "tools/input_file.h"
 #include "tools/report_frames.h"
 #include "tools/report_reader.h"
 #include "tools/top_scan.h"
@@ -30,8 +30,10 @@ bool SameHang(TopLineParser* parser, std::string_view line, const TopCulprit& gr
 
 bool ReadLineAt(const std::string& path, uint64_t offset, std::string* line, size_t max_bytes) {
   line->clear();
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
+  InputFile file;  // the same rule as the scan: a regular file, never blocking
+  std::string error;
+  if (!file.Open(path, &error)) return false;
+  const int fd = file.fd();
   constexpr size_t kChunk = 64 << 10;
   bool found = false, ok = true;
   while (!found && line->size() <= max_bytes) {
@@ -54,7 +56,6 @@ bool ReadLineAt(const std::string& path, uint64_t offset, std::string* line, siz
       found = true;
     }
   }
-  close(fd);
   return ok && line->size() <= max_bytes;
 }
 

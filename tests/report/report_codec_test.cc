@@ -1,11 +1,13 @@
 // The report codec: the bytes of each record type, and each decoded back to what was encoded.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <variant>
 
 #include "report/report_decode.h"
 #include "report/report_record.h"
+#include "report/utf8.h"
 
 namespace hangwatch::report {
 namespace {
@@ -95,6 +97,53 @@ TEST(ReportCodec, HangCarriesHostAndLabels) {
                           R"("samples":0,"stacks":[],"labels":{"a":1}})",
                           &out, &error));
   EXPECT_EQ(error, "field 'labels' is not an object of strings");
+}
+
+// Bytes that are not UTF-8 (a program path, argv[0], a label, a host name, a symbol) become
+// U+FFFD each (report/utf8.h): the line stays one JSON document any reader accepts. A line an
+// older agent wrote with the raw bytes is read with the same rule.
+TEST(ReportCodec, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  const std::string kBad = "\xff\xfe";                             // never UTF-8
+  const std::string kCut = "\xc3";                                 // a sequence cut short
+  const std::string kOverlong = "\xc0\xaf";                        // '/' in two bytes: not allowed
+  const std::string kFffd = "\xef\xbf\xbd", kUmlaut = "\xc3\xa4";  // U+FFFD, valid 'a-umlaut'
+  HangRecord in;
+  in.pid = 3;
+  in.process = "/opt/" + kBad + "/app";
+  in.process_name = "app" + kCut;
+  in.host = "h" + kOverlong;
+  in.labels = {{"team" + kBad, kUmlaut + kBad}};
+  Stack s;
+  Frame f;
+  f.module = in.process;
+  f.symbol = "Load" + kBad + "(int)";
+  s.frames.push_back(f);
+  s.count = 1;
+  in.stacks.push_back(s);
+  const std::string line = Encode(in);
+  EXPECT_TRUE(IsValidUtf8(line)) << line;
+  HangRecord out;
+  std::string error;
+  ASSERT_TRUE(DecodeHang(line, &out, &error)) << error;
+  EXPECT_EQ(out.process, "/opt/" + kFffd + kFffd + "/app");
+  EXPECT_EQ(out.process_name, "app" + kFffd);
+  EXPECT_EQ(out.host, "h" + kFffd + kFffd);
+  EXPECT_EQ(
+      out.labels,
+      (std::map<std::string, std::string>{{"team" + kFffd + kFffd, kUmlaut + kFffd + kFffd}}));
+  EXPECT_EQ(out.stacks[0].frames[0].symbol, "Load" + kFffd + kFffd + "(int)");
+
+  // The same record as agents before this rule wrote it: raw bytes inside the strings.
+  HangRecord plain = in;
+  plain.process_name = "app@";
+  std::string raw = Encode(plain);
+  raw.replace(raw.find("app@"), 4, "app" + kBad);
+  ASSERT_FALSE(IsValidUtf8(raw));
+  ASSERT_TRUE(DecodeHang(raw, &out, &error)) << error;
+  EXPECT_EQ(out.process_name, "app" + kFffd + kFffd);
+  Record record;
+  ASSERT_TRUE(Decode(raw, &record, &error)) << error;
+  EXPECT_TRUE(std::holds_alternative<HangRecord>(record));
 }
 
 // The pass lengths of the lag contract's example: 1,900 x 1 ms, 80 x 20 ms, 20 x 40 ms.

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -431,6 +432,28 @@ TEST_F(ExportCommand, StateResumesWithoutResending) {
   EXPECT_EQ(sent().size(), 9u);
 }
 
+// A report whose name and line hold bytes that are not UTF-8 (a line as agents before the
+// format's UTF-8 rule wrote it): the hang is sent, the state saved (the name kept exactly) and
+// the next run sends nothing again.
+TEST_F(ExportCommand, NamesAndLinesThatAreNotUtf8AreSentAndTheStateKept) {
+  const std::string report = tmp_ / "hangs\xff.jsonl", state = tmp_ / "state.json";
+  std::string line = Lines(0, 1);
+  line.replace(line.find("\"app\""), 5, "\"app\xfe\"");
+  WriteFile(report, line);
+  Receiver rx(tmp_ / "log");
+  const std::vector<std::string> args = {"--otlp",  rx.url(), "--no-symbolize",
+                                         "--state", state,    report};
+  const auto first = Export(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto got = Records(rx.Requests());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].resource.at("service.name"), "app\xef\xbf\xbd");
+  EXPECT_TRUE(json::parse(ReadFile(state), nullptr, false).is_object()) << ReadFile(state);
+  const auto second = Export(args);
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(rx.Requests().size(), 1u);  // nothing sent twice
+}
+
 TEST_F(ExportCommand, StateOfSeveralFilesSurvivesABatchSentMidway) {
   // A batch sent while the first file is read records every file's place: the second file's
   // must be the one it had reached, not 0.
@@ -593,6 +616,47 @@ TEST_F(ExportCommand, AnErrorAnswerCannotWriteControlSequencesToTheTerminal) {
 }
 
 // ---- the pieces alone ----
+
+// A report of 160 MB without a newline (a sparse file: no disk used) is one line over the
+// 64 MiB limit: skipped with a note, in one pass, in memory bounded by the limit, not by the
+// line (it used to be searched again for every 64 KiB read: quadratic, and kept whole). The
+// hang after it is still read. The peak memory is the child's own (wait4), no timing is judged.
+TEST(ExportLongLines, ALineOverTheLimitIsSkippedInBoundedMemory) {
+  TempDir dir;
+  const std::string report = dir / "long.jsonl";
+  constexpr off_t kLine = 160 << 20;
+  {
+    const int fd = open(report.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, kLine), 0);
+    const std::string rest = "\n" + Lines(0, 1);
+    ASSERT_EQ(pwrite(fd, rest.data(), rest.size(), kLine), static_cast<ssize_t>(rest.size()));
+    close(fd);
+  }
+  const std::string err = dir / "err";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(e, 2);
+    // Nothing listens on port 9: the one hang cannot be delivered (exit 1), which is after the
+    // long line was read past.
+    execl(kCli.c_str(), kCli.c_str(), "export", "--otlp", "http://127.0.0.1:9", "--retries", "0",
+          "--no-symbolize", report.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage = {};
+  ASSERT_EQ(wait4(pid, &status, 0, &usage), pid);
+  const std::string text = ReadFile(err);
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << text;  // the hang after the long line was read
+  EXPECT_TRUE(Has(text, report + ": skipped 1 line(s) longer than 64 MiB (no hang record is), "
+                                 "the first at byte 0"))
+      << text;
+  EXPECT_TRUE(Has(text, "(0 hang(s) sent before)")) << text;
+  // ru_maxrss is in KiB: the 64 MiB limit plus the program, far below the 160 MB line.
+  EXPECT_LT(usage.ru_maxrss, 112 * 1024) << "peak RSS " << usage.ru_maxrss << " KiB";
+}
 
 TEST(OtlpSender, RetryAfterIsSecondsOrAnHttpDate) {
   const auto now = std::chrono::system_clock::from_time_t(784111777);  // 1994-11-06 08:49:37

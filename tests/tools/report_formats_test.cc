@@ -6,6 +6,7 @@
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
+#include "report/report_record.h"
 #include "tools/junit.h"
 #include "tools/report_formats.h"
 #include "tools/report_reader.h"
@@ -14,6 +15,7 @@
 namespace hangwatch::tools {
 namespace {
 
+using hangwatch::testing::CountLines;
 using hangwatch::testing::Has;
 using hangwatch::testing::ReadFile;
 using hangwatch::testing::RunCommand;
@@ -160,6 +162,44 @@ TEST(ReportFormats, SvgIsWellFormedAndSelfContained) {
   EXPECT_TRUE(Has(svg, "samples) in Load(int)</text>")) << "the title names the culprit: " << svg;
   EXPECT_TRUE(Has(svg, "a &lt;title&gt; &amp; more")) << svg;
   EXPECT_FALSE(Has(svg, "href")) << "no external references";
+}
+
+// A hostile report's stack of 40,000 frames (the writer's recursion, one C++ frame per stack
+// frame, overflowed the stack): every format renders it, the flame graph with every frame.
+TEST(ReportFormats, AStackOf40000FramesRendersInEveryFormat) {
+  TempDir dir;
+  HangRecord h;
+  h.pid = 7;
+  h.tid = 7;
+  h.process = "/srv/app";
+  h.duration_ms = 500;
+  h.samples = 3;
+  Stack s;
+  s.count = 3;
+  for (int i = 0; i < 40000; ++i) {
+    Frame f;
+    f.module = "/srv/app";
+    f.offset = 0x1000 + static_cast<uint64_t>(i);
+    f.addr = 0x560000000000 + f.offset;
+    f.symbol = "Recurse" + std::to_string(i % 7);
+    s.frames.push_back(f);
+  }
+  h.stacks.push_back(s);
+  h.dominant_stack = 0;
+  h.modules.push_back({"/srv/app", 0x560000000000, ""});
+  const std::string report = dir / "deep.jsonl";
+  WriteFile(report, report::Encode(h) + "\n");
+  for (const std::string format : {"text", "json", "folded", "svg", "trace", "pprof", "html"}) {
+    const std::string out = dir / ("deep." + format);
+    const auto r = RunCommand(
+        {HANGWATCH_CLI, "report", "--no-symbolize", "--format", format, "-o", out, report});
+    EXPECT_EQ(r.exit_code, 0) << format << ": " << r.err;
+  }
+  const std::string svg = ReadFile(dir / "deep.svg");
+  size_t boxes = 0;
+  for (size_t at = 0; (at = svg.find("<g class=\"frame", at)) != std::string::npos; ++at) ++boxes;
+  EXPECT_EQ(boxes, 40001u);  // the root and every frame
+  EXPECT_EQ(CountLines(ReadFile(dir / "deep.folded")), 1u);
 }
 
 TEST(ReportFormats, JunitValidatesAgainstTheSchema) {

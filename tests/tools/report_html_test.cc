@@ -3,6 +3,8 @@
 // cannot break out of it, each hang's text inflates to FormatText's, the culprit's source
 // lines are embedded; the command line. The page in a real browser: report_html_browser_test.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include "cli_util.h"
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
+#include "report/report_record.h"
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
 #include "tools/report_reader.h"
@@ -215,6 +218,15 @@ TEST(ReportHtml, CulpritSourceLinesAreEmbeddedWhenReadable) {
   dominant.frames[static_cast<size_t>(frame)].file = dir / "work.cc";
   dominant.frames[static_cast<size_t>(frame)].line = 10;
   r.hangs.push_back(other);  // a.cc:12, which cannot be read here
+  // Not named by the DWARF of a module (symbolization fills the list): not read.
+  EXPECT_EQ(Embedded(FormatHtml(r, "t"), "hw-data")["sources"], json::array());
+  r.dwarf_source_files.insert(dir / "work.cc");
+  // Named, but readable only with privileges (root, the owner here, reads anything): not read.
+  ASSERT_EQ(chmod((dir / "work.cc").c_str(), 0600), 0);
+  if (getuid() == 0) {
+    EXPECT_EQ(Embedded(FormatHtml(r, "t"), "hw-data")["sources"], json::array());
+  }
+  ASSERT_EQ(chmod((dir / "work.cc").c_str(), 0644), 0);
   const json data = Embedded(FormatHtml(r, "t"), "hw-data");
   ASSERT_EQ(data["sources"].size(), 1u) << data["sources"].dump();
   const json& s = data["sources"][0];
@@ -313,6 +325,66 @@ TEST_F(ReportHtmlCommand, WritesThePageToAFileOrToStdout) {
 
   const auto help = Report({"--help"});
   EXPECT_NE(help.out.find("  html    one self-contained interactive page"), std::string::npos);
+}
+
+// A hostile report names files as its culprits' sources: a secret of the user's, /etc/shadow
+// (the report is made as root), /dev/zero (it used to be read until memory ran out). The page
+// reads source only from files that the DWARF of a module of the report names: the real hang's
+// stall_program.cc line is there, nothing of the others; --no-source leaves out every source.
+TEST_F(ReportHtmlCommand, SourceIsReadOnlyFromFilesTheDwarfOfAModuleNames) {
+  TempDir dir;
+  WriteFile(dir / "secret.cc", "SECRET_LINE_4242\nSECRET_LINE_4243\n");
+  tools::Report real;
+  std::string error;
+  ASSERT_TRUE(ReadReportFile(*dir_ / "real.jsonl", &real, &error)) << error;
+  ASSERT_EQ(real.hangs.size(), 1u);
+  std::string text = ReadFile(*dir_ / "real.jsonl");
+  for (const std::string& file :
+       {dir / "secret.cc", std::string("/etc/shadow"), std::string("/dev/zero")}) {
+    HangRecord h = real.hangs[0];
+    for (Stack& s : h.stacks) {
+      for (Frame& f : s.frames) {
+        f.module = "/nonexistent/app";  // nothing to symbolize: the recorded file stays
+        f.file = file;
+        f.line = 1;
+      }
+    }
+    h.culprit.module = "/nonexistent/app";
+    h.culprit.file = file;
+    h.culprit.line = 1;
+    h.signature = "";
+    text += report::Encode(h) + "\n";
+  }
+  WriteFile(dir / "hostile.jsonl", text);
+  // Bounded, so that reading /dev/zero ends as a failure, not a machine out of memory.
+  auto page = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> argv = {
+        "/usr/bin/prlimit", "--as=2000000000",     "/usr/bin/timeout", "120",  HANGWATCH_CLI,
+        "report",           dir / "hostile.jsonl", "--format",         "html", "-o",
+        dir / "page.html"};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return RunCommand(argv, env_);
+  };
+  const auto r = page({});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = ReadFile(dir / "page.html");
+  EXPECT_EQ(html.find("SECRET_LINE"), std::string::npos);
+  const std::string shadow = ReadFile("/etc/shadow");
+  const std::string first_entry = shadow.substr(0, shadow.find(':') + 1);  // "root:"
+  ASSERT_FALSE(first_entry.empty());
+  const json data = Embedded(html, "hw-data");
+  for (const json& s : data["sources"]) {
+    for (const json& line : s[2]) {
+      EXPECT_NE(line.get<std::string>().rfind(first_entry, 0), 0u) << line;
+    }
+  }
+  ASSERT_EQ(data["sources"].size(), 1u) << data["sources"].dump();  // stall_program.cc only
+  EXPECT_EQ(data["sources"][0][0], data["hangs"]["culprit"][0]);
+
+  ASSERT_EQ(page({"--no-source"}).exit_code, 0);
+  EXPECT_EQ(Embedded(ReadFile(dir / "page.html"), "hw-data")["sources"], json::array());
+  const auto help = RunCommand({HANGWATCH_CLI, "report", "--help"});
+  EXPECT_NE(help.out.find("  --no-source "), std::string::npos) << help.out;
 }
 
 TEST_F(ReportHtmlCommand, BadOutputIsOneLineAndExitTwo) {
