@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace hangwatch::symbols {
 namespace {
@@ -26,6 +27,10 @@ absl::Status NotRegular(const std::string& path, mode_t mode) {
 }
 
 }  // namespace
+
+bool WritableOnlyByUs(const struct stat& st) {
+  return (st.st_uid == geteuid() || st.st_uid == 0) && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
 
 absl::StatusOr<RegularFile> RegularFile::Open(const std::string& path,
                                               const RegularFileRules& rules) {
@@ -49,6 +54,11 @@ absl::StatusOr<RegularFile> RegularFile::Open(const std::string& path,
   if (rules.own_user_only && file.stat_.st_uid != geteuid()) {
     return absl::PermissionDeniedError(
         absl::StrCat(path, ": owned by uid ", file.stat_.st_uid, ", not by this user"));
+  }
+  if (rules.trusted_only && !WritableOnlyByUs(file.stat_)) {
+    return absl::PermissionDeniedError(
+        absl::StrFormat("%s: owned by uid %d, mode %04o: someone else could have written it", path,
+                        file.stat_.st_uid, file.stat_.st_mode & 07777));
   }
   if (file.size() > rules.max_bytes) {
     return absl::ResourceExhaustedError(

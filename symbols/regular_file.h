@@ -7,7 +7,8 @@
 //   - then open(O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC [| O_NOFOLLOW]) and fstat: the
 //     descriptor must be that same regular file (device and inode), so a FIFO swapped in between
 //     the two is opened without waiting and refused without a byte read;
-//   - optional rules: owned by this process's effective user, at most `max_bytes` long.
+//   - optional rules: owned by this process's effective user (or writable by no one else),
+//     at most `max_bytes` long.
 // The one way this code base opens such files for reading (grep for it before writing another).
 // Not for the capture path (it allocates on error).
 #ifndef HANGWATCH_SYMBOLS_REGULAR_FILE_H_
@@ -26,6 +27,9 @@ namespace hangwatch::symbols {
 struct RegularFileRules {
   bool no_follow = false;      // a symbolic link as the last component is refused
   bool own_user_only = false;  // a file owned by another user is refused
+  // A file that someone else could have written is refused: owned by another user than this
+  // one or root, or writable by its group or by others (a cache's files).
+  bool trusted_only = false;
   uint64_t max_bytes = std::numeric_limits<uint64_t>::max();  // a longer file is refused
 };
 
@@ -33,8 +37,9 @@ class RegularFile {
  public:
   // `path` opened for reading under `rules`, or why not: NotFound (it does not exist or cannot
   // be opened), FailedPrecondition (not a regular file, or replaced while being opened),
-  // PermissionDenied (another user's, with `own_user_only`), ResourceExhausted (longer than
-  // `max_bytes`). Every message starts with the path.
+  // PermissionDenied (another user's, with `own_user_only`; writable by others, with
+  // `trusted_only`), ResourceExhausted (longer than `max_bytes`). Every message starts with the
+  // path.
   static absl::StatusOr<RegularFile> Open(const std::string& path,
                                           const RegularFileRules& rules = {});
 
@@ -56,6 +61,10 @@ class RegularFile {
   int fd_ = -1;
   struct stat stat_ = {};
 };
+
+// Whether only this process's user (or root) can write the file or directory of `st`: owned by
+// either, and not writable by its group or by others.
+bool WritableOnlyByUs(const struct stat& st);
 
 }  // namespace hangwatch::symbols
 
