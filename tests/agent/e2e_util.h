@@ -4,8 +4,11 @@
 #define HANGWATCH_TESTS_AGENT_E2E_UTIL_H_
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -84,6 +87,24 @@ inline bool WaitUntil(const std::function<bool()>& done,
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   return true;
+}
+
+// The exit code of the child `pid` (128 + N when signal N killed it), or -1 when it has not
+// exited within `limit` (it is then killed): a test of a process that may block is bounded.
+inline int WaitForChild(pid_t pid, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r < 0 && errno != EINTR) return -2;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 // The tids of this process's threads named `comm` (as /proc/self/task/TID/comm has it, without

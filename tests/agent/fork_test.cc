@@ -31,26 +31,8 @@ namespace {
 using namespace std::chrono_literals;
 using testing::HangCollector;
 using testing::TestConfig;
+using testing::WaitForChild;
 using testing::WaitUntil;
-
-// The child's exit code, or -1 when it has not exited within `limit` (it is then killed).
-int WaitForChild(pid_t pid, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (true) {
-    int status = 0;
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    if (r < 0 && errno != EINTR) return -2;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-}
 
 void Spin(std::chrono::milliseconds d) {
   const auto end = std::chrono::steady_clock::now() + d;

@@ -25,24 +25,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::HangCollector;
 using testing::TestConfig;
-
-// The child's exit status as a shell reports it (128 + signal when killed), or -1 when it has
-// not exited within `limit` (it is then killed).
-int WaitForChild(pid_t pid, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (true) {
-    int status = 0;
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (r < 0 && errno != EINTR) return -2;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-}
+using testing::WaitForChild;
 
 // Bytes of address space this process uses now (/proc/self/statm, first field).
 size_t AddressSpaceBytes() {

@@ -290,40 +290,35 @@ uint64_t BytesUnder(const std::string& dir) {
   return bytes;
 }
 
+// Asks `server` for build_id_ with the environment variable `bound` set to `value`; the error
+// must name `bound`, and nothing of the download may stay in libdebuginfod's cache.
+void ExpectStoppedBy(const std::string& build_id, const std::string& cache_dir,
+                     const EndlessServer& server, const char* bound, const char* value) {
+  setenv("DEBUGINFOD_URLS", server.url().c_str(), 1);
+  setenv("DEBUGINFOD_CACHE_PATH", cache_dir.c_str(), 1);
+  setenv(bound, value, 1);
+  auto client = NewLibdebuginfodClient({.progress_fd = -1});
+  auto found = client->FindDebuginfo(build_id);
+  unsetenv("DEBUGINFOD_URLS");
+  unsetenv(bound);
+  EXPECT_FALSE(found.ok()) << *found;
+  EXPECT_NE(found.status().message().find(bound), std::string_view::npos) << found.status();
+  EXPECT_EQ(BytesUnder(cache_dir), 0u);
+}
+
 TEST_F(DebuginfodSourceTest, AnEndlessDownloadStopsAtDebuginfodMaxsizeAndLeavesNoFile) {
   // 256 MB at most from the server; the client is told 4 MB.
   EndlessServer server(64 << 10, 0, uint64_t{256} << 20);
-  const std::string cache = dir_.Join("debuginfod-cache");
-  setenv("DEBUGINFOD_URLS", server.url().c_str(), 1);
-  setenv("DEBUGINFOD_CACHE_PATH", cache.c_str(), 1);
-  setenv("DEBUGINFOD_MAXSIZE", "4000000", 1);
-  auto client = NewLibdebuginfodClient({.progress_fd = -1});
-  auto found = client->FindDebuginfo(build_id_);
-  unsetenv("DEBUGINFOD_URLS");
-  unsetenv("DEBUGINFOD_MAXSIZE");
-  EXPECT_FALSE(found.ok()) << *found;
-  EXPECT_NE(found.status().message().find("DEBUGINFOD_MAXSIZE"), std::string_view::npos)
-      << found.status();
+  ExpectStoppedBy(build_id_, dir_.Join("debuginfod-cache"), server, "DEBUGINFOD_MAXSIZE",
+                  "4000000");
   // What the client read, plus what the socket buffers held when it hung up.
   EXPECT_LT(server.bytes_sent(), uint64_t{64} << 20);
-  EXPECT_EQ(BytesUnder(cache), 0u);
 }
 
 TEST_F(DebuginfodSourceTest, ASlowDownloadStopsAtDebuginfodMaxtimeAndLeavesNoFile) {
   // 4 KB every 50 ms for at most 10 minutes; the client is told 2 seconds.
   EndlessServer server(4096, 50, uint64_t{4096} * 20 * 600);
-  const std::string cache = dir_.Join("debuginfod-cache");
-  setenv("DEBUGINFOD_URLS", server.url().c_str(), 1);
-  setenv("DEBUGINFOD_CACHE_PATH", cache.c_str(), 1);
-  setenv("DEBUGINFOD_MAXTIME", "2", 1);
-  auto client = NewLibdebuginfodClient({.progress_fd = -1});
-  auto found = client->FindDebuginfo(build_id_);
-  unsetenv("DEBUGINFOD_URLS");
-  unsetenv("DEBUGINFOD_MAXTIME");
-  EXPECT_FALSE(found.ok()) << *found;
-  EXPECT_NE(found.status().message().find("DEBUGINFOD_MAXTIME"), std::string_view::npos)
-      << found.status();
-  EXPECT_EQ(BytesUnder(cache), 0u);
+  ExpectStoppedBy(build_id_, dir_.Join("debuginfod-cache"), server, "DEBUGINFOD_MAXTIME", "2");
 }
 
 TEST(DebuginfodLimitsTest, TheUsersPositiveNumbersElseTheDefaults) {
