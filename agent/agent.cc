@@ -25,6 +25,7 @@
 #include "agent/labels.h"
 #include "agent/lag_reporter.h"
 #include "agent/materialize.h"
+#include "agent/memory_headroom.h"
 #include "agent/open_hang_file.h"
 #include "agent/pass_timer.h"
 #include "agent/spdlog_reporter.h"
@@ -378,7 +379,23 @@ class Agent final : public MonitorListener {
     if (!HasSinks()) {
       return;
     }
-    Report(Materialize(hang, LocalOptions()));
+    // Out of memory (an address-space limit, a process at its end), the hang is still told
+    // unnamed, or not at all: never an exception out of the watchdog thread (std::terminate).
+    std::optional<HangRecord> record;
+    MaterializeOptions mo = LocalOptions();
+    mo.symbolize = !NearMemoryLimit();  // memory_headroom.h
+    try {
+      record.emplace(Materialize(hang, mo));
+    } catch (const std::bad_alloc&) {
+      mo.symbolize = false;  // the symbol tables are what needs memory
+      try {
+        record.emplace(Materialize(hang, mo));
+      } catch (const std::bad_alloc&) {
+        stats_.hangs_unreported.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    Report(*record);
   }
 
  private:
@@ -405,19 +422,31 @@ class Agent final : public MonitorListener {
   // watchdog). Released around the sinks that may block for long without holding any lock in
   // user space (the file write: a FIFO, a hung network file system; the user's callbacks), so
   // that a fork() never waits for them. What failed is logged once busy_mu_ is held again.
+  // A sink that runs out of memory misses this record (counted); the others still get it, and
+  // busy_mu_ is held again whatever happened.
   template <typename Give>
   void Dispatch(const Give& give) {
     SinkErrors errors;
+    auto give_one = [&](HangSink& sink) {
+      try {
+        give(sink, &errors);
+      } catch (const std::bad_alloc&) {
+        stats_.hangs_unreported.fetch_add(1, std::memory_order_relaxed);
+      }
+    };
     for (const auto& sink : sinks_) {
-      if (!sink->MayBlock()) give(*sink, &errors);
+      if (!sink->MayBlock()) give_one(*sink);
     }
     busy_mu_.unlock();
     for (const auto& sink : sinks_) {
-      if (sink->MayBlock()) give(*sink, &errors);
+      if (sink->MayBlock()) give_one(*sink);
     }
     busy_mu_.lock();
     if (logger_) {
-      for (const std::string& error : errors) logger_->error("hangwatch: {}", error);
+      try {
+        for (const std::string& error : errors) logger_->error("hangwatch: {}", error);
+      } catch (const std::bad_alloc&) {
+      }
     }
   }
   void Report(const HangRecord& record) {

@@ -1,9 +1,11 @@
 #include "agent/stall_monitor.h"
 
 #include <algorithm>
+#include <new>
 #include <span>
 #include <string>
 
+#include "agent/memory_headroom.h"
 #include "symbols/cfi_or_frame_pointers.h"
 
 namespace hangwatch::agent {
@@ -37,6 +39,7 @@ Stats MonitorStats::Snapshot() const {
   s.hangs = hangs.load(std::memory_order_relaxed);
   s.hangs_suppressed = hangs_suppressed.load(std::memory_order_relaxed);
   s.fatal_hangs = fatal_hangs.load(std::memory_order_relaxed);
+  s.hangs_unreported = hangs_unreported.load(std::memory_order_relaxed);
   s.samples = samples.load(std::memory_order_relaxed);
   s.failed_captures = failed_captures.load(std::memory_order_relaxed);
   s.early_samples_dropped = early_samples_dropped.load(std::memory_order_relaxed);
@@ -277,8 +280,10 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
   listener_->OnHangClosed(hang_);
 }
 
-void StallMonitor::UnwindCapture() {
-  symbols::CfiUnwinder* cfi = buffer_.stack_size == 0 ? nullptr : cfi_;
+void StallMonitor::UnwindCapture(bool near_memory_limit) {
+  // Near an address-space limit, libdwfl's lazy loading of a module's ELF file and CFI may fail
+  // where libdw does not survive it: the frame-pointer frames then (memory_headroom.h).
+  symbols::CfiUnwinder* cfi = buffer_.stack_size == 0 || near_memory_limit ? nullptr : cfi_;
   if (cfi != nullptr && !cfi->Refresh(/*force=*/false).ok()) {
     cfi = nullptr;  // keep the frame-pointer frames
   }
@@ -300,6 +305,17 @@ void StallMonitor::UnwindCapture() {
   }
 }
 
+// The start of the function holding the interrupted pc (LeafNormalizer), or the pc itself when
+// naming it needs memory the process does not have (a module's symbol table read on first use).
+uintptr_t StallMonitor::LeafOf(uintptr_t pc, bool near_memory_limit) {
+  if (near_memory_limit) return pc;
+  try {
+    return normalizer_->FunctionStart(pc);
+  } catch (const std::bad_alloc&) {
+    return pc;
+  }
+}
+
 void StallMonitor::TakeSample(uint64_t effective_ns) {
   const uint64_t before = env_->MonotonicNs();
   const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
@@ -311,8 +327,9 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
     listener_->OnSamplingSignalTaken();
   }
   const bool ok = status == unwind::CaptureStatus::kOk && buffer_.num_frames > 0;
+  const bool near_memory_limit = ok && NearMemoryLimit();
   if (ok) {
-    UnwindCapture();
+    UnwindCapture(near_memory_limit);
   }
   uint64_t cpu = 0;
   bool cpu_ok = false;
@@ -332,7 +349,7 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   const uint64_t delta =
       cpu_ok && cpu_sample_known_ && cpu >= cpu_sample_ns_ ? cpu - cpu_sample_ns_ : 0;
   const size_t n = ok ? std::min(buffer_.num_frames, buffer_.max_frames()) : 0;
-  const uintptr_t leaf = n > 0 ? normalizer_->FunctionStart(buffer_.frames()[0]) : 0;
+  const uintptr_t leaf = n > 0 ? LeafOf(buffer_.frames()[0], near_memory_limit) : 0;
   hang_.AddSample(ToMs32(effective_ns), ok ? buffer_.frames() : nullptr, n, leaf, delta, state, ok,
                   n <= num_methods_ ? methods_.get() : nullptr, buffer_.method);
   if (ok) {

@@ -58,6 +58,7 @@ struct MonitorStats {
   std::atomic<uint64_t> hangs{0};
   std::atomic<uint64_t> hangs_suppressed{0};
   std::atomic<uint64_t> fatal_hangs{0};
+  std::atomic<uint64_t> hangs_unreported{0};
   std::atomic<uint64_t> samples{0};
   std::atomic<uint64_t> failed_captures{0};
   std::atomic<uint64_t> early_samples_dropped{0};
@@ -124,7 +125,8 @@ class StallMonitor {
   void TakeSample(uint64_t effective_ns);
   // Replaces buffer_'s frames by the CFI unwinder's (when set and the capture copied stack) and
   // records each frame's method.
-  void UnwindCapture();
+  void UnwindCapture(bool near_memory_limit);
+  uintptr_t LeafOf(uintptr_t pc, bool near_memory_limit);
   // Time since the estimated start of the pass, stopped time excluded.
   uint64_t Effective(uint64_t now) const;
   // `gap` ns of the last interval between ticks are unexplained: the watchdog neither slept as

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "symbols/elf_file.h"
+#include "symbols/regular_file.h"
 
 namespace hangwatch::symbols {
 namespace {
@@ -58,17 +59,19 @@ bool BuildIdMatches(const std::string& path, const std::string& build_id,
   return true;
 }
 
-bool Crc32Matches(const std::string& path, uint32_t want) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+// Whether the CRC32 of `path` is `want`; "" when it is, else why not (for the rejected list).
+// The size is checked before a byte is read: the CRC reads the whole file.
+std::string Crc32Mismatch(const std::string& path, uint32_t want) {
+  auto file = RegularFile::Open(path, {.max_bytes = kMaxDebugFileBytes});
+  if (!file.ok()) return std::string(file.status().message());
   uLong crc = crc32(0, nullptr, 0);
   char buf[1 << 16];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof(buf))) > 0) {
+  while ((n = ::read(file->fd(), buf, sizeof(buf))) > 0) {
     crc = crc32(crc, reinterpret_cast<const Bytef*>(buf), static_cast<uInt>(n));
   }
-  ::close(fd);
-  return n == 0 && static_cast<uint32_t>(crc) == want;
+  if (n == 0 && static_cast<uint32_t>(crc) == want) return {};
+  return path + " (.gnu_debuglink CRC mismatch)";
 }
 
 // DIR/.build-id/xx/rest.debug (also DIR/xx/rest.debug, DIR/BUILDID.debug) under each debug
@@ -130,8 +133,9 @@ class DebuglinkSource : public DebugFileSource {
       if (realpath(c.c_str(), a) && realpath(binary_path.c_str(), b) && std::strcmp(a, b) == 0) {
         continue;
       }
-      if (Crc32Matches(c, crc)) return c;
-      rejected->push_back(c + " (.gnu_debuglink CRC mismatch)");
+      std::string mismatch = Crc32Mismatch(c, crc);
+      if (mismatch.empty()) return c;
+      rejected->push_back(std::move(mismatch));
     }
     return {};
   }

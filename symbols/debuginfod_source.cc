@@ -2,6 +2,7 @@
 #include "symbols/debuginfod_source.h"
 
 #include <elfutils/debuginfod.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,10 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "symbols/elf_file.h"
@@ -69,15 +72,28 @@ void WriteAll(int fd, std::string_view text) {
   }
 }
 
+// A positive decimal number from the environment, else `fallback`.
+int64_t PositiveFromEnvironment(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  int64_t x = 0;
+  if (v == nullptr || !absl::SimpleAtoi(v, &x) || x <= 0) return fallback;
+  return x;
+}
+
+// Why a download was stopped by the progress function.
+enum class Stopped { kNo, kTooLarge, kTooSlow };
+
 // One request in flight: what the progress function needs.
 struct Download {
   const Libdebuginfod* lib;
   const LibdebuginfodOptions* options;
   std::string build_id;
+  DebuginfodLimits limits;
   std::chrono::steady_clock::time_point start;
   std::chrono::steady_clock::time_point last_shown{};
   bool shown = false;
   bool tty = false;
+  Stopped stopped = Stopped::kNo;
 };
 
 std::string Megabytes(long bytes) { return absl::StrFormat("%.1f MB", bytes / 1e6); }
@@ -85,11 +101,16 @@ std::string Megabytes(long bytes) { return absl::StrFormat("%.1f MB", bytes / 1e
 // libdebuginfod calls this while it waits and downloads: a = bytes so far, b = total (<= 0 when
 // unknown). Shows a line once the download has taken longer than progress_after_ms, then at most
 // once a second (rewritten in place on a terminal). Returning 0 lets the transfer go on.
+// Returning non-zero stops the transfer: when it is past its size or time bound.
 int ShowProgress(debuginfod_client* client, long a, long b) {
   const Libdebuginfod& lib = LoadLibdebuginfod();
   auto* d = static_cast<Download*>(lib.get_user_data(client));
-  if (d == nullptr || d->options->progress_fd < 0) return 0;
+  if (d == nullptr) return 0;
   const auto now = std::chrono::steady_clock::now();
+  if (a > 0 && static_cast<uint64_t>(a) > d->limits.max_bytes) d->stopped = Stopped::kTooLarge;
+  if (now - d->start > std::chrono::seconds(d->limits.max_seconds)) d->stopped = Stopped::kTooSlow;
+  if (d->stopped != Stopped::kNo) return 1;
+  if (d->options->progress_fd < 0) return 0;
   if (now - d->start < std::chrono::milliseconds(d->options->progress_after_ms)) return 0;
   if (d->shown && now - d->last_shown < std::chrono::seconds(1)) return 0;
   d->shown = true;
@@ -108,6 +129,17 @@ int ShowProgress(debuginfod_client* client, long a, long b) {
   return 0;
 }
 
+// libdebuginfod reads DEBUGINFOD_MAXSIZE / DEBUGINFOD_MAXTIME from the environment only: the
+// defaults go there, unless the user set them. Once, before the first request (the command line
+// makes it from one thread; nothing else reads the environment meanwhile).
+void PutDefaultLimitsInEnvironment() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    setenv("DEBUGINFOD_MAXSIZE", std::to_string(kDefaultDebuginfodMaxBytes).c_str(), 0);
+    setenv("DEBUGINFOD_MAXTIME", std::to_string(kDefaultDebuginfodMaxSeconds).c_str(), 0);
+  });
+}
+
 class LibdebuginfodClient : public DebuginfodClient {
  public:
   explicit LibdebuginfodClient(LibdebuginfodOptions options) : options_(options) {}
@@ -119,11 +151,13 @@ class LibdebuginfodClient : public DebuginfodClient {
     const Libdebuginfod& lib = LoadLibdebuginfod();
     if (!lib.error.empty()) return absl::UnavailableError(lib.error);
     if (client_ == nullptr) {
+      PutDefaultLimitsInEnvironment();
       client_ = lib.begin();
       if (client_ == nullptr) return absl::UnavailableError("debuginfod_begin failed");
       lib.set_progressfn(client_, ShowProgress);
     }
-    Download d{&lib, &options_, build_id, std::chrono::steady_clock::now()};
+    Download d{&lib, &options_, build_id, DebuginfodLimitsFromEnvironment(),
+               std::chrono::steady_clock::now()};
     d.tty = options_.progress_fd >= 0 && isatty(options_.progress_fd) == 1;
     lib.set_user_data(client_, &d);
     char* path = nullptr;
@@ -136,17 +170,35 @@ class LibdebuginfodClient : public DebuginfodClient {
                absl::StrCat(d.tty ? "\r" : "", "hangwatch: debug info ", build_id,
                             fd >= 0 ? " downloaded" : " failed", "\n"));
     }
-    if (fd < 0) {
-      if (fd == -ENOENT) return absl::NotFoundError("no server has it");
-      std::string why =
-          absl::StrCat("debuginfod: no debug info for ", build_id, ": ", std::strerror(-fd));
-      if (fd == -ETIME || fd == -ETIMEDOUT) absl::StrAppend(&why, " (DEBUGINFOD_TIMEOUT)");
+    std::string result = path != nullptr ? path : "";
+    if (path != nullptr) lib.free_fn(path);
+    // A complete answer past the size bound (a server that lied about its length) goes too.
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > d.limits.max_bytes) {
+      d.stopped = Stopped::kTooLarge;
+      if (!result.empty()) ::unlink(result.c_str());
+    }
+    if (fd >= 0) ::close(fd);
+    if (fd < 0 || d.stopped != Stopped::kNo) {
+      // A stopped transfer ends as "not found" in libdebuginfod (0.188).
+      if (fd == -ENOENT && d.stopped == Stopped::kNo) {
+        return absl::NotFoundError("no server has it");
+      }
+      const auto elapsed = std::chrono::steady_clock::now() - d.start;
+      std::string why = absl::StrCat("debuginfod: no debug info for ", build_id, ": ");
+      if (d.stopped == Stopped::kTooLarge || fd == -EFBIG) {  // EFBIG: by its Content-Length
+        absl::StrAppend(&why, "larger than ", d.limits.max_bytes, " bytes (DEBUGINFOD_MAXSIZE)");
+      } else if (d.stopped == Stopped::kTooSlow ||
+                 ((fd == -ETIME || fd == -ETIMEDOUT) &&
+                  elapsed >= std::chrono::seconds(d.limits.max_seconds))) {
+        absl::StrAppend(&why, "took more than ", d.limits.max_seconds, " s (DEBUGINFOD_MAXTIME)");
+      } else {
+        absl::StrAppend(&why, std::strerror(-fd));
+        if (fd == -ETIME || fd == -ETIMEDOUT) absl::StrAppend(&why, " (DEBUGINFOD_TIMEOUT)");
+      }
       if (options_.progress_fd >= 0) WriteAll(options_.progress_fd, "hangwatch: " + why + "\n");
       return absl::UnavailableError(why);
     }
-    ::close(fd);
-    std::string result = path != nullptr ? path : "";
-    if (path != nullptr) lib.free_fn(path);
     if (result.empty()) return absl::InternalError("libdebuginfod returned no path");
     return result;
   }
@@ -157,6 +209,14 @@ class LibdebuginfodClient : public DebuginfodClient {
 };
 
 }  // namespace
+
+DebuginfodLimits DebuginfodLimitsFromEnvironment() {
+  DebuginfodLimits l;
+  l.max_bytes = static_cast<uint64_t>(PositiveFromEnvironment(
+      "DEBUGINFOD_MAXSIZE", static_cast<int64_t>(kDefaultDebuginfodMaxBytes)));
+  l.max_seconds = PositiveFromEnvironment("DEBUGINFOD_MAXTIME", kDefaultDebuginfodMaxSeconds);
+  return l;
+}
 
 std::unique_ptr<DebuginfodClient> NewLibdebuginfodClient(LibdebuginfodOptions options) {
   return std::make_unique<LibdebuginfodClient>(options);

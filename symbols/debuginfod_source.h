@@ -13,6 +13,7 @@
 #ifndef HANGWATCH_SYMBOLS_DEBUGINFOD_SOURCE_H_
 #define HANGWATCH_SYMBOLS_DEBUGINFOD_SOURCE_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +41,22 @@ struct LibdebuginfodOptions {
   int progress_fd = 2;
   int progress_after_ms = 1000;
 };
+
+// How much one download may take: a hostile or broken server can send an endless body.
+// $DEBUGINFOD_MAXSIZE (bytes) and $DEBUGINFOD_MAXTIME (seconds), as libdebuginfod reads them,
+// when set to a positive number; else the defaults below, which the first request also puts in
+// the environment (without overwriting) so that libdebuginfod refuses a longer Content-Length
+// before a byte is written. hangwatch enforces both itself as well (libdebuginfod 0.188 does not
+// check the size of a body sent without Content-Length): the transfer is stopped and what was
+// written of it removed.
+struct DebuginfodLimits {
+  uint64_t max_bytes = 0;
+  int64_t max_seconds = 0;
+};
+// 1 GiB: above nearly every debug file; a larger one needs DEBUGINFOD_MAXSIZE.
+inline constexpr uint64_t kDefaultDebuginfodMaxBytes = uint64_t{1} << 30;
+inline constexpr int64_t kDefaultDebuginfodMaxSeconds = 300;
+DebuginfodLimits DebuginfodLimitsFromEnvironment();
 
 // A DebuginfodClient over libdebuginfod (loaded on the first request). The servers, cache and
 // timeouts are the library's: $DEBUGINFOD_URLS, $DEBUGINFOD_CACHE_PATH, $DEBUGINFOD_TIMEOUT...

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "symbols/regular_file.h"
 
 namespace hangwatch::symbols {
 namespace {
@@ -28,21 +29,15 @@ constexpr uint64_t kMaxRatio = 2048;
 
 absl::StatusOr<std::unique_ptr<DwarfImage>> DwarfImage::Open(const std::string& path) {
   ElfLibraryInit();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  }
+  auto file = RegularFile::Open(path, {.max_bytes = kMaxDebugFileBytes});
+  if (!file.ok()) return file.status();
+  const struct stat& st = file->stat();
   if (st.st_size < static_cast<off_t>(EI_NIDENT)) {
-    ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path, ": not an ELF file (too short)"));
   }
   // Private and writable: libelf may convert data in place; nothing reaches the file.
-  void* m =
-      mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  ::close(fd);
+  void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_PRIVATE,
+                 file->fd(), 0);
   if (m == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": mmap failed"));
   auto image = std::unique_ptr<DwarfImage>(new DwarfImage);
   image->path_ = path;

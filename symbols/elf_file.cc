@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "symbols/regular_file.h"
 
 namespace hangwatch::symbols {
 
@@ -22,8 +23,10 @@ void ElfLibraryInit() {
 
 absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
   ElfLibraryInit();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  // The path may come from a report or a debug link: a FIFO or a device is refused unopened.
+  auto opened = RegularFile::Open(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = opened->Release();
   auto file = std::unique_ptr<ElfFile>(new ElfFile);
   file->path_ = path;
   file->fd_ = fd;

@@ -7,6 +7,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,6 +16,12 @@
 #include "absl/status/statusor.h"
 
 namespace hangwatch::symbols {
+
+// The largest file read whole as debug information (a file with DWARF, a .gnu_debuglink target
+// whose CRC is checked): 4 GiB, above the debug files of large C++ programs (1 to 3 GB), far
+// below a sparse or endless file someone may have put in their place. A larger file is skipped,
+// with the reason among the rejected candidates.
+inline constexpr uint64_t kMaxDebugFileBytes = uint64_t{4} << 30;
 
 // Calls elf_version() once per process.
 void ElfLibraryInit();

@@ -4,14 +4,17 @@
 #include <elf.h>
 #include <link.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 
-#include "absl/base/call_once.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "symbols/debug_file_locator.h"
@@ -22,18 +25,30 @@
 namespace hangwatch::symbols {
 namespace {
 
-// One module's table, loaded at most once. `table` stays null when the file is missing,
-// unreadable, not ELF, or not the file that was loaded (build-id mismatch).
+// One module's table, loaded once. `table` stays null when the file is missing, unreadable, not
+// ELF, or not the file that was loaded (build-id mismatch). A load that ran out of memory is not
+// an answer: the next lookup tries again (and an exception never leaves a once-flag stuck
+// half-way, which absl::call_once would: every later lookup would spin).
 struct Slot {
   uintptr_t load_bias = 0;
   std::string path, build_id;
-  absl::once_flag once;
-  std::unique_ptr<ElfSymbolTable> table;
+  absl::Mutex load_mu;
+  std::atomic<bool> loaded{false};
+  std::unique_ptr<ElfSymbolTable> table;  // written under load_mu before `loaded` is set
 
   bool Matches(const Module& m) const {
     return m.load_bias == load_bias && m.path == path && m.build_id == build_id;
   }
 };
+
+// Whether a 1 MB mapping fails for want of address space (RLIMIT_AS, or the whole of it).
+bool OutOfAddressSpace() {
+  constexpr size_t kProbe = size_t{1} << 20;
+  void* p = mmap(nullptr, kProbe, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return errno == ENOMEM;
+  munmap(p, kProbe);
+  return false;
+}
 
 class TableCache {
  public:
@@ -59,7 +74,22 @@ class TableCache {
         by_module_[&m] = slot;
       }
     }
-    absl::call_once(slot->once, [&] { slot->table = LoadTable(m); });
+    if (!slot->loaded.load(std::memory_order_acquire)) {
+      absl::MutexLock lock(&slot->load_mu);
+      if (!slot->loaded.load(std::memory_order_relaxed)) {
+        std::unique_ptr<ElfSymbolTable> table;
+        try {
+          table = LoadTable(m);
+        } catch (const std::bad_alloc&) {
+          return nullptr;  // unnamed for now
+        }
+        // libelf reports a section it could not allocate as missing: "no names" found while
+        // the process cannot even map 1 MB is the shortage's answer, not the module's.
+        if ((table == nullptr || table->size() == 0) && OutOfAddressSpace()) return nullptr;
+        slot->table = std::move(table);
+        slot->loaded.store(true, std::memory_order_release);
+      }
+    }
     return slot->table.get();
   }
 

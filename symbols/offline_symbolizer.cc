@@ -5,13 +5,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "symbols/debug_file_locator.h"
 #include "symbols/debuginfod_source.h"
 #include "symbols/elf_file.h"
+#include "symbols/symbol_cache.h"
 #include "symbols/symbol_index_builder.h"
 
 namespace hangwatch::symbols {
@@ -19,7 +19,7 @@ namespace {
 
 void MakeDirs(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
+    if (i == path.size() || path[i] == '/') mkdir(path.substr(0, i).c_str(), 0700);
   }
 }
 
@@ -31,20 +31,6 @@ bool ValidBuildId(const std::string& id) {
   return true;
 }
 
-absl::Status WriteAtomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
-}
-
 void FillUnknown(size_t n, std::vector<SymbolizedAddress>* out) {
   out->clear();
   out->resize(n);
@@ -52,19 +38,6 @@ void FillUnknown(size_t n, std::vector<SymbolizedAddress>* out) {
 }
 
 }  // namespace
-
-std::string DefaultCacheDir() {
-  if (const char* d = std::getenv("HANGWATCH_CACHE_DIR"); d != nullptr && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x) {
-    return std::string(x) + "/hangwatch";
-  }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr && *home ? home : "/tmp") + "/.cache/hangwatch";
-}
-
-std::string CacheFileFor(const std::string& cache_dir, const std::string& build_id) {
-  return cache_dir + "/" + build_id + ".hwsym";
-}
 
 namespace {
 
@@ -87,6 +60,21 @@ OfflineSymbolizer::OfflineSymbolizer(OfflineSymbolizerOptions options)
 
 OfflineSymbolizer::~OfflineSymbolizer() = default;
 
+bool OfflineSymbolizer::CacheUsable(bool create) {
+  if (cache_ != CacheState::kUnchecked || options_.cache_dir.empty()) {
+    return cache_ == CacheState::kTrusted;
+  }
+  if (create) MakeDirs(options_.cache_dir);
+  struct stat st;
+  if (stat(options_.cache_dir.c_str(), &st) != 0) return false;  // not there yet: nothing in it
+  absl::Status trusted = CheckCacheDir(options_.cache_dir);
+  cache_ = trusted.ok() ? CacheState::kTrusted : CacheState::kRefused;
+  if (!trusted.ok()) {
+    warnings_.push_back(absl::StrCat("symbol cache not used: ", trusted.message()));
+  }
+  return cache_ == CacheState::kTrusted;
+}
+
 absl::StatusOr<OfflineSymbolizer::Source> OfflineSymbolizer::Resolve(const std::string& path) {
   auto file = ElfFile::Open(path);
   if (!file.ok()) return file.status();
@@ -105,7 +93,9 @@ absl::StatusOr<const SymbolIndex*> OfflineSymbolizer::IndexFor(
   if (auto it = full_.find(key); it != full_.end()) return it->second.get();
   const bool cacheable = ValidBuildId(source.build_id);
   if (cacheable && options_.read_cache) {
-    auto cached = SymbolIndex::Open(CacheFileFor(options_.cache_dir, source.build_id));
+    auto cached = CacheUsable(false)
+                      ? SymbolIndex::Open(CacheFileFor(options_.cache_dir, source.build_id))
+                      : absl::NotFoundError("no cache");
     if (cached.ok() && (*cached)->build_id() == source.build_id &&
         ((*cached)->has_dwarf() || source.debug_path.empty())) {
       return (full_[key] = std::move(*cached)).get();
@@ -129,9 +119,8 @@ absl::StatusOr<const SymbolIndex*> OfflineSymbolizer::IndexFor(
   }
   auto bytes = BuildSymbolIndex(build);
   if (!bytes.ok()) return bytes.status();
-  if (cacheable && options_.write_cache && !source.debug_path.empty()) {
-    MakeDirs(options_.cache_dir);
-    absl::Status w = WriteAtomically(CacheFileFor(options_.cache_dir, source.build_id), *bytes);
+  if (cacheable && options_.write_cache && !source.debug_path.empty() && CacheUsable(true)) {
+    absl::Status w = WriteCacheFile(options_.cache_dir, source.build_id + ".hwsym", *bytes);
     if (!w.ok()) warnings_.push_back(std::string(w.message()));
   }
   auto index = SymbolIndex::FromBytes(std::move(*bytes));
@@ -166,7 +155,7 @@ absl::Status OfflineSymbolizer::SymbolizeBuildId(const std::string& build_id,
     return absl::InvalidArgumentError(absl::StrCat("not a build-id: '", build_id, "'"));
   }
   // A cached index answers without any file.
-  if (options_.read_cache && full_.count(build_id) == 0) {
+  if (options_.read_cache && full_.count(build_id) == 0 && CacheUsable(false)) {
     auto cached = SymbolIndex::Open(CacheFileFor(options_.cache_dir, build_id));
     if (cached.ok() && (*cached)->build_id() == build_id && (*cached)->has_dwarf()) {
       full_[build_id] = std::move(*cached);
@@ -202,10 +191,15 @@ absl::StatusOr<std::string> OfflineSymbolizer::IndexBinary(const std::string& pa
   build.threads = options_.threads;
   auto bytes = BuildSymbolIndex(build);
   if (!bytes.ok()) return bytes.status();
-  MakeDirs(options_.cache_dir);
-  const std::string out = CacheFileFor(options_.cache_dir, source->build_id);
-  if (absl::Status w = WriteAtomically(out, *bytes); !w.ok()) return w;
-  return out;
+  if (!CacheUsable(true)) {
+    return absl::FailedPreconditionError(
+        warnings_.empty() ? "no cache directory (set HANGWATCH_CACHE_DIR)" : warnings_.back());
+  }
+  if (absl::Status w = WriteCacheFile(options_.cache_dir, source->build_id + ".hwsym", *bytes);
+      !w.ok()) {
+    return w;
+  }
+  return CacheFileFor(options_.cache_dir, source->build_id);
 }
 
 }  // namespace hangwatch::symbols

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "symbols/debug_file_locator.h"
+#include "symbols/symbol_cache.h"
 #include "symbols/symbol_index.h"
 
 namespace hangwatch::symbols {
@@ -31,7 +32,9 @@ struct OfflineSymbolizerOptions {
   // the recorded module path does not exist or is another build (symbolizing on another
   // machine).
   std::vector<std::string> search_paths;
-  std::string cache_dir;  // empty: DefaultCacheDir()
+  // empty: DefaultCacheDir() (symbol_cache.h). Used only when only this user (or root) can
+  // write into it; else not at all, with one warning.
+  std::string cache_dir;
   bool read_cache = true;
   bool write_cache = true;  // store whole indexes built here
   // Up to this many addresses per binary are answered without building the whole index.
@@ -43,12 +46,6 @@ struct OfflineSymbolizerOptions {
   // Replaces the debuginfod servers of $DEBUGINFOD_URLS when set (tests).
   std::shared_ptr<DebugFileSource> remote;
 };
-
-// $HANGWATCH_CACHE_DIR, else $XDG_CACHE_HOME/hangwatch, else $HOME/.cache/hangwatch.
-std::string DefaultCacheDir();
-
-// The cache file for a build-id.
-std::string CacheFileFor(const std::string& cache_dir, const std::string& build_id);
 
 class OfflineSymbolizer {
  public:
@@ -83,7 +80,12 @@ class OfflineSymbolizer {
   absl::StatusOr<const SymbolIndex*> IndexFor(const Source& source,
                                               std::span<const uint64_t> addresses);
 
+  // Whether the cache directory may be used (checked once, when it exists; one warning when
+  // not). `create` makes it first.
+  bool CacheUsable(bool create);
+
   OfflineSymbolizerOptions options_;
+  enum class CacheState { kUnchecked, kTrusted, kRefused } cache_ = CacheState::kUnchecked;
   DebugFileLocator locator_;                                  // debug_dirs and search_paths
   std::map<std::string, std::unique_ptr<SymbolIndex>> full_;  // by build-id or path
   std::vector<std::unique_ptr<SymbolIndex>> partial_;         // answers for cold lookups

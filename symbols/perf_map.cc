@@ -1,13 +1,14 @@
 // PerfMap: incremental reader of /tmp/perf-PID.map (perf_map.h).
 #include "symbols/perf_map.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <string_view>
 #include <vector>
+
+#include "symbols/regular_file.h"
 
 namespace hangwatch::symbols {
 namespace {
@@ -87,16 +88,15 @@ void PerfMap::AddLocked(uint64_t start, uint64_t size, std::string_view name) {
 }
 
 size_t PerfMap::Refresh() {
+  // /tmp is everyone's: another user may have put anything at our path. A map that another user
+  // wrote for our pid would name our code as they like (perf makes the same check); a FIFO or a
+  // device would block or never end. Opened before taking mu_, and never blocking: the caller
+  // may hold a lock that fork() waits for (the agent's watchdog).
+  auto opened = RegularFile::Open(path_, {.no_follow = true, .own_user_only = true});
+  if (!opened.ok()) return 0;  // not written (yet), gone or refused: keep what was read
+  const int fd = opened->fd();
+  const struct stat& st = opened->stat();
   absl::MutexLock lock(&mu_);
-  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return 0;  // not written (yet), or gone: keep what was read
-  struct stat st;
-  // /tmp is everyone's: a map that another user wrote for our pid would name our code as they
-  // like (perf makes the same check).
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-    close(fd);
-    return 0;
-  }
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   // The same file still starts as it did (an inode number can be reused at once).
   bool same_head = true;
@@ -146,7 +146,6 @@ size_t PerfMap::Refresh() {
     if (read_offset_ == 0) head_.assign(data.substr(0, std::min<size_t>(got, 64)));
     read_offset_ += consumed;
   }
-  close(fd);
   return added;
 }
 

@@ -7,7 +7,8 @@
 // only, at most `max_read_bytes` per call (the rest is read by the next calls). A later entry
 // replaces the earlier ones it overlaps (code freed and the memory reused). Lines that do not
 // parse are skipped; a file that is not a regular file owned by this process's user is not read
-// (/tmp is shared); a file that vanished leaves the names read so far; a file that shrank or
+// (/tmp is shared; a FIFO or a device planted there is refused without blocking, see
+// regular_file.h); a file that vanished leaves the names read so far; a file that shrank or
 // was replaced (another inode, or other first bytes) is read again from the start. At most
 // `max_entries` are kept (the oldest dropped). Never used on the capture path (it reads files and
 // allocates); thread-safe.

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "symbols/elf_file.h"
+#include "symbols/regular_file.h"
 #include "unwind/proc_files.h"
 
 namespace hangwatch::symbols {
@@ -87,12 +88,9 @@ bool ReadNativeElf(const std::string& path, uint64_t map_start, uint64_t map_off
                    std::string* build_id) {
   using Ehdr = ElfW(Ehdr);
   using Phdr = ElfW(Phdr);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  auto file = RegularFile::Open(path);
+  if (!file.ok()) return false;
+  const int fd = file->fd();
   Ehdr eh;
   if (::pread(fd, &eh, sizeof(eh), 0) != static_cast<ssize_t>(sizeof(eh)) ||
       std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||

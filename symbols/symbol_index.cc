@@ -17,6 +17,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "symbols/demangle.h"
+#include "symbols/regular_file.h"
+#include "symbols/symbol_cache.h"
 
 namespace hangwatch::symbols {
 
@@ -93,16 +95,20 @@ uint64_t MtimeNs(const struct stat& st) {
 
 }  // namespace
 
+namespace {
+
+// A cached index is believed as it is: only a file that no one but this user (or root) could
+// have written (symbol_cache.h).
+constexpr RegularFileRules kCacheFileRules = {.no_follow = true, .trusted_only = true};
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Map(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size <= 0) {
-    ::close(fd);
-    return absl::DataLossError(absl::StrCat(path, ": empty or unreadable index"));
-  }
-  void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
+  auto file = RegularFile::Open(path, kCacheFileRules);
+  if (!file.ok()) return file.status();
+  const struct stat& st = file->stat();
+  if (st.st_size <= 0) return absl::DataLossError(absl::StrCat(path, ": empty index"));
+  void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, file->fd(), 0);
   if (m == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": mmap failed"));
   auto index = std::unique_ptr<SymbolIndex>(new SymbolIndex);
   index->mapping_ = m;
@@ -142,13 +148,10 @@ bool IsFlatTwinOf(const Header& source, const Header& flat) {
 
 // The header and modification time of the index file at `path`, without mapping it.
 bool ReadHeader(const std::string& path, Header* header, uint64_t* mtime_ns) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
-  const bool ok = fstat(fd, &st) == 0 &&
-                  ::pread(fd, header, sizeof(*header), 0) == static_cast<ssize_t>(sizeof(*header));
-  ::close(fd);
-  *mtime_ns = ok ? MtimeNs(st) : 0;
+  auto file = RegularFile::Open(path, kCacheFileRules);
+  const bool ok = file.ok() && ::pread(file->fd(), header, sizeof(*header), 0) ==
+                                   static_cast<ssize_t>(sizeof(*header));
+  *mtime_ns = ok ? MtimeNs(file->stat()) : 0;
   return ok;
 }
 
@@ -170,19 +173,13 @@ absl::StatusOr<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string
   if (!index.ok() || !Compressed(*(*index)->header_)) return index;
   // No usable twin: write one, if the directory lets us (checked before inflating anything,
   // so that a read-only cache does not pay for a whole inflation on every open).
-  const std::string tmp = absl::StrCat(flat_path, ".tmp.", getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (*index)->mode_);
-  if (fd < 0) return index;
+  const size_t slash = flat_path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : flat_path.substr(0, slash);
+  if (access(dir.c_str(), W_OK) != 0) return index;
   const std::string image = (*index)->FlatImage();
-  bool ok = !image.empty();
-  for (size_t done = 0; ok && done < image.size();) {
-    ssize_t n = ::write(fd, image.data() + done, image.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
+  if (!image.empty()) {
+    (void)WriteCacheFile(dir, flat_path.substr(slash + 1), image, (*index)->mode_);
   }
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(tmp.c_str(), flat_path.c_str()) != 0) ::unlink(tmp.c_str());
   return index;  // every chunk is inflated by now
 }
 

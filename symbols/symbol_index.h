@@ -46,7 +46,9 @@ struct SymbolizedAddress {
 
 class SymbolIndex {
  public:
-  // Maps an index file. Errors: missing, unreadable, not an index, wrong version, truncated.
+  // Maps an index file. Errors: missing, unreadable, not an index, wrong version, truncated;
+  // not a regular file, a symbolic link, or a file that another user than this one or root
+  // could have written (a cache file is believed as it is: symbol_cache.h).
   //
   // A compressed index (chunks) is served from its inflated twin, `path` + ".flat", when that
   // exists, is newer than `path` and describes the same index (same version, build-id, flags

@@ -198,7 +198,9 @@ struct Stats {
   uint64_t hangs = 0;             // hangs closed and reported
   uint64_t hangs_suppressed = 0;  // hangs not reported because a debugger was attached
   uint64_t fatal_hangs = 0;       // fatal hangs read back from the open-hang file
-  uint64_t samples = 0;           // captures that succeeded
+  // Hand-overs of a hang (or lag record) to a sink that failed for want of memory.
+  uint64_t hangs_unreported = 0;
+  uint64_t samples = 0;  // captures that succeeded
   uint64_t failed_captures = 0;
   uint64_t early_samples_dropped = 0;  // samples of slow passes that ended below the threshold
   uint64_t stopped_ms = 0;             // time the watchdog saw the process stopped / suspended

@@ -69,6 +69,19 @@ TEST_F(DebugFileLocatorTest, SeparateDebugFileTriesBuildIdThenDebuglinkThenBesid
   EXPECT_THAT(rejected[0], ::testing::HasSubstr("CRC mismatch"));
 }
 
+TEST_F(DebugFileLocatorTest, AnOversizedDebuglinkTargetIsRejectedBeforeItIsRead) {
+  // The debuglink target becomes a 200 GB sparse file (no blocks on disk): checking its CRC
+  // would read all of it. Its size alone rejects it.
+  const std::string target = dir_.Join("link/prog.dbg");
+  Run("truncate -s 200G " + target);
+  std::vector<std::string> rejected;
+  DebugFileLocator without({{dir_.Join("empty")}, {}});
+  EXPECT_EQ(without.FindSeparateDebugFile(linked_, build_id_, &rejected), "");
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_THAT(rejected[0], ::testing::HasSubstr("more than the bound of"));
+  EXPECT_EQ(without.FindDwarf(linked_, build_id_, &rejected), "");
+}
+
 TEST_F(DebugFileLocatorTest, DwarfIsTheSeparateFileElseTheBinaryItself) {
   std::vector<std::string> rejected;
   DebugFileLocator locator({{dir_.Join("empty")}, {}});

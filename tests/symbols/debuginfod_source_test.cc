@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
@@ -137,19 +139,25 @@ TEST_F(DebuginfodSourceTest, TheSymbolizerGetsFilesAndLinesThroughTheSource) {
   EXPECT_EQ(client->requests, 1);
 }
 
+// A listening TCP socket on a free loopback port (in *port).
+int ListenOnLoopback(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  listen(fd, 16);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 // A loopback port that accepts and closes connections, counting them.
 class CountingPort {
  public:
   CountingPort() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a = {};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    listen(fd_, 16);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = ListenOnLoopback(&port_);
     thread_ = std::thread([this] {
       for (;;) {
         pollfd p = {fd_, POLLIN, 0};
@@ -209,6 +217,126 @@ TEST_F(DebuginfodSourceTest, LibdebuginfodIsAskedOnlyWhenDebuginfodUrlsIsSet) {
   EXPECT_EQ(LibdebuginfodRequestCount(), before + 1);
   EXPECT_GE(port.connections.load(), 1);
   unsetenv("DEBUGINFOD_URLS");
+}
+
+// A hostile debuginfod server on a loopback port: answers every request with 200 and a body
+// without Content-Length, `chunk` bytes every `pause_ms`, until the client hangs up or
+// `max_bytes` went out (the bound of the test, not of the code under test).
+class EndlessServer {
+ public:
+  EndlessServer(size_t chunk, int pause_ms, uint64_t max_bytes)
+      : chunk_(chunk), pause_ms_(pause_ms), max_bytes_(max_bytes) {
+    fd_ = ListenOnLoopback(&port_);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~EndlessServer() {
+    stop_ = true;
+    thread_.join();
+    close(fd_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  uint64_t bytes_sent() const { return sent_.load(); }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p = {fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+      }
+      const std::string head =
+          "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: "
+          "close\r\n\r\n";
+      bool ok = send(c, head.data(), head.size(), MSG_NOSIGNAL) > 0;
+      const std::string body(chunk_, '\x7f');
+      while (ok && !stop_ && sent_.load() < max_bytes_) {
+        const ssize_t n = send(c, body.data(), body.size(), MSG_NOSIGNAL);
+        ok = n > 0;
+        if (ok) sent_ += static_cast<uint64_t>(n);
+        if (pause_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms_));
+      }
+      close(c);
+    }
+  }
+
+  const size_t chunk_;
+  const int pause_ms_;
+  const uint64_t max_bytes_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<uint64_t> sent_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Bytes in the subdirectories of `dir`: what downloads left in libdebuginfod's cache (one
+// directory per build-id; a failed request leaves an empty file there, its negative cache entry).
+uint64_t BytesUnder(const std::string& dir) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() > 0 && it->is_regular_file()) bytes += it->file_size();
+  }
+  return bytes;
+}
+
+// Asks `server` for build_id_ with the environment variable `bound` set to `value`; the error
+// must name `bound`, and nothing of the download may stay in libdebuginfod's cache.
+void ExpectStoppedBy(const std::string& build_id, const std::string& cache_dir,
+                     const EndlessServer& server, const char* bound, const char* value) {
+  setenv("DEBUGINFOD_URLS", server.url().c_str(), 1);
+  setenv("DEBUGINFOD_CACHE_PATH", cache_dir.c_str(), 1);
+  setenv(bound, value, 1);
+  auto client = NewLibdebuginfodClient({.progress_fd = -1});
+  auto found = client->FindDebuginfo(build_id);
+  unsetenv("DEBUGINFOD_URLS");
+  unsetenv(bound);
+  EXPECT_FALSE(found.ok()) << *found;
+  EXPECT_NE(found.status().message().find(bound), std::string_view::npos) << found.status();
+  EXPECT_EQ(BytesUnder(cache_dir), 0u);
+}
+
+TEST_F(DebuginfodSourceTest, AnEndlessDownloadStopsAtDebuginfodMaxsizeAndLeavesNoFile) {
+  // 256 MB at most from the server; the client is told 4 MB.
+  EndlessServer server(64 << 10, 0, uint64_t{256} << 20);
+  ExpectStoppedBy(build_id_, dir_.Join("debuginfod-cache"), server, "DEBUGINFOD_MAXSIZE",
+                  "4000000");
+  // What the client read, plus what the socket buffers held when it hung up.
+  EXPECT_LT(server.bytes_sent(), uint64_t{64} << 20);
+}
+
+TEST_F(DebuginfodSourceTest, ASlowDownloadStopsAtDebuginfodMaxtimeAndLeavesNoFile) {
+  // 4 KB every 50 ms for at most 10 minutes; the client is told 2 seconds.
+  EndlessServer server(4096, 50, uint64_t{4096} * 20 * 600);
+  ExpectStoppedBy(build_id_, dir_.Join("debuginfod-cache"), server, "DEBUGINFOD_MAXTIME", "2");
+}
+
+TEST(DebuginfodLimitsTest, TheUsersPositiveNumbersElseTheDefaults) {
+  unsetenv("DEBUGINFOD_MAXSIZE");
+  unsetenv("DEBUGINFOD_MAXTIME");
+  DebuginfodLimits l = DebuginfodLimitsFromEnvironment();
+  EXPECT_EQ(l.max_bytes, kDefaultDebuginfodMaxBytes);
+  EXPECT_EQ(l.max_seconds, kDefaultDebuginfodMaxSeconds);
+  setenv("DEBUGINFOD_MAXSIZE", "0", 1);  // libdebuginfod: no bound; here: the default
+  setenv("DEBUGINFOD_MAXTIME", "soon", 1);
+  l = DebuginfodLimitsFromEnvironment();
+  EXPECT_EQ(l.max_bytes, kDefaultDebuginfodMaxBytes);
+  EXPECT_EQ(l.max_seconds, kDefaultDebuginfodMaxSeconds);
+  setenv("DEBUGINFOD_MAXSIZE", "12345", 1);
+  setenv("DEBUGINFOD_MAXTIME", "7", 1);
+  l = DebuginfodLimitsFromEnvironment();
+  EXPECT_EQ(l.max_bytes, 12345u);
+  EXPECT_EQ(l.max_seconds, 7);
+  unsetenv("DEBUGINFOD_MAXSIZE");
+  unsetenv("DEBUGINFOD_MAXTIME");
 }
 
 }  // namespace

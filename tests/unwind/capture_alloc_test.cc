@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/sanitizer_allocator.h"
 #include "tests/unwind/target_thread.h"
 #include "unwind/signal_sampler.h"
 
@@ -20,15 +21,7 @@ inline void Count() {
 }
 }  // namespace
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define HW_TEST_SANITIZER_ALLOCATOR 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define HW_TEST_SANITIZER_ALLOCATOR 1
-#endif
-#endif
-
-#if defined(HW_TEST_SANITIZER_ALLOCATOR)
+#if defined(HANGWATCH_TEST_SANITIZER_ALLOCATOR)
 extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
                                                                              size_t),
                                                          void (*free_hook)(const volatile void*));
