@@ -160,10 +160,7 @@ void WriteSeed(const std::string& path, bool cfi_only) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const std::string dir = hangwatch::fuzz::SeedDirRequested(); !dir.empty()) {
-    Deeper(dir, 3);
-    std::exit(0);
-  }
+  hangwatch::fuzz::WriteSeedsIfAsked([](const std::string& dir) { Deeper(dir, 3); });
   return 0;
 }
 

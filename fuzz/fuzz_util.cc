@@ -42,9 +42,11 @@ void WriteFile(const std::string& path, std::string_view bytes) {
   }
 }
 
-std::string SeedDirRequested() {
+void WriteSeedsIfAsked(void (*write)(const std::string& dir)) {
   const char* dir = std::getenv("HANGWATCH_FUZZ_WRITE_SEEDS");
-  return dir != nullptr ? dir : "";
+  if (dir == nullptr || *dir == '\0') return;
+  write(dir);
+  std::exit(0);
 }
 
 uint64_t InputReader::Take(size_t bytes) {

@@ -19,8 +19,9 @@ const std::string& ScratchDir();
 void WriteFile(const std::string& path, std::string_view bytes);
 
 // HANGWATCH_FUZZ_WRITE_SEEDS=DIR asks a target to write its seeds into DIR and exit instead of
-// fuzzing (tests/symbols/run_fuzzers.sh does that). Empty when not asked.
-std::string SeedDirRequested();
+// fuzzing (tests/symbols/run_fuzzers.sh does that): when it is set, calls `write` with DIR and
+// exits. For LLVMFuzzerInitialize.
+void WriteSeedsIfAsked(void (*write)(const std::string& dir));
 
 // Reads the input as consecutive little-endian integers, zero once it is used up.
 class InputReader {

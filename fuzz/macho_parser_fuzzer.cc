@@ -34,10 +34,7 @@ void WriteSeeds(const std::string& dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const std::string dir = hangwatch::fuzz::SeedDirRequested(); !dir.empty()) {
-    WriteSeeds(dir);
-    std::exit(0);
-  }
+  hangwatch::fuzz::WriteSeedsIfAsked(WriteSeeds);
   return 0;
 }
 
