@@ -1,38 +1,22 @@
 // libFuzzer target: the index builder (libelf + libdw + our DWARF walk, decompression, symbol
 // tables, MiniDebugInfo) on arbitrary / mutated ELF files, then lookups in the result. Seeded
 // with real binaries by the test that runs it.
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 
+#include "fuzz/fuzz_util.h"
 #include "symbols/elf_symbol_table.h"
 #include "symbols/symbol_index.h"
 #include "symbols/symbol_index_builder.h"
 
-namespace {
-
-std::string TempPath() {
-  static std::string path = [] {
-    char tmpl[] = "/tmp/hw-fuzz-elf-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd >= 0) close(fd);
-    return std::string(tmpl);
-  }();
-  return path;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hangwatch::symbols;  // NOLINT(build/namespaces)
-  const std::string path = TempPath();
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return 0;
-  std::fwrite(data, 1, size, f);
-  std::fclose(f);
+  // In the scratch directory, removed at exit (each run of the target used to leave a file in
+  // /tmp).
+  const std::string path = hangwatch::fuzz::ScratchDir() + "/input.elf";
+  hangwatch::fuzz::WriteFile(path, std::string_view(reinterpret_cast<const char*>(data), size));
 
   auto table =
       ElfSymbolTable::LoadFromMemory(std::string_view(reinterpret_cast<const char*>(data), size));

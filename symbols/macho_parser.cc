@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace hangwatch::symbols::macho {
@@ -29,6 +30,10 @@ absl::Status Malformed(std::string message) {
   return absl::InvalidArgumentError(std::move(message));
 }
 
+// A name read from the image, for a refusal: quoted, its control and other non-printable bytes
+// escaped, so that the message stays one line and writes no terminal control sequences.
+std::string Quoted(const std::string& name) { return "\"" + absl::CHexEscape(name) + "\""; }
+
 std::string CommandContext(uint32_t index, size_t offset) {
   return absl::StrCat("load command ", index, " at offset ", offset, ": ");
 }
@@ -49,14 +54,14 @@ absl::StatusOr<Segment> ParseSegment(std::span<const unsigned char> cmd, const s
   seg.nsects = Read32(cmd, 64);
   // Division, not multiplication: nsects * 80 could overflow.
   if (seg.nsects > (cmd.size() - kSegment64Size) / kSection64Size) {
-    return Malformed(where + "segment " + seg.name + " declares " + std::to_string(seg.nsects) +
-                     " sections, more than its cmdsize holds");
+    return Malformed(where + "segment " + Quoted(seg.name) + " declares " +
+                     std::to_string(seg.nsects) + " sections, more than its cmdsize holds");
   }
   if (seg.vmsize > UINT64_MAX - seg.vmaddr) {
-    return Malformed(where + "segment " + seg.name + " address range overflows");
+    return Malformed(where + "segment " + Quoted(seg.name) + " address range overflows");
   }
   if (seg.filesize > UINT64_MAX - seg.fileoff) {
-    return Malformed(where + "segment " + seg.name + " file range overflows");
+    return Malformed(where + "segment " + Quoted(seg.name) + " file range overflows");
   }
   return seg;
 }

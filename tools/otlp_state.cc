@@ -28,6 +28,19 @@ uint64_t U64(const nlohmann::json& j, const char* key) {
   return 0;
 }
 
+// A string field: `fallback` when absent, false when it has another type (json::value would
+// throw).
+bool StringField(const nlohmann::json& j, const char* key, const char* fallback, std::string* out) {
+  const auto it = j.find(key);
+  if (it == j.end()) {
+    *out = fallback;
+    return true;
+  }
+  if (!it->is_string()) return false;
+  *out = it->get<std::string>();
+  return true;
+}
+
 }  // namespace
 
 uint64_t HashFileHead(int fd, uint64_t len) {
@@ -59,22 +72,30 @@ absl::Status ExportState::Load(const std::string& path) {
   text << in.rdbuf();
   if (text.str().empty()) return absl::OkStatus();
   auto j = nlohmann::json::parse(text.str(), nullptr, false);
-  if (!j.is_object() || j.value("version", 0) != 1 || !j.contains("files") ||
-      !j["files"].is_array()) {
+  const auto not_state = [&] {
+    files_.clear();
     return absl::InvalidArgumentError(path + ": not a hangwatch export state file");
+  };
+  if (!j.is_object() || !j.contains("version") || !j["version"].is_number_integer() ||
+      j["version"] != 1 || !j.contains("files") || !j["files"].is_array()) {
+    return not_state();
   }
   for (const auto& f : j["files"]) {
     if (!f.is_object()) continue;
     ExportFileState s;
-    s.path = f.contains("path_hex") && f["path_hex"].is_string()
-                 ? absl::HexStringToBytes(f["path_hex"].get<std::string>())
-                 : f.value("path", "");
+    std::string head_hash;
+    if (!StringField(f, "path", "", &s.path) || !StringField(f, "head_hash", "0", &head_hash)) {
+      return not_state();
+    }
+    if (f.contains("path_hex") && f["path_hex"].is_string()) {
+      s.path = absl::HexStringToBytes(f["path_hex"].get<std::string>());
+    }
     s.dev = U64(f, "dev");
     s.inode = U64(f, "inode");
     s.size = U64(f, "size");
     s.offset = U64(f, "offset");
     s.head_len = U64(f, "head_len");
-    s.head_hash = std::strtoull(f.value("head_hash", "0").c_str(), nullptr, 16);
+    s.head_hash = std::strtoull(head_hash.c_str(), nullptr, 16);
     files_.push_back(std::move(s));
   }
   return absl::OkStatus();

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan) and runs each briefly on a
-# seed corpus of real binaries (gcc/clang, DWARF 4/5, compressed, stripped, MiniDebugInfo) and
-# of indexes built from them. Any crash, sanitizer report, leak or timeout fails the test.
-# Usage: run_fuzzers.sh SOURCE_DIR WORK_DIR HANGWATCH_CLI   (FUZZ_SECONDS=10 per target)
+# Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan) and runs each for a fixed
+# number of inputs (not a time: the same work on a fast or a busy machine) from seed corpora
+# made here: real binaries (gcc/clang, DWARF 4/5, compressed, stripped, MiniDebugInfo) and
+# indexes built from them, files the targets write with the code they test (open-hang files,
+# Mach-O images, this binary's own stack), small text files, and tests/tools/report_corpus.
+# Any crash, sanitizer report, leak or timeout fails the test.
+# Usage: run_fuzzers.sh SOURCE_DIR WORK_DIR HANGWATCH_CLI
+#   FUZZ_RUNS_SCALE=N runs N times as many inputs per target (default 1);
+#   FUZZ_SECONDS=S runs each target for S seconds instead.
 set -euo pipefail
 src=$1
 work=$2
 cli=$3
-seconds=${FUZZ_SECONDS:-10}
+scale=${FUZZ_RUNS_SCALE:-1}
+# The targets that read files write them here: memory, not the disk (the state file is fsynced).
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 mkdir -p "$work"
 log=$work/build.log
 if ! { cmake -S "$src/fuzz" -B "$work/build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ &&
@@ -18,8 +25,8 @@ if ! { cmake -S "$src/fuzz" -B "$work/build" -G Ninja -DCMAKE_CXX_COMPILER=clang
 fi
 
 seeds=$work/seeds
-mkdir -p "$seeds/elf" "$seeds/index" "$seeds/lines" "$seeds/dies" "$work/corpus/elf" \
-  "$work/corpus/index" "$work/corpus/lines" "$work/corpus/dies"
+rm -rf "$work/corpus"
+mkdir -p "$seeds/elf" "$seeds/index" "$seeds/lines" "$seeds/dies"
 if [ ! -e "$seeds/done" ]; then
   cat > "$seeds/s.cc" <<'CC'
 #include <map>
@@ -53,7 +60,7 @@ done
 
 # DIE reader inputs: the sections DieSections names, each as a 32-bit little-endian length and
 # its bytes (see fuzz/dwarf_die_reader_fuzzer.cc).
-le32() { printf "\\x%02x\\x%02x\\x%02x\\x%02x" $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
+le32() { printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
 for f in gcc5 gcc4 clang5; do
   out="$seeds/dies/$f"
   : > "$out"
@@ -67,17 +74,49 @@ for f in gcc5 gcc4 clang5; do
   rm -f "$seeds/dies/.part"
 done
 
+# Seeds that only the code under test can write.
+for t in open_hang_file macho_parser cfi_unwinder; do
+  rm -rf "${seeds:?}/$t" && mkdir -p "$seeds/$t"
+  HANGWATCH_FUZZ_WRITE_SEEDS="$seeds/$t" "$work/build/${t}_fuzzer" > "$work/$t.seeds.log" 2>&1 ||
+    { cat "$work/$t.seeds.log"; echo "run_fuzzers: ${t}_fuzzer could not write its seeds" >&2; exit 1; }
+done
+# Small text seeds.
+mkdir -p "$seeds/perf_map" "$seeds/otlp_state" "$seeds/launch_log"
+printf '7f0012340000 40 LazyCompile:~main file:///app.js:1\n0x7f0012340040 0x1c0 py::worker:/app/w.py\n7f0012340100 10 [stub] overlaps\r\n1 0 empty\nnot a line\n7f00aa 10 torn' \
+  > "$seeds/perf_map/node"
+cat > "$seeds/otlp_state/state.json" <<JSON
+{"version":1,"files":[{"path":"$seeds/otlp_state/state.json","dev":"2049","inode":"1234","size":"4096","offset":"2048","head_len":"2048","head_hash":"cbf29ce484222325"},
+ {"path":"/nonexistent/r.jsonl","dev":1,"inode":2,"size":3,"offset":4,"head_len":4,"head_hash":"0"}]}
+JSON
+printf 'load 100 1 5000 sh\t/usr/bin/dash\nexec 100 1 5000 sh\t/usr/bin/python3\nload 100 1 5000 python3\t/usr/bin/python3.11\nexec 100 1 5000 python3\t/bin/true\nload 101 100 5001 worker\t/usr/bin/worker\narmed 101 100 5001 worker\t\noff 102 100 5002 bad\tno event loop\nexec 103 1 5003 a b\t/x\ntorn 1' \
+  > "$seeds/launch_log/log"
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run() {
-  local target=$1 corpus=$2 seed=$3
-  echo "== $target (${seconds}s)"
-  "$work/build/$target" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
-    -max_len=4000000 -print_final_stats=1 -artifact_prefix="$work/" "$corpus" "$seed" \
+  local target=$1 runs=$2 max_len=$3
+  shift 3
+  local corpus=$work/corpus/$target budget
+  mkdir -p "$corpus"
+  if [ -n "${FUZZ_SECONDS:-}" ]; then budget=-max_total_time=$FUZZ_SECONDS; else budget=-runs=$((runs * scale)); fi
+  echo "== $target ($budget)"
+  local start=$SECONDS
+  "$work/build/$target" "$budget" -seed=1 -timeout=20 -rss_limit_mb=2048 -max_len="$max_len" \
+    -print_final_stats=1 -artifact_prefix="$work/$target-" "$corpus" "$@" \
     > "$work/$target.log" 2>&1 || { tail -60 "$work/$target.log"; exit 1; }
-  grep -E "stat::number_of_executed_units|Done" "$work/$target.log" | tail -2
+  echo "   $(grep -E "stat::number_of_executed_units" "$work/$target.log" | tail -1), $((SECONDS - start)) s"
 }
-run symbol_index_reader_fuzzer "$work/corpus/index" "$seeds/index"
-run symbol_index_builder_fuzzer "$work/corpus/elf" "$seeds/elf"
-run dwarf_line_table_fuzzer "$work/corpus/lines" "$seeds/lines"
-run dwarf_die_reader_fuzzer "$work/corpus/dies" "$seeds/dies"
+run symbol_index_reader_fuzzer 4000 4000000 "$seeds/index"
+run symbol_index_builder_fuzzer 300 4000000 "$seeds/elf"
+run dwarf_line_table_fuzzer 10000 4000000 "$seeds/lines"
+run dwarf_die_reader_fuzzer 10000 4000000 "$seeds/dies"
+run perf_map_fuzzer 20000 4096 "$seeds/perf_map"
+run macho_parser_fuzzer 50000 4096 "$seeds/macho_parser"
+run cfi_unwinder_fuzzer 20000 20000 "$seeds/cfi_unwinder"
+run open_hang_file_fuzzer 3000 200000 "$seeds/open_hang_file"
+run otlp_state_fuzzer 5000 4096 "$seeds/otlp_state" -dict="$src/fuzz/json.dict"
+run launch_log_fuzzer 20000 4096 "$seeds/launch_log"
+run report_reader_fuzzer 20000 4096 "$src/tests/tools/report_corpus" -dict="$src/fuzz/json.dict"
+run gate_scan_fuzzer 5000 8192 "$src/tests/tools/report_corpus" -dict="$src/fuzz/json.dict"
+run top_scan_fuzzer 20000 8192 "$src/tests/tools/report_corpus" -dict="$src/fuzz/json.dict"
+run report_html_data_fuzzer 3000 8192 "$src/tests/tools/report_corpus" -dict="$src/fuzz/json.dict"

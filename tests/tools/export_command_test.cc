@@ -708,5 +708,23 @@ TEST(ExportState, IdentityIsDeviceInodeAndFirstBytes) {
   EXPECT_FALSE(again.Load(state_path).ok());
 }
 
+// Found by fuzz/otlp_state_fuzzer.cc: a state file whose JSON is well formed but whose fields
+// have other types (a job of another version, an edit by hand) killed `export` with an uncaught
+// nlohmann::json type_error. It is refused with one line instead.
+TEST(ExportState, MistypedFieldsAreRefusedNotThrown) {
+  TempDir dir;
+  const std::string state_path = dir / "state";
+  for (const char* text :
+       {R"({"version":"1","files":[]})", R"({"version":1,"files":[{"path":1,"dev":2,"inode":3}]})",
+        R"({"version":1,"files":[{"path":"/x","head_hash":7}]})"}) {
+    WriteFile(state_path, text);
+    tools::ExportState state;
+    absl::Status status;
+    EXPECT_NO_THROW(status = state.Load(state_path)) << text;
+    EXPECT_FALSE(status.ok()) << text;
+    EXPECT_EQ(std::string(status.message()).find('\n'), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace hangwatch::testing

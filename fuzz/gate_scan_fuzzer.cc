@@ -1,0 +1,42 @@
+// libFuzzer target: the gate's reader (tools/gate_reader.h), which scans each report line
+// without decoding it and decodes only the longest hang of each signature. The input is a
+// report file: each line goes through the scanner alone, then the file through
+// ReadReportsForGate, whose tallies must stay parallel to the hangs.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzz/fuzz_util.h"
+#include "tools/gate_reader.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace hangwatch::tools;  // NOLINT(build/namespaces)
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  for (size_t at = 0; at < size;) {
+    size_t nl = text.find('\n', at);
+    if (nl == text.npos) nl = size;
+    ScannedLine scanned;
+    if (ScanRecordLine(text.substr(at, nl - at), &scanned)) {
+      // The views point into the line.
+      if (!scanned.signature.empty() &&
+          (scanned.signature.data() < text.data() + at ||
+           scanned.signature.data() + scanned.signature.size() > text.data() + nl)) {
+        __builtin_trap();
+      }
+    }
+    at = nl + 1;
+  }
+  const std::string path = hangwatch::fuzz::ScratchDir() + "/report.jsonl";
+  hangwatch::fuzz::WriteFile(path, text);
+  Report report;
+  std::vector<HangTally> tallies;
+  size_t lag_records = 0;
+  std::string error;
+  if (ReadReportsForGate({path}, &report, &tallies, &lag_records, &error)) {
+    if (tallies.size() != report.hangs.size()) __builtin_trap();
+  } else if (error.empty() || error.find('\n') != std::string::npos) {
+    __builtin_trap();  // one line saying why
+  }
+  return 0;
+}
