@@ -73,6 +73,9 @@ struct Config {
   // "hangwatch" writing to stderr (created on first use, or taken from spdlog's registry).
   std::shared_ptr<spdlog::logger> logger;
   bool log_hangs = true;
+  // With log_hangs and time_every_pass: one INFO line per lag record too ("lag over 60.0 s:
+  // ..."). The preload shim turns it off unless HANGWATCH_LOG_LAG=1.
+  bool log_lag = true;
   // JSON Lines file (docs/report-format.md); empty: none. Mode 0600; when a line would make
   // the file larger than json_max_bytes, it is renamed to PATH.1 first. Never opened through a
   // symbolic link, nor when it is a FIFO or a device: Start() fails. A line the file system

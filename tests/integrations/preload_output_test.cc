@@ -99,8 +99,7 @@ TEST(PreloadOutput, DaemonsDataFileOnDescriptorTwoIsNeverWritten) {
   const std::string data = dir.path() + "/app.db";
   const std::string content = "the application's own records\n";
   std::ofstream(data) << content;
-  const Result r =
-      RunWithStderrPipe({PRELOAD_STALL_FIXTURE, "--detach", data, "500"}, kShimEnv);
+  const Result r = RunWithStderrPipe({PRELOAD_STALL_FIXTURE, "--detach", data, "500"}, kShimEnv);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(ReadFile(data), content) << "the shim wrote into the daemon's data file";
 }
@@ -170,8 +169,7 @@ TEST(PreloadOutput, SetUserIdProgramGetsNothingFromTheShim) {
         // The dynamic linker maps the preloaded shim before main(); the program then stalls for
         // 1.5 s, long enough to look (the bound only guards against a program that exits).
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while (!shim_loaded && std::chrono::steady_clock::now() < deadline &&
-               kill(pid, 0) == 0) {
+        while (!shim_loaded && std::chrono::steady_clock::now() < deadline && kill(pid, 0) == 0) {
           shim_loaded = MapsMention(pid, shim_name);
           secure = IsSecureExecution(pid);
           if (!shim_loaded) std::this_thread::sleep_for(std::chrono::milliseconds(5));
