@@ -68,10 +68,12 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
   for (const auto& w : watched) {
     out += "hangwatch run:   pid " + std::to_string(w.pid) + " " + (w.name.empty() ? "?" : w.name);
     if (!w.exe.empty() && w.exe != w.name) out += " (" + w.exe + ")";
-    out += ": " + (w.hangs == 0 ? std::string("no hangs")
-                                : std::to_string(w.hangs) + (w.hangs == 1 ? " hang" : " hangs"));
+    out += ": " + (w.hangs == 0 && w.unwritten_hangs == 0
+                       ? std::string("no hangs")
+                       : std::to_string(w.hangs + w.unwritten_hangs) +
+                             (w.hangs + w.unwritten_hangs == 1 ? " hang" : " hangs"));
     if (w.unwritten_hangs > 0) {
-      out += ", " + std::to_string(w.unwritten_hangs) + " not written";
+      out += " (" + std::to_string(w.unwritten_hangs) + " not written)";
     }
     if (w.startup_stalls > 0) out += ", slow start-up";
     if (w.running) out += ", still running";

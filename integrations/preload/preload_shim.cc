@@ -9,12 +9,13 @@
 //
 // Life cycle:
 //   - load (constructor): resolves the real calls, notes the main thread and the load time,
-//     reads HANGWATCH_* (preload_config.h), notes the process in the launch log
-//     (launch_log.h). The environment is left alone: a process that has not armed (a shell, a
+//     reads HANGWATCH_* (preload_config.h; none in a secure-execution process, which gets
+//     nothing printed or written), notes the process in the launch log (launch_log.h). The environment is left alone: a process that has not armed (a shell, a
 //     wrapper) passes the shim on to what it executes (preload_exec.cc).
 //   - first blocking wait on the main thread: the program reached its event loop. Start-up
 //     longer than HANGWATCH_STARTUP_MS is reported once as a start-up stall (a
 //     {"type":"startup_stall"} line and a stderr line), then hangwatch::Start() arms the agent.
+//     Lines go to stderr only when descriptor 2 is one the shim may print on (shim_stderr.h).
 //     Starting lazily, on the main thread, from inside the program's own loop, means batch work
 //     before the loop is never a hang and Start() never runs before the program's constructors.
 //     Waits made while Start() runs pass straight through (no recursion). Once armed, unless
