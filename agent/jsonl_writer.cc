@@ -40,6 +40,7 @@ bool JsonlWriter::OpenFile(std::string* error) {
   }
   if (fd_ < 0) {
     error_number_ = errno;
+    *error = "cannot open " + path_ + ": " + *error;
     return false;
   }
   return true;

@@ -155,8 +155,10 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
   // A file already at `path` (a previous run's, read by now) is never written into: it may be
   // a hard link to someone else's file. Unless another process holds it, it is removed and a
   // new one created (O_EXCL); symbolic links, FIFOs and devices are refused (regular_file.h).
-  const int old = OpenRegularFile(path, O_RDONLY, 0, error);
+  std::string why;
+  const int old = OpenRegularFile(path, O_RDONLY, 0, &why);
   if (old < 0 && errno != ENOENT) {
+    *error = "cannot open " + path + ": " + why;
     return nullptr;
   }
   if (old >= 0) {
@@ -168,11 +170,12 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
       return nullptr;
     }
   }
-  f->fd_ = OpenRegularFile(path, O_RDWR | O_CREAT | O_EXCL, 0600, error);
+  f->fd_ = OpenRegularFile(path, O_RDWR | O_CREAT | O_EXCL, 0600, &why);
   if (old >= 0) {
     close(old);  // its lock kept another process off the name until the new file existed
   }
   if (f->fd_ < 0) {
+    *error = "cannot create " + path + ": " + why;
     return nullptr;
   }
   if (flock(f->fd_, LOCK_EX | LOCK_NB) != 0) {

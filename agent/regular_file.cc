@@ -19,10 +19,15 @@ const char* KindOf(mode_t mode) {
   return "not a regular file";
 }
 
-// "cannot open PATH: it is a symbolic link" / "...: not a regular file (a FIFO)".
-std::string Refusal(const std::string& path, mode_t mode) {
-  if (S_ISLNK(mode)) return "cannot open " + path + ": it is a symbolic link (not followed)";
-  return "cannot open " + path + ": not a regular file (" + KindOf(mode) + ")";
+// Why a file that is there is not opened; errno is set to match (ELOOP for a link, EINVAL for
+// the others), so that a caller telling "missing" (ENOENT) apart never takes it for missing.
+std::string Refusal(mode_t mode) {
+  if (S_ISLNK(mode)) {
+    errno = ELOOP;
+    return "it is a symbolic link (not followed)";
+  }
+  errno = EINVAL;
+  return std::string("not a regular file (") + KindOf(mode) + ")";
 }
 
 }  // namespace
@@ -32,20 +37,23 @@ int OpenRegularFile(const std::string& path, int flags, mode_t mode, std::string
   // something); checked again on the descriptor, since the name may change in between.
   struct stat st {};
   if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    *error = Refusal(path, st.st_mode);
+    *error = Refusal(st.st_mode);
     return -1;
   }
   const int fd = open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
   if (fd < 0) {
     const int err = errno;
-    *error = err == ELOOP && lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)
-                 ? Refusal(path, st.st_mode)
-                 : "cannot open " + path + ": " + std::strerror(err);
+    if (err == ELOOP && lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      *error = Refusal(st.st_mode);
+    } else {
+      *error = std::strerror(err);
+      errno = err;
+    }
     return -1;
   }
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = Refusal(path, st.st_mode);
     close(fd);
+    *error = Refusal(st.st_mode);
     return -1;
   }
   return fd;

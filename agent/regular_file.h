@@ -15,8 +15,8 @@ namespace hangwatch::agent {
 
 // open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode) when `path` is a
 // regular file (or does not exist and `flags` has O_CREAT). Returns the descriptor, or -1 with
-// one line in *error: "cannot open PATH: it is a symbolic link", "... not a regular file (a
-// FIFO)", or the system's reason.
+// errno set and the reason in *error, to follow "cannot open PATH: ": "it is a symbolic link
+// (not followed)" (ELOOP), "not a regular file (a FIFO)" (EINVAL), or the system's reason.
 int OpenRegularFile(const std::string& path, int flags, mode_t mode, std::string* error);
 
 }  // namespace hangwatch::agent

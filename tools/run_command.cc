@@ -22,6 +22,7 @@
 
 #include "agent/jsonl_writer.h"
 #include "agent/open_hang_file.h"
+#include "agent/regular_file.h"
 #include "hangwatch/hangwatch.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
@@ -147,7 +148,9 @@ void Forward(int sig) {
 }
 
 // Fails unless `path` can be appended to (created when missing, never truncated). A file this
-// check created is removed again unless `keep_created`.
+// check created is removed again unless `keep_created`. The report (kept) is opened by the rules
+// the shim writes it with (agent/regular_file.h: no symbolic link, FIFO or device), so that what
+// the shim would refuse stops the run here, before anything is created through a planted link.
 bool CheckWritable(const std::string& path, bool keep_created, const std::string& flag,
                    std::string* error) {
   struct stat st;
@@ -156,9 +159,13 @@ bool CheckWritable(const std::string& path, bool keep_created, const std::string
     *error = "cannot write " + flag + " " + path + ": it is a directory";
     return false;
   }
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  std::string why;
+  const int fd = keep_created
+                     ? agent::OpenRegularFile(path, O_WRONLY | O_APPEND | O_CREAT, 0600, &why)
+                     : open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
-    *error = "cannot write " + flag + " " + path + ": " + std::strerror(errno);
+    *error =
+        "cannot write " + flag + " " + path + ": " + (keep_created ? why : std::strerror(errno));
     return false;
   }
   close(fd);

@@ -28,14 +28,13 @@ struct Result {
   std::string err;  // what the program wrote to its stderr, a pipe
 };
 
-// Runs argv with the current environment plus `env`, its stderr a pipe read to the end.
+// Runs argv with the current environment plus `env` (overriding), its stderr a pipe read to the
+// end.
 // `while_running(pid)` is called once the program has started.
 template <typename Watch>
 Result RunWithStderrPipe(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                          Watch while_running) {
-  std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e) envs.emplace_back(*e);
-  envs.insert(envs.end(), env.begin(), env.end());
+  const std::vector<std::string> envs = EnvironmentWith(env);
   std::vector<char*> a, e;
   for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
   a.push_back(nullptr);

@@ -507,6 +507,20 @@ TEST(RunCommand, UnwritableOutputsFailBeforeTheCommandStarts) {
   EXPECT_EQ(ReadFile(dir / "h.jsonl").rfind("previous content\n", 0), 0u);
 }
 
+TEST(RunCommand, ReportPathThatIsASymlinkStopsTheRunBeforeAnythingIsCreated) {
+  // Another user planted the link where the report will be: nothing may be created through it.
+  TempDir dir;
+  const std::string victim = dir / "created-through-the-link";
+  ASSERT_EQ(symlink(victim.c_str(), (dir / "h.jsonl").c_str()), 0);
+  const auto r =
+      RunCommand({kCli, "run", "--report", dir / "h.jsonl", "--", STALL_PROGRAM, "0", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Has(r.err, "symbolic link")) << r.err;
+  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  struct stat st;
+  EXPECT_NE(lstat(victim.c_str(), &st), 0) << "a file was created through the link";
+}
+
 TEST(RunCommand, FailingCommandIsNamedUnderFailOnHang) {
   // A hang and a failing program: 3, and the program's status is on stderr.
   const auto both = RunCommand(
