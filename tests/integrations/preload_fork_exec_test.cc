@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "child_process.h"
+#include "tests/frozen_file_system.h"
 #include "tools/report_reader.h"
 
 namespace hangwatch::testing {
@@ -160,35 +161,6 @@ TEST(PreloadProcess, ChildForkedWithASamplingSignalPendingExits) {
   for (const HangRecord& h : r.report.hangs) child_hang |= h.pid == child;
   EXPECT_TRUE(child_hang) << "the child's own agent sampled it";
 }
-
-// A small ext4 file system of this test's, mounted from a file; Freeze() makes every write to
-// it block (as on a hung network file system) until Thaw(). Everything is undone on
-// destruction. Needs root and loop devices: ok() says whether it could be set up.
-class FreezableFileSystem {
- public:
-  explicit FreezableFileSystem(const std::string& dir)
-      : image_(dir + "/fs.img"), mnt_(dir + "/mnt") {
-    mkdir(mnt_.c_str(), 0700);
-    ok_ = Run("truncate -s 8M '" + image_ + "' && mkfs.ext4 -q -F '" + image_ +
-              "' >/dev/null 2>&1 && mount -o loop '" + image_ + "' '" + mnt_ + "' 2>/dev/null");
-  }
-  ~FreezableFileSystem() {
-    Thaw();
-    if (ok_) Run("umount '" + mnt_ + "'");
-  }
-  bool ok() const { return ok_; }
-  const std::string& path() const { return mnt_; }
-  bool Freeze() { return frozen_ = Run("fsfreeze -f '" + mnt_ + "'"); }
-  void Thaw() {
-    if (frozen_) Run("fsfreeze -u '" + mnt_ + "'");
-    frozen_ = false;
-  }
-
- private:
-  static bool Run(const std::string& command) { return std::system(command.c_str()) == 0; }
-  std::string image_, mnt_;
-  bool ok_ = false, frozen_ = false;
-};
 
 TEST(PreloadProcess, ChildForkedWhileTheWatchdogIsBlockedWritingItsReportExits) {
   // The report is on a frozen file system: the watchdog's line blocks in write(). The parent
