@@ -354,6 +354,15 @@ TEST(RunCommand, AVforkChildsFailedExecDoesNotStopItsParentsWatchdog) {
   EXPECT_GE(report.hangs[0].duration_ms, 350u);
 }
 
+TEST(RunCommand, LiveReportReachesRunsStderrEvenWhenItIsAFile) {
+  // The shim prints only on a terminal, a pipe or the stderr `run` hands over: here a regular
+  // file (RunCommand's), which the shim would not touch on its own.
+  const auto r =
+      RunCommand({kCli, "run", "--live", "--threshold-ms", "100", "--", STALL_PROGRAM, "0", "300"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.err, "[hangwatch] [warning] hang: ")) << r.err;
+}
+
 TEST(RunCommand, WorkersThatExitRemoveTheirOpenHangFiles) {
   // A prefork server's workers arm (each its own open-hang file in the run directory), then
   // leave, outside any hang: half with exit(), half with os._exit(). Each checks that its file
