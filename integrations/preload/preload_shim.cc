@@ -10,8 +10,9 @@
 // Life cycle:
 //   - load (constructor): resolves the real calls, notes the main thread and the load time,
 //     reads HANGWATCH_* (preload_config.h; none in a secure-execution process, which gets
-//     nothing printed or written), notes the process in the launch log (launch_log.h). The environment is left alone: a process that has not armed (a shell, a
-//     wrapper) passes the shim on to what it executes (preload_exec.cc).
+//     nothing printed or written), notes the process in the launch log (launch_log.h). The
+//     environment is left alone: a process that has not armed (a shell, a wrapper) passes the
+//     shim on to what it executes (preload_exec.cc).
 //   - first blocking wait on the main thread: the program reached its event loop. Start-up
 //     longer than HANGWATCH_STARTUP_MS is reported once as a start-up stall (a
 //     {"type":"startup_stall"} line and a stderr line), then hangwatch::Start() arms the agent.
