@@ -32,6 +32,14 @@ inline std::vector<std::string> EnvironmentWith(const std::vector<std::string>& 
   return envs;
 }
 
+// The strings as execve() wants them: pointers into `v` (which must outlive them), null-ended.
+inline std::vector<char*> CStrings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
 class ChildProcess {
  public:
   // Starts argv with the current environment plus `env` ("NAME=value", overriding).
@@ -39,11 +47,7 @@ class ChildProcess {
     int out[2];
     if (pipe(out) != 0) return;
     const std::vector<std::string> envs = EnvironmentWith(env);
-    std::vector<char*> a, e;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    for (const auto& s : envs) e.push_back(const_cast<char*>(s.c_str()));
-    e.push_back(nullptr);
+    std::vector<char*> a = CStrings(argv), e = CStrings(envs);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], 1);

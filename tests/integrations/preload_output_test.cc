@@ -29,17 +29,12 @@ struct Result {
 };
 
 // Runs argv with the current environment plus `env` (overriding), its stderr a pipe read to the
-// end.
-// `while_running(pid)` is called once the program has started.
+// end. `while_running(pid)` is called once the program has started.
 template <typename Watch>
 Result RunWithStderrPipe(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                          Watch while_running) {
   const std::vector<std::string> envs = EnvironmentWith(env);
-  std::vector<char*> a, e;
-  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  for (const auto& s : envs) e.push_back(const_cast<char*>(s.c_str()));
-  e.push_back(nullptr);
+  std::vector<char*> a = CStrings(argv), e = CStrings(envs);
   int err[2];
   Result r;
   if (pipe2(err, O_CLOEXEC) != 0) return r;
