@@ -157,7 +157,7 @@ class Agent final : public MonitorListener {
       logger_ = DefaultLogger();
     }
     host_ = HostName();
-    if (const char* env = getenv("HANGWATCH_LABELS"); env != nullptr) {
+    if (const char* env = LabelsVariable(); env != nullptr) {
       std::string error;
       if (!ParseLabels(env, &labels_, &error) && logger_) {
         logger_->warn("hangwatch: HANGWATCH_LABELS: {}", error);
@@ -168,7 +168,7 @@ class Agent final : public MonitorListener {
     // The sinks, in the order they see each record (those that may block run after the
     // others, hang_sink.h).
     if (logger_ && config_.log_hangs) {
-      sinks_.push_back(std::make_unique<SpdlogSink>(logger_));
+      sinks_.push_back(std::make_unique<SpdlogSink>(logger_, config_.log_lag));
     }
     if (!config_.json_path.empty()) {
       auto json = std::make_unique<JsonlSink>(config_.json_path, config_.json_max_bytes);

@@ -14,6 +14,13 @@
 
 namespace hangwatch::agent {
 
+// Told of every record a JsonlSink could not write: its type ("hang", "lag", "startup_stall":
+// the report format's names) and the errno, on the thread that wrote it. The preload shim passes
+// them on to `hangwatch run` (its launch log), which runs the shim without a logger and would
+// otherwise never learn that hangs were lost to a full disk. One per process; null: none.
+using UnwrittenRecordObserver = void (*)(const char* type, int error_number);
+void SetUnwrittenRecordObserver(UnwrittenRecordObserver observer);
+
 class JsonlSink final : public HangSink {
  public:
   JsonlSink(std::string path, uint64_t max_bytes) : writer_(std::move(path), max_bytes) {}
@@ -28,7 +35,7 @@ class JsonlSink final : public HangSink {
   void ReleaseAfterFork() override { writer_.ReleaseAfterFork(); }
 
  private:
-  void Append(const std::string& line, SinkErrors* errors);
+  void Append(const std::string& line, const char* type, SinkErrors* errors);
 
   JsonlWriter writer_;
 };

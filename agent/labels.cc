@@ -1,5 +1,6 @@
 #include "agent/labels.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 namespace hangwatch::agent {
@@ -12,6 +13,14 @@ std::string_view Trim(std::string_view s) {
 }
 
 }  // namespace
+
+const char* LabelsVariable() {
+#if defined(__APPLE__)
+  return issetugid() ? nullptr : getenv("HANGWATCH_LABELS");
+#else
+  return secure_getenv("HANGWATCH_LABELS");
+#endif
+}
 
 bool ParseLabels(std::string_view text, std::map<std::string, std::string>* out,
                  std::string* error) {

@@ -16,6 +16,10 @@ namespace hangwatch::agent {
 bool ParseLabels(std::string_view text, std::map<std::string, std::string>* out,
                  std::string* error);
 
+// HANGWATCH_LABELS, or null when unset or when this is a secure-execution process (set-user-ID,
+// set-group-ID, capabilities gained: its environment is its caller's, as secure_getenv says).
+const char* LabelsVariable();
+
 // gethostname(), or "" when it fails.
 std::string HostName();
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/materialize.h"
+#include "agent/regular_file.h"
 #include "symbols/module_map.h"
 
 namespace hangwatch::agent {
@@ -29,6 +30,9 @@ constexpr size_t kBuildIdBytes = 64;
 constexpr size_t kRangesPerModule = 4;
 constexpr size_t kMaxFramesInFile = 512;
 constexpr size_t kMaxSamplesInFile = 1 << 16;
+// Frames of all the unique stacks read back from a file (each becomes a Frame with its strings:
+// about 0.5 kB).
+constexpr size_t kMaxFramesRead = 1 << 15;
 
 struct StaticHeader {
   char magic[8];
@@ -148,9 +152,30 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
   const size_t samples_offset = kModulesOffset + kMaxModules * sizeof(ModuleRecord);
   f->size_ = samples_offset + f->limits_.max_timeline * record;
 
-  f->fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // A file already at `path` (a previous run's, read by now) is never written into: it may be
+  // a hard link to someone else's file. Unless another process holds it, it is removed and a
+  // new one created (O_EXCL); symbolic links, FIFOs and devices are refused (regular_file.h).
+  std::string why;
+  const int old = OpenRegularFile(path, O_RDONLY, 0, &why);
+  if (old < 0 && errno != ENOENT) {
+    *error = "cannot open " + path + ": " + why;
+    return nullptr;
+  }
+  if (old >= 0) {
+    const bool in_use = flock(old, LOCK_EX | LOCK_NB) != 0;
+    if (in_use || (unlink(path.c_str()) != 0 && errno != ENOENT)) {
+      *error = in_use ? path + " is in use by another process"
+                      : "cannot replace " + path + ": " + std::strerror(errno);
+      close(old);
+      return nullptr;
+    }
+  }
+  f->fd_ = OpenRegularFile(path, O_RDWR | O_CREAT | O_EXCL, 0600, &why);
+  if (old >= 0) {
+    close(old);  // its lock kept another process off the name until the new file existed
+  }
   if (f->fd_ < 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
+    *error = "cannot create " + path + ": " + why;
     return nullptr;
   }
   if (flock(f->fd_, LOCK_EX | LOCK_NB) != 0) {
@@ -193,6 +218,14 @@ OpenHangFile::~OpenHangFile() {
       Clear();
     }
     munmap(map_, size_);
+    // Holding no open hang, the file says nothing: it goes (a prefork server's exited workers
+    // would otherwise leave one each). Only while the name is still this file.
+    struct stat mine {
+    }, by_name{};
+    if (fstat(fd_, &mine) == 0 && lstat(path_.c_str(), &by_name) == 0 &&
+        mine.st_dev == by_name.st_dev && mine.st_ino == by_name.st_ino) {
+      unlink(path_.c_str());
+    }
   }
   if (fd_ >= 0) {
     close(fd_);  // releases the lock
@@ -330,50 +363,70 @@ size_t OpenHangFileSampleOffset(const HangLimits& limits, size_t index) {
 
 size_t OpenHangFileLiveHeaderOffset(int copy) { return kLiveHeaderOffset[copy & 1]; }
 
+namespace {
+
+// Reads exactly n bytes at `offset`; false on a short read or an error.
+bool ReadAt(int fd, void* dst, size_t n, uint64_t offset) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r =
+        pread(fd, static_cast<char*>(dst) + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) {
+      continue;
+    }
+    if (r <= 0) {
+      return false;
+    }
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Closes the descriptor on every way out of ReadOpenHangFile.
+struct FdCloser {
+  int fd;
+  ~FdCloser() { close(fd); }
+};
+
+}  // namespace
+
 OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, std::string* error) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) {
-      return OpenHangReadStatus::kNoOpenHang;
-    }
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return OpenHangReadStatus::kInvalid;
-  }
-  std::vector<unsigned char> data;
-  {
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || st.st_size < 0 || st.st_size > (1ll << 31)) {
-      close(fd);
-      *error = path + ": not an open-hang file (bad size)";
-      return OpenHangReadStatus::kInvalid;
-    }
-    data.resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < data.size()) {
-      const ssize_t n = pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(got));
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n <= 0) {
-        break;
-      }
-      got += static_cast<size_t>(n);
-    }
-    close(fd);
-    data.resize(got);
-  }
   auto invalid = [&](const std::string& why) {
     *error = path + ": " + why;
     return OpenHangReadStatus::kInvalid;
   };
-  if (data.empty()) {
+  // Never a FIFO or a device (opening a device may do something; reading a FIFO blocks).
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      return OpenHangReadStatus::kNoOpenHang;
+    }
+    return invalid(std::string("cannot open: ") + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return invalid("not a regular file");
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    return invalid(std::string("cannot open: ") + std::strerror(errno));
+  }
+  FdCloser closer{fd};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return invalid("not a regular file");
+  }
+  // Read piece by piece, only what the newest state uses: memory follows what the file holds,
+  // never what its counts claim.
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size == 0) {
     return OpenHangReadStatus::kNoOpenHang;
   }
-  if (data.size() < kModulesOffset) {
+  unsigned char head[kModulesOffset];
+  if (file_size < kModulesOffset || !ReadAt(fd, head, sizeof head, 0)) {
     return invalid("not an open-hang file (too short)");
   }
+  const unsigned char* data = head;
   StaticHeader sh;
-  std::memcpy(&sh, data.data(), sizeof(sh));
+  std::memcpy(&sh, data, sizeof(sh));
   if (std::memcmp(sh.magic, kMagic, sizeof(kMagic)) != 0) {
     return invalid("not an open-hang file (bad magic)");
   }
@@ -393,7 +446,7 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
       sh.modules_offset != kModulesOffset ||
       sh.samples_offset != kModulesOffset + sh.max_modules * sizeof(ModuleRecord) ||
       sh.file_size != sh.samples_offset + sh.max_samples * sh.sample_record_size ||
-      data.size() < sh.file_size) {
+      file_size < sh.file_size) {
     return invalid("inconsistent layout");
   }
 
@@ -402,7 +455,7 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   bool have_live = false;
   for (size_t off : kLiveHeaderOffset) {
     LiveHeader h;
-    std::memcpy(&h, data.data() + off, sizeof(h));
+    std::memcpy(&h, data + off, sizeof(h));
     if (h.checksum != Checksum(&h, offsetof(LiveHeader, checksum))) {
       continue;
     }
@@ -423,8 +476,10 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
 
   // Modules.
   std::vector<symbols::Module> modules;
-  const unsigned char* mod_base = data.data() + sh.modules_offset;
-  if (live.modules_checksum != Checksum(mod_base, live.num_modules * sizeof(ModuleRecord))) {
+  std::vector<unsigned char> module_bytes(live.num_modules * sizeof(ModuleRecord));
+  const unsigned char* mod_base = module_bytes.data();
+  if (!ReadAt(fd, module_bytes.data(), module_bytes.size(), sh.modules_offset) ||
+      live.modules_checksum != Checksum(mod_base, module_bytes.size())) {
     return invalid("corrupt module table");
   }
   for (uint32_t i = 0; i < live.num_modules; ++i) {
@@ -442,17 +497,25 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     modules.push_back(std::move(m));
   }
 
-  // Samples, until the first torn one.
+  // Samples, until the first torn one. Kept as the agent keeps them: a bounded number of unique
+  // stacks (kMaxFramesRead frames in all), the others counted as dropped; whatever the counts,
+  // the record built here stays within a few tens of MB.
   HangLimits limits;
   limits.max_frames = sh.max_frames;
-  limits.max_timeline = sh.max_samples;
-  limits.max_unique_stacks = std::max<size_t>(live.num_records, 1);
+  limits.max_timeline = std::max<size_t>(live.num_records, 1);
+  limits.max_unique_stacks =
+      std::clamp<size_t>(kMaxFramesRead / sh.max_frames, 1, std::max<size_t>(live.num_records, 1));
   HangData hang(limits);
+  std::vector<unsigned char> record(sh.sample_record_size);
   std::vector<uintptr_t> frames(sh.max_frames);
   std::vector<FrameMethod> methods(sh.max_frames);
   uint64_t cpu_us = 0;
   for (uint32_t i = 0; i < live.num_records; ++i) {
-    const unsigned char* p = data.data() + sh.samples_offset + i * sh.sample_record_size;
+    const unsigned char* p = record.data();
+    if (!ReadAt(fd, record.data(), record.size(),
+                sh.samples_offset + uint64_t{i} * sh.sample_record_size)) {
+      break;
+    }
     const size_t body = sh.sample_record_size - sizeof(uint64_t);
     uint64_t sum;
     std::memcpy(&sum, p + body, sizeof(sum));

@@ -28,9 +28,10 @@ namespace hangwatch::agent {
 
 class OpenHangFile {
  public:
-  // Creates or reuses `path` (mode 0600), sized for `limits`, and takes an exclusive lock on it
-  // (another live process using the same path makes this fail). Any previous content is
-  // discarded: read it first with ReadOpenHangFile().
+  // Creates `path` (mode 0600, O_EXCL), sized for `limits`, and takes an exclusive lock on it
+  // (another live process using the same path makes this fail). A file already there is
+  // removed first, never written into, and its content is lost: read it first with
+  // ReadOpenHangFile(). A symbolic link, FIFO or device at `path` is refused (regular_file.h).
   static std::unique_ptr<OpenHangFile> Create(const std::string& path, const HangLimits& limits,
                                               std::string* error);
   // Same, writing format `version` as an older agent did (1: without frame and sample
@@ -38,7 +39,7 @@ class OpenHangFile {
   static std::unique_ptr<OpenHangFile> CreateForTest(const std::string& path,
                                                      const HangLimits& limits, std::string* error,
                                                      uint32_t version);
-  ~OpenHangFile();  // marks the file empty, unmaps, unlocks
+  ~OpenHangFile();  // closes any open hang, removes the file (it holds nothing), unlocks
   OpenHangFile(const OpenHangFile&) = delete;
   OpenHangFile& operator=(const OpenHangFile&) = delete;
 
@@ -79,7 +80,10 @@ enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };
 // Reads `path`. kFound: *out is the fatal hang (fatal = true, duration = time of the last
 // sample, a lower bound), with frames resolved against the module table of the process that
 // died and symbolized when the same build is loaded in this process. kNoOpenHang: the file is
-// valid but holds no open hang (or does not exist). kInvalid: *error says why.
+// valid but holds no open hang (or does not exist). kInvalid: *error says why (also for a FIFO
+// or a device, which are never opened). Memory is bounded whatever the file's counts say: a
+// sample is read at a time, and at most 32768 frames of unique stacks are kept (more stacks
+// are counted in dropped_stacks).
 OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, std::string* error);
 
 // Byte offsets of the layout, for tests that tear writes on purpose.

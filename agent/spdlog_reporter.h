@@ -30,18 +30,23 @@ void LogHang(spdlog::logger& logger, const HangRecord& record);
 // 1.2 ms, p95 ..., max ...; slow: 14 > 16 ms, 2 > 100 ms".
 void LogLag(spdlog::logger& logger, const report::Lag& record);
 
-// The spdlog sink (Config::logger, Config::log_hangs): LogHang for every hang. Inside the busy
-// section, so that fork() never finds spdlog's lock held by the watchdog.
+// The spdlog sink (Config::logger, Config::log_hangs): LogHang for every hang, LogLag for every
+// lag record unless `log_lag` is false (Config::log_lag). Inside the busy section, so that
+// fork() never finds spdlog's lock held by the watchdog.
 class SpdlogSink final : public HangSink {
  public:
-  explicit SpdlogSink(std::shared_ptr<spdlog::logger> logger) : logger_(std::move(logger)) {}
+  explicit SpdlogSink(std::shared_ptr<spdlog::logger> logger, bool log_lag = true)
+      : logger_(std::move(logger)), log_lag_(log_lag) {}
 
   bool MayBlock() const override { return false; }
   void OnHang(const HangRecord& record, SinkErrors*) override { LogHang(*logger_, record); }
-  void OnLag(const report::Lag& record, SinkErrors*) override { LogLag(*logger_, record); }
+  void OnLag(const report::Lag& record, SinkErrors*) override {
+    if (log_lag_) LogLag(*logger_, record);
+  }
 
  private:
   std::shared_ptr<spdlog::logger> logger_;
+  bool log_lag_;
 };
 
 }  // namespace hangwatch::agent

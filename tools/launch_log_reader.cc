@@ -117,6 +117,24 @@ const LaunchProcess* LaunchLog::Find(int64_t pid) const {
   return nullptr;
 }
 
+void LaunchLog::AddUnwritten(const std::string& type, int error_number) {
+  for (UnwrittenRecords& u : unwritten) {
+    if (u.type == type && u.error_number == error_number) {
+      ++u.count;
+      return;
+    }
+  }
+  unwritten.push_back({type, error_number, 1});
+}
+
+size_t LaunchLog::UnwrittenHangs() const {
+  size_t n = 0;
+  for (const UnwrittenRecords& u : unwritten) {
+    if (u.type != "lag") n += u.count;
+  }
+  return n;
+}
+
 bool LaunchLog::AnyArmed() const {
   for (const auto& p : processes) {
     if (p.ArmedImage() != nullptr) return true;
@@ -134,8 +152,30 @@ LaunchLog ParseLaunchLog(std::string_view text) {
     std::string_view event, name, detail;
     uint64_t pid = 0, ppid = 0, start_time = 0;
     if (!ParseLine(line, &event, &pid, &ppid, &start_time, &name, &detail) ||
-        (event != "load" && event != "exec" && event != "armed" && event != "off")) {
+        (event != "load" && event != "exec" && event != "armed" && event != "off" &&
+         event != "unwritten")) {
       ++log.skipped_lines;
+      continue;
+    }
+    uint64_t error_number = 0;
+    if (event == "unwritten") {
+      // "TYPE ERRNO": counted for the run; it says nothing of the process's images.
+      const size_t sp = detail.find(' ');
+      if (sp == std::string_view::npos || sp == 0 ||
+          !ParseNumber(detail.substr(sp + 1), &error_number) || error_number > 4095) {
+        ++log.skipped_lines;
+        continue;
+      }
+      const std::string type(detail.substr(0, sp));
+      log.AddUnwritten(type, static_cast<int>(error_number));
+      if (type != "lag") {
+        for (auto it = log.processes.rbegin(); it != log.processes.rend(); ++it) {
+          if (it->pid == static_cast<int64_t>(pid) && it->start_time == start_time) {
+            ++it->unwritten_hangs;
+            break;
+          }
+        }
+      }
       continue;
     }
     // The process: the newest with this pid and start time (pids are reused).

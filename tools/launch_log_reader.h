@@ -31,6 +31,7 @@ struct LaunchProcess {
   int64_t pid = 0;
   int64_t ppid = 0;
   uint64_t start_time = 0;
+  size_t unwritten_hangs = 0;       // hangs and start-up stalls its report file did not take
   std::vector<LaunchImage> images;  // never empty
 
   // The image that armed (the last one if several did), or null.
@@ -38,9 +39,22 @@ struct LaunchProcess {
   const LaunchImage& Last() const { return images.back(); }
 };
 
+// Records a report file did not take (unwritten lines), by type and cause.
+struct UnwrittenRecords {
+  std::string type;  // hang, startup_stall, lag (the report format's names)
+  int error_number = 0;
+  size_t count = 0;
+};
+
 struct LaunchLog {
   std::vector<LaunchProcess> processes;  // in order of their first line
   size_t skipped_lines = 0;              // malformed lines (ignored)
+  std::vector<UnwrittenRecords> unwritten;
+
+  // Counts one record of `type` lost to `error_number`.
+  void AddUnwritten(const std::string& type, int error_number);
+  // Hangs and start-up stalls among the unwritten records.
+  size_t UnwrittenHangs() const;
 
   const LaunchProcess* Find(int64_t pid) const;  // the newest process with that pid, or null
   bool AnyArmed() const;

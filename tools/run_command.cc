@@ -19,7 +19,9 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/jsonl_writer.h"
 #include "agent/open_hang_file.h"
+#include "agent/regular_file.h"
 #include "hangwatch/hangwatch.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
@@ -123,7 +125,9 @@ void Forward(int sig) {
 }
 
 // Fails unless `path` can be appended to (created when missing, never truncated). A file this
-// check created is removed again unless `keep_created`.
+// check created is removed again unless `keep_created`. The report (kept) is opened by the rules
+// the shim writes it with (agent/regular_file.h: no symbolic link, FIFO or device), so that what
+// the shim would refuse stops the run here, before anything is created through a planted link.
 bool CheckWritable(const std::string& path, bool keep_created, const std::string& flag,
                    std::string* error) {
   struct stat st;
@@ -132,9 +136,13 @@ bool CheckWritable(const std::string& path, bool keep_created, const std::string
     *error = "cannot write " + flag + " " + path + ": it is a directory";
     return false;
   }
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  std::string why;
+  const int fd = keep_created
+                     ? agent::OpenRegularFile(path, O_WRONLY | O_APPEND | O_CREAT, 0600, &why)
+                     : open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
-    *error = "cannot write " + flag + " " + path + ": " + std::strerror(errno);
+    *error =
+        "cannot write " + flag + " " + path + ": " + (keep_created ? why : std::strerror(errno));
     return false;
   }
   close(fd);
@@ -180,14 +188,12 @@ std::vector<HangRecord> TakeFatalHangs(const std::string& dir,
   return out;
 }
 
-// Appends one hang to a JSON Lines report (one write: O_APPEND keeps lines whole).
-void AppendToReport(const std::string& path, const HangRecord& hang) {
-  const std::string line = ToJsonLine(hang) + "\n";
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  ssize_t unused = write(fd, line.data(), line.size());
-  (void)unused;
-  close(fd);
+// Appends one hang to a JSON Lines report, as the shim writes its hangs there (one whole line,
+// never through a symbolic link, rotated at the same size). 0, or the errno of the failure.
+int AppendToReport(const std::string& path, const HangRecord& hang) {
+  agent::JsonlWriter writer(path, Config{}.json_max_bytes);
+  std::string error;
+  return writer.Append(ToJsonLine(hang), &error) ? 0 : writer.error_number();
 }
 
 // The live children of this process. `run` is a child subreaper, so these are the command's
@@ -356,6 +362,11 @@ int Run(int argc, char** argv) {
   env.push_back("HANGWATCH_OPEN_HANG_DIR=" + tmpdir);
   env.push_back("HANGWATCH_LAUNCH_LOG=" + launch_log);
   env.push_back(std::string("HANGWATCH_LOG=") + (live ? "1" : "0"));
+  // Our stderr is one the shim may print on (--live), whatever file it is (stderr_policy.h).
+  if (struct stat err_st; fstat(2, &err_st) == 0) {
+    env.push_back("HANGWATCH_STDERR=" + std::to_string(err_st.st_dev) + ":" +
+                  std::to_string(err_st.st_ino));
+  }
   env.push_back(std::string("HANGWATCH_STARTUP_STALL=") + (startup_stall ? "1" : "0"));
   env.push_back("HANGWATCH_STARTUP_MS=" + std::to_string(startup_ms));
   if (inherit) env.push_back("HANGWATCH_INHERIT=1");
@@ -477,9 +488,15 @@ int Run(int argc, char** argv) {
     ParseJsonLines(report_file.ReadAppended(), &report, &error);
   }
   for (HangRecord& fatal : TakeFatalHangs(tmpdir, is_live)) {
-    if (!own_report) AppendToReport(report_path, fatal);
+    if (!own_report) {
+      if (const int err = AppendToReport(report_path, fatal); err != 0) {
+        log.AddUnwritten("hang", err);
+      }
+    }
     report.hangs.push_back(std::move(fatal));
   }
+  // Hangs the report file did not take (a full disk): never "no hangs".
+  const size_t lost_hangs = log.UnwrittenHangs();
   const bool keep_dir = !still_running.empty() || !locked.empty();
   if (!keep_dir) RemoveRunDir(tmpdir);
 
@@ -487,7 +504,7 @@ int Run(int argc, char** argv) {
   for (WatchedProcess& w : watched) {
     w.running = w.start_time != 0 ? IsAlive(w.pid, w.start_time) : is_live(w.pid);
   }
-  const bool stalled = !report.hangs.empty() || !report.startup_stalls.empty();
+  const bool stalled = !report.hangs.empty() || !report.startup_stalls.empty() || lost_hangs > 0;
   const bool none_watched = watched.empty();
   const bool failed = exit_code != 0;
   // With gate flags, the gate judges the hangs: its verdict on the report, symbolized offline
@@ -500,14 +517,14 @@ int Run(int argc, char** argv) {
         ComputeVerdict(report, {}, 0, gate_inputs.has_baseline ? &gate_inputs.baseline : nullptr,
                        gate_inputs.baseline_tallies, gate_inputs.allow, gate.budgets);
   }
-  const int result =
-      gate.gating
-          ? (none_watched                                                          ? kExitNotWatched
-             : !verdict.passed || (fail_on_hang && !report.startup_stalls.empty()) ? kExitHang
-                                                                                   : exit_code)
-      : fail_on_hang && stalled      ? kExitHang
-      : fail_on_hang && none_watched ? kExitNotWatched
-                                     : exit_code;
+  const int result = gate.gating                    ? (none_watched ? kExitNotWatched
+                                                       : !verdict.passed || lost_hangs > 0 ||
+                                            (fail_on_hang && !report.startup_stalls.empty())
+                                                           ? kExitHang
+                                                           : exit_code)
+                     : fail_on_hang && stalled      ? kExitHang
+                     : fail_on_hang && none_watched ? kExitNotWatched
+                                                    : exit_code;
   std::string not_watched;
   if (none_watched) {
     not_watched =
@@ -516,9 +533,9 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(not_watched).c_str());
   } else if (!quiet) {
     if (stalled) {
-      std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n",
-                   report.hangs.size(), report.hangs.size() == 1 ? "" : "s",
-                   EscapeForTerminal(command).c_str(), threshold_ms);
+      const size_t hangs = report.hangs.size() + lost_hangs;
+      std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n", hangs,
+                   hangs == 1 ? "" : "s", EscapeForTerminal(command).c_str(), threshold_ms);
       const std::string summary = FormatSummary(report, 16);
       std::fwrite(summary.data(), 1, summary.size(), stderr);
     } else {
@@ -534,6 +551,9 @@ int Run(int argc, char** argv) {
                    EscapeForTerminal(report_path).c_str());
     }
   }
+  // Printed even with --quiet: lost hangs are a problem, and they fail --fail-on-hang.
+  const std::string unwritten = EscapeForTerminal(FormatUnwritten(log.unwritten, report_path));
+  std::fwrite(unwritten.data(), 1, unwritten.size(), stderr);
   if (gate.gating && !none_watched && (!quiet || !verdict.passed)) {
     // "gate PASSED" and the lines under it, each prefixed as the rest of the summary.
     std::string text = FormatGateText(verdict, 16);

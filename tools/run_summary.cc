@@ -43,6 +43,7 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
     w.start_time = p.start_time;
     w.name = image->name;
     w.exe = image->exe;
+    w.unwritten_hangs = p.unwritten_hangs;
   }
   auto entry = [&](int64_t pid, const std::string& process) -> WatchedProcess& {
     if (WatchedProcess* w = FindPid(&out, pid)) return *w;
@@ -68,8 +69,13 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
   for (const auto& w : watched) {
     out += "hangwatch run:   pid " + std::to_string(w.pid) + " " + (w.name.empty() ? "?" : w.name);
     if (!w.exe.empty() && w.exe != w.name) out += " (" + w.exe + ")";
-    out += ": " + (w.hangs == 0 ? std::string("no hangs")
-                                : std::to_string(w.hangs) + (w.hangs == 1 ? " hang" : " hangs"));
+    out += ": " + (w.hangs == 0 && w.unwritten_hangs == 0
+                       ? std::string("no hangs")
+                       : std::to_string(w.hangs + w.unwritten_hangs) +
+                             (w.hangs + w.unwritten_hangs == 1 ? " hang" : " hangs"));
+    if (w.unwritten_hangs > 0) {
+      out += " (" + std::to_string(w.unwritten_hangs) + " not written)";
+    }
     if (w.startup_stalls > 0) out += ", slow start-up";
     if (w.running) out += ", still running";
     out += "\n";
@@ -78,6 +84,21 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
     }
   }
   return EscapeForTerminal(out);  // names and paths the watched processes gave
+}
+
+std::string FormatUnwritten(const std::vector<UnwrittenRecords>& unwritten,
+                            const std::string& report_path) {
+  std::string out;
+  for (const UnwrittenRecords& u : unwritten) {
+    const bool one = u.count == 1;
+    const char* what = u.type == "hang"            ? (one ? "hang" : "hangs")
+                       : u.type == "startup_stall" ? (one ? "start-up stall" : "start-up stalls")
+                       : u.type == "lag"           ? (one ? "lag record" : "lag records")
+                                                   : (one ? "record" : "records");
+    out += "hangwatch run: " + std::to_string(u.count) + " " + what + " could not be written to " +
+           report_path + ": " + std::strerror(u.error_number) + "\n";
+  }
+  return out;
 }
 
 std::string DescribeWaitStatus(int status) {

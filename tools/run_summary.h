@@ -20,8 +20,9 @@ struct WatchedProcess {
   std::string exe;          // executable; may be empty
   size_t hangs = 0;         // hang records with its pid in this run's report
   size_t startup_stalls = 0;
-  bool running = false;    // still alive when the summary was made
-  size_t lag_records = 0;  // its lag records in this run's report, and their passes:
+  size_t unwritten_hangs = 0;  // hangs and start-up stalls its report file did not take
+  bool running = false;        // still alive when the summary was made
+  size_t lag_records = 0;      // its lag records in this run's report, and their passes:
   PassHistogram passes;
 };
 
@@ -33,6 +34,11 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
 // each line prefixed with "hangwatch run: ", and for a process with lag records a second line,
 // "    lag: 3611 passes (busy 9.8 s), p50 ...".
 std::string FormatWatched(const std::vector<WatchedProcess>& watched);
+
+// One line per kind of record lost and cause, each prefixed with "hangwatch run: ": "2 hangs
+// could not be written to PATH: No space left on device\n". Empty when nothing was lost.
+std::string FormatUnwritten(const std::vector<UnwrittenRecords>& unwritten,
+                            const std::string& report_path);
 
 // "exited with status 3", "was killed by signal 9 (SIGKILL)", from a waitpid status.
 std::string DescribeWaitStatus(int status);

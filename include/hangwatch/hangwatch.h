@@ -1,7 +1,7 @@
 // hangwatch: an in-process monitor of the main thread's run loop.
 //
 //   hangwatch::Config config;                 // threshold 250 ms, sample every 25 ms
-//   config.json_path = "/tmp/app-hangs.jsonl";
+//   config.json_path = state_dir + "/hangs.jsonl";  // the app's own directory, not /tmp
 //   if (auto status = hangwatch::Start(config); !status.ok()) { ... status.message() ... }
 //   while (running) {
 //     WaitForEvents();                         // idle: never a hang, however long
@@ -73,8 +73,13 @@ struct Config {
   // "hangwatch" writing to stderr (created on first use, or taken from spdlog's registry).
   std::shared_ptr<spdlog::logger> logger;
   bool log_hangs = true;
+  // With log_hangs and time_every_pass: one INFO line per lag record too ("lag over 60.0 s:
+  // ..."). The preload shim turns it off unless HANGWATCH_LOG_LAG=1.
+  bool log_lag = true;
   // JSON Lines file (docs/report-format.md); empty: none. Mode 0600; when a line would make
-  // the file larger than json_max_bytes, it is renamed to PATH.1 first.
+  // the file larger than json_max_bytes, it is renamed to PATH.1 first. Never opened through a
+  // symbolic link, nor when it is a FIFO or a device: Start() fails. A line the file system
+  // takes only in part (full disk) is taken back: no torn line is left.
   std::string json_path;
   uint64_t json_max_bytes = 16u << 20;
   // Called on the watchdog thread for every hang (in addition to AddHangCallback()'s).
@@ -99,7 +104,9 @@ struct Config {
 
   // File keeping the open hang and its samples (memory-mapped, updated at each sample), so a
   // hang that kills the process (SIGKILL, a system watchdog) is reported as fatal by the next
-  // Start() with the same path. Empty: no such file.
+  // Start() with the same path. Empty: no such file. Created anew by Start() (a file already
+  // there is read, then removed, never written into; a symbolic link, FIFO or device there
+  // makes Start() fail) and removed by Stop().
   std::string open_hang_path;
 };
 

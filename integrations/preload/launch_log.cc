@@ -118,4 +118,13 @@ void LaunchLogArmed() { Write("armed", ""); }
 
 void LaunchLogOff(const char* why) { Write("off", why != nullptr ? why : ""); }
 
+void LaunchLogUnwritten(const char* type, int error_number) {
+  Line detail;
+  detail.AddField(type != nullptr ? type : "?", 64);
+  detail.Add(" ");
+  detail.AddNumber(static_cast<unsigned long long>(error_number < 0 ? 0 : error_number));
+  detail.buf[detail.len] = '\0';
+  Write("unwritten", detail.buf);
+}
+
 }  // namespace hangwatch::preload

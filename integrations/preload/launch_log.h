@@ -8,12 +8,14 @@
 //
 //   EVENT PID PPID STARTTIME NAME\tDETAIL\n
 //
-//   EVENT      load | exec | armed | off
+//   EVENT      load | exec | armed | off | unwritten
 //   STARTTIME  field 22 of /proc/PID/stat (clock ticks since boot): with PID it names the
 //              process even after the pid is reused
 //   NAME       the process name (basename of argv[0], else comm); no tabs or newlines
 //   DETAIL     load: the executable (/proc/self/exe); exec: the path being executed;
-//              armed: empty; off: why the agent could not start
+//              armed: empty; off: why the agent could not start; unwritten: "TYPE ERRNO", a
+//              record (TYPE: hang, lag, startup_stall) the report file did not take (a full
+//              disk), so that `run` counts it instead of saying "no hangs"
 //
 // The writers are libc-only and allocation-free (a stack buffer), so they may run in a vfork
 // child or right before execve. The reader lives with `hangwatch run` (tools/).
@@ -34,6 +36,8 @@ void LaunchLogExec(const char* path);
 void LaunchLogArmed();
 // The agent could not start; `why` is Start()'s message.
 void LaunchLogOff(const char* why);
+// A record of `type` could not be written to the report (errno `error_number`).
+void LaunchLogUnwritten(const char* type, int error_number);
 
 }  // namespace hangwatch::preload
 

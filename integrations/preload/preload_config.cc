@@ -77,11 +77,19 @@ PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string
   ms("HANGWATCH_STARTUP_MS", 1, &c.startup_ms);
   ms("HANGWATCH_LAG_INTERVAL_MS", 0, &c.lag_interval_ms);
   flag("HANGWATCH_LOG", &c.log);
+  flag("HANGWATCH_LOG_LAG", &c.log_lag);
   flag("HANGWATCH_STARTUP_STALL", &c.startup_stall);
   flag("HANGWATCH_INHERIT", &c.inherit);
   flag("HANGWATCH_TIME_PASSES", &c.time_passes);
   if (const char* v = getenv("HANGWATCH_REPORT")) c.report_path = v;
   if (const char* v = getenv("HANGWATCH_OPEN_HANG_DIR")) c.open_hang_dir = v;
+  return c;
+}
+
+PreloadConfig SecureExecutionConfig() {
+  PreloadConfig c;
+  c.log = false;
+  c.startup_stall = false;
   return c;
 }
 

@@ -6,7 +6,9 @@
 //   HANGWATCH_THRESHOLD_MS   a run-loop pass longer than this is a hang (default 250)
 //   HANGWATCH_SAMPLE_MS      sample interval while a pass is slow (default threshold / 10)
 //   HANGWATCH_REPORT         JSON Lines file (docs/report-format.md); default: none
-//   HANGWATCH_LOG            0: no live report on stderr (default 1)
+//   HANGWATCH_LOG            0: no live report on stderr (default 1; printed only when stderr is
+//                            a terminal, a pipe or a handed-over stream: stderr_policy.h)
+//   HANGWATCH_LOG_LAG        1: with the live report, a line per lag record too (default 0)
 //   HANGWATCH_STARTUP_STALL  0: do not report a slow start-up (default 1)
 //   HANGWATCH_STARTUP_MS     start-up longer than this is a start-up stall (default 2000)
 //   HANGWATCH_INHERIT        1: children keep LD_PRELOAD and the HANGWATCH_* settings
@@ -33,6 +35,7 @@ struct PreloadConfig {
   uint32_t sample_ms = 0;  // 0: the agent's default (threshold / 10)
   std::string report_path;
   bool log = true;
+  bool log_lag = false;
   bool startup_stall = true;
   uint32_t startup_ms = 2000;
   bool inherit = false;
@@ -48,6 +51,13 @@ using EnvLookup = std::function<const char*(const char*)>;
 
 // Reads the settings. A malformed value keeps the default and adds one line to *warnings.
 PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string>* warnings);
+
+// The settings of a secure-execution process (AT_SECURE: set-user-ID, set-group-ID, or gaining
+// capabilities), whose environment is its caller's, not its own: the defaults, and nothing
+// printed or written (a report, an open-hang file, a stack with its addresses on the caller's
+// terminal would hand the caller what belongs to the privileged process). There is no
+// system-wide configuration to enable them.
+PreloadConfig SecureExecutionConfig();
 
 // The LD_PRELOAD list (entries separated by ':' or spaces, as ld.so reads it) without the
 // shim: entries equal to `self_path` or whose file name starts with "libhangwatch_preload".

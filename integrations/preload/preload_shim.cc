@@ -9,12 +9,14 @@
 //
 // Life cycle:
 //   - load (constructor): resolves the real calls, notes the main thread and the load time,
-//     reads HANGWATCH_* (preload_config.h), notes the process in the launch log
-//     (launch_log.h). The environment is left alone: a process that has not armed (a shell, a
-//     wrapper) passes the shim on to what it executes (preload_exec.cc).
+//     reads HANGWATCH_* (preload_config.h; none in a secure-execution process, which gets
+//     nothing printed or written), notes the process in the launch log (launch_log.h). The
+//     environment is left alone: a process that has not armed (a shell, a wrapper) passes the
+//     shim on to what it executes (preload_exec.cc).
 //   - first blocking wait on the main thread: the program reached its event loop. Start-up
 //     longer than HANGWATCH_STARTUP_MS is reported once as a start-up stall (a
 //     {"type":"startup_stall"} line and a stderr line), then hangwatch::Start() arms the agent.
+//     Lines go to stderr only when descriptor 2 is one the shim may print on (shim_stderr.h).
 //     Starting lazily, on the main thread, from inside the program's own loop, means batch work
 //     before the loop is never a hang and Start() never runs before the program's constructors.
 //     Waits made while Start() runs pass straight through (no recursion). Once armed, unless
@@ -37,8 +39,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +58,7 @@
 #include "integrations/preload/launch_log.h"
 #include "integrations/preload/preload_config.h"
 #include "integrations/preload/shim_state.h"
+#include "integrations/preload/shim_stderr.h"
 #include "report/report_record.h"
 #include "unwind/proc_files.h"
 
@@ -109,6 +115,33 @@ pthread_t g_main{};
 pid_t g_armed_pid = 0;
 uint64_t g_load_ns = 0;
 hangwatch::preload::PreloadConfig* g_config = nullptr;  // leaked on purpose: used until exit
+bool g_secure = false;  // secure execution (AT_SECURE): nothing printed, nothing written
+
+// This process's open-hang file, removed by an _exit() once the watchdog has written the hang
+// (exit() has Stop() remove it). Fixed storage: read in _exit(), maybe in a signal handler.
+char g_open_hang_path[4096];
+dev_t g_open_hang_dev = 0;
+ino_t g_open_hang_ino = 0;
+
+void NoteOpenHangFile(const std::string& path) {
+  struct stat st {};
+  g_open_hang_path[0] = '\0';
+  if (path.empty() || path.size() >= sizeof g_open_hang_path || lstat(path.c_str(), &st) != 0) {
+    return;
+  }
+  memcpy(g_open_hang_path, path.c_str(), path.size() + 1);
+  g_open_hang_dev = st.st_dev;
+  g_open_hang_ino = st.st_ino;
+}
+
+// Async-signal-safe: lstat and unlink. Only while the name is still our file.
+void RemoveOpenHangFile() {
+  struct stat st {};
+  if (g_open_hang_path[0] != '\0' && lstat(g_open_hang_path, &st) == 0 &&
+      st.st_dev == g_open_hang_dev && st.st_ino == g_open_hang_ino) {
+    unlink(g_open_hang_path);
+  }
+}
 
 uint64_t MonotonicNs() {
   struct timespec ts;
@@ -131,10 +164,10 @@ void ReportStartupStall(uint64_t startup_ms) {
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
   if (c.log) {
-    fprintf(stderr,
-            "hangwatch: start-up stall: the main thread first waited for events %llu ms after "
-            "start (start-up threshold %u ms)\n",
-            static_cast<unsigned long long>(startup_ms), c.startup_ms);
+    hangwatch::preload::ShimPrint(
+        "hangwatch: start-up stall: the main thread first waited for events %llu ms after "
+        "start (start-up threshold %u ms)",
+        static_cast<unsigned long long>(startup_ms), c.startup_ms);
   }
   if (c.report_path.empty()) return;
   hangwatch::report::StartupStall stall;
@@ -166,7 +199,9 @@ void BeforeExit() {
   }
   // On the main thread the pass under way ends here: it is counted in the last interval.
   if (pthread_equal(pthread_self(), g_main)) hangwatch::AboutToWait();
-  hangwatch::agent::FlushBeforeExit();
+  // The watchdog wrote the hang open now, if any: the open-hang file says nothing any more (a
+  // prefork server's exited workers would otherwise leave one each in the run directory).
+  if (hangwatch::agent::FlushBeforeExit()) RemoveOpenHangFile();
 }
 
 [[noreturn]] void ExitNow(ExitFn real, int status) {
@@ -181,6 +216,8 @@ __attribute__((noinline)) void Arm() {
   const int saved_errno = errno;
   g_state = kStarting;  // waits made by Start() itself pass straight through
   const auto& c = *g_config;
+  // Descriptor 2 now, in this process: a daemon may have replaced it since the shim was loaded.
+  hangwatch::preload::DecideStderr(!g_secure);
   const uint64_t startup_ms = (MonotonicNs() - g_load_ns) / 1000000u;
   if (c.startup_stall && startup_ms > c.startup_ms) ReportStartupStall(startup_ms);
 
@@ -188,7 +225,9 @@ __attribute__((noinline)) void Arm() {
   config.threshold = std::chrono::milliseconds(c.threshold_ms);
   config.sample_interval = std::chrono::milliseconds(c.sample_ms);
   config.json_path = c.report_path;
-  config.log_hangs = c.log;
+  config.log_hangs = c.log && hangwatch::preload::StderrUsable();
+  if (config.log_hangs) config.logger = hangwatch::preload::GuardedStderrLogger();
+  config.log_lag = c.log_lag;
   // The shim is on every wait already: timing each pass costs two counter reads.
   config.time_every_pass = c.time_passes;
   config.lag_interval = std::chrono::milliseconds(c.lag_interval_ms);
@@ -198,6 +237,7 @@ __attribute__((noinline)) void Arm() {
   const hangwatch::Status status = hangwatch::Start(config);
   if (status.ok()) {
     g_armed_pid = getpid();
+    NoteOpenHangFile(config.open_hang_path);
     static bool registered = false;  // survives fork: one handler per process image
     if (!registered) registered = atexit(StopAtExit) == 0;
     g_state = kArmed;
@@ -205,7 +245,7 @@ __attribute__((noinline)) void Arm() {
     if (!c.inherit) hangwatch::preload::StripShimFromOwnEnvironment();
     hangwatch::preload::LaunchLogArmed();
   } else {
-    fprintf(stderr, "hangwatch preload: not watching: %s\n", status.message().c_str());
+    hangwatch::preload::ShimPrint("hangwatch preload: not watching: %s", status.message().c_str());
     g_state = kOff;
     hangwatch::preload::LaunchLogOff(status.message().c_str());
   }
@@ -268,14 +308,23 @@ __attribute__((constructor)) void LoadShim() {
   Resolve(&g_exit_upper, "_Exit");
 
   g_load_ns = MonotonicNs();
+  // A set-user-ID (or set-group-ID, or capability-raising) program: its environment is its
+  // caller's, and so would be whatever the shim prints (its stacks, their addresses).
+  g_secure = getauxval(AT_SECURE) != 0;
   std::vector<std::string> warnings;
-  g_config = new hangwatch::preload::PreloadConfig(hangwatch::preload::ReadPreloadConfig(
-      [](const char* name) -> const char* { return secure_getenv(name); }, &warnings));
-  for (const auto& w : warnings) fprintf(stderr, "hangwatch preload: %s\n", w.c_str());
+  g_config = new hangwatch::preload::PreloadConfig(
+      g_secure
+          ? hangwatch::preload::SecureExecutionConfig()
+          : hangwatch::preload::ReadPreloadConfig(
+                [](const char* name) -> const char* { return secure_getenv(name); }, &warnings));
+  hangwatch::preload::DecideStderr(!g_secure);
+  for (const auto& w : warnings) hangwatch::preload::ShimPrint("hangwatch preload: %s", w.c_str());
   g_self_path = new std::string(SelfPath());
   hangwatch::preload::ResolveExecCalls();
   hangwatch::preload::LaunchLogInit();
   hangwatch::preload::LaunchLogLoaded();
+  // Records the report file did not take reach `hangwatch run` through the launch log.
+  hangwatch::agent::SetUnwrittenRecordObserver(hangwatch::preload::LaunchLogUnwritten);
 
   // Loaded by ld.so at start-up, the constructor runs on the main thread. Loaded later by
   // dlopen on another thread, the shim cannot tell which thread is the main one: it stays off.

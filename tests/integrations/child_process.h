@@ -21,26 +21,35 @@ extern char** environ;
 
 namespace hangwatch::testing {
 
+// The current environment plus `env` ("NAME=value", overriding).
+inline std::vector<std::string> EnvironmentWith(const std::vector<std::string>& env) {
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    bool overridden = false;
+    for (const auto& o : env) overridden |= kv.substr(0, kv.find('=')) == o.substr(0, o.find('='));
+    if (!overridden) envs.push_back(kv);
+  }
+  envs.insert(envs.end(), env.begin(), env.end());
+  return envs;
+}
+
+// The strings as execve() wants them: pointers into `v` (which must outlive them), null-ended.
+inline std::vector<char*> CStrings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
 class ChildProcess {
  public:
   // Starts argv with the current environment plus `env` ("NAME=value", overriding).
   ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
     int out[2];
     if (pipe(out) != 0) return;
-    std::vector<std::string> envs;
-    for (char** e = environ; *e; ++e) {
-      const std::string kv = *e;
-      bool overridden = false;
-      for (const auto& o : env)
-        overridden |= kv.substr(0, kv.find('=')) == o.substr(0, o.find('='));
-      if (!overridden) envs.push_back(kv);
-    }
-    envs.insert(envs.end(), env.begin(), env.end());
-    std::vector<char*> a, e;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    for (const auto& s : envs) e.push_back(const_cast<char*>(s.c_str()));
-    e.push_back(nullptr);
+    const std::vector<std::string> envs = EnvironmentWith(env);
+    std::vector<char*> a = CStrings(argv), e = CStrings(envs);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], 1);

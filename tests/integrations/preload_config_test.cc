@@ -1,5 +1,6 @@
 // The preload shim's settings and its LD_PRELOAD rewriting.
 #include "integrations/preload/preload_config.h"
+#include "integrations/preload/stderr_policy.h"
 
 #include <gtest/gtest.h>
 
@@ -108,6 +109,53 @@ TEST(RemoveShimFromPreload, HasShimAgreesWithIt) {
   }
   EXPECT_TRUE(HasShim("/a/libhangwatch_preload.so", ""));
   EXPECT_FALSE(HasShim("/x/liba.so:/x/libb.so", "/x/libc.so"));
+}
+
+// A set-user-ID process: nothing of its caller's environment, nothing printed or written.
+TEST(PreloadConfig, SecureExecutionPrintsAndWritesNothing) {
+  const PreloadConfig c = SecureExecutionConfig();
+  EXPECT_FALSE(c.log);
+  EXPECT_FALSE(c.log_lag);
+  EXPECT_FALSE(c.startup_stall);
+  EXPECT_TRUE(c.report_path.empty());
+  EXPECT_TRUE(c.open_hang_dir.empty());
+  EXPECT_EQ(c.threshold_ms, PreloadConfig{}.threshold_ms);
+}
+
+TEST(PreloadConfig, LagLineOnlyWhenAsked) {
+  std::vector<std::string> w;
+  EXPECT_FALSE(Read({}, &w).log_lag);
+  EXPECT_TRUE(Read({{"HANGWATCH_LOG_LAG", "1"}}, &w).log_lag);
+}
+
+StderrFile File(mode_t mode, bool terminal, dev_t dev = 5, ino_t ino = 77) {
+  StderrFile f;
+  f.open = true;
+  f.mode = mode;
+  f.is_terminal = terminal;
+  f.dev = dev;
+  f.ino = ino;
+  return f;
+}
+
+TEST(StderrPolicy, TerminalPipeOrHandedOverFileOnly) {
+  const char* none[] = {nullptr, ""};
+  EXPECT_TRUE(MayPrintOn(File(S_IFCHR, true), none, 2));
+  EXPECT_TRUE(MayPrintOn(File(S_IFIFO, false), none, 2));
+  // A daemon's data file, a socket to a client, /dev/null: not without being handed over.
+  EXPECT_FALSE(MayPrintOn(File(S_IFREG, false), none, 2));
+  EXPECT_FALSE(MayPrintOn(File(S_IFSOCK, false), none, 2));
+  EXPECT_FALSE(MayPrintOn(File(S_IFCHR, false), none, 2));
+  EXPECT_FALSE(MayPrintOn(StderrFile{}, none, 2)) << "descriptor 2 closed";
+  const char* run[] = {"5:77", nullptr};
+  EXPECT_TRUE(MayPrintOn(File(S_IFREG, false), run, 2));
+  const char* journal[] = {nullptr, "5:77"};
+  EXPECT_TRUE(MayPrintOn(File(S_IFSOCK, false), journal, 2));
+  const char* other[] = {"5:78", "6:77"};
+  EXPECT_FALSE(MayPrintOn(File(S_IFREG, false), other, 2));
+  for (const char* bad : {"5", "5:", ":77", "5:77x", "x5:77", "5:77:1", ""}) {
+    EXPECT_FALSE(IsNamedFile(File(S_IFREG, false), bad)) << bad;
+  }
 }
 
 }  // namespace

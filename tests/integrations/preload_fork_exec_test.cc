@@ -15,10 +15,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
 #include "child_process.h"
+#include "tests/frozen_file_system.h"
 #include "tools/report_reader.h"
 
 namespace hangwatch::testing {
@@ -160,18 +163,15 @@ TEST(PreloadProcess, ChildForkedWithASamplingSignalPendingExits) {
 }
 
 TEST(PreloadProcess, ChildForkedWhileTheWatchdogIsBlockedWritingItsReportExits) {
-  // The report is a FIFO nobody reads, filled up: the watchdog's line blocks in write(). The
-  // parent forks then; its child exits at once, and fork() did not wait for the write.
+  // The report is on a frozen file system: the watchdog's line blocks in write(). The parent
+  // forks then; its child exits at once, and fork() did not wait for the write. (The report is
+  // a regular file: a FIFO is refused.)
   TempDir dir;
-  const std::string fifo = dir.path() + "/hangs.jsonl";
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  const int filler = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-  ASSERT_GE(reader, 0);
-  ASSERT_GE(filler, 0);
-  const std::string block(4096, 'x');
-  while (write(filler, block.data(), block.size()) > 0) {
-  }
+  FreezableFileSystem fs(dir.path());
+  if (!fs.ok()) GTEST_SKIP() << "cannot mount a file system from a file here (needs root)";
+  const std::string report_path = fs.path() + "/hangs.jsonl";
+  std::ofstream(report_path) << "";
+  ASSERT_TRUE(fs.Freeze()) << "fsfreeze failed";
   ChildProcess child({kPython, "-c",
                       std::string(kPrelude) +
                           "def watchdog_syscall():\n"
@@ -188,32 +188,22 @@ TEST(PreloadProcess, ChildForkedWhileTheWatchdogIsBlockedWritingItsReportExits) 
                           "    sys.exit(7)\n"
                           "_, status = os.waitpid(pid, 0)\n"
                           "print(os.waitstatus_to_exitcode(status), flush=True)\n"},
-                     {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_REPORT=" + fifo,
+                     {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_REPORT=" + report_path,
                       "HANGWATCH_LOG=0", "HANGWATCH_THRESHOLD_MS=100"});
+  // Whatever fails below, the file system is thawed before the child is killed and waited for
+  // (a thread blocked on a frozen file system cannot die).
+  struct ThawFirst {
+    FreezableFileSystem& fs;
+    ~ThawFirst() { fs.Thaw(); }
+  } thaw_first{fs};
   std::string line;
   EXPECT_TRUE(child.ReadLine(&line, std::chrono::seconds(30)));
   EXPECT_EQ(line, "7");
-  // Drain the FIFO so that the watchdog finishes its line and python3 can exit.
-  std::string report;
-  char buf[65536];
-  std::thread drain([&] {
-    for (int idle = 0; idle < 2000; ++idle) {
-      const ssize_t n = read(reader, buf, sizeof buf);
-      if (n > 0) {
-        report.append(buf, static_cast<size_t>(n));
-        idle = 0;
-      } else if (n == 0 && !report.empty() && report.back() == '\n') {
-        break;  // every writer is gone
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-    }
-  });
-  close(filler);
+  // Thaw, so that the watchdog finishes its line and python3 can exit.
+  fs.Thaw();
   EXPECT_EQ(child.Wait(), 0);
-  drain.join();
-  close(reader);
-  EXPECT_NE(report.find("\"type\":\"hang\""), std::string::npos) << "the blocked line arrived";
+  EXPECT_NE(ReadFile(report_path).find("\"type\":\"hang\""), std::string::npos)
+      << "the blocked line arrived";
 }
 
 TEST(PreloadProcess, ProgramsStartedAfterArmingRunWithoutTheShimAnyWay) {

@@ -539,6 +539,71 @@ TEST(RunCommand, AVforkChildsFailedExecDoesNotStopItsParentsWatchdog) {
   EXPECT_GE(report.hangs[0].duration_ms, 350u);
 }
 
+TEST(RunCommand, LiveReportReachesRunsStderrEvenWhenItIsAFile) {
+  // The shim prints only on a terminal, a pipe or the stderr `run` hands over: here a regular
+  // file (RunCommand's), which the shim would not touch on its own.
+  const auto r =
+      RunCommand({kCli, "run", "--live", "--threshold-ms", "100", "--", STALL_PROGRAM, "0", "300"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.err, "[hangwatch] [warning] hang: ")) << r.err;
+}
+
+TEST(RunCommand, WorkersThatExitRemoveTheirOpenHangFiles) {
+  // A prefork server's workers arm (each its own open-hang file in the run directory), then
+  // leave, outside any hang: half with exit(), half with os._exit(). Each checks that its file
+  // was there (exit status); the parent then counts the files left behind by them.
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "100", "--", "/usr/bin/python3", "-c",
+                             "import os, select, sys\n"
+                             "select.select([], [], [], 0.05)\n"
+                             "d = os.environ['HANGWATCH_OPEN_HANG_DIR']\n"
+                             "pids = []\n"
+                             "for i in range(8):\n"
+                             "    pid = os.fork()\n"
+                             "    if pid == 0:\n"
+                             "        select.select([], [], [], 0.05)\n"
+                             "        had = os.path.exists(f'{d}/open-hang.{os.getpid()}')\n"
+                             "        if i % 2: os._exit(0 if had else 1)\n"
+                             "        sys.exit(0 if had else 1)\n"
+                             "    pids.append(pid)\n"
+                             "armed = sum(os.waitpid(p, 0)[1] == 0 for p in pids)\n"
+                             "left = [f for f in os.listdir(d) if f.startswith('open-hang.')\n"
+                             "        and int(f[10:]) in pids]\n"
+                             "print('armed', armed, 'left', len(left), flush=True)\n"
+                             "select.select([], [], [], 0.05)\n"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "armed 8 left 0\n") << r.err;
+}
+
+TEST(RunCommand, HangsTheFullReportFileDidNotTakeAreCountedAndFailTheRun) {
+  // The program's file size limit (RLIMIT_FSIZE, SIGXFSZ ignored: EFBIG) ends 100 bytes past
+  // the report's end: each hang line goes out in part only, as on a full disk. The two hangs
+  // must be counted, named, and fail --fail-on-hang; no torn line may stay in the report.
+  TempDir dir;
+  const std::string report = dir / "h.jsonl";
+  constexpr size_t kLimit = 4 << 20;  // above the open-hang file the program also writes
+  const std::string before(kLimit - 100, '\n');
+  WriteFile(report, before);
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "100", "--fail-on-hang", "--report",
+                             report, "--", "/usr/bin/python3", "-c",
+                             "import resource, select, signal, time\n"
+                             "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+                             "resource.setrlimit(resource.RLIMIT_FSIZE, (" +
+                                 std::to_string(kLimit) + ", " + std::to_string(kLimit) +
+                                 "))\n"
+                                 "select.select([], [], [], 0.05)\n"
+                                 "for _ in range(2):\n"
+                                 "    end = time.monotonic() + 0.4\n"
+                                 "    while time.monotonic() < end: pass\n"
+                                 "    select.select([], [], [], 0.05)\n"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(
+      Has(r.err, "hangwatch run: 2 hangs could not be written to " + report + ": File too large\n"))
+      << r.err;
+  EXPECT_TRUE(Has(r.err, "hangwatch run: 2 hangs in /usr/bin/python3")) << r.err;
+  EXPECT_TRUE(ReadFile(report) == before)
+      << "the report changed: " << ReadFile(report).size() - before.size() << " bytes added";
+}
+
 TEST(RunCommand, NothingWatchedIsOneLineExitFourAndAJunitError) {
   TempDir dir;
   // python3 never waits for events: it executes a program that exits at once.
@@ -634,6 +699,20 @@ TEST(RunCommand, UnwritableOutputsFailBeforeTheCommandStarts) {
       RunCommand({kCli, "run", "--report", dir / "h.jsonl", "--", STALL_PROGRAM, "0", "0"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(ReadFile(dir / "h.jsonl").rfind("previous content\n", 0), 0u);
+}
+
+TEST(RunCommand, ReportPathThatIsASymlinkStopsTheRunBeforeAnythingIsCreated) {
+  // Another user planted the link where the report will be: nothing may be created through it.
+  TempDir dir;
+  const std::string victim = dir / "created-through-the-link";
+  ASSERT_EQ(symlink(victim.c_str(), (dir / "h.jsonl").c_str()), 0);
+  const auto r =
+      RunCommand({kCli, "run", "--report", dir / "h.jsonl", "--", STALL_PROGRAM, "0", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Has(r.err, "symbolic link")) << r.err;
+  EXPECT_EQ(CountLines(r.err), 1u) << r.err;
+  struct stat st;
+  EXPECT_NE(lstat(victim.c_str(), &st), 0) << "a file was created through the link";
 }
 
 TEST(RunCommand, FailingCommandIsNamedUnderFailOnHang) {

@@ -1,0 +1,57 @@
+// HANGWATCH_LABELS in a set-user-ID program that embeds the agent: the environment is its
+// caller's, so the labels written on its records must not come from it (secure_getenv, as for
+// every other HANGWATCH_* variable).
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SecureLabels, SetUserIdProgramTakesNoLabelsFromItsCaller) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to make a set-user-ID program of another user";
+  char t[] = "/tmp/hangwatch-secure-labels.XXXXXX";
+  ASSERT_NE(mkdtemp(t), nullptr);
+  const std::string dir = t;
+  const std::string program = dir + "/fixture", report = dir + "/hangs.jsonl";
+  {
+    std::ifstream in(SECURE_LABELS_FIXTURE, std::ios::binary);
+    std::ofstream(program, std::ios::binary) << in.rdbuf();
+  }
+  // Owned by nobody, set-user-ID, run by root: the effective user changes (AT_SECURE). Nobody
+  // writes the report, so the directory is open to it.
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  ASSERT_EQ(chown(program.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(chmod(program.c_str(), 04755), 0);
+  // (LeakSanitizer cannot stop the threads of a set-user-ID process: off in sanitizer builds.)
+  const std::string command =
+      "ASAN_OPTIONS=detect_leaks=0 HANGWATCH_LABELS=planted=by-the-caller '" + program + "' '" +
+      report + "'";
+  FILE* p = popen(command.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char secure[16] = {};
+  const bool got = fgets(secure, sizeof secure, p) != nullptr;
+  const int status = pclose(p);
+  const std::string text = ReadAll(report);
+  (void)!std::system(("rm -rf '" + dir + "'").c_str());
+  ASSERT_TRUE(got && WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the fixture failed";
+  if (std::string(secure) != "1\n") GTEST_SKIP() << "AT_SECURE is not set here";
+  ASSERT_NE(text.find("\"duration_ms\""), std::string::npos) << "no hang written: " << text;
+  EXPECT_EQ(text.find("planted"), std::string::npos) << text;
+}
+
+}  // namespace
