@@ -3,7 +3,8 @@
 // put a symbolic link there (to make us write, as root, into a file of their choosing), a FIFO
 // (to block the watchdog in open() or write()) or a device. None of them is ever opened: the
 // last component is not followed (O_NOFOLLOW), the open never waits (O_NONBLOCK), and anything
-// but a regular file is refused before and after opening.
+// but a regular file is refused before and after opening. (Reading files someone else named:
+// symbols/regular_file.h, with ownership and size rules; this one creates and writes.)
 #ifndef HANGWATCH_AGENT_REGULAR_FILE_H_
 #define HANGWATCH_AGENT_REGULAR_FILE_H_
 
