@@ -12,6 +12,7 @@ packages=(
   libxml2-utils chromium redis-server redis-tools postgresql-15
   libcurl4-openssl-dev libdebuginfod-dev debuginfod python3-yaml
   libsimdjson-dev protobuf-compiler libprotobuf-dev golang-go golang-github-google-pprof-dev jq
+  e2fsprogs
 )
 # node and npm run the OTLP receiver of the `hangwatch export` tests and the HTML report's
 # browser test (puppeteer-core). A node that came from elsewhere (NodeSource, its own npm
