@@ -30,7 +30,8 @@ set(HANGWATCH_APPLE_REPORT_SOURCES
   report/hang_record.cc
   report/lag_text.cc
   report/pass_histogram.cc
-  report/report_encode.cc)
+  report/report_encode.cc
+  report/utf8.cc)
 
 # Every agent/*.cc but the Linux-only ones, and agent/mach/.
 set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/watchdog_env.cc)
