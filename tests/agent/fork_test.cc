@@ -169,18 +169,17 @@ TEST(ForkTest, ChildWithAPendingSamplingSignalStartsItsOwnAgent) {
   Stop();
 }
 
-// True when thread `tid` is asleep writing to a pipe or FIFO now. (The kernel's wait channel, not
-// the system call number: under qemu-user /proc shows the host's numbers.)
-// The thread is in write(2) (its /proc syscall line starts with the call's number).
-bool InWrite(pid_t tid) {
+// True when thread `tid` is asleep waiting for a frozen file system to thaw (its kernel wait
+// channel: the system call number would not do, since under qemu-user /proc shows the host's).
+bool InFrozenWrite(pid_t tid) {
   char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/wchan", tid);
   FILE* f = std::fopen(path, "r");
   if (f == nullptr) return false;
-  long nr = -1;
-  const bool ok = std::fscanf(f, "%ld", &nr) == 1;
+  char wchan[64] = {};
+  const bool ok = std::fgets(wchan, sizeof wchan, f) != nullptr;
   std::fclose(f);
-  return ok && nr == SYS_write;
+  return ok && std::strstr(wchan, "percpu_rwsem") != nullptr;
 }
 
 TEST(ForkTest, ChildExitsWhileTheWatchdogIsBlockedWritingJsonLines) {
@@ -218,7 +217,7 @@ TEST(ForkTest, ChildExitsWhileTheWatchdogIsBlockedWritingJsonLines) {
   BeginWork();
   Spin(100ms);
   EndWork();
-  ASSERT_TRUE(WaitUntil([&] { return InWrite(watchdog); }))
+  ASSERT_TRUE(WaitUntil([&] { return InFrozenWrite(watchdog); }))
       << "the watchdog never blocked writing the hang";
   const pid_t pid = fork();
   if (pid == 0) std::exit(10);

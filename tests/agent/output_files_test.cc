@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -120,8 +121,11 @@ TEST_F(OutputFilesTest, OpenHangPathThatIsAHardLinkIsReplacedNotWritten) {
 // ---- reading a hostile open-hang file ----
 
 // A file of the format's shape whose checksums are all valid, holding `records` samples of
-// `frames` frames, every sample a different stack: what the reader is asked to build.
-std::string CraftOpenHangFile(const std::string& dir, size_t frames, size_t records) {
+// `frames` frames, every sample a different stack: what the reader is asked to build. The
+// writer is kept in *writer, alive: while it is, the file holds its open hang as a process
+// that died would have left it (its destructor clears and removes the file).
+std::string CraftOpenHangFile(const std::string& dir, size_t frames, size_t records,
+                              std::unique_ptr<agent::OpenHangFile>* writer) {
   const std::string path = dir + "/crafted";
   agent::HangLimits limits;
   limits.max_frames = frames;
@@ -140,9 +144,7 @@ std::string CraftOpenHangFile(const std::string& dir, size_t frames, size_t reco
     hang.AddSample(static_cast<uint32_t>(i), stack.data(), frames, stack[0], 0, 'R', true);
   }
   file->Open(hang);
-  // The process "dies" here: the file keeps its open hang (the object is leaked, so its
-  // destructor neither clears nor removes it).
-  file.release();
+  *writer = std::move(file);
   return path;
 }
 
@@ -157,7 +159,8 @@ long MaxRssKb() {
 // stacks and counts the rest as dropped, as the agent itself does when its table is full.
 TEST_F(OutputFilesTest, HugeCountsInAValidOpenHangFileAreReadInBoundedMemory) {
   constexpr size_t kFrames = 512, kRecords = 4096;
-  const std::string path = CraftOpenHangFile(dir_, kFrames, kRecords);
+  std::unique_ptr<agent::OpenHangFile> writer;
+  const std::string path = CraftOpenHangFile(dir_, kFrames, kRecords, &writer);
   struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   const long file_kb = st.st_size / 1024;

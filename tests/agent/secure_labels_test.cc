@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/sanitizer_allocator.h"
+
 namespace {
 
 std::string ReadAll(const std::string& path) {
@@ -24,6 +26,12 @@ std::string ReadAll(const std::string& path) {
 
 TEST(SecureLabels, SetUserIdProgramTakesNoLabelsFromItsCaller) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to make a set-user-ID program of another user";
+#if defined(HANGWATCH_TEST_SANITIZER_ALLOCATOR)
+  // The sanitizers' runtimes take no options from the environment of a set-user-ID process, so
+  // LeakSanitizer runs there, cannot stop its threads, and aborts. The rule is the same code in
+  // the plain build, where this test runs.
+  GTEST_SKIP() << "a set-user-ID program under the sanitizers' runtime aborts at exit";
+#endif
   char t[] = "/tmp/hangwatch-secure-labels.XXXXXX";
   ASSERT_NE(mkdtemp(t), nullptr);
   const std::string dir = t;
@@ -37,10 +45,8 @@ TEST(SecureLabels, SetUserIdProgramTakesNoLabelsFromItsCaller) {
   ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
   ASSERT_EQ(chown(program.c_str(), 65534, 65534), 0);
   ASSERT_EQ(chmod(program.c_str(), 04755), 0);
-  // (LeakSanitizer cannot stop the threads of a set-user-ID process: off in sanitizer builds.)
   const std::string command =
-      "ASAN_OPTIONS=detect_leaks=0 HANGWATCH_LABELS=planted=by-the-caller '" + program + "' '" +
-      report + "'";
+      "HANGWATCH_LABELS=planted=by-the-caller '" + program + "' '" + report + "'";
   FILE* p = popen(command.c_str(), "r");
   ASSERT_NE(p, nullptr);
   char secure[16] = {};
