@@ -467,7 +467,7 @@ class Agent final : public MonitorListener {
     if (watched_thread_exited && logger_) {
       logger_->warn("hangwatch: the watched thread {} has exited; the watchdog stops", main_.tid);
     }
-    monitor_->Finish();
+    monitor_->Finish(watched_thread_exited);
     if (lag_) ReportLag();  // the last interval, however short
     if (ExitFlushRequested()) ExitFlushDone();
     ExitFlushDisarm();

@@ -186,7 +186,7 @@ uint64_t StallMonitor::Tick() {
   return wake;
 }
 
-void StallMonitor::Finish() {
+void StallMonitor::Finish(bool watched_thread_exited) {
   // A last look first: a stop that just ended, or a pass that just ended, is accounted for as
   // on any tick.
   if (!first_tick_) {
@@ -199,6 +199,13 @@ void StallMonitor::Finish() {
   const uint64_t state = run_loop_state_->load(std::memory_order_relaxed);
   if (state != tracked_state_) {
     EndPass(now, /*still_running=*/false, 0);
+  } else if (watched_thread_exited) {
+    const uint64_t n = hang_.summary.samples + hang_.summary.failed_samples;
+    stats_->early_samples_dropped.fetch_add(n, std::memory_order_relaxed);
+    if (declared_) listener_->OnHangDiscarded();
+    declared_ = false;
+    tracking_ = false;
+    stats_->tracked_state.store(0, std::memory_order_relaxed);
   } else if (declared_) {
     EndPass(now, /*still_running=*/true, 0);
   } else {

@@ -101,8 +101,10 @@ class StallMonitor {
   uint64_t Tick();
 
   // Last tick, when stopping: closes the pass if it has ended; a hang still running is closed
-  // as it stands (so it is not lost), a slow pass below the threshold is dropped.
-  void Finish();
+  // as it stands (so it is not lost), a slow pass below the threshold is dropped. When the
+  // watched thread has exited (pthread_exit), the pass it left "running" is no hang: dropped,
+  // and a hang already declared for it is discarded.
+  void Finish(bool watched_thread_exited = false);
 
   // Each capture is unwound again, here on the watchdog thread (after the capture returned,
   // never while the target is paused), with CFI over its stack copy (symbols/cfi_unwinder.h),

@@ -22,14 +22,15 @@ struct PythonExit {
   std::string report;
 };
 
-// Runs `body` under the shim with a 10-minute threshold (its check interval is two minutes)
-// and waits at most `bound` for it to end on its own.
-PythonExit RunPython(const std::string& body, std::chrono::seconds bound) {
+// Runs `body` under the shim with a threshold of `threshold_ms` and waits at most `bound` for it
+// to end on its own.
+PythonExit RunPython(const std::string& body, std::chrono::seconds bound,
+                     const std::string& threshold_ms) {
   TempDir dir;
   const std::string report = dir.path() + "/hangs.jsonl";
   ChildProcess child({kPython, "-c", "import ctypes, os, select\n" + body},
                      {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_REPORT=" + report,
-                      "HANGWATCH_THRESHOLD_MS=600000", "HANGWATCH_LOG=0"});
+                      "HANGWATCH_THRESHOLD_MS=" + threshold_ms, "HANGWATCH_LOG=0"});
   PythonExit r;
   r.exit_code = child.WaitAtMost(bound);
   r.report = ReadFile(report);
@@ -37,10 +38,10 @@ PythonExit RunPython(const std::string& body, std::chrono::seconds bound) {
 }
 
 TEST(PreloadExit, OsExitIsNotHeldUpByALongThreshold) {
-  // Arms at the first select(), then leaves at once: the watchdog has just gone to sleep for
-  // two minutes (or until its lag interval of one).
-  const PythonExit r =
-      RunPython("select.select([], [], [], 0.01)\nos._exit(7)\n", std::chrono::seconds(10));
+  // Arms at the first select(), then leaves at once. At a 10-minute threshold the watchdog has
+  // just gone to sleep for two minutes (its check interval), or until its lag interval of one.
+  const PythonExit r = RunPython("select.select([], [], [], 0.01)\nos._exit(7)\n",
+                                 std::chrono::seconds(10), "600000");
   EXPECT_EQ(r.exit_code, 7) << "the exit waited for the watchdog's next tick";
   EXPECT_NE(r.report.find("\"type\":\"lag\""), std::string::npos)
       << "the last lag interval was written before the exit:\n"
@@ -48,11 +49,15 @@ TEST(PreloadExit, OsExitIsNotHeldUpByALongThreshold) {
 }
 
 TEST(PreloadExit, PthreadExitFromMainEndsTheProcess) {
+  // A 100 ms threshold: the watchdog notices the thread is gone within a second, long after the
+  // pass it left "running" crossed the threshold.
   const PythonExit r = RunPython(
       "select.select([], [], [], 0.01)\n"
       "ctypes.CDLL(None).pthread_exit(None)\n",
-      std::chrono::seconds(10));
+      std::chrono::seconds(10), "100");
   EXPECT_EQ(r.exit_code, 0) << "the process outlived its last thread of its own";
+  // The pass the main thread left "running" when it ended is not a hang.
+  EXPECT_EQ(r.report.find("\"duration_ms\""), std::string::npos) << r.report;
 }
 
 }  // namespace
