@@ -6,6 +6,9 @@
 //   BM_StackTable/insert/N: interning an N-frame stack that is already known (the common case
 //     during a hang: the same stack sample after sample); insert_new/N: a stack never seen.
 //     Target for insert/64: <= 200 ns.
+//   BM_ExitFlush/hangwatch: what an _exit() under the preload shim waits for the watchdog to
+//     write its last records, at a 10-minute threshold (a two-minute check interval); target
+//     <= 50 ms whatever the threshold. BM_ExitFlush/no_agent: the same call with nothing to ask.
 //   BM_WatchdogIdle/<check interval ms>: the watchdog thread's own CPU time while the run loop
 //   idles,
 //     as counter cpu_pct (% of one core; target <= 0.1 %) over 2 s of wall time.
@@ -20,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/exit_flush.h"
 #include "agent/stack_table.h"
 #include "hangwatch/hangwatch.h"
 
@@ -177,6 +181,40 @@ BENCHMARK(BM_WatchdogIdle)
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+
+// ---- exit flush ----
+
+void BM_ExitFlush(benchmark::State& state, bool agent) {
+  hangwatch::Config config;
+  config.threshold = 600s;
+  config.log_hangs = false;
+  config.time_every_pass = true;
+  for (auto _ : state) {
+    if (agent && !hangwatch::Start(config).ok()) {
+      state.SkipWithError("Start() failed");
+      return;
+    }
+    hangwatch::BeginWork();
+    hangwatch::EndWork();
+    const auto begin = std::chrono::steady_clock::now();
+    const bool answered = hangwatch::agent::FlushBeforeExit();
+    const auto end = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(end - begin).count());
+    if (agent) hangwatch::Stop();
+    if (answered != agent) {
+      state.SkipWithError("unexpected answer");
+      return;
+    }
+  }
+}
+BENCHMARK_CAPTURE(BM_ExitFlush, hangwatch, true)
+    ->Name("BM_ExitFlush/hangwatch")
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ExitFlush, no_agent, false)
+    ->Name("BM_ExitFlush/no_agent")
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
