@@ -7,6 +7,7 @@
 #include <new>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -335,6 +336,7 @@ class Agent final : public MonitorListener {
         record.emplace(Materialize(hang, mo));
       } catch (const std::bad_alloc&) {
         stats_.hangs_unreported.fetch_add(1, std::memory_order_relaxed);
+        NotifyUnwrittenRecord("hang", ENOMEM);  // hangwatch run counts it as lost
         return;
       }
     }

@@ -13,6 +13,12 @@ void SetUnwrittenRecordObserver(UnwrittenRecordObserver observer) {
   g_unwritten_observer.store(observer, std::memory_order_release);
 }
 
+void NotifyUnwrittenRecord(const char* type, int error_number) {
+  if (auto observer = g_unwritten_observer.load(std::memory_order_acquire)) {
+    observer(type, error_number);
+  }
+}
+
 void JsonlSink::OnHang(const HangRecord& record, SinkErrors* errors) {
   Append(report::Encode(record), "hang", errors);
 }
@@ -29,9 +35,7 @@ void JsonlSink::Append(const std::string& line, const char* type, SinkErrors* er
   std::string error;
   if (!writer_.Append(line, &error)) {
     errors->push_back(error.empty() ? "cannot write " + writer_.path() : error);
-    if (auto observer = g_unwritten_observer.load(std::memory_order_acquire)) {
-      observer(type, writer_.error_number());
-    }
+    NotifyUnwrittenRecord(type, writer_.error_number());
   }
 }
 

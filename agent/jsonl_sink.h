@@ -20,6 +20,9 @@ namespace hangwatch::agent {
 // otherwise never learn that hangs were lost to a full disk. One per process; null: none.
 using UnwrittenRecordObserver = void (*)(const char* type, int error_number);
 void SetUnwrittenRecordObserver(UnwrittenRecordObserver observer);
+// Tells the observer, if any, of one record that was lost: by a JsonlSink's failed write, or by
+// the agent before any sink had it (ENOMEM: it could not be built for want of memory).
+void NotifyUnwrittenRecord(const char* type, int error_number);
 
 class JsonlSink final : public HangSink {
  public:
