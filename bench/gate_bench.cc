@@ -4,7 +4,7 @@
 //     what any reader of the files pays;
 //   BM_Gate/report_reader: reading and decoding both in full (ReadReportFile, as `hangwatch
 //     report` does); the gate decodes only the longest hang of each signature
-//     (tools/gate_reader.h);
+//     (tools/gate/gate_reader.h);
 //   BM_Gate/gate: what the command does in-process: the baseline and allow file loaded, the
 //     report read, symbolized offline, judged, and its text, JSON, JUnit and Markdown made;
 //   BM_Gate/cli: the `hangwatch` binary itself (fork + exec + everything, output to files).
@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "report/report_record.h"
-#include "tools/gate_options.h"
-#include "tools/gate_output.h"
-#include "tools/report_reader.h"
+#include "tools/gate/gate_options.h"
+#include "tools/gate/gate_output.h"
+#include "tools/reader/report_reader.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// How `hangwatch export` and `gate` read lines (tools/line_reader.h) against the floors any
+// How `hangwatch export` and `gate` read lines (tools/reader/line_reader.h) against the floors any
 // reader pays: the same file read through a 1 MiB buffer counting newlines with memchr (no line
 // handed out), and std::getline from an ifstream (a line copied into a string each time).
 //   /short: 64 MiB of 2 KiB lines (hang records at the agent's defaults are 1-20 KiB);
@@ -14,8 +14,8 @@
 #include <fstream>
 #include <string>
 
-#include "tools/input_file.h"
-#include "tools/line_reader.h"
+#include "tools/reader/input_file.h"
+#include "tools/reader/line_reader.h"
 
 namespace {
 

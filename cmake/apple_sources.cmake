@@ -1,6 +1,6 @@
 # What an Apple (macOS / iOS) build compiles, per folder, as paths from the repository root.
 #
-# Read by the folders' CMakeLists.txt under if(APPLE), and by tools/cross/check-macos, which
+# Read by the folders' CMakeLists.txt under if(APPLE), and by scripts/cross/check-macos, which
 # compiles these same lists for arm64 and x86_64 macOS on Linux (`cmake -P` on this file prints
 # them), so that the Mach backend and the agent around it cannot rot where nobody builds them.
 #

@@ -1,4 +1,4 @@
-// libFuzzer target: the gate's reader (tools/gate_reader.h), which scans each report line
+// libFuzzer target: the gate's reader (tools/gate/gate_reader.h), which scans each report line
 // without decoding it and decodes only the longest hang of each signature. The input is a
 // report file: each line goes through the scanner alone, then the file through
 // ReadReportsForGate, whose tallies must stay parallel to the hangs.
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "tools/gate_reader.h"
+#include "tools/gate/gate_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hangwatch::tools;  // NOLINT(build/namespaces)

@@ -1,4 +1,4 @@
-// libFuzzer target: the launch log reader (tools/launch_log_reader.h), which `hangwatch run`
+// libFuzzer target: the launch log reader (tools/run/launch_log_reader.h), which `hangwatch run`
 // applies to lines that every process under it (any program the command runs) appended. The
 // input is the log; what parses is summarized the way `run` does when nothing was watched. The
 // same bytes are also read as a /proc/PID/stat text.
@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "tools/launch_log_reader.h"
+#include "tools/run/launch_log_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hangwatch::tools;  // NOLINT(build/namespaces)

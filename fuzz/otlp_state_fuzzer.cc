@@ -1,7 +1,7 @@
-// libFuzzer target: ExportState (tools/otlp_state.h), the state file `hangwatch export --state`
-// reads back on every run (a file in a directory a CI job or another user may write). The input
-// is the file. What loads must save, and what it saved must load again (less the entries whose file
-// is gone).
+// libFuzzer target: ExportState (tools/export/otlp_state.h), the state file `hangwatch export
+// --state` reads back on every run (a file in a directory a CI job or another user may write). The
+// input is the file. What loads must save, and what it saved must load again (less the entries
+// whose file is gone).
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_util.h"
-#include "tools/otlp_state.h"
+#include "tools/export/otlp_state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using hangwatch::tools::ExportState;

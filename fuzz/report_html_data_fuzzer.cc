@@ -1,12 +1,12 @@
-// libFuzzer target: the data of the HTML page (tools/report_html_data.h), built from whatever
-// the report reader accepts: every string of a hostile report must come out as JSON that is
-// safe inside a <script> element.
+// libFuzzer target: the data of the HTML page (tools/report/formats/report_html_data.h), built from
+// whatever the report reader accepts: every string of a hostile report must come out as JSON that
+// is safe inside a <script> element.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "tools/report_html_data.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
+#include "tools/report/formats/report_html_data.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hangwatch::tools;  // NOLINT(build/namespaces)

@@ -1,4 +1,4 @@
-// libFuzzer target: the scanner of `hangwatch top` (tools/top_scan.h, simdjson On-Demand), on
+// libFuzzer target: the scanner of `hangwatch top` (tools/top/top_scan.h, simdjson On-Demand), on
 // report files from any host of a fleet. The input is a JSON Lines file: scanned whole (the
 // core the file reader uses, reading up to the end of the buffer, which then holds no padding),
 // again with padding after it, and each line parsed alone with and without labels.
@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "tools/top_scan.h"
+#include "tools/top/top_scan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hangwatch::tools;  // NOLINT(build/namespaces)

@@ -2,7 +2,8 @@
 // (CfiUnwinder, Mode::kHybrid) when it finds at least as much as the frame-pointer walk the
 // capture already made, else from that frame-pointer walk. Used by the agent's watchdog
 // (agent/stall_monitor.cc, the frame records walked in the signal handler or /proc reader) and
-// by `hangwatch snapshot` (tools/snapshot_unwind.cc, the records walked in the stack copy).
+// by `hangwatch snapshot` (tools/snapshot/snapshot_unwind.cc, the records walked in the stack
+// copy).
 //
 // Runs off the capture path, after the capture returned. It allocates nothing itself (libdwfl
 // allocates inside CfiUnwinder::Unwind): the caller passes every buffer, so the watchdog keeps

@@ -1,46 +1,31 @@
-// `hangwatch`: dispatches to the registered subcommands (see command.h).
-#include <cstdio>
-#include <cstring>
-#include <vector>
+// `hangwatch`: the command table. Each command is a library in tools/<command>/ (README.md);
+// this is the one place that names them all.
+#include <iterator>
 
-#include "tools/command.h"
-#include "tools/terminal_text.h"
+#include "tools/common/command.h"
+#include "tools/export/export_command.h"
+#include "tools/gate/gate_command.h"
+#include "tools/report/report_command.h"
+#include "tools/run/run_command.h"
+#include "tools/snapshot/snapshot_command.h"
+#include "tools/symbolize/symbolize_command.h"
+#include "tools/symbolize/symbols_command.h"
+#include "tools/top/top_launcher.h"
 
-namespace hangwatch::tools {
 namespace {
 
-std::vector<Command>& Registry() {
-  static std::vector<Command> commands;
-  return commands;
-}
+using hangwatch::tools::Command;
 
-void PrintUsage(FILE* out) {
-  std::fprintf(out, "usage: hangwatch COMMAND [ARGS...]\n\ncommands:\n");
-  for (const Command& c : Registry()) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n`hangwatch COMMAND --help` describes one command.\n");
-}
+// In the order `hangwatch --help` lists them.
+const Command* const kCommands[] = {
+    &hangwatch::tools::kExportCommand,   &hangwatch::tools::kGateCommand,
+    &hangwatch::tools::kReportCommand,   &hangwatch::tools::kRunCommand,
+    &hangwatch::tools::kSnapshotCommand, &hangwatch::tools::kSymbolizeCommand,
+    &hangwatch::tools::kSymbolsCommand,  &hangwatch::tools::kTopLauncherCommand,
+};
 
 }  // namespace
 
-CommandRegistration::CommandRegistration(const Command& command) { Registry().push_back(command); }
-
-}  // namespace hangwatch::tools
-
 int main(int argc, char** argv) {
-  using hangwatch::tools::Registry;
-  if (argc < 2) {
-    hangwatch::tools::PrintUsage(stderr);
-    return hangwatch::tools::kExitUsage;
-  }
-  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
-      std::strcmp(argv[1], "help") == 0) {
-    hangwatch::tools::PrintUsage(stdout);
-    return 0;
-  }
-  for (const auto& c : Registry()) {
-    if (std::strcmp(argv[1], c.name) == 0) return c.run(argc - 1, argv + 1);
-  }
-  std::fprintf(stderr, "hangwatch: unknown command '%s' (try hangwatch --help)\n",
-               hangwatch::tools::EscapeForTerminal(argv[1]).c_str());
-  return hangwatch::tools::kExitUsage;
+  return hangwatch::tools::RunCommandTable(kCommands, std::size(kCommands), argc, argv);
 }

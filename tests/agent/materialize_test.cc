@@ -145,7 +145,7 @@ struct ChildRun {
 };
 
 // HANGWATCH_TEST_EXEC_WRAPPER (e.g. "qemu-aarch64-static -L /", set by
-// tools/cross/check-aarch64) is put in front of the command: a binary built for another
+// scripts/cross/check-aarch64) is put in front of the command: a binary built for another
 // architecture cannot be executed directly without binfmt_misc.
 ChildRun RunChild(const std::string& self) {
   const char* wrapper = getenv("HANGWATCH_TEST_EXEC_WRAPPER");

@@ -27,7 +27,7 @@ std::string ReadAll(const std::string& path) {
 TEST(SecureLabels, SetUserIdProgramTakesNoLabelsFromItsCaller) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to make a set-user-ID program of another user";
   if (getenv("HANGWATCH_TEST_EXEC_WRAPPER") != nullptr) {
-    // Under an emulator (tools/cross/check-aarch64) the fixture is not executed by the kernel,
+    // Under an emulator (scripts/cross/check-aarch64) the fixture is not executed by the kernel,
     // so its set-user-ID bit means nothing.
     GTEST_SKIP() << "the fixture runs under an emulator: no set-user-ID execution";
   }

@@ -22,7 +22,7 @@
 
 #include "child_process.h"
 #include "tests/frozen_file_system.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "child_process.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "child_process.h"
 #include "hangwatch/hangwatch.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
 namespace {

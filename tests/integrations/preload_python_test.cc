@@ -18,7 +18,7 @@
 #include "agent/open_hang_file.h"
 #include "child_process.h"
 #include "hangwatch/hangwatch.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
 namespace {

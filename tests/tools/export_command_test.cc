@@ -25,9 +25,9 @@
 #include "nlohmann/json.hpp"
 #include "report/report_record.h"
 #include "tests/sanitizer_allocator.h"
-#include "tools/otlp_encode.h"
-#include "tools/otlp_sender.h"
-#include "tools/otlp_state.h"
+#include "tools/export/otlp_encode.h"
+#include "tools/export/otlp_sender.h"
+#include "tools/export/otlp_state.h"
 
 namespace hangwatch::testing {
 namespace {

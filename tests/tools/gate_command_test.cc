@@ -10,7 +10,7 @@
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
 #include "report/report_record.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
 namespace {

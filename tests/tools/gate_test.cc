@@ -1,6 +1,6 @@
-// The gate's verdict on hand-made records (tools/gate_verdict.h): new / known / fixed by
+// The gate's verdict on hand-made records (tools/gate/gate_verdict.h): new / known / fixed by
 // signature, allow list, hang and lag budgets, readable unique names; and its output formats
-// (tools/gate_output.h) on such verdicts; the gate's reader (tools/gate_reader.h), which
+// (tools/gate/gate_output.h) on such verdicts; the gate's reader (tools/gate/gate_reader.h), which
 // tallies hangs per signature and decodes only the longest of each.
 #include <gtest/gtest.h>
 
@@ -11,10 +11,10 @@
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
 #include "report/report_record.h"
-#include "tools/gate_options.h"
-#include "tools/gate_output.h"
-#include "tools/gate_reader.h"
-#include "tools/gate_verdict.h"
+#include "tools/gate/gate_options.h"
+#include "tools/gate/gate_output.h"
+#include "tools/gate/gate_reader.h"
+#include "tools/gate/gate_verdict.h"
 
 namespace hangwatch::tools {
 namespace {

@@ -1,8 +1,8 @@
-// One rule for the files the command line reads (tools/input_file.h) and how their lines are
-// read (tools/line_reader.h): `report`, `top`, `gate` and `export` refuse a FIFO at once with one
-// line (none blocks waiting for a writer); `gate` survives a report truncated under it (it used
-// to die of SIGBUS reading a mapping); lines of any length are read in one pass, a line over the
-// limit is skipped whole and said so.
+// One rule for the files the command line reads (tools/reader/input_file.h) and how their lines are
+// read (tools/reader/line_reader.h): `report`, `top`, `gate` and `export` refuse a FIFO at once
+// with one line (none blocks waiting for a writer); `gate` survives a report truncated under it (it
+// used to die of SIGBUS reading a mapping); lines of any length are read in one pass, a line over
+// the limit is skipped whole and said so.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -15,8 +15,8 @@
 
 #include "cli_util.h"
 #include "report/report_record.h"
-#include "tools/input_file.h"
-#include "tools/line_reader.h"
+#include "tools/reader/input_file.h"
+#include "tools/reader/line_reader.h"
 
 namespace hangwatch::testing {
 namespace {

@@ -1,5 +1,5 @@
 // The launch log: the shim's writers (integrations/preload/launch_log.cc) read back by
-// `hangwatch run`'s reader (tools/launch_log_reader.cc); /proc/PID/stat parsing; why a program
+// `hangwatch run`'s reader (tools/run/launch_log_reader.cc); /proc/PID/stat parsing; why a program
 // could not load the shim; the run directory's owner file and the clean-up of stale ones.
 #include "integrations/preload/launch_log.h"
 
@@ -15,9 +15,9 @@
 #include <string>
 
 #include "cli_util.h"
-#include "tools/launch_log_reader.h"
-#include "tools/run_dir.h"
-#include "tools/run_summary.h"
+#include "tools/run/launch_log_reader.h"
+#include "tools/run/run_dir.h"
+#include "tools/run/run_summary.h"
 
 extern char* program_invocation_short_name;
 

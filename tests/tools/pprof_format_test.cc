@@ -7,7 +7,7 @@
 #include <string>
 
 #include "profile.pb.h"
-#include "tools/report_formats.h"
+#include "tools/report/formats/report_formats.h"
 
 namespace hangwatch::tools {
 namespace {

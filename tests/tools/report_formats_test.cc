@@ -7,9 +7,9 @@
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
 #include "report/report_record.h"
-#include "tools/junit.h"
-#include "tools/report_formats.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
+#include "tools/report/formats/report_formats.h"
+#include "tools/run/junit.h"
 #include "trace_check.h"
 
 namespace hangwatch::tools {

@@ -20,7 +20,7 @@
 #include "cli_util.h"
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
 namespace {

@@ -15,9 +15,9 @@
 #include "nlohmann/json.hpp"
 #include "report/report_record.h"
 #include "tests/sanitizer_allocator.h"
-#include "tools/report_formats.h"
-#include "tools/report_frames.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_frames.h"
+#include "tools/reader/report_reader.h"
+#include "tools/report/formats/report_formats.h"
 
 namespace hangwatch::tools {
 namespace {

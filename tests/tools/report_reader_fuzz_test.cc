@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cli_util.h"
-#include "tools/report_formats.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
+#include "tools/report/formats/report_formats.h"
 #include "trace_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);

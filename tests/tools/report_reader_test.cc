@@ -1,5 +1,5 @@
 // The report reader: valid records, the format's skipping rules, malformed input.
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 #include <string>
 
 #include "cli_util.h"
-#include "tools/report_reader.h"
-#include "tools/run_dir.h"
+#include "tools/reader/report_reader.h"
+#include "tools/run/run_dir.h"
 
 namespace hangwatch::testing {
 namespace {

@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "cli_util.h"
-#include "tools/launch_log_reader.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
+#include "tools/run/launch_log_reader.h"
 
 namespace hangwatch::testing {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli_util.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
 namespace {

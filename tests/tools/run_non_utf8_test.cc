@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli_util.h"
-#include "tools/report_reader.h"
+#include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "cli_util.h"
 #include "report/report_record.h"
-#include "tools/terminal_text.h"
+#include "tools/common/terminal_text.h"
 
 namespace hangwatch::testing {
 namespace {

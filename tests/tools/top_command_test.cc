@@ -13,9 +13,9 @@
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
-#include "tools/top_group.h"
-#include "tools/top_scan.h"
-#include "tools/top_symbolize.h"
+#include "tools/top/top_group.h"
+#include "tools/top/top_scan.h"
+#include "tools/top/top_symbolize.h"
 
 namespace hangwatch::testing {
 namespace {

@@ -8,9 +8,9 @@
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
-#include "tools/top_group.h"
-#include "tools/top_output.h"
-#include "tools/top_scan.h"
+#include "tools/top/top_group.h"
+#include "tools/top/top_output.h"
+#include "tools/top/top_scan.h"
 
 namespace hangwatch::tools {
 namespace {

@@ -13,7 +13,7 @@
 // past which the stack copy is skipped.
 //
 // Apple platforms only; built and linked for arm64 and x86_64 macOS on Linux by
-// tools/cross/check-macos.
+// scripts/cross/check-macos.
 #ifndef HANGWATCH_UNWIND_MACH_MACH_SAMPLER_H_
 #define HANGWATCH_UNWIND_MACH_MACH_SAMPLER_H_
 

@@ -1,0 +1,151 @@
+// JUnit XML of a gate verdict: one test case per signature, one per lag budget.
+#include <cstdio>
+#include <string>
+
+#include "tools/common/xml_escape.h"
+#include "tools/gate/gate_output.h"
+#include "tools/reader/report_frames.h"
+#include "tools/report/formats/report_formats.h"
+
+namespace hangwatch::tools {
+namespace {
+
+std::string Attr(const std::string& s) { return XmlEscape(s, true); }
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", s < 0 ? 0 : s);
+  return buf;
+}
+
+struct Case {
+  std::string classname, name;
+  double seconds = 0;
+  bool failed = false;
+  std::string failure_type, message, body, out;
+};
+
+std::string GroupMessage(const HangGroup& g) {
+  const HangRecord& h = *g.longest;
+  const std::string process = h.process_name.empty() ? BaseName(h.process) : h.process_name;
+  const std::string where = CulpritLocation(g.culprit);
+  return "main thread of " + (process.empty() ? std::string("?") : process) + " stalled " +
+         std::to_string(g.count) + (g.count == 1 ? " time" : " times") + ", longest " +
+         FormatMs(static_cast<double>(g.max_duration_ms)) + " (" + HangClassName(h.hang_class) +
+         ", CPU " + std::to_string(h.cpu_percent) + "%) in " + g.culprit_name +
+         (where.empty() ? "" : " at " + where) + "; signature " +
+         (g.signature.empty() ? "(none)" : g.signature);
+}
+
+Case HangCase(const HangGroup& g, const char* status) {
+  Case c;
+  c.classname = "hangwatch.hangs";
+  c.name = "hang in " + g.name;
+  c.seconds = static_cast<double>(g.total_duration_ms) / 1000.0;
+  c.failed = g.failed;
+  if (g.failed) {
+    c.failure_type = "hang";
+    c.message = "new hang: " + GroupMessage(g);
+    Report one;
+    one.hangs.push_back(*g.longest);
+    c.body = FormatSummary(one, 32);
+  } else {
+    c.out = std::string(status) + ": " + GroupMessage(g);
+    if (g.allowed != nullptr) {
+      c.out += "\nallowed by line " + std::to_string(g.allowed->line) + " of the allow file (" +
+               g.allowed->pattern + "): " + g.allowed->reason;
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string FormatGateJunit(const GateVerdict& v, const std::string& suite, double elapsed_s) {
+  std::vector<Case> cases;
+  for (const HangGroup& g : v.new_hangs) {
+    cases.push_back(HangCase(g, g.allowed != nullptr ? "new, allowed" : "new, within budget"));
+  }
+  for (const HangGroup& g : v.known) cases.push_back(HangCase(g, "known (in the baseline)"));
+  for (const HangGroup& g : v.fixed) {
+    Case c = HangCase(g, "fixed (in the baseline, not seen in this run)");
+    c.seconds = 0;
+    cases.push_back(std::move(c));
+  }
+  // The violations that are not one hang's.
+  const GateViolation* no_lag = nullptr;
+  const GateViolation* count = nullptr;
+  for (const GateViolation& x : v.violations) {
+    if (x.kind == "no_lag") no_lag = &x;
+    if (x.kind == "hang_count") count = &x;
+  }
+  if (v.budgets.max_hangs) {
+    Case c;
+    c.classname = "hangwatch.budget";
+    c.name = "at most " + std::to_string(*v.budgets.max_hangs) + " new hangs";
+    c.failed = count != nullptr;
+    c.failure_type = "hang_count";
+    c.message = count ? count->message : "";
+    cases.push_back(std::move(c));
+  }
+  auto lag_case = [&](const std::string& name, const std::string& kind, bool over,
+                      const std::string& text) {
+    Case c;
+    c.classname = "hangwatch.lag";
+    c.name = name;
+    c.failed = no_lag != nullptr || over;
+    c.failure_type = no_lag ? "no_lag" : kind;
+    c.message = no_lag ? no_lag->message : text;
+    if (!c.failed) c.out = text;
+    cases.push_back(std::move(c));
+  };
+  const LagFigures* f = v.lag ? &v.lag->figures : nullptr;
+  if (v.budgets.max_p99_ms) {
+    const double budget = *v.budgets.max_p99_ms;
+    lag_case("p99 pass duration at most " + FormatMs(budget), "p99",
+             f != nullptr && f->p99_ms > budget,
+             f ? "p99 " + FormatMs(f->p99_ms) + " of " + std::to_string(f->passes) +
+                     " passes, budget " + FormatMs(budget)
+               : "");
+  }
+  for (const auto& [t, n] : v.budgets.max_slow_passes) {
+    const std::string ms = std::to_string(kSlowPassThresholdsMs[t]);
+    lag_case("at most " + std::to_string(n) + " passes longer than " + ms + " ms", "slow_passes",
+             f != nullptr && f->slow_passes[t] > n,
+             f ? std::to_string(f->slow_passes[t]) + " passes longer than " + ms + " ms of " +
+                     std::to_string(f->passes) + ", budget " + std::to_string(n)
+               : "");
+  }
+  if (cases.empty()) {
+    Case c;
+    c.classname = "hangwatch.hangs";
+    c.name = "no hangs";
+    c.seconds = elapsed_s;
+    c.out = "the main thread never stalled";
+    cases.push_back(std::move(c));
+  }
+
+  size_t failures = 0;
+  for (const Case& c : cases) failures += c.failed;
+  const std::string tests = std::to_string(cases.size());
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<testsuites name=\"hangwatch gate\" tests=\"" + tests + "\" failures=\"" +
+         std::to_string(failures) + "\" errors=\"0\" time=\"" + Seconds(elapsed_s) + "\">\n";
+  out += "  <testsuite name=\"" + Attr(suite) + "\" tests=\"" + tests + "\" failures=\"" +
+         std::to_string(failures) + "\" errors=\"0\" skipped=\"0\" time=\"" + Seconds(elapsed_s) +
+         "\">\n";
+  for (const Case& c : cases) {
+    out += "    <testcase classname=\"" + Attr(c.classname) + "\" name=\"" + Attr(c.name) +
+           "\" time=\"" + Seconds(c.seconds) + "\">\n";
+    if (c.failed) {
+      out += "      <failure type=\"" + Attr(c.failure_type) + "\" message=\"" + Attr(c.message) +
+             "\">" + XmlEscape(c.body, false) + "</failure>\n";
+    }
+    if (!c.out.empty()) out += "      <system-out>" + XmlEscape(c.out, false) + "</system-out>\n";
+    out += "    </testcase>\n";
+  }
+  out += "  </testsuite>\n</testsuites>\n";
+  return out;
+}
+
+}  // namespace hangwatch::tools

@@ -1,0 +1,231 @@
+#include "tools/gate/gate_options.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string_view>
+
+#include "tools/common/flag_value.h"
+#include "tools/gate/gate_output.h"
+#include "tools/gate/gate_reader.h"
+#include "tools/reader/input_file.h"
+#include "tools/reader/report_reader.h"
+
+namespace hangwatch::tools {
+namespace {
+
+bool ParseCount(const std::string& s, uint64_t min, uint64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || v < min) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool ParseMs(const std::string& s, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || !(v > 0) ||
+      v > 3.6e6) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+// The same rule as the reports (tools/reader/input_file.h): a FIFO or a device is refused, not
+// waited on.
+bool ReadText(const std::string& path, std::string* text, std::string* error) {
+  InputFile file;
+  return file.Open(path, error) && file.ReadAll(text, error);
+}
+
+}  // namespace
+
+const char kGateFlagsUsage[] =
+    "  --baseline FILE    the report of an earlier run (e.g. of the main branch): its hangs are\n"
+    "                     known, the others new, by signature (the same across builds)\n"
+    "  --allow FILE       an allow list: per line 'SIGNATURE-OR-PATTERN  # reason', where a\n"
+    "                     16-hex-digit signature or a glob on the culprit's function (ns::Slow*)\n"
+    "                     names hangs that never fail the gate; the reason is required\n"
+    "  --max-hang-ms N    a new hang (not allowed) longer than N ms fails the gate\n"
+    "  --max-hangs N      more than N new hangs (not allowed; records counted) fail the gate\n"
+    "                     (without --max-hang-ms / --max-hangs every new hang fails it)\n"
+    "  --max-p99-ms N     the p99 run-loop pass duration of all lag records together must not\n"
+    "                     exceed N ms\n"
+    "  --max-slow-passes MS:N   at most N passes longer than MS ms (16, 33, 50, 100, 250,\n"
+    "                     500, 1000); repeatable\n"
+    "  --markdown FILE    append a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)\n"
+    "  --github           print GitHub Actions annotations (::error file=...,line=...::) at\n"
+    "                     the source line of each new hang's culprit\n";
+
+GateFlag ParseGateFlag(int argc, char** argv, int* i, bool baseline_lists, GateOptions* options,
+                       std::string* error) {
+  const std::string_view a = argv[*i];
+  std::string v;
+  bool inline_value = false;
+  auto value = [&](std::string_view flag) {
+    return FlagValue(argc, argv, i, flag, &v, &inline_value);
+  };
+  if (value("--baseline")) {
+    options->baselines.push_back(v);
+    if (baseline_lists && !inline_value) {
+      while (*i + 1 < argc && argv[*i + 1][0] != '-') options->baselines.emplace_back(argv[++*i]);
+    }
+    options->gating = true;
+  } else if (value("--allow")) {
+    if (!options->allow_path.empty()) {
+      *error = "--allow is given twice (one allow file)";
+      return GateFlag::kBad;
+    }
+    options->allow_path = v;
+    options->gating = true;
+  } else if (value("--max-hang-ms")) {
+    uint64_t n;
+    if (!ParseCount(v, 1, &n)) {
+      *error = "--max-hang-ms wants a number of milliseconds (1 or more), not '" + v + "'";
+      return GateFlag::kBad;
+    }
+    options->budgets.max_hang_ms = n;
+    options->gating = true;
+  } else if (value("--max-hangs")) {
+    uint64_t n;
+    if (!ParseCount(v, 0, &n)) {
+      *error = "--max-hangs wants a number of hangs (0 or more), not '" + v + "'";
+      return GateFlag::kBad;
+    }
+    options->budgets.max_hangs = n;
+    options->gating = true;
+  } else if (value("--max-p99-ms")) {
+    double ms;
+    if (!ParseMs(v, &ms)) {
+      *error = "--max-p99-ms wants milliseconds (e.g. 16 or 8.5), not '" + v + "'";
+      return GateFlag::kBad;
+    }
+    options->budgets.max_p99_ms = ms;
+    options->gating = true;
+  } else if (value("--max-slow-passes")) {
+    const size_t colon = v.find(':');
+    uint64_t ms = 0, n = 0;
+    int t = -1;
+    if (colon != std::string::npos && ParseCount(v.substr(0, colon), 1, &ms)) {
+      for (int k = 0; k < kSlowPassThresholds; ++k) {
+        if (static_cast<uint64_t>(kSlowPassThresholdsMs[k]) == ms) t = k;
+      }
+    }
+    if (t < 0 || !ParseCount(v.substr(colon + 1), 0, &n)) {
+      *error =
+          "--max-slow-passes wants MS:N with MS one of 16, 33, 50, 100, 250, 500, 1000 "
+          "(e.g. 50:10), not '" +
+          v + "'";
+      return GateFlag::kBad;
+    }
+    for (auto& [k, budget] : options->budgets.max_slow_passes) {
+      if (k == t) {
+        *error = "--max-slow-passes " + std::to_string(ms) + ":... is given twice";
+        return GateFlag::kBad;
+      }
+    }
+    options->budgets.max_slow_passes.emplace_back(t, n);
+    options->gating = true;
+  } else if (value("--junit")) {
+    options->junit = v;
+  } else if (value("--markdown")) {
+    options->markdown = v;
+    options->gating = true;
+  } else if (a == "--github") {
+    options->github = true;
+    options->gating = true;
+  } else {
+    return GateFlag::kNotMine;
+  }
+  return GateFlag::kTaken;
+}
+
+bool LoadGateInputs(const GateOptions& options, GateInputs* inputs, std::string* error) {
+  for (const std::string& path : options.baselines) {
+    Report r;
+    std::vector<HangTally> tallies;
+    size_t lag_records = 0;
+    if (!ReadReportsForGate({path}, &r, &tallies, &lag_records, error)) {
+      *error = "baseline " + *error;
+      return false;
+    }
+    if (r.hangs.empty() && r.lags.empty() && r.startup_stalls.empty() && r.skipped_lines == 0 &&
+        r.unknown_records == 0) {
+      *error = "baseline " + path +
+               " is empty: a baseline is the report of an earlier run (hangs and lag records); "
+               "an empty file means that run recorded nothing";
+      return false;
+    }
+    for (size_t k = 0; k < r.hangs.size(); ++k) {
+      inputs->baseline.push_back(std::move(r.hangs[k]));
+      inputs->baseline_tallies.push_back(tallies[k]);
+    }
+    inputs->has_baseline = true;
+  }
+  if (!options.allow_path.empty()) {
+    std::string text;
+    if (!ReadText(options.allow_path, &text, error)) {
+      *error = "allow file " + *error;
+      return false;
+    }
+    std::string why;
+    if (!ParseAllowList(text, &inputs->allow, &why)) {
+      *error = "malformed allow file " + options.allow_path + ": " + why;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool EvaluateGate(const std::vector<std::string>& reports, const GateOptions& options,
+                  const GateInputs& inputs, const ReportSymbolizeOptions* symbolize, Report* report,
+                  GateVerdict* verdict, std::vector<std::string>* warnings, std::string* error) {
+  std::vector<HangTally> tallies;
+  size_t lag_records = 0;
+  if (!ReadReportsForGate(reports, report, &tallies, &lag_records, error)) return false;
+  if (options.budgets.HasLagBudget() && report->lags.empty()) {
+    *error = std::string(options.budgets.max_p99_ms ? "--max-p99-ms" : "--max-slow-passes") +
+             " needs lag records, and " +
+             (reports.size() == 1 ? reports[0] + " has none" : "the reports have none") +
+             " (an agent writes them when it times every pass: under hangwatch run, "
+             "or with Config::time_every_pass)";
+    return false;
+  }
+  if (symbolize != nullptr) SymbolizeReport(*symbolize, report, warnings);
+  *verdict = ComputeVerdict(*report, tallies, lag_records,
+                            inputs.has_baseline ? &inputs.baseline : nullptr,
+                            inputs.baseline_tallies, inputs.allow, options.budgets);
+  return true;
+}
+
+bool WriteGateFiles(const GateVerdict& verdict, const GateOptions& options,
+                    const std::string& suite, double elapsed_s, std::string* error) {
+  if (!options.junit.empty()) {
+    std::ofstream out(options.junit, std::ios::binary | std::ios::trunc);
+    out << FormatGateJunit(verdict, suite, elapsed_s);
+    out.close();
+    if (!out) {
+      *error = "cannot write --junit " + options.junit;
+      return false;
+    }
+  }
+  if (!options.markdown.empty()) {
+    std::ofstream out(options.markdown, std::ios::binary | std::ios::app);
+    out << FormatGateMarkdown(verdict);
+    out.close();
+    if (!out) {
+      *error = "cannot write --markdown " + options.markdown;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace hangwatch::tools

@@ -1,0 +1,48 @@
+// Reading reports for the gate, which needs of most hang records only their signature and
+// duration: each line is scanned (its JSON structure checked, its top-level "type",
+// "signature" and "duration_ms" read) without being decoded, hangs are tallied per signature,
+// and only the longest hang of each signature is decoded in full (report/report_decode.h), to
+// name and symbolize it. Lag and start-up stall records, open-hang files and hang records
+// without a signature are decoded in full. A hundred thousand hangs of a thousand signatures
+// cost a thousand decodes (bench/gate_bench.cc).
+//
+// The difference to tools/reader/report_reader.h: a hang line whose JSON is well formed but whose
+// record is not (a missing or mistyped field the gate does not read) is counted, where the
+// report reader skips it; unless it is the longest of its signature, then every file is read
+// again with the report reader.
+#ifndef HANGWATCH_TOOLS_GATE_READER_H_
+#define HANGWATCH_TOOLS_GATE_READER_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/gate/gate_verdict.h"
+#include "tools/reader/report_reader.h"
+
+namespace hangwatch::tools {
+
+// The top-level fields of one JSON Lines record that the gate reads without decoding it.
+struct ScannedLine {
+  std::string_view type;       // "" when absent (a hang: files of the first agents)
+  std::string_view signature;  // "" when absent; raw (a value with escapes is not taken)
+  bool has_duration = false;
+  uint64_t duration_ms = 0;
+};
+
+// Checks that `line` is one JSON object (strings, nesting and brackets; numbers and literals
+// only by their characters) and reads its top-level "type", "signature" and "duration_ms".
+// False when it is not a JSON object.
+bool ScanRecordLine(std::string_view line, ScannedLine* out);
+
+// Reads report files (JSON Lines or open-hang files) into *out, whose hangs are one record per
+// signature (the longest) followed by every hang without a signature, with *tallies parallel
+// to out->hangs. The lag records are added together into out->lags[0] as they are read;
+// *lag_records counts them. False with a one-line *error for a file that is missing,
+// unreadable, or has content but no valid record.
+bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
+                        std::vector<HangTally>* tallies, size_t* lag_records, std::string* error);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_GATE_READER_H_

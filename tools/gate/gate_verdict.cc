@@ -1,0 +1,331 @@
+#include "tools/gate/gate_verdict.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "agent/stack_identity.h"
+#include "symbols/frame_classifier.h"
+#include "tools/reader/report_frames.h"
+
+namespace hangwatch::tools {
+namespace {
+
+bool IsSignature(std::string_view s) {
+  if (s.size() != 16) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
+  }
+  return true;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// The application's frames past the culprit in the dominant stack of the group's longest hang,
+// named, one per function (inlined copies and recursion collapsed).
+std::vector<std::string> CallerNames(const HangGroup& g) {
+  std::vector<std::string> out;
+  const Stack* d = g.longest != nullptr ? g.longest->dominant() : nullptr;
+  if (d == nullptr || g.culprit.frame < 0) return out;
+  std::string last = g.culprit_name;
+  for (size_t i = static_cast<size_t>(g.culprit.frame) + 1; i < d->frames.size(); ++i) {
+    const Frame& f = d->frames[i];
+    if (symbols::ClassifyFrame(f.module, f.symbol) != symbols::FrameKind::kApp) continue;
+    std::string name = FrameName(f);
+    if (name == last) continue;
+    last = name;
+    out.push_back(std::move(name));
+  }
+  return out;
+}
+
+// Gives every group a name no other group has: the culprit, then as many callers as it takes,
+// then "#2", "#3"... in signature order.
+void NameGroups(const std::vector<HangGroup*>& groups) {
+  std::vector<std::vector<std::string>> callers(groups.size());
+  std::vector<bool> computed(groups.size(), false);
+  for (HangGroup* g : groups) g->name = g->culprit_name;
+  for (size_t depth = 1; depth <= agent::kSignatureFrames; ++depth) {
+    std::unordered_map<std::string, size_t> uses;
+    for (HangGroup* g : groups) ++uses[g->name];
+    bool any = false;
+    for (size_t k = 0; k < groups.size(); ++k) {
+      HangGroup* g = groups[k];
+      if (uses[g->name] < 2) continue;
+      if (!computed[k]) {
+        callers[k] = CallerNames(*g);
+        computed[k] = true;
+      }
+      if (callers[k].size() < depth) continue;
+      g->name += " \xE2\x86\x90 " + callers[k][depth - 1];  // "←"
+      any = true;
+    }
+    if (!any) break;
+  }
+  std::map<std::string, std::vector<HangGroup*>> by_name;
+  for (HangGroup* g : groups) by_name[g->name].push_back(g);
+  for (auto& [name, same] : by_name) {
+    if (same.size() < 2) continue;
+    std::sort(same.begin(), same.end(),
+              [](const HangGroup* a, const HangGroup* b) { return a->signature < b->signature; });
+    for (size_t k = 1; k < same.size(); ++k) same[k]->name += " #" + std::to_string(k + 1);
+  }
+}
+
+void SortGroups(std::vector<HangGroup>* groups) {
+  std::sort(groups->begin(), groups->end(), [](const HangGroup& a, const HangGroup& b) {
+    if (a.max_duration_ms != b.max_duration_ms) return a.max_duration_ms > b.max_duration_ms;
+    return a.signature < b.signature;
+  });
+}
+
+}  // namespace
+
+bool ParseAllowList(std::string_view text, std::vector<AllowEntry>* out, std::string* error) {
+  int line_no = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    ++line_no;
+    line = Trim(line);
+    if (line.empty() || line.front() == '#') continue;
+    // The reason follows the first '#' preceded by white space.
+    size_t hash = std::string_view::npos;
+    for (size_t k = 1; k < line.size(); ++k) {
+      if (line[k] == '#' && (line[k - 1] == ' ' || line[k - 1] == '\t')) {
+        hash = k;
+        break;
+      }
+    }
+    const std::string where = "line " + std::to_string(line_no) + ": ";
+    if (hash == std::string_view::npos) {
+      *error = where + "'" + std::string(line) +
+               "' has no reason (write: SIGNATURE-OR-PATTERN  # why it is allowed)";
+      return false;
+    }
+    const std::string_view pattern = Trim(line.substr(0, hash));
+    const std::string_view reason = Trim(line.substr(hash + 1));
+    if (reason.empty()) {
+      *error = where + "the reason after '#' is empty";
+      return false;
+    }
+    AllowEntry e;
+    e.is_signature = IsSignature(pattern);
+    e.pattern = e.is_signature ? Lower(pattern) : std::string(pattern);
+    e.reason = std::string(reason);
+    e.line = line_no;
+    out->push_back(std::move(e));
+  }
+  return true;
+}
+
+const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std::string& signature,
+                                 const std::string& culprit_name) {
+  for (const AllowEntry& e : allow) {
+    if (e.is_signature ? (!signature.empty() && e.pattern == signature)
+                       : fnmatch(e.pattern.c_str(), culprit_name.c_str(), 0) == 0) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
+                                  const std::vector<HangTally>& tallies) {
+  std::vector<HangGroup> groups;
+  std::unordered_map<std::string, size_t> index;
+  index.reserve(hangs.size() / 8 + 16);
+  for (size_t k = 0; k < hangs.size(); ++k) {
+    const HangRecord& h = hangs[k];
+    std::string computed;
+    if (h.signature.empty() && h.dominant() != nullptr) computed = agent::Signature(*h.dominant());
+    const std::string& sig = h.signature.empty() ? computed : h.signature;
+    auto [it, inserted] = index.try_emplace(sig, groups.size());
+    if (inserted) {
+      groups.emplace_back();
+      groups.back().signature = sig;
+    }
+    HangGroup& g = groups[it->second];
+    if (tallies.empty()) {
+      ++g.count;
+      g.total_duration_ms += h.duration_ms;
+    } else {
+      g.count += tallies[k].count;
+      g.total_duration_ms += tallies[k].total_duration_ms;
+    }
+    if (g.longest == nullptr || h.duration_ms > g.max_duration_ms) {
+      g.longest = &h;
+      g.max_duration_ms = h.duration_ms;
+    }
+  }
+  for (HangGroup& g : groups) {
+    g.culprit = HangCulprit(*g.longest);
+    g.culprit_name = g.culprit.empty() ? "(no stack)" : agent::CulpritName(g.culprit);
+  }
+  return groups;
+}
+
+GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* baseline,
+                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
+  return ComputeVerdict(report, {}, 0, baseline, {}, allow, budgets);
+}
+
+GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& report_tallies,
+                           size_t lag_records, const std::vector<HangRecord>* baseline,
+                           const std::vector<HangTally>& baseline_tallies,
+                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
+  GateVerdict v;
+  v.budgets = budgets;
+  v.has_baseline = baseline != nullptr;
+  v.startup_stalls = report.startup_stalls.size();
+
+  std::vector<HangGroup> current = GroupHangs(report.hangs, report_tallies);
+  std::unordered_set<std::string> in_baseline, seen;
+  std::vector<HangGroup> before;
+  if (baseline != nullptr) {
+    before = GroupHangs(*baseline, baseline_tallies);
+    for (const HangGroup& g : before) in_baseline.insert(g.signature);
+  }
+  for (HangGroup& g : current) {
+    seen.insert(g.signature);
+    g.allowed = FindAllowEntry(allow, g.signature, g.culprit_name);
+    (in_baseline.count(g.signature) ? v.known : v.new_hangs).push_back(std::move(g));
+  }
+  for (HangGroup& g : before) {
+    if (!seen.count(g.signature)) v.fixed.push_back(std::move(g));
+  }
+  SortGroups(&v.new_hangs);
+  SortGroups(&v.known);
+  SortGroups(&v.fixed);
+  std::vector<HangGroup*> all;
+  for (auto* list : {&v.new_hangs, &v.known, &v.fixed}) {
+    for (HangGroup& g : *list) all.push_back(&g);
+  }
+  NameGroups(all);
+
+  // Hang budgets: the new hangs nothing allows.
+  std::vector<HangGroup*> judged;
+  uint64_t counted = 0;
+  for (HangGroup& g : v.new_hangs) {
+    if (g.allowed != nullptr) continue;
+    judged.push_back(&g);
+    counted += g.count;
+  }
+  auto hang_violation = [&](const std::string& kind, const HangGroup& g, const std::string& what,
+                            double value, double budget) {
+    GateViolation x;
+    x.kind = kind;
+    x.signature = g.signature;
+    x.value = value;
+    x.budget = budget;
+    const std::string where = CulpritLocation(g.culprit);
+    x.message = what + " in " + g.name + (where.empty() ? "" : " (" + where + ")") + ": " +
+                std::to_string(g.count) + (g.count == 1 ? " hang" : " hangs") + ", longest " +
+                FormatMs(static_cast<double>(g.max_duration_ms));
+    v.violations.push_back(std::move(x));
+  };
+  if (!budgets.HasHangBudget()) {
+    for (HangGroup* g : judged) {
+      g->failed = true;
+      hang_violation("new_hang", *g, "new hang", static_cast<double>(g->count), 0);
+    }
+  } else {
+    if (budgets.max_hang_ms) {
+      for (HangGroup* g : judged) {
+        if (g->max_duration_ms <= *budgets.max_hang_ms) continue;
+        g->failed = true;
+        hang_violation(
+            "hang_duration", *g,
+            "new hang longer than " + FormatMs(static_cast<double>(*budgets.max_hang_ms)),
+            static_cast<double>(g->max_duration_ms), static_cast<double>(*budgets.max_hang_ms));
+      }
+    }
+    if (budgets.max_hangs && counted > *budgets.max_hangs) {
+      for (HangGroup* g : judged) g->failed = true;
+      GateViolation x;
+      x.kind = "hang_count";
+      x.value = static_cast<double>(counted);
+      x.budget = static_cast<double>(*budgets.max_hangs);
+      x.message = std::to_string(counted) + " new hangs (" + std::to_string(judged.size()) +
+                  (judged.size() == 1 ? " signature" : " signatures") + "), budget " +
+                  std::to_string(*budgets.max_hangs);
+      v.violations.push_back(std::move(x));
+    }
+  }
+
+  // Lag: every record added.
+  if (!report.lags.empty()) {
+    LagSummary s;
+    s.records = lag_records != 0 ? lag_records : report.lags.size();
+    for (const Lag& l : report.lags) s.passes.Merge(l.passes);
+    s.figures = s.passes.Figures();
+    v.lag = std::move(s);
+  }
+  if (budgets.HasLagBudget()) {
+    if (!v.lag) {
+      GateViolation x;
+      x.kind = "no_lag";
+      x.message = "no lag records to check the lag budget against";
+      v.violations.push_back(std::move(x));
+    } else {
+      const LagFigures& f = v.lag->figures;
+      if (budgets.max_p99_ms && f.p99_ms > *budgets.max_p99_ms) {
+        GateViolation x;
+        x.kind = "p99";
+        x.value = f.p99_ms;
+        x.budget = *budgets.max_p99_ms;
+        x.message = "p99 pass duration " + FormatMs(f.p99_ms) + " over the budget of " +
+                    FormatMs(*budgets.max_p99_ms) + " (" + std::to_string(f.passes) + " passes)";
+        v.violations.push_back(std::move(x));
+      }
+      for (const auto& [t, n] : budgets.max_slow_passes) {
+        if (f.slow_passes[t] <= n) continue;
+        GateViolation x;
+        x.kind = "slow_passes";
+        x.value = static_cast<double>(f.slow_passes[t]);
+        x.budget = static_cast<double>(n);
+        x.message = std::to_string(f.slow_passes[t]) + " passes longer than " +
+                    std::to_string(kSlowPassThresholdsMs[t]) + " ms, budget " + std::to_string(n);
+        v.violations.push_back(std::move(x));
+      }
+    }
+  }
+  v.passed = v.violations.empty();
+  return v;
+}
+
+std::string CulpritLocation(const Culprit& c) {
+  if (c.file.empty()) return "";
+  return c.line > 0 ? c.file + ":" + std::to_string(c.line) : c.file;
+}
+
+std::string FormatMs(double ms) {
+  char buf[48];
+  if (std::fabs(ms - std::round(ms)) < 0.005) {
+    std::snprintf(buf, sizeof buf, "%.0f ms", ms);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f ms", ms);
+  }
+  return buf;
+}
+
+}  // namespace hangwatch::tools

@@ -1,0 +1,139 @@
+// The verdict of `hangwatch gate` (and of `hangwatch run` with budget flags), apart from how it
+// is printed (tools/gate/gate_output.h) and where its inputs come from (tools/gate/gate_options.h):
+//
+//   - the hangs of the reports, grouped by signature (the same across builds), are sorted into
+//     new (not in the baseline), known (in the baseline) and fixed (in the baseline, not seen);
+//   - an allow list names hangs that never fail the gate (by signature or by a glob on the
+//     culprit's function), each with a reason;
+//   - hang budgets judge the new hangs that are not allowed: --max-hang-ms (each such hang's
+//     duration), --max-hangs (how many such hangs, records counted); without either, every new
+//     hang that is not allowed fails the gate. Known and allowed hangs never fail it: they are
+//     listed;
+//   - lag budgets judge the pass durations of all lag records added together: --max-p99-ms
+//     and --max-slow-passes MS:N.
+#ifndef HANGWATCH_TOOLS_GATE_VERDICT_H_
+#define HANGWATCH_TOOLS_GATE_VERDICT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hangwatch/hang_record.h"
+#include "hangwatch/pass_histogram.h"
+#include "tools/reader/report_reader.h"
+
+namespace hangwatch::tools {
+
+// One line of an allow file (docs: tools/README.md, `hangwatch gate --help`):
+//   SIGNATURE-OR-PATTERN  # reason
+// where a 16-hex-digit word is a signature and anything else a glob (fnmatch: *, ?, [...]) on
+// the culprit's function name.
+struct AllowEntry {
+  std::string pattern;
+  bool is_signature = false;
+  std::string reason;
+  int line = 0;  // in the allow file, 1-based
+};
+
+// Parses an allow file. Blank lines and lines starting with '#' are ignored. False with
+// "line N: ..." in *error for a line without a reason (" # " followed by text) or without a
+// pattern.
+bool ParseAllowList(std::string_view text, std::vector<AllowEntry>* out, std::string* error);
+
+// The first entry that allows a hang with this signature and culprit name; nullptr when none.
+const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std::string& signature,
+                                 const std::string& culprit_name);
+
+struct GateBudgets {
+  std::optional<uint64_t> max_hang_ms;  // a new, not allowed hang longer than this fails
+  std::optional<uint64_t> max_hangs;    // more new, not allowed hangs (records) than this fail
+  std::optional<double> max_p99_ms;     // the merged p99 pass duration
+  // (index into kSlowPassThresholdsMs, N): more than N passes longer than that many ms fail.
+  std::vector<std::pair<int, uint64_t>> max_slow_passes;
+
+  bool HasHangBudget() const { return max_hang_ms.has_value() || max_hangs.has_value(); }
+  bool HasLagBudget() const { return max_p99_ms.has_value() || !max_slow_passes.empty(); }
+};
+
+// The hangs of one signature.
+struct HangGroup {
+  std::string signature;  // "" for hangs without a stack
+  size_t count = 0;       // records
+  uint64_t max_duration_ms = 0;
+  uint64_t total_duration_ms = 0;
+  const HangRecord* longest = nullptr;  // its culprit names the group
+  Culprit culprit;
+  std::string culprit_name;  // agent::CulpritName, "(no stack)" without one
+  // A readable name unique among the groups of one verdict: the culprit's function, followed by
+  // its callers ("f ← g") when another group has the same culprit, "#2"... as a last resort.
+  std::string name;
+  const AllowEntry* allowed = nullptr;  // into GateInputs::allow
+  bool failed = false;                  // broke a hang budget (new and not allowed only)
+};
+
+// A hang record that stands for `count` records of its signature (it is the longest of them),
+// whose durations add up to `total_duration_ms` (tools/gate/gate_reader.h).
+struct HangTally {
+  size_t count = 1;
+  uint64_t total_duration_ms = 0;
+};
+
+// Groups hangs by signature (a hang without one gets it computed from its dominant stack when
+// it has one, as RefreshHangIdentity does), in order of first appearance. `tallies`: empty
+// (each hang is one record) or one per hang.
+std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
+                                  const std::vector<HangTally>& tallies = {});
+
+struct GateViolation {
+  std::string kind;  // "new_hang", "hang_duration", "hang_count", "p99", "slow_passes", "no_lag"
+  std::string message;
+  std::string signature;  // for the hang kinds that concern one group
+  double value = 0;
+  double budget = 0;
+};
+
+struct LagSummary {
+  size_t records = 0;
+  PassHistogram passes;  // every record added
+  LagFigures figures;
+};
+
+struct GateVerdict {
+  bool passed = true;
+  bool has_baseline = false;
+  // Each sorted by longest hang, longest first (then signature).
+  std::vector<HangGroup> new_hangs, known, fixed;
+  std::vector<GateViolation> violations;
+  std::optional<LagSummary> lag;  // when the reports had lag records
+  GateBudgets budgets;
+  size_t startup_stalls = 0;  // listed, never judged
+};
+
+// `baseline`: the hangs of earlier reports (nullptr: no baseline, every hang is new). The
+// verdict points into `report`, `baseline` and `allow`, which must outlive it. A lag budget
+// without lag records in `report` is a violation ("no_lag"); `hangwatch gate` refuses that input
+// before computing a verdict.
+GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* baseline,
+                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
+
+// The same with hangs tallied per signature (tools/gate/gate_reader.h): `report_tallies` parallel
+// to report.hangs, `baseline_tallies` to *baseline (each may be empty: one record per hang);
+// `lag_records`: how many lag records report.lags stands for (0: report.lags.size()).
+GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& report_tallies,
+                           size_t lag_records, const std::vector<HangRecord>* baseline,
+                           const std::vector<HangTally>& baseline_tallies,
+                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
+
+// "file:line" of a culprit ("file" without a line), "" when unknown.
+std::string CulpritLocation(const Culprit& c);
+
+// "16 ms" style durations for messages: integers without decimals, else one or two decimals.
+std::string FormatMs(double ms);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_GATE_VERDICT_H_

@@ -1,0 +1,68 @@
+// ParseJsonLines and friends: a JSON Lines text cut into lines, each decoded by the report
+// codec (report/report_decode.h) and filed into a Report.
+#include "tools/reader/report_reader.h"
+
+#include <utility>
+#include <variant>
+
+#include "report/report_decode.h"
+
+namespace hangwatch::tools {
+namespace {
+
+// Files each decoded record into its list of the report.
+struct AddTo {
+  Report* report;
+  void operator()(HangRecord&& h) const { report->hangs.push_back(std::move(h)); }
+  void operator()(StartupStall&& s) const { report->startup_stalls.push_back(std::move(s)); }
+  void operator()(Lag&& l) const { report->lags.push_back(std::move(l)); }
+  void operator()(report::UnknownRecord&&) const { ++report->unknown_records; }
+};
+
+}  // namespace
+
+bool ParseHangLine(std::string_view line, HangRecord* out, std::string* error) {
+  return report::DecodeHang(line, out, error);
+}
+
+bool ParseJsonLines(std::string_view text, Report* out, std::string* error) {
+  size_t line_no = 0, valid = 0, nonempty = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    ++line_no;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+      line.remove_suffix(1);
+    }
+    if (line.empty()) continue;
+    ++nonempty;
+    std::string why;
+    report::Record record;
+    if (report::Decode(line, &record, &why)) {
+      std::visit(AddTo{out}, std::move(record));
+      ++valid;
+    } else {
+      if (out->first_error.empty())
+        out->first_error = "line " + std::to_string(line_no) + ": " + why;
+      ++out->skipped_lines;
+    }
+  }
+  if (nonempty > 0 && valid == 0) {
+    *error = "no valid record (" + out->first_error + ")";
+    return false;
+  }
+  return true;
+}
+
+void MergeReport(Report&& from, Report* into) {
+  for (auto& h : from.hangs) into->hangs.push_back(std::move(h));
+  for (auto& s : from.startup_stalls) into->startup_stalls.push_back(std::move(s));
+  for (auto& l : from.lags) into->lags.push_back(std::move(l));
+  into->skipped_lines += from.skipped_lines;
+  into->unknown_records += from.unknown_records;
+  into->dwarf_source_files.merge(from.dwarf_source_files);
+  if (into->first_error.empty()) into->first_error = std::move(from.first_error);
+}
+
+}  // namespace hangwatch::tools

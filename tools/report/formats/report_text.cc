@@ -1,0 +1,277 @@
+// FormatText / FormatSummary: the human-readable report. FormatJsonLines: the records again,
+// through the report codec.
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hangwatch/hangwatch.h"
+#include "report/report_record.h"
+#include "tools/common/terminal_text.h"
+#include "tools/reader/report_frames.h"
+#include "tools/report/formats/report_formats.h"
+
+namespace hangwatch::tools {
+namespace {
+
+void Appendf(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void Appendf(std::string* out, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n > 0) out->append(buf, std::min(static_cast<size_t>(n), sizeof buf - 1));
+}
+
+void AppendFrameLine(std::string* out, size_t index, const Frame& f, const char* prefix) {
+  const std::string loc = FrameLocation(f);
+  // A frame found by scanning the stack is a good guess, not a certainty: say so.
+  const bool guessed = f.method == FrameMethod::kFramePointerScan;
+  Appendf(out, "%s#%-2zu %-28s %-18s %s%s%s%s\n", prefix, index, BaseName(f.module).c_str(),
+          Hex(f.addr).c_str(), FrameName(f).c_str(), loc.empty() ? "" : "  ", loc.c_str(),
+          guessed ? "  [found by stack scan]" : "");
+}
+
+void AppendHeader(std::string* out, const HangRecord& h) {
+  // The name users know it by, when it is not the executable's (a symlink, a rewritten title).
+  const std::string name = h.process_name.empty() || h.process_name == BaseName(h.process)
+                               ? ""
+                               : " (" + h.process_name + ")";
+  Appendf(out, "Process:          %s [%lld]%s\n", h.process.empty() ? "?" : h.process.c_str(),
+          static_cast<long long>(h.pid), name.c_str());
+  Appendf(out, "Thread:           %lld (main thread)\n", static_cast<long long>(h.tid));
+  Appendf(out, "Hang:             #%llu%s, fingerprint %s\n",
+          static_cast<unsigned long long>(h.hang_id),
+          h.fatal ? " (FATAL: the process died in it)" : "",
+          h.fingerprint.empty() ? "-" : h.fingerprint.c_str());
+  if (const Culprit c = HangCulprit(h); !c.empty()) {
+    Appendf(out, "Culprit:          %s%s%s\n", CulpritLabel(c).c_str(),
+            c.module.empty() ? "" : " in ", BaseName(c.module).c_str());
+  }
+  if (!h.signature.empty()) Appendf(out, "Signature:        %s\n", h.signature.c_str());
+  Appendf(out, "Date/Time:        %s\n", FormatUnixMs(h.start_unix_ms).c_str());
+  Appendf(out, "Duration:         %llu ms%s (threshold %u ms)\n",
+          static_cast<unsigned long long>(h.duration_ms), h.fatal ? " or more" : "",
+          h.threshold_ms);
+  if (h.stopped_ms > 0) {
+    Appendf(out, "Stopped:          %llu ms not counted (process stopped / suspended)\n",
+            static_cast<unsigned long long>(h.stopped_ms));
+  }
+  Appendf(out, "CPU:              %llu ms (%u%%)\n", static_cast<unsigned long long>(h.cpu_ms),
+          h.cpu_percent);
+  Appendf(out, "Class:            %s\n", HangClassName(h.hang_class));
+  Appendf(out, "Samples:          %u every %u ms (%u failed, %u not stored), %zu unique stacks\n",
+          h.samples, h.sample_interval_ms, h.failed_samples, h.dropped_stacks, h.stacks.size());
+}
+
+void AppendDominant(std::string* out, const HangRecord& h, size_t max_frames) {
+  const Stack* d = h.dominant();
+  if (d == nullptr) {
+    out->append("\nNo stack was captured.\n");
+    return;
+  }
+  Appendf(out, "\nDominant stack: %u of %u samples, seen %u..%u ms, CPU %llu ms\n", d->count,
+          h.samples, d->first_seen_ms, d->last_seen_ms,
+          static_cast<unsigned long long>(d->cpu_us / 1000));
+  const std::vector<uint32_t> counts = DominantPathCounts(h);
+  for (size_t i = 0; i < d->frames.size() && i < max_frames; ++i) {
+    char prefix[32];
+    std::snprintf(prefix, sizeof prefix, "  %5u  ", counts[i]);
+    AppendFrameLine(out, i, d->frames[i], prefix);
+  }
+  if (d->frames.size() > max_frames) {
+    Appendf(out, "  ... %zu more frames\n", d->frames.size() - max_frames);
+  }
+}
+
+void AppendOtherStacks(std::string* out, const HangRecord& h) {
+  if (h.stacks.size() <= 1) return;
+  out->append("\nOther stacks (samples: innermost frames):\n");
+  size_t shown = 0;
+  for (const Stack& s : h.stacks) {
+    if (s.id == h.dominant_stack) continue;
+    if (++shown > 10) {
+      Appendf(out, "  ... %zu more stacks\n", h.stacks.size() - 11);
+      break;
+    }
+    std::string top;
+    for (size_t i = 0; i < s.frames.size() && i < 4; ++i) {
+      if (i) top += " <- ";
+      top += FrameName(s.frames[i]);
+    }
+    Appendf(out, "  %5u  %s\n", s.count, top.c_str());
+  }
+}
+
+// One row per tenth of the hang: the scheduler states and stacks seen in it.
+void AppendTimeline(std::string* out, const HangRecord& h) {
+  if (h.timeline.empty()) return;
+  out->append(
+      "\nTimeline (ms since the pass was first seen busy; state letters per sample, "
+      "stack ids):\n");
+  const uint32_t end = std::max<uint32_t>(h.timeline.back().t_ms + 1, 1);
+  const uint32_t step = std::max<uint32_t>((end + 9) / 10, 1);
+  size_t i = 0;
+  for (uint32_t from = 0; from < end && i < h.timeline.size(); from += step) {
+    std::string states, stacks;
+    std::set<int> seen;
+    while (i < h.timeline.size() && h.timeline[i].t_ms < from + step) {
+      if (states.size() < 40) states.push_back(h.timeline[i].state);
+      if (seen.insert(h.timeline[i].stack).second) {
+        stacks +=
+            (stacks.empty() ? "" : " ") +
+            (h.timeline[i].stack < 0 ? std::string("-") : std::to_string(h.timeline[i].stack));
+      }
+      ++i;
+    }
+    if (states.empty()) continue;
+    Appendf(out, "  %6u..%-6u  %-12s  stacks %s\n", from, from + step, states.c_str(),
+            stacks.c_str());
+  }
+  if (h.timeline_truncated)
+    out->append("  (timeline truncated; stack counts include all samples)\n");
+}
+
+void AppendThreadState(std::string* out, const HangRecord& h) {
+  if (h.timeline.empty()) return;
+  std::map<char, size_t> states;
+  for (const auto& e : h.timeline) ++states[e.state];
+  out->append("\nThread state:     ");
+  bool first = true;
+  for (const auto& [c, n] : states) {
+    Appendf(out, "%s%c %zu%%", first ? "" : ", ", c, 100 * n / h.timeline.size());
+    first = false;
+  }
+  out->append("  (R running, S sleeping, D uninterruptible, T stopped)\n");
+  std::map<SampleMethod, size_t> methods;
+  for (const auto& e : h.timeline) {
+    if (e.method != SampleMethod::kUnknown) ++methods[e.method];
+  }
+  if (methods.empty()) return;
+  out->append("Sampled by:       ");
+  first = true;
+  for (const auto& [m, n] : methods) {
+    Appendf(out, "%s%s %zu", first ? "" : ", ", SampleMethodName(m), n);
+    first = false;
+  }
+  out->append("  (signal: interrupted while running; proc: read asleep, not interrupted)\n");
+}
+
+void AppendImages(std::string* out, const HangRecord& h) {
+  if (h.modules.empty()) return;
+  out->append("\nBinary Images:\n");
+  std::vector<ModuleInfo> mods = h.modules;
+  std::sort(mods.begin(), mods.end(),
+            [](const ModuleInfo& a, const ModuleInfo& b) { return a.base < b.base; });
+  for (const ModuleInfo& m : mods) {
+    Appendf(out, "  %18s  %-28s <%s>  %s\n", Hex(m.base).c_str(), BaseName(m.path).c_str(),
+            m.build_id.empty() ? "no build-id" : m.build_id.c_str(), m.path.c_str());
+  }
+}
+
+void AppendStartupStalls(std::string* out, const Report& r) {
+  for (const StartupStall& s : r.startup_stalls) {
+    Appendf(out,
+            "Start-up stall:   %s [%lld] took %llu ms to reach its event loop (threshold %llu "
+            "ms), %s\n\n",
+            s.process.empty() ? "?" : s.process.c_str(), static_cast<long long>(s.pid),
+            static_cast<unsigned long long>(s.duration_ms),
+            static_cast<unsigned long long>(s.threshold_ms), FormatUnixMs(s.start_unix_ms).c_str());
+  }
+}
+
+// Every lag record of the report added up, and per process when there are several.
+void AppendLag(std::string* out, const Report& r) {
+  if (r.lags.empty()) return;
+  PassHistogram all;
+  std::vector<std::pair<int64_t, PassHistogram>> by_pid;
+  for (const Lag& l : r.lags) {
+    all.Merge(l.passes);
+    auto it =
+        std::find_if(by_pid.begin(), by_pid.end(), [&](const auto& p) { return p.first == l.pid; });
+    if (it == by_pid.end()) it = by_pid.insert(by_pid.end(), {l.pid, PassHistogram()});
+    it->second.Merge(l.passes);
+  }
+  Appendf(out, "Lag: %s\n", report::DescribeLag(all.Figures()).c_str());
+  if (by_pid.size() > 1) {
+    for (const auto& [pid, passes] : by_pid) {
+      Appendf(out, "  pid %lld: %s\n", static_cast<long long>(pid),
+              report::DescribeLag(passes.Figures()).c_str());
+    }
+  }
+  out->push_back('\n');
+}
+
+void AppendFooter(std::string* out, const Report& r) {
+  if (r.skipped_lines > 0) {
+    Appendf(out, "(%zu unreadable line%s skipped; first: %s)\n", r.skipped_lines,
+            r.skipped_lines == 1 ? "" : "s", r.first_error.c_str());
+  }
+}
+
+}  // namespace
+
+std::string FormatText(const Report& report) {
+  std::string out;
+  AppendStartupStalls(&out, report);
+  Appendf(&out, "%zu hang%s\n", report.hangs.size(), report.hangs.size() == 1 ? "" : "s");
+  for (const HangRecord& h : report.hangs) {
+    out.append(
+        "\n==============================================================================\n");
+    AppendHeader(&out, h);
+    AppendDominant(&out, h, 64);
+    AppendOtherStacks(&out, h);
+    AppendTimeline(&out, h);
+    AppendThreadState(&out, h);
+    AppendImages(&out, h);
+  }
+  if (!report.hangs.empty()) out.push_back('\n');
+  AppendLag(&out, report);
+  AppendFooter(&out, report);
+  return EscapeForTerminal(out);  // every field came from a report
+}
+
+std::string FormatSummary(const Report& report, size_t max_frames) {
+  std::string out;
+  AppendStartupStalls(&out, report);
+  for (const HangRecord& h : report.hangs) {
+    Appendf(&out,
+            "hangwatch: %s%llu ms hang in %s [%lld]%s%s, %s, CPU %u%%, %u samples, "
+            "fingerprint %s\n",
+            h.fatal ? "FATAL " : "", static_cast<unsigned long long>(h.duration_ms),
+            (h.process_name.empty() ? BaseName(h.process) : h.process_name).c_str(),
+            static_cast<long long>(h.pid), HangCulprit(h).empty() ? "" : " at ",
+            HangCulprit(h).empty() ? "" : CulpritLabel(HangCulprit(h)).c_str(),
+            HangClassName(h.hang_class), h.cpu_percent, h.samples,
+            h.fingerprint.empty() ? "-" : h.fingerprint.c_str());
+    std::string dominant;
+    AppendDominant(&dominant, h, max_frames);
+    out += dominant.substr(1);  // without the leading blank line
+  }
+  AppendFooter(&out, report);
+  return EscapeForTerminal(out);
+}
+
+std::string FormatJsonLines(const Report& report) {
+  std::string out;
+  for (const StartupStall& s : report.startup_stalls) {
+    out += report::Encode(s);
+    out.push_back('\n');
+  }
+  for (const HangRecord& h : report.hangs) {
+    out += report::Encode(h);
+    out.push_back('\n');
+  }
+  for (const Lag& l : report.lags) {
+    out += report::Encode(l);
+    out.push_back('\n');
+  }
+  return out;
+}
+
+}  // namespace hangwatch::tools

@@ -1,0 +1,13 @@
+// `hangwatch report`: the command's entry in the command table (tools/main.cc).
+#ifndef HANGWATCH_TOOLS_REPORT_REPORT_COMMAND_H_
+#define HANGWATCH_TOOLS_REPORT_REPORT_COMMAND_H_
+
+#include "tools/common/command.h"
+
+namespace hangwatch::tools {
+
+extern const Command kReportCommand;
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_REPORT_REPORT_COMMAND_H_

@@ -1,0 +1,630 @@
+// `hangwatch run`: runs a command with the preload shim injected, then reports its hangs (--help).
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/jsonl_writer.h"
+#include "agent/open_hang_file.h"
+#include "agent/regular_file.h"
+#include "hangwatch/hangwatch.h"
+#include "tools/common/flag_value.h"
+#include "tools/common/terminal_text.h"
+#include "tools/gate/gate_options.h"
+#include "tools/gate/gate_output.h"
+#include "tools/reader/report_reader.h"
+#include "tools/reader/report_symbolize.h"
+#include "tools/report/formats/report_formats.h"
+#include "tools/run/junit.h"
+#include "tools/run/run_command.h"
+#include "tools/run/run_dir.h"
+#include "tools/run/run_report_follower.h"
+#include "tools/run/run_shim.h"
+#include "tools/run/run_summary.h"
+#include "unwind/proc_files.h"
+
+extern char** environ;
+
+namespace hangwatch::tools {
+namespace {
+
+constexpr int kExitHang = 3;
+constexpr int kExitNotWatched = 4;
+constexpr int kExitCannotExecute = 127;
+constexpr char kRunDirParent[] = "/tmp";
+
+constexpr char kUsage[] =
+    "usage: hangwatch run [options] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with libhangwatch_preload.so injected (LD_PRELOAD): each process it starts\n"
+    "is watched from the moment its main thread first waits for events (epoll_wait, poll,\n"
+    "select, ...). When COMMAND ends, stderr lists the processes watched (pid, name, hangs)\n"
+    "and summarizes the hangs; when no process reached an event loop, one line says what\n"
+    "happened instead. Processes still running then (daemons) stay watched: their hangs go to\n"
+    "the report, and their directory in /tmp is kept until they exit.\n"
+    "\n"
+    "Exits with COMMAND's status (128+N when killed by signal N); with --fail-on-hang, 3 when\n"
+    "a hang was seen and 4 when no process was watched (a failing COMMAND is still named).\n"
+    "\n"
+    "  --threshold-ms N   a run-loop pass longer than N ms is a hang (default 250)\n"
+    "  --sample-ms N      sample a slow pass every N ms (default threshold / 10)\n"
+    "  --report FILE      append the hangs to FILE as JSON Lines (see hangwatch report)\n"
+    "  --fail-on-hang     exit 3 when a hang (or a start-up stall) was seen, 4 when nothing\n"
+    "                     was watched\n"
+    "  --junit FILE       write JUnit XML: one test case per hang fingerprint, or with the\n"
+    "                     gate flags below one per signature (an error when nothing was\n"
+    "                     watched)\n"
+    "  --startup-ms N     reaching the event loop later than N ms after start is a start-up\n"
+    "                     stall (default 2000)\n"
+    "  --no-startup-stall do not report slow start-ups\n"
+    "  --inherit          also watch the programs COMMAND executes (keeps LD_PRELOAD)\n"
+    "  --live             log each hang on stderr as it happens, too\n"
+    "  --quiet            no summary on stderr (problems are still printed)\n"
+    "\n"
+    "Gate flags: with any of these, the run's report is judged as by hangwatch gate (its\n"
+    "verdict on stderr): exit 3 when the gate fails (whatever hangs --fail-on-hang alone would\n"
+    "count), 4 when nothing was watched, otherwise COMMAND's status. A lag budget fails the\n"
+    "gate when the run wrote no lag records. --baseline takes one file and is repeatable.\n";
+
+constexpr char kUsageTail[] =
+    "\n"
+    "The shim is looked for next to this program, in ../lib, ../lib64 and ../lib/<multiarch>\n"
+    "relative to it, and in the build tree; $HANGWATCH_PRELOAD_LIB may name another file in\n"
+    "those directories, nowhere else. It, its directory and the directories above them must\n"
+    "belong to root, to you or to the owner of this program and be writable by no one else\n"
+    "(a sticky directory such as /tmp above its own excepted): it is loaded into every\n"
+    "process COMMAND starts, as root under sudo.\n"
+    "\n"
+    "Exit status 2: bad usage, the shim is missing or refused, or --report / --junit cannot\n"
+    "be written (checked before COMMAND starts; so are the baseline and allow files); 127:\n"
+    "COMMAND cannot be executed.\n";
+
+// Every message of `run` goes through EscapeForTerminal: process names and paths come from the
+// launch log, reports and open-hang files, which the watched processes wrote.
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(message).c_str());
+  return kExitUsage;
+}
+
+bool ParseMs(const std::string& s, uint32_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(s.c_str(), &end, 10);
+  if (s.empty() || s[0] == '-' || *end != '\0' || errno != 0 || v < 1 || v > 3600000) {
+    return false;
+  }
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+std::string AbsolutePath(const std::string& p) {
+  if (!p.empty() && p[0] == '/') return p;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return p;
+  return std::string(cwd) + "/" + p;
+}
+
+pid_t g_child = -1;
+void Forward(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+// Fails unless `path` can be appended to (created when missing, never truncated). A file this
+// check created is removed again unless `keep_created`. The report (kept) is opened by the rules
+// the shim writes it with (agent/regular_file.h: no symbolic link, FIFO or device), so that what
+// the shim would refuse stops the run here, before anything is created through a planted link.
+bool CheckWritable(const std::string& path, bool keep_created, const std::string& flag,
+                   std::string* error) {
+  struct stat st;
+  const bool existed = stat(path.c_str(), &st) == 0;
+  if (existed && S_ISDIR(st.st_mode)) {
+    *error = "cannot write " + flag + " " + path + ": it is a directory";
+    return false;
+  }
+  std::string why;
+  const int fd = keep_created
+                     ? agent::OpenRegularFile(path, O_WRONLY | O_APPEND | O_CREAT, 0600, &why)
+                     : open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error =
+        "cannot write " + flag + " " + path + ": " + (keep_created ? why : std::strerror(errno));
+    return false;
+  }
+  close(fd);
+  if (!existed && !keep_created) unlink(path.c_str());
+  return true;
+}
+
+void WriteJunit(const std::string& path, const std::string& xml) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << xml;
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "hangwatch run: cannot write %s\n", EscapeForTerminal(path).c_str());
+  }
+}
+
+// The hangs that were open when processes died, from the open-hang files in `dir` (each file is
+// removed once read, so that no one reports it twice). Files of processes for which `live`
+// holds are left alone: they hold a hang in progress, not a fatal one.
+std::vector<HangRecord> TakeFatalHangs(const std::string& dir,
+                                       const std::function<bool(int64_t)>& live) {
+  std::vector<HangRecord> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, "open-hang.", 10) != 0) continue;
+    if (live(std::atoll(e->d_name + 10))) continue;
+    HangRecord fatal;
+    std::string error;
+    const std::string path = dir + "/" + e->d_name;
+    if (agent::ReadOpenHangFile(path, &fatal, &error) == agent::OpenHangReadStatus::kFound) {
+      // Its frames were resolved against the dead process's modules but not named (that
+      // needs the same build loaded here): name them offline, from the binaries on disk.
+      Report one;
+      one.hangs.push_back(std::move(fatal));
+      std::vector<std::string> warnings;
+      SymbolizeReport(ReportSymbolizeOptions{}, &one, &warnings);
+      out.push_back(std::move(one.hangs[0]));
+    }
+    unlink(path.c_str());
+  }
+  closedir(d);
+  return out;
+}
+
+// Appends one hang to a JSON Lines report, as the shim writes its hangs there (one whole line,
+// never through a symbolic link, rotated at the same size). 0, or the errno of the failure.
+int AppendToReport(const std::string& path, const HangRecord& hang) {
+  agent::JsonlWriter writer(path, Config{}.json_max_bytes);
+  std::string error;
+  return writer.Append(ToJsonLine(hang), &error) ? 0 : writer.error_number();
+}
+
+// The live children of this process. `run` is a child subreaper, so these are the command's
+// descendants that outlived their parents (a daemon after its double fork, a background job of
+// a shell that exited). Children that ended meanwhile are reaped first.
+std::vector<std::pair<int64_t, uint64_t>> LingeringChildren() {
+  int status;
+  while (waitpid(-1, &status, WNOHANG) > 0) {
+  }
+  std::vector<std::pair<int64_t, uint64_t>> out;
+  const int64_t self = getpid();
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const int64_t pid = std::atoll(e->d_name);
+    const ProcStat s = ReadProcStat(pid);
+    if (s.exists && s.ppid == self && s.state != 'Z' && s.state != 'X') {
+      out.emplace_back(pid, s.start_time);
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+// A process of the run is alive and may still arm: it loaded the shim and has neither armed
+// nor given up, or it is a lingering child that has not logged anything yet (it may be about
+// to: a fork child writes its line when it first runs).
+bool WaitingToArm(const LaunchLog& log) {
+  for (const auto& p : log.processes) {
+    if (p.ArmedImage() == nullptr && !p.Last().off && IsAlive(p.pid, p.start_time)) return true;
+  }
+  for (const auto& [pid, start_time] : LingeringChildren()) {
+    bool logged = false;
+    for (const auto& p : log.processes) logged |= p.pid == pid && p.start_time == start_time;
+    if (!logged) return true;
+  }
+  return false;
+}
+
+int Run(int argc, char** argv) {
+  uint32_t threshold_ms = 250, sample_ms = 0, startup_ms = 2000;
+  std::string report_path;
+  GateOptions gate;
+  bool fail_on_hang = false, startup_stall = true, inherit = false, live = false, quiet = false;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    std::string v;
+    auto value = [&](std::string_view flag) { return FlagValue(argc, argv, &i, flag, &v); };
+    std::string gate_error;
+    const GateFlag g = ParseGateFlag(argc, argv, &i, /*baseline_lists=*/false, &gate, &gate_error);
+    if (g == GateFlag::kBad) return Fail(gate_error);
+    if (g == GateFlag::kTaken) continue;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::fputs(kGateFlagsUsage, stdout);
+      std::fputs(kUsageTail, stdout);
+      return 0;
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else if (value("--threshold-ms")) {
+      if (!ParseMs(v, &threshold_ms))
+        return Fail("--threshold-ms wants 1..3600000, not '" + v + "'");
+    } else if (value("--sample-ms")) {
+      if (!ParseMs(v, &sample_ms)) return Fail("--sample-ms wants 1..3600000, not '" + v + "'");
+    } else if (value("--startup-ms")) {
+      if (!ParseMs(v, &startup_ms)) return Fail("--startup-ms wants 1..3600000, not '" + v + "'");
+    } else if (value("--report")) {
+      report_path = AbsolutePath(v);
+    } else if (a == "--fail-on-hang") {
+      fail_on_hang = true;
+    } else if (a == "--no-startup-stall") {
+      startup_stall = false;
+    } else if (a == "--inherit") {
+      inherit = true;
+    } else if (a == "--live") {
+      live = true;
+    } else if (a == "--quiet") {
+      quiet = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Fail("unknown option '" + std::string(a) +
+                  "' or missing value (see hangwatch run --help)");
+    } else {
+      break;  // the command
+    }
+  }
+  if (i >= argc) return Fail("no command given (hangwatch run [options] -- COMMAND [ARGS...])");
+  if (sample_ms > threshold_ms) return Fail("--sample-ms must not be larger than --threshold-ms");
+  std::string shim_error;
+  const std::string shim = FindTrustedShim(&shim_error);
+  if (shim.empty()) return Fail(shim_error);
+
+  // Output paths are checked before the command starts: a CI run must not find out at its end
+  // that its results cannot be written.
+  // The JUnit file is written at the end (a file created by the check is removed again); the
+  // report is only ever appended to (the shim creates it at the first hang anyway).
+  const std::string& junit_path = gate.junit;
+  GateInputs gate_inputs;
+  if (gate.gating) {
+    std::string error;
+    if (!LoadGateInputs(gate, &gate_inputs, &error)) return Fail(error);
+  }
+  if (!junit_path.empty()) {
+    std::string error;
+    if (!CheckWritable(junit_path, /*keep_created=*/false, "--junit", &error)) return Fail(error);
+  }
+  if (!gate.markdown.empty()) {
+    std::string error;
+    if (!CheckWritable(gate.markdown, /*keep_created=*/false, "--markdown", &error)) {
+      return Fail(error);
+    }
+  }
+  if (!report_path.empty()) {
+    std::string error;
+    if (!CheckWritable(report_path, /*keep_created=*/true, "--report", &error)) return Fail(error);
+  }
+
+  // Run directories of earlier runs whose processes are all gone (a killed run, a daemon that
+  // has since exited).
+  RemoveStaleRunDirs(kRunDirParent, [](const std::string& dir, const std::string& report) {
+    // A process of that run died during a hang after the run had ended.
+    for (const HangRecord& fatal : TakeFatalHangs(dir, [](int64_t) { return false; })) {
+      if (!report.empty()) AppendToReport(report, fatal);
+      std::fprintf(stderr,
+                   "hangwatch run: pid %lld (%s) of an earlier run died during a %llu ms hang; "
+                   "%s\n",
+                   static_cast<long long>(fatal.pid), EscapeForTerminal(fatal.process).c_str(),
+                   static_cast<unsigned long long>(fatal.duration_ms),
+                   report.empty() ? "that run had no --report, so it is not recorded"
+                                  : EscapeForTerminal("added to " + report).c_str());
+    }
+  });
+  std::string tmpdir, dir_error;
+  if (!CreateRunDir(kRunDirParent, report_path, &tmpdir, &dir_error)) return Fail(dir_error);
+  const std::string launch_log = tmpdir + "/" + kLaunchLogFile;
+  const bool own_report = report_path.empty();
+  if (own_report) report_path = tmpdir + "/report.jsonl";
+  ReportFollower report_file(report_path);  // the run's hangs, across rotations
+
+  // The child's environment: ours, with the shim first in LD_PRELOAD and HANGWATCH_* set.
+  std::vector<std::string> env;
+  std::string preload = shim;
+  std::string search_path = "/usr/local/bin:/usr/bin:/bin";
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view kv = *e;
+    if (kv.substr(0, 11) == "LD_PRELOAD=") {
+      if (kv.size() > 11) preload += ":" + std::string(kv.substr(11));
+      continue;
+    }
+    if (kv.substr(0, 5) == "PATH=") search_path = std::string(kv.substr(5));
+    // Ours are set below; the cache directory, labels and pass timing are the user's.
+    if (kv.substr(0, 10) == "HANGWATCH_" && kv.substr(0, 20) != "HANGWATCH_CACHE_DIR=" &&
+        kv.substr(0, 17) != "HANGWATCH_LABELS=" &&
+        kv.substr(0, 26) != "HANGWATCH_LAG_INTERVAL_MS=" &&
+        kv.substr(0, 22) != "HANGWATCH_TIME_PASSES=") {
+      continue;
+    }
+    env.emplace_back(kv);
+  }
+  env.push_back("LD_PRELOAD=" + preload);
+  env.push_back("HANGWATCH_THRESHOLD_MS=" + std::to_string(threshold_ms));
+  if (sample_ms) env.push_back("HANGWATCH_SAMPLE_MS=" + std::to_string(sample_ms));
+  env.push_back("HANGWATCH_REPORT=" + report_path);
+  env.push_back("HANGWATCH_OPEN_HANG_DIR=" + tmpdir);
+  env.push_back("HANGWATCH_LAUNCH_LOG=" + launch_log);
+  env.push_back(std::string("HANGWATCH_LOG=") + (live ? "1" : "0"));
+  // Our stderr is one the shim may print on (--live), whatever file it is (stderr_policy.h).
+  if (struct stat err_st; fstat(2, &err_st) == 0) {
+    env.push_back("HANGWATCH_STDERR=" + std::to_string(err_st.st_dev) + ":" +
+                  std::to_string(err_st.st_ino));
+  }
+  env.push_back(std::string("HANGWATCH_STARTUP_STALL=") + (startup_stall ? "1" : "0"));
+  env.push_back("HANGWATCH_STARTUP_MS=" + std::to_string(startup_ms));
+  if (inherit) env.push_back("HANGWATCH_INHERIT=1");
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  std::string suite;
+  for (int k = i; k < argc; ++k) suite += (k > i ? " " : "") + std::string(argv[k]);
+  const std::string command = argv[i];
+
+  // A failed exec reports its errno through a close-on-exec pipe: the error line is printed
+  // here, and nothing else (no summary of a run that never started).
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    RemoveRunDir(tmpdir);
+    return Fail(std::string("pipe: ") + std::strerror(errno));
+  }
+  // While COMMAND runs, terminal signals reach it directly (same process group): ignore them
+  // here; forward the ones sent to us alone.
+  struct sigaction ign {
+  }, fwd{}, old_int{}, old_quit{}, old_term{}, old_hup{};
+  ign.sa_handler = SIG_IGN;
+  fwd.sa_handler = Forward;
+  sigemptyset(&fwd.sa_mask);
+  fwd.sa_flags = SA_RESTART;
+  // Orphaned descendants of the command (daemons) become children of `run` rather than of
+  // init while it runs: it can see them, and wait for them to reach their event loop.
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  const auto started = std::chrono::steady_clock::now();
+  const pid_t child = fork();
+  if (child < 0) {
+    const int fork_errno = errno;
+    close(exec_pipe[0]);
+    close(exec_pipe[1]);
+    RemoveRunDir(tmpdir);
+    return Fail(std::string("fork: ") + std::strerror(fork_errno));
+  }
+  if (child == 0) {
+    close(exec_pipe[0]);
+    execvpe(argv[i], argv + i, envp.data());
+    const int exec_errno = errno;
+    ssize_t unused = write(exec_pipe[1], &exec_errno, sizeof exec_errno);
+    (void)unused;
+    _exit(127);
+  }
+  close(exec_pipe[1]);
+  int exec_errno = 0;
+  ssize_t got;
+  while ((got = read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  close(exec_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    RemoveRunDir(tmpdir);
+    const std::string message = "cannot execute '" + command + "': " + std::strerror(exec_errno);
+    std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(message).c_str());
+    if (!junit_path.empty()) {
+      WriteJunit(junit_path, FormatJunitError(suite, "not-executed", message, 0));
+    }
+    return kExitCannotExecute;
+  }
+  g_child = child;
+  report_file.Follow();
+  sigaction(SIGINT, &ign, &old_int);
+  sigaction(SIGQUIT, &ign, &old_quit);
+  sigaction(SIGTERM, &fwd, &old_term);
+  sigaction(SIGHUP, &fwd, &old_hup);
+  int status = 0;
+  for (;;) {
+    // Any child: orphans re-parented to `run` are reaped as they end.
+    int st = 0;
+    const pid_t pid = waitpid(-1, &st, 0);
+    if (pid == child) {
+      status = st;
+      break;
+    }
+    if (pid < 0 && errno != EINTR) break;  // cannot happen: the command is our child
+  }
+  g_child = -1;
+  // Processes that loaded the shim and still live without having armed (a daemon between its
+  // fork and its event loop): give them the start-up time to arm or to end.
+  LaunchLog log = ReadLaunchLog(launch_log);
+  {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(startup_ms);
+    while (WaitingToArm(log) && std::chrono::steady_clock::now() < deadline) {
+      usleep(20000);
+      log = ReadLaunchLog(launch_log);
+    }
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const int exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
+                        : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                              : 1;
+
+  // Processes of this run that are still alive (daemons, background children): the run
+  // directory holds their open-hang files, so it stays.
+  const std::vector<const LaunchProcess*> still_running = LiveProcesses(log);
+  const std::vector<int64_t> locked = LockedOpenHangFiles(tmpdir);
+  auto is_live = [&](int64_t pid) {
+    for (const LaunchProcess* p : still_running) {
+      if (p->pid == pid) return true;
+    }
+    return std::find(locked.begin(), locked.end(), pid) != locked.end();
+  };
+
+  // What the run appended to the report, plus hangs that were open when a process died.
+  Report report;
+  {
+    std::string error;
+    // Torn lines are counted in the report.
+    ParseJsonLines(report_file.ReadAppended(), &report, &error);
+  }
+  for (HangRecord& fatal : TakeFatalHangs(tmpdir, is_live)) {
+    if (!own_report) {
+      if (const int err = AppendToReport(report_path, fatal); err != 0) {
+        log.AddUnwritten("hang", err);
+      }
+    }
+    report.hangs.push_back(std::move(fatal));
+  }
+  // Hangs the report file did not take (a full disk): never "no hangs".
+  const size_t lost_hangs = log.UnwrittenHangs();
+  const bool keep_dir = !still_running.empty() || !locked.empty();
+  if (!keep_dir) RemoveRunDir(tmpdir);
+
+  std::vector<WatchedProcess> watched = WatchedProcesses(log, report);
+  for (WatchedProcess& w : watched) {
+    w.running = w.start_time != 0 ? IsAlive(w.pid, w.start_time) : is_live(w.pid);
+  }
+  const bool stalled = !report.hangs.empty() || !report.startup_stalls.empty() || lost_hangs > 0;
+  const bool none_watched = watched.empty();
+  const bool failed = exit_code != 0;
+  // With gate flags, the gate judges the hangs: its verdict on the report, symbolized offline
+  // so that culprits have source lines.
+  GateVerdict verdict;
+  if (gate.gating) {
+    std::vector<std::string> warnings;
+    SymbolizeReport(ReportSymbolizeOptions{}, &report, &warnings);
+    verdict =
+        ComputeVerdict(report, {}, 0, gate_inputs.has_baseline ? &gate_inputs.baseline : nullptr,
+                       gate_inputs.baseline_tallies, gate_inputs.allow, gate.budgets);
+  }
+  const int result = gate.gating                    ? (none_watched ? kExitNotWatched
+                                                       : !verdict.passed || lost_hangs > 0 ||
+                                            (fail_on_hang && !report.startup_stalls.empty())
+                                                           ? kExitHang
+                                                           : exit_code)
+                     : fail_on_hang && stalled      ? kExitHang
+                     : fail_on_hang && none_watched ? kExitNotWatched
+                                                    : exit_code;
+  std::string not_watched;
+  if (none_watched) {
+    not_watched =
+        "no process was watched: " + ExplainNothingWatched(log, child, command, search_path);
+    // Printed even with --quiet: a gate that watched nothing must not pass in silence.
+    std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(not_watched).c_str());
+  } else if (!quiet) {
+    if (stalled) {
+      const size_t hangs = report.hangs.size() + lost_hangs;
+      std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n", hangs,
+                   hangs == 1 ? "" : "s", EscapeForTerminal(command).c_str(), threshold_ms);
+      const std::string summary = FormatSummary(report, 16);
+      std::fwrite(summary.data(), 1, summary.size(), stderr);
+    } else {
+      const bool so_far = std::any_of(watched.begin(), watched.end(),
+                                      [](const WatchedProcess& w) { return w.running; });
+      std::fprintf(stderr, "hangwatch run: no hangs in %s%s (threshold %u ms)\n",
+                   EscapeForTerminal(command).c_str(), so_far ? " so far" : "", threshold_ms);
+    }
+    const std::string list = FormatWatched(watched);
+    std::fwrite(list.data(), 1, list.size(), stderr);
+    if (stalled && !own_report) {
+      std::fprintf(stderr, "hangwatch run: details: hangwatch report %s\n",
+                   EscapeForTerminal(report_path).c_str());
+    }
+  }
+  // Printed even with --quiet: lost hangs are a problem, and they fail --fail-on-hang.
+  const std::string unwritten = EscapeForTerminal(FormatUnwritten(log.unwritten, report_path));
+  std::fwrite(unwritten.data(), 1, unwritten.size(), stderr);
+  if (gate.gating && !none_watched && (!quiet || !verdict.passed)) {
+    // "gate PASSED" and the lines under it, each prefixed as the rest of the summary.
+    std::string text = FormatGateText(verdict, 16);
+    if (text.compare(0, 16, "hangwatch gate: ") == 0) text.replace(0, 16, "gate ");
+    std::string out;
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t nl = text.find('\n', at);
+      const size_t end = nl == std::string::npos ? text.size() : nl + 1;
+      out += "hangwatch run: " + text.substr(at, end - at);
+      at = end;
+    }
+    std::fwrite(out.data(), 1, out.size(), stderr);
+  }
+  if (failed && (!quiet || result != exit_code)) {
+    std::fprintf(stderr, "hangwatch run: %s %s\n", EscapeForTerminal(command).c_str(),
+                 DescribeWaitStatus(status).c_str());
+  }
+  if (keep_dir) {
+    std::string names;
+    for (const LaunchProcess* p : still_running) {
+      if (!names.empty()) names += ", ";
+      names += "pid " + std::to_string(p->pid) + " " + p->Last().name +
+               (p->ArmedImage() != nullptr ? " (watched)" : " (not waiting for events yet)");
+    }
+    for (int64_t pid : locked) {
+      bool listed = false;
+      for (const LaunchProcess* p : still_running) listed |= p->pid == pid;
+      if (!listed) names += (names.empty() ? "pid " : ", pid ") + std::to_string(pid);
+    }
+    std::fprintf(stderr, "hangwatch run: still running after %s ended: %s\n",
+                 EscapeForTerminal(command).c_str(), EscapeForTerminal(names).c_str());
+    std::fprintf(stderr,
+                 "hangwatch run: their hangs go to %s; %s is kept for them (a later hangwatch "
+                 "run removes it once they have exited)\n",
+                 EscapeForTerminal(report_path).c_str(), tmpdir.c_str());
+  }
+  if (!junit_path.empty()) {
+    WriteJunit(junit_path, none_watched
+                               ? FormatJunitError(suite, "not-watched", not_watched, elapsed)
+                           : gate.gating ? FormatGateJunit(verdict, suite, elapsed)
+                                         : FormatJunit(report, suite, elapsed));
+  }
+  if (gate.gating) {
+    if (!gate.markdown.empty()) {
+      std::ofstream md(gate.markdown, std::ios::binary | std::ios::app);
+      md << (none_watched
+                 ? "### hangwatch run: \xE2\x9D\x8C nothing was gated\n\n" + not_watched + "\n"
+                 : FormatGateMarkdown(verdict));
+      md.close();
+      if (!md) {
+        std::fprintf(stderr, "hangwatch run: cannot write %s\n",
+                     EscapeForTerminal(gate.markdown).c_str());
+      }
+    }
+    if (gate.github && none_watched) {
+      std::fprintf(stdout, "::error title=hangwatch%%3A nothing watched::%s\n",
+                   EscapeForTerminal(not_watched).c_str());
+      std::fflush(stdout);
+    } else if (gate.github) {
+      const char* workspace = std::getenv("GITHUB_WORKSPACE");
+      const std::string lines = FormatGateGithub(verdict, workspace ? workspace : "");
+      std::fwrite(lines.data(), 1, lines.size(), stdout);
+      std::fflush(stdout);
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+const Command kRunCommand = {
+    "run", "run a command with the agent injected; report its hangs (CI gate)", Run};
+}  // namespace hangwatch::tools

@@ -1,0 +1,130 @@
+#include "tools/run/run_summary.h"
+
+#include <sys/wait.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "tools/common/terminal_text.h"
+#include "tools/common/xml_escape.h"
+
+namespace hangwatch::tools {
+namespace {
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", s < 0 ? 0.0 : s);
+  return buf;
+}
+
+std::string BaseNameOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+WatchedProcess* FindPid(std::vector<WatchedProcess>* list, int64_t pid) {
+  // The newest entry with that pid: records of a reused pid count for the later process.
+  for (auto it = list->rbegin(); it != list->rend(); ++it) {
+    if (it->pid == pid) return &*it;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report& report) {
+  std::vector<WatchedProcess> out;
+  for (const auto& p : log.processes) {
+    const LaunchImage* image = p.ArmedImage();
+    if (image == nullptr) continue;
+    WatchedProcess& w = out.emplace_back();
+    w.pid = p.pid;
+    w.start_time = p.start_time;
+    w.name = image->name;
+    w.exe = image->exe;
+    w.unwritten_hangs = p.unwritten_hangs;
+  }
+  auto entry = [&](int64_t pid, const std::string& process) -> WatchedProcess& {
+    if (WatchedProcess* w = FindPid(&out, pid)) return *w;
+    WatchedProcess& w = out.emplace_back();
+    w.pid = pid;
+    w.name = BaseNameOf(process);
+    w.exe = process;
+    return w;
+  };
+  for (const HangRecord& h : report.hangs) ++entry(h.pid, h.process).hangs;
+  for (const StartupStall& s : report.startup_stalls) ++entry(s.pid, s.process).startup_stalls;
+  for (const Lag& l : report.lags) {
+    WatchedProcess& w = entry(l.pid, l.process_name);
+    ++w.lag_records;
+    w.passes.Merge(l.passes);
+  }
+  return out;
+}
+
+std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
+  std::string out = "hangwatch run: watched " + std::to_string(watched.size()) +
+                    (watched.size() == 1 ? " process:\n" : " processes:\n");
+  for (const auto& w : watched) {
+    out += "hangwatch run:   pid " + std::to_string(w.pid) + " " + (w.name.empty() ? "?" : w.name);
+    if (!w.exe.empty() && w.exe != w.name) out += " (" + w.exe + ")";
+    out += ": " + (w.hangs == 0 && w.unwritten_hangs == 0
+                       ? std::string("no hangs")
+                       : std::to_string(w.hangs + w.unwritten_hangs) +
+                             (w.hangs + w.unwritten_hangs == 1 ? " hang" : " hangs"));
+    if (w.unwritten_hangs > 0) {
+      out += " (" + std::to_string(w.unwritten_hangs) + " not written)";
+    }
+    if (w.startup_stalls > 0) out += ", slow start-up";
+    if (w.running) out += ", still running";
+    out += "\n";
+    if (w.lag_records > 0) {
+      out += "hangwatch run:     lag: " + report::DescribeLag(w.passes.Figures()) + "\n";
+    }
+  }
+  return EscapeForTerminal(out);  // names and paths the watched processes gave
+}
+
+std::string FormatUnwritten(const std::vector<UnwrittenRecords>& unwritten,
+                            const std::string& report_path) {
+  std::string out;
+  for (const UnwrittenRecords& u : unwritten) {
+    const bool one = u.count == 1;
+    const char* what = u.type == "hang"            ? (one ? "hang" : "hangs")
+                       : u.type == "startup_stall" ? (one ? "start-up stall" : "start-up stalls")
+                       : u.type == "lag"           ? (one ? "lag record" : "lag records")
+                                                   : (one ? "record" : "records");
+    out += "hangwatch run: " + std::to_string(u.count) + " " + what + " could not be written to " +
+           report_path + ": " + std::strerror(u.error_number) + "\n";
+  }
+  return out;
+}
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* abbrev = sigabbrev_np(sig);
+    return "was killed by signal " + std::to_string(sig) +
+           (abbrev != nullptr ? std::string(" (SIG") + abbrev + ")" : std::string());
+  }
+  return "ended (wait status " + std::to_string(status) + ")";
+}
+
+std::string FormatJunitError(const std::string& suite, const std::string& type,
+                             const std::string& message, double elapsed_s) {
+  const std::string t = Seconds(elapsed_s);
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<testsuites name=\"hangwatch\" tests=\"1\" failures=\"0\" errors=\"1\" time=\"" + t +
+         "\">\n";
+  out += "  <testsuite name=\"" + XmlEscape(suite, true) +
+         "\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"" + t + "\">\n";
+  out += "    <testcase classname=\"hangwatch\" name=\"main thread watched\" time=\"" + t + "\">\n";
+  out += "      <error type=\"" + XmlEscape(type, true) + "\" message=\"" +
+         XmlEscape(message, true) + "\">" + XmlEscape(message, false) + "</error>\n";
+  out += "    </testcase>\n  </testsuite>\n</testsuites>\n";
+  return out;
+}
+
+}  // namespace hangwatch::tools

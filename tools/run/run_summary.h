@@ -1,0 +1,54 @@
+// What `hangwatch run` tells when its command has ended: the processes it watched (from the
+// launch log and the report), how the command ended, and the JUnit file of a run that watched
+// nothing.
+#ifndef HANGWATCH_TOOLS_RUN_SUMMARY_H_
+#define HANGWATCH_TOOLS_RUN_SUMMARY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/reader/report_reader.h"
+#include "tools/run/launch_log_reader.h"
+
+namespace hangwatch::tools {
+
+struct WatchedProcess {
+  int64_t pid = 0;
+  uint64_t start_time = 0;  // 0: unknown (the process is known from the report only)
+  std::string name;         // process name
+  std::string exe;          // executable; may be empty
+  size_t hangs = 0;         // hang records with its pid in this run's report
+  size_t startup_stalls = 0;
+  size_t unwritten_hangs = 0;  // hangs and start-up stalls its report file did not take
+  bool running = false;        // still alive when the summary was made
+  size_t lag_records = 0;      // its lag records in this run's report, and their passes:
+  PassHistogram passes;
+};
+
+// Every process that armed (launch log), plus every pid that has records in `report` but no
+// armed line (a shim that does not write a launch log), in order of appearance.
+std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report& report);
+
+// "  pid 1234 redis-server (/usr/bin/redis-check-rdb): 2 hangs, still running\n" per process,
+// each line prefixed with "hangwatch run: ", and for a process with lag records a second line,
+// "    lag: 3611 passes (busy 9.8 s), p50 ...".
+std::string FormatWatched(const std::vector<WatchedProcess>& watched);
+
+// One line per kind of record lost and cause, each prefixed with "hangwatch run: ": "2 hangs
+// could not be written to PATH: No space left on device\n". Empty when nothing was lost.
+std::string FormatUnwritten(const std::vector<UnwrittenRecords>& unwritten,
+                            const std::string& report_path);
+
+// "exited with status 3", "was killed by signal 9 (SIGKILL)", from a waitpid status.
+std::string DescribeWaitStatus(int status);
+
+// A JUnit file (tests/tools/junit.xsd) with one test case in error: the run could not gate
+// (`type` "not-watched": no process reached an event loop; "not-executed": the command could
+// not be started).
+std::string FormatJunitError(const std::string& suite, const std::string& type,
+                             const std::string& message, double elapsed_s);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_RUN_SUMMARY_H_

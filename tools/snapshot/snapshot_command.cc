@@ -1,0 +1,415 @@
+// `hangwatch snapshot PID [--json]`: every thread of another process — name, scheduler state,
+// CPU time, the top frame's registers and its symbolized stack — like macOS's stackshot,
+// eu-stack or gdb's `thread apply all bt`.
+//
+// The target is stopped only while registers and stack slices are copied
+// (unwind/ptrace_capture.h); unwinding (tools/snapshot/snapshot_unwind.h: frame pointers, then
+// DWARF CFI where the frame-pointer chain falls short) and symbolization
+// (tools/snapshot/snapshot_output.h, symbols/batch_symbolizer.h) happen after every thread runs
+// again. This file: the options, the phases in order and their timings.
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "symbols/batch_symbolizer.h"
+#include "symbols/module_map.h"
+#include "symbols/process_modules.h"
+#include "tools/common/terminal_text.h"
+#include "tools/snapshot/snapshot_command.h"
+#include "tools/snapshot/snapshot_output.h"
+#include "tools/snapshot/snapshot_unwind.h"
+#include "unwind/ptrace_capture.h"
+
+namespace hangwatch::tools {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: hangwatch snapshot PID [--json] [--max-frames N] [--stack-kb N]\n"
+    "                              [--stop-timeout-ms N] [--per-thread] [--no-cfi]\n"
+    "                              [--no-symbols] [--no-index] [--timings]\n"
+    "\n"
+    "Prints every thread of process PID: thread id, name, scheduler state, CPU time, the top\n"
+    "frame's registers (pc, sp, fp) and its stack, symbolized (function, file:line and inlined\n"
+    "frames when debug information is available; module+offset always).\n"
+    "\n"
+    "The process is stopped only while registers and a slice of each stack are copied\n"
+    "(ptrace PTRACE_SEIZE/PTRACE_INTERRUPT, process_vm_readv); the stopped window is measured\n"
+    "and printed. Unwinding and symbolization happen after it runs again. Ctrl-C never leaves\n"
+    "it stopped.\n"
+    "\n"
+    "  --json               one JSON object on stdout; frames in the agent's report format\n"
+    "                       (addr, module, build_id, offset, symbol, file, line)\n"
+    "  --max-frames N       frames per thread (default 256)\n"
+    "  --stack-kb N         stack bytes copied per thread, from sp upwards (default 64)\n"
+    "  --stop-timeout-ms N  how long to wait for all threads to stop (default 1000)\n"
+    "  --per-thread         stop, copy and resume each thread on its own instead of all at\n"
+    "                       once: each thread pauses only for its own copy (microseconds)\n"
+    "                       even on a loaded machine, but threads are captured at slightly\n"
+    "                       different instants\n"
+    "  --no-cfi             frame pointers only (no DWARF call-frame information)\n"
+    "  --no-symbols         no function names, files or lines (module+offset only)\n"
+    "  --no-index           read only the debug information the frames need, and cache\n"
+    "                       nothing (default: index each module with debug information\n"
+    "                       once, in the cache of `hangwatch symbols index`, so that later\n"
+    "                       snapshots symbolize in microseconds)\n"
+    "  --timings            after the output, one line on stderr: CPU and wall time of each\n"
+    "                       phase of this command (start-up, modules, stop, unwind, symbols,\n"
+    "                       output)\n"
+    "\n"
+    "Needs permission to ptrace PID: the same user (subject to\n"
+    "/proc/sys/kernel/yama/ptrace_scope) or CAP_SYS_PTRACE. Exit status: 0 on success, 2 on\n"
+    "bad usage or when no snapshot could be taken (one line on stderr says why).\n";
+
+struct Options {
+  pid_t pid = 0;
+  bool json = false;
+  size_t max_frames = 256;
+  size_t stack_kb = 64;
+  int stop_timeout_ms = 1000;
+  bool cfi = true;
+  bool symbols = true;
+  bool index = true;
+  bool stop_all = true;
+  bool timings = false;
+};
+
+int Usage(const char* fmt, const char* arg) {
+  std::fprintf(stderr, "hangwatch snapshot: ");
+  std::fprintf(stderr, fmt, EscapeForTerminal(arg).c_str());
+  std::fprintf(stderr, " (try hangwatch snapshot --help)\n");
+  return kExitUsage;
+}
+
+bool ParseNumber(const char* s, uint64_t max, uint64_t* out) {
+  if (s == nullptr || *s < '0' || *s > '9') return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v > max) return false;
+  *out = v;
+  return true;
+}
+
+// Returns -1 when parsed, else the exit status.
+int ParseArgs(int argc, char** argv, Options* o) {
+  bool have_pid = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto value = [&](uint64_t max, uint64_t min, uint64_t* out) {
+      if (i + 1 >= argc) return false;
+      ++i;
+      return ParseNumber(argv[i], max, out) && *out >= min;
+    };
+    uint64_t v = 0;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--json") {
+      o->json = true;
+    } else if (a == "--no-cfi") {
+      o->cfi = false;
+    } else if (a == "--no-symbols") {
+      o->symbols = false;
+    } else if (a == "--no-index") {
+      o->index = false;
+    } else if (a == "--timings") {
+      o->timings = true;
+    } else if (a == "--per-thread") {
+      o->stop_all = false;
+    } else if (a == "--max-frames") {
+      if (!value(65536, 1, &v)) return Usage("--max-frames needs a number from 1 to 65536%s", "");
+      o->max_frames = v;
+    } else if (a == "--stack-kb") {
+      if (!value(65536, 1, &v)) return Usage("--stack-kb needs a number from 1 to 65536%s", "");
+      o->stack_kb = v;
+    } else if (a == "--stop-timeout-ms") {
+      if (!value(600000, 1, &v)) {
+        return Usage("--stop-timeout-ms needs a number from 1 to 600000%s", "");
+      }
+      o->stop_timeout_ms = static_cast<int>(v);
+    } else if (!a.empty() && a[0] == '-') {
+      return Usage("unknown option '%s'", argv[i]);
+    } else if (have_pid) {
+      return Usage("unexpected argument '%s': one PID only", argv[i]);
+    } else {
+      if (!ParseNumber(argv[i], 0x3fffffff, &v) || v == 0) {
+        return Usage("'%s' is not a process id", argv[i]);
+      }
+      o->pid = static_cast<pid_t>(v);
+      have_pid = true;
+    }
+  }
+  if (!have_pid) return Usage("missing PID%s", "");
+  return -1;
+}
+
+// One line for a snapshot that could not be taken.
+int ReportCaptureError(const unwind::PtraceSnapshot& snap) {
+  const pid_t pid = snap.pid;
+  switch (snap.error) {
+    case unwind::PtraceError::kNoSuchProcess:
+      std::fprintf(stderr, "hangwatch snapshot: no process with pid %d\n", pid);
+      break;
+    case unwind::PtraceError::kPermission:
+      std::fprintf(stderr,
+                   "hangwatch snapshot: not allowed to trace process %d (%s): it belongs to "
+                   "another user, or ptrace is restricted (see "
+                   "/proc/sys/kernel/yama/ptrace_scope); run as its user or with "
+                   "CAP_SYS_PTRACE\n",
+                   pid, std::strerror(snap.error_errno));
+      break;
+    case unwind::PtraceError::kAlreadyTraced:
+      std::fprintf(stderr,
+                   "hangwatch snapshot: process %d is already being traced by process %d "
+                   "(a debugger?); only one tracer is allowed\n",
+                   pid, snap.tracer_pid);
+      break;
+    case unwind::PtraceError::kZombie:
+      std::fprintf(stderr,
+                   "hangwatch snapshot: process %d is a zombie: it has exited and waits for its "
+                   "parent to reap it; there are no stacks to show\n",
+                   pid);
+      break;
+    case unwind::PtraceError::kExited:
+      std::fprintf(stderr,
+                   "hangwatch snapshot: process %d exited during the snapshot; nothing was "
+                   "captured\n",
+                   pid);
+      break;
+    case unwind::PtraceError::kIsSelf:
+      std::fprintf(stderr, "hangwatch snapshot: pid %d is hangwatch itself\n", pid);
+      break;
+    case unwind::PtraceError::kCancelled:
+      std::fprintf(stderr, "hangwatch snapshot: interrupted; process %d was released\n", pid);
+      break;
+    case unwind::PtraceError::kSystem:
+    case unwind::PtraceError::kOk:
+      std::fprintf(stderr, "hangwatch snapshot: cannot snapshot process %d: %s\n", pid,
+                   std::strerror(snap.error_errno));
+      break;
+  }
+  return kExitUsage;
+}
+
+std::string ReadExe(pid_t pid) {
+  char path[64];
+  char buf[4096];
+  std::snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+  ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string ThreadNote(const unwind::PtraceThread& t) {
+  char buf[256];
+  switch (t.status) {
+    case unwind::PtraceThreadStatus::kVanished:
+      std::snprintf(buf, sizeof(buf), "thread %d exited during the snapshot (skipped)", t.tid);
+      break;
+    case unwind::PtraceThreadStatus::kZombie:
+      std::snprintf(buf, sizeof(buf), "thread %d has exited (zombie, skipped)", t.tid);
+      break;
+    case unwind::PtraceThreadStatus::kNotStopped:
+      std::snprintf(buf, sizeof(buf),
+                    "thread %d did not stop in time (state %c: uninterruptible sleep?); its "
+                    "stack was read from /proc without stopping it%s",
+                    t.tid, t.state, t.regs.sp == 0 ? " but /proc had nothing" : "");
+      break;
+    case unwind::PtraceThreadStatus::kFailed:
+      std::snprintf(buf, sizeof(buf), "thread %d could not be read: %s (skipped)", t.tid,
+                    std::strerror(t.error_errno));
+      break;
+    case unwind::PtraceThreadStatus::kCaptured:
+      return "";
+  }
+  return buf;
+}
+
+uint64_t ClockNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t NowNs() { return ClockNs(CLOCK_MONOTONIC); }
+
+// Minor page faults of this process so far.
+uint64_t MinorFaults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_minflt);
+}
+
+// --timings: CPU (this process, kernel time included), wall time and minor page faults per
+// phase. The first phase, "start-up", is what was spent before RunSnapshot: exec, static
+// initializers (and, measured from fork, the parent's share of the fork); its wall time is not
+// known here.
+class PhaseTimer {
+ public:
+  PhaseTimer() : cpu_(ClockNs(CLOCK_PROCESS_CPUTIME_ID)), wall_(NowNs()), faults_(MinorFaults()) {
+    phases_.push_back({"start-up", cpu_, 0, faults_});
+  }
+  void End(const char* name) {
+    const uint64_t cpu = ClockNs(CLOCK_PROCESS_CPUTIME_ID);
+    const uint64_t wall = NowNs();
+    const uint64_t faults = MinorFaults();
+    phases_.push_back({name, cpu - cpu_, wall - wall_, faults - faults_});
+    cpu_ = cpu;
+    wall_ = wall;
+    faults_ = faults;
+  }
+  // "timings (ms cpu/wall, page faults): start-up 0.512/-/50 modules 0.100/0.101/12 ..."
+  void Print() const {
+    std::string line = "timings (ms cpu/wall/page faults):";
+    uint64_t cpu = 0;
+    char buf[128];
+    for (const Phase& p : phases_) {
+      cpu += p.cpu_ns;
+      if (p.wall_ns == 0) {
+        std::snprintf(buf, sizeof(buf), " %s %.3f/-/%" PRIu64, p.name, Ms(p.cpu_ns), p.faults);
+      } else {
+        std::snprintf(buf, sizeof(buf), " %s %.3f/%.3f/%" PRIu64, p.name, Ms(p.cpu_ns),
+                      Ms(p.wall_ns), p.faults);
+      }
+      line += buf;
+    }
+    std::snprintf(buf, sizeof(buf), " total-cpu %.3f (exit not included)\n", Ms(cpu));
+    line += buf;
+    std::fputs(line.c_str(), stderr);
+  }
+
+ private:
+  struct Phase {
+    const char* name;
+    uint64_t cpu_ns;
+    uint64_t wall_ns;
+    uint64_t faults;
+  };
+  uint64_t cpu_;
+  uint64_t wall_;
+  uint64_t faults_;
+  std::vector<Phase> phases_;
+};
+
+// The snapshot itself; exits the process when it succeeds (see the end).
+int Snapshot(const Options& o, PhaseTimer& timer) {
+  const uint64_t start = NowNs();
+
+  // Modules first: opening files takes milliseconds and must not lengthen the stop.
+  absl::StatusOr<symbols::ProcessModules> modules = symbols::ReadProcessModules(o.pid);
+  timer.End("modules");
+
+  unwind::PtraceCaptureOptions capture_options;
+  capture_options.stack_bytes = o.stack_kb * 1024;
+  capture_options.stop_timeout_ms = o.stop_timeout_ms;
+  capture_options.stop_all = o.stop_all;
+  unwind::PtraceSnapshot snap = unwind::CapturePtraceSnapshot(o.pid, capture_options);
+  timer.End("capture");
+  if (snap.error != unwind::PtraceError::kOk) return ReportCaptureError(snap);
+  if (!modules.ok()) {
+    // Maps unreadable although ptrace worked: keep going without modules.
+    modules = symbols::ProcessModules{
+        std::make_shared<const symbols::ModuleMap>(std::vector<symbols::Module>{}),
+        {},
+        {std::string(modules.status().message())},
+        {}};
+  }
+  std::string exe = ReadExe(o.pid);
+
+  std::vector<std::string> notes;
+  for (const std::string& w : modules->warnings) notes.push_back(w);
+  std::vector<OutThread> threads;
+  SnapshotUnwinder unwinder(snap, o.max_frames, o.cfi, std::move(modules->maps_text));
+  unwinder.Prepare();
+  timer.End("cfi-setup");
+  for (const unwind::PtraceThread& t : snap.threads) {
+    std::string note = ThreadNote(t);
+    if (!note.empty()) notes.push_back(note);
+    if (t.status != unwind::PtraceThreadStatus::kCaptured &&
+        t.status != unwind::PtraceThreadStatus::kNotStopped) {
+      continue;
+    }
+    OutThread ot;
+    ot.thread = &t;
+    ot.stack = unwinder.Unwind(t);
+    threads.push_back(std::move(ot));
+  }
+  if (o.cfi && !unwinder.cfi_error().empty()) {
+    notes.push_back("DWARF CFI unavailable (" + unwinder.cfi_error() + "): frame pointers only");
+  }
+  if (snap.omitted > 0) {
+    notes.push_back(std::to_string(snap.omitted) + " threads over the limit were not captured");
+  }
+  timer.End("unwind");
+  symbols::BatchSymbolizerOptions symbolizer_options;
+  // A whole index per module, cached by build-id: the first snapshot pays for reading the
+  // DWARF once, later ones (the usual "is it still stuck there?") map the cached index. By
+  // build-id when indexing: a warm cache answers without opening the module or looking for
+  // its debug file; a cold one falls back to the file (which then gets indexed).
+  if (o.index) symbolizer_options.symbolizer.cold_limit = 0;
+  symbolizer_options.by_build_id = o.index;
+  symbols::BatchSymbolizer batch(std::move(symbolizer_options));  // outlives the output
+  SymbolizeSnapshot(*modules, o.symbols, &threads, &notes, &batch);
+  unwind::ReleaseLateStoppers();
+  timer.End("symbols");
+
+  const uint64_t total_ns = NowNs() - start;
+  if (o.json) {
+    PrintSnapshotJson(o.stop_all, snap, exe, *modules, threads, notes, total_ns);
+    for (const std::string& note : notes) {
+      std::fprintf(stderr, "note: %s\n", EscapeForTerminal(note).c_str());
+    }
+  } else {
+    PrintSnapshotText(o.stop_all, snap, exe, threads, notes, total_ns);
+  }
+  // A full disk or a closed pipe loses the output: say so and fail.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "hangwatch snapshot: writing the output failed: %s\n",
+                 std::strerror(errno));
+    return 2;
+  }
+  timer.End("output");
+  if (o.timings) timer.Print();
+    // Then straight to the kernel: every thread of the target is released and the output is
+    // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
+    // (~0.1 ms) would only repeat the kernel's teardown of the address space. Not under the
+    // sanitizers (gcc's and clang's spellings), whose leak check runs at exit. (stdout was
+    // flushed above; stderr is not buffered.)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HANGWATCH_SNAPSHOT_SANITIZED 1
+#endif
+#endif
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(HANGWATCH_SNAPSHOT_SANITIZED)
+  _exit(0);
+#endif
+  return 0;
+}
+
+int RunSnapshot(int argc, char** argv) {
+  Options o;
+  if (int status = ParseArgs(argc, argv, &o); status >= 0) return status;
+  PhaseTimer timer;
+  return Snapshot(o, timer);
+}
+
+}  // namespace
+
+const Command kSnapshotCommand = {"snapshot",
+                                  "every thread of a running process, symbolized "
+                                  "(like stackshot / eu-stack)",
+                                  RunSnapshot};
+}  // namespace hangwatch::tools

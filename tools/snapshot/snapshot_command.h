@@ -1,0 +1,13 @@
+// `hangwatch snapshot`: the command's entry in the command table (tools/main.cc).
+#ifndef HANGWATCH_TOOLS_SNAPSHOT_SNAPSHOT_COMMAND_H_
+#define HANGWATCH_TOOLS_SNAPSHOT_SNAPSHOT_COMMAND_H_
+
+#include "tools/common/command.h"
+
+namespace hangwatch::tools {
+
+extern const Command kSnapshotCommand;
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_SNAPSHOT_SNAPSHOT_COMMAND_H_

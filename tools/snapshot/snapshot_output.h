@@ -1,0 +1,64 @@
+// `hangwatch snapshot`'s output: the unwound frames of each thread symbolized (one batch per
+// module, inlined frames expanded) and printed as text or as one JSON object
+// (docs/snapshot-format.md).
+#ifndef HANGWATCH_TOOLS_SNAPSHOT_OUTPUT_H_
+#define HANGWATCH_TOOLS_SNAPSHOT_OUTPUT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "symbols/batch_symbolizer.h"
+#include "symbols/module_map.h"
+#include "symbols/process_modules.h"
+#include "tools/snapshot/snapshot_unwind.h"
+#include "unwind/ptrace_capture.h"
+
+namespace hangwatch::tools {
+
+// One symbolized frame (inlined frames of an address are separate entries, innermost first).
+// The strings point into the symbol indexes (the BatchSymbolizer keeps them alive).
+struct OutFrame {
+  uint64_t addr = 0;
+  const symbols::Module* module = nullptr;
+  uint64_t offset = 0;
+  std::string_view symbol;
+  std::string_view file;
+  int line = 0;
+  bool inlined = false;     // inlined into the next entry (same address)
+  const char* method = "";  // how the unwinder found it: pc, fp, cfi, lr
+};
+
+struct OutThread {
+  const unwind::PtraceThread* thread = nullptr;
+  UnwoundStack stack;
+  std::vector<OutFrame> frames;
+};
+
+// Fills each thread's frames from its unwound stack: module and offset of every address and,
+// when `symbolize`, function, file and line from `batch` (inlined frames as separate entries).
+// Failures and the symbolizer's warnings are appended to *notes. The frames point into `batch`'s
+// answers.
+void SymbolizeSnapshot(const symbols::ProcessModules& modules, bool symbolize,
+                       std::vector<OutThread>* threads, std::vector<std::string>* notes,
+                       symbols::BatchSymbolizer* batch);
+
+// Milliseconds, for printing.
+double Ms(uint64_t ns);
+
+// The text output on stdout, then the notes on stderr. `stop_all`: all threads were stopped
+// at once (else one at a time).
+void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
+                       const std::vector<OutThread>& threads, const std::vector<std::string>& notes,
+                       uint64_t total_ns);
+
+// The JSON output on stdout (the notes are a field; the caller prints them on stderr too).
+void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
+                       const symbols::ProcessModules& modules,
+                       const std::vector<OutThread>& threads, const std::vector<std::string>& notes,
+                       uint64_t total_ns);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_SNAPSHOT_OUTPUT_H_

@@ -1,0 +1,13 @@
+// `hangwatch symbolize`: the command's entry in the command table (tools/main.cc).
+#ifndef HANGWATCH_TOOLS_SYMBOLIZE_SYMBOLIZE_COMMAND_H_
+#define HANGWATCH_TOOLS_SYMBOLIZE_SYMBOLIZE_COMMAND_H_
+
+#include "tools/common/command.h"
+
+namespace hangwatch::tools {
+
+extern const Command kSymbolizeCommand;
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_SYMBOLIZE_SYMBOLIZE_COMMAND_H_

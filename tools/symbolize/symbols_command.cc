@@ -1,0 +1,88 @@
+// `hangwatch symbols index BINARY...`: builds symbol indexes into the cache (see --help).
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "symbols/offline_symbolizer.h"
+#include "tools/common/debug_file_flags.h"
+#include "tools/common/terminal_text.h"
+#include "tools/symbolize/symbols_command.h"
+
+namespace hangwatch::tools {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: hangwatch symbols index [--debug-dir DIR]... [--cache-dir DIR] [--threads N]\n"
+    "                               BINARY...\n"
+    "\n"
+    "Builds the symbol index (functions, lines, inlined frames, from DWARF and the symbol\n"
+    "table) of each binary and stores it in the cache under its build-id, where `hangwatch\n"
+    "symbolize` and `hangwatch report` find it. Prints one line per binary: the index path.\n"
+    "Cache: --cache-dir, else $HANGWATCH_CACHE_DIR, $XDG_CACHE_HOME/hangwatch,\n"
+    "~/.cache/hangwatch.\n";
+
+int Run(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs("hangwatch symbols: missing subcommand (see hangwatch symbols --help)\n", stderr);
+    return kExitUsage;
+  }
+  if (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (std::string_view(argv[1]) != "index") {
+    std::fprintf(stderr, "hangwatch symbols: unknown subcommand '%s' (see --help)\n",
+                 EscapeForTerminal(argv[1]).c_str());
+    return kExitUsage;
+  }
+  symbols::OfflineSymbolizerOptions options;
+  std::vector<std::string> binaries;
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (ParseDebugFileFlag(argc, argv, &i, kDebugDirFlag, &options)) {
+    } else if ((a == "--cache-dir" || a == "--threads") && i + 1 < argc) {
+      std::string v = argv[++i];
+      if (a == "--cache-dir") options.cache_dir = v;
+      if (a == "--threads") options.threads = std::atoi(v.c_str());
+    } else if (a.size() > 1 && a[0] == '-') {
+      std::fprintf(stderr, "hangwatch symbols index: unknown option '%s'\n",
+                   EscapeForTerminal(argv[i]).c_str());
+      return kExitUsage;
+    } else {
+      binaries.emplace_back(a);
+    }
+  }
+  if (binaries.empty()) {
+    std::fputs("hangwatch symbols index: no BINARY given (see hangwatch symbols --help)\n", stderr);
+    return kExitUsage;
+  }
+  symbols::OfflineSymbolizer symbolizer(options);
+  int status = 0;
+  for (const std::string& b : binaries) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto path = symbolizer.IndexBinary(b);
+    if (!path.ok()) {
+      std::fprintf(stderr, "hangwatch symbols index: %s\n",
+                   EscapeForTerminal(std::string(path.status().message())).c_str());
+      status = kExitUsage;
+      continue;
+    }
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%s\n", path->c_str());
+    std::fprintf(stderr, "hangwatch symbols index: %s indexed in %.0f ms\n",
+                 EscapeForTerminal(b).c_str(), ms);
+  }
+  for (const std::string& w : symbolizer.warnings()) {
+    std::fprintf(stderr, "hangwatch symbols index: warning: %s\n", EscapeForTerminal(w).c_str());
+  }
+  return status;
+}
+
+}  // namespace
+
+const Command kSymbolsCommand = {"symbols",
+                                 "symbols index BINARY: build and cache the symbol index", Run};
+}  // namespace hangwatch::tools

@@ -1,0 +1,347 @@
+// TopAggregator and ParseTopTime.
+#include "tools/top/top_group.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <tuple>
+
+namespace hangwatch::tools {
+namespace {
+
+constexpr char kSep = '\x1f';  // between the fields of a culprit's key
+
+std::string_view BaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// "symbol in module", or "module+0xoffset", or "0xoffset": the --by culprit key.
+void CulpritGroupKey(const TopHang& h, std::string* out) {
+  out->clear();
+  if (!h.has_culprit) return;
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%" PRIx64, h.culprit_offset);
+  if (!h.culprit_symbol.empty()) {
+    out->append(h.culprit_symbol);
+    if (!h.culprit_module.empty()) {
+      out->append(" in ");
+      out->append(BaseName(h.culprit_module));
+    }
+  } else if (!h.culprit_module.empty()) {
+    out->append(BaseName(h.culprit_module));
+    out->push_back('+');
+    out->append(hex);
+  } else {
+    out->append(hex);
+  }
+}
+
+// Which of two examples is shown first: the longer, then the earlier, then by identity.
+bool Before(const TopExample& a, const TopExample& b) {
+  return std::tie(b.duration_ms, a.start_unix_ms, a.host, a.pid, a.hang_id) <
+         std::tie(a.duration_ms, b.start_unix_ms, b.host, b.pid, b.hang_id);
+}
+
+uint64_t CountOf(uint64_t n) { return n; }
+template <typename T>
+uint64_t CountOf(const T& tally) {
+  return tally.count;
+}
+
+// The entry of the most common key (ties: the smallest), nullptr when none.
+template <typename M>
+const typename M::value_type* MostCommonEntry(const M& m) {
+  const typename M::value_type* best = nullptr;
+  for (const auto& e : m) {
+    if (best == nullptr || CountOf(e.second) > CountOf(best->second) ||
+        (CountOf(e.second) == CountOf(best->second) && e.first < best->first)) {
+      best = &e;
+    }
+  }
+  return best;
+}
+
+// The most common key, "" when none.
+template <typename M>
+std::string MostCommon(const M& m) {
+  const auto* best = MostCommonEntry(m);
+  return best == nullptr ? std::string() : best->first;
+}
+
+// Nearest-rank percentile of sorted values.
+uint64_t Percentile(const std::vector<uint64_t>& sorted, int p) {
+  if (sorted.empty()) return 0;
+  size_t rank = (sorted.size() * static_cast<size_t>(p) + 99) / 100;
+  return sorted[std::max<size_t>(rank, 1) - 1];
+}
+
+bool Digits(std::string_view s, size_t n, int* out) {
+  if (s.size() < n) return false;
+  int v = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+bool ParseTopTime(std::string_view s, int64_t* unix_ms) {
+  if (s.empty()) return false;
+  if (s.find_first_not_of("0123456789") == std::string_view::npos) {
+    if (s.size() > 18) return false;
+    int64_t v = 0;
+    for (char c : s) v = v * 10 + (c - '0');
+    *unix_ms = v;
+    return true;
+  }
+  // YYYY-MM-DD
+  int year, month, day, hour = 0, minute = 0, second = 0, ms = 0;
+  if (!Digits(s, 4, &year) || s.size() < 10 || s[4] != '-' || !Digits(s.substr(5), 2, &month) ||
+      s[7] != '-' || !Digits(s.substr(8), 2, &day)) {
+    return false;
+  }
+  s.remove_prefix(10);
+  if (!s.empty() && (s[0] == 'T' || s[0] == 't' || s[0] == ' ')) {
+    // HH:MM[:SS[.fff]]
+    if (s.size() < 6 || !Digits(s.substr(1), 2, &hour) || s[3] != ':' ||
+        !Digits(s.substr(4), 2, &minute)) {
+      return false;
+    }
+    s.remove_prefix(6);
+    if (!s.empty() && s[0] == ':') {
+      if (!Digits(s.substr(1), 2, &second)) return false;
+      s.remove_prefix(3);
+      if (!s.empty() && (s[0] == '.' || s[0] == ',')) {
+        s.remove_prefix(1);
+        int scale = 100, digits = 0;
+        while (!s.empty() && s[0] >= '0' && s[0] <= '9') {
+          ms += (s[0] - '0') * scale;
+          scale /= 10;
+          s.remove_prefix(1);
+          ++digits;
+        }
+        if (digits == 0) return false;
+      }
+    }
+  }
+  int64_t offset_min = 0;
+  if (s == "Z" || s == "z") {
+    s.remove_prefix(1);
+  } else if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    const int sign = s[0] == '-' ? -1 : 1;
+    int oh, om = 0;
+    if (!Digits(s.substr(1), 2, &oh)) return false;
+    s.remove_prefix(3);
+    if (!s.empty() && s[0] == ':') s.remove_prefix(1);
+    if (!s.empty()) {
+      if (!Digits(s, 2, &om)) return false;
+      s.remove_prefix(2);
+    }
+    offset_min = sign * (oh * 60 + om);
+  }
+  if (!s.empty() || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
+      second > 60) {
+    return false;
+  }
+  struct tm tm = {};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const time_t t = timegm(&tm);
+  *unix_ms = (static_cast<int64_t>(t) - offset_min * 60) * 1000 + ms;
+  return true;
+}
+
+TopAggregator::TopAggregator(const TopQuery& query) : query_(query) {}
+TopAggregator::~TopAggregator() = default;
+
+void TopAggregator::Count(StringMap<uint64_t>* m, std::string_view key, uint64_t n) {
+  auto it = m->find(key);
+  if (it == m->end()) {
+    m->emplace(std::string(key), n);
+  } else {
+    it->second += n;
+  }
+}
+
+void TopAggregator::AddExample(std::vector<TopExample>* examples, TopExample e) {
+  if (examples->size() >= kTopExamples && !Before(e, examples->back())) return;
+  examples->insert(std::upper_bound(examples->begin(), examples->end(), e, Before), std::move(e));
+  if (examples->size() > kTopExamples) examples->pop_back();
+}
+
+void TopAggregator::Add(const TopHang& h) {
+  if ((query_.since_ms && h.start_unix_ms < *query_.since_ms) ||
+      (query_.until_ms && h.start_unix_ms >= *query_.until_ms)) {
+    ++filtered_;
+    return;
+  }
+  for (const auto& [k, v] : query_.labels) {
+    bool match = false;
+    for (const auto& [hk, hv] : h.labels) match = match || (hk == k && hv == v);
+    if (!match) {
+      ++filtered_;
+      return;
+    }
+  }
+  ++hangs_;
+  switch (query_.by) {
+    case TopBy::kSignature:
+      key_.assign(h.signature);
+      break;
+    case TopBy::kFingerprint:
+      key_.assign(h.fingerprint);
+      break;
+    case TopBy::kCulprit:
+      CulpritGroupKey(h, &key_);
+      break;
+  }
+  auto it = groups_.find(std::string_view(key_));
+  if (it == groups_.end()) it = groups_.emplace(key_, Acc{}).first;
+  Acc& a = it->second;
+  ++a.count;
+  a.total += h.duration_ms;
+  a.max = std::max(a.max, h.duration_ms);
+  a.cpu += h.cpu_ms;
+  a.fatal += h.fatal ? 1 : 0;
+  ++a.classes[h.hang_class & 3];
+  a.first = std::min(a.first, h.start_unix_ms);
+  a.last = std::max(a.last, h.start_unix_ms);
+  a.durations.push_back(h.duration_ms);
+  auto host = a.hosts.find(h.host);
+  if (host == a.hosts.end()) {
+    host = a.hosts.emplace(std::string(h.host), static_cast<uint32_t>(a.hosts.size())).first;
+  }
+  a.processes.insert(static_cast<uint64_t>(host->second) << 32 | static_cast<uint32_t>(h.pid));
+  Count(&a.names, h.process_name, 1);
+  Count(&a.signatures, h.signature, 1);
+  Count(&a.fingerprints, h.fingerprint, 1);
+  if (h.has_culprit) {
+    culprit_key_.assign(h.culprit_symbol);
+    culprit_key_ += kSep;
+    culprit_key_.append(h.culprit_module);
+    culprit_key_ += kSep;
+    culprit_key_.append(h.culprit_file);
+    culprit_key_ += kSep;
+    culprit_key_ += std::to_string(h.culprit_line);
+    culprit_key_ += kSep;
+    culprit_key_ += std::to_string(h.culprit_offset);
+    auto c = a.culprits.find(std::string_view(culprit_key_));
+    if (c == a.culprits.end()) c = a.culprits.emplace(culprit_key_, CulpritTally{}).first;
+    c->second.Add(1, {h.file, h.offset});
+  }
+  if (a.examples.size() < kTopExamples || h.duration_ms >= a.examples.back().duration_ms) {
+    AddExample(&a.examples,
+               {std::string(h.host), h.pid, h.hang_id, h.start_unix_ms, h.duration_ms});
+  }
+}
+
+void TopAggregator::Merge(TopAggregator&& other) {
+  hangs_ += other.hangs_;
+  filtered_ += other.filtered_;
+  for (auto& [key, o] : other.groups_) {
+    auto it = groups_.find(std::string_view(key));
+    if (it == groups_.end()) {
+      groups_.emplace(key, std::move(o));
+      continue;
+    }
+    Acc& a = it->second;
+    a.count += o.count;
+    a.total += o.total;
+    a.max = std::max(a.max, o.max);
+    a.cpu += o.cpu;
+    a.fatal += o.fatal;
+    for (int c = 0; c < 4; ++c) a.classes[c] += o.classes[c];
+    a.first = std::min(a.first, o.first);
+    a.last = std::max(a.last, o.last);
+    a.durations.insert(a.durations.end(), o.durations.begin(), o.durations.end());
+    // Host indexes of `o` -> indexes of `a`.
+    std::vector<uint32_t> remap(o.hosts.size());
+    for (const auto& [host, index] : o.hosts) {
+      auto h = a.hosts.find(std::string_view(host));
+      if (h == a.hosts.end()) {
+        h = a.hosts.emplace(host, static_cast<uint32_t>(a.hosts.size())).first;
+      }
+      remap[index] = h->second;
+    }
+    for (uint64_t p : o.processes) {
+      a.processes.insert(static_cast<uint64_t>(remap[p >> 32]) << 32 | (p & 0xffffffffu));
+    }
+    for (const auto& [k, n] : o.names) Count(&a.names, k, n);
+    for (const auto& [k, n] : o.signatures) Count(&a.signatures, k, n);
+    for (const auto& [k, n] : o.fingerprints) Count(&a.fingerprints, k, n);
+    for (const auto& [k, t] : o.culprits) a.culprits[k].Add(t.count, t.line);
+    for (TopExample& e : o.examples) AddExample(&a.examples, std::move(e));
+  }
+  other.groups_.clear();
+}
+
+std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
+  std::vector<TopGroup> out;
+  out.reserve(groups_.size());
+  for (const auto& [key, a] : groups_) {
+    TopGroup g;
+    g.key = key;
+    g.count = a.count;
+    g.hosts = a.hosts.size();
+    g.processes = a.processes.size();
+    for (const auto& [name, n] : a.names) g.process_names.emplace_back(name, n);
+    std::sort(g.process_names.begin(), g.process_names.end(), [](const auto& x, const auto& y) {
+      return x.second != y.second ? x.second > y.second : x.first < y.first;
+    });
+    g.signature = MostCommon(a.signatures);
+    g.fingerprint = MostCommon(a.fingerprints);
+    if (const auto* best = MostCommonEntry(a.culprits)) {
+      const std::string& c = best->first;
+      std::vector<std::string> parts;
+      size_t at = 0;
+      for (size_t sep; (sep = c.find(kSep, at)) != std::string::npos; at = sep + 1) {
+        parts.push_back(c.substr(at, sep - at));
+      }
+      parts.push_back(c.substr(at));
+      if (parts.size() == 5) {
+        TopCulprit tc;
+        tc.symbol = parts[0];
+        tc.module = parts[1];
+        tc.file = parts[2];
+        tc.line = std::strtoll(parts[3].c_str(), nullptr, 10);
+        tc.offset = std::strtoull(parts[4].c_str(), nullptr, 10);
+        g.culprit = std::move(tc);
+        g.culprit_line = best->second.line;
+      }
+    }
+    g.unknown = a.classes[0];
+    g.busy = a.classes[1];
+    g.blocked = a.classes[2];
+    g.mixed = a.classes[3];
+    g.fatal = a.fatal;
+    std::vector<uint64_t> d = a.durations;
+    std::sort(d.begin(), d.end());
+    g.p50_ms = Percentile(d, 50);
+    g.p95_ms = Percentile(d, 95);
+    g.max_ms = a.max;
+    g.total_ms = a.total;
+    g.cpu_ms = a.cpu;
+    g.first_unix_ms = a.first;
+    g.last_unix_ms = a.last;
+    g.examples = a.examples;
+    out.push_back(std::move(g));
+  }
+  std::sort(out.begin(), out.end(), [sort](const TopGroup& x, const TopGroup& y) {
+    if (sort == TopSort::kTotal && x.total_ms != y.total_ms) return x.total_ms > y.total_ms;
+    if (x.count != y.count) return x.count > y.count;
+    if (x.total_ms != y.total_ms) return x.total_ms > y.total_ms;
+    return x.key < y.key;
+  });
+  return out;
+}
+
+}  // namespace hangwatch::tools

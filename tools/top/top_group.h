@@ -1,0 +1,139 @@
+// Grouping for `hangwatch top`: hangs of many files, processes and hosts gathered into one group
+// per kind of hang (same signature, fingerprint or culprit), with counts, duration percentiles,
+// the busy/blocked split, first and last seen, and examples.
+//
+// Each scanning thread fills its own TopAggregator (a TopSink); they are merged at the end.
+// Every figure is independent of how the input was split among threads: sums, minima, maxima,
+// exact percentiles over all durations, and ties broken by value, never by arrival order.
+#ifndef HANGWATCH_TOOLS_TOP_GROUP_H_
+#define HANGWATCH_TOOLS_TOP_GROUP_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "tools/top/top_scan.h"
+
+namespace hangwatch::tools {
+
+enum class TopBy { kSignature, kFingerprint, kCulprit };
+enum class TopSort { kCount, kTotal };
+
+struct TopQuery {
+  TopBy by = TopBy::kSignature;
+  // Only hangs with all these labels (key, value).
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::optional<int64_t> since_ms;  // start_unix_ms >= since
+  std::optional<int64_t> until_ms;  // start_unix_ms < until
+};
+
+// A time for --since / --until: Unix milliseconds ("1763700000123"), or an ISO-8601 date or date
+// and time in UTC unless it names its offset: "2025-11-21", "2025-11-21T04:40",
+// "2025-11-21T04:40:00.123Z", "2025-11-21 04:40:00+02:00". False when it is neither.
+bool ParseTopTime(std::string_view text, int64_t* unix_ms);
+
+struct TopExample {
+  std::string host;
+  int64_t pid = 0;
+  uint64_t hang_id = 0;
+  int64_t start_unix_ms = 0;
+  uint64_t duration_ms = 0;
+};
+
+struct TopCulprit {
+  std::string symbol, module, file;
+  uint64_t offset = 0;
+  int64_t line = 0;
+};
+
+// Where one hang line is: its file (an index into the scanned paths) and byte offset.
+struct TopLineRef {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  friend bool operator<(const TopLineRef& a, const TopLineRef& b) {
+    return a.file != b.file ? a.file < b.file : a.offset < b.offset;
+  }
+};
+
+struct TopGroup {
+  std::string key;  // the signature, fingerprint or culprit name; "" for hangs without stacks
+  uint64_t count = 0;
+  uint64_t hosts = 0;      // distinct host names ("" counts as one)
+  uint64_t processes = 0;  // distinct processes: (host, pid)
+  std::vector<std::pair<std::string, uint64_t>> process_names;  // most hangs first
+  std::string signature, fingerprint;                           // the most common in the group
+  std::optional<TopCulprit> culprit;                            // the most common in the group
+  // The first line (by file, then offset) of a hang with that culprit: what top_symbolize.h
+  // reads again. Set with `culprit`.
+  std::optional<TopLineRef> culprit_line;
+  uint64_t busy = 0, blocked = 0, mixed = 0, unknown = 0;  // hangs by class
+  uint64_t fatal = 0;
+  uint64_t p50_ms = 0, p95_ms = 0, max_ms = 0, total_ms = 0;  // durations (nearest rank)
+  uint64_t cpu_ms = 0;  // total CPU time of the main threads during these hangs
+  int64_t first_unix_ms = 0, last_unix_ms = 0;  // earliest and latest start
+  std::vector<TopExample> examples;             // the longest hangs (up to kTopExamples)
+};
+
+inline constexpr size_t kTopExamples = 3;
+
+class TopAggregator : public TopSink {
+ public:
+  explicit TopAggregator(const TopQuery& query);
+  ~TopAggregator() override;
+
+  // Applies the query's filters, then counts the hang in its group.
+  void Add(const TopHang& h) override;
+  void Merge(TopAggregator&& other);
+
+  uint64_t hangs() const { return hangs_; }            // counted
+  uint64_t filtered_out() const { return filtered_; }  // left out by the filters
+  std::vector<TopGroup> Groups(TopSort sort) const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  template <typename V>
+  using StringMap = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
+  // Hangs with one culprit, and the first line (by file, then offset) of one of them: the
+  // same line whatever thread or slice read which hang.
+  struct CulpritTally {
+    uint64_t count = 0;
+    TopLineRef line;
+    void Add(uint64_t n, TopLineRef where) {
+      line = count == 0 ? where : std::min(line, where);
+      count += n;
+    }
+  };
+  struct Acc {
+    uint64_t count = 0, total = 0, max = 0, cpu = 0, fatal = 0;
+    uint64_t classes[4] = {};
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    std::vector<uint64_t> durations;
+    StringMap<uint32_t> hosts;                            // host -> index
+    std::unordered_set<uint64_t> processes;               // host index << 32 | pid
+    StringMap<uint64_t> names, signatures, fingerprints;  // value -> hangs
+    StringMap<CulpritTally> culprits;                     // culprit key -> hangs
+    std::vector<TopExample> examples;
+  };
+  static void Count(StringMap<uint64_t>* m, std::string_view key, uint64_t n);
+  static void AddExample(std::vector<TopExample>* examples, TopExample e);
+
+  TopQuery query_;
+  StringMap<Acc> groups_;
+  uint64_t hangs_ = 0, filtered_ = 0;
+  std::string key_, culprit_key_;  // reused buffers
+};
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_TOP_GROUP_H_

@@ -1,0 +1,153 @@
+// FormatTopText and FormatTopJson.
+#include "tools/top/top_output.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "nlohmann/json.hpp"
+#include "tools/common/terminal_text.h"
+#include "tools/reader/report_frames.h"
+
+namespace hangwatch::tools {
+namespace {
+
+const char* ByName(TopBy by) {
+  switch (by) {
+    case TopBy::kFingerprint:
+      return "fingerprint";
+    case TopBy::kCulprit:
+      return "culprit";
+    case TopBy::kSignature:
+      break;
+  }
+  return "signature";
+}
+
+// "debugCommand (debug.c:1033)", "python3.11+0x5d64b4", "(no stack)", at most `width` bytes:
+// a long name is cut, the file:line kept.
+std::string CulpritText(const TopGroup& g, size_t width) {
+  if (!g.culprit) return "(no stack)";
+  const TopCulprit& c = *g.culprit;
+  std::string name;
+  if (!c.symbol.empty()) {
+    name = c.symbol;
+  } else if (!c.module.empty()) {
+    name = BaseName(c.module) + "+" + Hex(c.offset);
+  } else {
+    name = Hex(c.offset);
+  }
+  std::string where;
+  if (!c.file.empty()) {
+    where = " (" + BaseName(c.file) + (c.line > 0 ? ":" + std::to_string(c.line) : "") + ")";
+  }
+  if (where.size() + 12 > width) where = "";
+  if (name.size() + where.size() > width) name = name.substr(0, width - where.size() - 2) + "..";
+  return name + where;
+}
+
+std::string Cut(const std::string& s, size_t width) {
+  return s.size() <= width ? s : s.substr(0, width - 2) + "..";
+}
+
+}  // namespace
+
+std::string FormatTopDuration(uint64_t ms) {
+  char buf[32];
+  if (ms < 1000) {
+    std::snprintf(buf, sizeof buf, "%" PRIu64 "ms", ms);
+  } else if (ms < 60'000) {
+    std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
+  } else if (ms < 3'600'000) {
+    std::snprintf(buf, sizeof buf, "%" PRIu64 "m%02" PRIu64 "s", ms / 60'000, ms / 1000 % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%" PRIu64 "h%02" PRIu64 "m", ms / 3'600'000, ms / 60'000 % 60);
+  }
+  return buf;
+}
+
+std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOptions& o) {
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%" PRIu64 " hang%s in %zu group%s (by %s) from %zu file%s\n",
+                o.hangs, o.hangs == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s",
+                ByName(o.by), o.files, o.files == 1 ? "" : "s");
+  out += buf;
+  if (groups.empty()) return EscapeForTerminal(out);
+  std::snprintf(buf, sizeof buf, "%7s %5s %6s %7s %7s %7s %8s %5s %5s  %-44s %-16s %s\n", "COUNT",
+                "HOSTS", "PROCS", "P50", "P95", "MAX", "TOTAL", "BUSY", "BLOCK",
+                "CULPRIT (FILE:LINE)", "PROCESS", ByName(o.by));
+  out += buf;
+  const size_t n = o.limit == 0 ? groups.size() : std::min(o.limit, groups.size());
+  for (size_t i = 0; i < n; ++i) {
+    const TopGroup& g = groups[i];
+    std::string process = g.process_names.empty() ? "" : g.process_names[0].first;
+    if (g.process_names.size() > 1) {
+      process += " +" + std::to_string(g.process_names.size() - 1);
+    }
+    std::string key = g.key.empty() ? "-" : g.key;
+    std::snprintf(buf, sizeof buf,
+                  "%7" PRIu64 " %5" PRIu64 " %6" PRIu64 " %7s %7s %7s %8s %5" PRIu64 " %5" PRIu64
+                  "  %-44s %-16s %s\n",
+                  g.count, g.hosts, g.processes, FormatTopDuration(g.p50_ms).c_str(),
+                  FormatTopDuration(g.p95_ms).c_str(), FormatTopDuration(g.max_ms).c_str(),
+                  FormatTopDuration(g.total_ms).c_str(), g.busy, g.blocked,
+                  CulpritText(g, 44).c_str(), Cut(process, 16).c_str(), Cut(key, 60).c_str());
+    out += buf;
+  }
+  if (n < groups.size()) {
+    out += "... " + std::to_string(groups.size() - n) + " more group" +
+           (groups.size() - n == 1 ? "" : "s") + " (--limit 0 shows all)\n";
+  }
+  return EscapeForTerminal(out);
+}
+
+std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t limit) {
+  nlohmann::json out = nlohmann::json::array();
+  const size_t n = limit == 0 ? groups.size() : std::min(limit, groups.size());
+  for (size_t i = 0; i < n; ++i) {
+    const TopGroup& g = groups[i];
+    nlohmann::json j;
+    j["by"] = ByName(by);
+    j["key"] = g.key;
+    j["count"] = g.count;
+    j["hosts"] = g.hosts;
+    j["processes"] = g.processes;
+    nlohmann::json names = nlohmann::json::array();
+    for (const auto& [name, count] : g.process_names) {
+      names.push_back({{"name", name}, {"count", count}});
+    }
+    j["process_names"] = std::move(names);
+    j["signature"] = g.signature;
+    j["fingerprint"] = g.fingerprint;
+    if (g.culprit) {
+      j["culprit"] = {{"symbol", g.culprit->symbol},
+                      {"module", g.culprit->module},
+                      {"offset", Hex(g.culprit->offset)},
+                      {"file", g.culprit->file},
+                      {"line", g.culprit->line}};
+    } else {
+      j["culprit"] = nullptr;
+    }
+    j["classes"] = {
+        {"busy", g.busy}, {"blocked", g.blocked}, {"mixed", g.mixed}, {"unknown", g.unknown}};
+    j["fatal"] = g.fatal;
+    j["duration_ms"] = {
+        {"p50", g.p50_ms}, {"p95", g.p95_ms}, {"max", g.max_ms}, {"total", g.total_ms}};
+    j["cpu_ms"] = g.cpu_ms;
+    j["first_unix_ms"] = g.first_unix_ms;
+    j["last_unix_ms"] = g.last_unix_ms;
+    nlohmann::json examples = nlohmann::json::array();
+    for (const TopExample& e : g.examples) {
+      examples.push_back({{"host", e.host},
+                          {"pid", e.pid},
+                          {"hang_id", e.hang_id},
+                          {"start_unix_ms", e.start_unix_ms},
+                          {"duration_ms", e.duration_ms}});
+    }
+    j["examples"] = std::move(examples);
+    out.push_back(std::move(j));
+  }
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace hangwatch::tools
