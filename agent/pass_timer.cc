@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "hangwatch/hangwatch.h"
 #include "hangwatch/internal/pass_timer.h"
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -83,6 +84,9 @@ void EnablePassTimer() {
   g_pass_timer.ns_per_tick_q32 = counter_rate != 0 ? counter_rate : uint64_t{1} << 32;
   g_pass_timer.begin = internal::ReadPassClock(clock);
   g_pass_timer.clock.store(clock, std::memory_order_relaxed);
+  std::atomic<uint64_t>& state = internal::g_run_loop_state;
+  state.store(state.load(std::memory_order_relaxed) | internal::kRunLoopTimedBit,
+              std::memory_order_relaxed);
 }
 
 void DisablePassTimer() {
