@@ -37,7 +37,8 @@ using internal::g_pass_timer;
 bool HasConstantRateCounter() {
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_max(0x80000000, nullptr) < 0x80000007) return false;
+  // unsigned in GCC's cpuid.h, int in clang's.
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) < 0x80000007u) return false;
   __cpuid(0x80000007, a, b, c, d);
   return (d & (1u << 8)) != 0;  // invariant TSC
 #elif defined(__aarch64__)
