@@ -10,6 +10,7 @@
 #                  .clang-tidy changed
 #   --all          every .cc file of those folders
 #   FILE...        these files
+# HANGWATCH_TIDY_BASE=REV: what "changed" is measured against (default: main).
 # HANGWATCH_TIDY_BUILD=DIR: the build tree whose compile_commands.json is used (default: build,
 # configured and built by scripts/build.sh when missing; its generated layer headers are needed).
 set -euo pipefail
@@ -43,7 +44,7 @@ if [ "${1:-}" = "--all" ]; then
 elif [ $# -gt 0 ]; then
   files=("$@")
 else
-  base=$(git merge-base HEAD main 2>/dev/null || echo HEAD)
+  base=$(git merge-base HEAD "${HANGWATCH_TIDY_BASE:-main}" 2>/dev/null || echo HEAD)
   mapfile -t changed < <({
     git diff --name-only "$base" --
     git ls-files --others --exclude-standard
@@ -78,8 +79,11 @@ fi
 echo "tidy.sh: ${#files[@]} files"
 # One file per clang-tidy process, as many at a time as there are cores; the output of each
 # file only when it has findings.
-printf '%s\n' "${files[@]}" |
+if ! printf '%s\n' "${files[@]}" |
   xargs -P "$(nproc)" -I{} sh -c \
     'out=$(clang-tidy -p "$0" --quiet "$1" 2>&1) || { printf "%s\n" "$out" | grep -v "warnings\? generated"; exit 1; }' \
-    "$build" {}
+    "$build" {}; then
+  echo "tidy.sh: findings above" >&2
+  exit 1
+fi
 echo "tidy.sh: clean"
