@@ -91,7 +91,7 @@ class Agent final : public MonitorListener {
   }
 
   Status Init(StartHooks hooks) {
-    initial_state_ = internal::g_run_loop_state.load(std::memory_order_relaxed);
+    initial_state_ = internal::RunLoopState(internal::g_run_loop_state);
     if (!unwind::RegisterCurrentThread(&main_)) {
       return Status::Error("hangwatch: cannot register the calling thread for sampling");
     }
@@ -233,7 +233,7 @@ class Agent final : public MonitorListener {
       WakeWatchdog();
       thread_.join();
       if (lag_) DisablePassTimer();
-      final_state_.store(internal::g_run_loop_state.load(std::memory_order_relaxed),
+      final_state_.store(internal::RunLoopState(internal::g_run_loop_state),
                          std::memory_order_relaxed);
     }
     // Everything but the ring and the counters (kept for RecentHangs() and GetStats() until
@@ -283,7 +283,7 @@ class Agent final : public MonitorListener {
     // watchdog's looks; frozen when the watchdog stops.
     const uint64_t state = final_state_.load(std::memory_order_relaxed) != kNoState
                                ? final_state_.load(std::memory_order_relaxed)
-                               : internal::g_run_loop_state.load(std::memory_order_relaxed);
+                               : internal::RunLoopState(internal::g_run_loop_state);
     s.passes_seen = (state + 1) / 2 - (initial_state_ + 1) / 2;
     // Every pass since Start() (lag_->SinceBegin reads only what Init() wrote).
     if (lag_) s.lag = lag_->SinceBegin(ReadPassTimer()).Figures();
@@ -601,7 +601,7 @@ Status StartWithHooks(const Config& config, StartHooks hooks) {
 
 bool WatchdogSeesCurrentPass() {
   auto agent = CurrentAgent();
-  const uint64_t state = internal::g_run_loop_state.load(std::memory_order_relaxed);
+  const uint64_t state = internal::RunLoopState(internal::g_run_loop_state);
   return agent != nullptr && (state & 1) != 0 && agent->TrackedState() == state;
 }
 

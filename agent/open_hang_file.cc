@@ -388,6 +388,160 @@ struct FdCloser {
   ~FdCloser() { close(fd); }
 };
 
+// Why the static header cannot be used with a file of `file_size` bytes; "" when it can.
+std::string StaticHeaderProblem(const StaticHeader& sh, uint64_t file_size) {
+  if (std::memcmp(sh.magic, kMagic, sizeof(kMagic)) != 0) {
+    return "not an open-hang file (bad magic)";
+  }
+  if (sh.checksum != Checksum(&sh, offsetof(StaticHeader, checksum))) {
+    return "corrupt header (checksum mismatch)";
+  }
+  if (sh.version < 1 || sh.version > kVersion) {
+    return "unsupported version " + std::to_string(sh.version);
+  }
+  if (sh.endian_check != kEndianCheck) {
+    return "written on a machine of other byte order";
+  }
+  if (sh.max_frames == 0 || sh.max_frames > kMaxFramesInFile || sh.max_samples == 0 ||
+      sh.max_samples > kMaxSamplesInFile || sh.max_modules > kMaxModules ||
+      sh.module_record_size != sizeof(ModuleRecord) ||
+      sh.sample_record_size != SampleRecordSize(sh.max_frames, sh.version) ||
+      sh.modules_offset != kModulesOffset ||
+      sh.samples_offset != kModulesOffset + sh.max_modules * sizeof(ModuleRecord) ||
+      sh.file_size != sh.samples_offset + sh.max_samples * sh.sample_record_size ||
+      file_size < sh.file_size) {
+    return "inconsistent layout";
+  }
+  return "";
+}
+
+// The newest of the two live header copies in `head` whose checksum holds; false when both
+// are torn.
+bool NewestLiveHeader(const unsigned char* head, LiveHeader* live) {
+  bool have_live = false;
+  for (size_t off : kLiveHeaderOffset) {
+    LiveHeader h;
+    std::memcpy(&h, head + off, sizeof(h));
+    if (h.checksum != Checksum(&h, offsetof(LiveHeader, checksum))) {
+      continue;
+    }
+    if (!have_live || h.generation > live->generation) {
+      *live = h;
+      have_live = true;
+    }
+  }
+  return have_live;
+}
+
+// The module table `live` counts; false when it cannot be read whole or its checksum fails.
+bool ReadModules(int fd, const StaticHeader& sh, const LiveHeader& live,
+                 std::vector<symbols::Module>* modules) {
+  std::vector<unsigned char> module_bytes(live.num_modules * sizeof(ModuleRecord));
+  const unsigned char* mod_base = module_bytes.data();
+  if (!ReadAt(fd, module_bytes.data(), module_bytes.size(), sh.modules_offset) ||
+      live.modules_checksum != Checksum(mod_base, module_bytes.size())) {
+    return false;
+  }
+  for (uint32_t i = 0; i < live.num_modules; ++i) {
+    ModuleRecord r;
+    std::memcpy(&r, mod_base + i * sizeof(ModuleRecord), sizeof(r));
+    symbols::Module m;
+    m.path = ReadString(r.path, sizeof(r.path));
+    m.build_id = ReadString(r.build_id, sizeof(r.build_id));
+    m.load_bias = r.load_bias;
+    for (uint32_t k = 0; k < std::min<uint32_t>(r.num_ranges, kRangesPerModule); ++k) {
+      if (r.lo[k] < r.hi[k]) {
+        m.exec_ranges.push_back({r.lo[k], r.hi[k]});
+      }
+    }
+    modules->push_back(std::move(m));
+  }
+  return true;
+}
+
+// The hang's limits when rebuilt from the file: kept as the agent keeps them, a bounded number
+// of unique stacks (kMaxFramesRead frames in all), the others counted as dropped; whatever the
+// counts, the record built stays within a few tens of MB.
+HangLimits ReadBackLimits(const StaticHeader& sh, const LiveHeader& live) {
+  HangLimits limits;
+  limits.max_frames = sh.max_frames;
+  limits.max_timeline = std::max<size_t>(live.num_records, 1);
+  limits.max_unique_stacks =
+      std::clamp<size_t>(kMaxFramesRead / sh.max_frames, 1, std::max<size_t>(live.num_records, 1));
+  return limits;
+}
+
+// Adds the samples to `hang`, until the first torn one. Returns their CPU time (microseconds).
+uint64_t ReadSamples(int fd, const StaticHeader& sh, const LiveHeader& live, HangData* hang) {
+  std::vector<unsigned char> record(sh.sample_record_size);
+  std::vector<uintptr_t> frames(sh.max_frames);
+  std::vector<FrameMethod> methods(sh.max_frames);
+  uint64_t cpu_us = 0;
+  for (uint32_t i = 0; i < live.num_records; ++i) {
+    const unsigned char* p = record.data();
+    if (!ReadAt(fd, record.data(), record.size(),
+                sh.samples_offset + uint64_t{i} * sh.sample_record_size)) {
+      break;
+    }
+    const size_t body = sh.sample_record_size - sizeof(uint64_t);
+    uint64_t sum;
+    std::memcpy(&sum, p + body, sizeof(sum));
+    if (sum != Checksum(p, body)) {
+      break;
+    }
+    SampleRecordHead head;
+    std::memcpy(&head, p, sizeof(head));
+    const size_t n = std::min<size_t>(head.num_frames, sh.max_frames);
+    const unsigned char* method_bytes = p + sizeof(head) + sh.max_frames * sizeof(uint64_t);
+    for (size_t k = 0; k < n; ++k) {
+      uint64_t v;
+      std::memcpy(&v, p + sizeof(head) + k * sizeof(uint64_t), sizeof(v));
+      frames[k] = static_cast<uintptr_t>(v);
+      methods[k] = sh.version >= 2 ? ToFrameMethod(method_bytes[k]) : FrameMethod::kUnknown;
+    }
+    const bool ok = head.kind != 0;
+    hang->AddSample(head.t_ms, head.kind == 1 ? frames.data() : nullptr, head.kind == 1 ? n : 0,
+                    static_cast<uintptr_t>(head.leaf_key), uint64_t{head.cpu_us} * 1000, head.state,
+                    ok, methods.data(), ToSampleMethod(sh.version >= 2 ? head.method : 0));
+    cpu_us += head.cpu_us;
+  }
+  return cpu_us;
+}
+
+// The summary of a fatal hang from the live header and the samples read (cpu_us: their CPU).
+void SetFatalSummary(const LiveHeader& live, uint64_t cpu_us, HangData* hang) {
+  HangSummary& s = hang->summary;
+  s.pid = live.pid;
+  s.tid = live.tid;
+  s.start_unix_ms = live.start_unix_ms;
+  s.threshold_ms = live.threshold_ms;
+  s.sample_interval_ms = live.sample_interval_ms;
+  s.duration_ns = live.elapsed_ms * 1'000'000;
+  // CPU from the recorded samples' deltas: the first sample's delta covers the pass from its
+  // first sighting, so the sum spans [0, last sample].
+  s.cpu_ns = std::min<uint64_t>(cpu_us * 1000, s.duration_ns);
+  s.cpu_known = hang->timeline_size() > 0;
+  s.samples = std::max(s.samples, live.samples);
+  s.failed_samples = std::max(s.failed_samples, live.failed_samples);
+  s.dropped_stacks = std::max(s.dropped_stacks, live.dropped_stacks);
+  s.fatal = true;
+}
+
+// The record of the hang, its addresses resolved against the modules read from the file.
+HangRecord MaterializeFromFile(const HangData& hang, std::vector<symbols::Module> modules) {
+  MaterializeOptions options;
+  options.modules = std::make_shared<const symbols::ModuleMap>(std::move(modules));
+  options.addresses_are_local = false;
+  options.process = "";
+  for (const auto& m : options.modules->modules()) {
+    if (!m.path.empty()) {
+      options.process = m.path;  // the first module is the main program
+      break;
+    }
+  }
+  return Materialize(hang, options);
+}
+
 }  // namespace
 
 OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, std::string* error) {
@@ -424,47 +578,13 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   if (file_size < kModulesOffset || !ReadAt(fd, head, sizeof head, 0)) {
     return invalid("not an open-hang file (too short)");
   }
-  const unsigned char* data = head;
   StaticHeader sh;
-  std::memcpy(&sh, data, sizeof(sh));
-  if (std::memcmp(sh.magic, kMagic, sizeof(kMagic)) != 0) {
-    return invalid("not an open-hang file (bad magic)");
+  std::memcpy(&sh, head, sizeof(sh));
+  if (const std::string problem = StaticHeaderProblem(sh, file_size); !problem.empty()) {
+    return invalid(problem);
   }
-  if (sh.checksum != Checksum(&sh, offsetof(StaticHeader, checksum))) {
-    return invalid("corrupt header (checksum mismatch)");
-  }
-  if (sh.version < 1 || sh.version > kVersion) {
-    return invalid("unsupported version " + std::to_string(sh.version));
-  }
-  if (sh.endian_check != kEndianCheck) {
-    return invalid("written on a machine of other byte order");
-  }
-  if (sh.max_frames == 0 || sh.max_frames > kMaxFramesInFile || sh.max_samples == 0 ||
-      sh.max_samples > kMaxSamplesInFile || sh.max_modules > kMaxModules ||
-      sh.module_record_size != sizeof(ModuleRecord) ||
-      sh.sample_record_size != SampleRecordSize(sh.max_frames, sh.version) ||
-      sh.modules_offset != kModulesOffset ||
-      sh.samples_offset != kModulesOffset + sh.max_modules * sizeof(ModuleRecord) ||
-      sh.file_size != sh.samples_offset + sh.max_samples * sh.sample_record_size ||
-      file_size < sh.file_size) {
-    return invalid("inconsistent layout");
-  }
-
-  // The newest valid live header.
   LiveHeader live{};
-  bool have_live = false;
-  for (size_t off : kLiveHeaderOffset) {
-    LiveHeader h;
-    std::memcpy(&h, data + off, sizeof(h));
-    if (h.checksum != Checksum(&h, offsetof(LiveHeader, checksum))) {
-      continue;
-    }
-    if (!have_live || h.generation > live.generation) {
-      live = h;
-      have_live = true;
-    }
-  }
-  if (!have_live) {
+  if (!NewestLiveHeader(head, &live)) {
     return invalid("no valid state (both copies torn)");
   }
   if (live.open == 0) {
@@ -473,98 +593,14 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   if (live.num_modules > sh.max_modules || live.num_records > sh.max_samples) {
     return invalid("inconsistent state");
   }
-
-  // Modules.
   std::vector<symbols::Module> modules;
-  std::vector<unsigned char> module_bytes(live.num_modules * sizeof(ModuleRecord));
-  const unsigned char* mod_base = module_bytes.data();
-  if (!ReadAt(fd, module_bytes.data(), module_bytes.size(), sh.modules_offset) ||
-      live.modules_checksum != Checksum(mod_base, module_bytes.size())) {
+  if (!ReadModules(fd, sh, live, &modules)) {
     return invalid("corrupt module table");
   }
-  for (uint32_t i = 0; i < live.num_modules; ++i) {
-    ModuleRecord r;
-    std::memcpy(&r, mod_base + i * sizeof(ModuleRecord), sizeof(r));
-    symbols::Module m;
-    m.path = ReadString(r.path, sizeof(r.path));
-    m.build_id = ReadString(r.build_id, sizeof(r.build_id));
-    m.load_bias = r.load_bias;
-    for (uint32_t k = 0; k < std::min<uint32_t>(r.num_ranges, kRangesPerModule); ++k) {
-      if (r.lo[k] < r.hi[k]) {
-        m.exec_ranges.push_back({r.lo[k], r.hi[k]});
-      }
-    }
-    modules.push_back(std::move(m));
-  }
-
-  // Samples, until the first torn one. Kept as the agent keeps them: a bounded number of unique
-  // stacks (kMaxFramesRead frames in all), the others counted as dropped; whatever the counts,
-  // the record built here stays within a few tens of MB.
-  HangLimits limits;
-  limits.max_frames = sh.max_frames;
-  limits.max_timeline = std::max<size_t>(live.num_records, 1);
-  limits.max_unique_stacks =
-      std::clamp<size_t>(kMaxFramesRead / sh.max_frames, 1, std::max<size_t>(live.num_records, 1));
-  HangData hang(limits);
-  std::vector<unsigned char> record(sh.sample_record_size);
-  std::vector<uintptr_t> frames(sh.max_frames);
-  std::vector<FrameMethod> methods(sh.max_frames);
-  uint64_t cpu_us = 0;
-  for (uint32_t i = 0; i < live.num_records; ++i) {
-    const unsigned char* p = record.data();
-    if (!ReadAt(fd, record.data(), record.size(),
-                sh.samples_offset + uint64_t{i} * sh.sample_record_size)) {
-      break;
-    }
-    const size_t body = sh.sample_record_size - sizeof(uint64_t);
-    uint64_t sum;
-    std::memcpy(&sum, p + body, sizeof(sum));
-    if (sum != Checksum(p, body)) {
-      break;
-    }
-    SampleRecordHead head;
-    std::memcpy(&head, p, sizeof(head));
-    const size_t n = std::min<size_t>(head.num_frames, sh.max_frames);
-    const unsigned char* method_bytes = p + sizeof(head) + sh.max_frames * sizeof(uint64_t);
-    for (size_t k = 0; k < n; ++k) {
-      uint64_t v;
-      std::memcpy(&v, p + sizeof(head) + k * sizeof(uint64_t), sizeof(v));
-      frames[k] = static_cast<uintptr_t>(v);
-      methods[k] = sh.version >= 2 ? ToFrameMethod(method_bytes[k]) : FrameMethod::kUnknown;
-    }
-    const bool ok = head.kind != 0;
-    hang.AddSample(head.t_ms, head.kind == 1 ? frames.data() : nullptr, head.kind == 1 ? n : 0,
-                   static_cast<uintptr_t>(head.leaf_key), uint64_t{head.cpu_us} * 1000, head.state,
-                   ok, methods.data(), ToSampleMethod(sh.version >= 2 ? head.method : 0));
-    cpu_us += head.cpu_us;
-  }
-  HangSummary& s = hang.summary;
-  s.pid = live.pid;
-  s.tid = live.tid;
-  s.start_unix_ms = live.start_unix_ms;
-  s.threshold_ms = live.threshold_ms;
-  s.sample_interval_ms = live.sample_interval_ms;
-  s.duration_ns = live.elapsed_ms * 1'000'000;
-  // CPU from the recorded samples' deltas: the first sample's delta covers the pass from its
-  // first sighting, so the sum spans [0, last sample].
-  s.cpu_ns = std::min<uint64_t>(cpu_us * 1000, s.duration_ns);
-  s.cpu_known = hang.timeline_size() > 0;
-  s.samples = std::max(s.samples, live.samples);
-  s.failed_samples = std::max(s.failed_samples, live.failed_samples);
-  s.dropped_stacks = std::max(s.dropped_stacks, live.dropped_stacks);
-  s.fatal = true;
-
-  MaterializeOptions options;
-  options.modules = std::make_shared<const symbols::ModuleMap>(std::move(modules));
-  options.addresses_are_local = false;
-  options.process = "";
-  for (const auto& m : options.modules->modules()) {
-    if (!m.path.empty()) {
-      options.process = m.path;  // the first module is the main program
-      break;
-    }
-  }
-  *out = Materialize(hang, options);
+  HangData hang(ReadBackLimits(sh, live));
+  const uint64_t cpu_us = ReadSamples(fd, sh, live, &hang);
+  SetFatalSummary(live, cpu_us, &hang);
+  *out = MaterializeFromFile(hang, std::move(modules));
   return OpenHangReadStatus::kFound;
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "hangwatch/hangwatch.h"
 #include "hangwatch/internal/pass_timer.h"
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -36,7 +37,8 @@ using internal::g_pass_timer;
 bool HasConstantRateCounter() {
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_max(0x80000000, nullptr) < 0x80000007) return false;
+  // unsigned in GCC's cpuid.h, int in clang's.
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) < 0x80000007u) return false;
   __cpuid(0x80000007, a, b, c, d);
   return (d & (1u << 8)) != 0;  // invariant TSC
 #elif defined(__aarch64__)
@@ -83,6 +85,9 @@ void EnablePassTimer() {
   g_pass_timer.ns_per_tick_q32 = counter_rate != 0 ? counter_rate : uint64_t{1} << 32;
   g_pass_timer.begin = internal::ReadPassClock(clock);
   g_pass_timer.clock.store(clock, std::memory_order_relaxed);
+  std::atomic<uint64_t>& state = internal::g_run_loop_state;
+  state.store(state.load(std::memory_order_relaxed) | internal::kRunLoopTimedBit,
+              std::memory_order_relaxed);
 }
 
 void DisablePassTimer() {

@@ -10,9 +10,11 @@ namespace hangwatch::agent {
 
 // On the watched thread (Start()): picks the clock, measures its rate against
 // CLOCK_MONOTONIC (about 1 ms, once per process), starts timing with the pass under way, if
-// any, beginning now.
+// any, beginning now. Sets the timed-mode bit of the run-loop state, which only the watched
+// thread writes.
 void EnablePassTimer();
-// From any thread: BeginWork()/EndWork() stop reading the clock. The counters stay.
+// From any thread: BeginWork()/EndWork() stop reading the clock (the watched thread's next
+// call clears the timed-mode bit). The counters stay.
 void DisablePassTimer();
 // Whether the CPU's counter (not clock_gettime) is the clock.
 bool PassTimerUsesCounter();

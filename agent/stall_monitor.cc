@@ -66,7 +66,7 @@ StallMonitor::StallMonitor(const MonitorOptions& options,
       cfi_frames_(new uintptr_t[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),
       methods_(
           new symbols::FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]) {
-  const uint64_t s = run_loop_state_->load(std::memory_order_relaxed);
+  const uint64_t s = internal::RunLoopState(*run_loop_state_);
   initial_passes_ = (s + 1) / 2;
 }
 
@@ -143,7 +143,7 @@ uint64_t StallMonitor::Tick() {
   last_boot_ns_ = boot;
   last_mono_ns_ = now;
 
-  const uint64_t state = run_loop_state_->load(std::memory_order_relaxed);
+  const uint64_t state = internal::RunLoopState(*run_loop_state_);
   stats_->passes_seen.store((state + 1) / 2 - initial_passes_, std::memory_order_relaxed);
 
   if (tracking_ && state != tracked_state_) {
@@ -196,7 +196,7 @@ void StallMonitor::Finish(bool watched_thread_exited) {
     return;
   }
   const uint64_t now = env_->MonotonicNs();
-  const uint64_t state = run_loop_state_->load(std::memory_order_relaxed);
+  const uint64_t state = internal::RunLoopState(*run_loop_state_);
   if (state != tracked_state_) {
     EndPass(now, /*still_running=*/false, 0);
   } else if (watched_thread_exited) {

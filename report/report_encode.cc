@@ -190,6 +190,148 @@ std::string Encode(const StartupStall& s) {
   return o;
 }
 
+namespace {
+
+// "culprit": the frame blamed, or null.
+void AppendCulprit(std::string* out, const HangRecord& r) {
+  std::string& o = *out;
+  Key(&o, "culprit");
+  if (r.culprit.empty()) {
+    o.append("null");
+  } else {
+    o.push_back('{');
+    Key(&o, "symbol", true);
+    AppendString(&o, r.culprit.symbol);
+    Key(&o, "module");
+    AppendString(&o, r.culprit.module);
+    Key(&o, "offset");
+    AppendHex(&o, r.culprit.offset);
+    Key(&o, "file");
+    AppendString(&o, r.culprit.file);
+    Key(&o, "line");
+    AppendInt(&o, r.culprit.line);
+    Key(&o, "frame");
+    AppendInt(&o, r.culprit.frame);
+    o.push_back('}');
+  }
+}
+
+// One frame of a stack.
+void AppendFrame(std::string* out, const Frame& fr) {
+  std::string& o = *out;
+  o.push_back('{');
+  Key(&o, "addr", true);
+  AppendHex(&o, fr.addr);
+  Key(&o, "module");
+  AppendString(&o, fr.module);
+  Key(&o, "build_id");
+  AppendString(&o, fr.build_id);
+  Key(&o, "offset");
+  AppendHex(&o, fr.offset);
+  if (!fr.symbol.empty()) {
+    Key(&o, "symbol");
+    AppendString(&o, fr.symbol);
+  }
+  if (!fr.file.empty()) {
+    Key(&o, "file");
+    AppendString(&o, fr.file);
+    Key(&o, "line");
+    AppendInt(&o, fr.line);
+  }
+  if (fr.method != FrameMethod::kUnknown) {
+    Key(&o, "method");
+    AppendString(&o, FrameMethodName(fr.method));
+  }
+  o.push_back('}');
+}
+
+// "stacks": the unique stacks with their frames.
+void AppendStacks(std::string* out, const HangRecord& r) {
+  std::string& o = *out;
+  Key(&o, "stacks");
+  o.push_back('[');
+  for (size_t i = 0; i < r.stacks.size(); ++i) {
+    const Stack& s = r.stacks[i];
+    if (i > 0) {
+      o.push_back(',');
+    }
+    o.push_back('{');
+    Key(&o, "id", true);
+    AppendInt(&o, s.id);
+    Key(&o, "count");
+    AppendUint(&o, s.count);
+    Key(&o, "first_seen_ms");
+    AppendUint(&o, s.first_seen_ms);
+    Key(&o, "last_seen_ms");
+    AppendUint(&o, s.last_seen_ms);
+    Key(&o, "cpu_ms");
+    AppendUint(&o, s.cpu_us / 1000);
+    Key(&o, "frames");
+    o.push_back('[');
+    for (size_t f = 0; f < s.frames.size(); ++f) {
+      const Frame& fr = s.frames[f];
+      if (f > 0) {
+        o.push_back(',');
+      }
+      AppendFrame(&o, fr);
+    }
+    o.append("]}");
+  }
+  o.push_back(']');
+}
+
+// "timeline": one entry per sample.
+void AppendTimeline(std::string* out, const HangRecord& r) {
+  std::string& o = *out;
+  Key(&o, "timeline");
+  o.push_back('[');
+  for (size_t i = 0; i < r.timeline.size(); ++i) {
+    const TimelineEntry& t = r.timeline[i];
+    if (i > 0) {
+      o.push_back(',');
+    }
+    o.append("{\"t_ms\":");
+    AppendUint(&o, t.t_ms);
+    o.append(",\"stack\":");
+    AppendInt(&o, t.stack);
+    o.append(",\"cpu_us\":");
+    AppendUint(&o, t.cpu_us);
+    o.append(",\"state\":\"");
+    o.push_back(SafeState(t.state));
+    o.push_back('"');
+    if (t.method != SampleMethod::kUnknown) {
+      Key(&o, "method");
+      AppendString(&o, SampleMethodName(t.method));
+    }
+    o.push_back('}');
+  }
+  o.push_back(']');
+}
+
+// "modules": the modules the frames point into.
+void AppendModules(std::string* out, const HangRecord& r) {
+  std::string& o = *out;
+  Key(&o, "modules");
+  o.push_back('[');
+  for (size_t i = 0; i < r.modules.size(); ++i) {
+    const ModuleInfo& m = r.modules[i];
+    if (i > 0) {
+      o.push_back(',');
+    }
+    o.push_back('{');
+    Key(&o, "path", true);
+    AppendString(&o, m.path);
+    Key(&o, "base");
+    AppendHex(&o, m.base);
+    Key(&o, "build_id");
+    AppendString(&o, m.build_id);
+    o.push_back('}');
+  }
+  o.push_back(']');
+}
+
+}  // namespace
+
 std::string Encode(const HangRecord& r) {
   std::string o;
   o.reserve(1024 + r.stacks.size() * 512 + r.timeline.size() * 48);
@@ -236,125 +378,17 @@ std::string Encode(const HangRecord& r) {
   AppendString(&o, r.fingerprint);
   Key(&o, "signature");
   AppendString(&o, r.signature);
-  Key(&o, "culprit");
-  if (r.culprit.empty()) {
-    o.append("null");
-  } else {
-    o.push_back('{');
-    Key(&o, "symbol", true);
-    AppendString(&o, r.culprit.symbol);
-    Key(&o, "module");
-    AppendString(&o, r.culprit.module);
-    Key(&o, "offset");
-    AppendHex(&o, r.culprit.offset);
-    Key(&o, "file");
-    AppendString(&o, r.culprit.file);
-    Key(&o, "line");
-    AppendInt(&o, r.culprit.line);
-    Key(&o, "frame");
-    AppendInt(&o, r.culprit.frame);
-    o.push_back('}');
-  }
+  AppendCulprit(&o, r);
   Key(&o, "dominant_stack");
   AppendInt(&o, r.dominant_stack);
 
-  Key(&o, "stacks");
-  o.push_back('[');
-  for (size_t i = 0; i < r.stacks.size(); ++i) {
-    const Stack& s = r.stacks[i];
-    if (i > 0) {
-      o.push_back(',');
-    }
-    o.push_back('{');
-    Key(&o, "id", true);
-    AppendInt(&o, s.id);
-    Key(&o, "count");
-    AppendUint(&o, s.count);
-    Key(&o, "first_seen_ms");
-    AppendUint(&o, s.first_seen_ms);
-    Key(&o, "last_seen_ms");
-    AppendUint(&o, s.last_seen_ms);
-    Key(&o, "cpu_ms");
-    AppendUint(&o, s.cpu_us / 1000);
-    Key(&o, "frames");
-    o.push_back('[');
-    for (size_t f = 0; f < s.frames.size(); ++f) {
-      const Frame& fr = s.frames[f];
-      if (f > 0) {
-        o.push_back(',');
-      }
-      o.push_back('{');
-      Key(&o, "addr", true);
-      AppendHex(&o, fr.addr);
-      Key(&o, "module");
-      AppendString(&o, fr.module);
-      Key(&o, "build_id");
-      AppendString(&o, fr.build_id);
-      Key(&o, "offset");
-      AppendHex(&o, fr.offset);
-      if (!fr.symbol.empty()) {
-        Key(&o, "symbol");
-        AppendString(&o, fr.symbol);
-      }
-      if (!fr.file.empty()) {
-        Key(&o, "file");
-        AppendString(&o, fr.file);
-        Key(&o, "line");
-        AppendInt(&o, fr.line);
-      }
-      if (fr.method != FrameMethod::kUnknown) {
-        Key(&o, "method");
-        AppendString(&o, FrameMethodName(fr.method));
-      }
-      o.push_back('}');
-    }
-    o.append("]}");
-  }
-  o.push_back(']');
-
-  Key(&o, "timeline");
-  o.push_back('[');
-  for (size_t i = 0; i < r.timeline.size(); ++i) {
-    const TimelineEntry& t = r.timeline[i];
-    if (i > 0) {
-      o.push_back(',');
-    }
-    o.append("{\"t_ms\":");
-    AppendUint(&o, t.t_ms);
-    o.append(",\"stack\":");
-    AppendInt(&o, t.stack);
-    o.append(",\"cpu_us\":");
-    AppendUint(&o, t.cpu_us);
-    o.append(",\"state\":\"");
-    o.push_back(SafeState(t.state));
-    o.push_back('"');
-    if (t.method != SampleMethod::kUnknown) {
-      Key(&o, "method");
-      AppendString(&o, SampleMethodName(t.method));
-    }
-    o.push_back('}');
-  }
-  o.push_back(']');
+  AppendStacks(&o, r);
+  AppendTimeline(&o, r);
   Key(&o, "timeline_truncated");
   o.append(r.timeline_truncated ? "true" : "false");
 
-  Key(&o, "modules");
-  o.push_back('[');
-  for (size_t i = 0; i < r.modules.size(); ++i) {
-    const ModuleInfo& m = r.modules[i];
-    if (i > 0) {
-      o.push_back(',');
-    }
-    o.push_back('{');
-    Key(&o, "path", true);
-    AppendString(&o, m.path);
-    Key(&o, "base");
-    AppendHex(&o, m.base);
-    Key(&o, "build_id");
-    AppendString(&o, m.build_id);
-    o.push_back('}');
-  }
-  o.append("]}");
+  AppendModules(&o, r);
+  o.push_back('}');
   return o;
 }
 

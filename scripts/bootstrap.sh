@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  g++ clang lld cmake ninja-build pkg-config make python3 git file
+  g++ clang clang-tidy lld cmake ninja-build pkg-config make python3 git file
   libabsl-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdw-dev libelf-dev libunwind-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev
   libuv1-dev libglib2.0-dev nlohmann-json3-dev

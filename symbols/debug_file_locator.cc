@@ -14,6 +14,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "symbols/elf_file.h"
 #include "symbols/regular_file.h"
 
@@ -86,8 +87,9 @@ class BuildIdDirSource : public DebugFileSource {
     const std::string head = build_id.substr(0, 2), rest = build_id.substr(2);
     for (const std::string& dir : dirs_) {
       for (const std::string& candidate :
-           {dir + "/.build-id/" + head + "/" + rest + ".debug",
-            dir + "/" + head + "/" + rest + ".debug", dir + "/" + build_id + ".debug"}) {
+           {absl::StrCat(dir, "/.build-id/", head, "/", rest, ".debug"),
+            absl::StrCat(dir, "/", head, "/", rest, ".debug"),
+            absl::StrCat(dir, "/", build_id, ".debug")}) {
         if (IsFile(candidate) && BuildIdMatches(candidate, build_id, rejected)) return candidate;
       }
     }
@@ -124,7 +126,7 @@ class DebuglinkSource : public DebugFileSource {
     char real[PATH_MAX];
     std::string real_dir = realpath(binary_path.c_str(), real) ? DirName(real) : dir;
     std::vector<std::string> candidates = {dir + "/" + link, dir + "/.debug/" + link};
-    for (const std::string& d : dirs_) candidates.push_back(d + real_dir + "/" + link);
+    for (const std::string& d : dirs_) candidates.push_back(absl::StrCat(d, real_dir, "/", link));
     for (const std::string& c : candidates) {
       if (!IsFile(c)) continue;
       // The debuglink may name the binary itself (a file with the same name in the same
@@ -149,7 +151,7 @@ class BesideBinarySource : public DebugFileSource {
  public:
   std::string Find(const DebugFileQuery& q, std::vector<std::string>* rejected) override {
     if (q.path.empty()) return {};
-    const std::string beside = q.path + ".debug";
+    std::string beside = q.path + ".debug";
     if (IsFile(beside) && BuildIdMatches(beside, q.build_id, rejected)) return beside;
     return {};
   }

@@ -176,6 +176,275 @@ void SortRows(std::vector<LineRow>* rows, std::vector<LineRow>* scratch) {
   std::stable_sort(rows->begin(), rows->end(), RowBefore);
 }
 
+// What the line program needs of a unit's header.
+struct LineHeader {
+  int version = 0;
+  unsigned offset_size = 4;
+  const uint8_t* unit_end = nullptr;
+  const uint8_t* program = nullptr;  // the line program's first opcode
+  uint8_t min_inst_length = 0;
+  uint8_t max_ops = 1;
+  int8_t line_base = 0;
+  uint8_t line_range = 0;
+  uint8_t opcode_base = 0;
+  const uint8_t* std_lengths = nullptr;  // operand counts of opcodes 1 .. opcode_base - 1
+};
+
+// Reads the header of the unit at `*c` up to its directory and file tables, where it leaves
+// `*c` (bounded by the unit). Sets out->version once known. False when the unit is malformed or
+// of an unsupported version.
+bool ReadLineHeader(DwarfCursor* c, LineHeader* h, LineTable* out) {
+  uint64_t unit_length = c->Fixed(4);
+  h->offset_size = 4;
+  if (unit_length == 0xffffffffu) {
+    unit_length = c->Fixed(8);
+    h->offset_size = 8;
+  } else if (unit_length >= 0xfffffff0u) {
+    return false;
+  }
+  if (!c->ok() || unit_length > c->left()) return false;
+  h->unit_end = c->pos() + unit_length;
+  *c = DwarfCursor(c->pos(), h->unit_end);
+  const auto version = static_cast<int>(c->Fixed(2));
+  if (!c->ok() || version < 2 || version > 5) return false;
+  out->version = version;
+  h->version = version;
+  if (version >= 5) {
+    c->U8();                         // address size: DW_LNE_set_address carries its own length
+    if (c->U8() != 0) return false;  // segment selectors: not for ELF
+  }
+  const uint64_t header_length = c->Fixed(h->offset_size);
+  if (!c->ok() || header_length > c->left()) return false;
+  h->program = c->pos() + header_length;
+  h->min_inst_length = c->U8();
+  h->max_ops = version >= 4 ? c->U8() : 1;
+  const bool default_is_stmt = c->U8() != 0;
+  (void)default_is_stmt;  // rows are kept whatever is_stmt says, as libdw and LLVM do
+  h->line_base = static_cast<int8_t>(c->U8());
+  h->line_range = c->U8();
+  h->opcode_base = c->U8();
+  if (!c->ok() || h->max_ops == 0 || h->line_range == 0 || h->opcode_base == 0) return false;
+  h->std_lengths = c->pos();
+  c->Skip(h->opcode_base - 1u);
+  return true;
+}
+
+// Appends file `name` of directory `dir` to the table; false when either is missing.
+bool AddFile(const std::vector<const char*>& dirs, const char* name, uint64_t dir, LineTable* out) {
+  if (name == nullptr || dir >= dirs.size()) return false;
+  out->files.push_back(Join(dirs[dir], name));
+  return true;
+}
+
+// Reads the directory and file tables at `*c` into `*dirs` and out->files.
+bool ReadFileTables(DwarfCursor* c, const LineHeader& h, const char* comp_dir,
+                    const LineSections& sections, std::vector<const char*>* dirs, LineTable* out) {
+  if (h.version < 5) {
+    dirs->push_back(comp_dir);
+    while (c->ok() && !c->at_end() && *c->pos() != 0) dirs->push_back(c->CString());
+    c->U8();
+    // File 0 does not exist before DWARF 5: a placeholder keeps indexes aligned.
+    out->files.emplace_back("???");
+    while (c->ok() && !c->at_end() && *c->pos() != 0) {
+      const char* name = c->CString();
+      const uint64_t dir = c->Uleb();
+      c->Uleb();  // mtime
+      c->Uleb();  // length
+      if (!c->ok() || !AddFile(*dirs, name, dir, out)) return false;
+    }
+    c->U8();
+    return c->ok();
+  }
+  EntryFormat dir_format, file_format;
+  if (!ReadEntryFormat(c, &dir_format)) return false;
+  if (!ReadEntries(c, dir_format, h.offset_size, sections, [&](const char* path, uint64_t) {
+        if (path == nullptr) return false;
+        dirs->push_back(path);
+        return true;
+      })) {
+    return false;
+  }
+  if (!ReadEntryFormat(c, &file_format)) return false;
+  return ReadEntries(c, file_format, h.offset_size, sections, [&](const char* name, uint64_t dir) {
+    return AddFile(*dirs, name, dir, out);
+  });
+}
+
+// Runs a unit's line program, appending its rows to out->rows, or with `only` (ascending
+// addresses) keeping just the row that answers each of them.
+class LineProgram {
+ public:
+  LineProgram(const LineHeader& h, const std::vector<const char*>& dirs,
+              const std::vector<uint64_t>* only, LineTable* out)
+      : h_(h), dirs_(dirs), only_(only), out_(out), best_(only != nullptr ? only->size() : 0) {}
+
+  void Run() {
+    DwarfCursor p(h_.program, h_.unit_end);
+    // With room to spare: the table is reused, and a slightly bigger unit would otherwise move
+    // the rows to fresh memory every time.
+    const size_t expected = static_cast<size_t>(h_.unit_end - h_.program) / 3;
+    if (only_ == nullptr && out_->rows.capacity() < expected)
+      out_->rows.reserve(expected + expected / 2);
+    while (p.ok() && !p.at_end()) {
+      const uint8_t op = p.U8();
+      if (op >= h_.opcode_base) {  // special opcode
+        const unsigned adjusted = op - h_.opcode_base;
+        Advance(adjusted / h_.line_range);
+        st_.line +=
+            static_cast<uint64_t>(h_.line_base + static_cast<int>(adjusted % h_.line_range));
+        Emit(false);
+        continue;
+      }
+      if (op == 0) {
+        Extended(&p);
+      } else {
+        Standard(op, &p);
+      }
+    }
+  }
+
+  // The rows in address order (with `only`: one per address asked, when there is one).
+  void Finish() {
+    if (only_ != nullptr) {
+      // The answer for only[j] is the best row among buckets 0..j.
+      const Best* running = nullptr;
+      for (const Best& b : best_) {
+        if (b.set && (running == nullptr || !RowBefore(b.row, running->row))) running = &b;
+        if (running != nullptr &&
+            (out_->rows.empty() || out_->rows.back().addr != running->row.addr ||
+             out_->rows.back().end_sequence != running->row.end_sequence)) {
+          out_->rows.push_back(running->row);
+        }
+      }
+      return;
+    }
+    if (!sorted_) SortRows(&out_->rows, &out_->sort_scratch);
+  }
+
+ private:
+  struct State {
+    uint64_t addr = 0;
+    uint64_t op_index = 0;
+    uint64_t file = 1;
+    uint64_t line = 1;  // wraps on hostile input, as unsigned arithmetic may
+    uint64_t column = 0;
+  };
+  // With `only`: the best row so far among those whose first address at or above them is
+  // only[k] (RowBefore order, later rows winning ties as the stable sort would have them).
+  struct Best {
+    bool set = false;
+    LineRow row;
+  };
+
+  void Emit(bool end_sequence) {
+    const LineRow row{st_.addr, static_cast<uint32_t>(std::min<uint64_t>(st_.file, 0xffffffffu)),
+                      static_cast<uint32_t>(st_.line),
+                      static_cast<uint32_t>(std::min<uint64_t>(st_.column, 0xffffffffu)),
+                      end_sequence};
+    if (only_ != nullptr) {
+      KeepIfBest(row);
+      return;
+    }
+    if (!out_->rows.empty()) {
+      const LineRow& prev = out_->rows.back();
+      if (prev.addr > row.addr || (prev.addr == row.addr && !prev.end_sequence && end_sequence)) {
+        sorted_ = false;
+      }
+    }
+    out_->rows.push_back(row);
+  }
+
+  void KeepIfBest(const LineRow& row) {
+    // The first address at or above the row: rows mostly ascend, so walk on from the last
+    // row's answer; search again when they do not.
+    size_t k = last_k_;
+    if (row.addr < last_addr_) {
+      k = static_cast<size_t>(std::lower_bound(only_->begin(), only_->end(), row.addr) -
+                              only_->begin());
+    }
+    while (k < only_->size() && (*only_)[k] < row.addr) ++k;
+    last_k_ = k;
+    last_addr_ = row.addr;
+    if (k < best_.size() && (!best_[k].set || !RowBefore(row, best_[k].row)))
+      best_[k] = {true, row};
+  }
+
+  void Advance(uint64_t operation_advance) {
+    const uint64_t ops = st_.op_index + operation_advance;
+    st_.addr += h_.min_inst_length * (ops / h_.max_ops);
+    st_.op_index = ops % h_.max_ops;
+  }
+
+  // An extended opcode (after its 0 byte).
+  void Extended(DwarfCursor* p) {
+    const uint64_t len = p->Uleb();
+    if (!p->ok() || len == 0 || len > p->left()) {
+      p->Skip(len);
+      return;
+    }
+    const uint8_t* next = p->pos() + len;
+    const uint8_t sub = p->U8();
+    if (sub == DW_LNE_end_sequence) {
+      Emit(true);
+      st_ = State();
+    } else if (sub == DW_LNE_set_address) {
+      if (len - 1 <= 8) st_.addr = p->Fixed(len - 1);
+      st_.op_index = 0;
+    } else if (sub == DW_LNE_define_file && h_.version < 5) {
+      const char* name = p->CString();
+      const uint64_t dir = p->Uleb();
+      if (p->ok()) AddFile(dirs_, name, dir, out_);
+    }
+    *p = DwarfCursor(next, h_.unit_end);
+  }
+
+  // A standard opcode (1 .. opcode_base - 1).
+  void Standard(uint8_t op, DwarfCursor* p) {
+    switch (op) {
+      case DW_LNS_copy:
+        Emit(false);
+        break;
+      case DW_LNS_advance_pc:
+        Advance(p->Uleb());
+        break;
+      case DW_LNS_advance_line:
+        st_.line += static_cast<uint64_t>(p->Sleb());
+        break;
+      case DW_LNS_set_file:
+        st_.file = p->Uleb();
+        break;
+      case DW_LNS_set_column:
+        st_.column = p->Uleb();
+        break;
+      case DW_LNS_const_add_pc:
+        Advance((255u - h_.opcode_base) / h_.line_range);
+        break;
+      case DW_LNS_fixed_advance_pc:
+        st_.addr += p->Fixed(2);
+        st_.op_index = 0;
+        break;
+      case DW_LNS_negate_stmt:
+      case DW_LNS_set_basic_block:
+      case DW_LNS_set_prologue_end:
+      case DW_LNS_set_epilogue_begin:
+        break;
+      default:  // known or unknown: skip its declared operands
+        for (uint8_t i = 0; i < h_.std_lengths[op - 1] && p->ok(); ++i) p->Uleb();
+        break;
+    }
+  }
+
+  const LineHeader& h_;
+  const std::vector<const char*>& dirs_;
+  const std::vector<uint64_t>* only_;
+  LineTable* out_;
+  State st_;
+  bool sorted_ = true;
+  std::vector<Best> best_;
+  size_t last_k_ = 0;
+  uint64_t last_addr_ = 0;
+};
+
 }  // namespace
 
 bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* comp_dir,
@@ -187,210 +456,14 @@ bool ReadLineTable(const LineSections& sections, uint64_t offset, const char* co
   if (offset >= sec.size()) return false;
   const auto* base = reinterpret_cast<const uint8_t*>(sec.data());
   DwarfCursor c(base + offset, base + sec.size());
-
-  // Header.
-  uint64_t unit_length = c.Fixed(4);
-  unsigned offset_size = 4;
-  if (unit_length == 0xffffffffu) {
-    unit_length = c.Fixed(8);
-    offset_size = 8;
-  } else if (unit_length >= 0xfffffff0u) {
-    return false;
-  }
-  if (!c.ok() || unit_length > c.left()) return false;
-  const uint8_t* unit_end = c.pos() + unit_length;
-  c = DwarfCursor(c.pos(), unit_end);
-  const auto version = static_cast<int>(c.Fixed(2));
-  if (!c.ok() || version < 2 || version > 5) return false;
-  out->version = version;
-  if (version >= 5) {
-    c.U8();                         // address size: DW_LNE_set_address carries its own length
-    if (c.U8() != 0) return false;  // segment selectors: not for ELF
-  }
-  const uint64_t header_length = c.Fixed(offset_size);
-  if (!c.ok() || header_length > c.left()) return false;
-  const uint8_t* program = c.pos() + header_length;
-  const uint8_t min_inst_length = c.U8();
-  const uint8_t max_ops = version >= 4 ? c.U8() : 1;
-  const bool default_is_stmt = c.U8() != 0;
-  (void)default_is_stmt;  // rows are kept whatever is_stmt says, as libdw and LLVM do
-  const auto line_base = static_cast<int8_t>(c.U8());
-  const uint8_t line_range = c.U8();
-  const uint8_t opcode_base = c.U8();
-  if (!c.ok() || max_ops == 0 || line_range == 0 || opcode_base == 0) return false;
-  const uint8_t* std_lengths = c.pos();  // of opcodes 1 .. opcode_base - 1
-  c.Skip(opcode_base - 1u);
-
-  // Directories and files.
+  LineHeader header;
+  if (!ReadLineHeader(&c, &header, out)) return false;
   std::vector<const char*> dirs;
-  auto add_file = [&](const char* name, uint64_t dir) {
-    if (name == nullptr || dir >= dirs.size()) return false;
-    out->files.push_back(Join(dirs[dir], name));
-    return true;
-  };
-  if (version < 5) {
-    dirs.push_back(comp_dir);
-    while (c.ok() && !c.at_end() && *c.pos() != 0) dirs.push_back(c.CString());
-    c.U8();
-    // File 0 does not exist before DWARF 5: a placeholder keeps indexes aligned.
-    out->files.emplace_back("???");
-    while (c.ok() && !c.at_end() && *c.pos() != 0) {
-      const char* name = c.CString();
-      const uint64_t dir = c.Uleb();
-      c.Uleb();  // mtime
-      c.Uleb();  // length
-      if (!c.ok() || !add_file(name, dir)) return false;
-    }
-    c.U8();
-    if (!c.ok()) return false;
-  } else {
-    EntryFormat dir_format, file_format;
-    if (!ReadEntryFormat(&c, &dir_format)) return false;
-    if (!ReadEntries(&c, dir_format, offset_size, sections, [&](const char* path, uint64_t) {
-          if (path == nullptr) return false;
-          dirs.push_back(path);
-          return true;
-        })) {
-      return false;
-    }
-    if (!ReadEntryFormat(&c, &file_format)) return false;
-    if (!ReadEntries(&c, file_format, offset_size, sections, add_file)) return false;
-  }
-  if (program > unit_end) return false;
-
-  // The line program.
-  struct State {
-    uint64_t addr = 0;
-    uint64_t op_index = 0;
-    uint64_t file = 1;
-    uint64_t line = 1;  // wraps on hostile input, as unsigned arithmetic may
-    uint64_t column = 0;
-  } st;
-  bool sorted = true;
-  // With `only`: the best row so far among those whose first address at or above them is
-  // only[k] (RowBefore order, later rows winning ties as the stable sort would have them).
-  struct Best {
-    bool set = false;
-    LineRow row;
-  };
-  std::vector<Best> best(only != nullptr ? only->size() : 0);
-  size_t last_k = 0;
-  uint64_t last_addr = 0;
-  auto emit = [&](bool end_sequence) {
-    const LineRow row{st.addr, static_cast<uint32_t>(std::min<uint64_t>(st.file, 0xffffffffu)),
-                      static_cast<uint32_t>(st.line),
-                      static_cast<uint32_t>(std::min<uint64_t>(st.column, 0xffffffffu)),
-                      end_sequence};
-    if (only != nullptr) {
-      // The first address at or above the row: rows mostly ascend, so walk on from the last
-      // row's answer; search again when they do not.
-      size_t k = last_k;
-      if (row.addr < last_addr) {
-        k = static_cast<size_t>(std::lower_bound(only->begin(), only->end(), row.addr) -
-                                only->begin());
-      }
-      while (k < only->size() && (*only)[k] < row.addr) ++k;
-      last_k = k;
-      last_addr = row.addr;
-      if (k < best.size() && (!best[k].set || !RowBefore(row, best[k].row))) best[k] = {true, row};
-      return;
-    }
-    if (!out->rows.empty()) {
-      const LineRow& prev = out->rows.back();
-      if (prev.addr > row.addr || (prev.addr == row.addr && !prev.end_sequence && end_sequence)) {
-        sorted = false;
-      }
-    }
-    out->rows.push_back(row);
-  };
-  auto advance = [&](uint64_t operation_advance) {
-    const uint64_t ops = st.op_index + operation_advance;
-    st.addr += min_inst_length * (ops / max_ops);
-    st.op_index = ops % max_ops;
-  };
-  DwarfCursor p(program, unit_end);
-  // With room to spare: the table is reused, and a slightly bigger unit would otherwise move
-  // the rows to fresh memory every time.
-  const size_t expected = static_cast<size_t>(unit_end - program) / 3;
-  if (only == nullptr && out->rows.capacity() < expected)
-    out->rows.reserve(expected + expected / 2);
-  while (p.ok() && !p.at_end()) {
-    const uint8_t op = p.U8();
-    if (op >= opcode_base) {  // special opcode
-      const unsigned adjusted = op - opcode_base;
-      advance(adjusted / line_range);
-      st.line += static_cast<uint64_t>(line_base + static_cast<int>(adjusted % line_range));
-      emit(false);
-      continue;
-    }
-    switch (op) {
-      case 0: {  // extended
-        const uint64_t len = p.Uleb();
-        if (!p.ok() || len == 0 || len > p.left()) {
-          p.Skip(len);
-          break;
-        }
-        const uint8_t* next = p.pos() + len;
-        const uint8_t sub = p.U8();
-        if (sub == DW_LNE_end_sequence) {
-          emit(true);
-          st = State();
-        } else if (sub == DW_LNE_set_address) {
-          if (len - 1 <= 8) st.addr = p.Fixed(len - 1);
-          st.op_index = 0;
-        } else if (sub == DW_LNE_define_file && version < 5) {
-          const char* name = p.CString();
-          const uint64_t dir = p.Uleb();
-          if (p.ok()) add_file(name, dir);
-        }
-        p = DwarfCursor(next, unit_end);
-        break;
-      }
-      case DW_LNS_copy:
-        emit(false);
-        break;
-      case DW_LNS_advance_pc:
-        advance(p.Uleb());
-        break;
-      case DW_LNS_advance_line:
-        st.line += static_cast<uint64_t>(p.Sleb());
-        break;
-      case DW_LNS_set_file:
-        st.file = p.Uleb();
-        break;
-      case DW_LNS_set_column:
-        st.column = p.Uleb();
-        break;
-      case DW_LNS_const_add_pc:
-        advance((255u - opcode_base) / line_range);
-        break;
-      case DW_LNS_fixed_advance_pc:
-        st.addr += p.Fixed(2);
-        st.op_index = 0;
-        break;
-      case DW_LNS_negate_stmt:
-      case DW_LNS_set_basic_block:
-      case DW_LNS_set_prologue_end:
-      case DW_LNS_set_epilogue_begin:
-        break;
-      default:  // known or unknown: skip its declared operands
-        for (uint8_t i = 0; i < std_lengths[op - 1] && p.ok(); ++i) p.Uleb();
-        break;
-    }
-  }
-  if (only != nullptr) {
-    // The answer for only[j] is the best row among buckets 0..j.
-    const Best* running = nullptr;
-    for (const Best& b : best) {
-      if (b.set && (running == nullptr || !RowBefore(b.row, running->row))) running = &b;
-      if (running != nullptr && (out->rows.empty() || out->rows.back().addr != running->row.addr ||
-                                 out->rows.back().end_sequence != running->row.end_sequence)) {
-        out->rows.push_back(running->row);
-      }
-    }
-    return true;
-  }
-  if (!sorted) SortRows(&out->rows, &out->sort_scratch);
+  if (!ReadFileTables(&c, header, comp_dir, sections, &dirs, out)) return false;
+  if (header.program > header.unit_end) return false;
+  LineProgram program(header, dirs, only, out);
+  program.Run();
+  program.Finish();
   return true;
 }
 

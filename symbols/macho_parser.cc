@@ -26,9 +26,7 @@ std::string FixedName(std::span<const unsigned char> b, size_t off) {
 }
 
 // Every refusal is the same kind: the bytes are not a well-formed image.
-absl::Status Malformed(std::string message) {
-  return absl::InvalidArgumentError(std::move(message));
-}
+absl::Status Malformed(const std::string& message) { return absl::InvalidArgumentError(message); }
 
 // A name read from the image, for a refusal: quoted, its control and other non-printable bytes
 // escaped, so that the message stays one line and writes no terminal control sequences.

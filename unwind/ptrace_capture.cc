@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "unwind/internal/ptrace_thread.h"
 #include "unwind/internal/ptrace_window.h"
@@ -84,6 +86,302 @@ bool ProcessGone(pid_t pid) {
   return access(path, F_OK) != 0;
 }
 
+// The snapshot ends early with error `e` (errno `err`).
+PtraceSnapshot Fail(const PtraceSnapshot& snap, PtraceError e, int err, uint64_t call_start) {
+  PtraceSnapshot failed = snap;
+  failed.error = e;
+  failed.error_errno = err;
+  failed.capture_ns = NowNs() - call_start;
+  return failed;
+}
+
+// Adds threads to the snapshot before they are stopped: their /proc facts and their stack
+// buffers, so that nothing is read or allocated for them inside the stop window.
+class ThreadAdder {
+ public:
+  ThreadAdder(pid_t pid, const PtraceCaptureOptions& options, PtraceSnapshot* snap)
+      : pid_(pid), options_(options), snap_(snap) {
+    char task_path[64];
+    std::snprintf(task_path, sizeof(task_path), "/proc/%d/task", pid);
+    task_dir_ = open(task_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
+  ~ThreadAdder() {
+    if (task_dir_ >= 0) close(task_dir_);
+  }
+  ThreadAdder(const ThreadAdder&) = delete;
+  ThreadAdder& operator=(const ThreadAdder&) = delete;
+
+  void Add(pid_t tid, bool during_stop) {
+    PtraceThread t;
+    t.tid = tid;
+    t.created_during_stop = during_stop;
+    internal::ReadThreadInfo(pid_, task_dir_, &t);
+    t.stack.resize(options_.stack_bytes);
+    snap_->threads.push_back(std::move(t));
+  }
+
+ private:
+  pid_t pid_;
+  const PtraceCaptureOptions& options_;
+  PtraceSnapshot* snap_;
+  int task_dir_ = -1;
+};
+
+// A zombie process: the leader exited and no live thread is left (a thread whose stat could
+// not be read counts as gone).
+bool NoLiveThread(const PtraceSnapshot& snap) {
+  return std::none_of(snap.threads.begin(), snap.threads.end(), [](const PtraceThread& t) {
+    return t.state != 'Z' && t.state != 'X' && t.state != '?';
+  });
+}
+
+// The stop window: seizing the threads, interrupting them, waiting for their stops (copying
+// each one right away unless options.stop_all), the threads created meanwhile, detaching.
+// Every seized thread is detached by the time this object is gone, whatever the path.
+class StopWindow {
+ public:
+  StopWindow(pid_t pid, const PtraceCaptureOptions& options, PtraceSnapshot* snap,
+             ThreadAdder* adder, const std::vector<internal::Mapping>& maps)
+      : pid_(pid), options_(options), snap_(snap), adder_(adder), maps_(maps), attached_(snap) {
+    attached_.Resize();
+  }
+
+  // Seizes every thread. A fatal error (EPERM...) usually comes from the first thread. Threads
+  // seized before it still go through the window: the kernel detaches only stopped tracees, so
+  // they are interrupted, waited for and detached like the others, just without being copied.
+  void SeizeAll() {
+    for (PtraceThread& t : snap_->threads) {
+      if (!Seize(t)) {
+        aborted_ = true;
+        break;
+      }
+    }
+  }
+
+  // Stops every seized thread and waits for the stops, then for those of threads created
+  // before their creator stopped.
+  void Stop() {
+    realtime_.emplace(options_.realtime_window);
+    window_start_ = NowNs();
+    deadline_ = window_start_ + static_cast<uint64_t>(options_.stop_timeout_ms) * 1000000u;
+    last_stop_ = window_start_;
+    for (size_t i = 0; i < snap_->threads.size(); ++i) Interrupt(i);
+    WaitPending();
+    StopLateThreads();
+  }
+
+  // Copies registers and stacks of every thread still stopped (all of them with stop_all),
+  // detaches all and records the window's figures.
+  void CopyAndDetach() {
+    if (!cancelled_ && !aborted_) {
+      for (PtraceThread& t : snap_->threads) {
+        if (attached_.stopped(t)) CopyThread(t);
+      }
+    }
+    const uint64_t stop_latency = last_stop_ - window_start_;
+    attached_.DetachAll();
+    snap_->stopped_ns = NowNs() - window_start_;
+    realtime_->End();
+    for (const PtraceThread& t : snap_->threads) {
+      snap_->max_thread_pause_ns = std::max(snap_->max_thread_pause_ns, t.paused_ns);
+    }
+    snap_->stop_latency_ns = stop_latency;
+  }
+
+  bool aborted() const { return aborted_; }
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  // Seizes one thread. Returns false with snap_->error set when the whole snapshot must stop.
+  bool Seize(PtraceThread& t) {
+    if (t.state == 'Z' || t.state == 'X') {
+      t.status = PtraceThreadStatus::kZombie;
+      return true;
+    }
+    if (ptrace(PTRACE_SEIZE, t.tid, nullptr, nullptr) == 0) {
+      attached_.set_seized(t);
+      return true;
+    }
+    int err = errno;
+    if (err == ESRCH) {
+      t.status = PtraceThreadStatus::kVanished;
+      return true;
+    }
+    if (err == EPERM) {
+      pid_t tracer = ReadTracerPid(pid_);
+      if (tracer != 0 && tracer != getpid()) {
+        snap_->tracer_pid = tracer;
+        snap_->error = PtraceError::kAlreadyTraced;
+      } else {
+        snap_->error = ProcessGone(pid_) ? PtraceError::kExited : PtraceError::kPermission;
+      }
+      snap_->error_errno = err;
+      return false;
+    }
+    t.status = PtraceThreadStatus::kFailed;
+    t.error_errno = err;
+    return true;
+  }
+
+  void Interrupt(size_t i) {
+    PtraceThread& t = snap_->threads[i];
+    if (!attached_.seized(t)) return;
+    if (ptrace(PTRACE_INTERRUPT, t.tid, nullptr, nullptr) == 0) {
+      pending_.push_back(i);
+    } else {
+      t.status = PtraceThreadStatus::kVanished;
+    }
+  }
+
+  void CopyThread(PtraceThread& t) {
+    if (!internal::ReadRegisters(&t)) {
+      t.status = errno == ESRCH ? PtraceThreadStatus::kVanished : PtraceThreadStatus::kFailed;
+      t.error_errno = errno;
+      t.stack.clear();
+      return;
+    }
+    internal::CopyStack(t.tid, maps_, &t);
+    t.status = PtraceThreadStatus::kCaptured;
+  }
+
+  // Waits until every interrupted thread has stopped or gone, the deadline passed or a
+  // termination signal came (cancelled_). Threads still pending are kNotStopped.
+  void WaitPending() {
+    while (!pending_.empty()) {
+      bool progress = ReapPending();
+      if (pending_.empty()) break;
+      if (signals_.TerminationPending()) {
+        cancelled_ = true;
+        break;
+      }
+      const uint64_t now = NowNs();
+      if (now >= deadline_) break;
+      if (!progress) progress = ReapKilledStoppedThreads();
+      if (!progress) {
+        // At most 1 ms per sleep: SIGCHLD is not sent when the caller ignores it
+        // (SIG_IGN / SA_NOCLDSTOP), and termination signals are checked between sleeps.
+        signals_.WaitForChild(std::min<uint64_t>(deadline_ - now, 1000000u));
+      }
+    }
+    for (size_t i : pending_) snap_->threads[i].status = PtraceThreadStatus::kNotStopped;
+    pending_.clear();
+  }
+
+  // One look at every pending thread without blocking. Returns whether any stopped or went.
+  bool ReapPending() {
+    bool progress = false;
+    for (size_t k = 0; k < pending_.size();) {
+      if (ReapOne(snap_->threads[pending_[k]])) {
+        pending_[k] = pending_.back();
+        pending_.pop_back();
+        progress = true;
+      } else {
+        ++k;
+      }
+    }
+    return progress;
+  }
+
+  // Whether the pending thread `t` stopped (and, one at a time, was copied and let go) or went.
+  bool ReapOne(PtraceThread& t) {
+    int status = 0;
+    pid_t r = waitpid(t.tid, &status, __WALL | WNOHANG);
+    if (r == t.tid) {
+      if (WIFSTOPPED(status)) {
+        // PTRACE_EVENT_STOP: our interrupt or a group-stop (stays a group-stop after we
+        // detach). Event 0: a signal-delivery-stop: keep the signal to re-inject it.
+        if ((status >> 16) == 0) t.pending_signal = WSTOPSIG(status);
+        attached_.set_stopped(t);
+        last_stop_ = NowNs();
+        if (!options_.stop_all && !aborted_) {
+          // One thread at a time: copy it and let it go right away.
+          CopyThread(t);
+          attached_.Detach(t);
+        }
+      } else {  // WIFEXITED / WIFSIGNALED
+        t.status = PtraceThreadStatus::kVanished;
+      }
+      return true;
+    }
+    if (r < 0 && errno != EINTR) {
+      t.status = PtraceThreadStatus::kVanished;  // ECHILD: gone and reaped elsewhere
+      return true;
+    }
+    return false;
+  }
+
+  // A thread that stopped may have been killed since (SIGKILL ends a ptrace-stop). Reaps it:
+  // an unreaped zombie thread would keep the leader's own exit from ever being reported, and
+  // the wait from ending before the deadline. Returns whether any was reaped.
+  bool ReapKilledStoppedThreads() {
+    bool progress = false;
+    for (PtraceThread& t : snap_->threads) {
+      int status = 0;
+      if (attached_.stopped(t) && waitpid(t.tid, &status, __WALL | WNOHANG) == t.tid &&
+          (WIFEXITED(status) || WIFSIGNALED(status))) {
+        attached_.clear_stopped(t);
+        t.status = PtraceThreadStatus::kVanished;
+        progress = true;
+      }
+    }
+    return progress;
+  }
+
+  // Threads created before their creator stopped: seize and stop them too, until stable.
+  void StopLateThreads() {
+    for (int round = 0; round < options_.relist_rounds && !cancelled_ && !aborted_; ++round) {
+      std::vector<pid_t> now;
+      if (!internal::ListTasks(pid_, &now)) break;
+      size_t before = snap_->threads.size();
+      for (pid_t tid : now) {
+        bool known = std::any_of(snap_->threads.begin(), snap_->threads.end(),
+                                 [tid](const PtraceThread& t) { return t.tid == tid; });
+        if (!known && snap_->threads.size() < options_.max_threads) adder_->Add(tid, true);
+      }
+      if (snap_->threads.size() == before) break;
+      attached_.Resize();
+      bool ok = true;
+      for (size_t i = before; i < snap_->threads.size() && ok; ++i) ok = Seize(snap_->threads[i]);
+      if (!ok) {
+        snap_->error = PtraceError::kOk;  // a late thread we may not trace: skip it, keep the rest
+        snap_->error_errno = 0;
+      }
+      for (size_t i = before; i < snap_->threads.size(); ++i) Interrupt(i);
+      WaitPending();
+    }
+  }
+
+  pid_t pid_;
+  const PtraceCaptureOptions& options_;
+  PtraceSnapshot* snap_;
+  ThreadAdder* adder_;
+  const std::vector<internal::Mapping>& maps_;
+  internal::BlockSignals signals_;
+  Attachments attached_;
+  std::optional<internal::RealtimeWindow> realtime_;
+  std::vector<size_t> pending_;  // interrupted threads (indexes) whose stop is awaited
+  bool aborted_ = false;         // a fatal error while seizing: nothing is copied
+  bool cancelled_ = false;       // a termination signal came during the window
+  uint64_t window_start_ = 0;
+  uint64_t deadline_ = 0;
+  uint64_t last_stop_ = 0;  // when the last stop was seen
+};
+
+// After the stop: threads that did not stop are read through /proc (a thread blocked in the
+// kernel); stacks that were not captured are dropped.
+void ReadThreadsThatDidNotStop(pid_t pid, const std::vector<internal::Mapping>& maps,
+                               bool cancelled, PtraceSnapshot* snap) {
+  for (PtraceThread& t : snap->threads) {
+    if (t.status == PtraceThreadStatus::kNotStopped && !cancelled) {
+      internal::ReadBlockedRegisters(pid, maps, &t);
+    }
+    if (t.status != PtraceThreadStatus::kCaptured && t.status != PtraceThreadStatus::kNotStopped) {
+      t.stack.clear();
+    }
+    if (t.status == PtraceThreadStatus::kNotStopped && t.regs.sp == 0) t.stack.clear();
+  }
+}
+
 }  // namespace
 
 const char* PtraceThreadStatusName(PtraceThreadStatus status) {
@@ -111,24 +409,19 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
   const uint64_t call_start = NowNs();
   PtraceSnapshot snap;
   snap.pid = pid;
-  auto fail = [&](PtraceError e, int err) {
-    snap.error = e;
-    snap.error_errno = err;
-    snap.capture_ns = NowNs() - call_start;
-    return snap;
-  };
-  if (pid <= 0) return fail(PtraceError::kNoSuchProcess, ESRCH);
-  if (pid == getpid()) return fail(PtraceError::kIsSelf, EINVAL);
+  if (pid <= 0) return Fail(snap, PtraceError::kNoSuchProcess, ESRCH, call_start);
+  if (pid == getpid()) return Fail(snap, PtraceError::kIsSelf, EINVAL, call_start);
 
   std::vector<pid_t> tids;
   if (!internal::ListTasks(pid, &tids)) {
-    return errno == ENOENT ? fail(PtraceError::kNoSuchProcess, ENOENT)
-                           : fail(PtraceError::kSystem, errno);
+    return errno == ENOENT ? Fail(snap, PtraceError::kNoSuchProcess, ENOENT, call_start)
+                           : Fail(snap, PtraceError::kSystem, errno, call_start);
   }
-  if (tids.empty()) {
-    return ProcessGone(pid) ? fail(PtraceError::kNoSuchProcess, ESRCH)
-                            : fail(PtraceError::kZombie, 0);
-  }
+  auto gone_or_zombie = [&] {
+    return ProcessGone(pid) ? Fail(snap, PtraceError::kNoSuchProcess, ESRCH, call_start)
+                            : Fail(snap, PtraceError::kZombie, 0, call_start);
+  };
+  if (tids.empty()) return gone_or_zombie();
   if (tids.size() > options.max_threads) {
     snap.omitted = tids.size() - options.max_threads;
     tids.resize(options.max_threads);
@@ -136,234 +429,35 @@ PtraceSnapshot CapturePtraceSnapshot(pid_t pid, const PtraceCaptureOptions& opti
 
   // ---- before the stop: per-thread facts, stack mappings, buffers, PTRACE_SEIZE ----
   snap.threads.reserve(std::min(options.max_threads, tids.size() + 64));
-  char task_path[64];
-  std::snprintf(task_path, sizeof(task_path), "/proc/%d/task", pid);
-  struct Fd {
-    int fd;
-    ~Fd() {
-      if (fd >= 0) close(fd);
-    }
-  } task_dir{open(task_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  auto add_thread = [&](pid_t tid, bool during_stop) {
-    PtraceThread t;
-    t.tid = tid;
-    t.created_during_stop = during_stop;
-    internal::ReadThreadInfo(pid, task_dir.fd, &t);
-    t.stack.resize(options.stack_bytes);
-    snap.threads.push_back(std::move(t));
-  };
-  for (pid_t tid : tids) add_thread(tid, false);
-  // A zombie process: the leader exited and no live thread is left (a thread whose stat could
-  // not be read counts as gone).
-  if (std::none_of(snap.threads.begin(), snap.threads.end(), [](const PtraceThread& t) {
-        return t.state != 'Z' && t.state != 'X' && t.state != '?';
-      })) {
+  ThreadAdder adder(pid, options, &snap);
+  for (pid_t tid : tids) adder.Add(tid, false);
+  if (NoLiveThread(snap)) {
     snap.threads.clear();
-    return ProcessGone(pid) ? fail(PtraceError::kNoSuchProcess, ESRCH)
-                            : fail(PtraceError::kZombie, 0);
+    return gone_or_zombie();
   }
   std::vector<internal::Mapping> maps = internal::ReadReadableMappings(pid);
 
-  internal::BlockSignals signals;
-  Attachments attached(&snap);
-  attached.Resize();
-
-  // Seizes one thread. Returns false with snap.error set when the whole snapshot must stop.
-  auto seize = [&](PtraceThread& t) -> bool {
-    if (t.state == 'Z' || t.state == 'X') {
-      t.status = PtraceThreadStatus::kZombie;
-      return true;
-    }
-    if (ptrace(PTRACE_SEIZE, t.tid, nullptr, nullptr) == 0) {
-      attached.set_seized(t);
-      return true;
-    }
-    int err = errno;
-    if (err == ESRCH) {
-      t.status = PtraceThreadStatus::kVanished;
-      return true;
-    }
-    if (err == EPERM) {
-      pid_t tracer = ReadTracerPid(pid);
-      if (tracer != 0 && tracer != getpid()) {
-        snap.tracer_pid = tracer;
-        snap.error = PtraceError::kAlreadyTraced;
-      } else {
-        snap.error = ProcessGone(pid) ? PtraceError::kExited : PtraceError::kPermission;
-      }
-      snap.error_errno = err;
-      return false;
-    }
-    t.status = PtraceThreadStatus::kFailed;
-    t.error_errno = err;
-    return true;
-  };
-  // A fatal error (EPERM...) usually comes from the first thread. Threads seized before it
-  // still go through the window below: the kernel detaches only stopped tracees, so they are
-  // interrupted, waited for and detached like the others, just without being copied.
-  bool abort = false;
-  for (PtraceThread& t : snap.threads) {
-    if (!seize(t)) {
-      abort = true;
-      break;
-    }
-  }
-
   // ---- the stop window ----
-  internal::RealtimeWindow realtime(options.realtime_window);
-  const uint64_t window_start = NowNs();
-  const uint64_t deadline =
-      window_start + static_cast<uint64_t>(options.stop_timeout_ms) * 1000000u;
-  std::vector<size_t> pending;
-  auto interrupt = [&](size_t i) {
-    PtraceThread& t = snap.threads[i];
-    if (!attached.seized(t)) return;
-    if (ptrace(PTRACE_INTERRUPT, t.tid, nullptr, nullptr) == 0) {
-      pending.push_back(i);
-    } else {
-      t.status = PtraceThreadStatus::kVanished;
-    }
-  };
-  for (size_t i = 0; i < snap.threads.size(); ++i) interrupt(i);
-
-  bool cancelled = false;
-  uint64_t last_stop = window_start;
-  auto copy_thread = [&](PtraceThread& t) {
-    if (!internal::ReadRegisters(&t)) {
-      t.status = errno == ESRCH ? PtraceThreadStatus::kVanished : PtraceThreadStatus::kFailed;
-      t.error_errno = errno;
-      t.stack.clear();
-      return;
-    }
-    internal::CopyStack(t.tid, maps, &t);
-    t.status = PtraceThreadStatus::kCaptured;
-  };
-  auto wait_pending = [&]() {
-    while (!pending.empty()) {
-      bool progress = false;
-      for (size_t k = 0; k < pending.size();) {
-        PtraceThread& t = snap.threads[pending[k]];
-        int status = 0;
-        pid_t r = waitpid(t.tid, &status, __WALL | WNOHANG);
-        bool done = false;
-        if (r == t.tid) {
-          if (WIFSTOPPED(status)) {
-            // PTRACE_EVENT_STOP: our interrupt or a group-stop (stays a group-stop after we
-            // detach). Event 0: a signal-delivery-stop: keep the signal to re-inject it.
-            if ((status >> 16) == 0) t.pending_signal = WSTOPSIG(status);
-            attached.set_stopped(t);
-            last_stop = NowNs();
-            if (!options.stop_all && !abort) {
-              // One thread at a time: copy it and let it go right away.
-              copy_thread(t);
-              attached.Detach(t);
-            }
-          } else {  // WIFEXITED / WIFSIGNALED
-            t.status = PtraceThreadStatus::kVanished;
-          }
-          done = true;
-        } else if (r < 0 && errno != EINTR) {
-          t.status = PtraceThreadStatus::kVanished;  // ECHILD: gone and reaped elsewhere
-          done = true;
-        }
-        if (done) {
-          pending[k] = pending.back();
-          pending.pop_back();
-          progress = true;
-        } else {
-          ++k;
-        }
-      }
-      if (pending.empty()) break;
-      if (signals.TerminationPending()) {
-        cancelled = true;
-        break;
-      }
-      const uint64_t now = NowNs();
-      if (now >= deadline) break;
-      if (!progress) {
-        // A thread that stopped may have been killed since (SIGKILL ends a ptrace-stop). Reap
-        // it: an unreaped zombie thread would keep the leader's own exit from ever being
-        // reported, and this wait from ending before the deadline.
-        for (PtraceThread& t : snap.threads) {
-          int status = 0;
-          if (attached.stopped(t) && waitpid(t.tid, &status, __WALL | WNOHANG) == t.tid &&
-              (WIFEXITED(status) || WIFSIGNALED(status))) {
-            attached.clear_stopped(t);
-            t.status = PtraceThreadStatus::kVanished;
-            progress = true;
-          }
-        }
-      }
-      if (!progress) {
-        // At most 1 ms per sleep: SIGCHLD is not sent when the caller ignores it
-        // (SIG_IGN / SA_NOCLDSTOP), and termination signals are checked between sleeps.
-        signals.WaitForChild(std::min<uint64_t>(deadline - now, 1000000u));
-      }
-    }
-    for (size_t i : pending) snap.threads[i].status = PtraceThreadStatus::kNotStopped;
-    pending.clear();
-  };
-  wait_pending();
-
-  // Threads created before their creator stopped: seize and stop them too, until stable.
-  for (int round = 0; round < options.relist_rounds && !cancelled && !abort; ++round) {
-    std::vector<pid_t> now;
-    if (!internal::ListTasks(pid, &now)) break;
-    size_t before = snap.threads.size();
-    for (pid_t tid : now) {
-      bool known = std::any_of(snap.threads.begin(), snap.threads.end(),
-                               [tid](const PtraceThread& t) { return t.tid == tid; });
-      if (!known && snap.threads.size() < options.max_threads) add_thread(tid, true);
-    }
-    if (snap.threads.size() == before) break;
-    attached.Resize();
-    bool ok = true;
-    for (size_t i = before; i < snap.threads.size() && ok; ++i) ok = seize(snap.threads[i]);
-    if (!ok) {
-      snap.error = PtraceError::kOk;  // a late thread we may not trace: skip it, keep the rest
-      snap.error_errno = 0;
-    }
-    for (size_t i = before; i < snap.threads.size(); ++i) interrupt(i);
-    wait_pending();
-  }
-
-  // Copy registers and stacks of every stopped thread.
-  if (!cancelled && !abort) {
-    for (PtraceThread& t : snap.threads) {
-      if (attached.stopped(t)) copy_thread(t);
-    }
-  }
-  const uint64_t stop_latency = last_stop - window_start;
-  attached.DetachAll();
-  snap.stopped_ns = NowNs() - window_start;
-  realtime.End();
-  for (const PtraceThread& t : snap.threads) {
-    snap.max_thread_pause_ns = std::max(snap.max_thread_pause_ns, t.paused_ns);
-  }
-  snap.stop_latency_ns = stop_latency;
+  StopWindow window(pid, options, &snap, &adder, maps);
+  window.SeizeAll();
+  window.Stop();
+  window.CopyAndDetach();
+  const bool aborted = window.aborted();
+  const bool cancelled = window.cancelled();
 
   // ---- after the stop ----
-  for (PtraceThread& t : snap.threads) {
-    if (t.status == PtraceThreadStatus::kNotStopped && !cancelled) {
-      internal::ReadBlockedRegisters(pid, maps, &t);
-    }
-    if (t.status != PtraceThreadStatus::kCaptured && t.status != PtraceThreadStatus::kNotStopped) {
-      t.stack.clear();
-    }
-    if (t.status == PtraceThreadStatus::kNotStopped && t.regs.sp == 0) t.stack.clear();
-  }
+  ReadThreadsThatDidNotStop(pid, maps, cancelled, &snap);
   ReleaseLateStoppers();
   std::sort(snap.threads.begin(), snap.threads.end(),
             [](const PtraceThread& a, const PtraceThread& b) { return a.tid < b.tid; });
 
-  if (abort) return fail(snap.error, snap.error_errno);
-  if (cancelled) return fail(PtraceError::kCancelled, EINTR);
+  if (aborted) return Fail(snap, snap.error, snap.error_errno, call_start);
+  if (cancelled) return Fail(snap, PtraceError::kCancelled, EINTR, call_start);
   if (snap.CountWithStatus(PtraceThreadStatus::kCaptured) == 0 &&
       snap.CountWithStatus(PtraceThreadStatus::kNotStopped) == 0) {
     // Nothing captured although it was alive when we started: it exited under us (it may be
     // a zombie by now, or already reaped).
-    return fail(PtraceError::kExited, ESRCH);
+    return Fail(snap, PtraceError::kExited, ESRCH, call_start);
   }
   snap.capture_ns = NowNs() - call_start;
   return snap;

@@ -141,7 +141,8 @@ HANGWATCH_EXPORT bool IsRunning();
 
 namespace internal {
 // The run-loop state of the watched thread: odd while a pass is running, even while idle;
-// each pass adds 2. Written only by the watched thread, read by the watchdog.
+// each pass adds 2; bit 63 is the timed-mode bit (kRunLoopTimedBit, internal/pass_timer.h).
+// Written only by the watched thread, read by the watchdog (RunLoopState()).
 HANGWATCH_EXPORT extern std::atomic<uint64_t> g_run_loop_state;
 }  // namespace internal
 
@@ -149,21 +150,18 @@ HANGWATCH_EXPORT extern std::atomic<uint64_t> g_run_loop_state;
 // each: no clock read, no syscall, no lock (the watchdog does all the timing). Calling
 // BeginWork() while a pass is running ends it and starts a new one.
 // With Config::time_every_pass, each also reads a clock and EndWork() counts the pass
-// (hangwatch/internal/pass_timer.h).
+// (hangwatch/internal/pass_timer.h); the mode is a bit of the same word, so an untimed call
+// still makes one load.
 inline void BeginWork() noexcept {
   auto& s = internal::g_run_loop_state;
-  const uint64_t v = s.load(std::memory_order_relaxed);
-  if (const uint32_t clock = internal::g_pass_timer.clock.load(std::memory_order_relaxed)) {
-    internal::TimedBegin(v, clock);
-  }
+  uint64_t v = s.load(std::memory_order_relaxed);
+  if ((v & internal::kRunLoopTimedBit) != 0) v = internal::TimedBegin(v);
   s.store(v + 1 + (v & 1), std::memory_order_relaxed);
 }
 inline void EndWork() noexcept {
   auto& s = internal::g_run_loop_state;
-  const uint64_t v = s.load(std::memory_order_relaxed);
-  if (const uint32_t clock = internal::g_pass_timer.clock.load(std::memory_order_relaxed)) {
-    if ((v & 1) != 0) internal::RecordPass(internal::ReadPassClock(clock));
-  }
+  uint64_t v = s.load(std::memory_order_relaxed);
+  if ((v & internal::kRunLoopTimedBit) != 0) v = internal::TimedEnd(v);
   s.store(v + (v & 1), std::memory_order_relaxed);
 }
 // The same, named after the run-loop events that cause them.

@@ -144,13 +144,14 @@ using hangwatch::preload::CountArgs;
 
 // Declares `argv`: the execl-style arguments (arg0, ..., a null pointer) collected on the calling
 // frame's stack (alloca: it must be this frame); leaves `ap` past the terminating null pointer.
-#define HW_COLLECT_EXECL_ARGS(arg0, ap, argv)                          \
-  va_list count_;                                                      \
-  va_copy(count_, ap);                                                 \
-  const size_t n_ = CountArgs(&count_);                                \
-  va_end(count_);                                                      \
-  char** argv = static_cast<char**>(alloca((n_ + 1) * sizeof(char*))); \
-  CollectArgs(arg0, &ap, argv, n_)
+#define HW_COLLECT_EXECL_ARGS(arg0, ap, argv)                               \
+  va_list count_;                                                           \
+  va_copy(count_, ap);                                                      \
+  const size_t n_ = CountArgs(&count_);                                     \
+  va_end(count_);                                                           \
+  /* NOLINTNEXTLINE(bugprone-macro-parentheses): the name being declared */ \
+  char** argv = static_cast<char**>(alloca((n_ + 1) * sizeof(char*)));      \
+  CollectArgs((arg0), &(ap), (argv), n_)
 
 extern "C" {
 

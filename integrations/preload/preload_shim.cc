@@ -410,7 +410,7 @@ HW_INTERPOSE int epoll_pwait2(int epfd, struct epoll_event* events, int maxevent
                    [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
 }
 
-HW_INTERPOSE void _exit(int status) noexcept { ExitNow(HW_REAL(g_exit, "_exit"), status); }
+HW_INTERPOSE void _exit(int status) { ExitNow(HW_REAL(g_exit, "_exit"), status); }
 
 HW_INTERPOSE void _Exit(int status) noexcept { ExitNow(HW_REAL(g_exit_upper, "_Exit"), status); }
 

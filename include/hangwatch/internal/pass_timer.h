@@ -33,6 +33,19 @@ enum PassClock : uint32_t {
   kPassClockCounter = 2,    // the CPU's constant-rate counter
 };
 
+// Bit 63 of the run-loop state (g_run_loop_state, hangwatch.h): set while passes may be timed,
+// so that an untimed BeginWork()/EndWork() learns the mode from the one load of the state it
+// makes anyway (the pass counter below it would need 2^62 passes to reach it). Only the watched
+// thread writes the state: EnablePassTimer() sets the bit there; DisablePassTimer(), which may
+// run on any thread, only turns `clock` off, and the watched thread's next call clears the bit.
+// Readers of the state mask it (RunLoopState()).
+inline constexpr uint64_t kRunLoopTimedBit = uint64_t{1} << 63;
+
+// The run-loop state (odd while a pass is running) without kRunLoopTimedBit.
+inline uint64_t RunLoopState(const std::atomic<uint64_t>& state) noexcept {
+  return state.load(std::memory_order_relaxed) & ~kRunLoopTimedBit;
+}
+
 struct PassTimer {
   std::atomic<uint32_t> clock{kPassClockOff};  // set by Start() on the watched thread
   uint64_t ns_per_tick_q32 = 0;                // nanoseconds = ticks * this / 2^32
@@ -81,11 +94,24 @@ inline void RecordPass(uint64_t now) noexcept {
   }
 }
 
-// BeginWork() with timing on: the pass running (when `state` is odd) ends, a new one begins.
-inline void TimedBegin(uint64_t state, uint32_t clock) noexcept {
+// BeginWork() with kRunLoopTimedBit set in `state`: the pass running (when `state` is odd)
+// ends, a new one begins. Returns the state to advance: without the bit once the timer is off.
+inline uint64_t TimedBegin(uint64_t state) noexcept {
+  const uint32_t clock = g_pass_timer.clock.load(std::memory_order_relaxed);
+  if (clock == kPassClockOff) return state & ~kRunLoopTimedBit;
   const uint64_t now = ReadPassClock(clock);
   if ((state & 1) != 0) RecordPass(now);
   g_pass_timer.begin = now;
+  return state;
+}
+
+// EndWork() with kRunLoopTimedBit set in `state`: the pass running (when `state` is odd) ends.
+// Returns the state to advance: without the bit once the timer is off.
+inline uint64_t TimedEnd(uint64_t state) noexcept {
+  const uint32_t clock = g_pass_timer.clock.load(std::memory_order_relaxed);
+  if (clock == kPassClockOff) return state & ~kRunLoopTimedBit;
+  if ((state & 1) != 0) RecordPass(ReadPassClock(clock));
+  return state;
 }
 
 }  // namespace hangwatch::internal
