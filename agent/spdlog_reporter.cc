@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "agent/stack_identity.h"
+#include "report/stack_identity.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -44,7 +44,7 @@ std::string HangSummaryLine(const HangRecord& r) {
     line += " (" + std::to_string(r.stopped_ms) + " ms stopped, not counted)";
   }
   if (!r.culprit.empty()) {
-    line += ", in " + CulpritName(r.culprit);
+    line += ", in " + report::CulpritName(r.culprit);
     if (!r.culprit.file.empty()) {
       line += " at " + r.culprit.file +
               (r.culprit.line > 0 ? ":" + std::to_string(r.culprit.line) : std::string());

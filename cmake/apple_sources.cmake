@@ -10,7 +10,7 @@
 #   HANGWATCH_APPLE_UNWIND_SOURCES   the portable capture code and the Mach sampler
 #   HANGWATCH_APPLE_SYMBOLS_SOURCES  Mach-O parsing and dyld's module list (the rest of
 #                                    symbols/ reads ELF and DWARF through elfutils)
-#   HANGWATCH_APPLE_REPORT_SOURCES   the report format's encoders
+#   HANGWATCH_APPLE_REPORT_SOURCES   the report format's encoders and stack identity
 #   HANGWATCH_APPLE_AGENT_SOURCES    the agent, with the Mach watchdog environment in place of
 #                                    the /proc one
 
@@ -25,12 +25,15 @@ set(HANGWATCH_APPLE_SYMBOLS_SOURCES
   symbols/macho_parser.cc
   symbols/macho/dyld_modules.cc)
 
-# The report format's encoders (portable; the decoder needs nlohmann_json and is the tools').
+# The report format's encoders and a stack's identity (portable; the decoder needs
+# nlohmann_json and is the tools').
 set(HANGWATCH_APPLE_REPORT_SOURCES
+  report/frame_classifier.cc
   report/hang_record.cc
   report/lag_text.cc
   report/pass_histogram.cc
   report/report_encode.cc
+  report/stack_identity.cc
   report/utf8.cc)
 
 # Every agent/*.cc but the Linux-only ones, and agent/mach/.

@@ -16,12 +16,12 @@
 //             _start and __libc_start_main wherever they are;
 //   kApp      everything else, including code outside any module (JIT) and frames without a
 //             name in an interpreter's module (a C builtin such as CPython's time.sleep).
-#ifndef HANGWATCH_SYMBOLS_FRAME_CLASSIFIER_H_
-#define HANGWATCH_SYMBOLS_FRAME_CLASSIFIER_H_
+#ifndef HANGWATCH_REPORT_FRAME_CLASSIFIER_H_
+#define HANGWATCH_REPORT_FRAME_CLASSIFIER_H_
 
 #include <string_view>
 
-namespace hangwatch::symbols {
+namespace hangwatch::report {
 
 enum class FrameKind : unsigned char { kApp, kSystem, kRuntime };
 
@@ -39,6 +39,6 @@ bool IsRuntimeModule(std::string_view module);
 // "libc.so.6" for "/usr/lib/x86_64-linux-gnu/libc.so.6".
 std::string_view ModuleFileName(std::string_view module);
 
-}  // namespace hangwatch::symbols
+}  // namespace hangwatch::report
 
-#endif  // HANGWATCH_SYMBOLS_FRAME_CLASSIFIER_H_
+#endif  // HANGWATCH_REPORT_FRAME_CLASSIFIER_H_

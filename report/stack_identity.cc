@@ -1,19 +1,13 @@
-#include "agent/stack_identity.h"
-
-#include <sys/types.h>
+#include "report/stack_identity.h"
 
 #include <cstdio>
 #include <string_view>
 #include <vector>
 
-#include "symbols/frame_classifier.h"
-#include "unwind/proc_files.h"
+#include "report/frame_classifier.h"
 
-namespace hangwatch::agent {
+namespace hangwatch::report {
 namespace {
-
-using symbols::ClassifyFrame;
-using symbols::FrameKind;
 
 // FNV-1a, 64 bits: stable across builds, platforms and runs (unlike std::hash).
 class Fnv64 {
@@ -58,7 +52,7 @@ int CulpritIndex(const Stack& s) {
   for (size_t i = 0; i < s.frames.size(); ++i) {
     const Frame& f = s.frames[i];
     if (Kind(f) != FrameKind::kApp) continue;
-    if (f.symbol.empty() && symbols::IsRuntimeModule(f.module)) {
+    if (f.symbol.empty() && IsRuntimeModule(f.module)) {
       // An anonymous C function of the interpreter (CPython's time.sleep in a stripped
       // python3): the script's own function, named by the runtime's perf map (python3.12 -X
       // perf, node --perf-basic-prof), is the better name when there is one further out.
@@ -86,14 +80,6 @@ bool IsMachinery(const Stack& s, size_t i, int culprit) {
   return j < n && s.frames[j].module == f.module && Kind(s.frames[j]) == FrameKind::kRuntime;
 }
 
-// Reads a small /proc file whole, up to 64 KiB ("" when unreadable).
-std::string ReadSmallFile(const char* path) {
-  std::string out(64 * 1024 + 1, '\0');
-  const ssize_t n = unwind::ReadProcFile(path, out.data(), out.size());
-  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return out;
-}
-
 }  // namespace
 
 Culprit FindCulprit(const Stack& s) {
@@ -116,7 +102,7 @@ std::string CulpritName(const Culprit& c) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(c.offset));
   if (c.module.empty()) return buf;
-  return std::string(symbols::ModuleFileName(c.module)) + "+" + buf;
+  return std::string(ModuleFileName(c.module)) + "+" + buf;
 }
 
 std::string NormalizeForSignature(const std::string& symbol) {
@@ -167,7 +153,7 @@ std::string Signature(const Stack& s) {
       h.Str(NormalizeForSignature(f->symbol));
     } else {
       h.Str("?@");
-      h.Str(symbols::ModuleFileName(f->module));
+      h.Str(ModuleFileName(f->module));
     }
     h.Bytes("|", 1);
   }
@@ -189,7 +175,7 @@ std::string Fingerprint(const Stack& s, uint64_t leaf_offset) {
       h.U64(offset);
     } else if (!f.module.empty()) {
       // No build-id: the file name is the next most stable identity.
-      h.Str(symbols::ModuleFileName(f.module));
+      h.Str(ModuleFileName(f.module));
       h.U64(offset);
     } else {
       h.U64(i == 0 ? leaf_offset : f.addr);
@@ -200,28 +186,4 @@ std::string Fingerprint(const Stack& s, uint64_t leaf_offset) {
   return Hex16(h.value());
 }
 
-std::string ProcessNameFromArgv0(const std::string& argv0) {
-  std::string_view s = argv0;
-  // setproctitle-style titles: "postgres: checkpointer", "nginx: worker process".
-  const size_t colon = s.find(": ");
-  if (colon != s.npos) s = s.substr(0, colon);
-  // Titles with arguments: "/usr/bin/redis-server 127.0.0.1:6379". (A path with a space in it
-  // loses its tail: rare on Linux, where titles like these are common.)
-  const size_t space = s.find(' ');
-  if (space != s.npos) s = s.substr(0, space);
-  while (!s.empty() && s.back() == '/') s.remove_suffix(1);
-  const size_t slash = s.rfind('/');
-  if (slash != s.npos) s.remove_prefix(slash + 1);
-  return std::string(s);
-}
-
-std::string ThisProcessName() {
-  const std::string cmdline = ReadSmallFile("/proc/self/cmdline");
-  std::string name = ProcessNameFromArgv0(cmdline.substr(0, cmdline.find('\0')));
-  if (!name.empty()) return name;
-  name = ReadSmallFile("/proc/self/comm");
-  while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
-  return name;
-}
-
-}  // namespace hangwatch::agent
+}  // namespace hangwatch::report

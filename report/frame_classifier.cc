@@ -1,9 +1,9 @@
 // FrameClassifier: fixed lists of file-name and function-name prefixes (frame_classifier.h).
-#include "symbols/frame_classifier.h"
+#include "report/frame_classifier.h"
 
 #include <initializer_list>
 
-namespace hangwatch::symbols {
+namespace hangwatch::report {
 namespace {
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
@@ -128,4 +128,4 @@ FrameKind ClassifyFrame(std::string_view module, std::string_view symbol) {
   return FrameKind::kApp;
 }
 
-}  // namespace hangwatch::symbols
+}  // namespace hangwatch::report

@@ -1,9 +1,9 @@
-// symbols/frame_classifier: which frames are the system's, a runtime's or the application's.
-#include "symbols/frame_classifier.h"
+// report/frame_classifier: which frames are the system's, a runtime's or the application's.
+#include "report/frame_classifier.h"
 
 #include "gtest/gtest.h"
 
-namespace hangwatch::symbols {
+namespace hangwatch::report {
 namespace {
 
 TEST(FrameClassifierTest, SystemLibrariesByFileName) {
@@ -78,4 +78,4 @@ TEST(FrameClassifierTest, ModuleFileName) {
 }
 
 }  // namespace
-}  // namespace hangwatch::symbols
+}  // namespace hangwatch::report

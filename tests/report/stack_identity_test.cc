@@ -1,14 +1,14 @@
-// agent/stack_identity: culprit, signature, fingerprint and process name on stacks as real
+// report/stack_identity: culprit, signature and fingerprint on stacks as real
 // programs produce them (redis-server's DEBUG SLEEP, CPython before and after it specializes a
 // call, node running JIT code).
-#include "agent/stack_identity.h"
+#include "report/stack_identity.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace hangwatch::agent {
+namespace hangwatch::report {
 namespace {
 
 constexpr char kLibc[] = "/usr/lib/x86_64-linux-gnu/libc.so.6";
@@ -168,16 +168,5 @@ TEST(StackIdentityTest, SignatureIsByNamesOfAppFramesSoItSurvivesARebuild) {
   EXPECT_EQ(NormalizeForSignature("ns::f(int) const"), "ns::f(int) const");
 }
 
-TEST(StackIdentityTest, ProcessNameIsArgv0sFileName) {
-  EXPECT_EQ(ProcessNameFromArgv0("/usr/bin/redis-server"), "redis-server");
-  EXPECT_EQ(ProcessNameFromArgv0("/usr/bin/redis-server 127.0.0.1:6379"), "redis-server");
-  EXPECT_EQ(ProcessNameFromArgv0("postgres: checkpointer "), "postgres");
-  EXPECT_EQ(ProcessNameFromArgv0("nginx: worker process"), "nginx");
-  EXPECT_EQ(ProcessNameFromArgv0("python3"), "python3");
-  EXPECT_EQ(ProcessNameFromArgv0("/opt/app/"), "app");
-  EXPECT_EQ(ProcessNameFromArgv0(""), "");
-  EXPECT_EQ(ThisProcessName(), "stack_identity_test");
-}
-
 }  // namespace
-}  // namespace hangwatch::agent
+}  // namespace hangwatch::report

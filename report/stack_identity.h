@@ -1,11 +1,11 @@
 // What a hang is called and how it is recognized: its culprit (the frame a user names as the
 // cause), its signature (function names of the application's frames, the same across builds)
 // and its fingerprint (module identities and offsets, the same across runs of one build), all
-// from a symbolized stack. symbols/frame_classifier.h decides which frames are the system's or
+// from a symbolized stack. report/frame_classifier.h decides which frames are the system's or
 // a runtime's. Used by the agent when a hang is materialized and by the report tools on stacks
 // read back from a file.
-#ifndef HANGWATCH_AGENT_STACK_IDENTITY_H_
-#define HANGWATCH_AGENT_STACK_IDENTITY_H_
+#ifndef HANGWATCH_REPORT_STACK_IDENTITY_H_
+#define HANGWATCH_REPORT_STACK_IDENTITY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 #include "hangwatch/hang_record.h"
 
-namespace hangwatch::agent {
+namespace hangwatch::report {
 
 // The innermost frame of `s` that is the application's (FrameKind::kApp); when there is none,
 // the innermost frame. An anonymous frame of an interpreter's module (a C builtin of a stripped
@@ -44,16 +44,6 @@ std::string NormalizeForSignature(const std::string& symbol);
 inline constexpr size_t kFingerprintFrames = 8;
 std::string Fingerprint(const Stack& s, uint64_t leaf_offset);
 
-// This process's name as users name it: the file name of argv[0] (/proc/self/cmdline), cut at
-// ": " and at the first space for programs that rewrite their title ("postgres: checkpointer"
-// -> "postgres", "/usr/bin/redis-server 127.0.0.1:6379" -> "redis-server"), else
-// /proc/self/comm; "" when neither is readable. Not /proc/self/exe: Debian's redis-server is a
-// symlink to redis-check-rdb.
-std::string ThisProcessName();
+}  // namespace hangwatch::report
 
-// The same rule for a process-title string (argv[0] as read from cmdline); exposed for tests.
-std::string ProcessNameFromArgv0(const std::string& argv0);
-
-}  // namespace hangwatch::agent
-
-#endif  // HANGWATCH_AGENT_STACK_IDENTITY_H_
+#endif  // HANGWATCH_REPORT_STACK_IDENTITY_H_
