@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/jsonl_writer.h"
+#include "agent/sinks/jsonl_writer.h"
 #include "agent/open_hang_file.h"
 #include "agent/regular_file.h"
 #include "hangwatch/hangwatch.h"

@@ -9,8 +9,8 @@
 // ours, of stdio's or spdlog's locks. Sinks whose calls may block for long (a file system, user
 // code) say so with MayBlock(): they are called with the busy lock released, after the others.
 // Calls of a sink that does not block run inside the busy section.
-#ifndef HANGWATCH_AGENT_HANG_SINK_H_
-#define HANGWATCH_AGENT_HANG_SINK_H_
+#ifndef HANGWATCH_AGENT_SINKS_HANG_SINK_H_
+#define HANGWATCH_AGENT_SINKS_HANG_SINK_H_
 
 #include <string>
 #include <vector>
@@ -52,4 +52,4 @@ class HangSink {
 
 }  // namespace hangwatch::agent
 
-#endif  // HANGWATCH_AGENT_HANG_SINK_H_
+#endif  // HANGWATCH_AGENT_SINKS_HANG_SINK_H_

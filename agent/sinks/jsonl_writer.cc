@@ -1,4 +1,4 @@
-#include "agent/jsonl_writer.h"
+#include "agent/sinks/jsonl_writer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

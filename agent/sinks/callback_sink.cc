@@ -1,4 +1,4 @@
-#include "agent/callback_sink.h"
+#include "agent/sinks/callback_sink.h"
 
 #include <exception>
 #include <string>

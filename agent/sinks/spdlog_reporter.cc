@@ -1,4 +1,4 @@
-#include "agent/spdlog_reporter.h"
+#include "agent/sinks/spdlog_reporter.h"
 
 #include <cinttypes>
 #include <cstdio>

@@ -7,8 +7,8 @@
 // past `max_bytes`, the file is renamed to PATH.1 and a new one started. If the file does not end
 // with '\n' when opened (a writer died mid-line), the first line written starts with '\n' so
 // the torn line is not glued to ours.
-#ifndef HANGWATCH_AGENT_JSONL_WRITER_H_
-#define HANGWATCH_AGENT_JSONL_WRITER_H_
+#ifndef HANGWATCH_AGENT_SINKS_JSONL_WRITER_H_
+#define HANGWATCH_AGENT_SINKS_JSONL_WRITER_H_
 
 #include <cstdint>
 #include <string>
@@ -48,4 +48,4 @@ class JsonlWriter {
 
 }  // namespace hangwatch::agent
 
-#endif  // HANGWATCH_AGENT_JSONL_WRITER_H_
+#endif  // HANGWATCH_AGENT_SINKS_JSONL_WRITER_H_

@@ -1,4 +1,4 @@
-#include "agent/jsonl_sink.h"
+#include "agent/sinks/jsonl_sink.h"
 
 #include <atomic>
 

@@ -1,13 +1,13 @@
 // The spdlog sink: one WARN line per hang (duration, CPU %, class, samples, fingerprint),
 // followed by the dominant stack, one INFO line per frame.
-#ifndef HANGWATCH_AGENT_SPDLOG_REPORTER_H_
-#define HANGWATCH_AGENT_SPDLOG_REPORTER_H_
+#ifndef HANGWATCH_AGENT_SINKS_SPDLOG_REPORTER_H_
+#define HANGWATCH_AGENT_SINKS_SPDLOG_REPORTER_H_
 
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "agent/hang_sink.h"
+#include "agent/sinks/hang_sink.h"
 #include "hangwatch/hang_record.h"
 
 namespace spdlog {
@@ -51,4 +51,4 @@ class SpdlogSink final : public HangSink {
 
 }  // namespace hangwatch::agent
 
-#endif  // HANGWATCH_AGENT_SPDLOG_REPORTER_H_
+#endif  // HANGWATCH_AGENT_SINKS_SPDLOG_REPORTER_H_

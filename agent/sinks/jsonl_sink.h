@@ -2,15 +2,15 @@
 // codec (report/report_record.h) and appended by a JsonlWriter (jsonl_writer.h: one write(2)
 // per line, mode 0600, rotation, torn-line recovery). The preload shim writes its start-up
 // stalls through one too, so every line of the file goes through the same writer.
-#ifndef HANGWATCH_AGENT_JSONL_SINK_H_
-#define HANGWATCH_AGENT_JSONL_SINK_H_
+#ifndef HANGWATCH_AGENT_SINKS_JSONL_SINK_H_
+#define HANGWATCH_AGENT_SINKS_JSONL_SINK_H_
 
 #include <cstdint>
 #include <string>
 #include <utility>
 
-#include "agent/hang_sink.h"
-#include "agent/jsonl_writer.h"
+#include "agent/sinks/hang_sink.h"
+#include "agent/sinks/jsonl_writer.h"
 
 namespace hangwatch::agent {
 
@@ -45,4 +45,4 @@ class JsonlSink final : public HangSink {
 
 }  // namespace hangwatch::agent
 
-#endif  // HANGWATCH_AGENT_JSONL_SINK_H_
+#endif  // HANGWATCH_AGENT_SINKS_JSONL_SINK_H_

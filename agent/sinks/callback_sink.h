@@ -1,15 +1,15 @@
 // The callback sink: Config::on_hang and the callbacks registered with AddHangCallback(), which
 // outlive any one agent (CallbackRegistry). User code may block, or fork: it runs with the
 // agent's busy lock released. A callback that throws is reported as a sink error.
-#ifndef HANGWATCH_AGENT_CALLBACK_SINK_H_
-#define HANGWATCH_AGENT_CALLBACK_SINK_H_
+#ifndef HANGWATCH_AGENT_SINKS_CALLBACK_SINK_H_
+#define HANGWATCH_AGENT_SINKS_CALLBACK_SINK_H_
 
 #include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
 
-#include "agent/hang_sink.h"
+#include "agent/sinks/hang_sink.h"
 #include "hangwatch/hangwatch.h"
 
 namespace hangwatch::agent {
@@ -41,4 +41,4 @@ class CallbackSink final : public HangSink {
 
 }  // namespace hangwatch::agent
 
-#endif  // HANGWATCH_AGENT_CALLBACK_SINK_H_
+#endif  // HANGWATCH_AGENT_SINKS_CALLBACK_SINK_H_
