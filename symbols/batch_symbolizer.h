@@ -22,7 +22,7 @@
 
 #include "absl/status/status.h"
 #include "symbols/offline_symbolizer.h"
-#include "symbols/symbol_index.h"
+#include "symbols/index/symbol_index.h"
 
 namespace hangwatch::symbols {
 

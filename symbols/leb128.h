@@ -14,6 +14,28 @@
 
 namespace hangwatch::symbols {
 
+namespace leb128_internal {
+
+// The value bits of one encoding, low group first, into *bits; *last_shift is the position of
+// its last byte's group (0 for a one-byte encoding), for the sign extension.
+inline __attribute__((always_inline)) const uint8_t* ReadGroups(const uint8_t* p,
+                                                                const uint8_t* end, uint64_t* bits,
+                                                                unsigned* last_shift) {
+  uint64_t x = 0;
+  for (unsigned shift = 0; p < end; shift += 7) {
+    const uint8_t b = *p++;
+    if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) {
+      *bits = x;
+      *last_shift = shift;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace leb128_internal
+
 // Unsigned LEB128. Values under 128 (most of them) take the inlined one-byte path.
 inline __attribute__((always_inline)) const uint8_t* ReadUleb(const uint8_t* p, const uint8_t* end,
                                                               uint64_t* v) {
@@ -21,16 +43,8 @@ inline __attribute__((always_inline)) const uint8_t* ReadUleb(const uint8_t* p, 
     *v = *p;
     return p + 1;
   }
-  uint64_t x = 0;
-  for (unsigned shift = 0; p < end; shift += 7) {
-    const uint8_t b = *p++;
-    if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
-    if ((b & 0x80) == 0) {
-      *v = x;
-      return p;
-    }
-  }
-  return nullptr;
+  unsigned last_shift;
+  return leb128_internal::ReadGroups(p, end, v, &last_shift);
 }
 
 // Signed LEB128: the last byte's bit 6 is the sign, extended over the bits above it.
@@ -41,17 +55,13 @@ inline __attribute__((always_inline)) const uint8_t* ReadSleb(const uint8_t* p, 
     *v = (b & 0x40) != 0 ? static_cast<int64_t>(b) - 0x80 : b;
     return p + 1;
   }
-  uint64_t x = 0;
-  for (unsigned shift = 0; p < end; shift += 7) {
-    const uint8_t b = *p++;
-    if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
-    if ((b & 0x80) == 0) {
-      if (shift + 7 < 64 && (b & 0x40) != 0) x |= ~uint64_t{0} << (shift + 7);
-      *v = static_cast<int64_t>(x);
-      return p;
-    }
-  }
-  return nullptr;
+  uint64_t x;
+  unsigned last_shift;
+  p = leb128_internal::ReadGroups(p, end, &x, &last_shift);
+  if (p == nullptr) return nullptr;
+  if (last_shift + 7 < 64 && (p[-1] & 0x40) != 0) x |= ~uint64_t{0} << (last_shift + 7);
+  *v = static_cast<int64_t>(x);
+  return p;
 }
 
 // Steps over one LEB128 value, signed or not, without decoding it.

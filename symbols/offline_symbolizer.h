@@ -21,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "symbols/debug_file_locator.h"
 #include "symbols/symbol_cache.h"
-#include "symbols/symbol_index.h"
+#include "symbols/index/symbol_index.h"
 
 namespace hangwatch::symbols {
 

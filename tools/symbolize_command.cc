@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "symbols/offline_symbolizer.h"
-#include "symbols/symbol_index.h"
+#include "symbols/index/symbol_index.h"
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
 #include "tools/flag_value.h"

@@ -1,16 +1,16 @@
 // SubroutineNodes: what the two DIE walks of a unit (libdw_die_walk.h, fast_die_walk.h) share:
 // the inline-tree nodes they create for subprograms and inlined subroutines with code, the
 // address -> DIE map those fill, and which subtrees can hold code at all.
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_SUBROUTINE_NODES_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_SUBROUTINE_NODES_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_SUBROUTINE_NODES_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_SUBROUTINE_NODES_H_
 
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "symbols/address_die_map.h"
-#include "symbols/internal/name_cache.h"
-#include "symbols/symbol_index_writer.h"
+#include "symbols/index/internal/name_cache.h"
+#include "symbols/index/internal/symbol_index_writer.h"
 
 namespace hangwatch::symbols::internal {
 
@@ -49,4 +49,4 @@ class SubroutineNodes {
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_SUBROUTINE_NODES_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_SUBROUTINE_NODES_H_

@@ -1,9 +1,9 @@
 // LibdwDieWalk: the DIE walk through libdw.
-#include "symbols/internal/libdw_die_walk.h"
+#include "symbols/index/internal/libdw_die_walk.h"
 
 #include <dwarf.h>
 
-#include "symbols/symbol_index_format.h"
+#include "symbols/index/symbol_index_format.h"
 
 namespace hangwatch::symbols::internal {
 

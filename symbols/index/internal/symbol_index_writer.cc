@@ -1,5 +1,5 @@
 // SymbolIndexWriter: the index image's sections, unit by unit, then the header.
-#include "symbols/symbol_index_writer.h"
+#include "symbols/index/internal/symbol_index_writer.h"
 
 #include <zstd.h>
 
@@ -10,7 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "symbols/internal/index_tables.h"
+#include "symbols/index/internal/index_tables.h"
 
 namespace hangwatch::symbols {
 

@@ -1,7 +1,7 @@
 // File paths as LLVM joins them (llvm::sys::path::append for POSIX paths), so that the index
 // names files exactly as llvm-symbolizer prints them.
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_DWARF_PATHS_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_DWARF_PATHS_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_DWARF_PATHS_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_DWARF_PATHS_H_
 
 #include <string>
 #include <string_view>
@@ -17,4 +17,4 @@ std::string AbsoluteFile(const char* name, const char* comp_dir);
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_DWARF_PATHS_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_DWARF_PATHS_H_

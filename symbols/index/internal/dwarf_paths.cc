@@ -1,5 +1,5 @@
 // File paths as LLVM joins them.
-#include "symbols/internal/dwarf_paths.h"
+#include "symbols/index/internal/dwarf_paths.h"
 
 namespace hangwatch::symbols::internal {
 

@@ -1,5 +1,5 @@
 // CollectUnits: units and their address ranges.
-#include "symbols/internal/dwarf_units.h"
+#include "symbols/index/internal/dwarf_units.h"
 
 #include <dwarf.h>
 

@@ -1,14 +1,14 @@
 // CollectUnits: a file's compilation units and which unit covers which address, as LLVM's
 // DWARFDebugAranges decides it (.debug_aranges, else each unit's own ranges; an address covered
 // by several units belongs to the lowest one).
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_DWARF_UNITS_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_DWARF_UNITS_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_DWARF_UNITS_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_DWARF_UNITS_H_
 
 #include <elfutils/libdw.h>
 
 #include <vector>
 
-#include "symbols/symbol_index_format.h"
+#include "symbols/index/symbol_index_format.h"
 
 namespace hangwatch::symbols::internal {
 
@@ -24,4 +24,4 @@ void CollectUnits(Dwarf* dbg, std::vector<UnitRef>* units,
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_DWARF_UNITS_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_DWARF_UNITS_H_

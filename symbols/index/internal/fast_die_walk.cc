@@ -1,9 +1,9 @@
 // FastDieWalk: LibdwDieWalk's walk over our own DIE reader.
-#include "symbols/internal/fast_die_walk.h"
+#include "symbols/index/internal/fast_die_walk.h"
 
 #include <dwarf.h>
 
-#include "symbols/symbol_index_format.h"
+#include "symbols/index/symbol_index_format.h"
 
 namespace hangwatch::symbols::internal {
 

@@ -1,8 +1,8 @@
 // RunOnThreads: the index builder's worker pool. Neither the standard library nor Abseil has a
 // public thread pool; the builder needs only "run this on N threads and wait", with the calling
 // thread as one of them (a one-unit build then starts no thread at all).
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_RUN_ON_THREADS_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_RUN_ON_THREADS_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_RUN_ON_THREADS_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_RUN_ON_THREADS_H_
 
 #include <thread>
 #include <vector>
@@ -22,4 +22,4 @@ inline void RunOnThreads(unsigned threads, absl::FunctionRef<void(unsigned threa
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_RUN_ON_THREADS_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_RUN_ON_THREADS_H_

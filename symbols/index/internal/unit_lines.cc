@@ -1,10 +1,10 @@
 // UnitLines: a unit's files and line rows, as LLVM answers them.
-#include "symbols/internal/unit_lines.h"
+#include "symbols/index/internal/unit_lines.h"
 
 #include <dwarf.h>
 
-#include "symbols/internal/dwarf_paths.h"
-#include "symbols/symbol_index_format.h"
+#include "symbols/index/internal/dwarf_paths.h"
+#include "symbols/index/symbol_index_format.h"
 
 namespace hangwatch::symbols::internal {
 

@@ -1,5 +1,5 @@
 // SymbolIndex: validation of the mapped image and llvm-symbolizer-compatible lookups.
-#include "symbols/symbol_index.h"
+#include "symbols/index/symbol_index.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "symbols/demangle.h"
+#include "symbols/leb128.h"
 #include "symbols/regular_file.h"
 #include "symbols/symbol_cache.h"
 
@@ -46,47 +47,6 @@ constexpr size_t kElementSize[kNumSections] = {
     1,                    // kNameData
     sizeof(Chunk),        // kChunks
 };
-
-// Varints: most values fit one byte, which the inlined fast path takes.
-inline __attribute__((always_inline)) bool ReadUleb(const uint8_t*& p, const uint8_t* end,
-                                                    uint64_t* out) {
-  if (p < end && *p < 0x80) {
-    *out = *p++;
-    return true;
-  }
-  uint64_t v = 0;
-  for (int shift = 0; p < end && shift < 64; shift += 7) {
-    const uint8_t b = *p++;
-    v |= uint64_t{b & 0x7fu} << shift;
-    if ((b & 0x80) == 0) {
-      *out = v;
-      return true;
-    }
-  }
-  return false;
-}
-
-inline __attribute__((always_inline)) bool ReadSleb(const uint8_t*& p, const uint8_t* end,
-                                                    int64_t* out) {
-  if (p < end && *p < 0x80) {
-    const uint8_t b = *p++;
-    *out = (b & 0x40) != 0 ? static_cast<int64_t>(b) - 0x80 : b;
-    return true;
-  }
-  uint64_t v = 0;
-  int shift = 0;
-  while (p < end && shift < 64) {
-    const uint8_t b = *p++;
-    v |= uint64_t{b & 0x7fu} << shift;
-    shift += 7;
-    if ((b & 0x80) == 0) {
-      if (shift < 64 && (b & 0x40) != 0) v |= ~uint64_t{0} << shift;
-      *out = static_cast<int64_t>(v);
-      return true;
-    }
-  }
-  return false;
-}
 
 uint64_t MtimeNs(const struct stat& st) {
   return static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
@@ -353,7 +313,7 @@ std::string_view SymbolIndex::Name(uint32_t name) const {
       const uint8_t* e = p == nullptr ? nullptr : p + (end - begin);
       const uint32_t* tokens = Table<uint32_t>(kTokens);
       uint64_t token;
-      while (p < e && ReadUleb(p, e, &token) && token < Count(kTokens)) {
+      while (p < e && (p = ReadUleb(p, e, &token)) != nullptr && token < Count(kTokens)) {
         const std::string_view t = String(tokens[token]);
         if (text.size() + t.size() > kMaxNameBytes) break;
         text.append(t);
@@ -421,7 +381,8 @@ uint32_t SymbolIndex::FindNode(const CuInfo& cu, uint64_t addr) const {
   for (uint32_t i = 0; i < kMapBlockEntries && p < e; ++i) {
     uint64_t size;
     int64_t gap, node_delta;
-    if (!ReadSleb(p, e, &gap) || !ReadUleb(p, e, &size) || !ReadSleb(p, e, &node_delta)) {
+    if ((p = ReadSleb(p, e, &gap)) == nullptr || (p = ReadUleb(p, e, &size)) == nullptr ||
+        (p = ReadSleb(p, e, &node_delta)) == nullptr) {
       break;
     }
     lo = end + static_cast<uint64_t>(gap);
@@ -472,12 +433,17 @@ bool SymbolIndex::FindLine(const CuInfo& cu, uint64_t addr, SourceFrame* frame) 
   uint64_t found_file = 0, found_column = 0;
   for (uint32_t r = 0; r < kLineBlockRows && p < end; ++r) {
     uint64_t delta;
-    if (!ReadUleb(p, end, &delta) || !ReadUleb(p, end, &file)) break;
+    if ((p = ReadUleb(p, end, &delta)) == nullptr || (p = ReadUleb(p, end, &file)) == nullptr) {
+      break;
+    }
     row_addr += delta;
     if (row_addr > addr) break;
     if (file != 0) {
       int64_t line_delta;
-      if (!ReadSleb(p, end, &line_delta) || !ReadUleb(p, end, &column)) break;
+      if ((p = ReadSleb(p, end, &line_delta)) == nullptr ||
+          (p = ReadUleb(p, end, &column)) == nullptr) {
+        break;
+      }
       line += static_cast<uint64_t>(line_delta);
     }
     found = true;

@@ -9,8 +9,8 @@
 //
 // Every offset read from the file is bounds-checked: a truncated or hostile index gives "??"
 // answers or an error from Open, never a crash or an endless loop.
-#ifndef HANGWATCH_SYMBOLS_SYMBOL_INDEX_H_
-#define HANGWATCH_SYMBOLS_SYMBOL_INDEX_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_SYMBOL_INDEX_H_
+#define HANGWATCH_SYMBOLS_INDEX_SYMBOL_INDEX_H_
 
 #include <atomic>
 #include <cstdint>
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "symbols/symbol_index_format.h"
+#include "symbols/index/symbol_index_format.h"
 
 namespace hangwatch::symbols {
 
@@ -136,4 +136,4 @@ void AppendLlvmStyle(const SymbolizedAddress& address, std::string* out);
 
 }  // namespace hangwatch::symbols
 
-#endif  // HANGWATCH_SYMBOLS_SYMBOL_INDEX_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_SYMBOL_INDEX_H_

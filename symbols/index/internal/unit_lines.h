@@ -1,8 +1,8 @@
 // UnitLines: one compilation unit's files and line rows for the index (IndexUnit::files and
 // ::rows): decoded by ReadLineTable (dwarf_image_lines.h), or by libdw when there is no plain
 // .debug_line (old-style .zdebug_line, which only libdw inflates).
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_UNIT_LINES_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_UNIT_LINES_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_UNIT_LINES_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_UNIT_LINES_H_
 
 #include <elfutils/libdw.h>
 
@@ -11,7 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "symbols/dwarf_image_lines.h"
-#include "symbols/symbol_index_writer.h"
+#include "symbols/index/internal/symbol_index_writer.h"
 
 namespace hangwatch::symbols::internal {
 
@@ -45,4 +45,4 @@ class UnitLines {
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_UNIT_LINES_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_UNIT_LINES_H_

@@ -1,12 +1,12 @@
 // LibdwDieWalk: a unit's subprograms and inlined subroutines read through libdw, for the
 // units our own DIE reader leaves to libdw (split, cross-unit or dwz references) and for
 // comparison with it (SymbolIndexOptions::libdw_dies).
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_LIBDW_DIE_WALK_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_LIBDW_DIE_WALK_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_LIBDW_DIE_WALK_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_LIBDW_DIE_WALK_H_
 
 #include <elfutils/libdw.h>
 
-#include "symbols/internal/subroutine_nodes.h"
+#include "symbols/index/internal/subroutine_nodes.h"
 
 namespace hangwatch::symbols::internal {
 
@@ -44,4 +44,4 @@ class LibdwDieWalk : public SubroutineNodes {
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_LIBDW_DIE_WALK_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_LIBDW_DIE_WALK_H_

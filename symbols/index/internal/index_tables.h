@@ -1,6 +1,6 @@
 // The deduplicating tables and varint encoders the index writer builds its sections with.
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_INDEX_TABLES_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_INDEX_TABLES_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_INDEX_TABLES_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_INDEX_TABLES_H_
 
 #include <cstdint>
 #include <string>
@@ -78,4 +78,4 @@ class NameTable {
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_INDEX_TABLES_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_INDEX_TABLES_H_

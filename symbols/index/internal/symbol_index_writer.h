@@ -2,8 +2,8 @@
 // read: compilation units in order (files, inline-tree nodes, the address -> node map, line
 // rows), then the ELF symbols. Names, files and tokens are deduplicated across units; byte
 // sections are varint-coded and, optionally, zstd-compressed in chunks.
-#ifndef HANGWATCH_SYMBOLS_SYMBOL_INDEX_WRITER_H_
-#define HANGWATCH_SYMBOLS_SYMBOL_INDEX_WRITER_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_SYMBOL_INDEX_WRITER_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_SYMBOL_INDEX_WRITER_H_
 
 #include <cstdint>
 #include <memory>
@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "symbols/address_die_map.h"
-#include "symbols/symbol_index_format.h"
+#include "symbols/index/symbol_index_format.h"
 
 namespace hangwatch::symbols {
 
@@ -79,4 +79,4 @@ class SymbolIndexWriter {
 
 }  // namespace hangwatch::symbols
 
-#endif  // HANGWATCH_SYMBOLS_SYMBOL_INDEX_WRITER_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_SYMBOL_INDEX_WRITER_H_

@@ -1,11 +1,11 @@
 // SubroutineNodes: the inline-tree nodes both DIE walks create.
-#include "symbols/internal/subroutine_nodes.h"
+#include "symbols/index/internal/subroutine_nodes.h"
 
 #include <dwarf.h>
 
 #include <algorithm>
 
-#include "symbols/symbol_index_format.h"
+#include "symbols/index/symbol_index_format.h"
 
 namespace hangwatch::symbols::internal {
 

@@ -1,13 +1,13 @@
 // FastDieWalk: a unit's subprograms and inlined subroutines read with our own DIE reader
 // (dwarf_die_reader.h), with the same results as LibdwDieWalk at about 1.6x its speed. A unit
 // the reader cannot resolve alone is reported back, to be read again by LibdwDieWalk.
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_FAST_DIE_WALK_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_FAST_DIE_WALK_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_FAST_DIE_WALK_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_FAST_DIE_WALK_H_
 
 #include <cstdint>
 
 #include "symbols/dwarf_die_reader.h"
-#include "symbols/internal/subroutine_nodes.h"
+#include "symbols/index/internal/subroutine_nodes.h"
 
 namespace hangwatch::symbols::internal {
 
@@ -49,4 +49,4 @@ class FastDieWalk : public SubroutineNodes {
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_FAST_DIE_WALK_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_FAST_DIE_WALK_H_

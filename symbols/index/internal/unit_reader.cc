@@ -1,11 +1,11 @@
 // ReadUnit: a unit's lines and subroutines.
-#include "symbols/internal/unit_reader.h"
+#include "symbols/index/internal/unit_reader.h"
 
 #include <dwarf.h>
 
-#include "symbols/internal/fast_die_walk.h"
-#include "symbols/internal/libdw_die_walk.h"
-#include "symbols/internal/unit_lines.h"
+#include "symbols/index/internal/fast_die_walk.h"
+#include "symbols/index/internal/libdw_die_walk.h"
+#include "symbols/index/internal/unit_lines.h"
 
 namespace hangwatch::symbols::internal {
 

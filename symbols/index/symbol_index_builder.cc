@@ -5,8 +5,8 @@
 // subroutine DIE and its name (internal/unit_reader.h and the DIE walks it uses), file paths
 // and line rows (internal/unit_lines.h), and the symbol table (elf_symbol_table.h,
 // ElfSymbolPolicy::kLlvmSymbolizer). This file schedules the units over worker threads and
-// hands them, in order, to SymbolIndexWriter (symbol_index_writer.h).
-#include "symbols/symbol_index_builder.h"
+// hands them, in order, to SymbolIndexWriter (internal/symbol_index_writer.h).
+#include "symbols/index/symbol_index_builder.h"
 
 #include <elfutils/libdw.h>
 
@@ -21,11 +21,11 @@
 #include "symbols/dwarf_image.h"
 #include "symbols/elf_file.h"
 #include "symbols/elf_symbol_table.h"
-#include "symbols/internal/dwarf_units.h"
-#include "symbols/internal/run_on_threads.h"
-#include "symbols/internal/unit_reader.h"
-#include "symbols/symbol_index_format.h"
-#include "symbols/symbol_index_writer.h"
+#include "symbols/index/internal/dwarf_units.h"
+#include "symbols/index/internal/run_on_threads.h"
+#include "symbols/index/internal/unit_reader.h"
+#include "symbols/index/symbol_index_format.h"
+#include "symbols/index/internal/symbol_index_writer.h"
 
 namespace hangwatch::symbols {
 

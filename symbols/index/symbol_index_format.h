@@ -30,8 +30,8 @@
 //             as independent zstd frames of kChunkBytes each (those varint streams still
 //             shrink 4x: an index of a C++ program is then ~4 % of its DWARF instead of 10 %);
 //             the reader inflates a chunk the first time a lookup touches it
-#ifndef HANGWATCH_SYMBOLS_SYMBOL_INDEX_FORMAT_H_
-#define HANGWATCH_SYMBOLS_SYMBOL_INDEX_FORMAT_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_SYMBOL_INDEX_FORMAT_H_
+#define HANGWATCH_SYMBOLS_INDEX_SYMBOL_INDEX_FORMAT_H_
 
 #include <cstdint>
 
@@ -156,4 +156,4 @@ struct SymbolEntry {
 
 }  // namespace hangwatch::symbols::index_format
 
-#endif  // HANGWATCH_SYMBOLS_SYMBOL_INDEX_FORMAT_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_SYMBOL_INDEX_FORMAT_H_

@@ -1,8 +1,8 @@
 // BuildSymbolIndex: reads DWARF with libdw (in parallel across compilation units, one libdw
 // handle per thread) and the ELF symbol table with libelf, and produces a SymbolIndex image
 // (symbol_index_format.h).
-#ifndef HANGWATCH_SYMBOLS_SYMBOL_INDEX_BUILDER_H_
-#define HANGWATCH_SYMBOLS_SYMBOL_INDEX_BUILDER_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_SYMBOL_INDEX_BUILDER_H_
+#define HANGWATCH_SYMBOLS_INDEX_SYMBOL_INDEX_BUILDER_H_
 
 #include <cstdint>
 #include <string>
@@ -50,4 +50,4 @@ absl::StatusOr<std::string> BuildSymbolIndex(const SymbolIndexOptions& options,
 
 }  // namespace hangwatch::symbols
 
-#endif  // HANGWATCH_SYMBOLS_SYMBOL_INDEX_BUILDER_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_SYMBOL_INDEX_BUILDER_H_

@@ -1,4 +1,4 @@
-#include "symbols/macho_parser.h"
+#include "symbols/macho/macho_parser.h"
 
 #include <cstring>
 

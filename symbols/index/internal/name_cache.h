@@ -1,7 +1,7 @@
 // NameCache: a DIE walk's demangled names, remembered per thread. Demangling is the most
 // expensive step per name of an index build.
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_NAME_CACHE_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_NAME_CACHE_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_NAME_CACHE_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_NAME_CACHE_H_
 
 #include <cstdint>
 #include <string>
@@ -43,4 +43,4 @@ class NameCache {
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_NAME_CACHE_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_NAME_CACHE_H_

@@ -1,8 +1,8 @@
 // ReadUnit: one compilation unit of the index, read by a worker thread: its line table
 // (unit_lines.h) and its subroutines, with our own DIE reader first (fast_die_walk.h) and
 // libdw for what that leaves (libdw_die_walk.h).
-#ifndef HANGWATCH_SYMBOLS_INTERNAL_UNIT_READER_H_
-#define HANGWATCH_SYMBOLS_INTERNAL_UNIT_READER_H_
+#ifndef HANGWATCH_SYMBOLS_INDEX_INTERNAL_UNIT_READER_H_
+#define HANGWATCH_SYMBOLS_INDEX_INTERNAL_UNIT_READER_H_
 
 #include <elfutils/libdw.h>
 
@@ -13,8 +13,8 @@
 #include "symbols/address_die_map.h"
 #include "symbols/dwarf_die_reader.h"
 #include "symbols/dwarf_image_lines.h"
-#include "symbols/internal/name_cache.h"
-#include "symbols/symbol_index_writer.h"
+#include "symbols/index/internal/name_cache.h"
+#include "symbols/index/internal/symbol_index_writer.h"
 
 namespace hangwatch::symbols::internal {
 
@@ -37,4 +37,4 @@ void ReadUnit(ThreadState* thread, const LineSections& lines, const DieSections*
 
 }  // namespace hangwatch::symbols::internal
 
-#endif  // HANGWATCH_SYMBOLS_INTERNAL_UNIT_READER_H_
+#endif  // HANGWATCH_SYMBOLS_INDEX_INTERNAL_UNIT_READER_H_

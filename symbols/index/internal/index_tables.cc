@@ -1,5 +1,5 @@
 // The index writer's string and name tables and varint encoders.
-#include "symbols/internal/index_tables.h"
+#include "symbols/index/internal/index_tables.h"
 
 #include <algorithm>
 

@@ -8,8 +8,8 @@
 // Portable (no <mach-o/*.h>): the constants it needs are mirrored below, and checked against the
 // system headers where those exist (symbols/macho/dyld_modules.cc), so that the parser is
 // unit-tested on Linux.
-#ifndef HANGWATCH_SYMBOLS_MACHO_PARSER_H_
-#define HANGWATCH_SYMBOLS_MACHO_PARSER_H_
+#ifndef HANGWATCH_SYMBOLS_MACHO_MACHO_PARSER_H_
+#define HANGWATCH_SYMBOLS_MACHO_MACHO_PARSER_H_
 
 #include <array>
 #include <cstddef>
@@ -90,4 +90,4 @@ absl::StatusOr<MachOImage> ParseMachOImage(std::span<const unsigned char> bytes)
 
 }  // namespace hangwatch::symbols::macho
 
-#endif  // HANGWATCH_SYMBOLS_MACHO_PARSER_H_
+#endif  // HANGWATCH_SYMBOLS_MACHO_MACHO_PARSER_H_
