@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "report/stack_identity.h"
 #include "report/frame_classifier.h"
+#include "report/stack_identity.h"
 #include "tools/report_frames.h"
 
 namespace hangwatch::tools {

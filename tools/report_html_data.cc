@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "report/stack_identity.h"
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
 #include "report/frame_classifier.h"
+#include "report/stack_identity.h"
 #include "tools/input_file.h"
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "report/stack_identity.h"
 #include "nlohmann/json.hpp"
+#include "report/stack_identity.h"
 #include "tools/report_formats.h"
 #include "tools/report_frames.h"
 

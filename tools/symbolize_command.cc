@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "symbols/offline_symbolizer.h"
 #include "symbols/index/symbol_index.h"
+#include "symbols/offline_symbolizer.h"
 #include "tools/command.h"
 #include "tools/debug_file_flags.h"
 #include "tools/flag_value.h"

@@ -23,9 +23,9 @@
 #include "symbols/elf_symbol_table.h"
 #include "symbols/index/internal/dwarf_units.h"
 #include "symbols/index/internal/run_on_threads.h"
+#include "symbols/index/internal/symbol_index_writer.h"
 #include "symbols/index/internal/unit_reader.h"
 #include "symbols/index/symbol_index_format.h"
-#include "symbols/index/internal/symbol_index_writer.h"
 
 namespace hangwatch::symbols {
 

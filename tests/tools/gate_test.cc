@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "report/stack_identity.h"
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
 #include "report/report_record.h"
+#include "report/stack_identity.h"
 #include "tools/gate_options.h"
 #include "tools/gate_output.h"
 #include "tools/gate_reader.h"

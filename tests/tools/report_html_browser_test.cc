@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "report/stack_identity.h"
 #include "cli_util.h"
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
+#include "report/stack_identity.h"
 #include "tools/report_reader.h"
 
 namespace hangwatch::testing {

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "report/stack_identity.h"
 #include "hangwatch/hang_record.h"
 #include "report/report_record.h"
+#include "report/stack_identity.h"
 
 namespace {
 
