@@ -1,5 +1,5 @@
 // The public API (include/hangwatch/hangwatch.h): the agent object, its watchdog thread, and
-// the list of sinks it reports to (hang_sink.h).
+// the list of sinks it reports to (sinks/hang_sink.h).
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -18,32 +18,29 @@
 #include <vector>
 
 #include "agent/agent_internal.h"
-#include "agent/callback_sink.h"
 #include "agent/config_options.h"
 #include "agent/exit_flush.h"
 #include "agent/hang_ring.h"
-#include "agent/hang_sink.h"
-#include "agent/jsonl_sink.h"
 #include "agent/labels.h"
 #include "agent/lag_reporter.h"
 #include "agent/materialize.h"
 #include "agent/memory_headroom.h"
 #include "agent/open_hang_file.h"
 #include "agent/pass_timer.h"
-#include "agent/spdlog_reporter.h"
-#include "agent/stack_identity.h"
+#include "agent/platform_sampler.h"
+#include "agent/process_name.h"
+#include "agent/sinks/callback_sink.h"
+#include "agent/sinks/hang_sink.h"
+#include "agent/sinks/jsonl_sink.h"
+#include "agent/sinks/sinks_from_config.h"
+#include "agent/sinks/spdlog_reporter.h"
 #include "agent/stall_monitor.h"
 #include "agent/watchdog_sleep.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/spdlog.h"
 #include "symbols/cfi_unwinder.h"
 #include "symbols/module_map.h"
-#if defined(__APPLE__)
-#include "unwind/mach/mach_sampler.h"
-#else
-#include "unwind/proc_blocked_reader.h"
-#include "unwind/signal_sampler.h"
-#endif
+#include "unwind/thread_capture.h"
 
 namespace hangwatch {
 namespace internal {
@@ -77,11 +74,9 @@ class Agent final : public MonitorListener {
   // Async-signal-safe: system calls and atomic stores only.
   void AbandonAfterFork() {
     stop_.store(true);  // the forking thread may be the watchdog itself (a callback that forks)
-#if !defined(__APPLE__)
     if (signal_sampler_ != nullptr) {
-      unwind::SignalSampler::ForgetAfterFork();
+      ForgetPlatformSamplerAfterFork();
     }
-#endif
     for (const auto& sink : sinks_) {
       sink->ReleaseAfterFork();
     }
@@ -109,20 +104,9 @@ class Agent final : public MonitorListener {
     }
     for (const auto& [k, v] : config_.labels) labels_[k] = v;
 
-    // The sinks, in the order they see each record (those that may block run after the
-    // others, hang_sink.h).
-    if (logger_ && config_.log_hangs) {
-      sinks_.push_back(std::make_unique<SpdlogSink>(logger_, config_.log_lag));
+    if (std::string error; !SinksFromConfig(config_, logger_, &sinks_, &error)) {
+      return Status::Error("hangwatch: " + error);
     }
-    if (!config_.json_path.empty()) {
-      auto json = std::make_unique<JsonlSink>(config_.json_path, config_.json_max_bytes);
-      std::string error;
-      if (!json->Open(&error)) {
-        return Status::Error("hangwatch: " + error);
-      }
-      sinks_.push_back(std::move(json));
-    }
-    sinks_.push_back(std::make_unique<CallbackSink>(config_.on_hang));
     if (!config_.open_hang_path.empty()) {
       HangRecord fatal;
       std::string error;
@@ -149,35 +133,15 @@ class Agent final : public MonitorListener {
     if (hooks.sampler) {
       sampler_ = std::move(hooks.sampler);
     } else {
-#if defined(__APPLE__)
-      // Mach: suspend the thread, copy its registers and stack, resume (unwind/mach/).
-      unwind::mach::MachSamplerOptions mo;
-      mo.max_pause = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.capture_timeout);
-      std::string error;
-      sampler_ = unwind::mach::MachSampler::Create(mo, &error);
-      if (sampler_ == nullptr) {
+      // This platform's (platform_sampler.h): a signal behind /proc reads on Linux, Mach
+      // thread suspension on Apple.
+      PlatformSampler platform;
+      if (std::string error; !MakePlatformSampler(config_, &platform, &error)) {
         return Status::Error("hangwatch: " + error);
       }
-#else
-      unwind::SignalSamplerOptions so;
-      so.signal = config_.signal;
-      so.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.capture_timeout);
-      so.max_frames = config_.max_frames;
-      so.max_stack_bytes = config_.stack_copy_bytes;
-      // ProcFirstSampler reads the scheduler state right before falling back to the signal;
-      // a second read would only lengthen the round trip (README, Performance).
-      so.read_sched_state = false;
-      std::string error;
-      auto sampler = unwind::SignalSampler::Create(so, &error);
-      if (sampler == nullptr) {
-        return Status::Error("hangwatch: " + error);
-      }
-      signal_ = sampler->signal_number();
-      // Threads sleeping in the kernel are read through /proc (no signal, no EINTR); running
-      // ones are interrupted (unwind/proc_blocked_reader.h).
-      signal_sampler_ = std::move(sampler);
-      sampler_ = std::make_unique<unwind::ProcFirstSampler>(signal_sampler_.get());
-#endif
+      signal_ = platform.signal;
+      signal_sampler_ = std::move(platform.signal_sampler);
+      sampler_ = std::move(platform.sampler);
     }
     if (config_.stack_copy_bytes > 0) {
       // CFI over the stack copies, on the watchdog thread (symbols/cfi_unwinder.h). Without
@@ -418,11 +382,7 @@ class Agent final : public MonitorListener {
   }
 
   void Run() {
-#if defined(__APPLE__)
-    pthread_setname_np("hangwatch");  // Darwin names the calling thread only
-#else
-    pthread_setname_np(pthread_self(), "hangwatch");
-#endif
+    NameWatchdogThread();
     if (fatal_) {
       // A hang of this machine's last run: it had the labels it has now, or none.
       if (fatal_->host.empty()) fatal_->host = host_;

@@ -8,7 +8,8 @@
 #include <numeric>
 #include <vector>
 
-#include "agent/stack_identity.h"
+#include "agent/process_name.h"
+#include "report/stack_identity.h"
 #include "symbols/in_process_symbolizer.h"
 #include "symbols/perf_map.h"
 #include "unwind/proc_files.h"
@@ -187,9 +188,9 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
         perf_map->Find(leaf, nullptr, &jit_offset)) {
       leaf_offset = leaf - jit_offset;  // JIT code: the start of its function, from the perf map
     }
-    r.fingerprint = Fingerprint(r.stacks[0], leaf_offset);
-    r.signature = Signature(r.stacks[0]);
-    r.culprit = FindCulprit(r.stacks[0]);
+    r.fingerprint = report::Fingerprint(r.stacks[0], leaf_offset);
+    r.signature = report::Signature(r.stacks[0]);
+    r.culprit = report::FindCulprit(r.stacks[0]);
   }
 
   r.timeline.reserve(hang.timeline_size());

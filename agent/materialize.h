@@ -1,6 +1,6 @@
 // Materialize: turns a HangData (addresses and counts in fixed storage) into a public
 // HangRecord: frames resolved to module / build-id / offset, symbolized, stacks sorted by
-// count, the dominant stack, its culprit, signature and fingerprint (agent/stack_identity.h). Runs
+// count, the dominant stack, its culprit, signature and fingerprint (report/stack_identity.h). Runs
 // when a hang is reported or read, never on the capture path; it allocates.
 #ifndef HANGWATCH_AGENT_MATERIALIZE_H_
 #define HANGWATCH_AGENT_MATERIALIZE_H_

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,5 +85,7 @@ char ReadSchedState(pid_t tid) { return unwind::ReadSchedState(tid); }
 long ReadTracerPid() { return unwind::ReadTracerPid(0); }
 
 std::unique_ptr<WatchdogEnv> MakeSystemWatchdogEnv() { return std::make_unique<SystemEnv>(); }
+
+void NameWatchdogThread() { pthread_setname_np(pthread_self(), "hangwatch"); }
 
 }  // namespace hangwatch::agent

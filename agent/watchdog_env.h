@@ -41,6 +41,11 @@ class WatchdogEnv {
 // The real thing: clock_gettime, /proc/self/task/TID/stat, /proc/self/status.
 std::unique_ptr<WatchdogEnv> MakeSystemWatchdogEnv();
 
+// Names the calling thread (the watchdog) "hangwatch" for ps -L, top -H and debuggers. Here
+// because, like the env, it is one definition per platform: Linux names any thread, Darwin only
+// the calling one.
+void NameWatchdogThread();
+
 // Reads the state letter of /proc/self/task/TID/stat; '?' on any failure.
 char ReadSchedState(pid_t tid);
 // Reads TracerPid from /proc/self/status; 0 when none or unreadable.

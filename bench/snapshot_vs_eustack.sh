@@ -102,7 +102,7 @@ median() {  # column $1 of file $2
 }
 
 # Warm-up: index the modules (first run), write each index's inflated twin (second run: see
-# symbols/symbol_index.h), fill the page cache for both tools.
+# symbols/index/symbol_index.h), fill the page cache for both tools.
 "$hw" snapshot "$target_pid" >/dev/null
 "$hw" snapshot "$target_pid" >/dev/null
 eu-stack -p "$target_pid" >/dev/null 2>&1 || true

@@ -32,10 +32,10 @@
 #include "symbols/debug_file_locator.h"
 #include "symbols/elf_symbol_table.h"
 #include "symbols/in_process_symbolizer.h"
+#include "symbols/index/symbol_index.h"
+#include "symbols/index/symbol_index_builder.h"
 #include "symbols/module_map.h"
 #include "symbols/perf_map.h"
-#include "symbols/symbol_index.h"
-#include "symbols/symbol_index_builder.h"
 
 #if HANGWATCH_HAVE_GSYM
 #include "llvm/DebugInfo/GSYM/GsymReader.h"

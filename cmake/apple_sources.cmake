@@ -4,13 +4,15 @@
 # compiles these same lists for arm64 and x86_64 macOS on Linux (`cmake -P` on this file prints
 # them), so that the Mach backend and the agent around it cannot rot where nobody builds them.
 #
-# Linux builds glob each folder's top level instead; the Apple-only code lives in mach/
-# subfolders (unwind/mach/, agent/mach/) and symbols/macho/, which those globs do not reach.
+# Linux builds glob each folder's top level (and the portable subfolders it names: agent/sinks/,
+# symbols/index/, symbols/macho/) instead; the Apple-only code lives in mach/ subfolders
+# (unwind/mach/, agent/mach/), which those globs do not reach, and in
+# HANGWATCH_APPLE_ONLY_SOURCES, which they leave out.
 #
 #   HANGWATCH_APPLE_UNWIND_SOURCES   the portable capture code and the Mach sampler
 #   HANGWATCH_APPLE_SYMBOLS_SOURCES  Mach-O parsing and dyld's module list (the rest of
 #                                    symbols/ reads ELF and DWARF through elfutils)
-#   HANGWATCH_APPLE_REPORT_SOURCES   the report format's encoders
+#   HANGWATCH_APPLE_REPORT_SOURCES   the report format's encoders and stack identity
 #   HANGWATCH_APPLE_AGENT_SOURCES    the agent, with the Mach watchdog environment in place of
 #                                    the /proc one
 
@@ -22,36 +24,54 @@ set(HANGWATCH_APPLE_UNWIND_SOURCES
   unwind/mach/thread_registration.cc)
 
 set(HANGWATCH_APPLE_SYMBOLS_SOURCES
-  symbols/macho_parser.cc
-  symbols/macho/dyld_modules.cc)
+  symbols/macho/dyld_modules.cc
+  symbols/macho/macho_parser.cc)
 
-# The report format's encoders (portable; the decoder needs nlohmann_json and is the tools').
+# The report format's encoders and a stack's identity (portable; the decoder needs
+# nlohmann_json and is the tools').
 set(HANGWATCH_APPLE_REPORT_SOURCES
+  report/frame_classifier.cc
   report/hang_record.cc
   report/lag_text.cc
   report/pass_histogram.cc
   report/report_encode.cc
+  report/stack_identity.cc
   report/utf8.cc)
 
-# Every agent/*.cc but the Linux-only ones, and agent/mach/.
-set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/watchdog_env.cc)
+# Every agent/*.cc but the Linux-only ones (each has its Apple twin in agent/mach/), agent/sinks/
+# and agent/mach/.
+set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/watchdog_env.cc agent/platform_sampler.cc)
 get_filename_component(_hangwatch_root ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 file(GLOB HANGWATCH_APPLE_AGENT_SOURCES RELATIVE ${_hangwatch_root}
-     ${_hangwatch_root}/agent/*.cc ${_hangwatch_root}/agent/mach/*.cc)
+     ${_hangwatch_root}/agent/*.cc ${_hangwatch_root}/agent/sinks/*.cc
+     ${_hangwatch_root}/agent/mach/*.cc)
 list(REMOVE_ITEM HANGWATCH_APPLE_AGENT_SOURCES ${HANGWATCH_LINUX_ONLY_AGENT_SOURCES})
 list(SORT HANGWATCH_APPLE_AGENT_SOURCES)
 
-# hangwatch_folder_sources(<var> <folder>): the sources of the library built from <folder>
-# ("unwind", "symbols", "agent"): on Apple platforms its list above; elsewhere every .cc at the
-# folder's top level and in its internal/ subfolder.
+# Apple-only files in a subfolder that other platforms build too (symbols/macho/ holds the
+# portable Mach-O parser, tested and fuzzed on Linux, beside dyld's module list).
+set(HANGWATCH_APPLE_ONLY_SOURCES symbols/macho/dyld_modules.cc)
+
+# hangwatch_folder_sources(<var> <folder> [<subfolder>...]): the sources of the library built
+# from <folder> ("unwind", "symbols", "agent"): on Apple platforms its list above; elsewhere
+# every .cc at the folder's top level and in the <subfolder>s named (agent: sinks/; symbols:
+# index/, macho/), each with its internal/ subfolder, but HANGWATCH_APPLE_ONLY_SOURCES.
+# Apple-only subfolders (mach/) are never named.
 function(hangwatch_folder_sources var folder)
   string(TOUPPER ${folder} name)
   if(APPLE)
     list(TRANSFORM HANGWATCH_APPLE_${name}_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/
          OUTPUT_VARIABLE sources)
   else()
-    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.cc
-         ${PROJECT_SOURCE_DIR}/${folder}/internal/*.cc)
+    set(globs ${PROJECT_SOURCE_DIR}/${folder}/*.cc ${PROJECT_SOURCE_DIR}/${folder}/internal/*.cc)
+    foreach(subfolder ${ARGN})
+      list(APPEND globs ${PROJECT_SOURCE_DIR}/${folder}/${subfolder}/*.cc
+           ${PROJECT_SOURCE_DIR}/${folder}/${subfolder}/internal/*.cc)
+    endforeach()
+    file(GLOB sources CONFIGURE_DEPENDS ${globs})
+    list(TRANSFORM HANGWATCH_APPLE_ONLY_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/
+         OUTPUT_VARIABLE apple_only)
+    list(REMOVE_ITEM sources ${apple_only})
   endif()
   set(${var} ${sources} PARENT_SCOPE)
 endfunction()

@@ -1,5 +1,5 @@
-// libFuzzer target: ParseMachOImage (symbols/macho_parser.h) on arbitrary bytes, as a file read
-// from disk would give them, then the accessors on what parses. Seeds: images built with the
+// libFuzzer target: ParseMachOImage (symbols/macho/macho_parser.h) on arbitrary bytes, as a file
+// read from disk would give them, then the accessors on what parses. Seeds: images built with the
 // parser tests' MachOBuilder (HANGWATCH_FUZZ_WRITE_SEEDS=DIR writes them).
 #include <cstdint>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "symbols/macho_parser.h"
+#include "symbols/macho/macho_parser.h"
 #include "tests/symbols/macho_builder.h"
 
 namespace {

@@ -8,8 +8,8 @@
 
 #include "fuzz/fuzz_util.h"
 #include "symbols/elf_symbol_table.h"
-#include "symbols/symbol_index.h"
-#include "symbols/symbol_index_builder.h"
+#include "symbols/index/symbol_index.h"
+#include "symbols/index/symbol_index_builder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hangwatch::symbols;  // NOLINT(build/namespaces)

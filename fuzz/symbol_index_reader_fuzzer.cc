@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "symbols/symbol_index.h"
-#include "symbols/symbol_index_format.h"
+#include "symbols/index/symbol_index.h"
+#include "symbols/index/symbol_index_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hangwatch::symbols;  // NOLINT(build/namespaces)

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "symbols/index/symbol_index.h"
 #include "symbols/offline_symbolizer.h"
-#include "symbols/symbol_index.h"
 
 namespace hangwatch::symbols {
 

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "symbols/leb128.h"
+
 namespace hangwatch::symbols {
 
 // DWARF from this machine's toolchains: little-endian values, read with memcpy.
@@ -46,33 +48,6 @@ inline const uint8_t* ReadFixed(const uint8_t* p, const uint8_t* end, size_t n, 
     }
   }
   return p + n;
-}
-
-inline const uint8_t* ReadUleb(const uint8_t* p, const uint8_t* end, uint64_t* v) {
-  uint64_t x = 0;
-  for (unsigned shift = 0; p < end; shift += 7) {
-    const uint8_t b = *p++;
-    if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
-    if ((b & 0x80) == 0) {
-      *v = x;
-      return p;
-    }
-  }
-  return nullptr;
-}
-
-inline const uint8_t* ReadSleb(const uint8_t* p, const uint8_t* end, int64_t* v) {
-  uint64_t x = 0;
-  for (unsigned shift = 0; p < end; shift += 7) {
-    const uint8_t b = *p++;
-    if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
-    if ((b & 0x80) == 0) {
-      if (shift + 7 < 64 && (b & 0x40) != 0) x |= ~uint64_t{0} << (shift + 7);
-      *v = static_cast<int64_t>(x);
-      return p;
-    }
-  }
-  return nullptr;
 }
 
 // A NUL-terminated string at `offset` of a string section (.debug_str, .debug_line_str); null

@@ -165,10 +165,7 @@ const uint8_t* DwarfUnitDies::SkipValue(const uint8_t* p, const AttrSpec& spec) 
     case DW_FORM_GNU_str_index:
     case DW_FORM_loclistx:
     case DW_FORM_rnglistx:
-      while (p < end) {
-        if ((*p++ & 0x80) == 0) return p;
-      }
-      return nullptr;
+      return SkipLeb(p, end);
     case DW_FORM_string: {
       const void* nul = std::memchr(p, 0, static_cast<size_t>(end - p));
       return nul == nullptr ? nullptr : static_cast<const uint8_t*>(nul) + 1;

@@ -11,8 +11,8 @@
 #include "symbols/debug_file_locator.h"
 #include "symbols/debuginfod_source.h"
 #include "symbols/elf_file.h"
+#include "symbols/index/symbol_index_builder.h"
 #include "symbols/symbol_cache.h"
-#include "symbols/symbol_index_builder.h"
 
 namespace hangwatch::symbols {
 namespace {

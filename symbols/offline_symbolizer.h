@@ -20,8 +20,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "symbols/debug_file_locator.h"
+#include "symbols/index/symbol_index.h"
 #include "symbols/symbol_cache.h"
-#include "symbols/symbol_index.h"
 
 namespace hangwatch::symbols {
 

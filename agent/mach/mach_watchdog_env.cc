@@ -79,6 +79,8 @@ long ReadTracerPid() {
 
 std::unique_ptr<WatchdogEnv> MakeSystemWatchdogEnv() { return std::make_unique<MachEnv>(); }
 
+void NameWatchdogThread() { pthread_setname_np("hangwatch"); }  // Darwin names the caller only
+
 }  // namespace hangwatch::agent
 
 #endif  // defined(__APPLE__)

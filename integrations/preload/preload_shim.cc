@@ -53,7 +53,7 @@
 #include <vector>
 
 #include "agent/exit_flush.h"
-#include "agent/jsonl_sink.h"
+#include "agent/sinks/jsonl_sink.h"
 #include "hangwatch/hangwatch.h"
 #include "integrations/preload/launch_log.h"
 #include "integrations/preload/preload_config.h"

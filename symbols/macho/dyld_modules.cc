@@ -8,7 +8,7 @@
 
 #include <span>
 
-#include "symbols/macho_parser.h"
+#include "symbols/macho/macho_parser.h"
 
 namespace hangwatch::symbols::macho {
 

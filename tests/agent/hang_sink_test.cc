@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/callback_sink.h"
-#include "agent/jsonl_sink.h"
+#include "agent/sinks/callback_sink.h"
+#include "agent/sinks/jsonl_sink.h"
 #include "report/report_record.h"
 
 namespace hangwatch::agent {

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "agent/hang_data.h"
-#include "agent/spdlog_reporter.h"
+#include "agent/sinks/spdlog_reporter.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"

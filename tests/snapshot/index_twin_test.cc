@@ -1,7 +1,7 @@
-// symbols/symbol_index: the inflated twin of a compressed cached index (`BUILDID.hwsym.flat`),
-// which a warm `hangwatch snapshot` maps instead of inflating chunks. The twin must give the
-// very answers of the compressed index, be written on the first open, be served on later ones,
-// and be ignored (and rewritten) when it is stale or not a twin of that index.
+// symbols/index/symbol_index: the inflated twin of a compressed cached index
+// (`BUILDID.hwsym.flat`), which a warm `hangwatch snapshot` maps instead of inflating chunks. The
+// twin must give the very answers of the compressed index, be written on the first open, be served
+// on later ones, and be ignored (and rewritten) when it is stale or not a twin of that index.
 #include <fcntl.h>
 #include <gelf.h>
 #include <gtest/gtest.h>
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "symbols/elf_file.h"
+#include "symbols/index/symbol_index.h"
 #include "symbols/offline_symbolizer.h"
-#include "symbols/symbol_index.h"
 
 namespace hangwatch::symbols {
 namespace {

@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "symbols/dwarf_image.h"
 #include "symbols/elf_file.h"
-#include "symbols/symbol_index_builder.h"
+#include "symbols/index/symbol_index_builder.h"
 
 namespace hangwatch::symbols {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "symbols/macho_parser.h"
+#include "symbols/macho/macho_parser.h"
 
 namespace hangwatch::symbols::macho {
 

@@ -2,7 +2,7 @@
 // truncation of it, and hostile headers and commands (sizes that overflow, ncmds huge,
 // cmdsize 0, names without a terminator). None may crash or read out of bounds (the ASan
 // build checks that); each malformed input must be refused with a reason.
-#include "symbols/macho_parser.h"
+#include "symbols/macho/macho_parser.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

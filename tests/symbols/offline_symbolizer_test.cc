@@ -10,8 +10,8 @@
 #include "fixture_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "symbols/symbol_index.h"
-#include "symbols/symbol_index_format.h"
+#include "symbols/index/symbol_index.h"
+#include "symbols/index/symbol_index_format.h"
 
 namespace hangwatch::symbols {
 namespace {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/stack_identity.h"
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
 #include "report/report_record.h"
+#include "report/stack_identity.h"
 #include "tools/gate/gate_options.h"
 #include "tools/gate/gate_output.h"
 #include "tools/gate/gate_reader.h"
@@ -60,7 +60,7 @@ HangRecord Hang(const std::string& signature, std::vector<std::string> symbols,
   s.frames.push_back(start);
   h.stacks.push_back(s);
   h.dominant_stack = 0;
-  h.culprit = agent::FindCulprit(h.stacks[0]);
+  h.culprit = report::FindCulprit(h.stacks[0]);
   return h;
 }
 
@@ -289,7 +289,7 @@ TEST(GateVerdict, HangsWithoutSignatureGetOneFromTheirStack) {
   const std::vector<HangRecord> baseline = {Hang("", {"Parse", "main"}, 300)};
   const GateVerdict v = ComputeVerdict(r, &baseline, {}, {});
   ASSERT_EQ(v.known.size(), 1u);
-  EXPECT_EQ(v.known[0].signature, agent::Signature(r.hangs[0].stacks[0]));
+  EXPECT_EQ(v.known[0].signature, report::Signature(r.hangs[0].stacks[0]));
   EXPECT_EQ(v.known[0].signature.size(), 16u);
 }
 

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/stack_identity.h"
 #include "cli_util.h"
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
+#include "report/stack_identity.h"
 #include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
@@ -246,7 +246,7 @@ TEST_F(ReportHtmlBrowser, KeyboardMovesThroughTheTableAndTheFlameGraph) {
   for (const TimelineEntry& e : h.timeline) {
     std::string top = "(capture failed)";
     for (const Stack& s : h.stacks) {
-      if (s.id == e.stack) top = s.frames[static_cast<size_t>(agent::FindCulprit(s).frame)].symbol;
+      if (s.id == e.stack) top = s.frames[static_cast<size_t>(report::FindCulprit(s).frame)].symbol;
     }
     if (runs.empty() || runs.back() != top) runs.push_back(top);
   }

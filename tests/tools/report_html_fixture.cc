@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/stack_identity.h"
 #include "hangwatch/hang_record.h"
 #include "report/report_record.h"
+#include "report/stack_identity.h"
 
 namespace {
 
@@ -222,9 +222,9 @@ HangRecord MakeHang(const std::vector<Path>& paths, uint64_t index, int64_t* clo
   h.cpu_percent = static_cast<uint32_t>(std::min<uint64_t>(100, 100 * h.cpu_ms / h.duration_ms));
   h.dominant_stack = h.stacks.empty() ? -1 : 0;
   if (const Stack* d = h.dominant()) {
-    h.culprit = agent::FindCulprit(*d);
-    h.signature = agent::Signature(*d);
-    h.fingerprint = agent::Fingerprint(*d, d->frames[0].offset);
+    h.culprit = report::FindCulprit(*d);
+    h.signature = report::Signature(*d);
+    h.fingerprint = report::Fingerprint(*d, d->frames[0].offset);
   }
   for (const char* m : {kApp, kLibc, kLibstdcxx}) {
     h.modules.push_back({m, 0x7f0000000000ull, BuildId(m)});

@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "agent/stack_identity.h"
-#include "symbols/frame_classifier.h"
+#include "report/frame_classifier.h"
+#include "report/stack_identity.h"
 #include "tools/reader/report_frames.h"
 
 namespace hangwatch::tools {
@@ -48,7 +48,7 @@ std::vector<std::string> CallerNames(const HangGroup& g) {
   std::string last = g.culprit_name;
   for (size_t i = static_cast<size_t>(g.culprit.frame) + 1; i < d->frames.size(); ++i) {
     const Frame& f = d->frames[i];
-    if (symbols::ClassifyFrame(f.module, f.symbol) != symbols::FrameKind::kApp) continue;
+    if (report::ClassifyFrame(f.module, f.symbol) != report::FrameKind::kApp) continue;
     std::string name = FrameName(f);
     if (name == last) continue;
     last = name;
@@ -63,7 +63,7 @@ void NameGroups(const std::vector<HangGroup*>& groups) {
   std::vector<std::vector<std::string>> callers(groups.size());
   std::vector<bool> computed(groups.size(), false);
   for (HangGroup* g : groups) g->name = g->culprit_name;
-  for (size_t depth = 1; depth <= agent::kSignatureFrames; ++depth) {
+  for (size_t depth = 1; depth <= report::kSignatureFrames; ++depth) {
     std::unordered_map<std::string, size_t> uses;
     for (HangGroup* g : groups) ++uses[g->name];
     bool any = false;
@@ -157,7 +157,7 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
   for (size_t k = 0; k < hangs.size(); ++k) {
     const HangRecord& h = hangs[k];
     std::string computed;
-    if (h.signature.empty() && h.dominant() != nullptr) computed = agent::Signature(*h.dominant());
+    if (h.signature.empty() && h.dominant() != nullptr) computed = report::Signature(*h.dominant());
     const std::string& sig = h.signature.empty() ? computed : h.signature;
     auto [it, inserted] = index.try_emplace(sig, groups.size());
     if (inserted) {
@@ -179,7 +179,7 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
   }
   for (HangGroup& g : groups) {
     g.culprit = HangCulprit(*g.longest);
-    g.culprit_name = g.culprit.empty() ? "(no stack)" : agent::CulpritName(g.culprit);
+    g.culprit_name = g.culprit.empty() ? "(no stack)" : report::CulpritName(g.culprit);
   }
   return groups;
 }

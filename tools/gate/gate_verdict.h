@@ -67,7 +67,7 @@ struct HangGroup {
   uint64_t total_duration_ms = 0;
   const HangRecord* longest = nullptr;  // its culprit names the group
   Culprit culprit;
-  std::string culprit_name;  // agent::CulpritName, "(no stack)" without one
+  std::string culprit_name;  // report::CulpritName, "(no stack)" without one
   // A readable name unique among the groups of one verdict: the culprit's function, followed by
   // its callers ("f ← g") when another group has the same culprit, "#2"... as a last resort.
   std::string name;

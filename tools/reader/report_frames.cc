@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "agent/stack_identity.h"
+#include "report/stack_identity.h"
 
 namespace hangwatch::tools {
 
@@ -32,11 +32,11 @@ std::string FrameLocation(const Frame& f) {
 Culprit HangCulprit(const HangRecord& h) {
   if (!h.culprit.empty()) return h.culprit;
   const Stack* d = h.dominant();
-  return d == nullptr ? Culprit{} : agent::FindCulprit(*d);
+  return d == nullptr ? Culprit{} : report::FindCulprit(*d);
 }
 
 std::string CulpritLabel(const Culprit& c) {
-  std::string s = agent::CulpritName(c);
+  std::string s = report::CulpritName(c);
   if (!c.file.empty()) {
     s += " (" + c.file + (c.line > 0 ? ":" + std::to_string(c.line) : std::string()) + ")";
   }
@@ -46,8 +46,8 @@ std::string CulpritLabel(const Culprit& c) {
 void RefreshHangIdentity(HangRecord* h) {
   const Stack* d = h->dominant();
   if (d == nullptr) return;
-  h->culprit = agent::FindCulprit(*d);
-  if (h->signature.empty()) h->signature = agent::Signature(*d);
+  h->culprit = report::FindCulprit(*d);
+  if (h->signature.empty()) h->signature = report::Signature(*d);
 }
 
 namespace {

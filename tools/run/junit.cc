@@ -1,6 +1,6 @@
 #include "tools/run/junit.h"
 
-#include "agent/stack_identity.h"
+#include "report/stack_identity.h"
 
 #include <cstdio>
 #include <map>
@@ -53,7 +53,7 @@ std::string FormatJunit(const Report& report, const std::string& suite, double e
       if (h->duration_ms > longest->duration_ms) longest = h;
     }
     const Culprit c = HangCulprit(*longest);
-    const std::string culprit = c.empty() ? "unknown" : agent::CulpritName(c);
+    const std::string culprit = c.empty() ? "unknown" : report::CulpritName(c);
     const std::string where =
         c.file.empty() ? "" : " at " + c.file + (c.line > 0 ? ":" + std::to_string(c.line) : "");
     const std::string process =

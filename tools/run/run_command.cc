@@ -19,9 +19,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/jsonl_writer.h"
 #include "agent/open_hang_file.h"
 #include "agent/regular_file.h"
+#include "agent/sinks/jsonl_writer.h"
 #include "hangwatch/hangwatch.h"
 #include "tools/common/flag_value.h"
 #include "tools/common/terminal_text.h"

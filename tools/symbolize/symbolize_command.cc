@@ -9,8 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "symbols/index/symbol_index.h"
 #include "symbols/offline_symbolizer.h"
-#include "symbols/symbol_index.h"
+#include "tools/common/command.h"
 #include "tools/common/debug_file_flags.h"
 #include "tools/common/flag_value.h"
 #include "tools/common/terminal_text.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/stack_identity.h"
+#include "report/stack_identity.h"
 #include "tools/common/xml_escape.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
@@ -159,7 +159,7 @@ std::string FormatSvg(const Report& report, const std::string& title) {
   for (const HangRecord& h : report.hangs) {
     const Culprit c = HangCulprit(h);
     if (c.empty()) continue;
-    std::string name = agent::CulpritName(c);
+    std::string name = report::CulpritName(c);
     for (char& ch : name) {
       if (ch == ';') ch = ':';  // as FoldedName
       if (ch == '\n' || ch == '\r') ch = ' ';

@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "agent/stack_identity.h"
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
-#include "symbols/frame_classifier.h"
+#include "report/frame_classifier.h"
+#include "report/stack_identity.h"
 #include "tools/reader/input_file.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
@@ -87,7 +87,7 @@ class Tables {
     const auto key = std::make_tuple(String(name), String(module), String(file), line);
     auto [it, added] = frame_ids_.try_emplace(key, static_cast<int>(frame_ids_.size()));
     if (added) {
-      const auto kind = static_cast<int>(symbols::ClassifyFrame(module, symbol));
+      const auto kind = static_cast<int>(report::ClassifyFrame(module, symbol));
       for (int v : {std::get<0>(key), std::get<1>(key), std::get<2>(key), line, kind})
         frames_.push_back(v);
     }
@@ -103,7 +103,7 @@ class Tables {
     auto [it, added] = stack_ids_.try_emplace(ids, static_cast<int>(stacks_.size()));
     if (added) {
       stacks_.push_back(ids);
-      stack_top_.push_back(std::max(agent::FindCulprit(s).frame, 0));
+      stack_top_.push_back(std::max(report::FindCulprit(s).frame, 0));
     }
     return it->second;
   }
@@ -331,7 +331,7 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
     if (d != nullptr && c.frame >= 0 && static_cast<size_t>(c.frame) < d->frames.size()) {
       culprit = t.FrameId(d->frames[static_cast<size_t>(c.frame)]);
     } else if (!c.empty()) {
-      culprit = t.FrameId(agent::CulpritName(c), c.module, c.file, c.line, c.symbol);
+      culprit = t.FrameId(report::CulpritName(c), c.module, c.file, c.line, c.symbol);
     }
     col["culprit"].push_back(culprit);
     if (culprit >= 0 && !source_done[culprit]) {

@@ -5,10 +5,10 @@
 // Layout (the page's script, tools/report/formats/html/model.js, is the only reader):
 //   strings   ["", ...]: every name, path, signature; index 0 is ""
 //   frames    flat, 5 per frame: name, module, file (string indices), line, kind (0 application,
-//             1 system, 2 runtime: symbols/frame_classifier.h). Two frames are one when their
+//             1 system, 2 runtime: report/frame_classifier.h). Two frames are one when their
 //             name, module, file and line are equal (addresses are not kept)
 //   stacks    [[frame, ...]] innermost first, deduplicated over all hangs
-//   stack_top the position, in each stack, of its culprit frame (agent::FindCulprit)
+//   stack_top the position, in each stack, of its culprit frame (report::FindCulprit)
 //   hangs     one array per field, one entry per hang in file order (see the columns in
 //             report_html_data.cc); hang i's stacks are [stack, count, cpu_us, ...]
 //   sources   [frame, first line number, [lines...]]: a few lines around each culprit's source

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/stack_identity.h"
 #include "nlohmann/json.hpp"
+#include "report/stack_identity.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
 
@@ -35,7 +35,7 @@ void AddHang(const HangRecord& h, json* events) {
   const Culprit culprit = HangCulprit(h);
   json hang =
       Slice("hang " + std::to_string(h.duration_ms) + " ms (" + HangClassName(h.hang_class) + ")" +
-                (culprit.empty() ? "" : " in " + agent::CulpritName(culprit)),
+                (culprit.empty() ? "" : " in " + report::CulpritName(culprit)),
             "hang", start, dur, h.pid, h.tid);
   hang["args"] = {{"fingerprint", h.fingerprint}, {"cpu_ms", h.cpu_ms},
                   {"cpu_percent", h.cpu_percent}, {"class", HangClassName(h.hang_class)},

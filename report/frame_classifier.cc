@@ -1,0 +1,131 @@
+// FrameClassifier: fixed lists of file-name and function-name prefixes (frame_classifier.h).
+#include "report/frame_classifier.h"
+
+#include <initializer_list>
+
+namespace hangwatch::report {
+namespace {
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+bool StartsWithAny(std::string_view s, std::initializer_list<std::string_view> prefixes) {
+  for (std::string_view p : prefixes) {
+    if (StartsWith(s, p)) return true;
+  }
+  return false;
+}
+
+// "libc.so.6", "libc-2.31.so", "libc.so": the library `stem` in any of its usual file names.
+bool IsLibrary(std::string_view file, std::string_view stem) {
+  if (!StartsWith(file, stem)) return false;
+  const std::string_view rest = file.substr(stem.size());
+  return StartsWith(rest, ".so") || (StartsWith(rest, "-") && rest.find(".so") != rest.npos);
+}
+
+enum class Runtime { kNone, kPython, kNode, kWholeModule };
+
+Runtime RuntimeOf(std::string_view file) {
+  if (StartsWith(file, "libpython") || file == "python" || StartsWith(file, "python2") ||
+      StartsWith(file, "python3")) {
+    return Runtime::kPython;
+  }
+  if (StartsWith(file, "libnode.so") || file == "node" || file == "nodejs") return Runtime::kNode;
+  if (IsLibrary(file, "libjvm") || IsLibrary(file, "libcoreclr") || IsLibrary(file, "libclrjit")) {
+    return Runtime::kWholeModule;
+  }
+  return Runtime::kNone;
+}
+
+// CPython's machinery between a Python call and the C function it reaches (3.8 .. 3.13), and
+// its start-up frames. C builtins (time_sleep, select_epoll_poll, ...) are not in the list.
+bool IsPythonMachinery(std::string_view s) {
+  return StartsWithAny(s, {"_PyEval_",
+                           "PyEval_",
+                           "_PyObject_Call",
+                           "PyObject_Call",
+                           "_PyObject_Vectorcall",
+                           "PyObject_Vectorcall",
+                           "_PyObject_MakeTpCall",
+                           "_PyObject_FastCall",
+                           "_PyFunction_",
+                           "PyVectorcall_",
+                           "_PyVectorcall_",
+                           "cfunction_",
+                           "method_vectorcall",
+                           "vectorcall_",
+                           "slot_tp_call",
+                           "PyCFunction_Call",
+                           "_PyCFunction_",
+                           "PyIter_Send",
+                           "gen_send_ex",
+                           "_PyGen_",
+                           "gen_iternext",
+                           "run_mod",
+                           "run_eval_code_obj",
+                           "pyrun_",
+                           "_PyRun_",
+                           "PyRun_",
+                           "Py_RunMain",
+                           "Py_BytesMain",
+                           "Py_Main",
+                           "pymain_",
+                           "call_function",
+                           "do_call_core",
+                           "function_code_fastcall",
+                           "object_vacall",
+                           "context_run",
+                           "builtin_exec",
+                           "exec_code_in_module",
+                           "method_vectorcall_"}) ||
+         s == "main";
+}
+
+bool IsNodeMachinery(std::string_view s) {
+  return StartsWithAny(s, {"v8::", "Builtins_", "node::", "uv_", "uv__", "Stub_"}) || s == "main";
+}
+
+}  // namespace
+
+std::string_view ModuleFileName(std::string_view module) {
+  const size_t slash = module.rfind('/');
+  return slash == module.npos ? module : module.substr(slash + 1);
+}
+
+bool IsSystemModule(std::string_view module) {
+  const std::string_view f = ModuleFileName(module);
+  if (f.empty()) return false;
+  for (std::string_view lib :
+       {"libc", "libm", "libpthread", "libdl", "librt", "libresolv", "libstdc++", "libgcc_s",
+        "libc++", "libc++abi", "libatomic", "libuv", "libhangwatch", "libhangwatch_preload"}) {
+    if (IsLibrary(f, lib)) return true;
+  }
+  return StartsWith(f, "ld-linux") || StartsWith(f, "ld64.so") || IsLibrary(f, "ld") ||
+         StartsWith(f, "ld-musl") || StartsWith(f, "libc.musl") || StartsWith(f, "linux-vdso") ||
+         StartsWith(f, "linux-gate") || f == "[vdso]";
+}
+
+bool IsRuntimeModule(std::string_view module) {
+  return RuntimeOf(ModuleFileName(module)) != Runtime::kNone;
+}
+
+FrameKind ClassifyFrame(std::string_view module, std::string_view symbol) {
+  if (IsSystemModule(module)) return FrameKind::kSystem;
+  if (symbol == "_start" || symbol == "__libc_start_main" || symbol == "__libc_start_call_main") {
+    return FrameKind::kRuntime;
+  }
+  switch (RuntimeOf(ModuleFileName(module))) {
+    case Runtime::kPython:
+      return IsPythonMachinery(symbol) ? FrameKind::kRuntime : FrameKind::kApp;
+    case Runtime::kNode:
+      return IsNodeMachinery(symbol) ? FrameKind::kRuntime : FrameKind::kApp;
+    case Runtime::kWholeModule:
+      return FrameKind::kRuntime;
+    case Runtime::kNone:
+      break;
+  }
+  return FrameKind::kApp;
+}
+
+}  // namespace hangwatch::report

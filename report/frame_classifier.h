@@ -1,0 +1,44 @@
+// FrameClassifier: tells the frames of the system's own libraries and of language runtimes from
+// the application's, so that a hang is named after the application code that caused it (its
+// culprit) and identified by the application frames it went through (its signature), not after
+// clock_nanosleep or the interpreter's eval loop.
+//
+// The rule, by module file name and function name only (no file access):
+//   kSystem   the C and C++ runtimes and the loader: libc, libm, libpthread, libdl, librt,
+//             libresolv, ld-linux / ld.so, libstdc++, libgcc_s, libc++, libc++abi, libatomic,
+//             musl, the vDSO, libuv (node's and other event loops' own I/O layer), and
+//             hangwatch's own libraries (the preload shim interposes poll and friends);
+//   kRuntime  a language runtime's machinery: in an interpreter's module (libpython*, python3*,
+//             libnode*, node, libjvm, libcoreclr), the functions that run code rather than
+//             being it: CPython's eval loop, call dispatch and start-up (_PyEval_*,
+//             PyObject_Call*, *Vectorcall*, cfunction_*, Py_RunMain, ...); V8's and node's
+//             (v8::*, Builtins_*, node::*, uv_*); every frame of libjvm and libcoreclr. Also
+//             _start and __libc_start_main wherever they are;
+//   kApp      everything else, including code outside any module (JIT) and frames without a
+//             name in an interpreter's module (a C builtin such as CPython's time.sleep).
+#ifndef HANGWATCH_REPORT_FRAME_CLASSIFIER_H_
+#define HANGWATCH_REPORT_FRAME_CLASSIFIER_H_
+
+#include <string_view>
+
+namespace hangwatch::report {
+
+enum class FrameKind : unsigned char { kApp, kSystem, kRuntime };
+
+// `module`: the module's path or file name ("" when unknown); `symbol`: the function's name,
+// demangled or not ("" when unknown).
+FrameKind ClassifyFrame(std::string_view module, std::string_view symbol);
+
+// kSystem by module alone (the list above).
+bool IsSystemModule(std::string_view module);
+
+// The module hosts an interpreter or a managed runtime (python3.11, libpython3.12.so.1.0, node,
+// libnode.so.108, libjvm.so, libcoreclr.so).
+bool IsRuntimeModule(std::string_view module);
+
+// "libc.so.6" for "/usr/lib/x86_64-linux-gnu/libc.so.6".
+std::string_view ModuleFileName(std::string_view module);
+
+}  // namespace hangwatch::report
+
+#endif  // HANGWATCH_REPORT_FRAME_CLASSIFIER_H_

@@ -1,0 +1,81 @@
+// report/frame_classifier: which frames are the system's, a runtime's or the application's.
+#include "report/frame_classifier.h"
+
+#include "gtest/gtest.h"
+
+namespace hangwatch::report {
+namespace {
+
+TEST(FrameClassifierTest, SystemLibrariesByFileName) {
+  for (const char* m :
+       {"/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib/x86_64-linux-gnu/libpthread.so.0", "/lib64/ld-linux-x86-64.so.2",
+        "/lib/ld-linux-aarch64.so.1", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+        "/lib/x86_64-linux-gnu/libgcc_s.so.1", "/lib/libc-2.31.so", "linux-vdso.so.1", "[vdso]",
+        "/usr/lib/x86_64-linux-gnu/libc++.so.1", "/usr/lib/libc++abi.so.1",
+        "/lib/ld-musl-x86_64.so.1", "/usr/lib/x86_64-linux-gnu/libuv.so.1",
+        "/opt/hw/lib/libhangwatch_preload.so", "/usr/lib/libhangwatch.so.0",
+        "/lib/x86_64-linux-gnu/libdl.so.2", "/lib/x86_64-linux-gnu/librt.so.1"}) {
+    EXPECT_TRUE(IsSystemModule(m)) << m;
+    EXPECT_EQ(ClassifyFrame(m, "anything"), FrameKind::kSystem) << m;
+    EXPECT_EQ(ClassifyFrame(m, ""), FrameKind::kSystem) << m;
+  }
+}
+
+TEST(FrameClassifierTest, LookalikesAreTheApplications) {
+  for (const char* m : {"/usr/lib/x86_64-linux-gnu/libcrypto.so.3", "/usr/lib/libmagic.so.1",
+                        "/usr/bin/redis-check-rdb", "/usr/lib/libcurl.so.4", "/srv/app/libcx.so",
+                        "/usr/lib/libldap-2.5.so.0", "/usr/bin/ld-wrapper", ""}) {
+    EXPECT_FALSE(IsSystemModule(m)) << m;
+    EXPECT_EQ(ClassifyFrame(m, "debugCommand"), FrameKind::kApp) << m;
+  }
+}
+
+TEST(FrameClassifierTest, PythonEvalLoopAndCallDispatchAreTheRuntime) {
+  for (const char* m : {"/usr/bin/python3.11", "/usr/lib/libpython3.12.so.1.0",
+                        "/usr/local/bin/python3", "/usr/bin/python2.7"}) {
+    for (const char* f : {"_PyEval_EvalFrameDefault", "PyEval_EvalCode", "PyObject_Vectorcall",
+                          "_PyObject_MakeTpCall", "PyObject_Call", "_PyFunction_Vectorcall",
+                          "cfunction_vectorcall_O", "method_vectorcall_NOARGS", "Py_RunMain",
+                          "Py_BytesMain", "_PyRun_SimpleFileObject", "PyIter_Send", "main"}) {
+      EXPECT_EQ(ClassifyFrame(m, f), FrameKind::kRuntime) << m << " " << f;
+    }
+    // The C function Python code called is what the user called: time.sleep, select.
+    EXPECT_EQ(ClassifyFrame(m, "time_sleep"), FrameKind::kApp) << m;
+    EXPECT_EQ(ClassifyFrame(m, "select_epoll_poll"), FrameKind::kApp) << m;
+    EXPECT_EQ(ClassifyFrame(m, ""), FrameKind::kApp) << m;
+  }
+  // The same names outside an interpreter's module are the application's own.
+  EXPECT_EQ(ClassifyFrame("/usr/bin/myapp", "PyObject_Call"), FrameKind::kApp);
+  EXPECT_EQ(ClassifyFrame("/usr/bin/myapp", "main"), FrameKind::kApp);
+}
+
+TEST(FrameClassifierTest, NodeAndV8InternalsAreTheRuntime) {
+  for (const char* m : {"/usr/bin/node", "/usr/lib/x86_64-linux-gnu/libnode.so.108"}) {
+    for (const char* f : {"Builtins_InterpreterEntryTrampoline", "Builtins_JSEntry",
+                          "v8::internal::Execution::Call(v8::internal::Isolate*)",
+                          "node::SpinEventLoop(node::Environment*)", "uv_run", "main"}) {
+      EXPECT_EQ(ClassifyFrame(m, f), FrameKind::kRuntime) << m << " " << f;
+    }
+  }
+  // JIT code: no module; its perf-map name is the application's function.
+  EXPECT_EQ(ClassifyFrame("", "LazyCompile:*busy /tmp/app.js:3"), FrameKind::kApp);
+  EXPECT_EQ(ClassifyFrame("", ""), FrameKind::kApp);
+  EXPECT_EQ(ClassifyFrame("/usr/lib/jvm/lib/server/libjvm.so", "JavaCalls::call"),
+            FrameKind::kRuntime);
+}
+
+TEST(FrameClassifierTest, ProgramEntryIsTheRuntimeAnywhere) {
+  EXPECT_EQ(ClassifyFrame("/usr/bin/myapp", "_start"), FrameKind::kRuntime);
+  EXPECT_EQ(ClassifyFrame("/usr/bin/myapp", "__libc_start_main"), FrameKind::kRuntime);
+  EXPECT_EQ(ClassifyFrame("/usr/bin/myapp", "start"), FrameKind::kApp);
+}
+
+TEST(FrameClassifierTest, ModuleFileName) {
+  EXPECT_EQ(ModuleFileName("/usr/lib/libc.so.6"), "libc.so.6");
+  EXPECT_EQ(ModuleFileName("linux-vdso.so.1"), "linux-vdso.so.1");
+  EXPECT_EQ(ModuleFileName(""), "");
+}
+
+}  // namespace
+}  // namespace hangwatch::report
