@@ -1,5 +1,4 @@
-// FormatText / FormatSummary: the human-readable report. FormatJsonLines: the records again,
-// through the report codec.
+// FormatText / FormatSummary: the human-readable report.
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
@@ -255,23 +254,6 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
   }
   AppendFooter(&out, report);
   return EscapeForTerminal(out);
-}
-
-std::string FormatJsonLines(const Report& report) {
-  std::string out;
-  for (const StartupStall& s : report.startup_stalls) {
-    out += report::Encode(s);
-    out.push_back('\n');
-  }
-  for (const HangRecord& h : report.hangs) {
-    out += report::Encode(h);
-    out.push_back('\n');
-  }
-  for (const Lag& l : report.lags) {
-    out += report::Encode(l);
-    out.push_back('\n');
-  }
-  return out;
 }
 
 }  // namespace hangwatch::tools
