@@ -1,20 +1,8 @@
-// The output formats of `hangwatch report` (and the summary `hangwatch run` prints), one file
-// each, behind one table (report_formats.cc) that `report`'s usage text, its --format check,
-// its dispatch and its refusal to write binary to a terminal all read:
-//   text    the sections of an Apple crash report, for hangs: header, duration, CPU, class,
-//           dominant stack with per-frame sample counts, other stacks, timeline, thread
-//           state, binary images with build-ids (report_text.cc);
-//   json    the records again as JSON Lines (after offline symbolization: now with files/lines;
-//           report_json.cc);
-//   folded  one "outer;...;inner count" line per unique stack, for flamegraph.pl, speedscope,
-//           inferno (report_folded.cc);
-//   svg     a self-contained flame graph of all hang samples (report_svg.cc);
-//   trace   Chrome trace-event JSON (Perfetto UI, chrome://tracing): one slice per hang, the
-//           sampled stacks nested inside it as a flame chart (report_trace.cc);
-//   pprof   gzipped profile.proto (go tool pprof, Pyroscope, Parca): report_pprof.cc;
-//   html    one self-contained interactive page (report_html.cc).
-// Adding a format: its file here with its Format function (declared below), and one row in
-// the table.
+// The output formats of `hangwatch report` (and the summary `hangwatch run` and `hangwatch gate`
+// print), one file each (report_<name>.cc, which says what the format holds), behind one table
+// (report_formats.cc) that `report`'s usage text, its --format check, its dispatch and its
+// refusal to write binary to a terminal all read. Adding a format: its file with its Format
+// function (declared below), and one row in the table.
 #ifndef HANGWATCH_TOOLS_REPORT_FORMATS_H_
 #define HANGWATCH_TOOLS_REPORT_FORMATS_H_
 

@@ -1,4 +1,6 @@
-// FormatText / FormatSummary: the human-readable report.
+// FormatText: the human-readable report, the sections of an Apple crash report for hangs:
+// header, duration, CPU, class, dominant stack with per-frame sample counts, other stacks,
+// timeline, thread state, binary images with build-ids. FormatSummary: its short form.
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
