@@ -175,6 +175,26 @@ TEST_F(ReportCommand, BadInputIsOneLineAndExitTwo) {
   }
 }
 
+// With stdout on a terminal (script(1)'s), a binary format wants -o FILE instead of filling the
+// screen with bytes; a text format is printed.
+TEST_F(ReportCommand, BinaryFormatOnATerminalWantsAnOutputFile) {
+  auto on_terminal = [](const std::string& args) {
+    const std::string command = "'" + kCli + "' report '" + report_ + "' --no-symbolize " + args;
+    return RunCommand({"/usr/bin/script", "-qec", command, "/dev/null"}, env_);
+  };
+  const auto pprof = on_terminal("--format pprof");
+  EXPECT_EQ(pprof.exit_code, 2) << pprof.out;
+  EXPECT_EQ(pprof.out, "hangwatch report: --format pprof writes binary: give -o FILE.pb.gz\r\n");
+  const std::string file = *dir_ / "terminal.pb.gz";
+  const auto to_file = on_terminal("--format pprof -o '" + file + "'");
+  EXPECT_EQ(to_file.exit_code, 0) << to_file.out;
+  EXPECT_EQ(to_file.out, "");
+  EXPECT_EQ(ReadFile(file).substr(0, 2), "\x1f\x8b") << "gzip";
+  const auto svg = on_terminal("--format svg");
+  EXPECT_EQ(svg.exit_code, 0) << svg.out;
+  EXPECT_TRUE(Has(svg.out, "<svg ")) << svg.out;
+}
+
 TEST_F(ReportCommand, HelpForEverySubcommand) {
   for (const char* sub : {"report", "run"}) {
     const auto r = RunCommand({kCli, sub, "--help"});

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
@@ -272,6 +274,75 @@ TEST(ReportFormats, JunitNamesTheCulpritAndTheProcessByItsName) {
   EXPECT_TRUE(Has(real, "classname=\"hangwatch.redis-server\"")) << real;
   const std::string summary = FormatSummary(r, 8);
   EXPECT_TRUE(Has(summary, "hang in redis-server [77] at debugCommand (debug.c:935)")) << summary;
+}
+
+// The table that `hangwatch report`'s usage, --format check and dispatch read.
+TEST(ReportFormatTable, EachRowRendersWhatItsFormatFunctionDoes) {
+  Report r = Load("small_fatal.jsonl");
+  MergeReport(Load("valid_hang.jsonl"), &r);
+  const std::string title = "Hangs <of> a";
+  std::string pprof, error;
+  ASSERT_TRUE(FormatPprof(r, &pprof, &error)) << error;
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"text", FormatText(r)},        {"json", FormatJsonLines(r)}, {"folded", FormatFolded(r)},
+      {"svg", FormatSvg(r, title)},   {"trace", FormatTrace(r)},    {"pprof", pprof},
+      {"html", FormatHtml(r, title)},
+  };
+  ASSERT_EQ(ReportFormats().size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const ReportFormat& f = ReportFormats()[i];
+    EXPECT_EQ(f.name, expected[i].first) << "--help order";
+    std::string out, render_error;
+    ASSERT_TRUE(f.render(r, FormatOptions{title}, &out, &render_error)) << f.name << render_error;
+    EXPECT_EQ(out, expected[i].second) << f.name;
+    EXPECT_EQ(render_error, "") << f.name;
+  }
+}
+
+TEST(ReportFormatTable, NamesAreFoundAndOnlyBinaryFormatsAskForAFile) {
+  EXPECT_EQ(ReportFormatNames("|"), "text|json|folded|svg|trace|pprof|html");
+  EXPECT_EQ(ReportFormatNames(", "), "text, json, folded, svg, trace, pprof, html");
+  for (const ReportFormat& f : ReportFormats()) {
+    EXPECT_EQ(FindReportFormat(f.name), &f) << f.name;
+    EXPECT_FALSE(f.description.empty()) << f.name;
+    // A binary format refused on a terminal names the -o file to give; a text format needs none.
+    EXPECT_EQ(f.output == FormatOutput::kBinary, !f.binary_file.empty()) << f.name;
+  }
+  EXPECT_EQ(FindReportFormat("pprof")->output, FormatOutput::kBinary);
+  EXPECT_EQ(FindReportFormat("text")->output, FormatOutput::kText);
+  for (const char* name : {"", "pdf", "TEXT", "tex", "texts"}) {
+    EXPECT_EQ(FindReportFormat(name), nullptr) << name;
+  }
+}
+
+TEST(ReportFormatTable, HelpHasOneEntryPerRowInTheNameColumn) {
+  const std::string help = ReportFormatsHelp();
+  std::vector<std::string> entries;  // the lines of each format
+  size_t at = 0;
+  while (at < help.size()) {
+    const size_t nl = help.find('\n', at);
+    ASSERT_NE(nl, std::string::npos) << "every line ends: " << help;
+    const std::string line = help.substr(at, nl - at);
+    at = nl + 1;
+    ASSERT_GT(line.size(), 10u) << line;
+    if (line.compare(0, 10, std::string(10, ' ')) == 0) {
+      ASSERT_FALSE(entries.empty()) << line;
+      EXPECT_NE(line[10], ' ') << line;
+      entries.back() += "\n" + line;
+    } else {
+      entries.push_back(line);
+    }
+  }
+  ASSERT_EQ(entries.size(), ReportFormats().size()) << help;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ReportFormat& f = ReportFormats()[i];
+    const std::string& e = entries[i];
+    std::string head = "  " + std::string(f.name);
+    head.resize(10, ' ');
+    EXPECT_EQ(e.rfind(head + std::string(f.description), 0), 0u) << e;
+    EXPECT_EQ(Has(e, "(binary: use -o)"), f.output == FormatOutput::kBinary) << e;
+    EXPECT_EQ(Has(e, "(default)"), i == 0) << e;
+  }
 }
 
 }  // namespace

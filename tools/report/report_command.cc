@@ -20,26 +20,12 @@
 namespace hangwatch::tools {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: hangwatch report FILE... [--format text|json|folded|svg|trace|pprof|html] [options]\n"
-    "\n"
+// The usage around the formats' lines, which the table of formats gives (report_formats.h).
+constexpr char kUsageAbout[] =
     "Reads hang reports - JSON Lines files written by the agent (HANGWATCH_REPORT, hangwatch run\n"
     "--report, Config::json_path) or open-hang files left by a process that died during a hang\n"
-    "(reported as FATAL) - and prints them:\n"
-    "  text    per hang: process, time, duration, CPU, class, the dominant stack with sample\n"
-    "          counts per frame, other stacks, timeline, thread state, binary images (default)\n"
-    "  json    the hangs as JSON Lines again, symbolized\n"
-    "  folded  folded stacks (flamegraph.pl, speedscope, inferno)\n"
-    "  svg     a self-contained SVG flame graph of all samples\n"
-    "  trace   Chrome trace-event JSON for Perfetto UI / chrome://tracing\n"
-    "  pprof   gzipped profile.proto for go tool pprof, Pyroscope, Parca (binary: use -o):\n"
-    "          sample types samples/count, wall/nanoseconds, cpu/nanoseconds; labels class,\n"
-    "          signature, host, process, pid; mappings with build-ids\n"
-    "  html    one self-contained interactive page: summary, sortable hang table, hangs\n"
-    "          grouped by signature, per hang a zoomable flame graph, timeline, the culprit's\n"
-    "          source line and the text report. Source is read only from files that the\n"
-    "          DWARF of a module of the report names (so not with --no-symbolize), regular\n"
-    "          files readable by anyone or owned by you (not as root), up to 8 MiB\n"
+    "(reported as FATAL) - and prints them:\n";
+constexpr char kUsageOptions[] =
     "\n"
     "Frames are symbolized offline by build-id and module offset (functions, files, lines,\n"
     "inlined frames) from the recorded module paths when their build-id matches, else from:\n"
@@ -60,6 +46,11 @@ constexpr char kUsage[] =
     "be read (missing, not a report, gzip-compressed) is skipped with a note on stderr.\n"
     "Exit status: 0, or 2 for bad usage or when no file could be read.\n";
 
+std::string Usage() {
+  return "usage: hangwatch report FILE... [--format " + ReportFormatNames("|") + "] [options]\n\n" +
+         kUsageAbout + ReportFormatsHelp() + kUsageOptions;
+}
+
 int Fail(const std::string& message) {
   std::fprintf(stderr, "hangwatch report: %s\n", EscapeForTerminal(message).c_str());
   return kExitUsage;
@@ -67,7 +58,8 @@ int Fail(const std::string& message) {
 
 int Run(int argc, char** argv) {
   std::vector<std::string> files;
-  std::string format = "text", output, title = "Main-thread hangs";
+  const ReportFormat* format = &ReportFormats().front();
+  std::string output, title = "Main-thread hangs";
   long hang = -1;
   bool symbolize = true, source = true;
   ReportSymbolizeOptions options;
@@ -79,14 +71,13 @@ int Run(int argc, char** argv) {
              (!alias.empty() && FlagValue(argc, argv, &i, alias, &v));
     };
     if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(Usage().c_str(), stdout);
       return 0;
     } else if (value("--format", "-f")) {
-      if (v != "text" && v != "json" && v != "folded" && v != "svg" && v != "trace" &&
-          v != "pprof" && v != "html") {
-        return Fail("unknown format '" + v + "' (text, json, folded, svg, trace, pprof, html)");
+      format = FindReportFormat(v);
+      if (format == nullptr) {
+        return Fail("unknown format '" + v + "' (" + ReportFormatNames(", ") + ")");
       }
-      format = v;
     } else if (value("--output", "-o")) {
       output = v;
     } else if (value("--title")) {
@@ -114,8 +105,9 @@ int Run(int argc, char** argv) {
     }
   }
   if (files.empty()) return Fail("no report file given (see hangwatch report --help)");
-  if (format == "pprof" && output.empty() && isatty(STDOUT_FILENO) == 1) {
-    return Fail("--format pprof writes binary: give -o FILE.pb.gz");
+  if (format->output == FormatOutput::kBinary && output.empty() && isatty(STDOUT_FILENO) == 1) {
+    return Fail("--format " + std::string(format->name) + " writes binary: give -o " +
+                std::string(format->binary_file));
   }
 
   // Of many files (a fleet's), one that cannot be read is skipped with a note; when none can,
@@ -158,23 +150,8 @@ int Run(int argc, char** argv) {
 
   if (!source) report.dwarf_source_files.clear();  // the page reads no file
 
-  std::string text;
-  if (format == "text") {
-    text = FormatText(report);
-  } else if (format == "json") {
-    text = FormatJsonLines(report);
-  } else if (format == "folded") {
-    text = FormatFolded(report);
-  } else if (format == "svg") {
-    text = FormatSvg(report, title);
-  } else if (format == "pprof") {
-    std::string error;
-    if (!FormatPprof(report, &text, &error)) return Fail(error);
-  } else if (format == "html") {
-    text = FormatHtml(report, title);
-  } else {
-    text = FormatTrace(report);
-  }
+  std::string text, error;
+  if (!format->render(report, FormatOptions{title}, &text, &error)) return Fail(error);
   if (output.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     if (std::fflush(stdout) != 0) return Fail(std::string("stdout: ") + std::strerror(errno));

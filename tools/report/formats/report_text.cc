@@ -1,5 +1,6 @@
-// FormatText / FormatSummary: the human-readable report. FormatJsonLines: the records again,
-// through the report codec.
+// FormatText: the human-readable report, the sections of an Apple crash report for hangs:
+// header, duration, CPU, class, dominant stack with per-frame sample counts, other stacks,
+// timeline, thread state, binary images with build-ids. FormatSummary: its short form.
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
@@ -255,23 +256,6 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
   }
   AppendFooter(&out, report);
   return EscapeForTerminal(out);
-}
-
-std::string FormatJsonLines(const Report& report) {
-  std::string out;
-  for (const StartupStall& s : report.startup_stalls) {
-    out += report::Encode(s);
-    out.push_back('\n');
-  }
-  for (const HangRecord& h : report.hangs) {
-    out += report::Encode(h);
-    out.push_back('\n');
-  }
-  for (const Lag& l : report.lags) {
-    out += report::Encode(l);
-    out.push_back('\n');
-  }
-  return out;
 }
 
 }  // namespace hangwatch::tools

@@ -1,4 +1,5 @@
-// FormatFolded and FormatSvg: every sample of every hang, as folded stacks and as a flame graph.
+// FormatSvg: every sample of every hang as a flame graph, built from the folded stacks
+// (report_folded.h).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -9,35 +10,11 @@
 #include "report/stack_identity.h"
 #include "tools/common/xml_escape.h"
 #include "tools/reader/report_frames.h"
+#include "tools/report/formats/report_folded.h"
 #include "tools/report/formats/report_formats.h"
 
 namespace hangwatch::tools {
 namespace {
-
-// Folded-stack names may not contain ';' (the separator) or newlines.
-std::string FoldedName(const Frame& f) {
-  std::string s = FrameName(f);
-  for (char& c : s) {
-    if (c == ';') c = ':';
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return s;
-}
-
-// "outer;...;inner" -> samples, over all hangs.
-std::map<std::vector<std::string>, uint64_t> FoldStacks(const Report& report) {
-  std::map<std::vector<std::string>, uint64_t> folded;
-  for (const HangRecord& h : report.hangs) {
-    for (const Stack& s : h.stacks) {
-      if (s.count == 0 || s.frames.empty()) continue;
-      std::vector<std::string> path;
-      for (auto it = s.frames.rbegin(); it != s.frames.rend(); ++it)
-        path.push_back(FoldedName(*it));
-      folded[path] += s.count;
-    }
-  }
-  return folded;
-}
 
 // The call tree, in one vector (children by index): no recursion builds, walks or destroys it,
 // so a stack of any depth (a hostile report's 40,000 frames) costs memory, not the C++ stack.
@@ -119,18 +96,6 @@ struct SvgWriter {
 
 }  // namespace
 
-std::string FormatFolded(const Report& report) {
-  std::string out;
-  for (const auto& [path, count] : FoldStacks(report)) {
-    for (size_t i = 0; i < path.size(); ++i) {
-      if (i) out.push_back(';');
-      out += path[i];
-    }
-    out += " " + std::to_string(count) + "\n";
-  }
-  return out;
-}
-
 std::string FormatSvg(const Report& report, const std::string& title) {
   std::vector<Node> tree(1);  // [0]: the root
   tree[0].name = "all hangs";
@@ -161,7 +126,7 @@ std::string FormatSvg(const Report& report, const std::string& title) {
     if (c.empty()) continue;
     std::string name = report::CulpritName(c);
     for (char& ch : name) {
-      if (ch == ';') ch = ':';  // as FoldedName
+      if (ch == ';') ch = ':';  // as in the folded stacks (report_folded.h)
       if (ch == '\n' || ch == '\r') ch = ' ';
     }
     ++culprit_counts[name];
