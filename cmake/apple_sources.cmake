@@ -1,11 +1,14 @@
 # What an Apple (macOS / iOS) build compiles, per folder, as paths from the repository root.
 #
-# Read by the folders' CMakeLists.txt under if(APPLE), and by scripts/cross/check-macos, which
-# compiles these same lists for arm64 and x86_64 macOS on Linux (`cmake -P` on this file prints
-# them), so that the Mach backend and the agent around it cannot rot where nobody builds them.
+# Read through hangwatch_folder_sources (below) by unwind/, symbols/ and agent/'s CMakeLists.txt
+# (report/'s, whose sources are all portable, lists them itself), and by
+# scripts/cross/check-macos, which compiles these same lists for arm64 and x86_64 macOS on Linux
+# (`cmake -P` on this file prints them), so that the Mach backend and the agent around it cannot
+# rot where nobody builds them.
 #
-# Linux builds glob each folder's top level instead; the Apple-only code lives in mach/
-# subfolders (unwind/mach/, agent/mach/) and symbols/macho/, which those globs do not reach.
+# Linux builds glob each folder's top level and its internal/ subfolder instead; the Apple-only
+# code lives in mach/ subfolders (unwind/mach/, agent/mach/) and symbols/macho/, which those
+# globs do not reach.
 #
 #   HANGWATCH_APPLE_UNWIND_SOURCES   the portable capture code and the Mach sampler
 #   HANGWATCH_APPLE_SYMBOLS_SOURCES  Mach-O parsing and dyld's module list (the rest of
