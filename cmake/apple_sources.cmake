@@ -1,8 +1,10 @@
 # What an Apple (macOS / iOS) build compiles, per folder, as paths from the repository root.
 #
-# Read by the folders' CMakeLists.txt under if(APPLE), and by scripts/cross/check-macos, which
-# compiles these same lists for arm64 and x86_64 macOS on Linux (`cmake -P` on this file prints
-# them), so that the Mach backend and the agent around it cannot rot where nobody builds them.
+# Read through hangwatch_folder_sources (below) by unwind/, symbols/ and agent/'s CMakeLists.txt
+# (report/'s, whose sources are all portable, lists them itself), and by
+# scripts/cross/check-macos, which compiles these same lists for arm64 and x86_64 macOS on Linux
+# (`cmake -P` on this file prints them), so that the Mach backend and the agent around it cannot
+# rot where nobody builds them.
 #
 # Linux builds glob each folder's top level (and the portable subfolders it names: agent/sinks/,
 # symbols/index/, symbols/macho/) instead; the Apple-only code lives in mach/ subfolders

@@ -19,6 +19,9 @@
 //   HANGWATCH_LABELS         "k=v,k=v" written on every record (read by the agent)
 //   HANGWATCH_OPEN_HANG_DIR  where the open-hang file of each process (open-hang.PID) lives, so
 //                            a hang that kills the process is reported as fatal; default: none
+// Two more, set by `hangwatch run` and read where they are used:
+//   HANGWATCH_LAUNCH_LOG     the launch log's path (launch_log.h)
+//   HANGWATCH_STDERR         "DEV:INO" of a stderr the shim may print on (stderr_policy.h)
 #ifndef HANGWATCH_INTEGRATIONS_PRELOAD_PRELOAD_CONFIG_H_
 #define HANGWATCH_INTEGRATIONS_PRELOAD_PRELOAD_CONFIG_H_
 

@@ -3,7 +3,8 @@
 // An event loop idles in one of a handful of calls (epoll_wait, poll, select and their
 // variants). The shim defines those symbols; the dynamic linker binds the program's calls to
 // them because the shim is preloaded. On the main thread, entering one is "about to wait" and
-// returning from it is "woke up" (hangwatch::AboutToWait / WokeUp: two relaxed atomic stores);
+// returning from it is "woke up" (hangwatch::AboutToWait / WokeUp: each a relaxed load and store
+// of the run-loop state word, and a read of the pass clock unless HANGWATCH_TIME_PASSES=0);
 // the real call, resolved once with dlsym(RTLD_NEXT), runs in between with the same arguments,
 // and its result and errno are returned untouched. Other threads pass straight through.
 //
