@@ -17,9 +17,11 @@ if [ ! -f "$dir/build.ninja" ]; then
 fi
 
 # Ninja's status lines ("[done/total] description", the format set below) read one by one: a
-# line to stderr when the share of steps done reaches the next tenth.
+# line to stderr when the share of steps done reaches the next tenth. The step that re-runs
+# CMake is left out: ninja then counts the build anew.
 show_progress() {
   awk -v dir="$dir" -v last=-1 '
+    /^\[[0-9]+\/[0-9]+\] Re-running CMake/ { next }
     /^\[[0-9]+\/[0-9]+\] / {
       split(substr($0, 2, index($0, "]") - 2), n, "/")
       tenth = int(n[1] * 10 / n[2])
