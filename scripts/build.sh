@@ -16,21 +16,23 @@ if [ ! -f "$dir/build.ninja" ]; then
   fi
 fi
 
-# Ninja's status lines ("[done/total] description", the format set below) read one by one: a
-# line to stderr when the share of steps done reaches the next tenth. The step that re-runs
-# CMake is left out: ninja then counts the build anew.
+# Ninja's status lines ("[finished/total] description", the format set below) read one by one
+# (in bash: awk would read its input in blocks, and print late): a line to stderr when the share
+# of steps finished reaches the next tenth. CMake's own checks before the build are left out
+# (ninja counts the build anew after them).
 show_progress() {
-  awk -v dir="$dir" -v last=-1 '
-    /^\[[0-9]+\/[0-9]+\] Re-running CMake/ { next }
-    /^\[[0-9]+\/[0-9]+\] / {
-      split(substr($0, 2, index($0, "]") - 2), n, "/")
-      tenth = int(n[1] * 10 / n[2])
-      if (tenth > last) {
-        printf "%s: %d%% (%d/%d steps)\n", dir, tenth * 10, n[1], n[2]
-        fflush()
-        last = tenth
-      }
-    }' >&2
+  local line finished total tenth last=-1 status_line='^\[([0-9]+)/([0-9]+)\] (.*)$'
+  while IFS= read -r line; do
+    [[ $line =~ $status_line ]] || continue
+    case ${BASH_REMATCH[3]} in "Re-running CMake"* | "Re-checking globbed directories"*) continue ;; esac
+    finished=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
+    [ "$total" -gt 0 ] || continue
+    tenth=$((finished * 10 / total))
+    if [ "$tenth" -gt "$last" ]; then
+      echo "$dir: $((tenth * 10))% ($finished/$total steps)" >&2
+      last=$tenth
+    fi
+  done
 }
 
 # shellcheck disable=SC2086  # a list of target names
