@@ -4,5 +4,5 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/bootstrap.sh
-scripts/build.sh build
+HANGWATCH_PROGRESS=1 scripts/build.sh build
 exec build/examples/hangwatch_demo "$@"
