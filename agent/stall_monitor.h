@@ -3,7 +3,8 @@
 // Each Tick() reads the run-loop state word (odd = a pass is running, +2 per pass), follows the
 // current pass, samples it once it has run `early` (a fraction of the threshold), declares a
 // hang when it crosses the threshold, and closes the hang when the pass ends. Tick() returns
-// when it wants to be called again; the thread around it (watchdog.h) only sleeps.
+// when it wants to be called again; the thread around it (the watchdog thread in agent.cc,
+// sleeping in watchdog_sleep.h) only sleeps.
 //
 // Timing is the watchdog's alone (the main thread reads no clock): a pass began between the
 // last tick that did not see it and the first that did, and ended between the last tick that

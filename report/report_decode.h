@@ -1,6 +1,7 @@
 // The decoder matching report_record.h's encoders: one line of a JSON Lines report
-// (docs/report-format.md) back into its record. Used by the tools (`hangwatch report`,
-// `hangwatch run`) and the tests; the agent does not link it (it needs nlohmann_json).
+// (docs/report-format.md) back into its record. Used by the tools (the report reader,
+// tools/reader/report_reader.h, and the gate's scanner for what it decodes in full) and the
+// tests; the agent does not link it (it needs nlohmann_json).
 //
 // It follows the format's reading rules: unknown fields are ignored, a record of a type this
 // build does not know is returned as UnknownRecord (readers count it and skip it), and a line

@@ -45,7 +45,8 @@ ctest --test-dir build --output-on-failure --timeout 2400 -R '^check_aarch64$'
 echo "== ThreadSanitizer: the capture stress test, the multi-threaded symbol index build"
 # (Two test binaries: precompiling GoogleTest's headers would cost more than it saves.)
 HANGWATCH_TARGETS="capture_stress_test dwarf_die_reader_test" scripts/build.sh build-tsan \
-  -DHANGWATCH_TSAN=ON -DHANGWATCH_BUILD_BENCH=OFF -DHANGWATCH_TEST_PCH=OFF
+  -DHANGWATCH_TSAN=ON -DHANGWATCH_BUILD_BENCH=OFF -DHANGWATCH_TEST_PCH=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 build-tsan/tests/unwind/capture_stress_test
 build-tsan/tests/symbols/dwarf_die_reader_test --gtest_filter='IndexThreads*'

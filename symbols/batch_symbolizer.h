@@ -1,5 +1,5 @@
-// BatchSymbolizer: the frames of many stacks symbolized in one pass, for `hangwatch report` and
-// `hangwatch snapshot`. Each (module, address) is looked up once, one OfflineSymbolizer batch per
+// BatchSymbolizer: the frames of many stacks symbolized in one pass, for `hangwatch snapshot` and
+// every command that symbolizes a report (tools/reader/report_symbolize.h). Each (module, address) is looked up once, one OfflineSymbolizer batch per
 // module (the cold path wants all of a module's addresses at once); return addresses are looked
 // up at the call instruction (address - 1); each answer is the chain of inlined frames,
 // innermost first.

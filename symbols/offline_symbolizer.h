@@ -1,5 +1,6 @@
 // OfflineSymbolizer: addresses of a binary -> functions, files, lines and inlined frames, away
-// from the process that recorded them (`hangwatch symbolize`, `hangwatch report`).
+// from the process that recorded them (`symbolize`, `symbols index`, and
+// every command that symbolizes: report, run, gate, top, export, snapshot).
 //
 // Each binary gets a SymbolIndex, found or stored in the cache directory by build-id
 // ($HANGWATCH_CACHE_DIR, else $XDG_CACHE_HOME/hangwatch, else ~/.cache/hangwatch). Without a

@@ -1,5 +1,6 @@
 // The spdlog sink: one WARN line per hang (duration, CPU %, class, samples, fingerprint),
-// followed by the dominant stack, one INFO line per frame.
+// followed by the dominant stack, one INFO line per frame; with Config::log_lag, one INFO line
+// per lag record.
 #ifndef HANGWATCH_AGENT_SINKS_SPDLOG_REPORTER_H_
 #define HANGWATCH_AGENT_SINKS_SPDLOG_REPORTER_H_
 
