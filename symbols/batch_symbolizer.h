@@ -1,8 +1,8 @@
 // BatchSymbolizer: the frames of many stacks symbolized in one pass, for `hangwatch snapshot` and
-// every command that symbolizes a report (tools/reader/report_symbolize.h). Each (module, address) is looked up once, one OfflineSymbolizer batch per
-// module (the cold path wants all of a module's addresses at once); return addresses are looked
-// up at the call instruction (address - 1); each answer is the chain of inlined frames,
-// innermost first.
+// every command that symbolizes a report (tools/reader/report_symbolize.h). Each (module, address)
+// is looked up once, one OfflineSymbolizer batch per module (the cold path wants all of a module's
+// addresses at once); return addresses are looked up at the call instruction (address - 1); each
+// answer is the chain of inlined frames, innermost first.
 //
 // Usage: AddModule for each module (batches run in the order of the returned ids), AddFrame for
 // each frame, Run once, then Answer per frame. The answers' strings point into the symbolizer's
