@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -10,7 +11,7 @@
 #include <vector>
 
 #include "tools/common/debug_file_flags.h"
-#include "tools/common/flag_value.h"
+#include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/report_reader.h"
 #include "tools/reader/report_symbolize.h"
@@ -60,62 +61,34 @@ constexpr char kUsage[] =
     "be read (missing, not a report, gzip-compressed) is skipped with a note on stderr.\n"
     "Exit status: 0, or 2 for bad usage or when no file could be read.\n";
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "hangwatch report: %s\n", EscapeForTerminal(message).c_str());
-  return kExitUsage;
-}
+constexpr char kCommand[] = "hangwatch report";
 
 int Run(int argc, char** argv) {
-  std::vector<std::string> files;
   std::string format = "text", output, title = "Main-thread hangs";
   long hang = -1;
   bool symbolize = true, source = true;
   ReportSymbolizeOptions options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    std::string v;
-    auto value = [&](std::string_view flag, std::string_view alias = {}) {
-      return FlagValue(argc, argv, &i, flag, &v) ||
-             (!alias.empty() && FlagValue(argc, argv, &i, alias, &v));
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (value("--format", "-f")) {
-      if (v != "text" && v != "json" && v != "folded" && v != "svg" && v != "trace" &&
-          v != "pprof" && v != "html") {
-        return Fail("unknown format '" + v + "' (text, json, folded, svg, trace, pprof, html)");
-      }
-      format = v;
-    } else if (value("--output", "-o")) {
-      output = v;
-    } else if (value("--title")) {
-      title = v;
-    } else if (value("--hang")) {
-      char* end = nullptr;
-      errno = 0;
-      hang = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || errno != 0 || hang < 0) {
-        return Fail("--hang wants a hang index (0, 1, ...), not '" + v + "'");
-      }
-    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag | kCacheFlags,
-                                  &options.symbolizer)) {
-    } else if (a == "--no-symbolize") {
-      symbolize = false;
-    } else if (a == "--no-source") {
-      source = false;
-    } else if (a == "--") {
-      for (++i; i < argc; ++i) files.emplace_back(argv[i]);
-    } else if (a.size() > 1 && a[0] == '-') {
-      return Fail("unknown option '" + std::string(a) +
-                  "' or missing value (see hangwatch report --help)");
-    } else {
-      files.emplace_back(a);
+  FlagParser flags(kCommand);
+  flags.Help({kUsage});
+  flags.Value({"--format", "-f"}, [&](const std::string& v) -> std::string {
+    if (v != "text" && v != "json" && v != "folded" && v != "svg" && v != "trace" && v != "pprof" &&
+        v != "html") {
+      return "unknown format '" + v + "' (text, json, folded, svg, trace, pprof, html)";
     }
-  }
-  if (files.empty()) return Fail("no report file given (see hangwatch report --help)");
+    format = v;
+    return "";
+  });
+  flags.String({"--output", "-o"}, &output);
+  flags.String({"--title"}, &title);
+  flags.Number({"--hang"}, 0, LONG_MAX, &hang, "--hang wants a hang index (0, 1, ...), not '{}'");
+  AddDebugFileFlags(&flags, kSearchFlag | kDebugDirFlag | kCacheFlags, &options.symbolizer);
+  flags.Switch({"--no-symbolize"}, [&] { symbolize = false; });
+  flags.Switch({"--no-source"}, [&] { source = false; });
+  if (const std::optional<int> done = flags.Parse(argc, argv)) return *done;
+  const std::vector<std::string>& files = flags.positional();
+  if (files.empty()) return Fail(kCommand, "no report file given (see hangwatch report --help)");
   if (format == "pprof" && output.empty() && isatty(STDOUT_FILENO) == 1) {
-    return Fail("--format pprof writes binary: give -o FILE.pb.gz");
+    return Fail(kCommand, "--format pprof writes binary: give -o FILE.pb.gz");
   }
 
   // Of many files (a fleet's), one that cannot be read is skipped with a note; when none can,
@@ -136,12 +109,12 @@ int Run(int argc, char** argv) {
     MergeReport(std::move(one), &report);
   }
   if (read == 0) {
-    return Fail(files.size() == 1 ? last_error : "no report file could be read");
+    return Fail(kCommand, files.size() == 1 ? last_error : "no report file could be read");
   }
   if (hang >= 0) {
     if (static_cast<size_t>(hang) >= report.hangs.size()) {
-      return Fail("--hang " + std::to_string(hang) + ": the input has " +
-                  std::to_string(report.hangs.size()) + " hang(s)");
+      return Fail(kCommand, "--hang " + std::to_string(hang) + ": the input has " +
+                                std::to_string(report.hangs.size()) + " hang(s)");
     }
     HangRecord one = std::move(report.hangs[static_cast<size_t>(hang)]);
     report.hangs.clear();
@@ -169,7 +142,7 @@ int Run(int argc, char** argv) {
     text = FormatSvg(report, title);
   } else if (format == "pprof") {
     std::string error;
-    if (!FormatPprof(report, &text, &error)) return Fail(error);
+    if (!FormatPprof(report, &text, &error)) return Fail(kCommand, error);
   } else if (format == "html") {
     text = FormatHtml(report, title);
   } else {
@@ -177,12 +150,13 @@ int Run(int argc, char** argv) {
   }
   if (output.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
-    if (std::fflush(stdout) != 0) return Fail(std::string("stdout: ") + std::strerror(errno));
+    if (std::fflush(stdout) != 0)
+      return Fail(kCommand, std::string("stdout: ") + std::strerror(errno));
   } else {
     std::ofstream out(output, std::ios::binary | std::ios::trunc);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.close();
-    if (!out) return Fail(output + ": cannot write");
+    if (!out) return Fail(kCommand, output + ": cannot write");
   }
   return 0;
 }
