@@ -34,4 +34,10 @@ void AddDebugFileFlags(FlagParser* parser, unsigned accepted,
   }
 }
 
+void AddSymbolizeFlags(FlagParser* parser, symbols::OfflineSymbolizerOptions* options,
+                       bool* symbolize) {
+  AddDebugFileFlags(parser, kSearchFlag | kDebugDirFlag | kCacheFlags, options);
+  parser->Switch({"--no-symbolize"}, [symbolize] { *symbolize = false; });
+}
+
 }  // namespace hangwatch::tools

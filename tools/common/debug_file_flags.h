@@ -21,6 +21,12 @@ enum DebugFileFlags : unsigned {
 void AddDebugFileFlags(FlagParser* parser, unsigned accepted,
                        symbols::OfflineSymbolizerOptions* options);
 
+// The flags of every command that symbolizes reports offline (report, top, gate, export):
+// --search, --debug-dir, --cache-dir, --no-cache into `options`, and --no-symbolize, which
+// sets *symbolize to false.
+void AddSymbolizeFlags(FlagParser* parser, symbols::OfflineSymbolizerOptions* options,
+                       bool* symbolize);
+
 }  // namespace hangwatch::tools
 
 #endif  // HANGWATCH_TOOLS_DEBUG_FILE_FLAGS_H_

@@ -62,9 +62,7 @@ int Run(int argc, char** argv) {
     return "";
   });
   flags.MissingValue("--format wants text or json");
-  AddDebugFileFlags(&flags, kSearchFlag | kDebugDirFlag | kCacheFlags,
-                    &symbolize_options.symbolizer);
-  flags.Switch({"--no-symbolize"}, [&] { symbolize = false; });
+  AddSymbolizeFlags(&flags, &symbolize_options.symbolizer, &symbolize);
   if (const std::optional<int> done = flags.Parse(argc, argv)) return *done;
   const std::vector<std::string>& reports = flags.positional();
   if (reports.empty()) return Fail(kCommand, "no report file given (see hangwatch gate --help)");

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <string_view>
+#include <tuple>
 
 #include "tools/gate/gate_output.h"
 #include "tools/gate/gate_reader.h"
@@ -70,24 +71,19 @@ void AddGateFlags(FlagParser* parser, bool baseline_lists, GateOptions* options)
     options->gating = true;
     return "";
   });
-  parser->Value({"--max-hang-ms"}, [options](const std::string& v) -> std::string {
-    uint64_t n;
-    if (!ParseWholeNumber(v, 1, UINT64_MAX, &n)) {
-      return "--max-hang-ms wants a number of milliseconds (1 or more), not '" + v + "'";
-    }
-    options->budgets.max_hang_ms = n;
-    options->gating = true;
-    return "";
-  });
-  parser->Value({"--max-hangs"}, [options](const std::string& v) -> std::string {
-    uint64_t n;
-    if (!ParseWholeNumber(v, 0, UINT64_MAX, &n)) {
-      return "--max-hangs wants a number of hangs (0 or more), not '" + v + "'";
-    }
-    options->budgets.max_hangs = n;
-    options->gating = true;
-    return "";
-  });
+  for (auto [flag, min, wants, budget] :
+       {std::tuple{"--max-hang-ms", 1, " wants a number of milliseconds (1 or more), not '",
+                   &options->budgets.max_hang_ms},
+        std::tuple{"--max-hangs", 0, " wants a number of hangs (0 or more), not '",
+                   &options->budgets.max_hangs}}) {
+    parser->Value({flag}, [=](const std::string& v) -> std::string {
+      uint64_t n;
+      if (!ParseWholeNumber(v, min, UINT64_MAX, &n)) return flag + (wants + v) + "'";
+      *budget = n;
+      options->gating = true;
+      return "";
+    });
+  }
   parser->Value({"--max-p99-ms"}, [options](const std::string& v) -> std::string {
     double ms;
     if (!ParseMs(v, &ms))

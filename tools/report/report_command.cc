@@ -81,8 +81,7 @@ int Run(int argc, char** argv) {
   flags.String({"--output", "-o"}, &output);
   flags.String({"--title"}, &title);
   flags.Number({"--hang"}, 0, LONG_MAX, &hang, "--hang wants a hang index (0, 1, ...), not '{}'");
-  AddDebugFileFlags(&flags, kSearchFlag | kDebugDirFlag | kCacheFlags, &options.symbolizer);
-  flags.Switch({"--no-symbolize"}, [&] { symbolize = false; });
+  AddSymbolizeFlags(&flags, &options.symbolizer, &symbolize);
   flags.Switch({"--no-source"}, [&] { source = false; });
   if (const std::optional<int> done = flags.Parse(argc, argv)) return *done;
   const std::vector<std::string>& files = flags.positional();

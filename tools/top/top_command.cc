@@ -151,9 +151,7 @@ int Run(int argc, char** argv) {
   flags.Number({"--limit"}, 0, LONG_MAX, &limit, "--limit wants a number, not '{}'");
   flags.Number({"--jobs", "-j"}, 1, LONG_MAX, &jobs, "--jobs wants a positive number");
   flags.String({"--output", "-o"}, &output);
-  AddDebugFileFlags(&flags, kSearchFlag | kDebugDirFlag | kCacheFlags,
-                    &symbolize_options.symbolizer);
-  flags.Switch({"--no-symbolize"}, [&] { symbolize = false; });
+  AddSymbolizeFlags(&flags, &symbolize_options.symbolizer, &symbolize);
   if (const std::optional<int> done = flags.Parse(argc, argv)) return *done;
   const std::vector<std::string>& files = flags.positional();
   if (files.empty()) return Fail(kCommand, "no report file given (see hangwatch top --help)");
