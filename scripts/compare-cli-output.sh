@@ -202,6 +202,9 @@ run_case symbols-index-help symbols index --help
 run_case symbols-index-none symbols index
 run_case symbols-index-dashdash symbols index --
 run_case symbols-other symbols other
+run_case symbols-other-escaped symbols $'o\033]0;x\a'
+run_case report-unknown-escaped report $'--x\033[2J'
+run_case snapshot-pid-escaped snapshot $'1\033x'
 run_case snapshot-none snapshot
 run_case snapshot-two snapshot 999999999 2
 run_case snapshot-lonedash snapshot -

@@ -70,8 +70,7 @@ int Run(int argc, char** argv) {
   if (const std::optional<int> done = flags.Parse(argc, argv)) return *done;
   std::vector<std::string> args = flags.positional();
   if (obj.empty() == build_id.empty()) {
-    std::fprintf(stderr, "hangwatch symbolize: give exactly one of --obj PATH or --build-id ID\n");
-    return kExitUsage;
+    return flags.Fail("give exactly one of --obj PATH or --build-id ID");
   }
 
   // Read every input first: the cold path wants the whole set of addresses at once.

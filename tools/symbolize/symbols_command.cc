@@ -26,18 +26,15 @@ constexpr char kUsage[] =
     "~/.cache/hangwatch.\n";
 
 int Run(int argc, char** argv) {
-  if (argc < 2) {
-    std::fputs("hangwatch symbols: missing subcommand (see hangwatch symbols --help)\n", stderr);
-    return kExitUsage;
-  }
+  if (argc < 2)
+    return Fail("hangwatch symbols", "missing subcommand (see hangwatch symbols --help)");
   if (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
     std::fputs(kUsage, stdout);
     return 0;
   }
   if (std::string_view(argv[1]) != "index") {
-    std::fprintf(stderr, "hangwatch symbols: unknown subcommand '%s' (see --help)\n",
-                 EscapeForTerminal(argv[1]).c_str());
-    return kExitUsage;
+    return Fail("hangwatch symbols",
+                "unknown subcommand '" + std::string(argv[1]) + "' (see --help)");
   }
   symbols::OfflineSymbolizerOptions options;
   FlagParser flags("hangwatch symbols index");
@@ -51,10 +48,7 @@ int Run(int argc, char** argv) {
   flags.UnknownOption("unknown option '{}'");
   if (const std::optional<int> done = flags.Parse(argc, argv, 2)) return *done;
   const std::vector<std::string>& binaries = flags.positional();
-  if (binaries.empty()) {
-    std::fputs("hangwatch symbols index: no BINARY given (see hangwatch symbols --help)\n", stderr);
-    return kExitUsage;
-  }
+  if (binaries.empty()) return flags.Fail("no BINARY given (see hangwatch symbols --help)");
   symbols::OfflineSymbolizer symbolizer(options);
   int status = 0;
   for (const std::string& b : binaries) {
