@@ -4,12 +4,10 @@
 #include <string_view>
 #include <vector>
 
-#include "tools/common/flag_value.h"
-
 namespace hangwatch::tools {
 
-bool ParseDebugFileFlag(int argc, char** argv, int* i, unsigned accepted,
-                        symbols::OfflineSymbolizerOptions* options) {
+void AddDebugFileFlags(FlagParser* parser, unsigned accepted,
+                       symbols::OfflineSymbolizerOptions* options) {
   struct Flag {
     unsigned bit;
     std::string_view name;
@@ -22,20 +20,24 @@ bool ParseDebugFileFlag(int argc, char** argv, int* i, unsigned accepted,
        &symbols::OfflineSymbolizerOptions::debug_dirs},
   };
   for (const Flag& f : kFlags) {
-    std::string value;
-    if ((accepted & f.bit) != 0 && FlagValue(argc, argv, i, f.name, &value)) {
-      (options->*f.list).push_back(std::move(value));
-      return true;
-    }
+    if ((accepted & f.bit) == 0) continue;
+    auto* list = &(options->*f.list);
+    parser->Value({f.name}, [list](const std::string& v) {
+      list->push_back(v);
+      return std::string();
+    });
   }
   if ((accepted & kCacheFlags) != 0) {
-    if (FlagValue(argc, argv, i, "--cache-dir", &options->cache_dir)) return true;
-    if (std::string_view(argv[*i]) == "--no-cache") {
-      options->read_cache = options->write_cache = false;
-      return true;
-    }
+    parser->String({"--cache-dir"}, &options->cache_dir);
+    parser->Switch({"--no-cache"},
+                   [options] { options->read_cache = options->write_cache = false; });
   }
-  return false;
+}
+
+void AddSymbolizeFlags(FlagParser* parser, symbols::OfflineSymbolizerOptions* options,
+                       bool* symbolize) {
+  AddDebugFileFlags(parser, kSearchFlag | kDebugDirFlag | kCacheFlags, options);
+  parser->Switch({"--no-symbolize"}, [symbolize] { *symbolize = false; });
 }
 
 }  // namespace hangwatch::tools

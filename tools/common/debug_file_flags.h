@@ -1,10 +1,11 @@
 // The command-line flags of the debug-file lookup chain (symbols/debug_file_locator.h) and of
-// the symbol index cache, parsed in one place for every subcommand that takes them (report, top,
-// symbolize, symbols index).
+// the symbol index cache, declared in one place for every subcommand that takes them (report,
+// top, gate, export, symbolize, symbols index).
 #ifndef HANGWATCH_TOOLS_DEBUG_FILE_FLAGS_H_
 #define HANGWATCH_TOOLS_DEBUG_FILE_FLAGS_H_
 
 #include "symbols/offline_symbolizer.h"
+#include "tools/common/flag_parser.h"
 
 namespace hangwatch::tools {
 
@@ -16,12 +17,15 @@ enum DebugFileFlags : unsigned {
   kCacheFlags = 8,              // --cache-dir DIR (the index cache), --no-cache (none at all)
 };
 
-// When argv[*i] is one of the `accepted` flags, as "--flag VALUE" or "--flag=VALUE", adds the
-// value to `options`, moves *i to the last argument it used and returns true. Returns false,
-// with *i unchanged, for any other argument and for a flag whose value is missing (the
-// caller's message for an unknown option then applies).
-bool ParseDebugFileFlag(int argc, char** argv, int* i, unsigned accepted,
-                        symbols::OfflineSymbolizerOptions* options);
+// Declares the `accepted` flags on `parser`; their values go to `options`.
+void AddDebugFileFlags(FlagParser* parser, unsigned accepted,
+                       symbols::OfflineSymbolizerOptions* options);
+
+// The flags of every command that symbolizes reports offline (report, top, gate, export):
+// --search, --debug-dir, --cache-dir, --no-cache into `options`, and --no-symbolize, which
+// sets *symbolize to false.
+void AddSymbolizeFlags(FlagParser* parser, symbols::OfflineSymbolizerOptions* options,
+                       bool* symbolize);
 
 }  // namespace hangwatch::tools
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -18,7 +19,7 @@
 
 #include "symbols/url_credentials.h"
 #include "tools/common/debug_file_flags.h"
-#include "tools/common/flag_value.h"
+#include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/export/export_command.h"
 #include "tools/export/otlp_encode.h"
@@ -79,18 +80,11 @@ std::string ForLog(std::string_view message) {
   return EscapeForTerminal(symbols::RedactUrlCredentials(message));
 }
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "hangwatch export: %s\n", ForLog(message).c_str());
-  return code;
-}
+constexpr char kCommand[] = "hangwatch export";
 
-bool ParseLong(const std::string& v, long min, long max, long* out) {
-  char* end = nullptr;
-  errno = 0;
-  const long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno != 0 || n < min || n > max) return false;
-  *out = n;
-  return true;
+int Fail(int code, const std::string& message) {
+  tools::Fail(kCommand, symbols::RedactUrlCredentials(message));
+  return code;
 }
 
 // "K=V" or "K: V" as an HTTP header line; "" when malformed.
@@ -289,77 +283,68 @@ bool ExportJsonLines(Input* in, Exporter* ex, Skipped* skipped) {
   return true;
 }
 
-int Run(int argc, char** argv) {
+struct ExportOptions {
   std::string endpoint, protocol = "http/json", state_path;
-  std::vector<std::string> headers, files;
+  std::vector<std::string> headers;
   OtlpSenderOptions send;
   long batch_size = kMaxBatch;
-  Exporter ex;
-  if (const char* e = std::getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) endpoint = e;
-  if (const char* h = std::getenv("OTEL_EXPORTER_OTLP_HEADERS")) headers = OtelHeaders(h);
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    std::string v;
-    auto value = [&](std::string_view flag) { return FlagValue(argc, argv, &i, flag, &v); };
-    auto number = [&](const char* flag, long min, long max, long* out) {
-      if (ParseLong(v, min, max, out)) return true;
-      Fail(kExitUsage, std::string(flag) + " wants a number from " + std::to_string(min) + " to " +
-                           std::to_string(max) + ", not '" + v + "'");
-      return false;
-    };
-    long n = 0;
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (value("--otlp")) {
-      endpoint = v;
-    } else if (value("--protocol")) {
-      if (v != "http/json" && v != "http/protobuf") {
-        return Fail(kExitUsage, "unknown protocol '" + v + "' (http/json, http/protobuf)");
-      }
-      protocol = v;
-    } else if (value("--header")) {
-      const std::string line = HeaderLine(v);
-      if (line.empty()) {
-        return Fail(kExitUsage, "--header wants NAME=VALUE (one line), not '" + RedactedHeader(v) +
-                                    "' (values are not shown)");
-      }
-      headers.push_back(line);
-    } else if (value("--state")) {
-      state_path = v;
-    } else if (value("--batch-size")) {
-      if (!number("--batch-size", 1, kMaxBatch, &batch_size)) return kExitUsage;
-    } else if (value("--timeout-ms")) {
-      if (!number("--timeout-ms", 1, 3600000, &send.timeout_ms)) return kExitUsage;
-    } else if (value("--retries")) {
-      if (!number("--retries", 0, 100, &n)) return kExitUsage;
-      send.max_retries = static_cast<int>(n);
-    } else if (value("--backoff-ms")) {
-      if (!number("--backoff-ms", 0, 3600000, &send.initial_backoff_ms)) return kExitUsage;
-    } else if (value("--max-backoff-ms")) {
-      if (!number("--max-backoff-ms", 0, 3600000, &send.max_backoff_ms)) return kExitUsage;
-    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag | kCacheFlags,
-                                  &ex.symbolize_options.symbolizer)) {
-    } else if (a == "--no-symbolize") {
-      ex.symbolize = false;
-    } else if (a == "--") {
-      for (++i; i < argc; ++i) files.emplace_back(argv[i]);
-    } else if (a.size() > 1 && a[0] == '-') {
-      return Fail(kExitUsage, "unknown option '" + std::string(a) +
-                                  "' or missing value (see hangwatch export --help)");
-    } else {
-      files.emplace_back(a);
+  std::vector<std::string> files;
+};
+
+// Reads the options ($OTEL_EXPORTER_OTLP_ENDPOINT and _HEADERS first, the flags then); the
+// symbolization flags go to `ex`. The exit status when `export` is done (--help, bad usage).
+std::optional<int> ParseExportOptions(int argc, char** argv, ExportOptions* o, Exporter* ex) {
+  if (const char* e = std::getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) o->endpoint = e;
+  if (const char* h = std::getenv("OTEL_EXPORTER_OTLP_HEADERS")) o->headers = OtelHeaders(h);
+  FlagParser flags(kCommand);
+  flags.Redact(symbols::RedactUrlCredentials);
+  flags.Help({kUsage});
+  flags.String({"--otlp"}, &o->endpoint);
+  flags.Value({"--protocol"}, [o](const std::string& v) -> std::string {
+    if (v != "http/json" && v != "http/protobuf") {
+      return "unknown protocol '" + v + "' (http/json, http/protobuf)";
     }
+    o->protocol = v;
+    return "";
+  });
+  flags.Value({"--header"}, [o](const std::string& v) -> std::string {
+    const std::string line = HeaderLine(v);
+    if (line.empty()) {
+      return "--header wants NAME=VALUE (one line), not '" + RedactedHeader(v) +
+             "' (values are not shown)";
+    }
+    o->headers.push_back(line);
+    return "";
+  });
+  flags.String({"--state"}, &o->state_path);
+  flags.Number({"--batch-size"}, 1, kMaxBatch, &o->batch_size);
+  flags.Number({"--timeout-ms"}, 1, 3600000, &o->send.timeout_ms);
+  flags.Number({"--retries"}, 0, 100, &o->send.max_retries);
+  flags.Number({"--backoff-ms"}, 0, 3600000, &o->send.initial_backoff_ms);
+  flags.Number({"--max-backoff-ms"}, 0, 3600000, &o->send.max_backoff_ms);
+  AddSymbolizeFlags(&flags, &ex->symbolize_options.symbolizer, &ex->symbolize);
+  if (const std::optional<int> done = flags.Parse(argc, argv)) return done;
+  o->files = flags.positional();
+  if (o->endpoint.empty()) return Fail(kExitUsage, "no endpoint: --otlp URL (see --help)");
+  if (o->files.empty()) {
+    return Fail(kExitUsage, "no report file given (see hangwatch export --help)");
   }
-  if (endpoint.empty()) return Fail(kExitUsage, "no endpoint: --otlp URL (see --help)");
-  if (files.empty()) return Fail(kExitUsage, "no report file given (see hangwatch export --help)");
+  return std::nullopt;
+}
+
+int Run(int argc, char** argv) {
+  ExportOptions o;
+  Exporter ex;
+  if (const std::optional<int> done = ParseExportOptions(argc, argv, &o, &ex)) return *done;
+  const std::string& state_path = o.state_path;
+  OtlpSenderOptions& send = o.send;
   // A debuginfod download longer than a second says so, as in `report`.
   ex.symbolize_options.progress = isatty(STDERR_FILENO) == 1;
   ex.symbolize_options.command = "export";
 
   // Every input opens before anything is sent: a typo in a cron line sends nothing.
   std::vector<Input> inputs;
-  for (const std::string& f : files) {
+  for (const std::string& f : o.files) {
     Input in;
     std::string error;
     if (!in.file.Open(f, &error)) return Fail(kExitUsage, error);
@@ -379,9 +364,9 @@ int Run(int argc, char** argv) {
     ex.state = &state;
   }
 
-  send.endpoint = endpoint;
-  send.content_type = protocol == "http/json" ? "application/json" : "application/x-protobuf";
-  send.headers = headers;
+  send.endpoint = o.endpoint;
+  send.content_type = o.protocol == "http/json" ? "application/json" : "application/x-protobuf";
+  send.headers = o.headers;
   send.on_retry = [](long status, std::chrono::milliseconds wait) {
     std::fprintf(stderr, "hangwatch export: %s, retrying in %lld ms\n",
                  status == 0 ? "request timed out" : ("HTTP " + std::to_string(status)).c_str(),
@@ -394,8 +379,8 @@ int Run(int argc, char** argv) {
         std::string(sender.status().message()));
   }
   ex.sender = sender->get();
-  ex.protobuf = protocol == "http/protobuf";
-  ex.batch_size = static_cast<size_t>(batch_size);
+  ex.protobuf = o.protocol == "http/protobuf";
+  ex.batch_size = static_cast<size_t>(o.batch_size);
   ex.inputs = &inputs;
 
   // Every input's place first: a batch sent while reading the first file records them all.

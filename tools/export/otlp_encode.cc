@@ -7,15 +7,12 @@
 #include <tuple>
 
 #include "nlohmann/json.hpp"
+#include "report/stack_identity.h"
 #include "report/utf8.h"
+#include "tools/common/names.h"
 
 namespace hangwatch::tools {
 namespace {
-
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -25,14 +22,16 @@ std::string Hex(uint64_t v) {
 
 // The culprit's function as a person reads it: its name, else module+offset.
 std::string CulpritFunction(const Culprit& c) {
-  if (!c.symbol.empty()) return c.symbol;
-  return (c.module.empty() ? std::string("??") : BaseName(c.module)) + "+" + Hex(c.offset);
+  // Code outside any module is "??+0x..." here (llvm-symbolizer's word for unknown), where
+  // report::CulpritName leaves the module out.
+  if (c.symbol.empty() && c.module.empty()) return "??+" + Hex(c.offset);
+  return report::CulpritName(c);
 }
 
 std::string ServiceName(const HangRecord& h) {
-  if (!h.process_name.empty()) return h.process_name;
-  if (!h.process.empty()) return BaseName(h.process);
-  return "unknown_service";  // the OpenTelemetry default for a service without a name
+  const std::string name = ProcessName(h.process_name, h.process);
+  return name.empty() ? "unknown_service"
+                      : name;  // the OpenTelemetry default for a service without a name
 }
 
 // Protobuf `string` fields must be UTF-8 (the Collector rejects a request that is not), and symbol
@@ -160,10 +159,7 @@ std::string HangSummary(const HangRecord& h) {
   s += ")";
   if (!h.culprit.empty()) {
     s += " in " + CulpritFunction(h.culprit);
-    if (!h.culprit.file.empty()) {
-      s += " at " + BaseName(h.culprit.file);
-      if (h.culprit.line > 0) s += ":" + std::to_string(h.culprit.line);
-    }
+    if (!h.culprit.file.empty()) s += " at " + FileLine(BaseName(h.culprit.file), h.culprit.line);
   }
   // One line, whatever the symbol names hold.
   for (char& c : s) {

@@ -45,58 +45,27 @@ constexpr char kUsageTail[] =
     "--baseline takes the files that follow it up to the next option: put REPORTs first.\n"
     "The --github annotations go to stdout (to stderr with --format json).\n";
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "hangwatch gate: %s\n", EscapeForTerminal(message).c_str());
-  return kExitUsage;
-}
+constexpr char kCommand[] = "hangwatch gate";
 
 int Run(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
-  std::vector<std::string> reports;
   GateOptions options;
   std::string format = "text";
   bool symbolize = true;
   ReportSymbolizeOptions symbolize_options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    std::string error;
-    switch (ParseGateFlag(argc, argv, &i, /*baseline_lists=*/true, &options, &error)) {
-      case GateFlag::kTaken:
-        continue;
-      case GateFlag::kBad:
-        return Fail(error);
-      case GateFlag::kNotMine:
-        break;
-    }
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsageHead, stdout);
-      std::fputs(kGateFlagsUsage, stdout);
-      std::fputs(kUsageTail, stdout);
-      return 0;
-    } else if (a == "--format" || a.substr(0, 9) == "--format=") {
-      std::string v;
-      if (a == "--format") {
-        if (i + 1 >= argc) return Fail("--format wants text or json");
-        v = argv[++i];
-      } else {
-        v = std::string(a.substr(9));
-      }
-      if (v != "text" && v != "json") return Fail("unknown format '" + v + "' (text, json)");
-      format = v;
-    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag | kCacheFlags,
-                                  &symbolize_options.symbolizer)) {
-    } else if (a == "--no-symbolize") {
-      symbolize = false;
-    } else if (a == "--") {
-      for (++i; i < argc; ++i) reports.emplace_back(argv[i]);
-    } else if (a.size() > 1 && a[0] == '-') {
-      return Fail("unknown option '" + std::string(a) +
-                  "' or missing value (see hangwatch gate --help)");
-    } else {
-      reports.emplace_back(a);
-    }
-  }
-  if (reports.empty()) return Fail("no report file given (see hangwatch gate --help)");
+  FlagParser flags(kCommand);
+  flags.Help({kUsageHead, kGateFlagsUsage, kUsageTail});
+  AddGateFlags(&flags, /*baseline_lists=*/true, &options);
+  flags.Value({"--format"}, [&](const std::string& v) -> std::string {
+    if (v != "text" && v != "json") return "unknown format '" + v + "' (text, json)";
+    format = v;
+    return "";
+  });
+  flags.MissingValue("--format wants text or json");
+  AddSymbolizeFlags(&flags, &symbolize_options.symbolizer, &symbolize);
+  if (const std::optional<int> done = flags.Parse(argc, argv)) return *done;
+  const std::vector<std::string>& reports = flags.positional();
+  if (reports.empty()) return Fail(kCommand, "no report file given (see hangwatch gate --help)");
 
   GateInputs inputs;
   Report report;
@@ -108,7 +77,7 @@ int Run(int argc, char** argv) {
   if (!LoadGateInputs(options, &inputs, &error) ||
       !EvaluateGate(reports, options, inputs, symbolize ? &symbolize_options : nullptr, &report,
                     &verdict, &warnings, &error)) {
-    return Fail(error);
+    return Fail(kCommand, error);
   }
   for (const std::string& w : warnings) {
     std::fprintf(stderr, "hangwatch gate: warning: %s\n", EscapeForTerminal(w).c_str());
@@ -118,7 +87,7 @@ int Run(int argc, char** argv) {
   std::string suite;
   for (const std::string& r : reports) suite += (suite.empty() ? "" : " ") + r;
   if (!WriteGateFiles(verdict, options, "hangwatch gate " + suite, elapsed, &error)) {
-    return Fail(error);
+    return Fail(kCommand, error);
   }
   if (options.github) {
     const char* workspace = std::getenv("GITHUB_WORKSPACE");
@@ -127,7 +96,8 @@ int Run(int argc, char** argv) {
   }
   const std::string text = format == "json" ? FormatGateJson(verdict) : FormatGateText(verdict, 50);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  if (std::fflush(stdout) != 0) return Fail(std::string("stdout: ") + std::strerror(errno));
+  if (std::fflush(stdout) != 0)
+    return Fail(kCommand, std::string("stdout: ") + std::strerror(errno));
   return verdict.passed ? 0 : kExitFailed;
 }
 

@@ -1,8 +1,11 @@
 // JUnit XML of a gate verdict: one test case per signature, one per lag budget.
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "tools/common/xml_escape.h"
+#include "tools/common/junit_writer.h"
+#include "tools/common/names.h"
 #include "tools/gate/gate_output.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
@@ -10,24 +13,15 @@
 namespace hangwatch::tools {
 namespace {
 
-std::string Attr(const std::string& s) { return XmlEscape(s, true); }
-
-std::string Seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", s < 0 ? 0 : s);
-  return buf;
+// A failed case, or a passed one.
+void SetFailed(JunitCase* c, bool failed) {
+  c->outcome = failed ? JunitCase::Outcome::kFailure : JunitCase::Outcome::kPassed;
 }
-
-struct Case {
-  std::string classname, name;
-  double seconds = 0;
-  bool failed = false;
-  std::string failure_type, message, body, out;
-};
+bool Failed(const JunitCase& c) { return c.outcome == JunitCase::Outcome::kFailure; }
 
 std::string GroupMessage(const HangGroup& g) {
   const HangRecord& h = *g.longest;
-  const std::string process = h.process_name.empty() ? BaseName(h.process) : h.process_name;
+  const std::string process = ProcessName(h.process_name, h.process);
   const std::string where = CulpritLocation(g.culprit);
   return "main thread of " + (process.empty() ? std::string("?") : process) + " stalled " +
          std::to_string(g.count) + (g.count == 1 ? " time" : " times") + ", longest " +
@@ -37,14 +31,14 @@ std::string GroupMessage(const HangGroup& g) {
          (g.signature.empty() ? "(none)" : g.signature);
 }
 
-Case HangCase(const HangGroup& g, const char* status) {
-  Case c;
+JunitCase HangCase(const HangGroup& g, const char* status) {
+  JunitCase c;
   c.classname = "hangwatch.hangs";
   c.name = "hang in " + g.name;
   c.seconds = static_cast<double>(g.total_duration_ms) / 1000.0;
-  c.failed = g.failed;
+  SetFailed(&c, g.failed);
   if (g.failed) {
-    c.failure_type = "hang";
+    c.type = "hang";
     c.message = "new hang: " + GroupMessage(g);
     Report one;
     one.hangs.push_back(*g.longest);
@@ -62,13 +56,13 @@ Case HangCase(const HangGroup& g, const char* status) {
 }  // namespace
 
 std::string FormatGateJunit(const GateVerdict& v, const std::string& suite, double elapsed_s) {
-  std::vector<Case> cases;
+  std::vector<JunitCase> cases;
   for (const HangGroup& g : v.new_hangs) {
     cases.push_back(HangCase(g, g.allowed != nullptr ? "new, allowed" : "new, within budget"));
   }
   for (const HangGroup& g : v.known) cases.push_back(HangCase(g, "known (in the baseline)"));
   for (const HangGroup& g : v.fixed) {
-    Case c = HangCase(g, "fixed (in the baseline, not seen in this run)");
+    JunitCase c = HangCase(g, "fixed (in the baseline, not seen in this run)");
     c.seconds = 0;
     cases.push_back(std::move(c));
   }
@@ -80,23 +74,23 @@ std::string FormatGateJunit(const GateVerdict& v, const std::string& suite, doub
     if (x.kind == "hang_count") count = &x;
   }
   if (v.budgets.max_hangs) {
-    Case c;
+    JunitCase c;
     c.classname = "hangwatch.budget";
     c.name = "at most " + std::to_string(*v.budgets.max_hangs) + " new hangs";
-    c.failed = count != nullptr;
-    c.failure_type = "hang_count";
+    SetFailed(&c, count != nullptr);
+    c.type = "hang_count";
     c.message = count ? count->message : "";
     cases.push_back(std::move(c));
   }
   auto lag_case = [&](const std::string& name, const std::string& kind, bool over,
                       const std::string& text) {
-    Case c;
+    JunitCase c;
     c.classname = "hangwatch.lag";
     c.name = name;
-    c.failed = no_lag != nullptr || over;
-    c.failure_type = no_lag ? "no_lag" : kind;
+    SetFailed(&c, no_lag != nullptr || over);
+    c.type = no_lag ? "no_lag" : kind;
     c.message = no_lag ? no_lag->message : text;
-    if (!c.failed) c.out = text;
+    if (!Failed(c)) c.out = text;
     cases.push_back(std::move(c));
   };
   const LagFigures* f = v.lag ? &v.lag->figures : nullptr;
@@ -117,7 +111,7 @@ std::string FormatGateJunit(const GateVerdict& v, const std::string& suite, doub
                : "");
   }
   if (cases.empty()) {
-    Case c;
+    JunitCase c;
     c.classname = "hangwatch.hangs";
     c.name = "no hangs";
     c.seconds = elapsed_s;
@@ -125,27 +119,7 @@ std::string FormatGateJunit(const GateVerdict& v, const std::string& suite, doub
     cases.push_back(std::move(c));
   }
 
-  size_t failures = 0;
-  for (const Case& c : cases) failures += c.failed;
-  const std::string tests = std::to_string(cases.size());
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<testsuites name=\"hangwatch gate\" tests=\"" + tests + "\" failures=\"" +
-         std::to_string(failures) + "\" errors=\"0\" time=\"" + Seconds(elapsed_s) + "\">\n";
-  out += "  <testsuite name=\"" + Attr(suite) + "\" tests=\"" + tests + "\" failures=\"" +
-         std::to_string(failures) + "\" errors=\"0\" skipped=\"0\" time=\"" + Seconds(elapsed_s) +
-         "\">\n";
-  for (const Case& c : cases) {
-    out += "    <testcase classname=\"" + Attr(c.classname) + "\" name=\"" + Attr(c.name) +
-           "\" time=\"" + Seconds(c.seconds) + "\">\n";
-    if (c.failed) {
-      out += "      <failure type=\"" + Attr(c.failure_type) + "\" message=\"" + Attr(c.message) +
-             "\">" + XmlEscape(c.body, false) + "</failure>\n";
-    }
-    if (!c.out.empty()) out += "      <system-out>" + XmlEscape(c.out, false) + "</system-out>\n";
-    out += "    </testcase>\n";
-  }
-  out += "  </testsuite>\n</testsuites>\n";
-  return out;
+  return FormatJunitXml({"hangwatch gate", suite, elapsed_s, std::move(cases)});
 }
 
 }  // namespace hangwatch::tools

@@ -1,12 +1,13 @@
 #include "tools/gate/gate_options.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string_view>
+#include <tuple>
 
-#include "tools/common/flag_value.h"
 #include "tools/gate/gate_output.h"
 #include "tools/gate/gate_reader.h"
 #include "tools/reader/input_file.h"
@@ -14,17 +15,6 @@
 
 namespace hangwatch::tools {
 namespace {
-
-bool ParseCount(const std::string& s, uint64_t min, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || v < min) {
-    return false;
-  }
-  *out = v;
-  return true;
-}
 
 bool ParseMs(const std::string& s, double* out) {
   char* end = nullptr;
@@ -64,87 +54,73 @@ const char kGateFlagsUsage[] =
     "  --github           print GitHub Actions annotations (::error file=...,line=...::) at\n"
     "                     the source line of each new hang's culprit\n";
 
-GateFlag ParseGateFlag(int argc, char** argv, int* i, bool baseline_lists, GateOptions* options,
-                       std::string* error) {
-  const std::string_view a = argv[*i];
-  std::string v;
-  bool inline_value = false;
-  auto value = [&](std::string_view flag) {
-    return FlagValue(argc, argv, i, flag, &v, &inline_value);
-  };
-  if (value("--baseline")) {
+void AddGateFlags(FlagParser* parser, bool baseline_lists, GateOptions* options) {
+  auto baseline = [options](const std::string& v) {
     options->baselines.push_back(v);
-    if (baseline_lists && !inline_value) {
-      while (*i + 1 < argc && argv[*i + 1][0] != '-') options->baselines.emplace_back(argv[++*i]);
-    }
     options->gating = true;
-  } else if (value("--allow")) {
-    if (!options->allow_path.empty()) {
-      *error = "--allow is given twice (one allow file)";
-      return GateFlag::kBad;
-    }
+    return std::string();
+  };
+  if (baseline_lists) {
+    parser->List({"--baseline"}, baseline);
+  } else {
+    parser->Value({"--baseline"}, baseline);
+  }
+  parser->Value({"--allow"}, [options](const std::string& v) -> std::string {
+    if (!options->allow_path.empty()) return "--allow is given twice (one allow file)";
     options->allow_path = v;
     options->gating = true;
-  } else if (value("--max-hang-ms")) {
-    uint64_t n;
-    if (!ParseCount(v, 1, &n)) {
-      *error = "--max-hang-ms wants a number of milliseconds (1 or more), not '" + v + "'";
-      return GateFlag::kBad;
-    }
-    options->budgets.max_hang_ms = n;
-    options->gating = true;
-  } else if (value("--max-hangs")) {
-    uint64_t n;
-    if (!ParseCount(v, 0, &n)) {
-      *error = "--max-hangs wants a number of hangs (0 or more), not '" + v + "'";
-      return GateFlag::kBad;
-    }
-    options->budgets.max_hangs = n;
-    options->gating = true;
-  } else if (value("--max-p99-ms")) {
+    return "";
+  });
+  for (auto [flag, min, wants, budget] :
+       {std::tuple{"--max-hang-ms", 1, " wants a number of milliseconds (1 or more), not '",
+                   &options->budgets.max_hang_ms},
+        std::tuple{"--max-hangs", 0, " wants a number of hangs (0 or more), not '",
+                   &options->budgets.max_hangs}}) {
+    parser->Value({flag}, [=](const std::string& v) -> std::string {
+      uint64_t n;
+      if (!ParseWholeNumber(v, min, UINT64_MAX, &n)) return flag + (wants + v) + "'";
+      *budget = n;
+      options->gating = true;
+      return "";
+    });
+  }
+  parser->Value({"--max-p99-ms"}, [options](const std::string& v) -> std::string {
     double ms;
-    if (!ParseMs(v, &ms)) {
-      *error = "--max-p99-ms wants milliseconds (e.g. 16 or 8.5), not '" + v + "'";
-      return GateFlag::kBad;
-    }
+    if (!ParseMs(v, &ms))
+      return "--max-p99-ms wants milliseconds (e.g. 16 or 8.5), not '" + v + "'";
     options->budgets.max_p99_ms = ms;
     options->gating = true;
-  } else if (value("--max-slow-passes")) {
+    return "";
+  });
+  parser->Value({"--max-slow-passes"}, [options](const std::string& v) -> std::string {
     const size_t colon = v.find(':');
     uint64_t ms = 0, n = 0;
     int t = -1;
-    if (colon != std::string::npos && ParseCount(v.substr(0, colon), 1, &ms)) {
+    if (colon != std::string::npos &&
+        ParseWholeNumber(std::string_view(v).substr(0, colon), 1, UINT64_MAX, &ms)) {
       for (int k = 0; k < kSlowPassThresholds; ++k) {
         if (static_cast<uint64_t>(kSlowPassThresholdsMs[k]) == ms) t = k;
       }
     }
-    if (t < 0 || !ParseCount(v.substr(colon + 1), 0, &n)) {
-      *error =
-          "--max-slow-passes wants MS:N with MS one of 16, 33, 50, 100, 250, 500, 1000 "
-          "(e.g. 50:10), not '" +
-          v + "'";
-      return GateFlag::kBad;
+    if (t < 0 || !ParseWholeNumber(std::string_view(v).substr(colon + 1), 0, UINT64_MAX, &n)) {
+      return "--max-slow-passes wants MS:N with MS one of 16, 33, 50, 100, 250, 500, 1000 "
+             "(e.g. 50:10), not '" +
+             v + "'";
     }
     for (auto& [k, budget] : options->budgets.max_slow_passes) {
-      if (k == t) {
-        *error = "--max-slow-passes " + std::to_string(ms) + ":... is given twice";
-        return GateFlag::kBad;
-      }
+      if (k == t) return "--max-slow-passes " + std::to_string(ms) + ":... is given twice";
     }
     options->budgets.max_slow_passes.emplace_back(t, n);
     options->gating = true;
-  } else if (value("--junit")) {
-    options->junit = v;
-  } else if (value("--markdown")) {
+    return "";
+  });
+  parser->String({"--junit"}, &options->junit);
+  parser->Value({"--markdown"}, [options](const std::string& v) {
     options->markdown = v;
     options->gating = true;
-  } else if (a == "--github") {
-    options->github = true;
-    options->gating = true;
-  } else {
-    return GateFlag::kNotMine;
-  }
-  return GateFlag::kTaken;
+    return std::string();
+  });
+  parser->Switch({"--github"}, [options] { options->github = options->gating = true; });
 }
 
 bool LoadGateInputs(const GateOptions& options, GateInputs* inputs, std::string* error) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/common/flag_parser.h"
 #include "tools/gate/gate_verdict.h"
 #include "tools/reader/report_symbolize.h"
 
@@ -23,18 +24,10 @@ struct GateOptions {
   bool gating = false;
 };
 
-enum class GateFlag {
-  kNotMine,  // not one of the shared flags (or its value is missing)
-  kTaken,    // parsed; *i is on the last argument it used
-  kBad,      // one of them, with a bad value: *error says why
-};
-
-// Parses argv[*i] if it is one of the shared flags, as "--flag VALUE" or "--flag=VALUE".
-// `baseline_lists`: "--baseline A B C" takes every following argument up to the next one that
-// starts with '-' (hangwatch gate); otherwise one file per --baseline (hangwatch run, whose
-// command follows its options).
-GateFlag ParseGateFlag(int argc, char** argv, int* i, bool baseline_lists, GateOptions* options,
-                       std::string* error);
+// Declares the shared flags on `parser`. `baseline_lists`: "--baseline A B C" takes every
+// following argument up to the next one that starts with '-' (hangwatch gate); otherwise one
+// file per --baseline (hangwatch run, whose command follows its options).
+void AddGateFlags(FlagParser* parser, bool baseline_lists, GateOptions* options);
 
 // The usage lines of the shared flags (for --help).
 extern const char kGateFlagsUsage[];

@@ -18,7 +18,7 @@ std::string Plural(size_t n, const char* one, const char* many) {
 
 std::string ProcessOf(const HangGroup& g) {
   if (g.longest == nullptr) return "";
-  return g.longest->process_name.empty() ? BaseName(g.longest->process) : g.longest->process_name;
+  return ProcessName(g.longest->process_name, g.longest->process);
 }
 
 std::string AllowedText(const AllowEntry& e) {

@@ -313,11 +313,6 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   return v;
 }
 
-std::string CulpritLocation(const Culprit& c) {
-  if (c.file.empty()) return "";
-  return c.line > 0 ? c.file + ":" + std::to_string(c.line) : c.file;
-}
-
 std::string FormatMs(double ms) {
   char buf[48];
   if (std::fabs(ms - std::round(ms)) < 0.005) {

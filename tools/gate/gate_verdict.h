@@ -128,9 +128,6 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
                            const std::vector<HangTally>& baseline_tallies,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
 
-// "file:line" of a culprit ("file" without a line), "" when unknown.
-std::string CulpritLocation(const Culprit& c);
-
 // "16 ms" style durations for messages: integers without decimals, else one or two decimals.
 std::string FormatMs(double ms);
 

@@ -7,11 +7,6 @@
 
 namespace hangwatch::tools {
 
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 std::string Hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
@@ -24,10 +19,7 @@ std::string FrameName(const Frame& f) {
   return Hex(f.addr);
 }
 
-std::string FrameLocation(const Frame& f) {
-  if (f.file.empty()) return "";
-  return f.line > 0 ? f.file + ":" + std::to_string(f.line) : f.file;
-}
+std::string FrameLocation(const Frame& f) { return FileLine(f.file, f.line); }
 
 Culprit HangCulprit(const HangRecord& h) {
   if (!h.culprit.empty()) return h.culprit;
@@ -35,12 +27,11 @@ Culprit HangCulprit(const HangRecord& h) {
   return d == nullptr ? Culprit{} : report::FindCulprit(*d);
 }
 
+std::string CulpritLocation(const Culprit& c) { return FileLine(c.file, c.line); }
+
 std::string CulpritLabel(const Culprit& c) {
-  std::string s = report::CulpritName(c);
-  if (!c.file.empty()) {
-    s += " (" + c.file + (c.line > 0 ? ":" + std::to_string(c.line) : std::string()) + ")";
-  }
-  return s;
+  const std::string where = CulpritLocation(c);
+  return report::CulpritName(c) + (where.empty() ? "" : " (" + where + ")");
 }
 
 void RefreshHangIdentity(HangRecord* h) {

@@ -7,11 +7,9 @@
 #include <vector>
 
 #include "hangwatch/hang_record.h"
+#include "tools/common/names.h"  // BaseName, for the formats
 
 namespace hangwatch::tools {
-
-// The file name of a path ("/usr/lib/libc.so.6" -> "libc.so.6").
-std::string BaseName(const std::string& path);
 
 // "0x1234" (lowercase).
 std::string Hex(uint64_t v);
@@ -25,6 +23,9 @@ std::string FrameLocation(const Frame& f);
 // The hang's culprit (hang_record.h): as recorded, else found in its dominant stack (a file
 // written by an older agent). Empty when there is no stack.
 Culprit HangCulprit(const HangRecord& h);
+
+// "file:line" of a culprit ("file" without a line), "" when unknown.
+std::string CulpritLocation(const Culprit& c);
 
 // The culprit's name ("debugCommand", "python3.11+0x1d64b4", "?") with " (file:line)" when
 // known.

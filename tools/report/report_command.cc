@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -10,7 +11,7 @@
 #include <vector>
 
 #include "tools/common/debug_file_flags.h"
-#include "tools/common/flag_value.h"
+#include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/report_reader.h"
 #include "tools/reader/report_symbolize.h"
@@ -51,63 +52,33 @@ std::string Usage() {
          kUsageAbout + ReportFormatsHelp() + kUsageOptions;
 }
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "hangwatch report: %s\n", EscapeForTerminal(message).c_str());
-  return kExitUsage;
-}
+constexpr char kCommand[] = "hangwatch report";
 
 int Run(int argc, char** argv) {
-  std::vector<std::string> files;
   const ReportFormat* format = &ReportFormats().front();
   std::string output, title = "Main-thread hangs";
   long hang = -1;
   bool symbolize = true, source = true;
   ReportSymbolizeOptions options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    std::string v;
-    auto value = [&](std::string_view flag, std::string_view alias = {}) {
-      return FlagValue(argc, argv, &i, flag, &v) ||
-             (!alias.empty() && FlagValue(argc, argv, &i, alias, &v));
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(Usage().c_str(), stdout);
-      return 0;
-    } else if (value("--format", "-f")) {
-      format = FindReportFormat(v);
-      if (format == nullptr) {
-        return Fail("unknown format '" + v + "' (" + ReportFormatNames(", ") + ")");
-      }
-    } else if (value("--output", "-o")) {
-      output = v;
-    } else if (value("--title")) {
-      title = v;
-    } else if (value("--hang")) {
-      char* end = nullptr;
-      errno = 0;
-      hang = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || errno != 0 || hang < 0) {
-        return Fail("--hang wants a hang index (0, 1, ...), not '" + v + "'");
-      }
-    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag | kCacheFlags,
-                                  &options.symbolizer)) {
-    } else if (a == "--no-symbolize") {
-      symbolize = false;
-    } else if (a == "--no-source") {
-      source = false;
-    } else if (a == "--") {
-      for (++i; i < argc; ++i) files.emplace_back(argv[i]);
-    } else if (a.size() > 1 && a[0] == '-') {
-      return Fail("unknown option '" + std::string(a) +
-                  "' or missing value (see hangwatch report --help)");
-    } else {
-      files.emplace_back(a);
-    }
-  }
-  if (files.empty()) return Fail("no report file given (see hangwatch report --help)");
+  const std::string usage = Usage();
+  FlagParser flags(kCommand);
+  flags.Help({usage.c_str()});
+  flags.Value({"--format", "-f"}, [&](const std::string& v) -> std::string {
+    format = FindReportFormat(v);
+    if (format == nullptr) return "unknown format '" + v + "' (" + ReportFormatNames(", ") + ")";
+    return "";
+  });
+  flags.String({"--output", "-o"}, &output);
+  flags.String({"--title"}, &title);
+  flags.Number({"--hang"}, 0, LONG_MAX, &hang, "--hang wants a hang index (0, 1, ...), not '{}'");
+  AddSymbolizeFlags(&flags, &options.symbolizer, &symbolize);
+  flags.Switch({"--no-source"}, [&] { source = false; });
+  if (const std::optional<int> done = flags.Parse(argc, argv)) return *done;
+  const std::vector<std::string>& files = flags.positional();
+  if (files.empty()) return Fail(kCommand, "no report file given (see hangwatch report --help)");
   if (format->output == FormatOutput::kBinary && output.empty() && isatty(STDOUT_FILENO) == 1) {
-    return Fail("--format " + std::string(format->name) + " writes binary: give -o " +
-                std::string(format->binary_file));
+    return Fail(kCommand, "--format " + std::string(format->name) + " writes binary: give -o " +
+                              std::string(format->binary_file));
   }
 
   // Of many files (a fleet's), one that cannot be read is skipped with a note; when none can,
@@ -128,12 +99,12 @@ int Run(int argc, char** argv) {
     MergeReport(std::move(one), &report);
   }
   if (read == 0) {
-    return Fail(files.size() == 1 ? last_error : "no report file could be read");
+    return Fail(kCommand, files.size() == 1 ? last_error : "no report file could be read");
   }
   if (hang >= 0) {
     if (static_cast<size_t>(hang) >= report.hangs.size()) {
-      return Fail("--hang " + std::to_string(hang) + ": the input has " +
-                  std::to_string(report.hangs.size()) + " hang(s)");
+      return Fail(kCommand, "--hang " + std::to_string(hang) + ": the input has " +
+                                std::to_string(report.hangs.size()) + " hang(s)");
     }
     HangRecord one = std::move(report.hangs[static_cast<size_t>(hang)]);
     report.hangs.clear();
@@ -151,15 +122,16 @@ int Run(int argc, char** argv) {
   if (!source) report.dwarf_source_files.clear();  // the page reads no file
 
   std::string text, error;
-  if (!format->render(report, FormatOptions{title}, &text, &error)) return Fail(error);
+  if (!format->render(report, FormatOptions{title}, &text, &error)) return Fail(kCommand, error);
   if (output.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
-    if (std::fflush(stdout) != 0) return Fail(std::string("stdout: ") + std::strerror(errno));
+    if (std::fflush(stdout) != 0)
+      return Fail(kCommand, std::string("stdout: ") + std::strerror(errno));
   } else {
     std::ofstream out(output, std::ios::binary | std::ios::trunc);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.close();
-    if (!out) return Fail(output + ": cannot write");
+    if (!out) return Fail(kCommand, output + ": cannot write");
   }
   return 0;
 }

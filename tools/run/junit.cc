@@ -6,22 +6,12 @@
 #include <map>
 #include <vector>
 
-#include "tools/common/xml_escape.h"
+#include "tools/common/junit_writer.h"
+#include "tools/common/names.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
 
 namespace hangwatch::tools {
-namespace {
-
-std::string XmlAttr(const std::string& s) { return XmlEscape(s, true); }
-
-std::string Seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", s);
-  return buf;
-}
-
-}  // namespace
 
 std::string FormatJunit(const Report& report, const std::string& suite, double elapsed_s) {
   // Hangs by fingerprint, in order of first appearance.
@@ -33,16 +23,13 @@ std::string FormatJunit(const Report& report, const std::string& suite, double e
     if (g.empty()) order.push_back(key);
     g.push_back(&h);
   }
-  const size_t tests = order.empty() ? 1 : order.size();
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<testsuites name=\"hangwatch\" tests=\"" + std::to_string(tests) + "\" failures=\"" +
-         std::to_string(order.size()) + "\" errors=\"0\" time=\"" + Seconds(elapsed_s) + "\">\n";
-  out += "  <testsuite name=\"" + XmlAttr(suite) + "\" tests=\"" + std::to_string(tests) +
-         "\" failures=\"" + std::to_string(order.size()) + "\" errors=\"0\" skipped=\"0\" time=\"" +
-         Seconds(elapsed_s) + "\">\n";
+  JunitSuites junit{"hangwatch", suite, elapsed_s, {}};
   if (order.empty()) {
-    out += "    <testcase classname=\"hangwatch\" name=\"main thread never stalled\" time=\"" +
-           Seconds(elapsed_s) + "\"/>\n";
+    JunitCase& c = junit.cases.emplace_back();
+    c.classname = "hangwatch";
+    c.name = "main thread never stalled";
+    c.seconds = elapsed_s;
+    c.empty_element = true;
   }
   for (const std::string& key : order) {
     const auto& hangs = groups[key];
@@ -54,10 +41,9 @@ std::string FormatJunit(const Report& report, const std::string& suite, double e
     }
     const Culprit c = HangCulprit(*longest);
     const std::string culprit = c.empty() ? "unknown" : report::CulpritName(c);
-    const std::string where =
-        c.file.empty() ? "" : " at " + c.file + (c.line > 0 ? ":" + std::to_string(c.line) : "");
-    const std::string process =
-        longest->process_name.empty() ? BaseName(longest->process) : longest->process_name;
+    const std::string location = CulpritLocation(c);
+    const std::string where = location.empty() ? "" : " at " + location;
+    const std::string process = ProcessName(longest->process_name, longest->process);
     Report one;
     one.hangs.push_back(*longest);
     char msg[512];
@@ -67,15 +53,16 @@ std::string FormatJunit(const Report& report, const std::string& suite, double e
         process.empty() ? "?" : process.c_str(), hangs.size(), hangs.size() == 1 ? "" : "s",
         static_cast<unsigned long long>(longest->duration_ms), HangClassName(longest->hang_class),
         longest->cpu_percent, culprit.c_str(), where.c_str());
-    out += "    <testcase classname=\"hangwatch." + XmlAttr(process.empty() ? "process" : process) +
-           "\" name=\"hang " + XmlAttr(key) + " in " + XmlAttr(culprit) + "\" time=\"" +
-           Seconds(static_cast<double>(total_ms) / 1000.0) + "\">\n";
-    out += "      <failure type=\"hang\" message=\"" + XmlAttr(msg) + "\">" +
-           XmlEscape(FormatSummary(one, 32), false) + "</failure>\n";
-    out += "    </testcase>\n";
+    JunitCase& test = junit.cases.emplace_back();
+    test.classname = "hangwatch." + (process.empty() ? "process" : process);
+    test.name = "hang " + key + " in " + culprit;
+    test.seconds = static_cast<double>(total_ms) / 1000.0;
+    test.outcome = JunitCase::Outcome::kFailure;
+    test.type = "hang";
+    test.message = msg;
+    test.body = FormatSummary(one, 32);
   }
-  out += "  </testsuite>\n</testsuites>\n";
-  return out;
+  return FormatJunitXml(junit);
 }
 
 }  // namespace hangwatch::tools

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tools/common/names.h"
 #include "unwind/proc_files.h"
 
 namespace hangwatch::tools {
@@ -45,11 +46,6 @@ bool ParseLine(std::string_view line, std::string_view* event, uint64_t* pid, ui
   *name = head;
   return ParseNumber(fields[1], pid) && ParseNumber(fields[2], ppid) &&
          ParseNumber(fields[3], start_time) && *pid != 0;
-}
-
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 // `path`, or the first executable file of that name in `search_path` when it has no slash.

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,7 @@
 #include "agent/regular_file.h"
 #include "agent/sinks/jsonl_writer.h"
 #include "hangwatch/hangwatch.h"
-#include "tools/common/flag_value.h"
+#include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/gate/gate_options.h"
 #include "tools/gate/gate_output.h"
@@ -94,23 +95,9 @@ constexpr char kUsageTail[] =
     "be written (checked before COMMAND starts; so are the baseline and allow files); 127:\n"
     "COMMAND cannot be executed.\n";
 
-// Every message of `run` goes through EscapeForTerminal: process names and paths come from the
-// launch log, reports and open-hang files, which the watched processes wrote.
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(message).c_str());
-  return kExitUsage;
-}
-
-bool ParseMs(const std::string& s, uint32_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long v = std::strtoul(s.c_str(), &end, 10);
-  if (s.empty() || s[0] == '-' || *end != '\0' || errno != 0 || v < 1 || v > 3600000) {
-    return false;
-  }
-  *out = static_cast<uint32_t>(v);
-  return true;
-}
+// Every message of `run` goes through EscapeForTerminal (Fail does): process names and paths
+// come from the launch log, reports and open-hang files, which the watched processes wrote.
+constexpr char kCommand[] = "hangwatch run";
 
 std::string AbsolutePath(const std::string& p) {
   if (!p.empty() && p[0] == '/') return p;
@@ -234,118 +221,93 @@ bool WaitingToArm(const LaunchLog& log) {
   return false;
 }
 
-int Run(int argc, char** argv) {
+struct RunOptions {
   uint32_t threshold_ms = 250, sample_ms = 0, startup_ms = 2000;
-  std::string report_path;
+  std::string report_path;  // absolute; empty: the run directory's own report
   GateOptions gate;
   bool fail_on_hang = false, startup_stall = true, inherit = false, live = false, quiet = false;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    std::string v;
-    auto value = [&](std::string_view flag) { return FlagValue(argc, argv, &i, flag, &v); };
-    std::string gate_error;
-    const GateFlag g = ParseGateFlag(argc, argv, &i, /*baseline_lists=*/false, &gate, &gate_error);
-    if (g == GateFlag::kBad) return Fail(gate_error);
-    if (g == GateFlag::kTaken) continue;
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::fputs(kGateFlagsUsage, stdout);
-      std::fputs(kUsageTail, stdout);
-      return 0;
-    } else if (a == "--") {
-      ++i;
-      break;
-    } else if (value("--threshold-ms")) {
-      if (!ParseMs(v, &threshold_ms))
-        return Fail("--threshold-ms wants 1..3600000, not '" + v + "'");
-    } else if (value("--sample-ms")) {
-      if (!ParseMs(v, &sample_ms)) return Fail("--sample-ms wants 1..3600000, not '" + v + "'");
-    } else if (value("--startup-ms")) {
-      if (!ParseMs(v, &startup_ms)) return Fail("--startup-ms wants 1..3600000, not '" + v + "'");
-    } else if (value("--report")) {
-      report_path = AbsolutePath(v);
-    } else if (a == "--fail-on-hang") {
-      fail_on_hang = true;
-    } else if (a == "--no-startup-stall") {
-      startup_stall = false;
-    } else if (a == "--inherit") {
-      inherit = true;
-    } else if (a == "--live") {
-      live = true;
-    } else if (a == "--quiet") {
-      quiet = true;
-    } else if (a.size() > 1 && a[0] == '-') {
-      return Fail("unknown option '" + std::string(a) +
-                  "' or missing value (see hangwatch run --help)");
-    } else {
-      break;  // the command
-    }
-  }
-  if (i >= argc) return Fail("no command given (hangwatch run [options] -- COMMAND [ARGS...])");
-  if (sample_ms > threshold_ms) return Fail("--sample-ms must not be larger than --threshold-ms");
-  std::string shim_error;
-  const std::string shim = FindTrustedShim(&shim_error);
-  if (shim.empty()) return Fail(shim_error);
+  int command_at = 0;  // argv index of COMMAND
+};
 
-  // Output paths are checked before the command starts: a CI run must not find out at its end
-  // that its results cannot be written.
-  // The JUnit file is written at the end (a file created by the check is removed again); the
-  // report is only ever appended to (the shim creates it at the first hang anyway).
-  const std::string& junit_path = gate.junit;
-  GateInputs gate_inputs;
-  if (gate.gating) {
-    std::string error;
-    if (!LoadGateInputs(gate, &gate_inputs, &error)) return Fail(error);
+// Reads the options before COMMAND. The exit status when `run` is done (--help, bad usage).
+std::optional<int> ParseRunOptions(int argc, char** argv, RunOptions* o) {
+  FlagParser flags(kCommand);
+  flags.Help({kUsage, kGateFlagsUsage, kUsageTail});
+  AddGateFlags(&flags, /*baseline_lists=*/false, &o->gate);
+  for (auto [flag, out] :
+       {std::pair{"--threshold-ms", &o->threshold_ms}, std::pair{"--sample-ms", &o->sample_ms},
+        std::pair{"--startup-ms", &o->startup_ms}}) {
+    flags.Number({flag}, 1, 3600000, out, std::string(flag) + " wants 1..3600000, not '{}'");
   }
-  if (!junit_path.empty()) {
-    std::string error;
-    if (!CheckWritable(junit_path, /*keep_created=*/false, "--junit", &error)) return Fail(error);
-  }
-  if (!gate.markdown.empty()) {
-    std::string error;
-    if (!CheckWritable(gate.markdown, /*keep_created=*/false, "--markdown", &error)) {
-      return Fail(error);
-    }
-  }
-  if (!report_path.empty()) {
-    std::string error;
-    if (!CheckWritable(report_path, /*keep_created=*/true, "--report", &error)) return Fail(error);
-  }
-
-  // Run directories of earlier runs whose processes are all gone (a killed run, a daemon that
-  // has since exited).
-  RemoveStaleRunDirs(kRunDirParent, [](const std::string& dir, const std::string& report) {
-    // A process of that run died during a hang after the run had ended.
-    for (const HangRecord& fatal : TakeFatalHangs(dir, [](int64_t) { return false; })) {
-      if (!report.empty()) AppendToReport(report, fatal);
-      std::fprintf(stderr,
-                   "hangwatch run: pid %lld (%s) of an earlier run died during a %llu ms hang; "
-                   "%s\n",
-                   static_cast<long long>(fatal.pid), EscapeForTerminal(fatal.process).c_str(),
-                   static_cast<unsigned long long>(fatal.duration_ms),
-                   report.empty() ? "that run had no --report, so it is not recorded"
-                                  : EscapeForTerminal("added to " + report).c_str());
-    }
+  flags.Value({"--report"}, [o](const std::string& v) {
+    o->report_path = AbsolutePath(v);
+    return std::string();
   });
-  std::string tmpdir, dir_error;
-  if (!CreateRunDir(kRunDirParent, report_path, &tmpdir, &dir_error)) return Fail(dir_error);
-  const std::string launch_log = tmpdir + "/" + kLaunchLogFile;
-  const bool own_report = report_path.empty();
-  if (own_report) report_path = tmpdir + "/report.jsonl";
-  ReportFollower report_file(report_path);  // the run's hangs, across rotations
+  flags.Switch({"--fail-on-hang"}, [o] { o->fail_on_hang = true; });
+  flags.Switch({"--no-startup-stall"}, [o] { o->startup_stall = false; });
+  flags.Switch({"--inherit"}, [o] { o->inherit = true; });
+  flags.Switch({"--live"}, [o] { o->live = true; });
+  flags.Switch({"--quiet"}, [o] { o->quiet = true; });
+  flags.StopAtPositional();
+  if (const std::optional<int> done = flags.Parse(argc, argv)) return done;
+  o->command_at = flags.rest();
+  if (o->command_at >= argc) {
+    return Fail(kCommand, "no command given (hangwatch run [options] -- COMMAND [ARGS...])");
+  }
+  if (o->sample_ms > o->threshold_ms) {
+    return Fail(kCommand, "--sample-ms must not be larger than --threshold-ms");
+  }
+  return std::nullopt;
+}
 
-  // The child's environment: ours, with the shim first in LD_PRELOAD and HANGWATCH_* set.
+// Output paths are checked before the command starts: a CI run must not find out at its end
+// that its results cannot be written. The JUnit file is written at the end (a file created by
+// the check is removed again); the report is only ever appended to (the shim creates it at the
+// first hang anyway). False with *error set.
+bool CheckOutputs(const RunOptions& o, GateInputs* gate_inputs, std::string* error) {
+  if (o.gate.gating && !LoadGateInputs(o.gate, gate_inputs, error)) return false;
+  if (!o.gate.junit.empty() &&
+      !CheckWritable(o.gate.junit, /*keep_created=*/false, "--junit", error)) {
+    return false;
+  }
+  if (!o.gate.markdown.empty() &&
+      !CheckWritable(o.gate.markdown, /*keep_created=*/false, "--markdown", error)) {
+    return false;
+  }
+  return o.report_path.empty() ||
+         CheckWritable(o.report_path, /*keep_created=*/true, "--report", error);
+}
+
+// A run directory of an earlier run whose processes are all gone (a killed run, a daemon that
+// has since exited): a process of that run died during a hang after the run had ended.
+void ReportFatalHangsOfEarlierRun(const std::string& dir, const std::string& report) {
+  for (const HangRecord& fatal : TakeFatalHangs(dir, [](int64_t) { return false; })) {
+    if (!report.empty()) AppendToReport(report, fatal);
+    std::fprintf(stderr,
+                 "hangwatch run: pid %lld (%s) of an earlier run died during a %llu ms hang; "
+                 "%s\n",
+                 static_cast<long long>(fatal.pid), EscapeForTerminal(fatal.process).c_str(),
+                 static_cast<unsigned long long>(fatal.duration_ms),
+                 report.empty() ? "that run had no --report, so it is not recorded"
+                                : EscapeForTerminal("added to " + report).c_str());
+  }
+}
+
+// The child's environment: ours, with the shim first in LD_PRELOAD and HANGWATCH_* set.
+// *search_path: the PATH it gets (to explain a command that was not found).
+std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string& shim,
+                                          const std::string& tmpdir, const std::string& launch_log,
+                                          std::string* search_path) {
   std::vector<std::string> env;
   std::string preload = shim;
-  std::string search_path = "/usr/local/bin:/usr/bin:/bin";
+  *search_path = "/usr/local/bin:/usr/bin:/bin";
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view kv = *e;
     if (kv.substr(0, 11) == "LD_PRELOAD=") {
       if (kv.size() > 11) preload += ":" + std::string(kv.substr(11));
       continue;
     }
-    if (kv.substr(0, 5) == "PATH=") search_path = std::string(kv.substr(5));
+    if (kv.substr(0, 5) == "PATH=") *search_path = std::string(kv.substr(5));
     // Ours are set below; the cache directory, labels and pass timing are the user's.
     if (kv.substr(0, 10) == "HANGWATCH_" && kv.substr(0, 20) != "HANGWATCH_CACHE_DIR=" &&
         kv.substr(0, 17) != "HANGWATCH_LABELS=" &&
@@ -356,58 +318,73 @@ int Run(int argc, char** argv) {
     env.emplace_back(kv);
   }
   env.push_back("LD_PRELOAD=" + preload);
-  env.push_back("HANGWATCH_THRESHOLD_MS=" + std::to_string(threshold_ms));
-  if (sample_ms) env.push_back("HANGWATCH_SAMPLE_MS=" + std::to_string(sample_ms));
-  env.push_back("HANGWATCH_REPORT=" + report_path);
+  env.push_back("HANGWATCH_THRESHOLD_MS=" + std::to_string(o.threshold_ms));
+  if (o.sample_ms) env.push_back("HANGWATCH_SAMPLE_MS=" + std::to_string(o.sample_ms));
+  env.push_back("HANGWATCH_REPORT=" + o.report_path);
   env.push_back("HANGWATCH_OPEN_HANG_DIR=" + tmpdir);
   env.push_back("HANGWATCH_LAUNCH_LOG=" + launch_log);
-  env.push_back(std::string("HANGWATCH_LOG=") + (live ? "1" : "0"));
+  env.push_back(std::string("HANGWATCH_LOG=") + (o.live ? "1" : "0"));
   // Our stderr is one the shim may print on (--live), whatever file it is (stderr_policy.h).
   if (struct stat err_st; fstat(2, &err_st) == 0) {
     env.push_back("HANGWATCH_STDERR=" + std::to_string(err_st.st_dev) + ":" +
                   std::to_string(err_st.st_ino));
   }
-  env.push_back(std::string("HANGWATCH_STARTUP_STALL=") + (startup_stall ? "1" : "0"));
-  env.push_back("HANGWATCH_STARTUP_MS=" + std::to_string(startup_ms));
-  if (inherit) env.push_back("HANGWATCH_INHERIT=1");
+  env.push_back(std::string("HANGWATCH_STARTUP_STALL=") + (o.startup_stall ? "1" : "0"));
+  env.push_back("HANGWATCH_STARTUP_MS=" + std::to_string(o.startup_ms));
+  if (o.inherit) env.push_back("HANGWATCH_INHERIT=1");
+  return env;
+}
+
+// The run, from the command's start to the summary.
+struct RunState {
+  std::string command, suite;  // COMMAND, and COMMAND with its arguments (the JUnit suite)
+  std::string tmpdir, launch_log, search_path;
+  bool own_report = false;  // the report is the run directory's (no --report)
+  pid_t child = -1;
+  std::chrono::steady_clock::time_point started;
+  int status = 0;     // the command's wait status
+  int exit_code = 0;  // its exit status (128+N when killed by signal N)
+  double elapsed = 0;
+  LaunchLog log;
+  Report report;  // what the run appended to the report, and the fatal hangs
+  size_t lost_hangs = 0;
+  std::vector<const LaunchProcess*> still_running;
+  std::vector<int64_t> locked;  // pids whose open-hang file is locked (alive)
+  bool keep_dir = false;
+  std::vector<WatchedProcess> watched;
+  bool stalled = false, none_watched = false;
+  GateVerdict verdict;
+  std::string not_watched;  // why nothing was watched
+};
+
+// Forks and executes COMMAND (argv[o.command_at...]). The exit status when it could not start
+// (a failed exec reports its errno through a close-on-exec pipe: the error line is printed here,
+// and nothing else, no summary of a run that never started); nullopt when it runs.
+std::optional<int> StartCommand(const RunOptions& o, char** argv, std::vector<std::string> env,
+                                RunState* run) {
   std::vector<char*> envp;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
-
-  std::string suite;
-  for (int k = i; k < argc; ++k) suite += (k > i ? " " : "") + std::string(argv[k]);
-  const std::string command = argv[i];
-
-  // A failed exec reports its errno through a close-on-exec pipe: the error line is printed
-  // here, and nothing else (no summary of a run that never started).
   int exec_pipe[2];
   if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    RemoveRunDir(tmpdir);
-    return Fail(std::string("pipe: ") + std::strerror(errno));
+    RemoveRunDir(run->tmpdir);
+    return Fail(kCommand, std::string("pipe: ") + std::strerror(errno));
   }
-  // While COMMAND runs, terminal signals reach it directly (same process group): ignore them
-  // here; forward the ones sent to us alone.
-  struct sigaction ign {
-  }, fwd{}, old_int{}, old_quit{}, old_term{}, old_hup{};
-  ign.sa_handler = SIG_IGN;
-  fwd.sa_handler = Forward;
-  sigemptyset(&fwd.sa_mask);
-  fwd.sa_flags = SA_RESTART;
   // Orphaned descendants of the command (daemons) become children of `run` rather than of
   // init while it runs: it can see them, and wait for them to reach their event loop.
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  const auto started = std::chrono::steady_clock::now();
+  run->started = std::chrono::steady_clock::now();
   const pid_t child = fork();
   if (child < 0) {
     const int fork_errno = errno;
     close(exec_pipe[0]);
     close(exec_pipe[1]);
-    RemoveRunDir(tmpdir);
-    return Fail(std::string("fork: ") + std::strerror(fork_errno));
+    RemoveRunDir(run->tmpdir);
+    return Fail(kCommand, std::string("fork: ") + std::strerror(fork_errno));
   }
   if (child == 0) {
     close(exec_pipe[0]);
-    execvpe(argv[i], argv + i, envp.data());
+    execvpe(argv[o.command_at], argv + o.command_at, envp.data());
     const int exec_errno = errno;
     ssize_t unused = write(exec_pipe[1], &exec_errno, sizeof exec_errno);
     (void)unused;
@@ -419,207 +396,273 @@ int Run(int argc, char** argv) {
   while ((got = read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
   }
   close(exec_pipe[0]);
-  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
-    RemoveRunDir(tmpdir);
-    const std::string message = "cannot execute '" + command + "': " + std::strerror(exec_errno);
-    std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(message).c_str());
-    if (!junit_path.empty()) {
-      WriteJunit(junit_path, FormatJunitError(suite, "not-executed", message, 0));
-    }
-    return kExitCannotExecute;
+  run->child = child;
+  if (got != static_cast<ssize_t>(sizeof exec_errno)) return std::nullopt;
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  g_child = child;
-  report_file.Follow();
+  RemoveRunDir(run->tmpdir);
+  const std::string message = "cannot execute '" + run->command + "': " + std::strerror(exec_errno);
+  Fail(kCommand, message);
+  if (!o.gate.junit.empty()) {
+    WriteJunit(o.gate.junit, FormatJunitError(run->suite, "not-executed", message, 0));
+  }
+  return kExitCannotExecute;
+}
+
+// Waits for the command to end, then (processes that loaded the shim and still live without
+// having armed: a daemon between its fork and its event loop) gives them the start-up time to
+// arm or to end. While it runs, terminal signals reach the command directly (same process
+// group): they are ignored here; the ones sent to `run` alone are forwarded.
+void WaitForCommand(const RunOptions& o, RunState* run) {
+  struct sigaction ign {
+  }, fwd{}, old_int{}, old_quit{}, old_term{}, old_hup{};
+  ign.sa_handler = SIG_IGN;
+  fwd.sa_handler = Forward;
+  sigemptyset(&fwd.sa_mask);
+  fwd.sa_flags = SA_RESTART;
+  g_child = run->child;
   sigaction(SIGINT, &ign, &old_int);
   sigaction(SIGQUIT, &ign, &old_quit);
   sigaction(SIGTERM, &fwd, &old_term);
   sigaction(SIGHUP, &fwd, &old_hup);
-  int status = 0;
   for (;;) {
     // Any child: orphans re-parented to `run` are reaped as they end.
     int st = 0;
     const pid_t pid = waitpid(-1, &st, 0);
-    if (pid == child) {
-      status = st;
+    if (pid == run->child) {
+      run->status = st;
       break;
     }
     if (pid < 0 && errno != EINTR) break;  // cannot happen: the command is our child
   }
   g_child = -1;
-  // Processes that loaded the shim and still live without having armed (a daemon between its
-  // fork and its event loop): give them the start-up time to arm or to end.
-  LaunchLog log = ReadLaunchLog(launch_log);
-  {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(startup_ms);
-    while (WaitingToArm(log) && std::chrono::steady_clock::now() < deadline) {
-      usleep(20000);
-      log = ReadLaunchLog(launch_log);
-    }
+  run->log = ReadLaunchLog(run->launch_log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.startup_ms);
+  while (WaitingToArm(run->log) && std::chrono::steady_clock::now() < deadline) {
+    usleep(20000);
+    run->log = ReadLaunchLog(run->launch_log);
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const int exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
-                        : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                              : 1;
+  run->elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - run->started).count();
+  const int status = run->status;
+  run->exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
+                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                         : 1;
+}
 
-  // Processes of this run that are still alive (daemons, background children): the run
-  // directory holds their open-hang files, so it stays.
-  const std::vector<const LaunchProcess*> still_running = LiveProcesses(log);
-  const std::vector<int64_t> locked = LockedOpenHangFiles(tmpdir);
-  auto is_live = [&](int64_t pid) {
-    for (const LaunchProcess* p : still_running) {
+// What the run left: the hangs it appended to the report, plus hangs that were open when a
+// process died; the processes it watched; whether the run directory stays (processes of this
+// run still alive, daemons, background children: it holds their open-hang files).
+void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* run) {
+  run->still_running = LiveProcesses(run->log);
+  run->locked = LockedOpenHangFiles(run->tmpdir);
+  auto is_live = [run](int64_t pid) {
+    for (const LaunchProcess* p : run->still_running) {
       if (p->pid == pid) return true;
     }
-    return std::find(locked.begin(), locked.end(), pid) != locked.end();
+    return std::find(run->locked.begin(), run->locked.end(), pid) != run->locked.end();
   };
-
-  // What the run appended to the report, plus hangs that were open when a process died.
-  Report report;
   {
     std::string error;
     // Torn lines are counted in the report.
-    ParseJsonLines(report_file.ReadAppended(), &report, &error);
+    ParseJsonLines(report_file->ReadAppended(), &run->report, &error);
   }
-  for (HangRecord& fatal : TakeFatalHangs(tmpdir, is_live)) {
-    if (!own_report) {
-      if (const int err = AppendToReport(report_path, fatal); err != 0) {
-        log.AddUnwritten("hang", err);
+  for (HangRecord& fatal : TakeFatalHangs(run->tmpdir, is_live)) {
+    if (!run->own_report) {
+      if (const int err = AppendToReport(o.report_path, fatal); err != 0) {
+        run->log.AddUnwritten("hang", err);
       }
     }
-    report.hangs.push_back(std::move(fatal));
+    run->report.hangs.push_back(std::move(fatal));
   }
   // Hangs the report file did not take (a full disk): never "no hangs".
-  const size_t lost_hangs = log.UnwrittenHangs();
-  const bool keep_dir = !still_running.empty() || !locked.empty();
-  if (!keep_dir) RemoveRunDir(tmpdir);
+  run->lost_hangs = run->log.UnwrittenHangs();
+  run->keep_dir = !run->still_running.empty() || !run->locked.empty();
+  if (!run->keep_dir) RemoveRunDir(run->tmpdir);
 
-  std::vector<WatchedProcess> watched = WatchedProcesses(log, report);
-  for (WatchedProcess& w : watched) {
+  run->watched = WatchedProcesses(run->log, run->report);
+  for (WatchedProcess& w : run->watched) {
     w.running = w.start_time != 0 ? IsAlive(w.pid, w.start_time) : is_live(w.pid);
   }
-  const bool stalled = !report.hangs.empty() || !report.startup_stalls.empty() || lost_hangs > 0;
-  const bool none_watched = watched.empty();
-  const bool failed = exit_code != 0;
-  // With gate flags, the gate judges the hangs: its verdict on the report, symbolized offline
-  // so that culprits have source lines.
-  GateVerdict verdict;
-  if (gate.gating) {
+  run->stalled =
+      !run->report.hangs.empty() || !run->report.startup_stalls.empty() || run->lost_hangs > 0;
+  run->none_watched = run->watched.empty();
+}
+
+// The exit status of a run that started. With gate flags, the gate judges the hangs: its
+// verdict on the report, symbolized offline so that culprits have source lines.
+int Judge(const RunOptions& o, const GateInputs& gate_inputs, RunState* run) {
+  if (o.gate.gating) {
     std::vector<std::string> warnings;
-    SymbolizeReport(ReportSymbolizeOptions{}, &report, &warnings);
-    verdict =
-        ComputeVerdict(report, {}, 0, gate_inputs.has_baseline ? &gate_inputs.baseline : nullptr,
-                       gate_inputs.baseline_tallies, gate_inputs.allow, gate.budgets);
+    SymbolizeReport(ReportSymbolizeOptions{}, &run->report, &warnings);
+    run->verdict = ComputeVerdict(run->report, {}, 0,
+                                  gate_inputs.has_baseline ? &gate_inputs.baseline : nullptr,
+                                  gate_inputs.baseline_tallies, gate_inputs.allow, o.gate.budgets);
+    if (run->none_watched) return kExitNotWatched;
+    return !run->verdict.passed || run->lost_hangs > 0 ||
+                   (o.fail_on_hang && !run->report.startup_stalls.empty())
+               ? kExitHang
+               : run->exit_code;
   }
-  const int result = gate.gating                    ? (none_watched ? kExitNotWatched
-                                                       : !verdict.passed || lost_hangs > 0 ||
-                                            (fail_on_hang && !report.startup_stalls.empty())
-                                                           ? kExitHang
-                                                           : exit_code)
-                     : fail_on_hang && stalled      ? kExitHang
-                     : fail_on_hang && none_watched ? kExitNotWatched
-                                                    : exit_code;
-  std::string not_watched;
-  if (none_watched) {
-    not_watched =
-        "no process was watched: " + ExplainNothingWatched(log, child, command, search_path);
+  if (o.fail_on_hang && run->stalled) return kExitHang;
+  if (o.fail_on_hang && run->none_watched) return kExitNotWatched;
+  return run->exit_code;
+}
+
+// "N hangs in COMMAND" or "no hangs", the summary and the processes watched.
+void PrintHangs(const RunOptions& o, const RunState& run) {
+  if (run.stalled) {
+    const size_t hangs = run.report.hangs.size() + run.lost_hangs;
+    std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n", hangs,
+                 hangs == 1 ? "" : "s", EscapeForTerminal(run.command).c_str(), o.threshold_ms);
+    const std::string summary = FormatSummary(run.report, 16);
+    std::fwrite(summary.data(), 1, summary.size(), stderr);
+  } else {
+    const bool so_far = std::any_of(run.watched.begin(), run.watched.end(),
+                                    [](const WatchedProcess& w) { return w.running; });
+    std::fprintf(stderr, "hangwatch run: no hangs in %s%s (threshold %u ms)\n",
+                 EscapeForTerminal(run.command).c_str(), so_far ? " so far" : "", o.threshold_ms);
+  }
+  const std::string list = FormatWatched(run.watched);
+  std::fwrite(list.data(), 1, list.size(), stderr);
+  if (run.stalled && !run.own_report) {
+    std::fprintf(stderr, "hangwatch run: details: hangwatch report %s\n",
+                 EscapeForTerminal(o.report_path).c_str());
+  }
+}
+
+// "gate PASSED" and the lines under it, each prefixed as the rest of the summary.
+void PrintVerdict(const GateVerdict& verdict) {
+  std::string text = FormatGateText(verdict, 16);
+  if (text.compare(0, 16, "hangwatch gate: ") == 0) text.replace(0, 16, "gate ");
+  std::string out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t nl = text.find('\n', at);
+    const size_t end = nl == std::string::npos ? text.size() : nl + 1;
+    out += "hangwatch run: " + text.substr(at, end - at);
+    at = end;
+  }
+  std::fwrite(out.data(), 1, out.size(), stderr);
+}
+
+// The processes still running after COMMAND ended, and where their hangs go.
+void PrintStillRunning(const RunOptions& o, const RunState& run) {
+  std::string names;
+  for (const LaunchProcess* p : run.still_running) {
+    if (!names.empty()) names += ", ";
+    names += "pid " + std::to_string(p->pid) + " " + p->Last().name +
+             (p->ArmedImage() != nullptr ? " (watched)" : " (not waiting for events yet)");
+  }
+  for (int64_t pid : run.locked) {
+    bool listed = false;
+    for (const LaunchProcess* p : run.still_running) listed |= p->pid == pid;
+    if (!listed) names += (names.empty() ? "pid " : ", pid ") + std::to_string(pid);
+  }
+  std::fprintf(stderr, "hangwatch run: still running after %s ended: %s\n",
+               EscapeForTerminal(run.command).c_str(), EscapeForTerminal(names).c_str());
+  std::fprintf(stderr,
+               "hangwatch run: their hangs go to %s; %s is kept for them (a later hangwatch "
+               "run removes it once they have exited)\n",
+               EscapeForTerminal(o.report_path).c_str(), run.tmpdir.c_str());
+}
+
+// Everything `run` says on stderr once COMMAND has ended.
+void PrintSummary(const RunOptions& o, int result, RunState* run) {
+  if (run->none_watched) {
+    run->not_watched = "no process was watched: " +
+                       ExplainNothingWatched(run->log, run->child, run->command, run->search_path);
     // Printed even with --quiet: a gate that watched nothing must not pass in silence.
-    std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(not_watched).c_str());
-  } else if (!quiet) {
-    if (stalled) {
-      const size_t hangs = report.hangs.size() + lost_hangs;
-      std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n", hangs,
-                   hangs == 1 ? "" : "s", EscapeForTerminal(command).c_str(), threshold_ms);
-      const std::string summary = FormatSummary(report, 16);
-      std::fwrite(summary.data(), 1, summary.size(), stderr);
-    } else {
-      const bool so_far = std::any_of(watched.begin(), watched.end(),
-                                      [](const WatchedProcess& w) { return w.running; });
-      std::fprintf(stderr, "hangwatch run: no hangs in %s%s (threshold %u ms)\n",
-                   EscapeForTerminal(command).c_str(), so_far ? " so far" : "", threshold_ms);
-    }
-    const std::string list = FormatWatched(watched);
-    std::fwrite(list.data(), 1, list.size(), stderr);
-    if (stalled && !own_report) {
-      std::fprintf(stderr, "hangwatch run: details: hangwatch report %s\n",
-                   EscapeForTerminal(report_path).c_str());
-    }
+    std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(run->not_watched).c_str());
+  } else if (!o.quiet) {
+    PrintHangs(o, *run);
   }
   // Printed even with --quiet: lost hangs are a problem, and they fail --fail-on-hang.
-  const std::string unwritten = EscapeForTerminal(FormatUnwritten(log.unwritten, report_path));
+  const std::string unwritten =
+      EscapeForTerminal(FormatUnwritten(run->log.unwritten, o.report_path));
   std::fwrite(unwritten.data(), 1, unwritten.size(), stderr);
-  if (gate.gating && !none_watched && (!quiet || !verdict.passed)) {
-    // "gate PASSED" and the lines under it, each prefixed as the rest of the summary.
-    std::string text = FormatGateText(verdict, 16);
-    if (text.compare(0, 16, "hangwatch gate: ") == 0) text.replace(0, 16, "gate ");
-    std::string out;
-    size_t at = 0;
-    while (at < text.size()) {
-      const size_t nl = text.find('\n', at);
-      const size_t end = nl == std::string::npos ? text.size() : nl + 1;
-      out += "hangwatch run: " + text.substr(at, end - at);
-      at = end;
-    }
-    std::fwrite(out.data(), 1, out.size(), stderr);
+  if (o.gate.gating && !run->none_watched && (!o.quiet || !run->verdict.passed)) {
+    PrintVerdict(run->verdict);
   }
-  if (failed && (!quiet || result != exit_code)) {
-    std::fprintf(stderr, "hangwatch run: %s %s\n", EscapeForTerminal(command).c_str(),
-                 DescribeWaitStatus(status).c_str());
+  if (run->exit_code != 0 && (!o.quiet || result != run->exit_code)) {
+    std::fprintf(stderr, "hangwatch run: %s %s\n", EscapeForTerminal(run->command).c_str(),
+                 DescribeWaitStatus(run->status).c_str());
   }
-  if (keep_dir) {
-    std::string names;
-    for (const LaunchProcess* p : still_running) {
-      if (!names.empty()) names += ", ";
-      names += "pid " + std::to_string(p->pid) + " " + p->Last().name +
-               (p->ArmedImage() != nullptr ? " (watched)" : " (not waiting for events yet)");
-    }
-    for (int64_t pid : locked) {
-      bool listed = false;
-      for (const LaunchProcess* p : still_running) listed |= p->pid == pid;
-      if (!listed) names += (names.empty() ? "pid " : ", pid ") + std::to_string(pid);
-    }
-    std::fprintf(stderr, "hangwatch run: still running after %s ended: %s\n",
-                 EscapeForTerminal(command).c_str(), EscapeForTerminal(names).c_str());
-    std::fprintf(stderr,
-                 "hangwatch run: their hangs go to %s; %s is kept for them (a later hangwatch "
-                 "run removes it once they have exited)\n",
-                 EscapeForTerminal(report_path).c_str(), tmpdir.c_str());
+  if (run->keep_dir) PrintStillRunning(o, *run);
+}
+
+// --junit, and with gate flags --markdown and --github.
+void WriteOutputs(const RunOptions& o, const RunState& run) {
+  const GateOptions& gate = o.gate;
+  if (!gate.junit.empty()) {
+    WriteJunit(gate.junit, run.none_watched ? FormatJunitError(run.suite, "not-watched",
+                                                               run.not_watched, run.elapsed)
+                           : gate.gating    ? FormatGateJunit(run.verdict, run.suite, run.elapsed)
+                                            : FormatJunit(run.report, run.suite, run.elapsed));
   }
-  if (!junit_path.empty()) {
-    WriteJunit(junit_path, none_watched
-                               ? FormatJunitError(suite, "not-watched", not_watched, elapsed)
-                           : gate.gating ? FormatGateJunit(verdict, suite, elapsed)
-                                         : FormatJunit(report, suite, elapsed));
-  }
-  if (gate.gating) {
-    if (!gate.markdown.empty()) {
-      std::ofstream md(gate.markdown, std::ios::binary | std::ios::app);
-      md << (none_watched
-                 ? "### hangwatch run: \xE2\x9D\x8C nothing was gated\n\n" + not_watched + "\n"
-                 : FormatGateMarkdown(verdict));
-      md.close();
-      if (!md) {
-        std::fprintf(stderr, "hangwatch run: cannot write %s\n",
-                     EscapeForTerminal(gate.markdown).c_str());
-      }
-    }
-    if (gate.github && none_watched) {
-      std::fprintf(stdout, "::error title=hangwatch%%3A nothing watched::%s\n",
-                   EscapeForTerminal(not_watched).c_str());
-      std::fflush(stdout);
-    } else if (gate.github) {
-      const char* workspace = std::getenv("GITHUB_WORKSPACE");
-      const std::string lines = FormatGateGithub(verdict, workspace ? workspace : "");
-      std::fwrite(lines.data(), 1, lines.size(), stdout);
-      std::fflush(stdout);
+  if (!gate.gating) return;
+  if (!gate.markdown.empty()) {
+    std::ofstream md(gate.markdown, std::ios::binary | std::ios::app);
+    md << (run.none_watched
+               ? "### hangwatch run: \xE2\x9D\x8C nothing was gated\n\n" + run.not_watched + "\n"
+               : FormatGateMarkdown(run.verdict));
+    md.close();
+    if (!md) {
+      std::fprintf(stderr, "hangwatch run: cannot write %s\n",
+                   EscapeForTerminal(gate.markdown).c_str());
     }
   }
+  if (gate.github && run.none_watched) {
+    std::fprintf(stdout, "::error title=hangwatch%%3A nothing watched::%s\n",
+                 EscapeForTerminal(run.not_watched).c_str());
+    std::fflush(stdout);
+  } else if (gate.github) {
+    const char* workspace = std::getenv("GITHUB_WORKSPACE");
+    const std::string lines = FormatGateGithub(run.verdict, workspace ? workspace : "");
+    std::fwrite(lines.data(), 1, lines.size(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+int Run(int argc, char** argv) {
+  RunOptions o;
+  if (const std::optional<int> done = ParseRunOptions(argc, argv, &o)) return *done;
+  std::string error;
+  const std::string shim = FindTrustedShim(&error);
+  if (shim.empty()) return Fail(kCommand, error);
+  GateInputs gate_inputs;
+  if (!CheckOutputs(o, &gate_inputs, &error)) return Fail(kCommand, error);
+
+  RemoveStaleRunDirs(kRunDirParent, ReportFatalHangsOfEarlierRun);
+  RunState run;
+  if (!CreateRunDir(kRunDirParent, o.report_path, &run.tmpdir, &error)) {
+    return Fail(kCommand, error);
+  }
+  run.launch_log = run.tmpdir + "/" + kLaunchLogFile;
+  run.own_report = o.report_path.empty();
+  if (run.own_report) o.report_path = run.tmpdir + "/report.jsonl";
+  ReportFollower report_file(o.report_path);  // the run's hangs, across rotations
+  std::vector<std::string> env =
+      ChildEnvironment(o, shim, run.tmpdir, run.launch_log, &run.search_path);
+  for (int k = o.command_at; k < argc; ++k) {
+    run.suite += (k > o.command_at ? " " : "") + std::string(argv[k]);
+  }
+  run.command = argv[o.command_at];
+
+  if (const std::optional<int> failed = StartCommand(o, argv, std::move(env), &run)) {
+    return *failed;
+  }
+  report_file.Follow();
+  WaitForCommand(o, &run);
+  CollectResults(o, &report_file, &run);
+  const int result = Judge(o, gate_inputs, &run);
+  PrintSummary(o, result, &run);
+  WriteOutputs(o, run);
   return result;
 }
 

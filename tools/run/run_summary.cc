@@ -6,22 +6,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tools/common/junit_writer.h"
+#include "tools/common/names.h"
 #include "tools/common/terminal_text.h"
-#include "tools/common/xml_escape.h"
 
 namespace hangwatch::tools {
 namespace {
-
-std::string Seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", s < 0 ? 0.0 : s);
-  return buf;
-}
-
-std::string BaseNameOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 WatchedProcess* FindPid(std::vector<WatchedProcess>* list, int64_t pid) {
   // The newest entry with that pid: records of a reused pid count for the later process.
@@ -49,7 +39,7 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
     if (WatchedProcess* w = FindPid(&out, pid)) return *w;
     WatchedProcess& w = out.emplace_back();
     w.pid = pid;
-    w.name = BaseNameOf(process);
+    w.name = BaseName(process);
     w.exe = process;
     return w;
   };
@@ -114,17 +104,14 @@ std::string DescribeWaitStatus(int status) {
 
 std::string FormatJunitError(const std::string& suite, const std::string& type,
                              const std::string& message, double elapsed_s) {
-  const std::string t = Seconds(elapsed_s);
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<testsuites name=\"hangwatch\" tests=\"1\" failures=\"0\" errors=\"1\" time=\"" + t +
-         "\">\n";
-  out += "  <testsuite name=\"" + XmlEscape(suite, true) +
-         "\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"" + t + "\">\n";
-  out += "    <testcase classname=\"hangwatch\" name=\"main thread watched\" time=\"" + t + "\">\n";
-  out += "      <error type=\"" + XmlEscape(type, true) + "\" message=\"" +
-         XmlEscape(message, true) + "\">" + XmlEscape(message, false) + "</error>\n";
-  out += "    </testcase>\n  </testsuite>\n</testsuites>\n";
-  return out;
+  JunitCase c;
+  c.classname = "hangwatch";
+  c.name = "main thread watched";
+  c.seconds = elapsed_s;
+  c.outcome = JunitCase::Outcome::kError;
+  c.type = type;
+  c.message = c.body = message;
+  return FormatJunitXml({"hangwatch", suite, elapsed_s, {c}});
 }
 
 }  // namespace hangwatch::tools

@@ -19,13 +19,16 @@
 #include <cstring>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "symbols/batch_symbolizer.h"
 #include "symbols/module_map.h"
 #include "symbols/process_modules.h"
+#include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/snapshot/snapshot_command.h"
 #include "tools/snapshot/snapshot_output.h"
@@ -85,74 +88,42 @@ struct Options {
   bool timings = false;
 };
 
-int Usage(const char* fmt, const char* arg) {
-  std::fprintf(stderr, "hangwatch snapshot: ");
-  std::fprintf(stderr, fmt, EscapeForTerminal(arg).c_str());
-  std::fprintf(stderr, " (try hangwatch snapshot --help)\n");
-  return kExitUsage;
-}
-
-bool ParseNumber(const char* s, uint64_t max, uint64_t* out) {
-  if (s == nullptr || *s < '0' || *s > '9') return false;
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v > max) return false;
-  *out = v;
-  return true;
-}
-
-// Returns -1 when parsed, else the exit status.
-int ParseArgs(int argc, char** argv, Options* o) {
+// Returns the exit status when the command is done (--help, bad usage), else nullopt.
+std::optional<int> ParseArgs(int argc, char** argv, Options* o) {
   bool have_pid = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    auto value = [&](uint64_t max, uint64_t min, uint64_t* out) {
-      if (i + 1 >= argc) return false;
-      ++i;
-      return ParseNumber(argv[i], max, out) && *out >= min;
-    };
-    uint64_t v = 0;
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--json") {
-      o->json = true;
-    } else if (a == "--no-cfi") {
-      o->cfi = false;
-    } else if (a == "--no-symbols") {
-      o->symbols = false;
-    } else if (a == "--no-index") {
-      o->index = false;
-    } else if (a == "--timings") {
-      o->timings = true;
-    } else if (a == "--per-thread") {
-      o->stop_all = false;
-    } else if (a == "--max-frames") {
-      if (!value(65536, 1, &v)) return Usage("--max-frames needs a number from 1 to 65536%s", "");
-      o->max_frames = v;
-    } else if (a == "--stack-kb") {
-      if (!value(65536, 1, &v)) return Usage("--stack-kb needs a number from 1 to 65536%s", "");
-      o->stack_kb = v;
-    } else if (a == "--stop-timeout-ms") {
-      if (!value(600000, 1, &v)) {
-        return Usage("--stop-timeout-ms needs a number from 1 to 600000%s", "");
-      }
-      o->stop_timeout_ms = static_cast<int>(v);
-    } else if (!a.empty() && a[0] == '-') {
-      return Usage("unknown option '%s'", argv[i]);
-    } else if (have_pid) {
-      return Usage("unexpected argument '%s': one PID only", argv[i]);
-    } else {
-      if (!ParseNumber(argv[i], 0x3fffffff, &v) || v == 0) {
-        return Usage("'%s' is not a process id", argv[i]);
-      }
-      o->pid = static_cast<pid_t>(v);
-      have_pid = true;
-    }
+  FlagParser flags("hangwatch snapshot");
+  flags.Help({kUsage});
+  flags.Switch({"--json"}, [o] { o->json = true; });
+  flags.Switch({"--no-cfi"}, [o] { o->cfi = false; });
+  flags.Switch({"--no-symbols"}, [o] { o->symbols = false; });
+  flags.Switch({"--no-index"}, [o] { o->index = false; });
+  flags.Switch({"--timings"}, [o] { o->timings = true; });
+  flags.Switch({"--per-thread"}, [o] { o->stop_all = false; });
+  for (auto [flag, max, out] : {std::tuple{"--max-frames", 65536, &o->max_frames},
+                                std::tuple{"--stack-kb", 65536, &o->stack_kb}}) {
+    const std::string wants =
+        std::string(flag) + " needs a number from 1 to " + std::to_string(max);
+    flags.Number({flag}, 1, max, out, wants);
+    flags.MissingValue(wants);
   }
-  if (!have_pid) return Usage("missing PID%s", "");
-  return -1;
+  flags.Number({"--stop-timeout-ms"}, 1, 600000, &o->stop_timeout_ms,
+               "--stop-timeout-ms needs a number from 1 to 600000");
+  flags.MissingValue("--stop-timeout-ms needs a number from 1 to 600000");
+  flags.Positional([&](const std::string& a) -> std::string {
+    if (have_pid) return "unexpected argument '" + a + "': one PID only";
+    uint64_t pid = 0;
+    if (!ParseWholeNumber(a, 1, 0x3fffffff, &pid)) return "'" + a + "' is not a process id";
+    o->pid = static_cast<pid_t>(pid);
+    have_pid = true;
+    return "";
+  });
+  flags.LoneDashIsOption();
+  flags.NoDoubleDash();
+  flags.UnknownOption("unknown option '{}'");
+  flags.FailSuffix(" (try hangwatch snapshot --help)");
+  if (const std::optional<int> done = flags.Parse(argc, argv)) return done;
+  if (!have_pid) return flags.Fail("missing PID");
+  return std::nullopt;
 }
 
 // One line for a snapshot that could not be taken.
@@ -401,7 +372,7 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
 
 int RunSnapshot(int argc, char** argv) {
   Options o;
-  if (int status = ParseArgs(argc, argv, &o); status >= 0) return status;
+  if (const std::optional<int> done = ParseArgs(argc, argv, &o)) return *done;
   PhaseTimer timer;
   return Snapshot(o, timer);
 }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "nlohmann/json.hpp"
+#include "symbols/frame_classifier.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -55,11 +56,6 @@ std::string_view HexTo(uint64_t v, char* buf) {
 std::string Hex(uint64_t v) {
   char buf[18];
   return std::string(HexTo(v, buf));
-}
-
-std::string_view BaseNameView(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 // Appends `s` padded with spaces to `width` (printf's %-Ns when `left`, else %Ns).
@@ -196,7 +192,7 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
         line += "  (inlined)";
       } else if (f.module != nullptr) {
         line += "  (";
-        line += BaseNameView(f.module->path);
+        line += symbols::ModuleFileName(f.module->path);
         line += '+';
         line += HexTo(f.offset, hex);
         line += ')';

@@ -13,7 +13,7 @@
 #include "symbols/offline_symbolizer.h"
 #include "tools/common/command.h"
 #include "tools/common/debug_file_flags.h"
-#include "tools/common/flag_value.h"
+#include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/symbolize/symbolize_command.h"
 
@@ -58,36 +58,20 @@ bool ParseAddress(std::string_view s, uint64_t* out) {
 int Run(int argc, char** argv) {
   std::string obj, build_id;
   symbols::OfflineSymbolizerOptions options;
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    auto value = [&](std::string_view flag, std::string* dst) {
-      return FlagValue(argc, argv, &i, flag, dst);
-    };
-    std::string v;
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (value("--obj", &obj) || value("--exe", &obj) || value("-e", &obj)) {
-    } else if (value("--build-id", &build_id)) {
-    } else if (ParseDebugFileFlag(argc, argv, &i,
-                                  kSearchFlag | kDebugDirFlag | kDebugFileDirectoryFlag,
-                                  &options)) {
-    } else if (value("--cache-dir", &v)) {
-      options.cache_dir = v;
-    } else if (a == "--no-cache") {
-      options.read_cache = options.write_cache = false;
-    } else if (a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9')) {
-      std::fprintf(stderr, "hangwatch symbolize: unknown option '%s' (see --help)\n",
-                   EscapeForTerminal(argv[i]).c_str());
-      return kExitUsage;
-    } else {
-      args.emplace_back(a);
-    }
-  }
+  FlagParser flags("hangwatch symbolize");
+  flags.Help({kUsage});
+  flags.String({"--obj", "--exe", "-e"}, &obj);
+  flags.String({"--build-id"}, &build_id);
+  AddDebugFileFlags(&flags, kSearchFlag | kDebugDirFlag | kDebugFileDirectoryFlag | kCacheFlags,
+                    &options);
+  // Arguments are addresses: "-1" is one (echoed as it is not an address), "--" an option.
+  flags.DashDigitIsPositional();
+  flags.NoDoubleDash();
+  flags.UnknownOption("unknown option '{}' (see --help)");
+  if (const std::optional<int> done = flags.Parse(argc, argv)) return *done;
+  std::vector<std::string> args = flags.positional();
   if (obj.empty() == build_id.empty()) {
-    std::fprintf(stderr, "hangwatch symbolize: give exactly one of --obj PATH or --build-id ID\n");
-    return kExitUsage;
+    return flags.Fail("give exactly one of --obj PATH or --build-id ID");
   }
 
   // Read every input first: the cold path wants the whole set of addresses at once.

@@ -1,12 +1,14 @@
 // `hangwatch symbols index BINARY...`: builds symbol indexes into the cache (see --help).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "symbols/offline_symbolizer.h"
 #include "tools/common/debug_file_flags.h"
+#include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/symbolize/symbols_command.h"
 
@@ -24,40 +26,29 @@ constexpr char kUsage[] =
     "~/.cache/hangwatch.\n";
 
 int Run(int argc, char** argv) {
-  if (argc < 2) {
-    std::fputs("hangwatch symbols: missing subcommand (see hangwatch symbols --help)\n", stderr);
-    return kExitUsage;
-  }
+  if (argc < 2)
+    return Fail("hangwatch symbols", "missing subcommand (see hangwatch symbols --help)");
   if (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
     std::fputs(kUsage, stdout);
     return 0;
   }
   if (std::string_view(argv[1]) != "index") {
-    std::fprintf(stderr, "hangwatch symbols: unknown subcommand '%s' (see --help)\n",
-                 EscapeForTerminal(argv[1]).c_str());
-    return kExitUsage;
+    return Fail("hangwatch symbols",
+                "unknown subcommand '" + std::string(argv[1]) + "' (see --help)");
   }
   symbols::OfflineSymbolizerOptions options;
-  std::vector<std::string> binaries;
-  for (int i = 2; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (ParseDebugFileFlag(argc, argv, &i, kDebugDirFlag, &options)) {
-    } else if ((a == "--cache-dir" || a == "--threads") && i + 1 < argc) {
-      std::string v = argv[++i];
-      if (a == "--cache-dir") options.cache_dir = v;
-      if (a == "--threads") options.threads = std::atoi(v.c_str());
-    } else if (a.size() > 1 && a[0] == '-') {
-      std::fprintf(stderr, "hangwatch symbols index: unknown option '%s'\n",
-                   EscapeForTerminal(argv[i]).c_str());
-      return kExitUsage;
-    } else {
-      binaries.emplace_back(a);
-    }
-  }
-  if (binaries.empty()) {
-    std::fputs("hangwatch symbols index: no BINARY given (see hangwatch symbols --help)\n", stderr);
-    return kExitUsage;
-  }
+  FlagParser flags("hangwatch symbols index");
+  AddDebugFileFlags(&flags, kDebugDirFlag, &options);
+  flags.String({"--cache-dir"}, &options.cache_dir);
+  flags.Value({"--threads"}, [&](const std::string& v) {
+    options.threads = std::atoi(v.c_str());  // anything else: 0, the default
+    return std::string();
+  });
+  flags.NoDoubleDash();
+  flags.UnknownOption("unknown option '{}'");
+  if (const std::optional<int> done = flags.Parse(argc, argv, 2)) return *done;
+  const std::vector<std::string>& binaries = flags.positional();
+  if (binaries.empty()) return flags.Fail("no BINARY given (see hangwatch symbols --help)");
   symbols::OfflineSymbolizer symbolizer(options);
   int status = 0;
   for (const std::string& b : binaries) {

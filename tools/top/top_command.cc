@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cinttypes>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "tools/common/debug_file_flags.h"
-#include "tools/common/flag_value.h"
+#include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/top/top_command.h"
 #include "tools/top/top_group.h"
@@ -69,17 +70,7 @@ constexpr char kUsage[] =
     "on stderr; so is a culprit whose hang cannot be read again (the file changed), shown as\n"
     "recorded. Exit status: 0; 2 for bad usage, or when no file could be read.\n";
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "hangwatch top: %s\n", EscapeForTerminal(message).c_str());
-  return kExitUsage;
-}
-
-bool ParseCount(const std::string& v, long* out) {
-  char* end = nullptr;
-  errno = 0;
-  *out = std::strtol(v.c_str(), &end, 10);
-  return !v.empty() && *end == '\0' && errno == 0 && *out >= 0;
-}
+constexpr char kCommand[] = "hangwatch top";
 
 // One note per file that had anything skipped.
 void PrintNotes(const std::vector<ScanStats>& stats) {
@@ -109,7 +100,6 @@ void PrintNotes(const std::vector<ScanStats>& stats) {
 }
 
 int Run(int argc, char** argv) {
-  std::vector<std::string> files;
   std::string format = "text", output;
   TopQuery query;
   TopSort sort = TopSort::kCount;
@@ -117,64 +107,54 @@ int Run(int argc, char** argv) {
   bool symbolize = true;
   ReportSymbolizeOptions symbolize_options;
   symbolize_options.command = "top";
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    std::string v;
-    auto value = [&](std::string_view flag, std::string_view alias = {}) {
-      return FlagValue(argc, argv, &i, flag, &v) ||
-             (!alias.empty() && FlagValue(argc, argv, &i, alias, &v));
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (value("--by")) {
-      if (v == "signature") {
-        query.by = TopBy::kSignature;
-      } else if (v == "fingerprint") {
-        query.by = TopBy::kFingerprint;
-      } else if (v == "culprit") {
-        query.by = TopBy::kCulprit;
-      } else {
-        return Fail("--by wants signature, fingerprint or culprit, not '" + v + "'");
-      }
-    } else if (value("--format", "-f")) {
-      if (v != "text" && v != "json") return Fail("unknown format '" + v + "' (text, json)");
-      format = v;
-    } else if (value("--sort")) {
-      if (v != "count" && v != "total") return Fail("--sort wants count or total, not '" + v + "'");
-      sort = v == "total" ? TopSort::kTotal : TopSort::kCount;
-    } else if (value("--label")) {
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) return Fail("--label wants K=V, not '" + v + "'");
-      query.labels.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-    } else if (value("--since") || value("--until")) {
-      int64_t ms = 0;
-      const bool since = a.substr(0, 7) == "--since";
-      if (!ParseTopTime(v, &ms)) {
-        return Fail(std::string(since ? "--since" : "--until") +
-                    " wants Unix milliseconds or an ISO-8601 date/time, not '" + v + "'");
-      }
-      (since ? query.since_ms : query.until_ms) = ms;
-    } else if (value("--limit")) {
-      if (!ParseCount(v, &limit)) return Fail("--limit wants a number, not '" + v + "'");
-    } else if (value("--jobs", "-j")) {
-      if (!ParseCount(v, &jobs) || jobs == 0) return Fail("--jobs wants a positive number");
-    } else if (value("--output", "-o")) {
-      output = v;
-    } else if (ParseDebugFileFlag(argc, argv, &i, kSearchFlag | kDebugDirFlag | kCacheFlags,
-                                  &symbolize_options.symbolizer)) {
-    } else if (a == "--no-symbolize") {
-      symbolize = false;
-    } else if (a == "--") {
-      for (++i; i < argc; ++i) files.emplace_back(argv[i]);
-    } else if (a.size() > 1 && a[0] == '-') {
-      return Fail("unknown option '" + std::string(a) +
-                  "' or missing value (see hangwatch top --help)");
+  FlagParser flags(kCommand);
+  flags.Help({kUsage});
+  flags.Value({"--by"}, [&](const std::string& v) -> std::string {
+    if (v == "signature") {
+      query.by = TopBy::kSignature;
+    } else if (v == "fingerprint") {
+      query.by = TopBy::kFingerprint;
+    } else if (v == "culprit") {
+      query.by = TopBy::kCulprit;
     } else {
-      files.emplace_back(a);
+      return "--by wants signature, fingerprint or culprit, not '" + v + "'";
     }
+    return "";
+  });
+  flags.Value({"--format", "-f"}, [&](const std::string& v) -> std::string {
+    if (v != "text" && v != "json") return "unknown format '" + v + "' (text, json)";
+    format = v;
+    return "";
+  });
+  flags.Value({"--sort"}, [&](const std::string& v) -> std::string {
+    if (v != "count" && v != "total") return "--sort wants count or total, not '" + v + "'";
+    sort = v == "total" ? TopSort::kTotal : TopSort::kCount;
+    return "";
+  });
+  flags.Value({"--label"}, [&](const std::string& v) -> std::string {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0) return "--label wants K=V, not '" + v + "'";
+    query.labels.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    return "";
+  });
+  for (auto [flag, bound] :
+       {std::pair{"--since", &query.since_ms}, std::pair{"--until", &query.until_ms}}) {
+    flags.Value({flag}, [flag = std::string(flag), bound = bound](const std::string& v) {
+      int64_t ms = 0;
+      if (!ParseTopTime(v, &ms)) {
+        return flag + " wants Unix milliseconds or an ISO-8601 date/time, not '" + v + "'";
+      }
+      *bound = ms;
+      return std::string();
+    });
   }
-  if (files.empty()) return Fail("no report file given (see hangwatch top --help)");
+  flags.Number({"--limit"}, 0, LONG_MAX, &limit, "--limit wants a number, not '{}'");
+  flags.Number({"--jobs", "-j"}, 1, LONG_MAX, &jobs, "--jobs wants a positive number");
+  flags.String({"--output", "-o"}, &output);
+  AddSymbolizeFlags(&flags, &symbolize_options.symbolizer, &symbolize);
+  if (const std::optional<int> done = flags.Parse(argc, argv)) return *done;
+  const std::vector<std::string>& files = flags.positional();
+  if (files.empty()) return Fail(kCommand, "no report file given (see hangwatch top --help)");
 
   TopScanOptions options;
   options.threads = static_cast<int>(jobs);
@@ -185,7 +165,7 @@ int Run(int argc, char** argv) {
   PrintNotes(stats);
   size_t read = 0;
   for (const ScanStats& s : stats) read += s.error.empty() ? 1 : 0;
-  if (read == 0) return Fail("no file could be read");
+  if (read == 0) return Fail(kCommand, "no file could be read");
   TopAggregator all(query);
   for (auto& s : sinks) all.Merge(std::move(static_cast<TopAggregator&>(*s)));
   std::vector<TopGroup> groups = all.Groups(sort);
@@ -216,10 +196,10 @@ int Run(int argc, char** argv) {
     text = FormatTopText(groups, o);
   }
   FILE* out = output.empty() ? stdout : std::fopen(output.c_str(), "w");
-  if (out == nullptr) return Fail(output + ": " + std::strerror(errno));
+  if (out == nullptr) return Fail(kCommand, output + ": " + std::strerror(errno));
   std::fwrite(text.data(), 1, text.size(), out);
   if ((out == stdout ? std::fflush(out) : std::fclose(out)) != 0) {
-    return Fail((output.empty() ? "stdout" : output) + ": " + std::strerror(errno));
+    return Fail(kCommand, (output.empty() ? "stdout" : output) + ": " + std::strerror(errno));
   }
   return 0;
 }

@@ -7,15 +7,12 @@
 #include <ctime>
 #include <tuple>
 
+#include "symbols/frame_classifier.h"
+
 namespace hangwatch::tools {
 namespace {
 
 constexpr char kSep = '\x1f';  // between the fields of a culprit's key
-
-std::string_view BaseName(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
 
 // "symbol in module", or "module+0xoffset", or "0xoffset": the --by culprit key.
 void CulpritGroupKey(const TopHang& h, std::string* out) {
@@ -27,10 +24,10 @@ void CulpritGroupKey(const TopHang& h, std::string* out) {
     out->append(h.culprit_symbol);
     if (!h.culprit_module.empty()) {
       out->append(" in ");
-      out->append(BaseName(h.culprit_module));
+      out->append(symbols::ModuleFileName(h.culprit_module));
     }
   } else if (!h.culprit_module.empty()) {
-    out->append(BaseName(h.culprit_module));
+    out->append(symbols::ModuleFileName(h.culprit_module));
     out->push_back('+');
     out->append(hex);
   } else {

@@ -18,7 +18,9 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+
 #include <vector>
+#include "hangwatch/hang_record.h"
 
 #include "tools/top/top_scan.h"
 
@@ -52,6 +54,11 @@ struct TopCulprit {
   std::string symbol, module, file;
   uint64_t offset = 0;
   int64_t line = 0;
+
+  // As the report format's culprit (hang_record.h), for the names every command gives it.
+  Culprit AsCulprit() const {
+    return Culprit{symbol, module, offset, file, static_cast<int>(line), 0};
+  }
 };
 
 // Where one hang line is: its file (an index into the scanned paths) and byte offset.

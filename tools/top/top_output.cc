@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "nlohmann/json.hpp"
+#include "report/stack_identity.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/report_frames.h"
 
@@ -28,18 +29,9 @@ const char* ByName(TopBy by) {
 std::string CulpritText(const TopGroup& g, size_t width) {
   if (!g.culprit) return "(no stack)";
   const TopCulprit& c = *g.culprit;
-  std::string name;
-  if (!c.symbol.empty()) {
-    name = c.symbol;
-  } else if (!c.module.empty()) {
-    name = BaseName(c.module) + "+" + Hex(c.offset);
-  } else {
-    name = Hex(c.offset);
-  }
+  std::string name = report::CulpritName(c.AsCulprit());
   std::string where;
-  if (!c.file.empty()) {
-    where = " (" + BaseName(c.file) + (c.line > 0 ? ":" + std::to_string(c.line) : "") + ")";
-  }
+  if (!c.file.empty()) where = " (" + FileLine(BaseName(c.file), c.line) + ")";
   if (where.size() + 12 > width) where = "";
   if (name.size() + where.size() > width) name = name.substr(0, width - where.size() - 2) + "..";
   return name + where;

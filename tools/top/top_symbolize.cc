@@ -74,12 +74,9 @@ void SymbolizeTopCulprits(const std::vector<std::string>& paths,
     if (!g.culprit || !g.culprit_line || g.culprit_line->file >= paths.size()) continue;
     const std::string& path = paths[g.culprit_line->file];
     if (!ReadLineAt(path, g.culprit_line->offset, &line) || !SameHang(&parser, line, *g.culprit)) {
-      notes->push_back(
-          path + ": the hang at byte " + std::to_string(g.culprit_line->offset) +
-          " cannot be read again (the file changed?): culprit " +
-          CulpritLabel(Culprit{g.culprit->symbol, g.culprit->module, g.culprit->offset,
-                               g.culprit->file, static_cast<int>(g.culprit->line), 0}) +
-          " as recorded");
+      notes->push_back(path + ": the hang at byte " + std::to_string(g.culprit_line->offset) +
+                       " cannot be read again (the file changed?): culprit " +
+                       CulpritLabel(g.culprit->AsCulprit()) + " as recorded");
       continue;
     }
     // A line that top reads but the report decoder does not (a hang line without the fields

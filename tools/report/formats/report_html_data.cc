@@ -301,7 +301,7 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   std::string chunk;                // the hangs since the last full chunk
   size_t chunk_size = 0;
   for (const HangRecord& h : report.hangs) {
-    const std::string process = h.process_name.empty() ? BaseName(h.process) : h.process_name;
+    const std::string process = ProcessName(h.process_name, h.process);
     col["process"].push_back(t.String(process.empty() ? "?" : process));
     col["pid"].push_back(h.pid);
     col["hang_id"].push_back(h.hang_id);

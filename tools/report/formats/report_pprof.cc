@@ -40,7 +40,7 @@ class ProfileBuilder {
   }
 
   void AddHang(const HangRecord& h) {
-    const std::string process = !h.process_name.empty() ? h.process_name : BaseName(h.process);
+    const std::string process = ProcessName(h.process_name, h.process);
     for (const Stack& s : h.stacks) {
       if (s.count == 0 || s.frames.empty()) continue;
       pp::Sample* sample = profile_.add_sample();

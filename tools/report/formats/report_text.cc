@@ -245,8 +245,8 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
             "hangwatch: %s%llu ms hang in %s [%lld]%s%s, %s, CPU %u%%, %u samples, "
             "fingerprint %s\n",
             h.fatal ? "FATAL " : "", static_cast<unsigned long long>(h.duration_ms),
-            (h.process_name.empty() ? BaseName(h.process) : h.process_name).c_str(),
-            static_cast<long long>(h.pid), HangCulprit(h).empty() ? "" : " at ",
+            ProcessName(h.process_name, h.process).c_str(), static_cast<long long>(h.pid),
+            HangCulprit(h).empty() ? "" : " at ",
             HangCulprit(h).empty() ? "" : CulpritLabel(HangCulprit(h)).c_str(),
             HangClassName(h.hang_class), h.cpu_percent, h.samples,
             h.fingerprint.empty() ? "-" : h.fingerprint.c_str());

@@ -105,8 +105,8 @@ std::string FormatTrace(const Report& report) {
                         {"pid", h.pid},
                         {"tid", h.tid},
                         {"args",
-                         {{"name", (h.process_name.empty() ? BaseName(h.process) : h.process_name) +
-                                       " [" + std::to_string(h.pid) + "]"}}}});
+                         {{"name", ProcessName(h.process_name, h.process) + " [" +
+                                       std::to_string(h.pid) + "]"}}}});
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
                         {"pid", h.pid},
