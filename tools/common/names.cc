@@ -1,10 +1,10 @@
 #include "tools/common/names.h"
 
-#include "symbols/frame_classifier.h"
+#include "report/frame_classifier.h"
 
 namespace hangwatch::tools {
 
-std::string BaseName(std::string_view path) { return std::string(symbols::ModuleFileName(path)); }
+std::string BaseName(std::string_view path) { return std::string(report::ModuleFileName(path)); }
 
 std::string ProcessName(std::string_view process_name, std::string_view executable) {
   return process_name.empty() ? BaseName(executable) : std::string(process_name);

@@ -8,7 +8,7 @@
 
 namespace hangwatch::tools {
 
-// The file name of a path ("/usr/lib/libc.so.6" -> "libc.so.6"): symbols::ModuleFileName, the
+// The file name of a path ("/usr/lib/libc.so.6" -> "libc.so.6"): report::ModuleFileName, the
 // one definition, as a string.
 std::string BaseName(std::string_view path);
 

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "nlohmann/json.hpp"
-#include "symbols/frame_classifier.h"
+#include "report/frame_classifier.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -192,7 +192,7 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
         line += "  (inlined)";
       } else if (f.module != nullptr) {
         line += "  (";
-        line += symbols::ModuleFileName(f.module->path);
+        line += report::ModuleFileName(f.module->path);
         line += '+';
         line += HexTo(f.offset, hex);
         line += ')';

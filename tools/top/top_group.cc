@@ -7,7 +7,7 @@
 #include <ctime>
 #include <tuple>
 
-#include "symbols/frame_classifier.h"
+#include "report/frame_classifier.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -24,10 +24,10 @@ void CulpritGroupKey(const TopHang& h, std::string* out) {
     out->append(h.culprit_symbol);
     if (!h.culprit_module.empty()) {
       out->append(" in ");
-      out->append(symbols::ModuleFileName(h.culprit_module));
+      out->append(report::ModuleFileName(h.culprit_module));
     }
   } else if (!h.culprit_module.empty()) {
-    out->append(symbols::ModuleFileName(h.culprit_module));
+    out->append(report::ModuleFileName(h.culprit_module));
     out->push_back('+');
     out->append(hex);
   } else {
