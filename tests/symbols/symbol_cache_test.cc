@@ -3,6 +3,7 @@
 // is not used (one warning); an unset HOME never means a directory under /tmp; writes never
 // follow a symbolic link planted in the cache.
 #include "symbols/symbol_cache.h"
+#include "absl/strings/str_cat.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,7 +35,7 @@ class SymbolCacheTest : public ::testing::Test {
       symtest::WriteFile(src, std::string("int ") + name + "(int x) { return x * 3; }\n" +
                                   "int main(int argc, char**) { return " + name + "(argc); }\n");
       const std::string bin = dir_.Join(name);
-      Run(std::string("g++ -O0 -g -Wl,--build-id=0x") + kBuildId + " -o " + bin + " " + src);
+      Run(absl::StrCat("g++ -O0 -g -Wl,--build-id=0x", kBuildId, " -o ", bin, " ", src));
     }
     real_ = dir_.Join("Work");
     work_ = std::stoull(RunCommand("nm " + real_ + " | awk '/ _Z4Worki$/ {printf \"%s\", $1}'").out,

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cli_util.h"
 
 namespace hangwatch::testing {
@@ -30,7 +31,7 @@ class HostileModulePath : public ::testing::Test {
     ASSERT_EQ(mkfifo(fifo_.c_str(), 0600), 0);
     // A real report with its two modules moved: the program to a FIFO, libc to /dev/zero (with
     // build-ids no debug directory has).
-    std::string report = ReadFile(std::string(FUZZ_CORPUS_DIR) + "/valid_hang.jsonl");
+    std::string report = ReadFile(absl::StrCat(FUZZ_CORPUS_DIR, "/valid_hang.jsonl"));
     ASSERT_FALSE(report.empty());
     ReplaceAll(&report, "/work/main/build-cli/tests/tools/stall_program", fifo_);
     ReplaceAll(&report, "/lib/x86_64-linux-gnu/libc.so.6", "/dev/zero");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cli_util.h"
 #include "report/report_record.h"
 #include "tools/common/terminal_text.h"
@@ -68,9 +69,9 @@ std::string HostileReport() {
   HangRecord h;
   h.pid = 7;
   h.tid = 7;
-  h.process = std::string("/srv/") + kTitle + "app";
-  h.process_name = std::string(kTitle) + "app";
-  h.host = std::string("host") + kClear;
+  h.process = absl::StrCat("/srv/", kTitle, "app");
+  h.process_name = absl::StrCat(kTitle, "app");
+  h.host = absl::StrCat("host", kClear);
   h.labels = {{"team", kClear}};
   h.duration_ms = 900;
   h.start_unix_ms = 1763700000000;
@@ -81,11 +82,11 @@ std::string HostileReport() {
   s.count = 3;
   for (int i = 0; i < 2; ++i) {
     Frame f;
-    f.module = std::string("/srv/") + kTitle + "app";
+    f.module = absl::StrCat("/srv/", kTitle, "app");
     f.offset = 0x1000 + 0x80 * static_cast<uint64_t>(i);
     f.addr = 0x560000000000 + f.offset;
-    f.symbol = std::string("Load") + kClear + std::to_string(i);
-    f.file = std::string("/src/") + kTitle + "load.cc";
+    f.symbol = absl::StrCat("Load", kClear, i);
+    f.file = absl::StrCat("/src/", kTitle, "load.cc");
     f.line = 40 + i;
     s.frames.push_back(f);
   }
