@@ -408,13 +408,13 @@ int Run(int argc, char** argv) {
   bool ok = true;
   for (Input& in : inputs) {
     const std::string& path = in.file.path();
-    const std::string magic = in.file.Head(8);
-    if (in.file.IsGzip()) {
-      std::fprintf(stderr, "hangwatch export: %s: gzip-compressed, skipped (gunzip it first)\n",
-                   ForLog(path).c_str());
+    const InputFormat format = in.file.Sniff();
+    if (const std::string_view why = CompressedFileError(format); !why.empty()) {
+      std::fprintf(stderr, "hangwatch export: %s: %.*s, skipped\n", ForLog(path).c_str(),
+                   static_cast<int>(why.size()), why.data());
       continue;
     }
-    if (magic == "HWOPENHG") {
+    if (format == InputFormat::kOpenHang) {
       // An open-hang file holds at most one (fatal) hang: sent once, as a whole.
       struct stat st;
       fstat(in.file.fd(), &st);
