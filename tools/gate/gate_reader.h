@@ -24,14 +24,22 @@ namespace hangwatch::tools {
 
 // The top-level fields of one JSON Lines record that the gate reads without decoding it.
 struct ScannedLine {
-  std::string_view type;       // "" when absent (a hang: files of the first agents)
+  bool has_type = false;
+  std::string_view type;       // "" when absent (a hang: files of the first agents), not a
+                               // string or with escapes
   std::string_view signature;  // "" when absent; raw (a value with escapes is not taken)
   bool has_duration = false;
   uint64_t duration_ms = 0;
+  // "format_version" absent or 1 (report/record_types.h); false also when it is anything else.
+  bool this_version = true;
+  // The top-level fields of a hang (report::kHangFields): the required ones present, every
+  // known one with its type. Only meaningful for a hang.
+  bool hang_fields_ok = false;
 };
 
 // Checks that `line` is one JSON object (strings, nesting and brackets; numbers and literals
-// only by their characters) and reads its top-level "type", "signature" and "duration_ms".
+// only by their characters), reads its top-level "type", "signature" and "duration_ms", and
+// checks "format_version" and the hang's top-level fields by their first characters.
 // False when it is not a JSON object.
 bool ScanRecordLine(std::string_view line, ScannedLine* out);
 
