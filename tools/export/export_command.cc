@@ -14,8 +14,10 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+#include "report/report_decode.h"
 #include "symbols/url_credentials.h"
 #include "tools/common/debug_file_flags.h"
 #include "tools/common/flag_value.h"
@@ -277,10 +279,13 @@ bool ExportJsonLines(Input* in, Exporter* ex, Skipped* skipped) {
       if (!ex->Add(std::move(h))) return false;
       continue;
     }
-    Report one;
-    std::string ignored;
-    const bool valid = ParseJsonLines(line.text, &one, &ignored) && one.skipped_lines == 0;
-    ++(valid ? skipped->other : skipped->bad);
+    // Records of other types are counted apart from lines that do not decode, among which
+    // records of another format version (docs/report-format.md, Reading rules).
+    report::Record record;
+    const bool decoded = report::Decode(line.text, &record, &why);
+    const auto* unknown = std::get_if<report::UnknownRecord>(&record);
+    const bool other_type = decoded && (unknown == nullptr || !unknown->other_version);
+    ++(other_type ? skipped->other : skipped->bad);
   }
   if (reader.error() != 0) {
     ex->error = in->file.path() + ": " + std::strerror(reader.error());
