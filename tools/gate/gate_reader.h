@@ -6,10 +6,13 @@
 // without a signature are decoded in full. A hundred thousand hangs of a thousand signatures
 // cost a thousand decodes (bench/gate_bench.cc).
 //
-// The difference to tools/reader/report_reader.h: a hang line whose JSON is well formed but whose
-// record is not (a missing or mistyped field the gate does not read) is counted, where the
-// report reader skips it; unless it is the longest of its signature, then every file is read
-// again with the report reader.
+// Lines are classified by the format's reading rules (docs/report-format.md): only a line the
+// scan finds plainly a hang (format_version absent or 1, every top-level field of
+// report::kHangFields of its type, the required ones present) is tallied without decoding;
+// every other line goes to the decoder. What remains different from tools/reader/
+// report_reader.h: a hang whose nested values (frames, timeline, modules) or integer ranges are
+// malformed is counted, where the report reader skips it; unless it is the longest of its
+// signature, then every file is read again with the report reader.
 #ifndef HANGWATCH_TOOLS_GATE_READER_H_
 #define HANGWATCH_TOOLS_GATE_READER_H_
 

@@ -1,4 +1,4 @@
-// TopLineParser (simdjson On-Demand over one line) and ScanTopFiles (mmap, slices, threads).
+// TopLineParser (simdjson On-Demand over one line) and ScanTopFiles (pread, slices, threads).
 #include "tools/top/top_scan.h"
 
 #include <fcntl.h>
