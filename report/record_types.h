@@ -61,43 +61,43 @@ enum class ValueKind : uint8_t { kInteger, kNumber, kString, kBoolean, kObject, 
 // whether it is required. A line whose required fields are all present and whose known fields
 // all have their types is that record as far as the top level goes; what is inside the arrays
 // and objects (frames, timeline entries, modules, buckets) is checked by the readers that use
-// it. Fields not listed (a lag record's figures, written for people) are not read. The
-// required fields come first.
+// it. Fields not listed (a lag record's figures, written for people) are not read.
 struct TopLevelField {
   std::string_view name;
   ValueKind kind;
   bool required;
 };
+// In the order the encoder writes them (a scanner that expects the next row finds each field
+// of an agent's line at the first try).
 inline constexpr TopLevelField kHangFields[] = {
     {"pid", ValueKind::kInteger, true},
     {"tid", ValueKind::kInteger, true},
+    {"process", ValueKind::kString, false},
+    {"process_name", ValueKind::kString, false},
+    {"host", ValueKind::kString, false},
+    {"labels", ValueKind::kObject, false},
+    {"hang_id", ValueKind::kInteger, false},
     {"start_unix_ms", ValueKind::kInteger, true},
     {"duration_ms", ValueKind::kInteger, true},
     {"cpu_ms", ValueKind::kInteger, true},
-    {"samples", ValueKind::kInteger, true},
-    {"stacks", ValueKind::kArray, true},
-    {"process", ValueKind::kString, false},
-    {"hang_id", ValueKind::kInteger, false},
     {"cpu_percent", ValueKind::kInteger, false},
     {"class", ValueKind::kString, false},
     {"stopped_ms", ValueKind::kInteger, false},
     {"threshold_ms", ValueKind::kInteger, false},
     {"sample_interval_ms", ValueKind::kInteger, false},
+    {"samples", ValueKind::kInteger, true},
     {"failed_samples", ValueKind::kInteger, false},
     {"dropped_stacks", ValueKind::kInteger, false},
     {"fatal", ValueKind::kBoolean, false},
     {"fingerprint", ValueKind::kString, false},
     {"signature", ValueKind::kString, false},
-    {"process_name", ValueKind::kString, false},
-    {"host", ValueKind::kString, false},
-    {"labels", ValueKind::kObject, false},
-    {"dominant_stack", ValueKind::kInteger, false},
-    {"timeline_truncated", ValueKind::kBoolean, false},
-    {"timeline", ValueKind::kArray, false},
-    {"modules", ValueKind::kArray, false},
     {"culprit", ValueKind::kObject, false},  // or null
+    {"dominant_stack", ValueKind::kInteger, false},
+    {"stacks", ValueKind::kArray, true},
+    {"timeline", ValueKind::kArray, false},
+    {"timeline_truncated", ValueKind::kBoolean, false},
+    {"modules", ValueKind::kArray, false},
 };
-inline constexpr int kRequiredHangFields = 7;
 
 inline constexpr TopLevelField kLagFields[] = {
     {"pid", ValueKind::kInteger, true},         {"start_unix_ms", ValueKind::kInteger, true},

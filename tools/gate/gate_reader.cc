@@ -199,13 +199,27 @@ bool HasKind(std::string_view value, report::ValueKind kind) {
   return false;
 }
 
-// Checks one top-level member against report::kHangFields: *required gets the bit of a
-// required field; false when a known field has another type.
-bool CheckHangField(std::string_view key, std::string_view value, uint32_t* required) {
+// The bits of report::kHangFields' required rows.
+constexpr uint32_t RequiredHangFields() {
+  uint32_t bits = 0;
   for (size_t i = 0; i < std::size(report::kHangFields); ++i) {
+    if (report::kHangFields[i].required) bits |= 1u << i;
+  }
+  return bits;
+}
+static_assert(std::size(report::kHangFields) <= 32);
+
+// Checks one top-level member against report::kHangFields: *seen gets the bit of its row; false
+// when a known field has another type. *next is the row after the previous field: the agent
+// writes them in the table's order, so the first comparison finds the row.
+bool CheckHangField(std::string_view key, std::string_view value, uint32_t* seen, size_t* next) {
+  constexpr size_t n = std::size(report::kHangFields);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (*next + k) % n;
     const report::TopLevelField& f = report::kHangFields[i];
     if (f.name.size() != key.size() || f.name != key) continue;
-    if (f.required) *required |= 1u << i;
+    *seen |= 1u << i;
+    *next = i + 1;
     return HasKind(value, f.kind) || (f.name == "culprit" && value == "null");
   }
   return true;
@@ -221,10 +235,12 @@ const char* ScanRecord(const char* p, const char* e, ScannedLine* out) {
     q = SkipWs(q, e);
     return q == e || *q == '\n' ? q : nullptr;
   };
-  uint32_t required = 0;
+  uint32_t seen = 0;
+  size_t next_field = 0;
   bool typed = true;
   const auto done = [&](const char* q) {
-    out->hang_fields_ok = typed && required == (1u << report::kRequiredHangFields) - 1;
+    constexpr uint32_t kRequired = RequiredHangFields();
+    out->hang_fields_ok = typed && (seen & kRequired) == kRequired;
     return line_end(q);
   };
   if (p < e && *p == '}') return done(p + 1);
@@ -248,7 +264,7 @@ const char* ScanRecord(const char* p, const char* e, ScannedLine* out) {
       if (key == "signature") typed &= *p == '"';
     } else if (key == "format_version") {
       out->this_version = value == "1";
-    } else if (!CheckHangField(key, value, &required)) {
+    } else if (!CheckHangField(key, value, &seen, &next_field)) {
       typed = false;
     }
     if (key == "duration_ms") {
