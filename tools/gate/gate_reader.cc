@@ -161,6 +161,8 @@ bool ReadSlowly(const std::vector<std::string>& paths, Report* out, std::vector<
     if (!ReadReportFile(path, &one, error)) return false;
     MergeReport(std::move(one), out);
   }
+  // One tally per hang, as every caller expects them parallel (a baseline's too).
+  for (const HangRecord& h : out->hangs) tallies->push_back({1, h.duration_ms});
   *lag_records = out->lags.size();
   return true;
 }
