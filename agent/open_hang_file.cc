@@ -18,7 +18,6 @@
 namespace hangwatch::agent {
 namespace {
 
-constexpr char kMagic[8] = {'H', 'W', 'O', 'P', 'E', 'N', 'H', 'G'};
 constexpr uint32_t kVersion = 2;  // 2: frame and sample methods; 1 (read too): without them
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;
@@ -195,7 +194,7 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
   std::memset(f->map_, 0, 1024);
 
   StaticHeader h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  std::memcpy(h.magic, kOpenHangFileMagic.data(), kOpenHangFileMagic.size());
   h.version = version;
   h.endian_check = kEndianCheck;
   h.max_frames = static_cast<uint32_t>(f->limits_.max_frames);
@@ -390,7 +389,7 @@ struct FdCloser {
 
 // Why the static header cannot be used with a file of `file_size` bytes; "" when it can.
 std::string StaticHeaderProblem(const StaticHeader& sh, uint64_t file_size) {
-  if (std::memcmp(sh.magic, kMagic, sizeof(kMagic)) != 0) {
+  if (std::memcmp(sh.magic, kOpenHangFileMagic.data(), kOpenHangFileMagic.size()) != 0) {
     return "not an open-hang file (bad magic)";
   }
   if (sh.checksum != Checksum(&sh, offsetof(StaticHeader, checksum))) {

@@ -20,11 +20,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "agent/hang_data.h"
 #include "hangwatch/hang_record.h"
 
 namespace hangwatch::agent {
+
+// The first 8 bytes of every open-hang file: how readers of reports tell one from a JSON Lines
+// file (tools/reader/input_file.h).
+inline constexpr std::string_view kOpenHangFileMagic{"HWOPENHG", 8};
 
 class OpenHangFile {
  public:

@@ -2,20 +2,22 @@
 // readers (and their fuzzer) can be built with this file alone.
 #include "hangwatch/hang_record.h"
 
+#include "report/record_types.h"
+
 namespace hangwatch {
 
 const char* HangClassName(HangClass c) {
   switch (c) {
     case HangClass::kBusy:
-      return "busy";
+      return report::kClassBusy.data();
     case HangClass::kBlocked:
-      return "blocked";
+      return report::kClassBlocked.data();
     case HangClass::kMixed:
-      return "mixed";
+      return report::kClassMixed.data();
     case HangClass::kUnknown:
       break;
   }
-  return "unknown";
+  return report::kClassUnknown.data();
 }
 
 }  // namespace hangwatch

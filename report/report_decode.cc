@@ -185,10 +185,10 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       !r.Bool("timeline_truncated", &h->timeline_truncated, true)) {
     return false;
   }
-  h->hang_class = cls == "busy"      ? HangClass::kBusy
-                  : cls == "blocked" ? HangClass::kBlocked
-                  : cls == "mixed"   ? HangClass::kMixed
-                                     : HangClass::kUnknown;
+  h->hang_class = cls == kClassBusy      ? HangClass::kBusy
+                  : cls == kClassBlocked ? HangClass::kBlocked
+                  : cls == kClassMixed   ? HangClass::kMixed
+                                         : HangClass::kUnknown;
   const json* stacks = r.Array("stacks");
   if (stacks == nullptr) return false;
   for (const json& sj : *stacks) {
@@ -343,9 +343,9 @@ struct RecordType {
 };
 // Every record type this build reads. A new type is one more row (and one more Record member).
 constexpr RecordType kRecordTypes[] = {
-    {"hang", DecodeAs<HangRecord, ParseHang>},
-    {"startup_stall", DecodeAs<StartupStall, ParseStartupStall>},
-    {"lag", DecodeAs<Lag, ParseLag>},
+    {kHangType, DecodeAs<HangRecord, ParseHang>},
+    {kStartupStallType, DecodeAs<StartupStall, ParseStartupStall>},
+    {kLagType, DecodeAs<Lag, ParseLag>},
 };
 
 // The line as a JSON object; false with *error when it is not one (a torn write, garbage).
@@ -361,15 +361,36 @@ bool ParseObject(std::string_view line, json* j, std::string* error) {
   return true;
 }
 
+// The record's "format_version" by record_types.h's rule: false with *error when it is not an
+// integer; *this_version false for an integer other than kFormatVersion.
+bool ReadVersion(const json& j, bool* this_version, std::string* error) {
+  auto it = j.find("format_version");
+  if (it != j.end() && !it->is_number_integer()) {
+    *error = "field 'format_version' is not an integer";
+    return false;
+  }
+  *this_version =
+      it == j.end() ||
+      (it->is_number_unsigned() ? it->get<uint64_t>() == static_cast<uint64_t>(kFormatVersion)
+                                : it->get<int64_t>() == kFormatVersion);
+  return true;
+}
+
 }  // namespace
 
 bool Decode(std::string_view line, Record* out, std::string* error) {
   json j;
   if (!ParseObject(line, &j, error)) return false;
   auto type = j.find("type");
-  const std::string name = type == j.end()     ? "hang"
+  const std::string name = type == j.end()     ? std::string(kHangType)
                            : type->is_string() ? type->get<std::string>()
                                                : "";
+  bool this_version = true;
+  if (!ReadVersion(j, &this_version, error)) return false;
+  if (!this_version) {
+    *out = UnknownRecord{name, /*other_version=*/true};
+    return true;
+  }
   for (const RecordType& t : kRecordTypes) {
     if (t.name == name) return t.decode(j, out, error);
   }
@@ -381,8 +402,14 @@ bool DecodeHang(std::string_view line, HangRecord* out, std::string* error) {
   json j;
   if (!ParseObject(line, &j, error)) return false;
   auto type = j.find("type");
-  if (type != j.end() && (!type->is_string() || type->get<std::string>() != "hang")) {
+  if (type != j.end() && (!type->is_string() || type->get<std::string>() != kHangType)) {
     *error = "not a hang record";
+    return false;
+  }
+  bool this_version = true;
+  if (!ReadVersion(j, &this_version, error)) return false;
+  if (!this_version) {
+    *error = "a record of another format_version";
     return false;
   }
   *out = HangRecord{};

@@ -6,7 +6,9 @@
 // It follows the format's reading rules: unknown fields are ignored, a record of a type this
 // build does not know is returned as UnknownRecord (readers count it and skip it), and a line
 // that is not a JSON object or a record with a missing or mistyped field is an error for that
-// line only. A line without "type" is a hang (files of the first agents).
+// line only. A line without "type" is a hang and a record without "format_version" is of
+// version 1 (files of the first agents); a record of another version is an UnknownRecord
+// (record_types.h has these rules, docs/report-format.md "Reading rules" all of them).
 #ifndef HANGWATCH_REPORT_REPORT_DECODE_H_
 #define HANGWATCH_REPORT_REPORT_DECODE_H_
 
@@ -19,9 +21,11 @@
 
 namespace hangwatch::report {
 
-// A JSON object whose "type" is not one this build reads (a newer writer), or not a string.
+// A JSON object whose "type" is not one this build reads (a newer writer), or not a string;
+// or a record of another "format_version" (record_types.h's rule), whatever its type.
 struct UnknownRecord {
-  std::string type;  // "" when "type" is not a string
+  std::string type;            // "" when "type" is not a string
+  bool other_version = false;  // "format_version" is an integer other than kFormatVersion
 };
 
 // Every record a line can hold. A new record type adds its struct here.

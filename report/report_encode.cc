@@ -90,10 +90,12 @@ void Key(std::string* out, const char* key, bool first = false) {
 char SafeState(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? c : '?'; }
 
 // `{"type":"TYPE","format_version":N`: how every record starts.
-void Begin(std::string* out, const char* type) {
+void Begin(std::string* out, std::string_view type) {
   out->push_back('{');
   Key(out, "type", true);
-  AppendString(out, type);
+  out->push_back('"');  // the type names of record_types.h need no escaping
+  out->append(type);
+  out->push_back('"');
   Key(out, "format_version");
   AppendInt(out, kFormatVersion);
 }
@@ -118,7 +120,7 @@ std::string Encode(const Lag& r) {
   const LagFigures f = r.passes.Figures();
   std::string o;
   o.reserve(512);
-  Begin(&o, "lag");
+  Begin(&o, kLagType);
   Key(&o, "pid");
   AppendInt(&o, r.pid);
   Key(&o, "process_name");
@@ -175,7 +177,7 @@ std::string Encode(const Lag& r) {
 std::string Encode(const StartupStall& s) {
   std::string o;
   o.reserve(160 + s.process.size());
-  Begin(&o, "startup_stall");
+  Begin(&o, kStartupStallType);
   Key(&o, "pid");
   AppendInt(&o, s.pid);
   Key(&o, "process");
@@ -335,7 +337,7 @@ void AppendModules(std::string* out, const HangRecord& r) {
 std::string Encode(const HangRecord& r) {
   std::string o;
   o.reserve(1024 + r.stacks.size() * 512 + r.timeline.size() * 48);
-  Begin(&o, "hang");
+  Begin(&o, kHangType);
   Key(&o, "pid");
   AppendInt(&o, r.pid);
   Key(&o, "tid");

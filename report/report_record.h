@@ -15,11 +15,9 @@
 
 #include "hangwatch/hang_record.h"
 #include "hangwatch/pass_histogram.h"
+#include "report/record_types.h"
 
 namespace hangwatch::report {
-
-// The "format_version" every record carries.
-inline constexpr int kFormatVersion = 1;
 
 // {"type":"hang"}: hangwatch::HangRecord (include/hangwatch/hang_record.h), field for field.
 

@@ -3,7 +3,8 @@
 # number of inputs (not a time: the same work on a fast or a busy machine) from seed corpora
 # made here: real binaries (gcc/clang, DWARF 4/5, compressed, stripped, MiniDebugInfo) and
 # indexes built from them, files the targets write with the code they test (open-hang files,
-# Mach-O images, this binary's own stack), small text files, and tests/tools/report_corpus.
+# Mach-O images, this binary's own stack), small text files, tests/tools/report_corpus and
+# tests/report/corpus (the readers' conformance corpus).
 # Any crash, sanitizer report, leak or timeout fails the test.
 # Usage: run_fuzzers.sh SOURCE_DIR WORK_DIR HANGWATCH_CLI
 #   FUZZ_RUNS_SCALE=N runs N times as many inputs per target (default 1);
@@ -116,7 +117,7 @@ run cfi_unwinder_fuzzer 20000 20000 "$seeds/cfi_unwinder"
 run open_hang_file_fuzzer 3000 200000 "$seeds/open_hang_file"
 run otlp_state_fuzzer 5000 4096 "$seeds/otlp_state" -dict="$src/fuzz/json.dict"
 run launch_log_fuzzer 20000 4096 "$seeds/launch_log"
-run report_reader_fuzzer 20000 4096 "$src/tests/tools/report_corpus" -dict="$src/fuzz/json.dict"
-run gate_scan_fuzzer 5000 8192 "$src/tests/tools/report_corpus" -dict="$src/fuzz/json.dict"
-run top_scan_fuzzer 20000 8192 "$src/tests/tools/report_corpus" -dict="$src/fuzz/json.dict"
+run report_reader_fuzzer 20000 4096 "$src/tests/tools/report_corpus" "$src/tests/report/corpus" -dict="$src/fuzz/json.dict"
+run gate_scan_fuzzer 5000 8192 "$src/tests/tools/report_corpus" "$src/tests/report/corpus" -dict="$src/fuzz/json.dict"
+run top_scan_fuzzer 20000 8192 "$src/tests/tools/report_corpus" "$src/tests/report/corpus" -dict="$src/fuzz/json.dict"
 run report_html_data_fuzzer 3000 8192 "$src/tests/tools/report_corpus" -dict="$src/fuzz/json.dict"

@@ -38,6 +38,7 @@ std::string FleetLine(const std::string& host, const std::string& build, int64_t
                       {"duration_ms", duration},
                       {"cpu_ms", duration / 2},
                       {"cpu_percent", 50},
+                      {"samples", 3},
                       {"class", "mixed"},
                       {"fatal", false},
                       {"fingerprint", signature},

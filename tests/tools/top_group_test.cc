@@ -101,16 +101,19 @@ TEST(TopLineParser, SortsBadLinesFromOthers) {
   std::string v2 = good;
   v2.replace(v2.find("\"format_version\":1"), 18, "\"format_version\":2");
   EXPECT_EQ(Kind(v2), LineKind::kOtherVersion);
-  EXPECT_EQ(Kind(R"({"type":"lag","format_version":1,"pid":7,"passes":3})"),
+  EXPECT_EQ(Kind(R"({"type":"lag","format_version":1,"pid":7,"start_unix_ms":1,)"
+                 R"("end_unix_ms":2,"busy_ms":0.5,"buckets":[],"passes":3})"),
             LineKind::kOtherRecord);
   EXPECT_EQ(Kind("  \r"), LineKind::kEmpty);
   // Fields in another order, the culprit null, no host or signature (older agents).
-  EXPECT_EQ(Kind(R"({"duration_ms":5,"class":"mixed","culprit":null,"start_unix_ms":1,)"
-                 R"("hang_id":0,"pid":3,"format_version":1,"type":"hang","process":"/a/b"})"),
+  EXPECT_EQ(Kind(R"({"duration_ms":5,"class":"mixed","culprit":null,"start_unix_ms":1,"tid":3,)"
+                 R"("hang_id":0,"pid":3,"format_version":1,"type":"hang","process":"/a/b",)"
+                 R"("cpu_ms":0,"samples":1,"stacks":[]})"),
             LineKind::kHang);
   TopHang t;
-  Kind(R"({"type":"hang","format_version":1,"pid":3,"hang_id":0,"start_unix_ms":1,)"
-       R"("duration_ms":5,"class":"mixed","culprit":null,"process":"/a/b"})",
+  Kind(R"({"type":"hang","format_version":1,"pid":3,"tid":3,"hang_id":0,"start_unix_ms":1,)"
+       R"("duration_ms":5,"cpu_ms":0,"samples":1,"class":"mixed","culprit":null,"stacks":[],)"
+       R"("process":"/a/b"})",
        &t);
   EXPECT_FALSE(t.has_culprit);
   EXPECT_EQ(t.process_name, "b");

@@ -15,8 +15,10 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+#include "report/report_decode.h"
 #include "symbols/url_credentials.h"
 #include "tools/common/debug_file_flags.h"
 #include "tools/common/flag_parser.h"
@@ -271,10 +273,13 @@ bool ExportJsonLines(Input* in, Exporter* ex, Skipped* skipped) {
       if (!ex->Add(std::move(h))) return false;
       continue;
     }
-    Report one;
-    std::string ignored;
-    const bool valid = ParseJsonLines(line.text, &one, &ignored) && one.skipped_lines == 0;
-    ++(valid ? skipped->other : skipped->bad);
+    // Records of other types are counted apart from lines that do not decode, among which
+    // records of another format version (docs/report-format.md, Reading rules).
+    report::Record record;
+    const bool decoded = report::Decode(line.text, &record, &why);
+    const auto* unknown = std::get_if<report::UnknownRecord>(&record);
+    const bool other_type = decoded && (unknown == nullptr || !unknown->other_version);
+    ++(other_type ? skipped->other : skipped->bad);
   }
   if (reader.error() != 0) {
     ex->error = in->file.path() + ": " + std::strerror(reader.error());
@@ -393,13 +398,13 @@ int Run(int argc, char** argv) {
   bool ok = true;
   for (Input& in : inputs) {
     const std::string& path = in.file.path();
-    const std::string magic = in.file.Head(8);
-    if (in.file.IsGzip()) {
-      std::fprintf(stderr, "hangwatch export: %s: gzip-compressed, skipped (gunzip it first)\n",
-                   ForLog(path).c_str());
+    const InputFormat format = in.file.Sniff();
+    if (const std::string_view why = CompressedFileError(format); !why.empty()) {
+      std::fprintf(stderr, "hangwatch export: %s: %.*s, skipped\n", ForLog(path).c_str(),
+                   static_cast<int>(why.size()), why.data());
       continue;
     }
-    if (magic == "HWOPENHG") {
+    if (format == InputFormat::kOpenHang) {
       // An open-hang file holds at most one (fatal) hang: sent once, as a whole.
       struct stat st;
       fstat(in.file.fd(), &st);

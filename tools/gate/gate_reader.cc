@@ -10,6 +10,7 @@
 #include <utility>
 #include <variant>
 
+#include "report/record_types.h"
 #include "report/report_decode.h"
 #include "tools/reader/input_file.h"
 #include "tools/reader/line_reader.h"
@@ -160,6 +161,8 @@ bool ReadSlowly(const std::vector<std::string>& paths, Report* out, std::vector<
     if (!ReadReportFile(path, &one, error)) return false;
     MergeReport(std::move(one), out);
   }
+  // One tally per hang, as every caller expects them parallel (a baseline's too).
+  for (const HangRecord& h : out->hangs) tallies->push_back({1, h.duration_ms});
   *lag_records = out->lags.size();
   return true;
 }
@@ -167,6 +170,62 @@ bool ReadSlowly(const std::vector<std::string>& paths, Report* out, std::vector<
 }  // namespace
 
 namespace {
+
+bool IsInteger(std::string_view v) {
+  if (!v.empty() && v[0] == '-') v.remove_prefix(1);
+  if (v.empty() || v.size() > 19) return false;
+  for (char c : v) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// Whether a raw scalar, object or array `value` (well formed: SkipValue found it) has the kind
+// of report::kHangFields.
+bool HasKind(std::string_view value, report::ValueKind kind) {
+  const char c = value[0];
+  switch (kind) {
+    case report::ValueKind::kInteger:
+      return IsInteger(value);
+    case report::ValueKind::kNumber:
+      return c == '-' || (c >= '0' && c <= '9');
+    case report::ValueKind::kString:
+      return c == '"';
+    case report::ValueKind::kBoolean:
+      return value == "true" || value == "false";
+    case report::ValueKind::kObject:
+      return c == '{';
+    case report::ValueKind::kArray:
+      return c == '[';
+  }
+  return false;
+}
+
+// The bits of report::kHangFields' required rows.
+constexpr uint32_t RequiredHangFields() {
+  uint32_t bits = 0;
+  for (size_t i = 0; i < std::size(report::kHangFields); ++i) {
+    if (report::kHangFields[i].required) bits |= 1u << i;
+  }
+  return bits;
+}
+static_assert(std::size(report::kHangFields) <= 32);
+
+// Checks one top-level member against report::kHangFields: *seen gets the bit of its row; false
+// when a known field has another type. *next is the row after the previous field: the agent
+// writes them in the table's order, so the first comparison finds the row.
+bool CheckHangField(std::string_view key, std::string_view value, uint32_t* seen, size_t* next) {
+  constexpr size_t n = std::size(report::kHangFields);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (*next + k) % n;
+    const report::TopLevelField& f = report::kHangFields[i];
+    if (f.name.size() != key.size() || f.name != key) continue;
+    *seen |= 1u << i;
+    *next = i + 1;
+    return HasKind(value, f.kind) || (f.name == "culprit" && value == "null");
+  }
+  return true;
+}
 
 // One record from p (white space, then an object, then white space) up to the end of its line
 // ('\n' or e). Returns the end of the line, nullptr when the line is not one JSON object.
@@ -178,7 +237,15 @@ const char* ScanRecord(const char* p, const char* e, ScannedLine* out) {
     q = SkipWs(q, e);
     return q == e || *q == '\n' ? q : nullptr;
   };
-  if (p < e && *p == '}') return line_end(p + 1);
+  uint32_t seen = 0;
+  size_t next_field = 0;
+  bool typed = true;
+  const auto done = [&](const char* q) {
+    constexpr uint32_t kRequired = RequiredHangFields();
+    out->hang_fields_ok = typed && (seen & kRequired) == kRequired;
+    return line_end(q);
+  };
+  if (p < e && *p == '}') return done(p + 1);
   for (;;) {
     if (p >= e || *p != '"') return nullptr;
     const char* key_end = SkipString(p, e);
@@ -189,12 +256,20 @@ const char* ScanRecord(const char* p, const char* e, ScannedLine* out) {
     p = SkipWs(p + 1, e);
     const char* value_end = SkipValue(p, e);
     if (value_end == nullptr) return nullptr;
+    const std::string_view value(p, static_cast<size_t>(value_end - p));
     if (key == "type" || key == "signature") {
       std::string_view v;
       if (*p == '"' && RawString(p, value_end, &v)) {
         (key == "type" ? out->type : out->signature) = v;
       }
-    } else if (key == "duration_ms") {
+      if (key == "type") out->has_type = true;
+      if (key == "signature") typed &= *p == '"';
+    } else if (key == "format_version") {
+      out->this_version = value == "1";
+    } else if (!CheckHangField(key, value, &seen, &next_field)) {
+      typed = false;
+    }
+    if (key == "duration_ms") {
       uint64_t v = 0;
       bool digits = value_end - p <= 19;
       for (const char* d = p; d < value_end && digits; ++d) {
@@ -209,7 +284,7 @@ const char* ScanRecord(const char* p, const char* e, ScannedLine* out) {
       p = SkipWs(p + 1, e);
       continue;
     }
-    if (p < e && *p == '}') return line_end(p + 1);
+    if (p < e && *p == '}') return done(p + 1);
     return nullptr;
   }
 }
@@ -236,15 +311,6 @@ void ForEachMember(std::string_view object, Fn fn) {
     p = SkipWs(value_end, e);
     if (p < e && *p == ',') p = SkipWs(p + 1, e);
   }
-}
-
-bool IsInteger(std::string_view v) {
-  if (!v.empty() && v[0] == '-') v.remove_prefix(1);
-  if (v.empty() || v.size() > 19) return false;
-  for (char c : v) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
 }
 
 bool ParseUnsigned(std::string_view v, uint64_t* out) {
@@ -366,7 +432,12 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
     // Read, never mapped (tools/reader/input_file.h): a report truncated meanwhile just ends early.
     InputFile file;
     if (!file.Open(path, error)) return false;
-    if (file.Head(8) == "HWOPENHG") {
+    const InputFormat format = file.Sniff();
+    if (const std::string_view why = CompressedFileError(format); !why.empty()) {
+      *error = path + ": " + std::string(why);
+      return false;
+    }
+    if (format == InputFormat::kOpenHang) {
       Report one;
       if (!ReadReportFile(path, &one, error)) return false;
       for (const HangRecord& h : one.hangs) untallied.push_back({1, h.duration_ms});
@@ -398,7 +469,10 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
         ++out->skipped_lines;
         continue;
       }
-      if ((s.type.empty() || s.type == "hang") && !s.signature.empty() && s.has_duration) {
+      // The fast path takes only lines that are plainly hangs by report/record_types.h's
+      // rules; everything else goes to the decoder, which decides by the same rules.
+      if ((!s.has_type || s.type == report::kHangType) && s.this_version && s.hang_fields_ok &&
+          !s.signature.empty() && s.has_duration) {
         auto [it, inserted] = index.try_emplace(std::string(s.signature), entries.size());
         if (inserted) entries.emplace_back(std::string(s.signature), Tally{});
         Tally& t = entries[it->second].second;
@@ -411,7 +485,7 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
         ++valid;
         continue;
       }
-      if (s.type == "lag") {
+      if (s.type == report::kLagType && s.this_version) {
         bool added;
         if (out->lags.empty()) {
           Lag first;

@@ -6,10 +6,13 @@
 // without a signature are decoded in full. A hundred thousand hangs of a thousand signatures
 // cost a thousand decodes (bench/gate_bench.cc).
 //
-// The difference to tools/reader/report_reader.h: a hang line whose JSON is well formed but whose
-// record is not (a missing or mistyped field the gate does not read) is counted, where the
-// report reader skips it; unless it is the longest of its signature, then every file is read
-// again with the report reader.
+// Lines are classified by the format's reading rules (docs/report-format.md): only a line the
+// scan finds plainly a hang (format_version absent or 1, every top-level field of
+// report::kHangFields of its type, the required ones present) is tallied without decoding;
+// every other line goes to the decoder. What remains different from tools/reader/
+// report_reader.h: a hang whose nested values (frames, timeline, modules) or integer ranges are
+// malformed is counted, where the report reader skips it; unless it is the longest of its
+// signature, then every file is read again with the report reader.
 #ifndef HANGWATCH_TOOLS_GATE_READER_H_
 #define HANGWATCH_TOOLS_GATE_READER_H_
 
@@ -24,14 +27,22 @@ namespace hangwatch::tools {
 
 // The top-level fields of one JSON Lines record that the gate reads without decoding it.
 struct ScannedLine {
-  std::string_view type;       // "" when absent (a hang: files of the first agents)
+  bool has_type = false;
+  std::string_view type;       // "" when absent (a hang: files of the first agents), not a
+                               // string or with escapes
   std::string_view signature;  // "" when absent; raw (a value with escapes is not taken)
   bool has_duration = false;
   uint64_t duration_ms = 0;
+  // "format_version" absent or 1 (report/record_types.h); false also when it is anything else.
+  bool this_version = true;
+  // The top-level fields of a hang (report::kHangFields): the required ones present, every
+  // known one with its type. Only meaningful for a hang.
+  bool hang_fields_ok = false;
 };
 
 // Checks that `line` is one JSON object (strings, nesting and brackets; numbers and literals
-// only by their characters) and reads its top-level "type", "signature" and "duration_ms".
+// only by their characters), reads its top-level "type", "signature" and "duration_ms", and
+// checks "format_version" and the hang's top-level fields by their first characters.
 // False when it is not a JSON object.
 bool ScanRecordLine(std::string_view line, ScannedLine* out);
 

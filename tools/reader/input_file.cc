@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include "agent/open_hang_file.h"
+
 namespace hangwatch::tools {
 
 InputFile::~InputFile() {
@@ -62,7 +64,27 @@ std::string InputFile::Head(size_t n) const {
   return head;
 }
 
-bool InputFile::IsGzip() const { return Head(2) == "\x1f\x8b"; }
+InputFormat InputFile::Sniff() const {
+  const std::string head = Head(agent::kOpenHangFileMagic.size());
+  const std::string_view h(head);
+  if (h == agent::kOpenHangFileMagic) return InputFormat::kOpenHang;
+  if (h.starts_with("\x1f\x8b")) return InputFormat::kGzip;
+  if (h.starts_with("\x28\xb5\x2f\xfd")) return InputFormat::kZstd;
+  return InputFormat::kJsonLines;
+}
+
+std::string_view CompressedFileError(InputFormat format) {
+  switch (format) {
+    case InputFormat::kGzip:
+      return "gzip-compressed (decompress it first: zcat FILE > FILE.jsonl)";
+    case InputFormat::kZstd:
+      return "zstd-compressed (decompress it first: zstdcat FILE > FILE.jsonl)";
+    case InputFormat::kJsonLines:
+    case InputFormat::kOpenHang:
+      break;
+  }
+  return "";
+}
 
 bool InputFile::ReadAll(std::string* out, std::string* error, uint64_t offset) const {
   out->clear();

@@ -7,7 +7,9 @@
 //   directory is refused with "PATH: not a regular file", "PATH: a directory").
 // - Read with pread, never mapped: a file truncated while it is read (logrotate's
 //   `copytruncate`) just ends early, where a mapping would kill the reader with SIGBUS.
-// - What each command does with a gzip-compressed file stays its own (Head() gives the magic).
+// - What a file holds is told by its first bytes (Sniff): JSON Lines, an open-hang file, or a
+//   gzip or zstd compressed file, which no command reads; CompressedFileError is the one
+//   wording every command uses for those.
 #ifndef HANGWATCH_TOOLS_INPUT_FILE_H_
 #define HANGWATCH_TOOLS_INPUT_FILE_H_
 
@@ -19,6 +21,14 @@
 #include <string_view>
 
 namespace hangwatch::tools {
+
+// What a report file holds, by its first bytes.
+enum class InputFormat {
+  kJsonLines,  // anything else: read as JSON Lines, line by line
+  kOpenHang,   // agent/open_hang_file.h's magic
+  kGzip,       // rotated logs are often compressed by logrotate
+  kZstd,
+};
 
 class InputFile {
  public:
@@ -43,7 +53,8 @@ class InputFile {
   ssize_t ReadAt(void* buf, size_t n, uint64_t offset) const;
   // The first bytes of the file (up to n; fewer when it is shorter), for its magic number.
   std::string Head(size_t n) const;
-  bool IsGzip() const;
+  bool IsGzip() const { return Sniff() == InputFormat::kGzip; }
+  InputFormat Sniff() const;
   // Everything from `offset` to the file's end as it is now. False with *error on a read error.
   bool ReadAll(std::string* out, std::string* error, uint64_t offset = 0) const;
 
@@ -52,6 +63,10 @@ class InputFile {
   std::string path_;
   struct stat stat_ = {};
 };
+
+// Why a compressed file is not read, without its path: "gzip-compressed (decompress it first:
+// zcat FILE > FILE.jsonl)", the same for zstd. "" for the formats that are read.
+std::string_view CompressedFileError(InputFormat format);
 
 }  // namespace hangwatch::tools
 

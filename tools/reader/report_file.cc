@@ -1,6 +1,7 @@
 // ReadReportFile: a JSON Lines report or an open-hang file, from disk (report_reader.h). Kept
 // apart from the parsers so that the fuzz target links nothing but the parsers.
 #include <cstring>
+#include <string_view>
 
 #include "agent/open_hang_file.h"
 #include "tools/reader/input_file.h"
@@ -11,8 +12,8 @@ namespace hangwatch::tools {
 bool ReadReportFile(const std::string& path, Report* out, std::string* error) {
   InputFile file;
   if (!file.Open(path, error)) return false;
-  const std::string magic = file.Head(8);
-  if (magic == "HWOPENHG") {
+  const InputFormat format = file.Sniff();
+  if (format == InputFormat::kOpenHang) {
     HangRecord h;
     std::string why;
     switch (agent::ReadOpenHangFile(path, &h, &why)) {
@@ -27,8 +28,8 @@ bool ReadReportFile(const std::string& path, Report* out, std::string* error) {
     }
   }
   // Rotated logs are often compressed by logrotate: say so instead of "not a JSON object".
-  if (file.IsGzip()) {
-    *error = path + ": gzip-compressed (decompress it first: zcat FILE > FILE.jsonl)";
+  if (const std::string_view why = CompressedFileError(format); !why.empty()) {
+    *error = path + ": " + std::string(why);
     return false;
   }
   std::string text;

@@ -1,4 +1,4 @@
-// TopLineParser (simdjson On-Demand over one line) and ScanTopFiles (mmap, slices, threads).
+// TopLineParser (simdjson On-Demand over one line) and ScanTopFiles (pread, slices, threads).
 #include "tools/top/top_scan.h"
 
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "report/record_types.h"
 #include "report/utf8.h"
 #include "tools/reader/input_file.h"
 
@@ -100,25 +101,119 @@ bool ReadLabels(value v, TopHang* h) {
 }
 
 int ClassValue(std::string_view s) {
-  if (s == "busy") return 1;
-  if (s == "blocked") return 2;
-  if (s == "mixed") return 3;
+  if (s == report::kClassBusy) return 1;
+  if (s == report::kClassBlocked) return 2;
+  if (s == report::kClassMixed) return 3;
   return 0;
 }
 
-enum Seen : unsigned {
-  kType = 1,
-  kVersion = 2,
-  kPid = 4,
-  kHangId = 8,
-  kStart = 16,
-  kDuration = 32,
-  kClass = 64,
+// The top-level fields the scanner knows, as bits: which were seen, which were mistyped. A key
+// has the same JSON type in every record type that has it.
+enum Field : uint32_t {
+  kPid = 1u << 0,
+  kTid = 1u << 1,
+  kStart = 1u << 2,
+  kDuration = 1u << 3,
+  kCpu = 1u << 4,
+  kSamples = 1u << 5,
+  kStacks = 1u << 6,
+  kHangId = 1u << 7,
+  kClass = 1u << 8,
+  kEnd = 1u << 9,
+  kBusy = 1u << 10,
+  kBuckets = 1u << 11,
+  kProcess = 1u << 12,
+  kProcessName = 1u << 13,
+  kHost = 1u << 14,
+  kLabels = 1u << 15,
+  kThreshold = 1u << 16,
+  kHangOptional = 1u << 17,  // the hang's other optional fields (fatal, culprit, timeline, ...)
+  kSlowPasses = 1u << 18,
 };
-constexpr unsigned kRequired = kType | kVersion | kPid | kHangId | kStart | kDuration | kClass;
+// report/record_types.h's kHangFields, kLagFields and kStartupStallFields as masks: the fields
+// each record type requires, and every top-level field it has (whose type is checked when
+// present). Values inside them (frames, timeline entries, modules, buckets) are not checked.
+constexpr uint32_t kHangRequired = kPid | kTid | kStart | kDuration | kCpu | kSamples | kStacks;
+constexpr uint32_t kHangMask = kHangRequired | kHangId | kClass | kProcess | kProcessName | kHost |
+                               kLabels | kThreshold | kHangOptional;
+constexpr uint32_t kLagRequired = kPid | kStart | kEnd | kBusy | kBuckets;
+constexpr uint32_t kLagMask = kLagRequired | kProcessName | kHost | kLabels | kSlowPasses;
+constexpr uint32_t kStallRequired = kPid | kStart | kDuration;
+constexpr uint32_t kStallMask = kStallRequired | kProcess | kThreshold;
+
+bool IsType(value v, json_type want) {
+  json_type type;
+  return !v.type().get(type) && type == want;
+}
+
+bool IsInt64(value v) {
+  int64_t n = 0;
+  return !v.get_int64().get(n);
+}
+
+bool IsUnsigned64(value v) {
+  uint64_t n = 0;
+  return !v.get_uint64().get(n);
+}
+
+bool IsUnsigned32(value v) {
+  uint64_t n = 0;
+  return !v.get_uint64().get(n) && n <= UINT32_MAX;
+}
+
+// Reads one top-level field into *out (the fields `top` uses) and says which it is and whether
+// its value has the field's type. Unknown keys are skipped (bit 0).
+uint32_t ReadField(std::string_view key, value v, bool want_labels, TopHang* out, bool* ok) {
+  if (key == "pid") return *ok = !v.get_int64().get(out->pid), kPid;
+  if (key == "hang_id") return *ok = !v.get_uint64().get(out->hang_id), kHangId;
+  if (key == "start_unix_ms") return *ok = !v.get_int64().get(out->start_unix_ms), kStart;
+  if (key == "duration_ms") return *ok = !v.get_uint64().get(out->duration_ms), kDuration;
+  if (key == "cpu_ms") return *ok = !v.get_uint64().get(out->cpu_ms), kCpu;
+  if (key == "class") {
+    std::string_view c;
+    *ok = !v.get_string().get(c);
+    out->hang_class = ClassValue(c);
+    return kClass;
+  }
+  if (key == "fatal") return *ok = !v.get_bool().get(out->fatal), kHangOptional;
+  if (key == "process") return *ok = !v.get_string().get(out->process), kProcess;
+  if (key == "process_name") return *ok = !v.get_string().get(out->process_name), kProcessName;
+  if (key == "host") return *ok = !v.get_string().get(out->host), kHost;
+  if (key == "fingerprint") return *ok = !v.get_string().get(out->fingerprint), kHangOptional;
+  if (key == "signature") return *ok = !v.get_string().get(out->signature), kHangOptional;
+  if (key == "culprit") return *ok = ReadCulprit(v, out), kHangOptional;
+  if (key == "labels") {
+    *ok = want_labels ? ReadLabels(v, out) : IsType(v, json_type::object);
+    return kLabels;
+  }
+  if (key == "tid") return *ok = IsInt64(v), kTid;
+  if (key == "samples") return *ok = IsUnsigned32(v), kSamples;
+  if (key == "stacks") return *ok = IsType(v, json_type::array), kStacks;
+  if (key == "threshold_ms") return *ok = IsUnsigned32(v), kThreshold;
+  if (key == "end_unix_ms") return *ok = IsInt64(v), kEnd;
+  if (key == "busy_ms") return *ok = IsType(v, json_type::number), kBusy;
+  if (key == "buckets") return *ok = IsType(v, json_type::array), kBuckets;
+  if (key == "slow_passes") return *ok = IsType(v, json_type::object), kSlowPasses;
+  if (key == "cpu_percent" || key == "sample_interval_ms" || key == "failed_samples" ||
+      key == "dropped_stacks") {
+    return *ok = IsUnsigned32(v), kHangOptional;
+  }
+  if (key == "stopped_ms") return *ok = IsUnsigned64(v), kHangOptional;
+  if (key == "dominant_stack") return *ok = IsInt64(v), kHangOptional;
+  if (key == "timeline_truncated") return *ok = IsType(v, json_type::boolean), kHangOptional;
+  if (key == "timeline" || key == "modules") {
+    return *ok = IsType(v, json_type::array), kHangOptional;
+  }
+  return *ok = true, 0;
+}
 
 }  // namespace
 
+// One rule for every reader (report/record_types.h, docs/report-format.md "Reading rules"):
+// not one complete JSON object, or a mistyped "format_version": bad; another version: counted
+// as such; a type this build does not know (or not a string): unknown; a known type with a
+// missing or mistyped top-level field of its own: bad. No "type" is a hang, no
+// "format_version" version 1.
 LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   if (IsBlank(line)) return LineKind::kEmpty;
   *out = TopHang{};
@@ -142,76 +237,50 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   if (error) return LineKind::kBad;
   object obj;
   if (doc.get_object().get(obj)) return LineKind::kBad;
-  unsigned seen = 0;
-  bool is_hang = true;  // until "type" says otherwise
-  bool unknown_type = false;
+  uint32_t seen = 0, mistyped = 0;
+  bool has_type = false, has_version = false, bad_version = false;
+  std::string_view type;
   int64_t version = 0;
   for (auto f : obj) {
     if (f.error()) return LineKind::kBad;
     field& fl = f.value_unsafe();
     std::string_view key;
     if (fl.unescaped_key().get(key)) return LineKind::kBad;
-    bool ok = true;
     if (key == "type") {
-      std::string_view type;
-      ok = !fl.value().get_string().get(type);
-      if (ok && type != "hang") {
-        is_hang = false;
-        unknown_type = type != "lag" && type != "startup_stall";
-      }
-      seen |= kType;
+      has_type = true;
+      // Not a string: "", a type this build does not know (as report/report_decode.cc reads it).
+      if (!IsType(fl.value(), json_type::string) || fl.value().get_string().get(type)) type = "";
     } else if (key == "format_version") {
-      ok = !fl.value().get_int64().get(version);
-      seen |= kVersion;
-    } else if (!is_hang) {
-      // Other fields of other records are skipped: an unknown record may use known names with
-      // other types.
-    } else if (key == "pid") {
-      ok = !fl.value().get_int64().get(out->pid);
-      seen |= kPid;
-    } else if (key == "hang_id") {
-      ok = !fl.value().get_uint64().get(out->hang_id);
-      seen |= kHangId;
-    } else if (key == "start_unix_ms") {
-      ok = !fl.value().get_int64().get(out->start_unix_ms);
-      seen |= kStart;
-    } else if (key == "duration_ms") {
-      ok = !fl.value().get_uint64().get(out->duration_ms);
-      seen |= kDuration;
-    } else if (key == "cpu_ms") {
-      ok = !fl.value().get_uint64().get(out->cpu_ms);
-    } else if (key == "class") {
-      std::string_view c;
-      ok = !fl.value().get_string().get(c);
-      out->hang_class = ClassValue(c);
-      seen |= kClass;
-    } else if (key == "fatal") {
-      ok = !fl.value().get_bool().get(out->fatal);
-    } else if (key == "process") {
-      ok = !fl.value().get_string().get(out->process);
-    } else if (key == "process_name") {
-      ok = !fl.value().get_string().get(out->process_name);
-    } else if (key == "host") {
-      ok = !fl.value().get_string().get(out->host);
-    } else if (key == "fingerprint") {
-      ok = !fl.value().get_string().get(out->fingerprint);
-    } else if (key == "signature") {
-      ok = !fl.value().get_string().get(out->signature);
-    } else if (key == "culprit") {
-      ok = ReadCulprit(fl.value(), out);
-    } else if (key == "labels" && impl_->want_labels) {
-      ok = ReadLabels(fl.value(), out);
+      has_version = true;
+      bad_version = fl.value().get_int64().get(version) != simdjson::SUCCESS;
+    } else {
+      bool ok = true;
+      const uint32_t bit = ReadField(key, fl.value(), impl_->want_labels, out, &ok);
+      seen |= bit;
+      if (!ok) mistyped |= bit;
     }
     // Any other field (stacks, timeline, modules, ...) is skipped by the next iteration.
-    if (!ok) return LineKind::kBad;
   }
   // Complete: the iterator must have consumed the whole line (no second value after it).
   const char* at = nullptr;
   if (!doc.current_location().get(at)) return LineKind::kBad;
-  if ((seen & kVersion) && version != 1) return LineKind::kOtherVersion;
-  if (unknown_type) return LineKind::kUnknownType;
-  if (!is_hang) return (seen & kVersion) ? LineKind::kOtherRecord : LineKind::kBad;
-  if ((seen & kRequired) != kRequired) return LineKind::kBad;
+  if (bad_version) return LineKind::kBad;
+  if (!report::IsThisVersion(has_version, version)) return LineKind::kOtherVersion;
+  uint32_t required = kHangRequired, fields = kHangMask;
+  switch (report::KindOfType(has_type, type)) {
+    case report::RecordKind::kHang:
+      break;
+    case report::RecordKind::kLag:
+      required = kLagRequired, fields = kLagMask;
+      break;
+    case report::RecordKind::kStartupStall:
+      required = kStallRequired, fields = kStallMask;
+      break;
+    case report::RecordKind::kUnknown:
+      return LineKind::kUnknownType;
+  }
+  if ((seen & required) != required || (mistyped & fields) != 0) return LineKind::kBad;
+  if (required != kHangRequired) return LineKind::kOtherRecord;
   if (out->process_name.empty()) {
     // Older agents: the file name of the executable.
     const size_t slash = out->process.rfind('/');
@@ -295,19 +364,9 @@ std::string Open(const std::string& path, OpenFile* f) {
   if (!f->file.Open(path, &error)) return error.substr(path.size() + 2);  // without "PATH: "
   f->fd = f->file.fd();
   f->size = f->file.size();
-  unsigned char head[8] = {};
-  const ssize_t n = pread(f->fd, head, sizeof head, 0);
-  if (n < 0) return std::strerror(errno);
-  if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) {
-    return "gzip-compressed (decompress it first: zcat FILE > FILE.jsonl)";
-  }
-  if (n >= 4 && std::memcmp(head, "\x28\xb5\x2f\xfd", 4) == 0) {
-    return "zstd-compressed (decompress it first: zstdcat FILE > FILE.jsonl)";
-  }
-  if (n >= 8 && std::memcmp(head, "HWOPENHG", 8) == 0) {
-    return "an open-hang file (hangwatch report reads it)";
-  }
-  return "";
+  const InputFormat format = f->file.Sniff();
+  if (format == InputFormat::kOpenHang) return "an open-hang file (hangwatch report reads it)";
+  return std::string(CompressedFileError(format));
 }
 
 struct Slice {

@@ -3,11 +3,13 @@
 // files read in chunks (never whole) in parallel: across files, and within a large file in
 // slices cut at newlines.
 //
-// A line is checked for its top-level structure (a complete JSON object, nothing after it) and
-// for the fields `top` reads; the values it skips (stacks, timeline, modules) are not validated
-// further. A bad line (a torn write, a record of an unknown type or of another format version)
-// is counted in the file's ScanStats and skipped; a file that cannot be read, or is gzip
-// compressed, is counted and skipped as a whole.
+// Each line is classified by the format's reading rules (docs/report-format.md, report/
+// record_types.h), as every reader does: its top-level structure (a complete JSON object,
+// nothing after it), "type", "format_version", and the top-level fields of its record type
+// (required ones present, known ones of their type); the values it skips (stacks, timeline,
+// modules) are not validated further. Bad lines, records of unknown types and of another
+// format version are counted in the file's ScanStats and skipped; a file that cannot be read,
+// or is gzip or zstd compressed, is counted and skipped as a whole.
 #ifndef HANGWATCH_TOOLS_TOP_SCAN_H_
 #define HANGWATCH_TOOLS_TOP_SCAN_H_
 
@@ -52,7 +54,7 @@ struct TopHang {
 enum class LineKind {
   kHang,          // a hang record: *out is filled
   kOtherRecord,   // a record of a known type `top` does not count (lag, startup_stall)
-  kBad,           // not a complete JSON object, or a hang with missing or mistyped fields
+  kBad,           // not a complete JSON object, or a record with missing or mistyped fields
   kUnknownType,   // a JSON object of a record type this version does not know
   kOtherVersion,  // a record of another format_version
   kEmpty,         // whitespace only

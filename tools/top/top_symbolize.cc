@@ -1,14 +1,11 @@
 // ReadLineAt and SymbolizeTopCulprits.
 #include "tools/top/top_symbolize.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <string_view>
 #include <utility>
 
 #include "tools/reader/input_file.h"
+#include "tools/reader/line_reader.h"
 #include "tools/reader/report_frames.h"
 #include "tools/reader/report_reader.h"
 #include "tools/top/top_scan.h"
@@ -33,30 +30,12 @@ bool ReadLineAt(const std::string& path, uint64_t offset, std::string* line, siz
   InputFile file;  // the same rule as the scan: a regular file, never blocking
   std::string error;
   if (!file.Open(path, &error)) return false;
-  const int fd = file.fd();
-  constexpr size_t kChunk = 64 << 10;
-  bool found = false, ok = true;
-  while (!found && line->size() <= max_bytes) {
-    const size_t have = line->size();
-    line->resize(have + kChunk);
-    const ssize_t n = pread(fd, line->data() + have, kChunk, static_cast<off_t>(offset + have));
-    if (n < 0 && errno == EINTR) {
-      line->resize(have);
-      continue;
-    }
-    if (n <= 0) {
-      line->resize(have);
-      ok = n == 0 && have > 0;  // the last line of a file may lack its newline
-      break;
-    }
-    line->resize(have + static_cast<size_t>(n));
-    const void* nl = std::memchr(line->data() + have, '\n', static_cast<size_t>(n));
-    if (nl != nullptr) {
-      line->resize(static_cast<size_t>(static_cast<const char*>(nl) - line->data()));
-      found = true;
-    }
-  }
-  return ok && line->size() <= max_bytes;
+  LineReader reader(file, offset, max_bytes);
+  Line next;
+  // A last line without its newline is read too; one past max_bytes is not.
+  if (!reader.Next(&next) || next.too_long) return false;
+  line->assign(next.text);
+  return true;
 }
 
 void SymbolizeTopCulprits(const std::vector<std::string>& paths,

@@ -1,0 +1,260 @@
+// Every reader of the JSON Lines format over one corpus (tests/report/corpus/: real records,
+// and lines by hand for each class) and the lines made here by mutating the real ones: the
+// report decoder (report/report_decode.h), the report reader that `report`, `run` and `export`
+// read through (tools/reader/report_reader.h), the gate's scanner (tools/gate/gate_reader.h,
+// whose fast path and fallback are both exercised) and top's (tools/top/top_scan.h) must put
+// each line in the class docs/report-format.md's reading rules give it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cli_util.h"
+#include "nlohmann/json.hpp"
+#include "report/record_types.h"
+#include "report/report_decode.h"
+#include "tools/gate/gate_reader.h"
+#include "tools/reader/report_reader.h"
+#include "tools/top/top_scan.h"
+
+namespace hangwatch::tools {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+using testing::TempDir;
+using testing::WriteFile;
+
+// What a line is, by the reading rules.
+enum class Class { kHang, kLag, kStall, kUnknown, kOtherVersion, kBad };
+
+const char* Name(Class c) {
+  switch (c) {
+    case Class::kHang:
+      return "hang";
+    case Class::kLag:
+      return "lag";
+    case Class::kStall:
+      return "startup_stall";
+    case Class::kUnknown:
+      return "unknown";
+    case Class::kOtherVersion:
+      return "other_version";
+    case Class::kBad:
+      return "bad";
+  }
+  return "?";
+}
+
+struct Case {
+  std::string line;
+  Class expected;
+  std::string why;  // the corpus file or the mutation
+};
+
+Class ByDecoder(const std::string& line) {
+  report::Record record;
+  std::string error;
+  if (!report::Decode(line, &record, &error)) return Class::kBad;
+  if (std::holds_alternative<HangRecord>(record)) return Class::kHang;
+  if (std::holds_alternative<report::Lag>(record)) return Class::kLag;
+  if (std::holds_alternative<report::StartupStall>(record)) return Class::kStall;
+  return std::get<report::UnknownRecord>(record).other_version ? Class::kOtherVersion
+                                                               : Class::kUnknown;
+}
+
+// The report reader counts other versions with unknown types (neither is shown).
+Class ByReportReader(const std::string& line) {
+  Report r;
+  std::string error;
+  ParseJsonLines(line, &r, &error);
+  if (r.hangs.size() == 1) return Class::kHang;
+  if (r.lags.size() == 1) return Class::kLag;
+  if (r.startup_stalls.size() == 1) return Class::kStall;
+  if (r.unknown_records == 1) return Class::kUnknown;
+  return Class::kBad;
+}
+
+struct CountingSink : TopSink {
+  void Add(const TopHang&) override {}
+};
+
+// Top does not tell lag from start-up stall records (it counts neither): both are kLag here.
+Class ByTop(const std::string& line) {
+  TopLineParser parser(/*want_labels=*/true);
+  CountingSink sink;
+  ScanStats stats;
+  ScanTopText(line, 0, 0, &parser, &sink, &stats);
+  if (stats.hangs == 1) return Class::kHang;
+  if (stats.other_records == 1) return Class::kLag;
+  if (stats.unknown_types == 1) return Class::kUnknown;
+  if (stats.other_versions == 1) return Class::kOtherVersion;
+  return Class::kBad;
+}
+
+// The gate reads whole files: the line goes into one with a valid start-up stall (so that the
+// file always has a valid record) and, for a line with a signature, a longer hang of the same
+// signature, so that the line is not the longest of its group and is judged by the scanner's
+// fast path alone (the longest is decoded in full). The gate counts unknown types and other
+// versions together.
+Class ByGate(const std::string& line, const std::string& stall, const std::string& longer,
+             const TempDir& dir) {
+  const std::string path = dir / "gate.jsonl";
+  WriteFile(path, stall + "\n" + longer + (longer.empty() ? "" : "\n") + line + "\n");
+  Report r;
+  std::vector<HangTally> tallies;
+  size_t lag_records = 0;
+  std::string error;
+  if (!ReadReportsForGate({path}, &r, &tallies, &lag_records, &error)) return Class::kBad;
+  uint64_t hangs = 0;
+  for (const HangTally& t : tallies) hangs += t.count;
+  if (hangs == (longer.empty() ? 1u : 2u)) return Class::kHang;
+  if (lag_records == 1) return Class::kLag;
+  if (r.startup_stalls.size() == 2) return Class::kStall;
+  if (r.unknown_records == 1) return Class::kUnknown;
+  return Class::kBad;
+}
+
+std::vector<std::string> Lines(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty()) out.push_back(l);
+  }
+  return out;
+}
+
+const std::filesystem::path kCorpus = CORPUS_DIR;
+
+Class ClassOfReal(const ojson& j) {
+  const std::string type = j.value("type", "hang");
+  return type == "lag" ? Class::kLag : type == "startup_stall" ? Class::kStall : Class::kHang;
+}
+
+// The top-level fields of each record type (report/record_types.h).
+std::vector<report::TopLevelField> Fields(Class c) {
+  if (c == Class::kLag) return {std::begin(report::kLagFields), std::end(report::kLagFields)};
+  if (c == Class::kStall) {
+    return {std::begin(report::kStartupStallFields), std::end(report::kStartupStallFields)};
+  }
+  return {std::begin(report::kHangFields), std::end(report::kHangFields)};
+}
+
+// A value of another JSON type than `v`.
+ojson Mistyped(const ojson& v) { return v.is_string() ? ojson(17) : ojson("x"); }
+
+std::vector<Case> Mutations(const std::string& line) {
+  const ojson real = ojson::parse(line);
+  const Class c = ClassOfReal(real);
+  std::vector<Case> out;
+  auto add = [&](const ojson& j, Class expected, const std::string& why) {
+    out.push_back({j.dump(), expected, why});
+  };
+  for (size_t cut : {line.size() / 3, line.size() / 2, line.size() - 1}) {
+    out.push_back({line.substr(0, cut), Class::kBad, "torn at " + std::to_string(cut)});
+  }
+  out.push_back({line + " {}", Class::kBad, "a second value"});
+  out.push_back({line + " \t\r", c, "trailing white space"});
+  out.push_back({"  " + line, c, "leading white space"});
+  ojson j = real;
+  j.erase("type");
+  add(j, c == Class::kHang ? Class::kHang : Class::kBad, "without type");
+  j = real;
+  j.erase("format_version");
+  add(j, c, "without format_version");
+  j = real;
+  j["format_version"] = 2;
+  add(j, Class::kOtherVersion, "format_version 2");
+  j = real;
+  j["format_version"] = "1";
+  add(j, Class::kBad, "format_version a string");
+  j = real;
+  j.erase("format_version");
+  j["format_version"] = 2;
+  add(j, Class::kOtherVersion, "format_version 2, last");
+  j = real;
+  j.erase("type");
+  j["type"] = real["type"];
+  add(j, c, "type last");
+  j = real;
+  j["type"] = "frame_rate";
+  add(j, Class::kUnknown, "an unknown type");
+  j = real;
+  j["type"] = 3;
+  add(j, Class::kUnknown, "type not a string");
+  j = real;
+  j["future_field"] = ojson::array({1, "two", ojson::object()});
+  add(j, c, "an unknown field");
+  for (const report::TopLevelField& f : Fields(c)) {
+    if (!f.required) continue;
+    j = real;
+    j.erase(std::string(f.name));
+    add(j, Class::kBad, "without " + std::string(f.name));
+  }
+  for (const auto& [name, value] : real.items()) {
+    bool known = false;  // fields a record type does not read (a lag's figures) are ignored
+    for (const report::TopLevelField& f : Fields(c)) known |= f.name == name;
+    if (!known || (name == "culprit" && value.is_null())) continue;
+    j = real;
+    j[name] = Mistyped(value);
+    add(j, Class::kBad, name + " mistyped");
+    j = real;
+    j.erase(name);
+    j[name] = value;  // the same field last: the order of fields does not matter
+    add(j, c, name + " moved to the end");
+  }
+  return out;
+}
+
+TEST(ReaderConformanceTest, EveryReaderClassifiesEveryLineByTheRules) {
+  TempDir dir;
+  std::vector<Case> cases;
+  const std::vector<std::string> real = Lines(kCorpus / "real.jsonl");
+  ASSERT_GE(real.size(), 3u);
+  std::string stall;
+  for (const std::string& l : real) {
+    const Class c = ClassOfReal(ojson::parse(l));
+    if (c == Class::kStall) stall = l;
+    cases.push_back({l, c, "real.jsonl"});
+    for (Case& m : Mutations(l)) cases.push_back(std::move(m));
+  }
+  ASSERT_FALSE(stall.empty());
+  const std::pair<const char*, Class> files[] = {{"hang_first_agents.jsonl", Class::kHang},
+                                                 {"unknown.jsonl", Class::kUnknown},
+                                                 {"other_version.jsonl", Class::kOtherVersion},
+                                                 {"bad.jsonl", Class::kBad}};
+  for (const auto& [file, c] : files) {
+    for (const std::string& l : Lines(kCorpus / file)) cases.push_back({l, c, file});
+  }
+  size_t checked = 0;
+  for (const Case& k : cases) {
+    // A longer hang of the line's signature, when it has one (see ByGate).
+    std::string longer;
+    if (const ojson j = ojson::parse(k.line, nullptr, false);
+        j.is_object() && j.contains("signature") && j["signature"].is_string() &&
+        !j["signature"].get<std::string>().empty()) {
+      for (const std::string& r : real) {
+        ojson h = ojson::parse(r);
+        if (ClassOfReal(h) != Class::kHang) continue;
+        h["signature"] = j["signature"];
+        h["duration_ms"] = uint64_t{1} << 40;
+        longer = h.dump();
+        break;
+      }
+    }
+    const Class top_expected = k.expected == Class::kStall ? Class::kLag : k.expected;
+    const Class gate_expected = k.expected == Class::kOtherVersion ? Class::kUnknown : k.expected;
+    const std::string what = k.why + ": " + k.line.substr(0, 160);
+    EXPECT_STREQ(Name(ByDecoder(k.line)), Name(k.expected)) << "decoder, " << what;
+    EXPECT_STREQ(Name(ByReportReader(k.line)), Name(gate_expected)) << "report reader, " << what;
+    EXPECT_STREQ(Name(ByTop(k.line)), Name(top_expected)) << "top, " << what;
+    EXPECT_STREQ(Name(ByGate(k.line, stall, longer, dir)), Name(gate_expected)) << "gate, " << what;
+    ++checked;
+  }
+  EXPECT_GT(checked, 200u);
+}
+
+}  // namespace
+}  // namespace hangwatch::tools
