@@ -6,23 +6,27 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Each phase's line says when it started (seconds since the script did), so a CI log tells
+# where the time went.
+phase() { echo "== $* (at ${SECONDS} s)"; }
 scripts/bootstrap.sh
 jobs=$(nproc)
 
-echo "== plain build"
+phase "plain build"
 scripts/build.sh build
 # The cross checks (label cross) are left for later: they build a lot, and would disturb the
 # suite's timing-sensitive tests.
+phase "plain tests"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 900 -LE cross
 
 # The macOS check only compiles and links: it runs beside the ASan build, which has no timing
 # to disturb either. (The aarch64 check runs the agent's timed tests under qemu: alone, below.)
-echo "== macOS cross check, beside the ASan build"
+phase "macOS cross check, beside the ASan build"
 ctest --test-dir build --output-on-failure --timeout 2400 -R '^check_macos$' \
   >build/check-macos.log 2>&1 &
 cross=$!
 
-echo "== ASan + UBSan build"
+phase "ASan + UBSan build"
 # -O1 -g1, as AddressSanitizer's own documentation suggests: line tables are all its reports
 # need, and a heavy test file compiles in less than half the time of -O2 -g. Only what its ctest
 # run below needs (hangwatch_tests: cmake/test_suite.cmake), not the examples or libhangwatch.so.
@@ -36,13 +40,14 @@ if [ "$cross_status" -ne 0 ]; then
   exit 1
 fi
 
+phase "ASan + UBSan tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE 'no_asan|real_component'
 
-echo "== aarch64 cross check (the unwind/ and agent/ tests under qemu-user)"
+phase "aarch64 cross check (the unwind/ and agent/ tests under qemu-user)"
 ctest --test-dir build --output-on-failure --timeout 2400 -R '^check_aarch64$'
 
-echo "== ThreadSanitizer: the capture stress test, the multi-threaded symbol index build"
+phase "ThreadSanitizer: the capture stress test, the multi-threaded symbol index build"
 # (Two test binaries: precompiling GoogleTest's headers would cost more than it saves.)
 HANGWATCH_TARGETS="capture_stress_test dwarf_die_reader_test" scripts/build.sh build-tsan \
   -DHANGWATCH_TSAN=ON -DHANGWATCH_BUILD_BENCH=OFF -DHANGWATCH_TEST_PCH=OFF \
@@ -50,4 +55,4 @@ HANGWATCH_TARGETS="capture_stress_test dwarf_die_reader_test" scripts/build.sh b
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 build-tsan/tests/unwind/capture_stress_test
 build-tsan/tests/symbols/dwarf_die_reader_test --gtest_filter='IndexThreads*'
-
+phase "done"
