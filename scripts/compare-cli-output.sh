@@ -18,6 +18,18 @@ fi
 old=$(cd "$1" && pwd)
 new=$(cd "$2" && pwd)
 shift 2
+for dir in "$old" "$new"; do
+  for bin in hangwatch hangwatch-top; do
+    if [ ! -x "$dir/$bin" ]; then
+      echo "$0: $dir/$bin: not an executable (a build's tools/ directory is wanted)" >&2
+      exit 2
+    fi
+  done
+done
+if cmp -s "$old/hangwatch" "$new/hangwatch"; then
+  echo "$0: $old/hangwatch and $new/hangwatch are the same file: nothing to compare" >&2
+  exit 2
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 reports=("$root"/tests/tools/report_corpus/*.jsonl "$@")
 work=$(mktemp -d)
