@@ -199,7 +199,10 @@ void StallMonitor::Finish(bool watched_thread_exited) {
   const uint64_t state = internal::RunLoopState(*run_loop_state_);
   if (state != tracked_state_) {
     EndPass(now, /*still_running=*/false, 0);
-  } else if (watched_thread_exited) {
+  } else if (watched_thread_exited && !(declared_ && hang_.summary.samples > 0)) {
+    // The thread ended (pthread_exit) inside a pass it never closed: without a stack of it,
+    // the "hang" is only the time since it ended. A hang sampled while the thread ran is real:
+    // it is closed below, as still running when the thread ended.
     const uint64_t n = hang_.summary.samples + hang_.summary.failed_samples;
     stats_->early_samples_dropped.fetch_add(n, std::memory_order_relaxed);
     if (declared_) listener_->OnHangDiscarded();

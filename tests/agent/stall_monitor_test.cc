@@ -301,6 +301,26 @@ TEST(StallMonitorTest, FinishClosesAHangStillRunning) {
   EXPECT_EQ(h.listener.closed, 1);
 }
 
+TEST(StallMonitorTest, APassLeftRunningByAnEndedThreadIsNoHang) {
+  Harness h;
+  h.sampler.status = unwind::CaptureStatus::kThreadExited;
+  h.Begin();
+  h.Run(300 * kMs);  // every sample fails: the thread is gone
+  h.monitor.Finish(/*watched_thread_exited=*/true);
+  EXPECT_EQ(h.listener.closed, 0);
+  EXPECT_TRUE(Hangs(h.ring).empty());
+}
+
+TEST(StallMonitorTest, AHangSampledBeforeItsThreadEndedIsStillReported) {
+  Harness h;
+  h.Begin();
+  h.Run(300 * kMs);  // sampled while the thread ran
+  h.monitor.Finish(/*watched_thread_exited=*/true);
+  ASSERT_EQ(h.listener.closed, 1);
+  EXPECT_GT(h.listener.last_summary.samples, 0u);
+  EXPECT_EQ(Hangs(h.ring).size(), 1u);
+}
+
 TEST(StallMonitorTest, HistogramBuckets) {
   EXPECT_EQ(MonitorStats::BucketFor(0), 0);
   EXPECT_EQ(MonitorStats::BucketFor(999'999), 0);
