@@ -85,9 +85,9 @@ void EnablePassTimer() {
   g_pass_timer.ns_per_tick_q32 = counter_rate != 0 ? counter_rate : uint64_t{1} << 32;
   g_pass_timer.begin = internal::ReadPassClock(clock);
   g_pass_timer.clock.store(clock, std::memory_order_relaxed);
-  std::atomic<uint64_t>& state = internal::g_run_loop_state;
-  state.store(state.load(std::memory_order_relaxed) | internal::kRunLoopTimedBit,
-              std::memory_order_relaxed);
+  // fetch_or, not a load and a store: a thread still calling BeginWork() from an earlier
+  // session must not be able to erase the bit for this one.
+  internal::g_run_loop_state.fetch_or(internal::kRunLoopTimedBit, std::memory_order_relaxed);
 }
 
 void DisablePassTimer() {
