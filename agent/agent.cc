@@ -300,7 +300,11 @@ class Agent final : public MonitorListener {
         record.emplace(Materialize(hang, mo));
       } catch (const std::bad_alloc&) {
         stats_.hangs_unreported.fetch_add(1, std::memory_order_relaxed);
-        NotifyUnwrittenRecord("hang", ENOMEM);  // hangwatch run counts it as lost
+        // hangwatch run counts it as lost. The note is file I/O: with busy_mu_ released, as
+        // Dispatch() writes, so that a fork() never waits for it.
+        busy_mu_.unlock();
+        NotifyUnwrittenRecord("hang", ENOMEM);
+        busy_mu_.lock();
         return;
       }
     }
