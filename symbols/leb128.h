@@ -22,7 +22,9 @@ inline __attribute__((always_inline)) const uint8_t* ReadGroups(const uint8_t* p
                                                                 const uint8_t* end, uint64_t* bits,
                                                                 unsigned* last_shift) {
   uint64_t x = 0;
-  for (unsigned shift = 0; p < end; shift += 7) {
+  // The shift stops growing at 70: past the 64th bit nothing is kept, and a shift that kept
+  // growing would wrap (after some 600 MB of 0x80 bytes) and place bits again.
+  for (unsigned shift = 0; p < end; shift = shift < 64 ? shift + 7 : shift) {
     const uint8_t b = *p++;
     if (shift < 64) x |= uint64_t{b & 0x7fu} << shift;
     if ((b & 0x80) == 0) {
