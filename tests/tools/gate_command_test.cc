@@ -182,6 +182,28 @@ TEST(GateCommand, BadInputIsOneLineAndExitTwo) {
   EXPECT_EQ(Gate({clean, "--baseline", clean}).exit_code, 0);
 }
 
+// A hang line the gate cannot judge (a field missing, or another format_version) is skipped as
+// `report` skips it, and said: never silently left out of a verdict that then passes.
+TEST(GateCommand, LinesItCannotJudgeAreSaid) {
+  Fixture f;
+  const std::string path = f.dir / "some_bad.jsonl";
+  std::string no_tid = report::Encode(Hang(kParse, {"Parse", "main"}, 300));
+  const size_t at = no_tid.find("\"tid\":");
+  ASSERT_NE(at, std::string::npos);
+  no_tid.erase(at, no_tid.find(',', at) + 1 - at);
+  std::string newer = report::Encode(Hang(kLoad, {"Load", "main"}, 300));
+  const size_t v = newer.find("\"format_version\":1");
+  ASSERT_NE(v, std::string::npos);
+  newer.replace(v, 18, "\"format_version\":2");
+  WriteFile(path, report::Encode(Hang(kRender, {"Render", "main"}, 300)) + "\n" + no_tid + "\n" +
+                      newer + "\n");
+  const auto r = Gate({path, "--max-hangs", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // the one readable hang is within the budget
+  EXPECT_TRUE(Has(r.err, "1 unreadable line skipped, not judged; first: line 2: field 'tid'"))
+      << r.err;
+  EXPECT_TRUE(Has(r.err, "1 record of another format_version skipped, not judged")) << r.err;
+}
+
 TEST(GateCommand, WritesJunitMarkdownAndGithubAnnotations) {
   Fixture f;
   const std::string junit = f.dir / "junit.xml", md = f.dir / "summary.md";

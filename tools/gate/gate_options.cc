@@ -174,6 +174,18 @@ bool EvaluateGate(const std::vector<std::string>& reports, const GateOptions& op
              "or with Config::time_every_pass)";
     return false;
   }
+  // Lines the gate could not judge are said, not silently left out of the verdict.
+  if (report->skipped_lines > 0) {
+    warnings->push_back(std::to_string(report->skipped_lines) + " unreadable line" +
+                        (report->skipped_lines == 1 ? "" : "s") +
+                        " skipped, not judged; first: " + report->first_error);
+  }
+  if (report->other_version_records > 0) {
+    warnings->push_back(std::to_string(report->other_version_records) + " record" +
+                        (report->other_version_records == 1 ? "" : "s") +
+                        " of another format_version skipped, not judged: a newer hangwatch "
+                        "reads them");
+  }
   if (symbolize != nullptr) SymbolizeReport(*symbolize, report, warnings);
   *verdict = ComputeVerdict(*report, tallies, lag_records,
                             inputs.has_baseline ? &inputs.baseline : nullptr,

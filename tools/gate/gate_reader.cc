@@ -143,7 +143,10 @@ struct AddTo {
       report->lags[0].passes.Merge(l.passes);
     }
   }
-  void operator()(report::UnknownRecord&&) const { ++report->unknown_records; }
+  void operator()(report::UnknownRecord&& u) const {
+    ++report->unknown_records;
+    if (u.other_version) ++report->other_version_records;
+  }
 };
 
 struct Tally {

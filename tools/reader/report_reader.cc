@@ -16,7 +16,10 @@ struct AddTo {
   void operator()(HangRecord&& h) const { report->hangs.push_back(std::move(h)); }
   void operator()(StartupStall&& s) const { report->startup_stalls.push_back(std::move(s)); }
   void operator()(Lag&& l) const { report->lags.push_back(std::move(l)); }
-  void operator()(report::UnknownRecord&&) const { ++report->unknown_records; }
+  void operator()(report::UnknownRecord&& u) const {
+    ++report->unknown_records;
+    if (u.other_version) ++report->other_version_records;
+  }
 };
 
 }  // namespace
@@ -61,6 +64,7 @@ void MergeReport(Report&& from, Report* into) {
   for (auto& l : from.lags) into->lags.push_back(std::move(l));
   into->skipped_lines += from.skipped_lines;
   into->unknown_records += from.unknown_records;
+  into->other_version_records += from.other_version_records;
   into->dwarf_source_files.merge(from.dwarf_source_files);
   if (into->first_error.empty()) into->first_error = std::move(from.first_error);
 }

@@ -31,7 +31,9 @@ struct Report {
   std::vector<StartupStall> startup_stalls;
   std::vector<Lag> lags;       // in file order
   size_t skipped_lines = 0;    // not a JSON object, or a record with missing / mistyped fields
-  size_t unknown_records = 0;  // valid JSON objects of another type
+  size_t unknown_records = 0;  // valid JSON objects of another type, or of another version
+  // Of those, records of another format_version (a newer agent's): told, never silently dropped.
+  size_t other_version_records = 0;
   std::string first_error;     // why the first skipped line was skipped ("line N: ...")
   // The source files that the DWARF line tables of the report's modules name for its frames:
   // filled by offline symbolization (report_symbolize.h). The HTML page reads source only from

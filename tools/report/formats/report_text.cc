@@ -213,6 +213,10 @@ void AppendFooter(std::string* out, const Report& r) {
     Appendf(out, "(%zu unreadable line%s skipped; first: %s)\n", r.skipped_lines,
             r.skipped_lines == 1 ? "" : "s", r.first_error.c_str());
   }
+  if (r.other_version_records > 0) {
+    Appendf(out, "(%zu record%s of another format_version skipped: a newer hangwatch reads them)\n",
+            r.other_version_records, r.other_version_records == 1 ? "" : "s");
+  }
 }
 
 }  // namespace
