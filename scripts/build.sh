@@ -35,6 +35,7 @@ show_progress() {
   done
 }
 
+status=0
 # shellcheck disable=SC2086  # a list of target names
 if [ -z "$progress" ]; then
   NINJA_STATUS="[%f/%t] " ninja -C "$dir" ${HANGWATCH_TARGETS:-} >"$dir/build.log" 2>&1 || status=$?
