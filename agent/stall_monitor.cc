@@ -199,7 +199,13 @@ void StallMonitor::Finish(bool watched_thread_exited) {
   const uint64_t state = internal::RunLoopState(*run_loop_state_);
   if (state != tracked_state_) {
     EndPass(now, /*still_running=*/false, 0);
-  } else if (watched_thread_exited && !(declared_ && hang_.summary.samples > 0)) {
+  } else if (watched_thread_exited && declared_ && hang_.summary.samples > 0) {
+    // A hang sampled while its thread ran, which then ended inside it: reported, as ending
+    // when a sample first found the thread gone.
+    const uint64_t eff = Effective(now);
+    const uint64_t ended = thread_ended_effective_ns_;
+    EndPass(now, /*still_running=*/true, ended != 0 && ended < eff ? eff - ended : 0);
+  } else if (watched_thread_exited) {
     // The thread ended (pthread_exit) inside a pass it never closed: without a stack of it,
     // the "hang" is only the time since it ended. A hang sampled while the thread ran is real:
     // it is closed below, as still running when the thread ended.
@@ -223,6 +229,7 @@ void StallMonitor::StartPass(uint64_t now, uint64_t state, uint64_t began_before
   tracking_ = true;
   stats_->tracked_state.store(state, std::memory_order_relaxed);
   began_before_ns_ = began_before_ns;
+  thread_ended_effective_ns_ = 0;
   declared_ = false;
   tracked_state_ = state;
   first_seen_ns_ = now;
@@ -354,6 +361,12 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   }
   if (state == '?' || state == 0) {
     state = env_->SchedState(target_);
+  }
+  if (!ok && (status == unwind::CaptureStatus::kThreadExited || state == 'Z' || state == 'X')) {
+    // The thread has ended (pthread_exit inside the pass): nothing more of it to sample, and
+    // the hang, if any, ended here (Finish).
+    if (thread_ended_effective_ns_ == 0) thread_ended_effective_ns_ = effective_ns;
+    return;
   }
 
   const uint64_t delta =

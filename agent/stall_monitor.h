@@ -174,6 +174,9 @@ class StallMonitor {
   bool stopped_since_read_ = false;  // a gap counted as stopped since the last state read
   bool tracking_ = false;
   uint64_t began_before_ns_ = 0;
+  // When a sample first found the watched thread ended (gone, or a zombie), in the pass's
+  // effective time; 0 while it runs. A hang its thread left unclosed ends there (Finish).
+  uint64_t thread_ended_effective_ns_ = 0;
   bool declared_ = false;
   uint64_t tracked_state_ = 0;
   uint64_t first_seen_ns_ = 0;

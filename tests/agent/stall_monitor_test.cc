@@ -315,9 +315,15 @@ TEST(StallMonitorTest, AHangSampledBeforeItsThreadEndedIsStillReported) {
   Harness h;
   h.Begin();
   h.Run(300 * kMs);  // sampled while the thread ran
+  h.sampler.status = unwind::CaptureStatus::kThreadExited;
+  h.Run(500 * kMs);  // then it ended inside the pass; the watchdog notices later
   h.monitor.Finish(/*watched_thread_exited=*/true);
   ASSERT_EQ(h.listener.closed, 1);
   EXPECT_GT(h.listener.last_summary.samples, 0u);
+  EXPECT_EQ(h.listener.last_summary.failed_samples, 0u) << "no sample of an ended thread";
+  // It ended when a sample first found the thread gone, not when the watchdog noticed.
+  EXPECT_GE(h.listener.last_summary.duration_ns, 300 * kMs);
+  EXPECT_LE(h.listener.last_summary.duration_ns, 320 * kMs);
   EXPECT_EQ(Hangs(h.ring).size(), 1u);
 }
 

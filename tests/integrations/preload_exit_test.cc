@@ -58,6 +58,26 @@ TEST(PreloadExit, PthreadExitFromMainEndsTheProcess) {
   EXPECT_EQ(r.exit_code, 0) << "the process outlived its last thread of its own";
   // The pass the main thread left "running" when it ended is not a hang.
   EXPECT_EQ(r.report.find("\"duration_ms\""), std::string::npos) << r.report;
+  // (That the agent is armed in this set-up, and reports a hang of a thread that then ends, is
+  // AHangBeforePthreadExitIsStillReported: the absence above is not a silent agent.)
+}
+
+TEST(PreloadExit, AHangBeforePthreadExitIsStillReported) {
+  // 400 ms busy, then the thread ends inside that pass: the hang was sampled while the thread
+  // ran, so it is real, and reported, though its pass never ended.
+  const PythonExit r = RunPython(
+      "import time\n"
+      "select.select([], [], [], 0.01)\n"
+      "end = time.monotonic() + 0.4\n"
+      "while time.monotonic() < end: pass\n"
+      "ctypes.CDLL(None).pthread_exit(None)\n",
+      std::chrono::seconds(10), "100");
+  EXPECT_EQ(r.exit_code, 0);
+  const size_t first = r.report.find("\"duration_ms\"");
+  ASSERT_NE(first, std::string::npos) << r.report;
+  EXPECT_EQ(r.report.find("\"duration_ms\"", first + 1), std::string::npos) << "one hang\n"
+                                                                            << r.report;
+  EXPECT_NE(r.report.find("\"class\":\"busy\""), std::string::npos) << r.report;
 }
 
 }  // namespace
