@@ -191,6 +191,31 @@ TEST(LagTest, OffByDefault) {
   unlink(config.json_path.c_str());
 }
 
+// The timed mode is a bit of the run-loop state word: it follows each session, whatever the
+// one before was, and passes are counted in both modes.
+TEST(LagTest, TimedUntimedTimedSessionsEachCountTheirOwnWay) {
+  Config untimed;
+  untimed.threshold = std::chrono::milliseconds(2000);
+  untimed.log_hangs = false;
+  for (int round = 0; round < 2; ++round) {
+    uint64_t before = PassDurations().passes();
+    ASSERT_TRUE(Start(TimedConfig()).ok());
+    for (int i = 0; i < 5; ++i) Pass(0.1);
+    Stop();
+    EXPECT_EQ(PassDurations().passes(), before + 5) << "timed, round " << round;
+
+    before = PassDurations().passes();
+    ASSERT_TRUE(Start(untimed).ok());
+    BeginWork();  // a pass under way when the mode changes back
+    EndWork();
+    for (int i = 0; i < 5; ++i) Pass(0.1);
+    const Stats stats = GetStats();
+    Stop();
+    EXPECT_EQ(stats.passes_seen, 6u) << "untimed, round " << round;
+    EXPECT_EQ(PassDurations().passes(), before) << "untimed, round " << round;
+  }
+}
+
 TEST(LagTest, SpdlogGetsOneSummaryLinePerInterval) {
   std::ostringstream out;
   auto logger = std::make_shared<spdlog::logger>(
