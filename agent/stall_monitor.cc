@@ -182,7 +182,10 @@ uint64_t StallMonitor::Tick() {
     wake = std::min(wake, now + (next_eff > eff ? next_eff - eff : 0));
   }
   due_ns_ = wake;
-  last_tick_end_ns_ = env_->MonotonicNs();
+  // A tick that followed a pass may have waited for a capture: the next one's lateness starts
+  // where it ended. An idle tick does nothing that waits, so its own start is the mark: a stop
+  // (SIGSTOP) that lands inside it, before its end is read, would otherwise vanish.
+  last_tick_end_ns_ = tracking_ ? env_->MonotonicNs() : now;
   return wake;
 }
 

@@ -19,7 +19,10 @@ constexpr uint64_t kMs = 1'000'000;
 // `cpu_rate` (1.0 = busy, 0.0 = blocked) unless the process is "stopped".
 class FakeEnv final : public WatchdogEnv {
  public:
-  uint64_t MonotonicNs() override { return mono; }
+  uint64_t MonotonicNs() override {
+    if (stop_at_read > 0 && --stop_at_read == 0) Stop(stop_at_read_ns);
+    return mono;
+  }
   uint64_t BoottimeNs() override { return boot; }
   int64_t UnixMs() override { return 1'700'000'000'000 + static_cast<int64_t>(mono / kMs); }
   bool ThreadCpuNs(const unwind::ThreadInfo&, uint64_t* out) override {
@@ -55,6 +58,10 @@ class FakeEnv final : public WatchdogEnv {
     cpu += static_cast<uint64_t>(static_cast<double>(ns) * cpu_rate * main_share);
   }
 
+  // The process is stopped for stop_at_read_ns just before the stop_at_read-th read of the
+  // monotonic clock from now (1: the next one): a stop that lands inside the watchdog's work.
+  int stop_at_read = 0;
+  uint64_t stop_at_read_ns = 0;
   uint64_t mono = 1'000 * kMs;
   uint64_t boot = 1'000 * kMs;
   uint64_t cpu = 0;

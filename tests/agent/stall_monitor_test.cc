@@ -327,6 +327,17 @@ TEST(StallMonitorTest, AHangSampledBeforeItsThreadEndedIsStillReported) {
   EXPECT_EQ(Hangs(h.ring).size(), 1u);
 }
 
+TEST(StallMonitorTest, AStopInsideAnIdleTickIsCounted) {
+  Harness h;
+  h.Run(100 * kMs);
+  // The next tick reads the clock at its start and at its end: the stop lands between them.
+  h.env.stop_at_read = 2;
+  h.env.stop_at_read_ns = 2'000 * kMs;
+  h.Run(100 * kMs);
+  EXPECT_EQ(h.env.stop_at_read, 0) << "the stop happened";
+  EXPECT_GE(h.stats.stopped_ns.load(), 1'900 * kMs);
+}
+
 TEST(StallMonitorTest, HistogramBuckets) {
   EXPECT_EQ(MonitorStats::BucketFor(0), 0);
   EXPECT_EQ(MonitorStats::BucketFor(999'999), 0);
