@@ -43,12 +43,14 @@ TclWaitForEventFn g_tcl_wait_for_event;
 void* FindRealDefinition(const char* name, void* caller, void* self) {
   void* f = dlsym(RTLD_NEXT, name);
   if (f != nullptr && f != self) return f;
+  dlerror();  // the failed lookup's message is ours: the program's next dlerror() must not see it
   Dl_info info{};
   if (caller == nullptr || dladdr(caller, &info) == 0 || info.dli_fname == nullptr) return nullptr;
   // Already loaded: RTLD_NOLOAD only takes a reference, which dlclose() gives back.
   void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   if (handle == nullptr) return nullptr;
   f = dlsym(handle, name);  // the library's own scope: itself, then what it depends on
+  if (f == nullptr) dlerror();
   dlclose(handle);
   return f != self ? f : nullptr;
 }
@@ -86,6 +88,7 @@ namespace {
 __attribute__((constructor)) void ResolveRuntimeWaits() {
   // Null when libtcl is not loaded (yet): the first call resolves it then.
   void* f = dlsym(RTLD_NEXT, "Tcl_WaitForEvent");
+  if (f == nullptr) dlerror();  // not the program's error
   if (f != reinterpret_cast<void*>(&Tcl_WaitForEvent)) {
     __atomic_store_n(&g_tcl_wait_for_event, reinterpret_cast<TclWaitForEventFn>(f),
                      __ATOMIC_RELEASE);
