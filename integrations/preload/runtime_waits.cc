@@ -4,14 +4,14 @@
 //
 // Known runtime wait functions, and why each is here:
 //
-//   Tcl_WaitForEvent (libtcl 8.6, and so Tk's `wish`, Python's tkinter, expect)
+//   Tcl_WaitForEvent (libtcl 8.6: tclsh, Tk's `wish`, Python's tkinter)
 //     Threaded Tcl (Debian's, and every build since 8.6 by default) runs a notifier thread that
 //     select()s on the loop's descriptors; the main thread idles in pthread_cond_(timed)wait
 //     inside Tcl_WaitForEvent until that thread signals it. The shim would see no wait at all
 //     after the Xlib poll() that armed it during start-up, and reported an idle `wish` as one
-//     long blocked hang. Tcl_DoOneEvent calls Tcl_WaitForEvent through libtcl's PLT (and Tk
-//     through Tcl's stubs table, filled by the dynamic linker), so the preloaded definition is
-//     the one called. An unthreaded Tcl select()s inside it: that select is part of this wait.
+//     long blocked hang. Tcl_DoOneEvent calls Tcl_WaitForEvent through libtcl's PLT, and the
+//     stubs table's entry is a relocation against the symbol too, so the preloaded definition
+//     is the one called. An unthreaded Tcl select()s inside it: that select is part of this wait.
 //     Once the main thread waited here with a timeout, Tcl's `after ms` (a select() in
 //     Tcl_Sleep) and Xlib round trips inside a callback are work of the pass, as they are.
 //
