@@ -7,6 +7,9 @@
 // of the run-loop state word, and a read of the pass clock unless HANGWATCH_TIME_PASSES=0);
 // the real call, resolved once with dlsym(RTLD_NEXT), runs in between with the same arguments,
 // and its result and errno are returned untouched. Other threads pass straight through.
+// Some runtimes idle elsewhere (threaded Tcl waits on a condition variable while a notifier
+// thread polls): the shim interposes their own wait functions too (runtime_waits.cc), and once
+// the main thread waits in one, that is its loop's wait (wait_wrapper.h).
 //
 // Life cycle:
 //   - load (constructor): resolves the real calls, notes the main thread and the load time,
@@ -60,6 +63,7 @@
 #include "integrations/preload/preload_config.h"
 #include "integrations/preload/shim_state.h"
 #include "integrations/preload/shim_stderr.h"
+#include "integrations/preload/wait_wrapper.h"
 #include "report/report_record.h"
 #include "unwind/proc_files.h"
 
@@ -106,13 +110,18 @@ int NoSuchCall() {
   return -1;
 }
 
-// Main-thread state. Written by the constructor, the main thread and the fork child handler
-// (each single-threaded at that moment), read by the main thread only.
-enum State : int { kUnarmed, kStarting, kArmed, kOff };
-int g_state = kOff;
+// Main-thread state (the wait wrappers' part is in wait_wrapper.h). Written by the constructor,
+// the main thread and the fork child handler (each single-threaded at that moment), read by the
+// main thread only.
+using hangwatch::preload::g_main;
+using hangwatch::preload::g_state;
+using hangwatch::preload::Interpose;
+using hangwatch::preload::kArmed;
+using hangwatch::preload::kOff;
+using hangwatch::preload::kStarting;
+using hangwatch::preload::kUnarmed;
 bool g_lineage_armed = false;        // this process, or one it was forked from, armed
 std::string* g_self_path = nullptr;  // leaked on purpose: read by exec calls until exit
-pthread_t g_main{};
 pid_t g_armed_pid = 0;
 uint64_t g_load_ns = 0;
 hangwatch::preload::PreloadConfig* g_config = nullptr;  // leaked on purpose: used until exit
@@ -259,25 +268,12 @@ void ForkChild() {
   // agent's own fork handler); one whose parent could not arm stays off.
   g_main = pthread_self();
   g_load_ns = MonotonicNs();
+  // This thread may have forked while the parent's main thread was inside a runtime's wait, and
+  // its loop may not be the parent's: the child finds its own loop's wait.
+  hangwatch::preload::g_runtime_wait_depth = 0;
+  hangwatch::preload::g_loop_waits_in_runtime = false;
   if (g_state == kArmed || g_state == kStarting) g_state = kUnarmed;
   if (g_state == kUnarmed) hangwatch::preload::LaunchLogLoaded();
-}
-
-// The wrapper around every interposed call. `blocking`: the call may wait (a timeout that is
-// not zero); the agent arms at the first such call, a program that only ever polls with a zero
-// timeout has not reached an event loop yet.
-template <typename Call>
-inline __attribute__((always_inline)) int Interpose(bool blocking, Call call) {
-  if (!pthread_equal(pthread_self(), g_main)) return call();
-  if (__builtin_expect(g_state != kArmed, 0)) {
-    if (g_state != kUnarmed || !blocking || g_config == nullptr) return call();
-    Arm();
-    if (g_state != kArmed) return call();
-  }
-  hangwatch::AboutToWait();
-  const int result = call();
-  hangwatch::WokeUp();  // relaxed atomic stores: errno is untouched
-  return result;
 }
 
 bool IsBlocking(const struct timespec* ts) {
@@ -339,6 +335,17 @@ __attribute__((constructor)) void LoadShim() {
 }  // namespace
 
 namespace hangwatch::preload {
+
+pthread_t g_main{};
+int g_state = kOff;
+int g_runtime_wait_depth = 0;
+bool g_loop_waits_in_runtime = false;
+
+bool ArmAtFirstWait() {
+  if (g_config == nullptr) return false;
+  Arm();
+  return g_state == kArmed;
+}
 
 bool ExecKeepsShim() { return g_config == nullptr || g_config->inherit || !g_lineage_armed; }
 

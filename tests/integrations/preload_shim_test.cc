@@ -107,7 +107,8 @@ TEST(PreloadShim, ExportsTheInterposedCalls) {
   EXPECT_NE(s.poll, nullptr);
   EXPECT_NE(s.epoll_wait, nullptr);
   EXPECT_NE(s.select, nullptr);
-  for (const char* name : {"ppoll", "pselect", "epoll_pwait", "epoll_pwait2", "__poll_chk"}) {
+  for (const char* name :
+       {"ppoll", "pselect", "epoll_pwait", "epoll_pwait2", "__poll_chk", "Tcl_WaitForEvent"}) {
     EXPECT_NE(dlsym(s.handle, name), nullptr) << name;
   }
   // Nothing of the agent leaks out of the shim.
