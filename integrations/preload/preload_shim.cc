@@ -29,6 +29,10 @@
 //   - fork: every child arms itself at its own first wait, with its own agent (the parent's
 //     is abandoned in the child: agent.cc), open-hang file and pid: prefork servers' workers
 //     and daemons (which fork before or after their loop) are watched.
+//   - user change (privilege_drop.cc): at the first setuid/setgid/setgroups/initgroups (or a
+//     variant) in a process, before the real call, the report, the launch log and the process's
+//     open-hang file are opened and their descriptors kept (agent/kept_files.h), so that a server
+//     that drops root (nginx's workers) is still watched and its files stay the watcher's.
 //   - exit: hangwatch::Stop() so that a hang that just ended is written out. _exit() and
 //     _Exit() (forked workers, Python's os._exit, signal handlers) run no atexit handler: the
 //     shim interposes them too and has the watchdog write the open hang and the lag interval
