@@ -158,6 +158,31 @@ TEST(PrivilegeDrop, ChildForkedAfterSwitchIsWatched) {
   ExpectPrivateToRoot(f.report);
 }
 
+// A process that cannot arm after the switch (its report is in a directory that does not exist)
+// says why in the launch log, which it can no longer open by name: `run` prints that reason
+// instead of "never waited for events".
+TEST(PrivilegeDrop, WhyNotWatchedReachesLaunchLogAfterSwitch) {
+  if (!NeedsRoot()) GTEST_SKIP() << "needs root and a `nobody` user to switch to";
+  Files f;
+  std::vector<std::string> env = f.Env();
+  for (std::string& kv : env) {
+    if (kv.rfind("HANGWATCH_REPORT=", 0) == 0)
+      kv = "HANGWATCH_REPORT=" + f.dir.path() + "/missing/report.jsonl";
+  }
+  ChildProcess child({PRIVILEGE_DROP_FIXTURE, "drop-then-arm"}, env);
+  ASSERT_TRUE(ExpectLine(&child, "stalling"));
+  const std::string off = "off " + std::to_string(child.pid()) + " ";
+  EXPECT_TRUE(WaitFor([&] {
+    const std::string log = ReadFile(f.launch_log);
+    const size_t at = log.find(off);
+    return at != std::string::npos &&
+           log.find("cannot open " + f.dir.path() + "/missing/report.jsonl", at) !=
+               std::string::npos;
+  })) << ReadFile(f.launch_log);
+  kill(child.pid(), SIGKILL);
+  child.Wait();
+}
+
 // A program that closes every descriptor after the switch and opens its own file on the freed
 // numbers: the shim's kept numbers are its now, and nothing of ours is written into them (the
 // process is not watched: the report is out of reach).
