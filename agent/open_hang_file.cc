@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "agent/kept_files.h"
 #include "agent/materialize.h"
 #include "agent/regular_file.h"
 #include "symbols/module_map.h"
@@ -131,6 +132,23 @@ void CopyString(char* dst, size_t cap, const std::string& s) {
 
 std::string ReadString(const char* src, size_t cap) { return std::string(src, strnlen(src, cap)); }
 
+// A copy of the descriptor kept for `path` (kept_files.h) when the name still leads to that
+// file or cannot be looked at any more (this process changed user); -1 otherwise.
+int KeptOpenHangFile(const std::string& path) {
+  const int kept = DupKeptFile(path.c_str());
+  if (kept < 0) return -1;
+  struct stat mine {
+  }, by_name{};
+  const bool name_ok = lstat(path.c_str(), &by_name) == 0;
+  const bool out_of_reach = !name_ok && (errno == EACCES || errno == EPERM);
+  if (out_of_reach || (name_ok && fstat(kept, &mine) == 0 && mine.st_dev == by_name.st_dev &&
+                       mine.st_ino == by_name.st_ino)) {
+    return kept;
+  }
+  close(kept);
+  return -1;
+}
+
 }  // namespace
 
 std::unique_ptr<OpenHangFile> OpenHangFile::Create(const std::string& path,
@@ -151,6 +169,12 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
   const size_t samples_offset = kModulesOffset + kMaxModules * sizeof(ModuleRecord);
   f->size_ = samples_offset + f->limits_.max_timeline * record;
 
+  // Created for this process before it changed user (kept_files.h): used as long as the name
+  // is still that file, or out of reach; a name removed or replaced since is not.
+  if (const int kept = KeptOpenHangFile(path); kept >= 0) {
+    f->fd_ = kept;
+    return f->Initialize(error) ? std::move(f) : nullptr;
+  }
   // A file already at `path` (a previous run's, read by now) is never written into: it may be
   // a hard link to someone else's file. Unless another process holds it, it is removed and a
   // new one created (O_EXCL); symbolic links, FIFOs and devices are refused (regular_file.h).
@@ -177,38 +201,42 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
     *error = "cannot create " + path + ": " + why;
     return nullptr;
   }
-  if (flock(f->fd_, LOCK_EX | LOCK_NB) != 0) {
-    *error = path + " is in use by another process";
-    return nullptr;
+  return f->Initialize(error) ? std::move(f) : nullptr;
+}
+
+bool OpenHangFile::Initialize(std::string* error) {
+  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    *error = path_ + " is in use by another process";
+    return false;
   }
-  if (ftruncate(f->fd_, static_cast<off_t>(f->size_)) != 0) {
-    *error = "cannot size " + path + ": " + std::strerror(errno);
-    return nullptr;
+  if (ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+    *error = "cannot size " + path_ + ": " + std::strerror(errno);
+    return false;
   }
-  void* m = mmap(nullptr, f->size_, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd_, 0);
+  void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (m == MAP_FAILED) {
-    *error = "cannot map " + path + ": " + std::strerror(errno);
-    return nullptr;
+    *error = "cannot map " + path_ + ": " + std::strerror(errno);
+    return false;
   }
-  f->map_ = static_cast<unsigned char*>(m);
-  std::memset(f->map_, 0, 1024);
+  map_ = static_cast<unsigned char*>(m);
+  std::memset(map_, 0, 1024);
 
   StaticHeader h{};
   std::memcpy(h.magic, kOpenHangFileMagic.data(), kOpenHangFileMagic.size());
-  h.version = version;
+  h.version = version_;
   h.endian_check = kEndianCheck;
-  h.max_frames = static_cast<uint32_t>(f->limits_.max_frames);
-  h.max_samples = static_cast<uint32_t>(f->limits_.max_timeline);
+  h.max_frames = static_cast<uint32_t>(limits_.max_frames);
+  h.max_samples = static_cast<uint32_t>(limits_.max_timeline);
   h.max_modules = kMaxModules;
   h.modules_offset = kModulesOffset;
-  h.samples_offset = samples_offset;
+  h.samples_offset = kModulesOffset + kMaxModules * sizeof(ModuleRecord);
   h.module_record_size = sizeof(ModuleRecord);
-  h.sample_record_size = record;
-  h.file_size = f->size_;
+  h.sample_record_size = SampleRecordSize(limits_.max_frames, version_);
+  h.file_size = size_;
   h.checksum = Checksum(&h, offsetof(StaticHeader, checksum));
-  std::memcpy(f->map_ + kStaticHeaderOffset, &h, sizeof(h));
-  f->Clear();  // a valid "no open hang" state from the start
-  return f;
+  std::memcpy(map_ + kStaticHeaderOffset, &h, sizeof(h));
+  Clear();  // a valid "no open hang" state from the start
+  return true;
 }
 
 OpenHangFile::~OpenHangFile() {
@@ -550,16 +578,23 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   };
   // Never a FIFO or a device (opening a device may do something; reading a FIFO blocks).
   struct stat st {};
+  int fd = -1;
   if (stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) {
+    const int err = errno;
+    if (err == ENOENT) {
       return OpenHangReadStatus::kNoOpenHang;
     }
-    return invalid(std::string("cannot open: ") + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
+    // Out of reach since this process changed user: the file kept for it, if any (it was
+    // created for this process before the change: a regular file).
+    fd = err == EACCES || err == EPERM ? DupKeptFile(path.c_str()) : -1;
+    if (fd < 0) {
+      return invalid(std::string("cannot open: ") + std::strerror(err));
+    }
+  } else if (!S_ISREG(st.st_mode)) {
     return invalid("not a regular file");
+  } else {
+    fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   }
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     return invalid(std::string("cannot open: ") + std::strerror(errno));
   }

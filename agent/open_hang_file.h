@@ -37,6 +37,10 @@ class OpenHangFile {
   // (another live process using the same path makes this fail). A file already there is
   // removed first, never written into, and its content is lost: read it first with
   // ReadOpenHangFile(). A symbolic link, FIFO or device at `path` is refused (regular_file.h).
+  // A file created for this process under `path` before it changed user (the preload shim's,
+  // agent/kept_files.h) is used through its kept descriptor while the name still leads to it or
+  // is out of the new user's reach; removing it at the end then needs the name (left in place,
+  // holding no hang, when it is out of reach: `hangwatch run` removes it).
   static std::unique_ptr<OpenHangFile> Create(const std::string& path, const HangLimits& limits,
                                               std::string* error);
   // Same, writing format `version` as an older agent did (1: without frame and sample
@@ -63,6 +67,8 @@ class OpenHangFile {
 
  private:
   OpenHangFile() = default;
+  // Locks, sizes, maps fd_ and writes the headers (no open hang).
+  bool Initialize(std::string* error);
   void WriteSample(size_t index, const HangData& hang);
   void WriteLiveHeader(const HangData& hang, bool open);
 

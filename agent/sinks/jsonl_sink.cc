@@ -1,6 +1,7 @@
 #include "agent/sinks/jsonl_sink.h"
 
 #include <atomic>
+#include <utility>
 
 namespace hangwatch::agent {
 namespace {
@@ -36,6 +37,11 @@ void JsonlSink::Append(const std::string& line, const char* type, SinkErrors* er
   if (!writer_.Append(line, &error)) {
     errors->push_back(error.empty() ? "cannot write " + writer_.path() : error);
     NotifyUnwrittenRecord(type, writer_.error_number());
+  }
+  // Written, with something to say once (a rotation skipped after the process changed user):
+  // it goes where sink errors go (the agent's logger), the record is not counted as lost.
+  if (std::string notice = writer_.TakeNotice(); !notice.empty()) {
+    errors->push_back(std::move(notice));
   }
 }
 

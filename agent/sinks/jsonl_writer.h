@@ -7,10 +7,18 @@
 // past `max_bytes`, the file is renamed to PATH.1 and a new one started. If the file does not end
 // with '\n' when opened (a writer died mid-line), the first line written starts with '\n' so
 // the torn line is not glued to ours.
+//
+// A process that changed user (a server's worker dropping root) may no longer open the file by
+// name: the writer then appends through a descriptor opened before the change (kept_files.h). Such
+// a file is not rotated (renaming it, or creating the next one, needs the name): it grows past
+// `max_bytes`, which TakeNotice() says once. A descriptor whose number the program closed and
+// reused for a file of its own is never written nor closed: the writer opens the file again.
 #ifndef HANGWATCH_AGENT_SINKS_JSONL_WRITER_H_
 #define HANGWATCH_AGENT_SINKS_JSONL_WRITER_H_
 
+#include <sys/types.h>
 #include <cstdint>
+
 #include <string>
 
 namespace hangwatch::agent {
@@ -28,6 +36,9 @@ class JsonlWriter {
   bool Append(const std::string& line, std::string* error);
   // The errno of the last failed Open() or Append() (0 after a success).
   int error_number() const { return error_number_; }
+  // One line the writer has to say once without failing a write (a rotation it skipped); ""
+  // when none, or when already taken.
+  std::string TakeNotice() { return std::move(notice_); }
 
   // In a forked child: closes the inherited descriptor (the parent keeps its own). System
   // calls only: callable from a pthread_atfork child handler.
@@ -39,10 +50,19 @@ class JsonlWriter {
   bool OpenFile(std::string* error);
   bool Rotate(std::string* error);
   bool WriteWhole(const std::string& buf, std::string* error);
+  // fd_ still refers to the file it was opened on (the program did not reuse the number).
+  bool StillOurs() const;
+  // Closes fd_ when it is still ours; forgets it either way.
+  void Drop();
 
   std::string path_;
   uint64_t max_bytes_;
   int fd_ = -1;
+  dev_t fd_dev_ = 0;
+  ino_t fd_ino_ = 0;
+  bool through_kept_ = false;  // fd_ is a copy of a kept descriptor: the name is out of reach
+  bool rotation_skipped_ = false;
+  std::string notice_;
   int error_number_ = 0;
 };
 

@@ -1,7 +1,8 @@
 // The launch log's writers (launch_log.h): libc calls on stack buffers only, errno preserved.
 // The file is opened for each event and closed again, so no descriptor outlives an event: a
 // forked child, an executed program or a daemon that closes every descriptor it did not open
-// never holds (or loses) one.
+// never holds (or loses) one. The exception is a process about to change user (LaunchLogKeep):
+// one descriptor is kept (agent/kept_files.h) and used when the name no longer opens.
 #include "integrations/preload/launch_log.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/kept_files.h"
 #include "unwind/proc_files.h"
 
 extern char* program_invocation_short_name;  // glibc: basename of argv[0]
@@ -80,7 +82,10 @@ void Write(const char* event, const char* detail) {
   line.Add("\t");
   if (detail != nullptr) line.AddField(detail, 4095);
   line.Add("\n");
-  const int fd = open(g_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  int fd = open(g_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  // Out of reach since the process changed user: the descriptor kept before the change
+  // (LaunchLogKeep), when it is still the log's.
+  if (fd < 0 && (errno == EACCES || errno == EPERM)) fd = agent::DupKeptFile(g_path);
   if (fd >= 0) {
     // One write: O_APPEND makes it atomic with respect to other writers' lines.
     while (write(fd, line.buf, line.len) < 0 && errno == EINTR) {
@@ -101,6 +106,14 @@ void LaunchLogInit() {
     return;
   }
   memcpy(g_path, path, n + 1);
+}
+
+void LaunchLogKeep() {
+  if (g_path[0] == '\0') return;
+  const int saved_errno = errno;
+  const int fd = open(g_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0 && !agent::KeepFile(g_path, fd)) close(fd);  // kept already (by the parent)
+  errno = saved_errno;
 }
 
 void LaunchLogLoaded() {

@@ -27,6 +27,9 @@ namespace hangwatch::preload {
 // Reads HANGWATCH_LAUNCH_LOG once (call from the shim's constructor); later calls are no-ops
 // when it is unset.
 void LaunchLogInit();
+// Opens the log and keeps the descriptor (close-on-exec), for the events written after this
+// process changes user and can no longer open the log by name (privilege_drop.cc).
+void LaunchLogKeep();
 // The shim was loaded into this process (constructor) or this process was forked (child).
 void LaunchLogLoaded();
 // This process is about to execute `path` (before the real exec call; a failed exec leaves a

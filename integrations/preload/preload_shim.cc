@@ -29,6 +29,10 @@
 //   - fork: every child arms itself at its own first wait, with its own agent (the parent's
 //     is abandoned in the child: agent.cc), open-hang file and pid: prefork servers' workers
 //     and daemons (which fork before or after their loop) are watched.
+//   - user change (privilege_drop.cc): at the first setuid/setgid/setgroups/initgroups (or a
+//     variant) in a process, before the real call, the report, the launch log and the process's
+//     open-hang file are opened and their descriptors kept (agent/kept_files.h), so that a server
+//     that drops root (nginx's workers) is still watched and its files stay the watcher's.
 //   - exit: hangwatch::Stop() so that a hang that just ended is written out. _exit() and
 //     _Exit() (forked workers, Python's os._exit, signal handlers) run no atexit handler: the
 //     shim interposes them too and has the watchdog write the open hang and the lag interval
@@ -126,6 +130,9 @@ pid_t g_armed_pid = 0;
 uint64_t g_load_ns = 0;
 hangwatch::preload::PreloadConfig* g_config = nullptr;  // leaked on purpose: used until exit
 bool g_secure = false;  // secure execution (AT_SECURE): nothing printed, nothing written
+// The process the shim knows it runs in: set at load and in a forked child (pthread_atfork). A
+// vfork child (no fork handlers) has another pid and shares this memory: it is left alone.
+pid_t g_known_pid = 0;
 
 // This process's open-hang file, removed by an _exit() once the watchdog has written the hang
 // (exit() has Stop() remove it). Fixed storage: read in _exit(), maybe in a signal handler.
@@ -241,8 +248,19 @@ __attribute__((noinline)) void Arm() {
   // The shim is on every wait already: timing each pass costs two counter reads.
   config.time_every_pass = c.time_passes;
   config.lag_interval = std::chrono::milliseconds(c.lag_interval_ms);
-  if (!c.open_hang_dir.empty()) {
-    config.open_hang_path = c.open_hang_dir + "/open-hang." + std::to_string(getpid());
+  if (char path[4096];
+      !c.open_hang_dir.empty() && hangwatch::preload::FormatOpenHangPath(
+                                      c.open_hang_dir.c_str(), getpid(), path, sizeof path)) {
+    // A worker forked after its parent changed user cannot create its own (privilege_drop.cc):
+    // watched without one rather than not at all.
+    if (hangwatch::preload::OpenHangFileOutOfReach(path)) {
+      hangwatch::preload::ShimPrint(
+          "hangwatch preload: no open-hang file: this process changed user and cannot create "
+          "%s; a hang that kills it is not reported",
+          path);
+    } else {
+      config.open_hang_path = path;
+    }
   }
   const hangwatch::Status status = hangwatch::Start(config);
   if (status.ok()) {
@@ -272,6 +290,8 @@ void ForkChild() {
   // its loop may not be the parent's: the child finds its own loop's wait.
   hangwatch::preload::g_runtime_wait_depth = 0;
   hangwatch::preload::g_loop_waits_in_runtime = false;
+  g_known_pid = getpid();
+  hangwatch::preload::ForgetParentsKeptFiles();
   if (g_state == kArmed || g_state == kStarting) g_state = kUnarmed;
   if (g_state == kUnarmed) hangwatch::preload::LaunchLogLoaded();
 }
@@ -305,6 +325,7 @@ __attribute__((constructor)) void LoadShim() {
   Resolve(&g_exit_upper, "_Exit");
 
   g_load_ns = MonotonicNs();
+  g_known_pid = getpid();
   // A set-user-ID (or set-group-ID, or capability-raising) program: its environment is its
   // caller's, and so would be whatever the shim prints (its stacks, their addresses).
   g_secure = getauxval(AT_SECURE) != 0;
@@ -318,6 +339,7 @@ __attribute__((constructor)) void LoadShim() {
   for (const auto& w : warnings) hangwatch::preload::ShimPrint("hangwatch preload: %s", w.c_str());
   g_self_path = new std::string(SelfPath());
   hangwatch::preload::ResolveExecCalls();
+  hangwatch::preload::ResolveUserChangeCalls();
   hangwatch::preload::LaunchLogInit();
   hangwatch::preload::LaunchLogLoaded();
   // Records the report file did not take reach `hangwatch run` through the launch log.
@@ -350,6 +372,33 @@ bool ArmAtFirstWait() {
 bool ExecKeepsShim() { return g_config == nullptr || g_config->inherit || !g_lineage_armed; }
 
 const char* ShimPath() { return g_self_path != nullptr ? g_self_path->c_str() : ""; }
+
+bool ShimFilesOfThisProcess(ShimFiles* files) {
+  if (g_config == nullptr || g_secure || g_state == kOff || getpid() != g_known_pid) return false;
+  files->report_path = g_config->report_path.c_str();
+  files->open_hang_dir = g_config->open_hang_dir.c_str();
+  files->armed = g_state == kArmed;
+  return true;
+}
+
+bool FormatOpenHangPath(const char* dir, long pid, char* out, size_t cap) {
+  static constexpr char kName[] = "/open-hang.";
+  const size_t dir_len = strlen(dir);
+  char digits[24];
+  size_t n = 0;
+  unsigned long v = pid < 0 ? 0 : static_cast<unsigned long>(pid);
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  if (dir_len + sizeof kName - 1 + n + 1 > cap) return false;
+  memcpy(out, dir, dir_len);
+  memcpy(out + dir_len, kName, sizeof kName - 1);
+  size_t at = dir_len + sizeof kName - 1;
+  while (n > 0) out[at++] = digits[--n];
+  out[at] = '\0';
+  return true;
+}
 
 }  // namespace hangwatch::preload
 
