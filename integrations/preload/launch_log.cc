@@ -130,7 +130,6 @@ void Write(const char* event, const char* detail) {
 }  // namespace
 
 void LaunchLogInit() {
-  NoteLoadName();
   // secure_getenv: a set-user-ID program never writes where its caller's environment says.
   const char* path = secure_getenv("HANGWATCH_LAUNCH_LOG");
   const size_t n = path != nullptr ? strlen(path) : 0;
@@ -139,6 +138,7 @@ void LaunchLogInit() {
     return;
   }
   memcpy(g_path, path, n + 1);
+  NoteLoadName();  // only with a log: nothing else reads it
 }
 
 void LaunchLogLoaded() {
