@@ -8,14 +8,33 @@
 //
 //   EVENT PID PPID STARTTIME NAME\tDETAIL\n
 //
-//   EVENT      load | exec | armed | off | unwritten
+//   EVENT      load | exec | spawn | execfail | armed | off | unwritten
 //   STARTTIME  field 22 of /proc/PID/stat (clock ticks since boot): with PID it names the
 //              process even after the pid is reused
-//   NAME       the process name (basename of argv[0], else comm); no tabs or newlines
-//   DETAIL     load: the executable (/proc/self/exe); exec: the path being executed;
+//   NAME       the process name, at most 255 bytes, no tabs or newlines: the basename of
+//              argv[0] as it was when the shim was loaded (copied then: a program may rewrite
+//              its argv, as nginx does with its titles), unless the program has renamed itself
+//              since (prctl(PR_SET_NAME), /proc/self/comm: node sets `npm`), then
+//              /proc/self/comm; a forked child starts with its parent's
+//   DETAIL     load: the executable (/proc/self/exe);
+//              exec, spawn: SHIM\tPATH\tARGV, an exec-family call (the program replaces this
+//              process) or posix_spawn (it runs in a new one), written before the call:
+//                SHIM  what the new program's environment holds of the shim: `kept`;
+//                      `stripped` (the launch rule took it out: this process or the one it
+//                      was forked from armed, without HANGWATCH_INHERIT=1); `absent` (the
+//                      program built an environment without it: env -i, a cleared env)
+//                PATH  as given to the call (no slash: looked up in PATH);
+//                      "(a file descriptor)" for fexecve
+//                ARGV  the arguments, joined by spaces, tabs and newlines as spaces, at most
+//                      1024 bytes (cut short: "..." at the end)
+//              execfail: the errno of the exec or spawn call just logged, which returned
+//              (the program did not run; for an exec the same image goes on);
 //              armed: empty; off: why the agent could not start; unwritten: "TYPE ERRNO", a
 //              record (TYPE: hang, lag, startup_stall) the report file did not take (a full
 //              disk), so that `run` counts it instead of saying "no hangs"
+//
+// The format is internal to one version of the shim and `hangwatch run` (the run directory
+// and its log belong to one run).
 //
 // The writers are libc-only and allocation-free (a stack buffer), so they may run in a vfork
 // child or right before execve. The reader lives with `hangwatch run` (tools/).
@@ -32,9 +51,14 @@ void LaunchLogInit();
 void LaunchLogKeep();
 // The shim was loaded into this process (constructor) or this process was forked (child).
 void LaunchLogLoaded();
-// This process is about to execute `path` (before the real exec call; a failed exec leaves a
-// line too, which is harmless: the process keeps running and logs again).
-void LaunchLogExec(const char* path);
+// What a program being executed gets of the shim (the SHIM field above).
+enum class ExecShim { kKept, kStripped, kAbsent };
+// This process is about to execute `path` with `argv` (null: none known): an exec-family call
+// (`spawn` false) or posix_spawn (`spawn` true). Written before the real call; when the call
+// returns, LaunchLogExecFailed() says so.
+void LaunchLogExec(const char* path, char* const argv[], ExecShim shim, bool spawn);
+// The exec or spawn call just logged returned `error_number` (the program did not run).
+void LaunchLogExecFailed(int error_number);
 // The agent started in this process (its main thread reached an event loop).
 void LaunchLogArmed();
 // The agent could not start; `why` is Start()'s message.

@@ -86,16 +86,41 @@ int NoSuchCall() {
   return -1;
 }
 
+// What the new program's environment will hold of the shim (the launch log's SHIM field).
+ExecShim ShimFate(char* const* envp) {
+  if (!ExecKeepsShim()) return ExecShim::kStripped;
+  for (size_t i = 0; envp != nullptr && envp[i] != nullptr; ++i) {
+    if (IsShimPreload(envp[i])) return ExecShim::kKept;
+  }
+  return ExecShim::kAbsent;
+}
+
+// An exec-family call, logged: the call itself, then its failure if it returns.
+template <typename Call>
+int LoggedExec(const char* path, char* const argv[], char* const envp[], Call call) {
+  LaunchLogExec(path, argv, ShimFate(envp), /*spawn=*/false);
+  const int result = WithChildEnvironment(envp, call);
+  LaunchLogExecFailed(errno);
+  return result;
+}
+
+// posix_spawn, logged: returns an error number, 0 when the program runs.
+template <typename Call>
+int LoggedSpawn(const char* path, char* const argv[], char* const envp[], Call call) {
+  LaunchLogExec(path, argv, ShimFate(envp), /*spawn=*/true);
+  const int result = WithChildEnvironment(envp, call);
+  if (result != 0) LaunchLogExecFailed(result);
+  return result;
+}
+
 int Execve(const char* path, char* const argv[], char* const envp[]) {
-  LaunchLogExec(path);
   if (g_execve == nullptr) return NoSuchCall();
-  return WithChildEnvironment(envp, [&](char* const* env) { return g_execve(path, argv, env); });
+  return LoggedExec(path, argv, envp, [&](char* const* env) { return g_execve(path, argv, env); });
 }
 
 int Execvpe(const char* file, char* const argv[], char* const envp[]) {
-  LaunchLogExec(file);
   if (g_execvpe == nullptr) return NoSuchCall();
-  return WithChildEnvironment(envp, [&](char* const* env) { return g_execvpe(file, argv, env); });
+  return LoggedExec(file, argv, envp, [&](char* const* env) { return g_execvpe(file, argv, env); });
 }
 
 // The arguments of execl/execle/execlp after `arg0`, up to the terminating null pointer, into
@@ -198,10 +223,9 @@ HW_INTERPOSE int execle(const char* path, const char* arg0, ...) {
 
 HW_INTERPOSE int fexecve(int fd, char* const argv[], char* const envp[]) {
   using hangwatch::preload::g_fexecve;
-  hangwatch::preload::LaunchLogExec("(a file descriptor)");
   if (g_fexecve == nullptr) return hangwatch::preload::NoSuchCall();
-  return hangwatch::preload::WithChildEnvironment(
-      envp, [&](char* const* env) { return g_fexecve(fd, argv, env); });
+  return hangwatch::preload::LoggedExec("(a file descriptor)", argv, envp,
+                                        [&](char* const* env) { return g_fexecve(fd, argv, env); });
 }
 
 HW_INTERPOSE int posix_spawn(pid_t* pid, const char* path,
@@ -209,10 +233,10 @@ HW_INTERPOSE int posix_spawn(pid_t* pid, const char* path,
                              const posix_spawnattr_t* attr, char* const argv[],
                              char* const envp[]) {
   using hangwatch::preload::g_posix_spawn;
-  hangwatch::preload::LaunchLogExec(path);
   if (g_posix_spawn == nullptr) return ENOSYS;
-  return hangwatch::preload::WithChildEnvironment(
-      envp, [&](char* const* env) { return g_posix_spawn(pid, path, actions, attr, argv, env); });
+  return hangwatch::preload::LoggedSpawn(path, argv, envp, [&](char* const* env) {
+    return g_posix_spawn(pid, path, actions, attr, argv, env);
+  });
 }
 
 HW_INTERPOSE int posix_spawnp(pid_t* pid, const char* file,
@@ -220,10 +244,10 @@ HW_INTERPOSE int posix_spawnp(pid_t* pid, const char* file,
                               const posix_spawnattr_t* attr, char* const argv[],
                               char* const envp[]) {
   using hangwatch::preload::g_posix_spawnp;
-  hangwatch::preload::LaunchLogExec(file);
   if (g_posix_spawnp == nullptr) return ENOSYS;
-  return hangwatch::preload::WithChildEnvironment(
-      envp, [&](char* const* env) { return g_posix_spawnp(pid, file, actions, attr, argv, env); });
+  return hangwatch::preload::LoggedSpawn(file, argv, envp, [&](char* const* env) {
+    return g_posix_spawnp(pid, file, actions, attr, argv, env);
+  });
 }
 
 }  // extern "C"

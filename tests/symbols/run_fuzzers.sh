@@ -89,7 +89,7 @@ cat > "$seeds/otlp_state/state.json" <<JSON
 {"version":1,"files":[{"path":"$seeds/otlp_state/state.json","dev":"2049","inode":"1234","size":"4096","offset":"2048","head_len":"2048","head_hash":"cbf29ce484222325"},
  {"path":"/nonexistent/r.jsonl","dev":1,"inode":2,"size":3,"offset":4,"head_len":4,"head_hash":"0"}]}
 JSON
-printf 'load 100 1 5000 sh\t/usr/bin/dash\nexec 100 1 5000 sh\t/usr/bin/python3\nload 100 1 5000 python3\t/usr/bin/python3.11\nexec 100 1 5000 python3\t/bin/true\nload 101 100 5001 worker\t/usr/bin/worker\narmed 101 100 5001 worker\t\noff 102 100 5002 bad\tno event loop\nexec 103 1 5003 a b\t/x\ntorn 1' \
+printf 'load 100 1 5000 sh\t/usr/bin/dash\nexec 100 1 5000 sh\tkept\t/usr/bin/python3\tpython3 a.py\nload 100 1 5000 python3\t/usr/bin/python3.11\nexec 100 1 5000 python3\tkept\t/bin/true\ttrue\nexecfail 100 1 5000 python3\t2\nload 101 100 5001 worker\t/usr/bin/worker\narmed 101 100 5001 worker\t\nspawn 101 100 5001 worker\tstripped\t/bin/sh\tsh -c x\nexec 104 101 5004 worker\tabsent\t/bin/env\tenv -i y...\noff 102 100 5002 bad\tno event loop\nexec 103 1 5003 a b\tkept\t/x\t\ntorn 1' \
   > "$seeds/launch_log/log"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=0

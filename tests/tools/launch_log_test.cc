@@ -26,6 +26,7 @@ namespace {
 
 using preload::LaunchLogArmed;
 using preload::LaunchLogExec;
+using preload::LaunchLogExecFailed;
 using preload::LaunchLogInit;
 using preload::LaunchLogLoaded;
 using preload::LaunchLogOff;
@@ -67,13 +68,15 @@ TEST_F(LaunchLogTest, EveryEventIsOneLineNamingThisProcess) {
   UseLog(path);
   errno = 1234;
   LaunchLogLoaded();
-  LaunchLogExec("/usr/bin/true");
+  char* const true_argv[] = {const_cast<char*>("true"), nullptr};
+  LaunchLogExec("/usr/bin/true", true_argv, preload::ExecShim::kKept, /*spawn=*/false);
+  LaunchLogExecFailed(ENOENT);
   LaunchLogArmed();
   LaunchLogOff("cannot\tstart\nthe agent");
   EXPECT_EQ(errno, 1234) << "the writers keep errno (they run right before execve)";
 
   const std::string text = ReadFile(path);
-  EXPECT_EQ(CountLines(text), 4u) << text;
+  EXPECT_EQ(CountLines(text), 5u) << text;
   const LaunchLog log = ParseLaunchLog(text);
   EXPECT_EQ(log.skipped_lines, 0u);
   ASSERT_EQ(log.processes.size(), 1u) << text;
@@ -146,7 +149,9 @@ TEST_F(LaunchLogTest, ConcurrentWritersNeverInterleave) {
   for (int c = 0; c < kChildren; ++c) {
     const pid_t pid = fork();
     if (pid == 0) {
-      for (int i = 0; i < kLines; ++i) LaunchLogExec(long_path.c_str());
+      for (int i = 0; i < kLines; ++i) {
+        LaunchLogExec(long_path.c_str(), nullptr, preload::ExecShim::kKept, false);
+      }
       _exit(0);
     }
     children.push_back(pid);
@@ -158,19 +163,20 @@ TEST_F(LaunchLogTest, ConcurrentWritersNeverInterleave) {
   for (const auto& p : log.processes) {
     ASSERT_EQ(p.images.size(), 1u);
     EXPECT_EQ(p.Last().execs.size(), static_cast<size_t>(kLines));
-    for (const auto& e : p.Last().execs) ASSERT_EQ(e, long_path);
+    for (const auto& e : p.Last().execs) ASSERT_EQ(e.path, long_path);
   }
 }
 
 TEST(LaunchLogReader, ImagesFollowExecsThatLoadedAgain) {
   const LaunchLog log = ParseLaunchLog(
       "load 100 1 5000 sh\t/usr/bin/dash\n"
-      "exec 100 1 5000 sh\t/usr/local/bin/python3\n"  // a failed attempt of the PATH search
-      "exec 100 1 5000 sh\t/usr/bin/python3\n"
+      "exec 100 1 5000 sh\tkept\t/usr/local/bin/python3\tpython3 app.py\n"
+      "execfail 100 1 5000 sh\t2\n"  // a failed attempt of the PATH search
+      "exec 100 1 5000 sh\tkept\t/usr/bin/python3\tpython3 app.py\n"
       "load 100 1 5000 python3\t/usr/bin/python3.11\n"
       "load 101 100 5009 python3\t/usr/bin/python3.11\n"  // forked
       "armed 101 100 5009 python3\t\n"
-      "exec 102 100 5010 python3\t/usr/bin/true\n"  // a vfork child: no load line of its own
+      "exec 102 100 5010 python3\tkept\t/usr/bin/true\ttrue\n"  // a vfork child: no load of its own
       "load 102 100 5010 true\t/usr/bin/true\n"
       "bogus line\n"
       "load x 1 2 name\tdetail\n"
@@ -182,7 +188,7 @@ TEST(LaunchLogReader, ImagesFollowExecsThatLoadedAgain) {
   const auto& sh = log.processes[0];
   ASSERT_EQ(sh.images.size(), 2u);
   EXPECT_EQ(sh.images[0].name, "sh");
-  EXPECT_EQ(sh.images[0].execs.back(), "/usr/bin/python3");
+  EXPECT_EQ(sh.images[0].LastExec()->path, "/usr/bin/python3");
   EXPECT_EQ(sh.images[1].name, "python3");
   EXPECT_EQ(sh.images[1].exe, "/usr/bin/python3.11");
   EXPECT_TRUE(sh.images[1].armed);
@@ -238,16 +244,16 @@ TEST(LaunchLogReader, ExplainsWhyNothingWasWatched) {
             "be preloaded into it)");
   const LaunchLog exec_static = ParseLaunchLog(
       "load 100 1 5 python3\t/usr/bin/python3.11\n"
-      "exec 100 1 5 python3\t" STATIC_PROGRAM "\n");
+      "exec 100 1 5 python3\tkept\t" STATIC_PROGRAM "\tstatic_program\n");
   EXPECT_EQ(ExplainNothingWatched(exec_static, 100, "python3", ""),
             "python3 never waited for events; it executed " STATIC_PROGRAM
             ", which did not load the shim (a statically linked program: nothing can be "
             "preloaded into it)");
   const LaunchLog chain = ParseLaunchLog(
       "load 100 1 5 sh\t/usr/bin/dash\n"
-      "exec 100 1 5 sh\t/usr/bin/python3\n"
+      "exec 100 1 5 sh\tkept\t/usr/bin/python3\tpython3\n"
       "load 100 1 5 python3\t/usr/bin/python3.11\n"
-      "exec 100 1 5 python3\t/usr/bin/true\n"
+      "exec 100 1 5 python3\tkept\t/usr/bin/true\ttrue\n"
       "load 100 1 5 true\t/usr/bin/true\n"
       "load 101 100 6 true\t/usr/bin/true\n");
   EXPECT_EQ(ExplainNothingWatched(chain, 100, "sh", ""),

@@ -48,6 +48,26 @@ bool ParseLine(std::string_view line, std::string_view* event, uint64_t* pid, ui
          ParseNumber(fields[3], start_time) && *pid != 0;
 }
 
+// "SHIM\tPATH\tARGV" of an exec or spawn line.
+bool ParseExec(std::string_view detail, LaunchExec* exec) {
+  const size_t tab1 = detail.find('\t');
+  const size_t tab2 = tab1 == std::string_view::npos ? tab1 : detail.find('\t', tab1 + 1);
+  if (tab2 == std::string_view::npos) return false;
+  const std::string_view shim = detail.substr(0, tab1);
+  if (shim == "kept") {
+    exec->shim = ExecShim::kKept;
+  } else if (shim == "stripped") {
+    exec->shim = ExecShim::kStripped;
+  } else if (shim == "absent") {
+    exec->shim = ExecShim::kAbsent;
+  } else {
+    return false;
+  }
+  exec->path = std::string(detail.substr(tab1 + 1, tab2 - tab1 - 1));
+  exec->argv = std::string(detail.substr(tab2 + 1));
+  return true;
+}
+
 // `path`, or the first executable file of that name in `search_path` when it has no slash.
 std::string Resolve(const std::string& path, const std::string& search_path) {
   if (path.empty() || path.find('/') != std::string::npos) return path;
@@ -99,11 +119,40 @@ std::string Plural(size_t n, const char* one, const char* many) {
 
 }  // namespace
 
+const LaunchExec* LaunchImage::LastExec() const {
+  for (auto it = execs.rbegin(); it != execs.rend(); ++it) {
+    if (!it->spawn && !it->failed) return &*it;
+  }
+  return nullptr;
+}
+
 const LaunchImage* LaunchProcess::ArmedImage() const {
   for (auto it = images.rbegin(); it != images.rend(); ++it) {
     if (it->armed) return &*it;
   }
   return nullptr;
+}
+
+const LaunchExec* LaunchProcess::Became() const {
+  return ended_in_exec ? &images.back().execs.back() : nullptr;
+}
+
+std::string LaunchProcess::NewestName() const {
+  const LaunchExec* exec = Became();
+  if (exec == nullptr) return Last().name;
+  if (IsAlive(pid, start_time)) {
+    char path[64];
+    unwind::ProcPath(static_cast<pid_t>(pid), "comm", path, sizeof path);
+    char comm[64];
+    const ssize_t n = unwind::ReadProcFile(path, comm, sizeof comm);
+    // Read after the start time: still the same process unless it ended meanwhile.
+    if (n > 0 && IsAlive(pid, start_time)) {
+      std::string name(comm, static_cast<size_t>(n));
+      if (name.back() == '\n') name.pop_back();
+      if (!name.empty()) return name;
+    }
+  }
+  return BaseName(exec->path);
 }
 
 const LaunchProcess* LaunchLog::Find(int64_t pid) const {
@@ -148,8 +197,8 @@ LaunchLog ParseLaunchLog(std::string_view text) {
     std::string_view event, name, detail;
     uint64_t pid = 0, ppid = 0, start_time = 0;
     if (!ParseLine(line, &event, &pid, &ppid, &start_time, &name, &detail) ||
-        (event != "load" && event != "exec" && event != "armed" && event != "off" &&
-         event != "unwritten")) {
+        (event != "load" && event != "exec" && event != "spawn" && event != "execfail" &&
+         event != "armed" && event != "off" && event != "unwritten")) {
       ++log.skipped_lines;
       continue;
     }
@@ -174,6 +223,11 @@ LaunchLog ParseLaunchLog(std::string_view text) {
       }
       continue;
     }
+    LaunchExec exec;
+    if ((event == "exec" || event == "spawn") && !ParseExec(detail, &exec)) {
+      ++log.skipped_lines;
+      continue;
+    }
     // The process: the newest with this pid and start time (pids are reused).
     LaunchProcess* p = nullptr;
     for (auto it = log.processes.rbegin(); it != log.processes.rend(); ++it) {
@@ -186,7 +240,7 @@ LaunchLog ParseLaunchLog(std::string_view text) {
     if (fresh) {
       p = &log.processes.emplace_back();
       p->pid = static_cast<int64_t>(pid);
-      p->ppid = static_cast<int64_t>(ppid);
+      p->parent_pid = static_cast<int64_t>(ppid);
       p->start_time = start_time;
     }
     p->ppid = static_cast<int64_t>(ppid);  // the newest (a daemon is re-parented)
@@ -194,24 +248,27 @@ LaunchLog ParseLaunchLog(std::string_view text) {
     // that loaded the shim again); so is any line after an image that executed something and
     // then logged without a load (its exec failed: the same image goes on).
     if (fresh || (event == "load" && (p->Last().loaded || !p->Last().execs.empty()))) {
-      LaunchImage& image = p->images.emplace_back();
-      image.name = std::string(name);
+      p->images.emplace_back();
     }
+    p->ended_in_exec = false;
     LaunchImage& image = p->images.back();
+    image.name = std::string(name);  // the newest: a program may rename itself
     if (event == "load") {
       image.loaded = true;
       image.exe = std::string(detail);
-      image.name = std::string(name);
-    } else if (event == "exec") {
-      image.execs.emplace_back(detail);
+    } else if (event == "exec" || event == "spawn") {
+      exec.name = image.name;
+      exec.spawn = event == "spawn";
+      p->ended_in_exec = !exec.spawn;
+      image.execs.push_back(std::move(exec));
+    } else if (event == "execfail") {
+      // The call returned: the program did not run, this image goes on.
+      if (!image.execs.empty()) image.execs.back().failed = true;
     } else if (event == "armed") {
       image.armed = true;
-      // A failed exec does not end the image: what follows it still belongs to it.
-      image.execs.clear();
     } else {
       image.off = true;
       image.off_reason = std::string(detail);
-      image.execs.clear();
     }
   }
   return log;
@@ -290,6 +347,18 @@ std::string WhyNotLoaded(const std::string& path, const std::string& search_path
   return "";
 }
 
+std::string WhyExecNotWatched(const LaunchExec& exec, const std::string& search_path) {
+  switch (exec.shim) {
+    case ExecShim::kStripped:
+      return " without the shim (the launch rule: --no-inherit)";
+    case ExecShim::kAbsent:
+      return " with its environment cleared (no LD_PRELOAD with the shim)";
+    case ExecShim::kKept:
+      break;
+  }
+  return ", which did not load the shim" + WhyNotLoaded(exec.path, search_path);
+}
+
 std::string ExplainNothingWatched(const LaunchLog& log, int64_t root_pid,
                                   const std::string& command, const std::string& search_path) {
   if (log.processes.empty()) {
@@ -307,9 +376,9 @@ std::string ExplainNothingWatched(const LaunchLog& log, int64_t root_pid,
   const LaunchImage& last = subject->Last();
   if (last.off) {
     out = last.name + " could not be watched: " + last.off_reason;
-  } else if (!last.execs.empty()) {
-    out = last.name + " never waited for events; it executed " + last.execs.back() +
-          ", which did not load the shim" + WhyNotLoaded(last.execs.back(), search_path);
+  } else if (const LaunchExec* exec = last.LastExec()) {
+    out = last.name + " never waited for events; it executed " + exec->path +
+          WhyExecNotWatched(*exec, search_path);
   } else {
     out = last.name + " never waited for events";
   }
@@ -317,8 +386,8 @@ std::string ExplainNothingWatched(const LaunchLog& log, int64_t root_pid,
     // How it got there: "sh executed /usr/bin/python3, which executed /usr/bin/true".
     out += " (" + subject->images[0].name;
     for (size_t k = 1; k < subject->images.size(); ++k) {
-      const auto& execs = subject->images[k - 1].execs;
-      const std::string& what = !execs.empty()                   ? execs.back()
+      const LaunchExec* exec = subject->images[k - 1].LastExec();
+      const std::string& what = exec != nullptr                  ? exec->path
                                 : subject->images[k].exe.empty() ? subject->images[k].name
                                                                  : subject->images[k].exe;
       out += (k == 1 ? " executed " : ", which executed ") + what;

@@ -13,30 +13,55 @@
 
 namespace hangwatch::tools {
 
+// What a program being executed got of the shim (launch_log.h's SHIM field).
+enum class ExecShim { kKept, kStripped, kAbsent };
+
+// One exec-family or posix_spawn call.
+struct LaunchExec {
+  std::string name;  // the calling process's name at the call
+  std::string path;  // as given to the call (no slash: looked up in PATH)
+  std::string argv;  // the arguments joined by spaces (cut short: "..." at the end)
+  ExecShim shim = ExecShim::kKept;
+  bool spawn = false;   // posix_spawn: the program runs in a new process, this one goes on
+  bool failed = false;  // the call returned: the program did not run
+};
+
 // One program image in one process: from its load (or the first line seen) until an exec that
 // loaded the shim again.
 struct LaunchImage {
-  std::string name;                // the process name (basename of argv[0], else comm)
-  std::string exe;                 // the executable (load line); empty when no load was seen
-  bool loaded = false;             // a load line was seen
-  std::vector<std::string> execs;  // exec attempts made from this image, in order
-  bool armed = false;              // the agent started (the main thread waited for events)
-  bool off = false;                // the agent could not start
+  std::string name;               // the newest name a line of this image gave (launch_log.h)
+  std::string exe;                // the executable (load line); empty when no load was seen
+  bool loaded = false;            // a load line was seen
+  std::vector<LaunchExec> execs;  // exec and spawn calls made from this image, in order
+  bool armed = false;             // the agent started (the main thread waited for events)
+  bool off = false;               // the agent could not start
   std::string off_reason;
+
+  // The last exec-family call that did not fail, or null.
+  const LaunchExec* LastExec() const;
 };
 
 // One process: a pid and its start time (clock ticks since boot, field 22 of /proc/PID/stat),
 // which together name it even after the pid is reused.
 struct LaunchProcess {
   int64_t pid = 0;
-  int64_t ppid = 0;
+  int64_t ppid = 0;        // the newest parent (a daemon is re-parented)
+  int64_t parent_pid = 0;  // the parent when its first line was written
   uint64_t start_time = 0;
   size_t unwritten_hangs = 0;       // hangs and start-up stalls its report file did not take
   std::vector<LaunchImage> images;  // never empty
+  bool ended_in_exec = false;       // its last line is an exec that did not fail
 
   // The image that armed (the last one if several did), or null.
   const LaunchImage* ArmedImage() const;
   const LaunchImage& Last() const { return images.back(); }
+  // The exec that replaced the last image by a program that did not load the shim (its last
+  // line is that exec), or null.
+  const LaunchExec* Became() const;
+  // Its newest name: the last image's, or, after an exec to a program without the shim, the
+  // kernel's name of the process now when it still runs (/proc/PID/comm), else the executed
+  // file's name.
+  std::string NewestName() const;
 };
 
 // Records a report file did not take (unwritten lines), by type and cause.
@@ -85,6 +110,11 @@ bool IsAlive(int64_t pid, uint64_t start_time);
 // about the file explains it. A path without a slash is looked up in `search_path` (a PATH
 // value).
 std::string WhyNotLoaded(const std::string& path, const std::string& search_path);
+
+// Why the program `exec` ran was not watched, as a clause that follows "it executed PATH":
+// " without the shim (the launch rule: --no-inherit)", " with its environment cleared (...)",
+// or ", which did not load the shim" and WhyNotLoaded()'s clause.
+std::string WhyExecNotWatched(const LaunchExec& exec, const std::string& search_path);
 
 // The one line `hangwatch run` prints when no process armed, after "no process was watched: ".
 // `log`: the run's launch log; `root_pid`: the process `run` started; `command`: its argv[0].

@@ -32,8 +32,10 @@
 #include "tools/reader/report_symbolize.h"
 #include "tools/report/formats/report_formats.h"
 #include "tools/run/junit.h"
+#include "tools/run/launch_tree.h"
 #include "tools/run/run_command.h"
 #include "tools/run/run_dir.h"
+#include "tools/run/run_processes.h"
 #include "tools/run/run_report_follower.h"
 #include "tools/run/run_shim.h"
 #include "tools/run/run_summary.h"
@@ -52,19 +54,22 @@ constexpr char kRunDirParent[] = "/tmp";
 constexpr char kUsage[] =
     "usage: hangwatch run [options] -- COMMAND [ARGS...]\n"
     "\n"
-    "Runs COMMAND with libhangwatch_preload.so injected (LD_PRELOAD): each process it starts\n"
-    "is watched from the moment its main thread first waits for events (epoll_wait, poll,\n"
-    "select, ...). When COMMAND ends, stderr lists the processes watched (pid, name, hangs)\n"
-    "and summarizes the hangs; when no process reached an event loop, one line says what\n"
-    "happened instead. Processes still running then (daemons) stay watched: their hangs go to\n"
-    "the report, and their directory in /tmp is kept until they exit.\n"
+    "Runs COMMAND with libhangwatch_preload.so injected (LD_PRELOAD) into it and into every\n"
+    "program it starts, whatever starts it (runners such as npm, make or ctest included):\n"
+    "each process is watched from the moment its main thread first waits for events\n"
+    "(epoll_wait, poll, select, ...). When COMMAND ends, stderr lists the processes watched\n"
+    "(pid, name, hangs), summarizes the hangs and names the programs that ran without the\n"
+    "shim; when no process reached an event loop, one line says what happened instead.\n"
+    "Processes still running then (daemons) stay watched: their hangs go to the report, and\n"
+    "their directory in /tmp is kept until they exit.\n"
     "\n"
     "Exits with COMMAND's status (128+N when killed by signal N); with --fail-on-hang, 3 when\n"
     "a hang was seen and 4 when no process was watched (a failing COMMAND is still named).\n"
     "\n"
     "  --threshold-ms N   a run-loop pass longer than N ms is a hang (default 250)\n"
     "  --sample-ms N      sample a slow pass every N ms (default threshold / 10)\n"
-    "  --report FILE      append the hangs to FILE as JSON Lines (see hangwatch report)\n"
+    "  --report FILE      append the hangs to FILE as JSON Lines (see hangwatch report); a\n"
+    "                     FILE that did not exist is not left empty when nothing was watched\n"
     "  --fail-on-hang     exit 3 when a hang (or a start-up stall) was seen, 4 when nothing\n"
     "                     was watched\n"
     "  --junit FILE       write JUnit XML: one test case per hang fingerprint, or with the\n"
@@ -73,9 +78,18 @@ constexpr char kUsage[] =
     "  --startup-ms N     reaching the event loop later than N ms after start is a start-up\n"
     "                     stall (default 2000)\n"
     "  --no-startup-stall do not report slow start-ups\n"
-    "  --inherit          also watch the programs COMMAND executes (keeps LD_PRELOAD)\n"
+    "  --no-inherit       a process that waited for events no longer passes the shim on:\n"
+    "                     what it executes runs unwatched (the plain LD_PRELOAD rule)\n"
+    "  --inherit          pass the shim on to everything (the default; kept for old scripts)\n"
+    "  --explain          after the summary, print the launch tree: every process that\n"
+    "                     loaded the shim, under its parent, what it executed, whether it\n"
+    "                     was watched and why not (never waited for events, a statically\n"
+    "                     linked or set-user-ID program, an environment cleared of the shim,\n"
+    "                     the launch rule of --no-inherit, the agent's own reason)\n"
     "  --live             log each hang on stderr as it happens, too\n"
-    "  --quiet            no summary on stderr (problems are still printed)\n"
+    "  --quiet            print only what needs action: that nothing was watched, hangs\n"
+    "                     the report did not take, a failed gate's verdict, and COMMAND's\n"
+    "                     status when the exit status replaced it (and --explain's tree)\n"
     "\n"
     "Gate flags: with any of these, the run's report is judged as by hangwatch gate (its\n"
     "verdict on stderr): exit 3 when the gate fails (whatever hangs --fail-on-hang alone would\n"
@@ -183,49 +197,12 @@ int AppendToReport(const std::string& path, const HangRecord& hang) {
   return writer.Append(ToJsonLine(hang), &error) ? 0 : writer.error_number();
 }
 
-// The live children of this process. `run` is a child subreaper, so these are the command's
-// descendants that outlived their parents (a daemon after its double fork, a background job of
-// a shell that exited). Children that ended meanwhile are reaped first.
-std::vector<std::pair<int64_t, uint64_t>> LingeringChildren() {
-  int status;
-  while (waitpid(-1, &status, WNOHANG) > 0) {
-  }
-  std::vector<std::pair<int64_t, uint64_t>> out;
-  const int64_t self = getpid();
-  DIR* d = opendir("/proc");
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    const int64_t pid = std::atoll(e->d_name);
-    const ProcStat s = ReadProcStat(pid);
-    if (s.exists && s.ppid == self && s.state != 'Z' && s.state != 'X') {
-      out.emplace_back(pid, s.start_time);
-    }
-  }
-  closedir(d);
-  return out;
-}
-
-// A process of the run is alive and may still arm: it loaded the shim and has neither armed
-// nor given up, or it is a lingering child that has not logged anything yet (it may be about
-// to: a fork child writes its line when it first runs).
-bool WaitingToArm(const LaunchLog& log) {
-  for (const auto& p : log.processes) {
-    if (p.ArmedImage() == nullptr && !p.Last().off && IsAlive(p.pid, p.start_time)) return true;
-  }
-  for (const auto& [pid, start_time] : LingeringChildren()) {
-    bool logged = false;
-    for (const auto& p : log.processes) logged |= p.pid == pid && p.start_time == start_time;
-    if (!logged) return true;
-  }
-  return false;
-}
-
 struct RunOptions {
   uint32_t threshold_ms = 250, sample_ms = 0, startup_ms = 2000;
   std::string report_path;  // absolute; empty: the run directory's own report
   GateOptions gate;
-  bool fail_on_hang = false, startup_stall = true, inherit = false, live = false, quiet = false;
+  bool fail_on_hang = false, startup_stall = true, inherit = true, live = false, quiet = false;
+  bool explain = false;
   int command_at = 0;  // argv index of COMMAND
 };
 
@@ -246,6 +223,8 @@ std::optional<int> ParseRunOptions(int argc, char** argv, RunOptions* o) {
   flags.Switch({"--fail-on-hang"}, [o] { o->fail_on_hang = true; });
   flags.Switch({"--no-startup-stall"}, [o] { o->startup_stall = false; });
   flags.Switch({"--inherit"}, [o] { o->inherit = true; });
+  flags.Switch({"--no-inherit"}, [o] { o->inherit = false; });
+  flags.Switch({"--explain"}, [o] { o->explain = true; });
   flags.Switch({"--live"}, [o] { o->live = true; });
   flags.Switch({"--quiet"}, [o] { o->quiet = true; });
   flags.StopAtPositional();
@@ -276,6 +255,15 @@ bool CheckOutputs(const RunOptions& o, GateInputs* gate_inputs, std::string* err
   }
   return o.report_path.empty() ||
          CheckWritable(o.report_path, /*keep_created=*/true, "--report", error);
+}
+
+// The check of --report created it; when nothing was watched and no process of the run lives,
+// nothing wrote to it: an empty file would look like a clean report. True when it is not there
+// (any more).
+bool RemoveEmptyReport(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return errno == ENOENT;
+  return S_ISREG(st.st_mode) && st.st_size == 0 && unlink(path.c_str()) == 0;
 }
 
 // A run directory of an earlier run whose processes are all gone (a killed run, a daemon that
@@ -351,6 +339,7 @@ struct RunState {
   std::vector<const LaunchProcess*> still_running;
   std::vector<int64_t> locked;  // pids whose open-hang file is locked (alive)
   bool keep_dir = false;
+  bool report_not_created = false;  // --report was not there before, and nothing wrote it
   std::vector<WatchedProcess> watched;
   bool stalled = false, none_watched = false;
   GateVerdict verdict;
@@ -439,7 +428,7 @@ void WaitForCommand(const RunOptions& o, RunState* run) {
   g_child = -1;
   run->log = ReadLaunchLog(run->launch_log);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.startup_ms);
-  while (WaitingToArm(run->log) && std::chrono::steady_clock::now() < deadline) {
+  while (WaitingToArm(run->log, run->search_path) && std::chrono::steady_clock::now() < deadline) {
     usleep(20000);
     run->log = ReadLaunchLog(run->launch_log);
   }
@@ -556,8 +545,11 @@ void PrintStillRunning(const RunOptions& o, const RunState& run) {
   std::string names;
   for (const LaunchProcess* p : run.still_running) {
     if (!names.empty()) names += ", ";
-    names += "pid " + std::to_string(p->pid) + " " + p->Last().name +
-             (p->ArmedImage() != nullptr ? " (watched)" : " (not waiting for events yet)");
+    // After an exec without the shim it is another program, which is not watched.
+    names += "pid " + std::to_string(p->pid) + " " + p->NewestName() +
+             (p->Became() != nullptr       ? " (not watched)"
+              : p->ArmedImage() != nullptr ? " (watched)"
+                                           : " (not waiting for events yet)");
   }
   for (int64_t pid : run.locked) {
     bool listed = false;
@@ -582,6 +574,16 @@ void PrintSummary(const RunOptions& o, int result, RunState* run) {
   } else if (!o.quiet) {
     PrintHangs(o, *run);
   }
+  if (!o.quiet) {
+    // Programs that ran without the shim: a green run must not imply they were looked at.
+    const std::string unwatched =
+        EscapeForTerminal(FormatUnwatchedExecs(UnwatchedExecs(run->log), 5));
+    std::fwrite(unwatched.data(), 1, unwatched.size(), stderr);
+    if (run->report_not_created) {
+      std::fprintf(stderr, "hangwatch run: no report: %s was not created (nothing was watched)\n",
+                   EscapeForTerminal(o.report_path).c_str());
+    }
+  }
   // Printed even with --quiet: lost hangs are a problem, and they fail --fail-on-hang.
   const std::string unwritten =
       EscapeForTerminal(FormatUnwritten(run->log.unwritten, o.report_path));
@@ -593,7 +595,12 @@ void PrintSummary(const RunOptions& o, int result, RunState* run) {
     std::fprintf(stderr, "hangwatch run: %s %s\n", EscapeForTerminal(run->command).c_str(),
                  DescribeWaitStatus(run->status).c_str());
   }
-  if (run->keep_dir) PrintStillRunning(o, *run);
+  if (run->keep_dir && !o.quiet) PrintStillRunning(o, *run);
+  if (o.explain) {
+    const std::string tree =
+        EscapeForTerminal(FormatLaunchTree(run->log, run->child, run->command, run->search_path));
+    std::fwrite(tree.data(), 1, tree.size(), stderr);
+  }
 }
 
 // --junit, and with gate flags --markdown and --github.
@@ -636,6 +643,9 @@ int Run(int argc, char** argv) {
   const std::string shim = FindTrustedShim(&error);
   if (shim.empty()) return Fail(kCommand, error);
   GateInputs gate_inputs;
+  struct stat report_st;
+  const bool report_existed =
+      !o.report_path.empty() && lstat(o.report_path.c_str(), &report_st) == 0;
   if (!CheckOutputs(o, &gate_inputs, &error)) return Fail(kCommand, error);
 
   RemoveStaleRunDirs(kRunDirParent, ReportFatalHangsOfEarlierRun);
@@ -660,6 +670,9 @@ int Run(int argc, char** argv) {
   report_file.Follow();
   WaitForCommand(o, &run);
   CollectResults(o, &report_file, &run);
+  if (run.none_watched && !run.own_report && !report_existed && !run.keep_dir) {
+    run.report_not_created = RemoveEmptyReport(o.report_path);
+  }
   const int result = Judge(o, gate_inputs, &run);
   PrintSummary(o, result, &run);
   WriteOutputs(o, run);

@@ -1,0 +1,141 @@
+// `hangwatch run` on real launchers from Debian: npm, whose own event loop arms before the server
+// it starts through `sh -c` (the runner problem: the server must be watched by default, and
+// named as unwatched under --no-inherit), and a tmux server, whose pane process executes its
+// command after tmux forked it (it must be listed under its own name, not as tmux). Names come
+// from the kernel (/proc/PID/comm) or argv[0] at load: npm renames its node process `npm`.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "cli_util.h"
+#include "tools/run/run_dir.h"
+
+namespace hangwatch::testing {
+namespace {
+
+const std::string kCli = HANGWATCH_CLI;
+constexpr char kNpm[] = "/usr/bin/npm";
+constexpr char kNode[] = "/usr/bin/node";
+constexpr char kTmux[] = "/usr/bin/tmux";
+
+// A package whose start script runs `node server.js`: a server that stalls its loop for 1 s in
+// a timer, then closes and exits. Its prestart hook makes npm wait (in its event loop) before it
+// starts the server: without it, whether npm's first wait comes before or after it forks the
+// server's shell is a race in npm, and so is whether --no-inherit passes the shim to it.
+void WritePackage(const TempDir& dir) {
+  WriteFile(dir / "package.json",
+            "{\"name\": \"stall-server\", \"version\": \"1.0.0\", \"private\": true,\n"
+            " \"scripts\": {\"prestart\": \"true\", \"start\": \"node server.js\"}}\n");
+  WriteFile(dir / "server.js",
+            "const http = require('http');\n"
+            "const server = http.createServer((q, r) => r.end('ok')).listen(0, () => {\n"
+            "  setTimeout(() => { const t = Date.now(); while (Date.now() - t < 1000) {} }, 100);\n"
+            "  setTimeout(() => server.close(), 1300);\n"
+            "});\n");
+}
+
+// npm started in `dir`, offline and without writing to the user's home.
+std::vector<std::string> NpmStart(const TempDir& dir, std::vector<std::string> run_args) {
+  run_args.insert(run_args.begin(), {kCli, "run"});
+  run_args.insert(run_args.end(), {"--", kNpm, "--prefix", dir.path(), "start"});
+  return run_args;
+}
+
+std::vector<std::string> NpmEnv(const TempDir& dir) {
+  return {"HOME=" + dir.path(), "npm_config_update_notifier=false", "npm_config_offline=true",
+          "npm_config_cache=" + dir.path() + "/cache"};
+}
+
+TEST(RunRealLaunch, NpmStartWatchesTheServerItStartsAndNamesNpmAndNode) {
+  if (access(kNpm, X_OK) != 0 || access(kNode, X_OK) != 0) GTEST_SKIP() << "npm or node missing";
+  TempDir dir;
+  WritePackage(dir);
+  const auto r = RunCommand(NpmStart(dir, {"--threshold-ms", "250"}), NpmEnv(dir));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The stall is found in the server, which npm started through sh -c.
+  EXPECT_TRUE(Has(r.err, "hangwatch run: 1 hang in /usr/bin/npm")) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("hangwatch run:   pid [0-9]+ node "
+                                                  "\\(/usr/bin/node[^)]*\\): 1 hang")))
+      << r.err;
+  // npm's own node process, which renamed itself, is listed as npm.
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("hangwatch run:   pid [0-9]+ npm[^(]* "
+                                                  "\\(/usr/bin/node[^)]*\\): no hangs")))
+      << r.err;
+  EXPECT_FALSE(Has(r.err, "without hangwatch")) << r.err;
+
+  // --no-inherit: npm armed first, so the server ran without the shim; the summary says so.
+  const auto no = RunCommand(NpmStart(dir, {"--threshold-ms", "250", "--no-inherit"}), NpmEnv(dir));
+  EXPECT_EQ(no.exit_code, 0) << no.err;
+  EXPECT_TRUE(Has(no.err, "hangwatch run: no hangs in /usr/bin/npm")) << no.err;
+  EXPECT_TRUE(std::regex_search(
+      no.err, std::regex("hangwatch run: npm[^\n]* executed `sh -c node server.js` without "
+                         "hangwatch; it was not watched \\(the launch rule: --no-inherit\\)\n")))
+      << no.err;
+}
+
+// Runs tmux with its own socket, configuration and shell; at the end, kills its server (which
+// ends the pane) and removes the run directory `run` kept for them once they are gone.
+class TmuxServer {
+ public:
+  TmuxServer() : socket_(dir_ / "sock") {}
+  ~TmuxServer() {
+    RunCommand({kTmux, "-S", socket_, "kill-server"});
+    std::smatch m;
+    if (!std::regex_search(err_, m, std::regex("(/tmp/hangwatch-run\\.[A-Za-z0-9]{6}) is kept"))) {
+      return;
+    }
+    const std::string run_dir = m.str(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (access(run_dir.c_str(), F_OK) == 0 && std::chrono::steady_clock::now() < deadline) {
+      tools::RemoveStaleRunDirs("/tmp");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_NE(access(run_dir.c_str(), F_OK), 0) << "tmux or its pane still runs";
+  }
+  // `hangwatch run [run_args] -- tmux new-session -d 'exec sleep 30'`.
+  CommandResult Start(std::vector<std::string> run_args) {
+    run_args.insert(run_args.begin(), {kCli, "run", "--startup-ms", "1000"});
+    run_args.insert(run_args.end(), {"--", "/usr/bin/env", "-u", "TMUX", kTmux, "-f", "/dev/null",
+                                     "-S", socket_, "new-session", "-d", "exec sleep 30"});
+    const auto r = RunCommand(run_args, {"HOME=" + dir_.path(), "SHELL=/bin/sh"});
+    err_ = r.err;
+    return r;
+  }
+
+ private:
+  TempDir dir_;
+  std::string socket_;
+  std::string err_;
+};
+
+TEST(RunRealLaunch, ProcessForkedByATmuxServerIsNamedAfterWhatItExecuted) {
+  if (access(kTmux, X_OK) != 0) GTEST_SKIP() << "tmux missing";
+  // Default: the pane's sleep loaded the shim, and is listed as sleep (never waiting).
+  {
+    TmuxServer tmux;
+    const auto r = tmux.Start({});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(Has(r.err, "hangwatch run: still running after /usr/bin/env ended: ")) << r.err;
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("pid [0-9]+ sleep \\(not waiting for "
+                                                    "events yet\\)")))
+        << r.err;
+    EXPECT_FALSE(std::regex_search(r.err, std::regex("pid [0-9]+ tmux[^,\n]* \\(not"))) << r.err;
+  }
+  // --no-inherit: the pane ran without the shim; its process is still named sleep (the
+  // kernel's name of a process that executed a program after its last line in the log).
+  TmuxServer tmux;
+  const auto r = tmux.Start({"--no-inherit"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("pid [0-9]+ sleep \\(not watched\\)"))) << r.err;
+  EXPECT_FALSE(std::regex_search(r.err, std::regex("pid [0-9]+ tmux[^,\n]* \\(not"))) << r.err;
+  EXPECT_TRUE(Has(r.err, " executed `sh -c exec sleep 30` without hangwatch; it was not watched"))
+      << r.err;
+}
+
+}  // namespace
+}  // namespace hangwatch::testing

@@ -1,0 +1,50 @@
+#include "tools/run/run_processes.h"
+
+#include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace hangwatch::tools {
+
+std::vector<std::pair<int64_t, uint64_t>> LingeringChildren() {
+  int status;
+  while (waitpid(-1, &status, WNOHANG) > 0) {
+  }
+  std::vector<std::pair<int64_t, uint64_t>> out;
+  const int64_t self = getpid();
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const int64_t pid = std::atoll(e->d_name);
+    const ProcStat s = ReadProcStat(pid);
+    if (s.exists && s.ppid == self && s.state != 'Z' && s.state != 'X') {
+      out.emplace_back(pid, s.start_time);
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+bool WaitingToArm(const LaunchLog& log, const std::string& search_path) {
+  for (const auto& p : log.processes) {
+    if (p.ArmedImage() != nullptr || p.Last().off || !IsAlive(p.pid, p.start_time)) continue;
+    // One that executed a program without the shim never will; one that passed it on to a
+    // program that can load it is about to write its load line.
+    const LaunchExec* exec = p.Became();
+    if (exec == nullptr ||
+        (exec->shim == ExecShim::kKept && WhyNotLoaded(exec->path, search_path).empty())) {
+      return true;
+    }
+  }
+  for (const auto& [pid, start_time] : LingeringChildren()) {
+    bool logged = false;
+    for (const auto& p : log.processes) logged |= p.pid == pid && p.start_time == start_time;
+    if (!logged) return true;
+  }
+  return false;
+}
+
+}  // namespace hangwatch::tools

@@ -1,0 +1,29 @@
+// The processes of a `hangwatch run` that outlive its command: the orphans `run` adopted as a
+// child subreaper, and whether a process of the run may still reach its event loop (`run` gives
+// those --startup-ms before its summary).
+#ifndef HANGWATCH_TOOLS_RUN_RUN_PROCESSES_H_
+#define HANGWATCH_TOOLS_RUN_RUN_PROCESSES_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/run/launch_log_reader.h"
+
+namespace hangwatch::tools {
+
+// The live children of this process (pid, start time). `run` is a child subreaper, so these are
+// the command's descendants that outlived their parents (a daemon after its double fork, a
+// background job of a shell that exited). Children that ended meanwhile are reaped first.
+std::vector<std::pair<int64_t, uint64_t>> LingeringChildren();
+
+// A process of the run is alive and may still arm: it loaded the shim and has neither armed,
+// given up nor executed a program that runs without the shim (WhyNotLoaded() of the file, with
+// `search_path` for a name without a slash), or it is a lingering child that has not logged
+// anything yet (it may be about to: a fork child writes its line when it first runs).
+bool WaitingToArm(const LaunchLog& log, const std::string& search_path);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_RUN_RUN_PROCESSES_H_
