@@ -39,8 +39,8 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// The application's frames past the culprit in the dominant stack of the group's longest hang,
-// named, one per function (inlined copies and recursion collapsed).
+// The application's frames past the culprit in the stack that holds it (in the group's longest
+// hang), named, one per function (inlined copies and recursion collapsed).
 std::vector<std::string> CallerNames(const HangGroup& g) {
   std::vector<std::string> out;
   // The stack the culprit is in (the dominant one unless the culprit is not in it).
