@@ -5,7 +5,10 @@
 // take one for the other), the same hang keeps its signature and culprit from run to run, and a
 // hang read back from the open-hang file of a process killed by SIGKILL has the identity it has
 // when reported live. Real programs (real_component); each run is a second or two.
+#include <dirent.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -234,6 +237,152 @@ TEST(StrippedIdentity, FatalHangReadBackHasTheIdentityOfTheLiveOne) {
   const HangRecord fatal_busy = KilledDuringHang(dir, "busy");
   EXPECT_EQ(fatal_busy.signature, busy.hangs[0].signature);
   EXPECT_EQ(CulpritOf(fatal_busy), CulpritOf(busy.hangs[0]));
+}
+
+// gunicorn (Debian's, on python3.11): a sync worker whose request handler sleeps, reported live,
+// and the same handler killed with SIGKILL in its hang, read back from the worker's open-hang
+// file. They were two rows in `top` (3d3fc6cb.../25e9edef... against 3920d715.../b9416bec...).
+constexpr char kGunicorn[] = "/usr/bin/gunicorn";
+constexpr char kWsgiApp[] = R"(import os, time
+def application(environ, start_response):
+    seconds = float(environ.get("QUERY_STRING") or "0")
+    print("worker", os.getpid(), flush=True)
+    time.sleep(seconds)
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"ok"]
+)";
+
+// Sends "GET /?query" to the unix socket `path` without waiting for the answer; the socket, or
+// -1 when the server does not answer within 20 s.
+int SendRequest(const std::string& path, const std::string& query) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      const std::string req = absl::StrCat("GET /?", query, " HTTP/1.0\r\n\r\n");
+      if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) return fd;
+    }
+    close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+// The answer on `fd` (read to its end), then closes it.
+std::string ReadAnswer(int fd) {
+  std::string answer;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) answer.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return answer;
+}
+
+// Whether the agent runs in `pid` (its watchdog thread is there), waiting up to 20 s.
+bool Armed(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (DIR* d = opendir(tasks.c_str())) {
+      bool found = false;
+      while (dirent* e = readdir(d)) {
+        found |= ReadFile(absl::StrCat(tasks, "/", e->d_name, "/comm")) == "hangwatch\n";
+      }
+      closedir(d);
+      if (found) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+struct Gunicorn {
+  explicit Gunicorn(const TempDir& dir, const std::string& report)
+      : socket(dir.path() + "/g.sock"),
+        child({kPython, kGunicorn, "--bind", "unix:" + dir.path() + "/g.sock", "--workers", "1",
+               "--chdir", dir.path(), "app:application"},
+              ShimEnv(dir, report)) {}
+  // Sends a quick request and, once its worker has armed (a sync worker may handle a request it
+  // accepted before its first wait), returns the worker's pid; 0 on failure.
+  pid_t ArmedWorker() {
+    const int fd = SendRequest(socket, "");
+    if (fd < 0) return 0;
+    std::string line;
+    const bool answered = ReadAnswer(fd).find("ok") != std::string::npos;
+    if (!answered || !child.ReadLine(&line, std::chrono::seconds(20)) ||
+        line.rfind("worker ", 0) != 0) {
+      return 0;
+    }
+    const pid_t worker = std::stoi(line.substr(7));
+    return Armed(worker) ? worker : 0;
+  }
+  // Graceful stop (SIGTERM), within 30 s.
+  int Stop() {
+    kill(child.pid(), SIGTERM);
+    return child.WaitAtMost(std::chrono::seconds(30));
+  }
+  std::string socket;
+  ChildProcess child;
+};
+
+TEST(StrippedIdentity, GunicornWorkerKilledInItsHangHasTheIdentityOfTheLiveHang) {
+  if (!HavePython() || access(kGunicorn, R_OK) != 0) {
+    GTEST_SKIP() << kGunicorn << " or " << kPython << " is not installed";
+  }
+  TempDir dir;
+  FILE* f = std::fopen((dir.path() + "/app.py").c_str(), "w");
+  std::fputs(kWsgiApp, f);
+  std::fclose(f);
+
+  const std::string live_report = dir.path() + "/live.jsonl";
+  HangRecord live;
+  {
+    Gunicorn server(dir, live_report);
+    const pid_t worker = server.ArmedWorker();
+    ASSERT_NE(worker, 0) << "no worker armed";
+    const int fd = SendRequest(server.socket, "0.8");
+    ASSERT_GE(fd, 0) << "gunicorn never answered";
+    EXPECT_NE(ReadAnswer(fd).find("ok"), std::string::npos);
+    EXPECT_EQ(server.Stop(), 0);
+    // The worker's hang (the master's own shutdown may be slow on a busy machine).
+    std::vector<HangRecord> hangs = LongHangs(ReadFile(live_report));
+    std::erase_if(hangs, [&](const HangRecord& h) { return h.pid != worker; });
+    ASSERT_EQ(hangs.size(), 1u) << ReadFile(live_report);
+    live = hangs[0];
+  }
+
+  Gunicorn server(dir, dir.path() + "/killed.jsonl");
+  const pid_t worker = server.ArmedWorker();
+  ASSERT_NE(worker, 0) << "no worker armed";
+  const int fd = SendRequest(server.socket, "30");
+  ASSERT_GE(fd, 0) << "gunicorn never answered";
+  const std::string path = absl::StrCat(dir.path(), "/open-hang.", worker);
+  HangRecord open;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline && open.samples < 10) {
+    std::string why;
+    open = HangRecord{};
+    agent::ReadOpenHangFile(path, &open, &why);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(open.samples, 10u) << "no open hang in " << path;
+  kill(worker, SIGKILL);
+  close(fd);
+  EXPECT_EQ(server.Stop(), 0);
+  const std::string json = dir.path() + "/fatal.json";
+  ChildProcess reader({HANGWATCH_CLI, "report", path, "--format", "json", "-o", json}, {});
+  ASSERT_EQ(reader.WaitAtMost(std::chrono::seconds(60)), 0);
+  tools::Report fatal;
+  std::string error;
+  ASSERT_TRUE(tools::ParseJsonLines(ReadFile(json), &fatal, &error)) << error;
+  ASSERT_EQ(fatal.hangs.size(), 1u) << ReadFile(json);
+  EXPECT_TRUE(fatal.hangs[0].fatal);
+  EXPECT_EQ(fatal.hangs[0].fingerprint, live.fingerprint);
+  EXPECT_EQ(fatal.hangs[0].signature, live.signature);
+  EXPECT_EQ(CulpritOf(fatal.hangs[0]), CulpritOf(live));
 }
 
 TEST(StrippedIdentity, GateWithTheSleepAsBaselineFailsOnABusyLoop) {
