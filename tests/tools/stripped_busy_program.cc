@@ -1,6 +1,6 @@
 // An event-loop program built stripped (-s: no .symtab; its static functions are not in .dynsym
 // either), for the identity tests of stripped binaries: between polls it keeps its main thread
-// busy for 700 ms, three times, in one of two functions that have no name in the binary
+// busy for 600 ms, twice, in one of two functions that have no name in the binary
 // (argv[1]: "a" or "b"). Their frames are told apart by where each function starts.
 #include <poll.h>
 #include <time.h>
@@ -42,9 +42,9 @@ __attribute__((noinline)) unsigned long SpinXoring(double ms) {
 int main(int argc, char** argv) {
   const bool a = argc > 1 && std::strcmp(argv[1], "a") == 0;
   unsigned long sink = 0;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 2; ++round) {
     poll(nullptr, 0, 50);  // the event loop's wait: the preload shim arms here
-    sink += a ? SpinSumming(700) : SpinXoring(700);
+    sink += a ? SpinSumming(600) : SpinXoring(600);
   }
   poll(nullptr, 0, 50);
   std::printf("%lu\n", sink & 1);
