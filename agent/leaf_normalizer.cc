@@ -2,7 +2,8 @@
 
 #include <vector>
 
-#include "symbols/in_process_symbolizer.h"
+#include "symbols/function_start.h"
+#include "symbols/module_map.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -26,11 +27,17 @@ class SymbolizingLeafNormalizer final : public LeafNormalizer {
     if (slot.pc == pc) {
       return slot.start;
     }
-    symbols::SymbolInfo info;
+    // The same start as the hang's frames get when it is reported or read back
+    // (symbols/function_start.h): a symbol, else the CFI's FDE, so that a busy loop in a
+    // stripped binary's unnamed function is one stack too.
     uintptr_t start = pc;
-    if (symbols::SymbolizeInProcess(pc, /*is_return_address=*/false, &info) &&
-        info.function_offset <= pc) {
-      start = pc - static_cast<uintptr_t>(info.function_offset);
+    const std::shared_ptr<const symbols::ModuleMap> map = symbols::CurrentModuleMap();
+    const symbols::ModuleAddress where = map->Find(pc);
+    uint64_t offset = 0;
+    if (where.module != nullptr &&
+        symbols::FunctionStartInModule(*where.module, where.offset, &offset) &&
+        offset <= where.offset) {
+      start = pc - static_cast<uintptr_t>(where.offset - offset);
     }
     slot = Slot{pc, start};
     return start;

@@ -23,9 +23,9 @@ class IdentityLeafNormalizer final : public LeafNormalizer {
   uintptr_t FunctionStart(uintptr_t pc) override { return pc; }
 };
 
-// Looks functions up with the in-process symbolizer, behind a fixed-size direct-mapped cache
-// (allocated once), so a hot loop costs one lookup per distinct pc and memory never grows.
-// Used on the watchdog thread only (not thread-safe).
+// Looks functions up as symbols/function_start.h says (a symbol, else the CFI), behind a fixed-size
+// direct-mapped cache (allocated once), so a hot loop costs one lookup per distinct pc and memory
+// never grows. Used on the watchdog thread only (not thread-safe).
 std::unique_ptr<LeafNormalizer> MakeSymbolizingLeafNormalizer(size_t cache_entries = 4096);
 
 }  // namespace hangwatch::agent

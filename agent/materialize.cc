@@ -10,6 +10,7 @@
 
 #include "agent/process_name.h"
 #include "report/stack_identity.h"
+#include "symbols/function_start.h"
 #include "symbols/in_process_symbolizer.h"
 #include "symbols/perf_map.h"
 #include "unwind/proc_files.h"
@@ -17,38 +18,26 @@
 namespace hangwatch::agent {
 namespace {
 
-bool SymbolizeFrame(uintptr_t addr, bool is_return_address, const symbols::Module* module,
-                    uint64_t offset, const MaterializeOptions& options, std::string* name) {
+// A frame's name and the start of its function (symbols/function_start.h), both from the
+// module's own files: for a hang of this process as for one read back from another run
+// (a process that died), so that the two are named and identified alike.
+struct FrameName {
+  std::string symbol;
+  uint64_t function_start = 0;
+};
+
+FrameName NameFrame(uintptr_t addr, bool is_return_address, const symbols::Module& module,
+                    uint64_t offset, const MaterializeOptions& options) {
+  FrameName out;
   symbols::SymbolInfo info;
-  if (options.addresses_are_local) {
-    if (!symbols::SymbolizeInProcess(addr, is_return_address, &info)) {
-      return false;
-    }
-  } else {
-    // Another run of (maybe) the same binary: find the module by build-id here.
-    if (module == nullptr || module->build_id.empty()) {
-      return false;
-    }
-    auto here = symbols::CurrentModuleMap();
-    const symbols::Module* local = nullptr;
-    for (const auto& m : here->modules()) {
-      if (m.build_id == module->build_id) {
-        local = &m;
-        break;
-      }
-    }
-    if (local == nullptr) {
-      return false;
-    }
-    if (!symbols::SymbolizeInProcess(local->load_bias + offset, is_return_address, &info)) {
-      return false;
-    }
-  }
-  if (info.name.empty()) {
-    return false;
-  }
-  *name = std::move(info.name);
-  return true;
+  const bool named = options.addresses_are_local
+                         ? symbols::SymbolizeInProcess(addr, is_return_address, &info)
+                         : symbols::SymbolizeModuleOffset(module, offset, is_return_address, &info);
+  if (named) out.symbol = std::move(info.name);
+  const uint64_t at = is_return_address && offset > 0 ? offset - 1 : offset;
+  uint64_t start = 0;
+  if (symbols::FunctionStartInModule(module, at, &start)) out.function_start = start;
+  return out;
 }
 
 }  // namespace
@@ -116,7 +105,7 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
 
   std::map<const symbols::Module*, size_t> module_index;
   // Symbolizing is the expensive part; one lookup per distinct (address, is_return) pair.
-  std::map<std::pair<uintptr_t, bool>, std::string> names;
+  std::map<std::pair<uintptr_t, bool>, FrameName> names;
   // Code outside every module is JIT code: named from the runtime's perf map, read up to date
   // once (here, on the reporting thread; the map only grows).
   symbols::PerfMap* perf_map = nullptr;
@@ -162,15 +151,16 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
         auto key = std::make_pair(frames[f], is_return);
         auto it = names.find(key);
         if (it == names.end()) {
-          std::string name;
+          FrameName name;
           if (where.module != nullptr) {
-            SymbolizeFrame(frames[f], is_return, where.module, where.offset, options, &name);
+            name = NameFrame(frames[f], is_return, *where.module, where.offset, options);
           } else if (perf_map != nullptr) {
-            perf_map->Find(is_return ? frames[f] - 1 : frames[f], &name);
+            perf_map->Find(is_return ? frames[f] - 1 : frames[f], &name.symbol);
           }
           it = names.emplace(key, std::move(name)).first;
         }
-        fr.symbol = it->second;
+        fr.symbol = it->second.symbol;
+        fr.function_start = it->second.function_start;
       }
       st.frames.push_back(std::move(fr));
     }
@@ -189,8 +179,8 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
       leaf_offset = leaf - jit_offset;  // JIT code: the start of its function, from the perf map
     }
     r.fingerprint = report::Fingerprint(r.stacks[0], leaf_offset);
-    r.signature = report::Signature(r.stacks[0]);
-    r.culprit = report::FindCulprit(r.stacks[0]);
+    r.culprit = report::HangCulprit(r.stacks);
+    r.signature = report::HangSignature(r.stacks, r.culprit);
   }
 
   r.timeline.reserve(hang.timeline_size());

@@ -127,7 +127,8 @@ bool ParseFrame(const json& j, Frame* f, std::string* error) {
   if (!r.Hex("addr", &f->addr) || !r.Str("module", &f->module) ||
       !r.Str("build_id", &f->build_id) || !r.Hex("offset", &f->offset) ||
       !r.Str("symbol", &f->symbol, true) || !r.Str("file", &f->file, true) ||
-      !r.Int("line", &line, true) || !r.Str("method", &method, true)) {
+      !r.Int("line", &line, true) || !r.Str("method", &method, true) ||
+      (j.contains("function_start") && !r.Hex("function_start", &f->function_start))) {
     return false;
   }
   f->method = FrameMethodFromName(method);
@@ -205,20 +206,23 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
     Fields c{*it, error};
     int64_t line = 0;
     int64_t frame = 0;
+    int64_t stack = 0;
     Culprit& cu = h->culprit;
     if (!c.Str("symbol", &cu.symbol, true) || !c.Str("module", &cu.module, true) ||
         !c.Str("file", &cu.file, true) || !c.Int("line", &line, true) ||
-        !c.Int("frame", &frame, true)) {
+        !c.Int("frame", &frame, true) || !c.Int("stack", &stack, true)) {
       return false;
     }
     if (it->contains("offset") && !c.Hex("offset", &cu.offset)) return false;
     if (line < 0 || line > std::numeric_limits<int>::max() || frame < 0 ||
-        frame > std::numeric_limits<int>::max()) {
-      *error = "field 'culprit' has an out-of-range line or frame";
+        frame > std::numeric_limits<int>::max() || stack < 0 ||
+        stack > std::numeric_limits<int>::max()) {
+      *error = "field 'culprit' has an out-of-range line, frame or stack";
       return false;
     }
     cu.line = static_cast<int>(line);
     cu.frame = static_cast<int>(frame);
+    cu.stack = static_cast<int>(stack);
   }
   // Ids are indexes; a file that says otherwise is renumbered rather than trusted.
   for (size_t i = 0; i < h->stacks.size(); ++i) h->stacks[i].id = static_cast<int>(i);

@@ -214,6 +214,10 @@ void AppendCulprit(std::string* out, const HangRecord& r) {
     AppendInt(&o, r.culprit.line);
     Key(&o, "frame");
     AppendInt(&o, r.culprit.frame);
+    if (r.culprit.stack != 0) {
+      Key(&o, "stack");
+      AppendInt(&o, r.culprit.stack);
+    }
     o.push_back('}');
   }
 }
@@ -243,6 +247,10 @@ void AppendFrame(std::string* out, const Frame& fr) {
   if (fr.method != FrameMethod::kUnknown) {
     Key(&o, "method");
     AppendString(&o, FrameMethodName(fr.method));
+  }
+  if (fr.function_start != 0) {
+    Key(&o, "function_start");
+    AppendHex(&o, fr.function_start);
   }
   o.push_back('}');
 }

@@ -1,7 +1,11 @@
 #include "report/stack_identity.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <span>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "report/frame_classifier.h"
@@ -37,6 +41,25 @@ std::string Hex16(uint64_t v) {
   return buf;
 }
 
+// Whether some frame of `stacks` was named from a runtime's perf map (code outside every module,
+// with a name): the process writes one.
+bool HasPerfMapNames(std::span<const Stack> stacks) {
+  for (const Stack& s : stacks) {
+    for (const Frame& f : s.frames) {
+      if (f.module.empty() && !f.symbol.empty()) return true;
+    }
+  }
+  return false;
+}
+
+// ClassifyFrame, and code outside every module that the perf map of a process that has one does
+// not name is the runtime's: V8 copies its builtins into anonymous memory (node
+// --perf-basic-prof lists only the JavaScript functions), so such a frame is machinery and the
+// JS function out from it is the culprit.
+FrameKind Kind(const Frame& f, bool perf_map) {
+  if (perf_map && f.module.empty() && f.symbol.empty()) return FrameKind::kRuntime;
+  return ClassifyFrame(f.module, f.symbol);
+}
 FrameKind Kind(const Frame& f) { return ClassifyFrame(f.module, f.symbol); }
 
 // Index of the innermost application frame (else 0), or -1 when `s` has no frames.
@@ -47,20 +70,26 @@ int FirstAppIndex(const Stack& s) {
   return s.frames.empty() ? -1 : 0;
 }
 
+// An anonymous C function of the interpreter (CPython's time.sleep in a stripped python3):
+// the script's own function, named by the runtime's perf map (python3.12 -X perf, node
+// --perf-basic-prof), is the better name when there is one further out. That frame's index,
+// or 0.
+size_t JitNameFurtherOut(const Stack& s, size_t i) {
+  const Frame& f = s.frames[i];
+  if (!f.symbol.empty() || !IsRuntimeModule(f.module)) return 0;
+  for (size_t j = i + 1; j < s.frames.size(); ++j) {
+    const Frame& g = s.frames[j];
+    if (g.module.empty() && !g.symbol.empty()) return j;
+  }
+  return 0;
+}
+bool GivesWayToJit(const Stack& s, size_t i) { return JitNameFurtherOut(s, i) != 0; }
+
 // Index of the culprit frame in `s`, or -1 when `s` has no frames.
-int CulpritIndex(const Stack& s) {
+int CulpritIndex(const Stack& s, bool perf_map) {
   for (size_t i = 0; i < s.frames.size(); ++i) {
-    const Frame& f = s.frames[i];
-    if (Kind(f) != FrameKind::kApp) continue;
-    if (f.symbol.empty() && IsRuntimeModule(f.module)) {
-      // An anonymous C function of the interpreter (CPython's time.sleep in a stripped
-      // python3): the script's own function, named by the runtime's perf map (python3.12 -X
-      // perf, node --perf-basic-prof), is the better name when there is one further out.
-      for (size_t j = i + 1; j < s.frames.size(); ++j) {
-        const Frame& g = s.frames[j];
-        if (g.module.empty() && !g.symbol.empty()) return static_cast<int>(j);
-      }
-    }
+    if (Kind(s.frames[i], perf_map) != FrameKind::kApp) continue;
+    if (const size_t j = JitNameFurtherOut(s, i); j != 0) return static_cast<int>(j);
     return static_cast<int>(i);
   }
   return s.frames.empty() ? -1 : 0;
@@ -80,11 +109,8 @@ bool IsMachinery(const Stack& s, size_t i, int culprit) {
   return j < n && s.frames[j].module == f.module && Kind(s.frames[j]) == FrameKind::kRuntime;
 }
 
-}  // namespace
-
-Culprit FindCulprit(const Stack& s) {
+Culprit CulpritAt(const Stack& s, int i, int stack) {
   Culprit c;
-  const int i = CulpritIndex(s);
   if (i < 0) return c;
   const Frame& f = s.frames[static_cast<size_t>(i)];
   c.symbol = f.symbol;
@@ -93,7 +119,85 @@ Culprit FindCulprit(const Stack& s) {
   c.file = f.file;
   c.line = f.line;
   c.frame = i;
+  c.stack = stack;
   return c;
+}
+
+}  // namespace
+
+Culprit FindCulprit(const Stack& s) {
+  return CulpritAt(s, CulpritIndex(s, HasPerfMapNames(std::span<const Stack>(&s, 1))), 0);
+}
+
+std::string FunctionIdentity(const Frame& f, bool leaf) {
+  if (!f.symbol.empty()) return NormalizeForSignature(f.symbol);
+  std::string id = "?@";
+  id += ModuleFileName(f.module);
+  if (f.module.empty()) return id;
+  if (!f.build_id.empty()) {
+    id += '#';
+    id += f.build_id;
+  }
+  char buf[32];
+  if (f.function_start != 0) {
+    std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(f.function_start));
+    id += buf;
+  } else if (!leaf) {
+    // A call site, the same in every run of the build (the interrupted instruction is not).
+    std::snprintf(buf, sizeof buf, "@0x%llx", static_cast<unsigned long long>(f.offset));
+    id += buf;
+  }
+  return id;
+}
+
+Culprit HangCulprit(std::span<const Stack> stacks) {
+  if (stacks.empty()) return Culprit{};
+  const bool perf_map = HasPerfMapNames(stacks);
+  // Each function's weight: the samples of the stacks that hold one of its application frames.
+  std::unordered_map<std::string, uint64_t> weight;
+  std::vector<std::vector<std::string>> ids(stacks.size());
+  uint64_t total = 0;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    const Stack& s = stacks[k];
+    if (s.frames.empty()) continue;
+    total += s.count;
+    ids[k].resize(s.frames.size());
+    std::unordered_set<std::string> seen;
+    for (size_t i = 0; i < s.frames.size(); ++i) {
+      if (Kind(s.frames[i], perf_map) != FrameKind::kApp || GivesWayToJit(s, i)) continue;
+      ids[k][i] = FunctionIdentity(s.frames[i], i == 0);
+      if (seen.insert(ids[k][i]).second) weight[ids[k][i]] += s.count;
+    }
+  }
+  // The lightest function present in at least three quarters of the samples, else half of them
+  // (the innermost of a chain of callers, which are each present wherever their callee is);
+  // among equals, the first met in the stacks' order (most samples first), innermost frame
+  // first.
+  // Three quarters first: a helper function that holds about half of the samples (a C builtin's
+  // inner loop, between runs 40% and 60%) would otherwise be the culprit in some runs only.
+  uint64_t best = 0;
+  for (const uint64_t quarters : {3u, 2u}) {
+    for (const auto& [id, w] : weight) {
+      if (4 * w >= quarters * total && w > 0 && (best == 0 || w < best)) best = w;
+    }
+    if (best != 0) break;
+  }
+  if (best != 0) {
+    for (size_t k = 0; k < stacks.size(); ++k) {
+      for (size_t i = 0; i < ids[k].size(); ++i) {
+        if (ids[k][i].empty() || weight[ids[k][i]] != best) continue;
+        // The dominant stack's own frame of that function when it has one, so that readers
+        // that know only `frame` find it there.
+        if (k != 0 && !stacks[0].frames.empty()) {
+          for (size_t j = 0; j < ids[0].size(); ++j) {
+            if (ids[0][j] == ids[k][i]) return CulpritAt(stacks[0], static_cast<int>(j), 0);
+          }
+        }
+        return CulpritAt(stacks[k], static_cast<int>(i), static_cast<int>(k));
+      }
+    }
+  }
+  return CulpritAt(stacks[0], CulpritIndex(stacks[0], perf_map), 0);
 }
 
 std::string CulpritName(const Culprit& c) {
@@ -133,11 +237,12 @@ std::string NormalizeForSignature(const std::string& symbol) {
   return std::string(s);
 }
 
-std::string Signature(const Stack& s) {
+std::string Signature(const Stack& s, size_t from) {
   if (s.frames.empty()) return "";
   std::vector<const Frame*> picked;
-  const int culprit = FirstAppIndex(s);
-  for (size_t i = 0; i < s.frames.size() && picked.size() < kSignatureFrames; ++i) {
+  if (from >= s.frames.size()) from = 0;
+  const int culprit = std::max(FirstAppIndex(s), static_cast<int>(from));
+  for (size_t i = from; i < s.frames.size() && picked.size() < kSignatureFrames; ++i) {
     const Frame& f = s.frames[i];
     if (Kind(f) == FrameKind::kApp && !IsMachinery(s, i, culprit)) picked.push_back(&f);
   }
@@ -149,15 +254,20 @@ std::string Signature(const Stack& s) {
   }
   Fnv64 h;
   for (const Frame* f : picked) {
-    if (!f->symbol.empty()) {
-      h.Str(NormalizeForSignature(f->symbol));
-    } else {
-      h.Str("?@");
-      h.Str(ModuleFileName(f->module));
-    }
+    h.Str(FunctionIdentity(*f, f == &s.frames[0]));
     h.Bytes("|", 1);
   }
   return Hex16(h.value());
+}
+
+std::string HangSignature(std::span<const Stack> stacks, const Culprit& culprit) {
+  if (stacks.empty()) return "";
+  const size_t k = culprit.empty() || static_cast<size_t>(culprit.stack) >= stacks.size()
+                       ? 0
+                       : static_cast<size_t>(culprit.stack);
+  return Signature(stacks[k], culprit.empty() || k != static_cast<size_t>(culprit.stack)
+                                  ? 0
+                                  : static_cast<size_t>(culprit.frame));
 }
 
 std::string Fingerprint(const Stack& s, uint64_t leaf_offset) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "hangwatch/hang_record.h"
@@ -18,19 +19,45 @@ namespace hangwatch::report {
 // The innermost frame of `s` that is the application's (FrameKind::kApp); when there is none,
 // the innermost frame. An anonymous frame of an interpreter's module (a C builtin of a stripped
 // python3) gives way to a function named by the runtime's perf map further out (JIT code:
-// python3.12 -X perf's py::function, node's JS functions). Empty for a stack without frames.
+// python3.12 -X perf's py::function, node's JS functions). Code outside every module without a
+// perf-map name, in a stack that has perf-map names, is the runtime's (V8's builtins, copied
+// into anonymous memory). Empty for a stack without frames.
 Culprit FindCulprit(const Stack& s);
+
+// A hang's culprit, from all its stacks (`stacks` as HangRecord::stacks: most samples first):
+// the application function (FunctionIdentity, application frames as FindCulprit judges them)
+// present in at least three quarters of the samples (else half of them) with the fewest
+// samples (the innermost of a chain of callers); among equals the first met in stack order,
+// innermost frame first. The culprit is
+// that function's frame in the dominant stack when it has one, else in the first stack that
+// has (Culprit::stack). FindCulprit(stacks[0]) when no function is in half of the samples.
+// Bounded: one identity string per frame of the given stacks.
+Culprit HangCulprit(std::span<const Stack> stacks);
+
+// What tells a frame's function from others: its normalized name (NormalizeForSignature);
+// without a name, "?@" + module file name + "#" + build-id + "+0x" + start of the function
+// (Frame::function_start), or, when the start is unknown, "@0x" + the frame's offset for a
+// return address (a call site) and nothing for the interrupted instruction (`leaf`).
+std::string FunctionIdentity(const Frame& f, bool leaf);
 
 // How a culprit is printed: its symbol, else "module-file+0xoffset", else "0xoffset"; "?" when
 // empty.
 std::string CulpritName(const Culprit& c);
 
-// 16 hex digits over the normalized names of the top `kSignatureFrames` application frames of
-// `s` (all frames when none is the application's). A frame without a name contributes
-// "?@module-file". Normalized: GCC clone suffixes (.cold, .isra.0, [clone .constprop.0], ...)
-// and V8's tier markers (LazyCompile:*, JS:~, ...) are dropped. "" for a stack without frames.
+// 16 hex digits over the function identities (FunctionIdentity) of the top `kSignatureFrames`
+// application frames of `s` (all frames when none is the application's): names where there are
+// names, else module, build-id and start of the function. Normalized: GCC clone suffixes (.cold,
+// .isra.0, [clone .constprop.0], ...) and V8's tier markers (LazyCompile:*, JS:~, ...) are dropped.
+// "" for a stack without frames.
+// `from`: the frame to start at, the hang's culprit (HangCulprit) when `s` holds it, so that
+// the signature follows what most samples share, not the dominant stack's own leaf (an
+// interpreter's dominant stack holds a few of its samples and changes from run to run).
 inline constexpr size_t kSignatureFrames = 5;
-std::string Signature(const Stack& s);
+std::string Signature(const Stack& s, size_t from = 0);
+
+// A hang's signature: Signature of the stack that holds `culprit` (HangCulprit(stacks)), from
+// the culprit's frame.
+std::string HangSignature(std::span<const Stack> stacks, const Culprit& culprit);
 
 // The function name as the signature hashes it (exposed for tests).
 std::string NormalizeForSignature(const std::string& symbol);

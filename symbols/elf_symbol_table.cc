@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -171,6 +172,12 @@ const ElfSymbolTable::Symbol* ElfSymbolTable::Find(uint64_t vaddr) const {
   --it;
   if (it->size != 0 && vaddr - it->addr >= it->size) return nullptr;
   return &*it;
+}
+
+const ElfSymbolTable::Symbol* ElfSymbolTable::FindAtOrBelow(uint64_t vaddr) const {
+  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
+                             [](uint64_t a, const Symbol& s) { return a < s.addr; });
+  return it == symbols_.begin() ? nullptr : &*std::prev(it);
 }
 
 std::string_view ElfSymbolTable::MangledName(const Symbol& s) const {

@@ -81,6 +81,8 @@ class ElfSymbolTable {
   // The symbol containing `vaddr`, or nullptr. A symbol without a size covers everything up to
   // the next symbol.
   const Symbol* Find(uint64_t vaddr) const;
+  // The symbol at or below `vaddr` nearest to it, whatever its size says, or nullptr.
+  const Symbol* FindAtOrBelow(uint64_t vaddr) const;
 
   std::string_view MangledName(const Symbol& s) const;
   // Demangled (symbols/demangle.h); the mangled name when it is not C++.

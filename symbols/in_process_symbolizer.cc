@@ -205,6 +205,33 @@ bool SymbolizeInProcess(uintptr_t addr, bool is_return_address, SymbolInfo* out)
   return true;
 }
 
+bool SymbolizeModuleOffset(const Module& m, uint64_t offset, bool is_return_address,
+                           SymbolInfo* out) {
+  if (out == nullptr) return false;
+  const uint64_t at = is_return_address && offset > 0 ? offset - 1 : offset;
+  const Module* from = &m;
+  std::shared_ptr<const ModuleMap> here;
+  if (m.path.empty() || m.path[0] != '/') {
+    // No file (the vDSO): this process's image of it, when it is the same build.
+    if (m.build_id.empty()) return false;
+    here = CurrentModuleMap();
+    from = nullptr;
+    for (const Module& local : here->modules()) {
+      if (local.build_id == m.build_id) from = &local;
+    }
+    if (from == nullptr) return false;
+  }
+  const ElfSymbolTable* table = Cache().Get(*from);
+  if (table == nullptr) return false;
+  const ElfSymbolTable::Symbol* sym = table->Find(at);
+  if (sym == nullptr) return false;
+  out->name = std::string(table->DemangledName(*sym));
+  out->function_offset = at - sym->addr;
+  return true;
+}
+
+const ElfSymbolTable* ModuleSymbolTable(const Module& m) { return Cache().Get(m); }
+
 void WarmUpInProcessSymbolizer(const ModuleMap& map) {
   for (const Module& m : map.modules()) Cache().Get(m);
 }

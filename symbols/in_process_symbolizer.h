@@ -34,6 +34,19 @@ struct SymbolView {
 bool LookupInProcess(const ModuleMap& map, uintptr_t addr, bool is_return_address, bool demangle,
                      SymbolView* out);
 
+// Names `offset` (ELF virtual address) of module `m`, which need not be loaded in this process
+// (a module of a process that died, from an open-hang file): the same tables, chosen the same
+// way, as SymbolizeInProcess reads for a module loaded here (the file at m.path when its
+// build-id is m.build_id, else the debug file installed for that build-id), so the two name a
+// frame alike. `offset` is looked up at offset - 1 for a return address.
+bool SymbolizeModuleOffset(const Module& m, uint64_t offset, bool is_return_address,
+                           SymbolInfo* out);
+
+class ElfSymbolTable;
+// The function symbols SymbolizeInProcess and SymbolizeModuleOffset name `m`'s code with
+// (loaded on first use, kept for the life of the process), or nullptr when there are none.
+const ElfSymbolTable* ModuleSymbolTable(const Module& m);
+
 // Reads every module's symbol table now (e.g. on the watchdog thread at start-up), so that
 // later lookups never touch the disk.
 void WarmUpInProcessSymbolizer(const ModuleMap& map);

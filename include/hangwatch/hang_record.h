@@ -85,6 +85,10 @@ struct Frame {
   std::string file;      // source file; empty when unknown
   int line = 0;          // source line; 0 when unknown
   FrameMethod method = FrameMethod::kUnknown;
+  // ELF virtual address inside the module where the frame's function starts (its symbol, else
+  // its CFI FDE, else the nearest symbol below: docs/report-format.md); 0 when unknown. What
+  // identifies a frame that has no name.
+  uint64_t function_start = 0;
 };
 
 // One unique stack of a hang: identical samples are stored once with a count.
@@ -112,17 +116,20 @@ struct ModuleInfo {
   std::string build_id;
 };
 
-// The frame a user would name as the cause: the innermost frame of the dominant stack that is
-// not part of the system's own libraries (libc, libstdc++, the dynamic loader, the vDSO, ...) or
-// of a language runtime's machinery (an interpreter's eval loop and call dispatch). When every
-// frame is such a frame, the innermost one. Empty (symbol and module "") when no stack.
+// The frame a user would name as the cause: among the functions of application frames (not the
+// system's own libraries, such as libc, libstdc++, the dynamic loader or the vDSO, nor a language
+// runtime's machinery, such as an interpreter's eval loop and call dispatch) present in at least
+// half of the hang's samples, the innermost (docs/report-format.md has the exact rule); when
+// there is none, the innermost application frame of the dominant stack (when every frame is the
+// system's or a runtime's, its innermost one). Empty (symbol and module "") when no stack.
 struct Culprit {
   std::string symbol;   // demangled function name; empty when unknown
   std::string module;   // path of the module; empty for code outside any module (e.g. JIT)
   uint64_t offset = 0;  // Frame::offset of that frame (names it when the symbol is unknown)
   std::string file;     // source file; empty when unknown
   int line = 0;         // source line; 0 when unknown
-  int frame = -1;       // index in the dominant stack's frames, -1 when none
+  int frame = -1;       // index in the frames of stacks[stack], -1 when none
+  int stack = 0;        // index of the stack that holds it: the dominant one (0) when it does
 
   bool empty() const { return frame < 0; }
 };

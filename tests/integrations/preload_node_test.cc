@@ -64,5 +64,46 @@ TEST(PreloadNode, BusyJavaScriptFunctionIsTheCulpritByItsName) {
               r.hangs.size(), vdso_named, vdso_frames);
 }
 
+// Date.now() in a loop: the samples' innermost frames are V8's and libc's, reached from the JS
+// function through a builtin copied into anonymous memory that the perf map does not name (a
+// runtime frame, not the culprit).
+TEST(PreloadNode, BuiltinOutsideThePerfMapGivesWayToTheJavaScriptFunction) {
+  if (access(kNode, X_OK) != 0) GTEST_SKIP() << kNode << " is not installed";
+  TempDir dir;
+  const std::string report = dir.path() + "/hangs.jsonl";
+  ChildProcess child(
+      {kNode, "--perf-basic-prof", "--no-logfile-per-isolate",
+       "--logfile=" + dir.path() + "/v8.log", HANGWATCH_TEST_DATA_DIR "/spin_on_clock.js"},
+      {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_THRESHOLD_MS=200",
+       "HANGWATCH_REPORT=" + report, "HANGWATCH_LOG=0", "HANGWATCH_OPEN_HANG_DIR=" + dir.path()});
+  const int status = child.Wait();
+  unlink(("/tmp/perf-" + std::to_string(child.pid()) + ".map").c_str());
+  ASSERT_EQ(status, 0);
+  tools::Report r;
+  std::string error;
+  ASSERT_TRUE(tools::ParseJsonLines(ReadFile(report), &r, &error)) << error;
+  size_t spins = 0, through_builtin = 0;
+  for (const HangRecord& h : r.hangs) {
+    if (h.duration_ms < 400) continue;  // start-up on a busy machine
+    ++spins;
+    EXPECT_NE(h.culprit.symbol.find("spinOnClock"), std::string::npos)
+        << h.culprit.symbol << " at " << h.culprit.offset;
+    EXPECT_TRUE(h.culprit.module.empty()) << h.culprit.module;
+    // Some stack went through an unnamed frame outside every module below the JS function.
+    for (const Stack& s : h.stacks) {
+      for (size_t i = 0; i + 1 < s.frames.size(); ++i) {
+        const Frame& f = s.frames[i];
+        if (f.module.empty() && f.symbol.empty() &&
+            s.frames[i + 1].symbol.find("spinOnClock") != std::string::npos) {
+          ++through_builtin;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(spins, 3u) << ReadFile(report);
+  EXPECT_GE(through_builtin, 1u) << "no sample went through an anonymous builtin; "
+                                 << ReadFile(report);
+}
+
 }  // namespace
 }  // namespace hangwatch::testing

@@ -66,6 +66,52 @@ TEST(ReportCodec, HangRoundTripsAndOtherTypesAreNotHangs) {
   EXPECT_EQ(error, "not a hang record");
 }
 
+// A frame's function_start and the culprit's stack: written when known, read back; absent,
+// they are 0 (files of older agents).
+TEST(ReportCodec, FunctionStartAndCulpritStackRoundTrip) {
+  HangRecord in;
+  in.pid = 3;
+  in.samples = 2;
+  Stack a, b;
+  Frame f;
+  f.addr = 0x5e45e2;
+  f.module = "/usr/bin/python3.11";
+  f.build_id = "571d";
+  f.offset = 0x5e45e2;
+  a.frames.push_back(f);
+  f.function_start = 0x5e4493;
+  b.frames.push_back(f);
+  b.id = 1;
+  in.stacks = {a, b};
+  in.dominant_stack = 0;
+  in.culprit.module = f.module;
+  in.culprit.offset = f.offset;
+  in.culprit.frame = 0;
+  in.culprit.stack = 1;
+  const std::string line = Encode(in);
+  EXPECT_NE(line.find(R"("function_start":"0x5e4493")"), std::string::npos) << line;
+  EXPECT_EQ(line.find("function_start", line.find("function_start") + 1), std::string::npos)
+      << "written only when known: " << line;
+  EXPECT_NE(line.find(R"("frame":0,"stack":1})"), std::string::npos) << line;
+  HangRecord out;
+  std::string error;
+  ASSERT_TRUE(DecodeHang(line, &out, &error)) << error;
+  ASSERT_EQ(out.stacks.size(), 2u);
+  EXPECT_EQ(out.stacks[0].frames[0].function_start, 0u);
+  EXPECT_EQ(out.stacks[1].frames[0].function_start, 0x5e4493u);
+  EXPECT_EQ(out.culprit.stack, 1);
+  EXPECT_EQ(Encode(out), line);
+  in.culprit.stack = 0;
+  EXPECT_EQ(Encode(in).find(R"("stack":)"), std::string::npos) << "the dominant stack: as before";
+  // Bad values are errors, not zeros.
+  std::string bad = line;
+  bad.replace(bad.find(R"("0x5e4493")"), 10, "12");
+  EXPECT_FALSE(DecodeHang(bad, &out, &error));
+  bad = line;
+  bad.replace(bad.find(R"("stack":1)"), 9, R"("stack":-1)");
+  EXPECT_FALSE(DecodeHang(bad, &out, &error));
+}
+
 TEST(ReportCodec, UnknownTypesAndBrokenLines) {
   Record out;
   std::string error;

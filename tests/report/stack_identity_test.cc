@@ -123,9 +123,131 @@ TEST(StackIdentityTest, PythonCallSiteSpecializationKeepsFingerprintSignatureAnd
   Stack other = fast;
   other.frames[1].offset = 0x4a0010;
   EXPECT_NE(Fingerprint(other, 0xcf500), Fingerprint(fast, 0xcf500));
-  // Without names (a stripped interpreter), the signature knows only the module: it cannot tell
-  // the two builtins apart, the fingerprint can.
-  EXPECT_EQ(Signature(other), Signature(fast));
+  // Without names (a stripped interpreter), the signature still tells the two builtins apart:
+  // by the start of their functions, else (not known) by the call site.
+  EXPECT_NE(Signature(other), Signature(fast));
+}
+
+// Unnamed frames of a stripped binary are identified by module, build-id and the start of their
+// function: two functions never share an identity; two instructions of one function do.
+TEST(StackIdentityTest, UnnamedFramesAreIdentifiedByTheStartOfTheirFunction) {
+  Frame a = F(kPython, 0x605543);
+  a.function_start = 0x605534;
+  Frame a_elsewhere = a;
+  a_elsewhere.offset = 0x6055e4;  // the same function, another instruction
+  Frame b = a;
+  b.function_start = 0x5e4493;
+  b.offset = 0x5e45e2;
+  EXPECT_EQ(FunctionIdentity(a, true), FunctionIdentity(a_elsewhere, true));
+  EXPECT_EQ(FunctionIdentity(a, false), FunctionIdentity(a_elsewhere, false));
+  EXPECT_NE(FunctionIdentity(a, true), FunctionIdentity(b, true));
+  EXPECT_NE(FunctionIdentity(a, true).find("b1d-/usr/bin/python3.11"), std::string::npos)
+      << "the build-id: the start means nothing in another build";
+  Frame other_build = a;
+  other_build.build_id = "0123";
+  EXPECT_NE(FunctionIdentity(a, true), FunctionIdentity(other_build, true));
+  // Names win, normalized: they survive a rebuild.
+  Frame named = a;
+  named.symbol = "long_add.cold";
+  EXPECT_EQ(FunctionIdentity(named, true), "long_add");
+  // Start unknown: the call site of a return address, nothing for the interrupted instruction.
+  Frame unknown = F(kPython, 0x647d97);
+  Frame unknown_moved = F(kPython, 0x647d99);
+  EXPECT_NE(FunctionIdentity(unknown, false), FunctionIdentity(unknown_moved, false));
+  EXPECT_EQ(FunctionIdentity(unknown, true), FunctionIdentity(unknown_moved, true));
+
+  const Stack busy = S({a, F(kPython, 0x52b9e0, "_PyEval_EvalFrameDefault")});
+  const Stack busy_elsewhere = S({a_elsewhere, F(kPython, 0x52b9e0, "_PyEval_EvalFrameDefault")});
+  const Stack summing = S({b, F(kPython, 0x52b9e0, "_PyEval_EvalFrameDefault")});
+  EXPECT_EQ(Signature(busy), Signature(busy_elsewhere));
+  EXPECT_NE(Signature(busy), Signature(summing));
+}
+
+// CPython's busy loop: each stack holds a few samples, with its own leaf (an allocator, a number
+// method, the eval loop itself); one unnamed function is in every sample.
+std::vector<Stack> SpreadSamples(bool reordered) {
+  auto frame = [](uint64_t offset, uint64_t start, const std::string& symbol = "") {
+    Frame f = F(kPython, offset, symbol);
+    f.function_start = start;
+    return f;
+  };
+  const Frame shared = frame(0x647d97, 0x647d67);
+  const Frame eval = frame(0x52b9e0, 0x52b0f0, "_PyEval_EvalFrameDefault");
+  const Frame main = frame(0x6514bb, 0x651330, "_PyRun_SimpleFileObject");
+  std::vector<Stack> stacks = {
+      S({frame(0x6055e4, 0x605534), frame(0x51f62b, 0x51f5e9), eval, shared, main}),
+      S({frame(0x5009d0, 0x500950, "PyObject_Free"), eval, shared, main}),
+      S({frame(0x52f6fa, 0x52b0f0, "_PyEval_EvalFrameDefault"), shared, main}),
+      S({frame(0x605543, 0x605534), frame(0x51f62b, 0x51f5e9), eval, shared, main}),
+      S({F(kLibc, 0xcf439, "__clock_gettime"), frame(0x5e45e2, 0x5e4493), eval, shared, main})};
+  const uint32_t counts[] = {4, 3, 3, 2, 2};
+  for (size_t i = 0; i < stacks.size(); ++i) stacks[i].count = counts[i];
+  if (reordered) std::swap(stacks[0], stacks[1]);
+  return stacks;
+}
+
+TEST(StackIdentityTest, HangCulpritIsTheInnermostFunctionMostSamplesShare) {
+  const std::vector<Stack> stacks = SpreadSamples(false);
+  const Culprit c = HangCulprit(stacks);
+  EXPECT_EQ(c.offset, 0x647d97u) << CulpritName(c);
+  EXPECT_EQ(c.stack, 0);
+  EXPECT_EQ(c.frame, 3);
+  // Another dominant stack (another run): the same culprit and signature.
+  const std::vector<Stack> other = SpreadSamples(true);
+  const Culprit d = HangCulprit(other);
+  EXPECT_EQ(d.offset, 0x647d97u);
+  EXPECT_EQ(HangSignature(stacks, c), HangSignature(other, d));
+  // The dominant stack's own leaf function (6 of 14 samples) is not what they share; before, it
+  // was the culprit.
+  EXPECT_EQ(FindCulprit(stacks[0]).offset, 0x6055e4u);
+  // A leaf function in three quarters of the samples is the culprit.
+  std::vector<Stack> leaf_heavy = stacks;
+  leaf_heavy[0].count = 40;
+  EXPECT_EQ(HangCulprit(leaf_heavy).offset, 0x6055e4u);
+}
+
+TEST(StackIdentityTest, HangCulpritOutsideTheDominantStackSaysWhichStack) {
+  auto frame = [](const std::string& module, uint64_t offset, const std::string& symbol) {
+    return F(module, offset, symbol);
+  };
+  std::vector<Stack> stacks = {
+      S({frame(kLibc, 0xcf545, "clock_nanosleep"), frame(kRedis, 0x3f00, "main")}),
+      S({frame(kRedis, 0x500, "parse"), frame(kRedis, 0x600, "load"),
+         frame(kRedis, 0x3f00, "main")}),
+      S({frame(kRedis, 0x510, "parse_fast"), frame(kRedis, 0x610, "load"),
+         frame(kRedis, 0x3f00, "main")})};
+  stacks[0].count = 2;
+  stacks[1].count = 3;
+  stacks[2].count = 3;
+  // `load` is in 6 of 8 samples (`main`, in all, is further out).
+  const Culprit c = HangCulprit(stacks);
+  EXPECT_EQ(c.symbol, "load");
+  EXPECT_EQ(c.stack, 1);
+  EXPECT_EQ(c.frame, 1);
+  // No function in half of the samples: the dominant stack's own culprit.
+  stacks[0] = S({frame(kRedis, 0x700, "save"), frame(kRedis, 0x3f10, "save_main")});
+  stacks[1].frames.back() = frame(kRedis, 0x3f20, "load_main");
+  stacks[2] = S({frame(kRedis, 0x800, "send"), frame(kRedis, 0x3f30, "send_main")});
+  stacks[0].count = 4;
+  stacks[1].count = 3;
+  stacks[2].count = 3;
+  EXPECT_EQ(HangCulprit(stacks).symbol, "save");
+  EXPECT_TRUE(HangCulprit(std::vector<Stack>{}).empty());
+}
+
+// node --perf-basic-prof: V8 copies its builtins into anonymous memory, which the perf map does
+// not name. In a stack with perf-map names, such a frame is the runtime's.
+TEST(StackIdentityTest, AnonymousCodeOutsideThePerfMapIsTheRuntimes) {
+  Stack s = S({F(kLibc, 0x84c, "__vdso_gettimeofday"),
+               F("/usr/bin/node", 0x151c77b, "v8::internal::Runtime_DateCurrentTime(int)"),
+               F("", 0x7f4786e9a476), F("", 0x7f4766fc6fdb, "JS:*spinOnClock /tmp/a.js:1:21"),
+               F("/usr/bin/node", 0x18cfd1c, "Builtins_InterpreterEntryTrampoline")});
+  s.count = 5;
+  EXPECT_EQ(FindCulprit(s).frame, 3);
+  EXPECT_EQ(HangCulprit(std::vector<Stack>{s}).frame, 3);
+  // Without perf-map names anywhere, anonymous code is JIT code nobody named: the application's.
+  s.frames[3].symbol.clear();
+  EXPECT_EQ(FindCulprit(s).frame, 2);
 }
 
 TEST(StackIdentityTest, FingerprintSeesCallSitesAndLeafFunctionButNotLoadAddress) {

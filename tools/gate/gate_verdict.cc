@@ -39,11 +39,16 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// The application's frames past the culprit in the dominant stack of the group's longest hang,
-// named, one per function (inlined copies and recursion collapsed).
+// The application's frames past the culprit in the stack that holds it (in the group's longest
+// hang), named, one per function (inlined copies and recursion collapsed).
 std::vector<std::string> CallerNames(const HangGroup& g) {
   std::vector<std::string> out;
-  const Stack* d = g.longest != nullptr ? g.longest->dominant() : nullptr;
+  // The stack the culprit is in (the dominant one unless the culprit is not in it).
+  const Stack* d = nullptr;
+  if (g.longest != nullptr && g.culprit.stack >= 0 &&
+      static_cast<size_t>(g.culprit.stack) < g.longest->stacks.size()) {
+    d = &g.longest->stacks[static_cast<size_t>(g.culprit.stack)];
+  }
   if (d == nullptr || g.culprit.frame < 0) return out;
   std::string last = g.culprit_name;
   for (size_t i = static_cast<size_t>(g.culprit.frame) + 1; i < d->frames.size(); ++i) {
@@ -157,7 +162,9 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
   for (size_t k = 0; k < hangs.size(); ++k) {
     const HangRecord& h = hangs[k];
     std::string computed;
-    if (h.signature.empty() && h.dominant() != nullptr) computed = report::Signature(*h.dominant());
+    if (h.signature.empty() && h.dominant() != nullptr) {
+      computed = report::HangSignature(h.stacks, report::HangCulprit(h.stacks));
+    }
     const std::string& sig = h.signature.empty() ? computed : h.signature;
     auto [it, inserted] = index.try_emplace(sig, groups.size());
     if (inserted) {

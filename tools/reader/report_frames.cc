@@ -23,8 +23,7 @@ std::string FrameLocation(const Frame& f) { return FileLine(f.file, f.line); }
 
 Culprit HangCulprit(const HangRecord& h) {
   if (!h.culprit.empty()) return h.culprit;
-  const Stack* d = h.dominant();
-  return d == nullptr ? Culprit{} : report::FindCulprit(*d);
+  return report::HangCulprit(h.stacks);
 }
 
 std::string CulpritLocation(const Culprit& c) { return FileLine(c.file, c.line); }
@@ -37,8 +36,8 @@ std::string CulpritLabel(const Culprit& c) {
 void RefreshHangIdentity(HangRecord* h) {
   const Stack* d = h->dominant();
   if (d == nullptr) return;
-  h->culprit = report::FindCulprit(*d);
-  if (h->signature.empty()) h->signature = report::Signature(*d);
+  h->culprit = report::HangCulprit(h->stacks);
+  if (h->signature.empty()) h->signature = report::HangSignature(h->stacks, h->culprit);
 }
 
 namespace {

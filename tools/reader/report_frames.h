@@ -20,8 +20,8 @@ std::string FrameName(const Frame& f);
 // "file:line" when known, else "".
 std::string FrameLocation(const Frame& f);
 
-// The hang's culprit (hang_record.h): as recorded, else found in its dominant stack (a file
-// written by an older agent). Empty when there is no stack.
+// The hang's culprit (hang_record.h): as recorded, else found in its stacks (a file written by
+// an older agent; report::HangCulprit). Empty when there is no stack.
 Culprit HangCulprit(const HangRecord& h);
 
 // "file:line" of a culprit ("file" without a line), "" when unknown.
@@ -31,8 +31,8 @@ std::string CulpritLocation(const Culprit& c);
 // known.
 std::string CulpritLabel(const Culprit& c);
 
-// Recomputes each hang's culprit from its dominant stack (after offline symbolization has added
-// names, files, lines and inlined frames), and its signature when the record had none.
+// Recomputes each hang's culprit from its stacks (report::HangCulprit, after offline symbolization
+// has added names, files, lines and inlined frames), and its signature when the record had none.
 void RefreshHangIdentity(HangRecord* h);
 
 // For each frame of the dominant stack (innermost first), the number of samples of the hang

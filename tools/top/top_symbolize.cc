@@ -63,14 +63,8 @@ void SymbolizeTopCulprits(const std::vector<std::string>& paths,
     HangRecord h;
     std::string error;
     if (!ParseHangLine(line, &h, &error)) continue;
-    // The culprit comes from the dominant stack alone (RefreshHangIdentity): the other stacks
-    // need no symbolization here.
-    if (const Stack* d = h.dominant()) {
-      Stack dominant = *d;
-      h.stacks.clear();
-      h.stacks.push_back(std::move(dominant));
-      h.dominant_stack = 0;
-    }
+    // The culprit comes from every stack (RefreshHangIdentity, report::HangCulprit: what most
+    // samples share), so all of them are symbolized, as `hangwatch report` does.
     h.timeline.clear();
     report.hangs.push_back(std::move(h));
     owners.push_back(&g);

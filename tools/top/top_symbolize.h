@@ -5,7 +5,7 @@
 // After grouping, the one line of each printed group that TopGroup::culprit_line points at is
 // read again, decoded by the report decoder (report_reader.h) and put through the report's own
 // symbolization (report_symbolize.h: the debug-file chain, debuginfod last, then the culprit
-// recomputed from the symbolized dominant stack), so `top` names the same culprit, with the
+// recomputed from the symbolized stacks), so `top` names the same culprit, with the
 // same file:line, as `hangwatch report` does for that hang.
 #ifndef HANGWATCH_TOOLS_TOP_SYMBOLIZE_H_
 #define HANGWATCH_TOOLS_TOP_SYMBOLIZE_H_
