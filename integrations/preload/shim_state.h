@@ -1,9 +1,77 @@
-// What the exec interposers (preload_exec.cc) need to know of the shim's life cycle
-// (preload_shim.cc). Internal to libhangwatch_preload.so.
+// The loader's state and the hooks its files share: preload_shim.cc (load, fork, the wait and
+// exit interposers), preload_exec.cc (the exec family), agent_loader.cc (loading the agent
+// library and arming), and any other file of interposers. Internal to libhangwatch_preload.so,
+// which is libc only: nothing here may need the C++ runtime (no exceptions, no RTTI, no
+// allocation through operator new, no std::string).
 #ifndef HANGWATCH_INTEGRATIONS_PRELOAD_SHIM_STATE_H_
 #define HANGWATCH_INTEGRATIONS_PRELOAD_SHIM_STATE_H_
 
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "integrations/preload/agent_entry.h"
+
 namespace hangwatch::preload {
+
+// Where the main thread is in its life cycle (ShimState::phase).
+enum ShimPhase : int {
+  kUnarmed,   // loaded, not waited for events yet: the first blocking wait arms
+  kStarting,  // arming (or loading the agent library) now: waits pass straight through
+  kArmed,     // the agent watches the main thread
+  kOff,       // never arms: not the main thread known, the agent could not load or start
+};
+
+struct ShimState {
+  pthread_t main_thread{};
+  // Written by the constructor, the main thread and the fork child handler (each the only
+  // thread that may touch it at that moment), and set to kOff by a failed PrepareAgent() on
+  // any thread: read and written with relaxed atomics.
+  int phase = kOff;
+  // The agent library's entries; set before phase becomes kArmed, never cleared.
+  const HangwatchPreloadAgent* agent = nullptr;
+  bool secure = false;         // AT_SECURE: nothing printed, nothing written
+  bool lineage_armed = false;  // this process, or one it was forked from, armed
+  bool inherit = false;        // HANGWATCH_INHERIT=1, as the agent library read it when arming
+  pid_t armed_pid = 0;
+  uint64_t load_ns = 0;  // CLOCK_MONOTONIC when loaded (or forked)
+};
+extern ShimState g_shim;
+
+inline int Phase() { return __atomic_load_n(&g_shim.phase, __ATOMIC_RELAXED); }
+inline void SetPhase(int phase) { __atomic_store_n(&g_shim.phase, phase, __ATOMIC_RELAXED); }
+
+// The main thread reached its event loop: PrepareAgent(), then the agent library's arm().
+// Leaves the phase kArmed or kOff; errno preserved. Main thread only, phase kUnarmed.
+void ArmAtFirstWait();
+
+// Loads the agent library (dlopen, from the loader's own directory) and has it read the
+// HANGWATCH_* settings, once per process image: later calls return the first result. For
+// interposers that must get the agent ready before the program changes what it may reach
+// (setuid and friends), and for arming. NULL when the library cannot be loaded: then the
+// process never arms, and one "hangwatch preload: not watching: ..." line and the launch log's
+// `off` event said why. Any thread; not in a vfork child or a signal handler (dlopen).
+const HangwatchPreloadAgent* PrepareAgent();
+
+// The wrapper around every interposed wait. `blocking`: the call may wait (a timeout that is
+// not zero); the agent arms at the first such call on the main thread, a program that only
+// ever polls with a zero timeout has not reached an event loop yet. Other threads, and the
+// main thread while it arms, go straight to `call`. Its result and errno are returned
+// untouched (about_to_wait / woke_up are atomic stores and a clock read).
+template <typename Call>
+inline __attribute__((always_inline)) int Interpose(bool blocking, Call call) {
+  if (!pthread_equal(pthread_self(), g_shim.main_thread)) return call();
+  if (__builtin_expect(Phase() != kArmed, 0)) {
+    if (Phase() != kUnarmed || !blocking) return call();
+    ArmAtFirstWait();
+    if (Phase() != kArmed) return call();
+  }
+  const HangwatchPreloadAgent* agent = g_shim.agent;
+  agent->about_to_wait();
+  const int result = call();
+  agent->woke_up();
+  return result;
+}
 
 // True when programs this process executes keep the shim in LD_PRELOAD: neither this process
 // nor the one it was forked from has armed, or HANGWATCH_INHERIT=1. A process that has not

@@ -1,0 +1,141 @@
+// The loader's side of arming (shim_state.h): loading libhangwatch_preload_agent.so from the
+// loader's own directory, handing it the loader's services and taking its entries
+// (agent_entry.h), and the bookkeeping of a process that armed (atexit, the launch log, the
+// environment). libc only, like the rest of the loader.
+//
+// The agent library is found by the loader's own path (dladdr), never by a search: the loader
+// is loaded into processes of every user, as root under sudo, and `hangwatch run` checked that
+// no one else can change what is in its directory (tools/run/run_shim.h). RTLD_LOCAL keeps the
+// agent's symbols out of the program's lookups, RTLD_NOW resolves everything while the program
+// waits anyway (never later, in a signal handler), RTLD_NODELETE keeps it mapped for the
+// watchdog thread whatever happens to the handle.
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "integrations/preload/agent_entry.h"
+#include "integrations/preload/launch_log.h"
+#include "integrations/preload/shim_state.h"
+#include "integrations/preload/shim_stderr.h"
+
+namespace hangwatch::preload {
+namespace {
+
+pthread_once_t g_prepare_once = PTHREAD_ONCE_INIT;
+const HangwatchPreloadAgent* g_prepared = nullptr;
+
+void PrintLine(const char* line) { ShimPrint("%s", line); }
+int StderrUsableForAgent() { return StderrUsable() ? 1 : 0; }
+
+const HangwatchPreloadServices kServices = {
+    HANGWATCH_PRELOAD_ABI, 0, PrintLine, StderrUsableForAgent, LaunchLogUnwritten,
+};
+HangwatchPreloadServices g_services;  // kServices with `secure` filled in at the first load
+
+// `dir` + "/" + the agent library's name into `out`; a loader found without a directory (a bare
+// name) looks for the agent library as the dynamic linker would. False when it does not fit.
+bool AgentLibraryPath(const char* self, char* out, size_t size) {
+  const char* slash = strrchr(self, '/');
+  const size_t dir_len = slash != nullptr ? static_cast<size_t>(slash - self) + 1 : 0;
+  const size_t name_len = sizeof HANGWATCH_PRELOAD_AGENT_LIB - 1;
+  if (dir_len + name_len + 1 > size) return false;
+  memcpy(out, self, dir_len);
+  memcpy(out + dir_len, HANGWATCH_PRELOAD_AGENT_LIB, name_len + 1);
+  return true;
+}
+
+// The agent library's entries, or NULL with one line in `why`.
+const HangwatchPreloadAgent* LoadAgentLibrary(char* why, size_t why_size) {
+  char path[4096 + sizeof HANGWATCH_PRELOAD_AGENT_LIB];
+  if (!AgentLibraryPath(ShimPath(), path, sizeof path)) {
+    snprintf(why, why_size, "the path of %s is too long", HANGWATCH_PRELOAD_AGENT_LIB);
+    return nullptr;
+  }
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    snprintf(why, why_size, "cannot load %s", error != nullptr ? error : path);
+    return nullptr;
+  }
+  auto init =
+      reinterpret_cast<HangwatchPreloadAgentInit>(dlsym(handle, HANGWATCH_PRELOAD_AGENT_INIT));
+  const HangwatchPreloadAgent* agent = init != nullptr ? init(&g_services) : nullptr;
+  if (agent == nullptr || agent->abi != HANGWATCH_PRELOAD_ABI || agent->prepare == nullptr ||
+      agent->arm == nullptr || agent->about_to_wait == nullptr || agent->woke_up == nullptr ||
+      agent->before_exit == nullptr || agent->stop_at_exit == nullptr) {
+    snprintf(why, why_size, "%s is not from the same hangwatch as %s", path,
+             ShimPath()[0] != '\0' ? ShimPath() : "libhangwatch_preload.so");
+    return nullptr;
+  }
+  return agent;
+}
+
+void Prepare() {
+  const int saved_errno = errno;
+  // Waits made by the agent library's dependencies while they load (their constructors) pass
+  // straight through, on the main thread too.
+  const bool on_main = pthread_equal(pthread_self(), g_shim.main_thread) && Phase() == kUnarmed;
+  if (on_main) SetPhase(kStarting);
+  g_services = kServices;
+  g_services.secure = g_shim.secure ? 1 : 0;
+  // Descriptor 2 as it is now: the lines below, and the settings' warnings, may go there.
+  DecideStderr(!g_shim.secure);
+  char why[2 * 4096 + 256];  // two paths and a few words
+  g_prepared = LoadAgentLibrary(why, sizeof why);
+  if (g_prepared != nullptr) {
+    g_prepared->prepare();
+    if (on_main) SetPhase(kUnarmed);
+  } else {
+    ShimPrint("hangwatch preload: not watching: %s", why);
+    LaunchLogOff(why);
+    SetPhase(kOff);
+  }
+  errno = saved_errno;
+}
+
+void StopAtExit() {
+  if (Phase() == kArmed && getpid() == g_shim.armed_pid) g_shim.agent->stop_at_exit();
+}
+
+}  // namespace
+
+const HangwatchPreloadAgent* PrepareAgent() {
+  pthread_once(&g_prepare_once, Prepare);
+  return g_prepared;
+}
+
+__attribute__((noinline)) void ArmAtFirstWait() {
+  const int saved_errno = errno;
+  const HangwatchPreloadAgent* agent = PrepareAgent();
+  if (agent == nullptr || Phase() != kUnarmed) {
+    errno = saved_errno;
+    return;
+  }
+  SetPhase(kStarting);  // waits made by Start() itself pass straight through
+  // Descriptor 2 now, in this process: a daemon may have replaced it since the shim was loaded.
+  DecideStderr(!g_shim.secure);
+  HangwatchPreloadArmed armed{};
+  agent->arm(g_shim.load_ns, &armed);
+  if (armed.armed != 0) {
+    __atomic_store_n(&g_shim.armed_pid, getpid(), __ATOMIC_RELAXED);
+    g_shim.agent = agent;
+    g_shim.inherit = armed.inherit != 0;
+    static bool registered = false;  // survives fork: one handler per process image
+    if (!registered) registered = atexit(StopAtExit) == 0;
+    SetPhase(kArmed);
+    g_shim.lineage_armed = true;
+    if (!g_shim.inherit) StripShimFromOwnEnvironment();
+    LaunchLogArmed();
+  } else {
+    armed.why[sizeof armed.why - 1] = '\0';
+    ShimPrint("hangwatch preload: not watching: %s", armed.why);
+    SetPhase(kOff);
+    LaunchLogOff(armed.why);
+  }
+  errno = saved_errno;
+}
+
+}  // namespace hangwatch::preload
