@@ -6,8 +6,9 @@
 //
 // Each iteration runs one plain and one preloaded process, in alternating order (the second of
 // two back-to-back runs is measurably slower on a busy machine, a bias the alternation cancels),
-// and reports the time of one of the two (manual time). The counter `added_us` is the median
-// over the iterations of (preloaded - plain): the comparison that survives the machine's drift.
+// and reports the time of one of the two (manual time). Counters: `plain_us` and `preload_us`,
+// the medians of each kind, and `added_us`, the median over the iterations of (preloaded -
+// plain): the comparison that survives the machine's drift.
 //
 // The shim is taken from $HANGWATCH_PRELOAD_LIB, else from the build tree next to bench/ (so an
 // older build's shim can be measured by the same binary).
@@ -115,6 +116,12 @@ std::vector<std::string> RunSettings(const std::string& shim, const RunDir& dir)
           "HANGWATCH_INHERIT=1"};
 }
 
+double Median(std::vector<double>* v) {
+  if (v->empty()) return 0;
+  std::nth_element(v->begin(), v->begin() + v->size() / 2, v->end());
+  return (*v)[v->size() / 2];
+}
+
 void Measure(benchmark::State& state, bool report_preload) {
   const std::string shim = ShimPath();
   if (access(shim.c_str(), R_OK) != 0) return state.SkipWithError("cannot find the shim");
@@ -122,8 +129,10 @@ void Measure(benchmark::State& state, bool report_preload) {
   if (dir.path.empty()) return state.SkipWithError("cannot create a scratch directory");
   const Environment plain({});
   const Environment preload(RunSettings(shim, dir));
-  std::vector<double> added;
+  std::vector<double> added, plain_us, preload_us;
   added.reserve(kIterations);
+  plain_us.reserve(kIterations);
+  preload_us.reserve(kIterations);
   bool plain_first = false;
   for (auto _ : state) {
     plain_first = !plain_first;
@@ -138,9 +147,12 @@ void Measure(benchmark::State& state, bool report_preload) {
     if (plain_ns < 0 || preload_ns < 0) return state.SkipWithError("/bin/true failed");
     state.SetIterationTime((report_preload ? preload_ns : plain_ns) * 1e-9);
     added.push_back((preload_ns - plain_ns) / 1000);
+    plain_us.push_back(plain_ns / 1000);
+    preload_us.push_back(preload_ns / 1000);
   }
-  std::nth_element(added.begin(), added.begin() + added.size() / 2, added.end());
-  state.counters["added_us"] = added.empty() ? 0 : added[added.size() / 2];
+  state.counters["added_us"] = Median(&added);
+  state.counters["plain_us"] = Median(&plain_us);
+  state.counters["preload_us"] = Median(&preload_us);
   // The shim really was loaded and wrote its line: a benchmark of nothing would look cheap.
   if (report_preload && access((dir.path + "/launch.log").c_str(), F_OK) != 0) {
     state.SkipWithError("the preloaded processes wrote no launch log: was the shim loaded?");

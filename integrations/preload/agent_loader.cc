@@ -122,6 +122,8 @@ __attribute__((noinline)) void ArmAtFirstWait() {
   if (armed.armed != 0) {
     __atomic_store_n(&g_shim.armed_pid, getpid(), __ATOMIC_RELAXED);
     g_shim.agent = agent;
+    g_shim.about_to_wait = agent->about_to_wait;
+    g_shim.woke_up = agent->woke_up;
     g_shim.inherit = armed.inherit != 0;
     static bool registered = false;  // survives fork: one handler per process image
     if (!registered) registered = atexit(StopAtExit) == 0;

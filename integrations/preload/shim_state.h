@@ -28,8 +28,11 @@ struct ShimState {
   // thread that may touch it at that moment), and set to kOff by a failed PrepareAgent() on
   // any thread: read and written with relaxed atomics.
   int phase = kOff;
-  // The agent library's entries; set before phase becomes kArmed, never cleared.
+  // The agent library's entries; set before phase becomes kArmed, never cleared. The two the
+  // main thread calls around every wait are copied out (one load less on that path).
   const HangwatchPreloadAgent* agent = nullptr;
+  void (*about_to_wait)() = nullptr;
+  void (*woke_up)() = nullptr;
   bool secure = false;         // AT_SECURE: nothing printed, nothing written
   bool lineage_armed = false;  // this process, or one it was forked from, armed
   bool inherit = false;        // HANGWATCH_INHERIT=1, as the agent library read it when arming
@@ -66,10 +69,9 @@ inline __attribute__((always_inline)) int Interpose(bool blocking, Call call) {
     ArmAtFirstWait();
     if (Phase() != kArmed) return call();
   }
-  const HangwatchPreloadAgent* agent = g_shim.agent;
-  agent->about_to_wait();
+  g_shim.about_to_wait();
   const int result = call();
-  agent->woke_up();
+  g_shim.woke_up();
   return result;
 }
 
