@@ -147,6 +147,7 @@ void ForkChild() {
   // process arms again at its own first wait (the parent's agent is left behind by the
   // agent's own fork handler); one whose parent could not arm stays off.
   g_shim.main_thread = pthread_self();
+  g_shim.pid = getpid();
   g_shim.load_ns = MonotonicNs();
   if (Phase() == hangwatch::preload::kArmed || Phase() == hangwatch::preload::kStarting) {
     SetPhase(hangwatch::preload::kUnarmed);
@@ -184,6 +185,7 @@ __attribute__((constructor)) void LoadShim() {
   Resolve(&g_exit_upper, "_Exit");
 
   g_shim.load_ns = MonotonicNs();
+  g_shim.pid = getpid();
   // A set-user-ID (or set-group-ID, or capability-raising) program: its environment is its
   // caller's, and so would be whatever the shim prints (its stacks, their addresses).
   g_shim.secure = getauxval(AT_SECURE) != 0;
@@ -194,7 +196,7 @@ __attribute__((constructor)) void LoadShim() {
 
   // Loaded by ld.so at start-up, the constructor runs on the main thread. Loaded later by
   // dlopen on another thread, the shim cannot tell which thread is the main one: it stays off.
-  if (syscall(SYS_gettid) == getpid()) {
+  if (syscall(SYS_gettid) == g_shim.pid) {
     g_shim.main_thread = pthread_self();
     hangwatch::preload::SetPhase(hangwatch::preload::kUnarmed);
   }

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "integrations/preload/agent_entry.h"
 
@@ -37,9 +38,16 @@ struct ShimState {
   bool lineage_armed = false;  // this process, or one it was forked from, armed
   bool inherit = false;        // HANGWATCH_INHERIT=1, as the agent library read it when arming
   pid_t armed_pid = 0;
+  // This process's pid as the constructor or the fork handler saw it. A vfork child shares this
+  // memory and runs no fork handler: there getpid() differs (InVforkChild).
+  pid_t pid = 0;
   uint64_t load_ns = 0;  // CLOCK_MONOTONIC when loaded (or forked)
 };
 extern ShimState g_shim;
+
+// In a vfork child (or a child cloned without fork handlers): only async-signal-safe calls, no
+// dlopen, nothing that writes the parent's state.
+inline bool InVforkChild() { return getpid() != g_shim.pid; }
 
 inline int Phase() { return __atomic_load_n(&g_shim.phase, __ATOMIC_RELAXED); }
 inline void SetPhase(int phase) { __atomic_store_n(&g_shim.phase, phase, __ATOMIC_RELAXED); }
@@ -53,7 +61,9 @@ void ArmAtFirstWait();
 // interposers that must get the agent ready before the program changes what it may reach
 // (setuid and friends), and for arming. NULL when the library cannot be loaded: then the
 // process never arms, and one "hangwatch preload: not watching: ..." line and the launch log's
-// `off` event said why. Any thread; not in a vfork child or a signal handler (dlopen).
+// `off` event said why. Not in a vfork child or a signal handler (dlopen). Any thread, but the
+// main thread's first wait waits for a load another thread started: call it from the thread
+// about to change what the process may reach (as setuid() and friends are), not ahead of time.
 const HangwatchPreloadAgent* PrepareAgent();
 
 // The wrapper around every interposed wait. `blocking`: the call may wait (a timeout that is
