@@ -35,22 +35,16 @@ const HangwatchPreloadServices kServices = {
 };
 HangwatchPreloadServices g_services;  // kServices with `secure` filled in at the first load
 
-// `dir` + "/" + the agent library's name into `out`; a loader found without a directory (a bare
-// name) looks for the agent library as the dynamic linker would. False when it does not fit.
-bool AgentLibraryPath(const char* self, char* out, size_t size) {
-  const char* slash = strrchr(self, '/');
-  const size_t dir_len = slash != nullptr ? static_cast<size_t>(slash - self) + 1 : 0;
-  const size_t name_len = sizeof HANGWATCH_PRELOAD_AGENT_LIB - 1;
-  if (dir_len + name_len + 1 > size) return false;
-  memcpy(out, self, dir_len);
-  memcpy(out + dir_len, HANGWATCH_PRELOAD_AGENT_LIB, name_len + 1);
-  return true;
-}
+// Where the agent library is: beside the loader, by the path the dynamic linker loaded the
+// loader from (made absolute at load: a relative LD_PRELOAD entry would name another directory
+// after a chdir). A loader found without a directory (a bare name) looks for the agent library
+// as the dynamic linker would. "" when the path does not fit.
+char g_agent_path[4096 + sizeof HANGWATCH_PRELOAD_AGENT_LIB];
 
 // The agent library's entries, or NULL with one line in `why`.
 const HangwatchPreloadAgent* LoadAgentLibrary(char* why, size_t why_size) {
-  char path[4096 + sizeof HANGWATCH_PRELOAD_AGENT_LIB];
-  if (!AgentLibraryPath(ShimPath(), path, sizeof path)) {
+  const char* path = g_agent_path;
+  if (path[0] == '\0') {
     snprintf(why, why_size, "the path of %s is too long", HANGWATCH_PRELOAD_AGENT_LIB);
     return nullptr;
   }
@@ -101,6 +95,26 @@ void StopAtExit() {
 }
 
 }  // namespace
+
+void NoteAgentLibraryPath() {
+  const char* self = ShimPath();
+  const char* slash = strrchr(self, '/');
+  const size_t dir_len = slash != nullptr ? static_cast<size_t>(slash - self) + 1 : 0;
+  const size_t name_len = sizeof HANGWATCH_PRELOAD_AGENT_LIB - 1;
+  size_t cwd_len = 0;
+  g_agent_path[0] = '\0';
+  if (dir_len > 0 && self[0] != '/') {
+    if (getcwd(g_agent_path, sizeof g_agent_path) == nullptr) return;
+    cwd_len = strlen(g_agent_path);
+    g_agent_path[cwd_len++] = '/';
+  }
+  if (cwd_len + dir_len + name_len + 1 > sizeof g_agent_path) {
+    g_agent_path[0] = '\0';
+    return;
+  }
+  memcpy(g_agent_path + cwd_len, self, dir_len);
+  memcpy(g_agent_path + cwd_len + dir_len, HANGWATCH_PRELOAD_AGENT_LIB, name_len + 1);
+}
 
 const HangwatchPreloadAgent* PrepareAgent() {
   pthread_once(&g_prepare_once, Prepare);

@@ -190,6 +190,7 @@ __attribute__((constructor)) void LoadShim() {
   // caller's, and so would be whatever the shim prints (its stacks, their addresses).
   g_shim.secure = getauxval(AT_SECURE) != 0;
   NoteSelfPath();
+  hangwatch::preload::NoteAgentLibraryPath();
   hangwatch::preload::ResolveExecCalls();
   hangwatch::preload::LaunchLogInit();
   hangwatch::preload::LaunchLogLoaded();

@@ -52,6 +52,10 @@ inline bool InVforkChild() { return getpid() != g_shim.pid; }
 inline int Phase() { return __atomic_load_n(&g_shim.phase, __ATOMIC_RELAXED); }
 inline void SetPhase(int phase) { __atomic_store_n(&g_shim.phase, phase, __ATOMIC_RELAXED); }
 
+// Notes where the agent library is, beside the loader (ShimPath()). Called once by the
+// constructor, before anything can change the working directory.
+void NoteAgentLibraryPath();
+
 // The main thread reached its event loop: PrepareAgent(), then the agent library's arm().
 // Leaves the phase kArmed or kOff; errno preserved. Main thread only, phase kUnarmed.
 void ArmAtFirstWait();

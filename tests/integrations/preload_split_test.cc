@@ -128,6 +128,29 @@ TEST(PreloadSplit, ProcessThatWaitsLoadsTheAgentLibraryAndIsWatched) {
   EXPECT_EQ(MappedFiles(pid).count(agent_path), 1u) << agent_path;
 }
 
+// LD_PRELOAD=./libhangwatch_preload.so, and a program that changes directory before its loop:
+// the agent library is still found beside the loader.
+TEST(PreloadSplit, RelativePreloadPathSurvivesAChdirBeforeTheFirstWait) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
+  TempDir dir;
+  const std::string launch_log = dir.path() + "/launch.log";
+  const std::string loader = Resolved(HANGWATCH_PRELOAD_LIB);
+  const std::string loader_dir = loader.substr(0, loader.rfind('/'));
+  ChildProcess app({"/bin/sh", "-c",
+                    "cd '" + loader_dir +
+                        "' && LD_PRELOAD=./libhangwatch_preload.so exec /usr/bin/python3 -c '"
+                        "import os, select\n"
+                        "os.chdir(\"/\")\n"
+                        "select.select([], [], [], 0.05)\n"
+                        "print(os.getpid(), flush=True)\n'"},
+                   {"HANGWATCH_LAUNCH_LOG=" + launch_log, "HANGWATCH_LOG=0"});
+  std::string pid_line;
+  ASSERT_TRUE(app.ReadLine(&pid_line, std::chrono::seconds(20)));
+  EXPECT_EQ(app.WaitAtMost(std::chrono::seconds(20)), 0);
+  EXPECT_EQ(LaunchLogLines(launch_log, "armed", std::stoi(pid_line)).size(), 1u)
+      << ReadFile(launch_log);
+}
+
 TEST(PreloadSplit, MissingAgentLibraryIsOneLineAndAnOffEventNeverACrash) {
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
   TempDir dir;
