@@ -51,9 +51,10 @@ struct HangwatchPreloadAgent {
   // arm(), possibly early (before the program changes user) and on any thread.
   void (*prepare)(void);
   // On the main thread, at its first blocking wait: reports a slow start-up (the process was
-  // loaded at `load_ns`, CLOCK_MONOTONIC) and starts the agent. Once per process (a forked
+  // loaded at `load_ns` and first waited at `first_wait_ns`, CLOCK_MONOTONIC: loading the agent
+  // library is not the program's start-up) and starts the agent. Once per process (a forked
   // child arms again in its own).
-  void (*arm)(uint64_t load_ns, struct HangwatchPreloadArmed* out);
+  void (*arm)(uint64_t load_ns, uint64_t first_wait_ns, struct HangwatchPreloadArmed* out);
   // hangwatch::AboutToWait() / WokeUp(), on the main thread of an armed process. Relaxed
   // atomic loads and stores and a clock read: errno untouched.
   void (*about_to_wait)(void);

@@ -123,6 +123,7 @@ const HangwatchPreloadAgent* PrepareAgent() {
 
 __attribute__((noinline)) void ArmAtFirstWait() {
   const int saved_errno = errno;
+  const uint64_t first_wait_ns = MonotonicNs();
   const HangwatchPreloadAgent* agent = PrepareAgent();
   if (agent == nullptr || Phase() != kUnarmed) {
     errno = saved_errno;
@@ -132,7 +133,7 @@ __attribute__((noinline)) void ArmAtFirstWait() {
   // Descriptor 2 now, in this process: a daemon may have replaced it since the shim was loaded.
   DecideStderr(!g_shim.secure);
   HangwatchPreloadArmed armed{};
-  agent->arm(g_shim.load_ns, &armed);
+  agent->arm(g_shim.load_ns, first_wait_ns, &armed);
   if (armed.armed != 0) {
     __atomic_store_n(&g_shim.armed_pid, getpid(), __ATOMIC_RELAXED);
     g_shim.agent = agent;

@@ -74,7 +74,8 @@ std::string ExePath() {
 // One {"type":"startup_stall"} record (docs/report-format.md), written to the report file by
 // the agent's JSON Lines sink, as the agent's hangs will be: the report codec's encoding, one
 // write per line, rotation and torn-line recovery.
-void ReportStartupStall(uint64_t startup_ms) {
+// `startup_ms`: from load to the first wait; `since_load_ms`: from load to now.
+void ReportStartupStall(uint64_t startup_ms, uint64_t since_load_ms) {
   const auto& c = *g_config;
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
@@ -91,7 +92,7 @@ void ReportStartupStall(uint64_t startup_ms) {
   report::StartupStall stall;
   stall.pid = getpid();
   stall.process = ExePath();
-  stall.start_unix_ms = now_ms - static_cast<int64_t>(startup_ms);
+  stall.start_unix_ms = now_ms - static_cast<int64_t>(since_load_ms);
   stall.duration_ms = startup_ms;
   stall.threshold_ms = c.startup_ms;
   // The agent's file settings: the same size limit as the hangs written to this file later.
@@ -117,11 +118,13 @@ void Prepare() {
 }
 
 // The main thread reached its event loop: arm the agent. Runs once per process.
-void Arm(uint64_t load_ns, HangwatchPreloadArmed* out) {
+void Arm(uint64_t load_ns, uint64_t first_wait_ns, HangwatchPreloadArmed* out) {
   Prepare();
   const auto& c = *g_config;
-  const uint64_t startup_ms = (MonotonicNs() - load_ns) / 1000000u;
-  if (c.startup_stall && startup_ms > c.startup_ms) ReportStartupStall(startup_ms);
+  const uint64_t startup_ms = (first_wait_ns - load_ns) / 1000000u;
+  if (c.startup_stall && startup_ms > c.startup_ms) {
+    ReportStartupStall(startup_ms, (MonotonicNs() - load_ns) / 1000000u);
+  }
 
   Config config;
   config.threshold = std::chrono::milliseconds(c.threshold_ms);

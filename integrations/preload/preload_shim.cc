@@ -70,6 +70,7 @@ namespace {
 
 using hangwatch::preload::g_shim;
 using hangwatch::preload::Interpose;
+using hangwatch::preload::MonotonicNs;
 
 using PollFn = int (*)(struct pollfd*, nfds_t, int);
 using PollChkFn = int (*)(struct pollfd*, nfds_t, int, size_t);
@@ -113,12 +114,6 @@ char g_self_path[4096];
 int NoSuchCall() {
   errno = ENOSYS;
   return -1;
-}
-
-uint64_t MonotonicNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // _exit()/_Exit() on any thread, possibly in a signal handler: only atomic reads and stores and

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "integrations/preload/agent_entry.h"
@@ -48,6 +49,12 @@ extern ShimState g_shim;
 // In a vfork child (or a child cloned without fork handlers): only async-signal-safe calls, no
 // dlopen, nothing that writes the parent's state.
 inline bool InVforkChild() { return getpid() != g_shim.pid; }
+
+inline uint64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 inline int Phase() { return __atomic_load_n(&g_shim.phase, __ATOMIC_RELAXED); }
 inline void SetPhase(int phase) { __atomic_store_n(&g_shim.phase, phase, __ATOMIC_RELAXED); }
