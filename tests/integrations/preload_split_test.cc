@@ -3,6 +3,7 @@
 // a shell, sleep) maps nothing of the shim but the loader; one that waits gets the agent
 // library and is watched; a loader whose agent library is missing says so in one line and in
 // the launch log, and the program runs on unharmed.
+#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -126,6 +127,25 @@ TEST(PreloadSplit, ProcessThatWaitsLoadsTheAgentLibraryAndIsWatched) {
   const std::string agent = Resolved(HANGWATCH_PRELOAD_LIB);
   const std::string agent_path = agent.substr(0, agent.rfind('/') + 1) + kAgentLibrary;
   EXPECT_EQ(MappedFiles(pid).count(agent_path), 1u) << agent_path;
+}
+
+// Both libraries keep the agent to themselves (version scripts): a program that links
+// libhangwatch itself, as this test does, never binds to the shim's copy. The agent library
+// exports its entry and nothing else; the loader has no agent in it at all.
+TEST(PreloadSplit, NeitherLibraryExportsTheAgent) {
+  const std::string loader = Resolved(HANGWATCH_PRELOAD_LIB);
+  const std::string agent_path = loader.substr(0, loader.rfind('/') + 1) + kAgentLibrary;
+  void* agent = dlopen(agent_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(agent, nullptr) << dlerror();
+  EXPECT_NE(dlsym(agent, "hangwatch_preload_agent_init"), nullptr);
+  void* shim = dlopen(loader.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(shim, nullptr) << dlerror();
+  for (void* handle : {agent, shim}) {
+    EXPECT_EQ(dlsym(handle, "_ZN9hangwatch5StartERKNS_6ConfigE"), nullptr);
+    EXPECT_EQ(dlsym(handle, "_ZN9hangwatch4StopEv"), nullptr);
+    EXPECT_EQ(dlsym(handle, "_ZN9hangwatch8internal16g_run_loop_stateE"), nullptr);
+  }
+  EXPECT_EQ(dlsym(shim, "hangwatch_preload_agent_init"), nullptr);
 }
 
 // LD_PRELOAD=./libhangwatch_preload.so, and a program that changes directory before its loop:
