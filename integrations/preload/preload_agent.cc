@@ -4,7 +4,6 @@
 // (hangwatch::Start, linked in statically), and serves the loader's calls through the table of
 // agent_entry.h, its one exported symbol. Everything else is hidden (preload_agent.map), so
 // nothing of the agent clashes with a program that links libhangwatch itself.
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
