@@ -204,7 +204,11 @@ void BM_PollMainUntimed(benchmark::State& state) {
   const std::string agent = shim.substr(0, shim.rfind('/') + 1) + "libhangwatch_preload_agent.so";
   const std::string cmd =
       "mkdir -p " + dir + " && cp '" + shim + "' " + copy + " && cp '" + agent + "' " + dir + "/";
-  if (std::system(cmd.c_str()) != 0) return state.SkipWithError("cannot copy the shim");
+  if (std::system(cmd.c_str()) != 0) {
+    if (std::system(("rm -rf " + dir).c_str()) != 0)
+      std::fprintf(stderr, "cannot remove %s\n", dir.c_str());
+    return state.SkipWithError("cannot copy the shim and its agent library");
+  }
   int fds[2];
   if (pipe(fds) != 0) return state.SkipWithError("pipe");
   const pid_t child = fork();
