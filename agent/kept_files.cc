@@ -26,6 +26,9 @@ struct Kept {
 Kept g_kept[kMaxKept];
 int g_count = 0;
 
+// Where DupKeptFile looks instead of g_kept (SetKeptFileSource); null: g_kept.
+int (*g_source)(const char*) = nullptr;
+
 const Kept* Find(const char* path) {
   const int n = __atomic_load_n(&g_count, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; ++i) {
@@ -63,6 +66,9 @@ bool KeepFile(const char* path, int fd) {
 }
 
 int DupKeptFile(const char* path) {
+  if (auto* source = __atomic_load_n(&g_source, __ATOMIC_ACQUIRE); source != nullptr) {
+    return source(path);
+  }
   const int saved_errno = errno;
   const Kept* k = Find(path);
   const int fd = k != nullptr ? __atomic_load_n(&k->fd, __ATOMIC_ACQUIRE) : -1;
@@ -78,6 +84,10 @@ int DupKeptFile(const char* path) {
   }
   errno = saved_errno;
   return copy;
+}
+
+void SetKeptFileSource(int (*dup_kept_file)(const char* path)) {
+  __atomic_store_n(&g_source, dup_kept_file, __ATOMIC_RELEASE);
 }
 
 void ForgetKeptFile(const char* path) {

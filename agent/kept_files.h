@@ -16,6 +16,12 @@
 // inherits them and this table, so a worker forked after the switch writes through them too.
 // libc only, fixed storage, no lock: KeepFile runs right before setuid(), maybe in a process
 // whose other threads hold malloc's locks; readers run on the watchdog thread.
+//
+// One table per process: the preload shim's two libraries each link their own (hidden) copy of
+// this file, as a library of its own built without the C++ runtime's features
+// (hangwatch_kept_files). The loader (libhangwatch_preload.so) keeps the descriptors in its
+// table; the agent library (libhangwatch_preload_agent.so) routes its DupKeptFile to the
+// loader's (SetKeptFileSource) when it is loaded, so the agent's writers find them.
 #ifndef HANGWATCH_AGENT_KEPT_FILES_H_
 #define HANGWATCH_AGENT_KEPT_FILES_H_
 
@@ -30,6 +36,10 @@ bool KeepFile(const char* path, int fd);
 // refers to it (same device and inode as when kept); -1 otherwise (none kept, or the number is
 // the program's now). The caller owns (closes) the copy.
 int DupKeptFile(const char* path);
+
+// From now on DupKeptFile asks `dup_kept_file` (another copy's DupKeptFile: the preload
+// shim's loader's) instead of this copy's table. Set once, before any reader runs.
+void SetKeptFileSource(int (*dup_kept_file)(const char* path));
 
 // Closes the descriptor kept for `path` (when it is still that file) and forgets it: a forked
 // child drops what belongs to its parent alone (the parent's open-hang file and its lock).

@@ -192,14 +192,23 @@ void BM_PollOther(benchmark::State& state) {
       state, [&] { return other.Run(); }, true);
 }
 
-// poll_main with HANGWATCH_TIME_PASSES=0. The shim this process loaded read its settings when it
-// was loaded and may be armed already, so a child process loads a copy of it (another path: a
-// second, independent instance), untimed, arms it on its main thread, and sends back the pairs.
+// poll_main with HANGWATCH_TIME_PASSES=0. The shim this process loaded reads its settings once
+// and may be armed already, so a child process loads a copy of it (another path: a
+// second, independent instance, with its own copy of the agent library), untimed, arms it on
+// its main thread, and sends back the pairs.
 void BM_PollMainUntimed(benchmark::State& state) {
   const std::string dir = "/tmp/hangwatch_preload_bench." + std::to_string(getpid());
   const std::string copy = dir + "/libhangwatch_preload.so";
-  const std::string cmd = "mkdir -p " + dir + " && cp '" + ShimPath() + "' " + copy;
-  if (std::system(cmd.c_str()) != 0) return state.SkipWithError("cannot copy the shim");
+  // The loader loads the agent library from its own directory: the copy gets one beside it.
+  const std::string shim = ShimPath();
+  const std::string agent = shim.substr(0, shim.rfind('/') + 1) + "libhangwatch_preload_agent.so";
+  const std::string cmd =
+      "mkdir -p " + dir + " && cp '" + shim + "' " + copy + " && cp '" + agent + "' " + dir + "/";
+  if (std::system(cmd.c_str()) != 0) {
+    if (std::system(("rm -rf " + dir).c_str()) != 0)
+      std::fprintf(stderr, "cannot remove %s\n", dir.c_str());
+    return state.SkipWithError("cannot copy the shim and its agent library");
+  }
   int fds[2];
   if (pipe(fds) != 0) return state.SkipWithError("pipe");
   const pid_t child = fork();

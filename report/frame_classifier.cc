@@ -98,7 +98,8 @@ bool IsSystemModule(std::string_view module) {
   if (f.empty()) return false;
   for (std::string_view lib :
        {"libc", "libm", "libpthread", "libdl", "librt", "libresolv", "libstdc++", "libgcc_s",
-        "libc++", "libc++abi", "libatomic", "libuv", "libhangwatch", "libhangwatch_preload"}) {
+        "libc++", "libc++abi", "libatomic", "libuv", "libhangwatch", "libhangwatch_preload",
+        "libhangwatch_preload_agent"}) {
     if (IsLibrary(f, lib)) return true;
   }
   return StartsWith(f, "ld-linux") || StartsWith(f, "ld64.so") || IsLibrary(f, "ld") ||

@@ -7,9 +7,10 @@
 #
 # Inputs: tests/tools/report_corpus/*.jsonl and the REPORTs given (real reports: run
 # `hangwatch run --report R -- PROGRAM` once and pass R to both). Every case runs in the same
-# directory for both builds, so paths in outputs agree. With libhangwatch_preload.so beside each
-# hangwatch (the same file), the `run` cases watch real programs; with $STALL_PROGRAM
-# (tests/tools/stall_program of a build), one that hangs.
+# directory for both builds, so paths in outputs agree. With the shim (libhangwatch_preload.so
+# and libhangwatch_preload_agent.so) beside each hangwatch (the same files), the `run` cases
+# watch real programs; with $STALL_PROGRAM (tests/tools/stall_program of a build), one that
+# hangs.
 set -uo pipefail
 export HANGWATCH_CACHE_DIR  # set per case below
 unset DEBUGINFOD_URLS

@@ -26,27 +26,6 @@ bool ParseBool(std::string_view s, bool* out) {
   return true;
 }
 
-// Calls fn(entry) for each entry of an LD_PRELOAD list (separated by ':' or spaces, as ld.so
-// reads it).
-template <typename Fn>
-void ForEachPreloadEntry(std::string_view list, Fn fn) {
-  size_t i = 0;
-  while (i < list.size()) {
-    while (i < list.size() && (list[i] == ':' || list[i] == ' ')) ++i;
-    size_t j = i;
-    while (j < list.size() && list[j] != ':' && list[j] != ' ') ++j;
-    if (j == i) break;
-    fn(list.substr(i, j - i));
-    i = j;
-  }
-}
-
-bool IsShimEntry(std::string_view entry, std::string_view self_path) {
-  const size_t slash = entry.rfind('/');
-  const std::string_view name = slash == std::string_view::npos ? entry : entry.substr(slash + 1);
-  return (!self_path.empty() && entry == self_path) || name.substr(0, 20) == "libhangwatch_preload";
-}
-
 }  // namespace
 
 PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string>* warnings) {
@@ -91,24 +70,6 @@ PreloadConfig SecureExecutionConfig() {
   c.log = false;
   c.startup_stall = false;
   return c;
-}
-
-size_t RemoveShimFromPreload(std::string_view list, std::string_view self_path, char* out) {
-  size_t n = 0;
-  ForEachPreloadEntry(list, [&](std::string_view entry) {
-    if (IsShimEntry(entry, self_path)) return;
-    if (n > 0) out[n++] = ':';
-    for (char c : entry) out[n++] = c;
-  });
-  out[n] = '\0';
-  return n;
-}
-
-bool HasShim(std::string_view list, std::string_view self_path) {
-  bool found = false;
-  ForEachPreloadEntry(list,
-                      [&](std::string_view entry) { found |= IsShimEntry(entry, self_path); });
-  return found;
 }
 
 }  // namespace hangwatch::preload

@@ -1,7 +1,8 @@
 // The LD_PRELOAD shim's settings, read from HANGWATCH_* environment variables (a stable
-// contract: docs/architecture.md, Contracts), and the LD_PRELOAD rewriting that keeps the shim
-// out of child processes unless asked. Pure functions on strings, so they are tested without
-// preloading anything.
+// contract: docs/architecture.md, Contracts), by the agent library when the process arms. Pure
+// functions on strings, so they are tested without preloading anything. (The LD_PRELOAD
+// rewriting that keeps the shim out of child processes, used by the loader, is in
+// preload_list.h.)
 //
 //   HANGWATCH_THRESHOLD_MS   a run-loop pass longer than this is a hang (default 250)
 //   HANGWATCH_SAMPLE_MS      sample interval while a pass is slow (default threshold / 10)
@@ -30,6 +31,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "integrations/preload/preload_list.h"
 
 namespace hangwatch::preload {
 
@@ -61,15 +64,6 @@ PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string
 // terminal would hand the caller what belongs to the privileged process). There is no
 // system-wide configuration to enable them.
 PreloadConfig SecureExecutionConfig();
-
-// The LD_PRELOAD list (entries separated by ':' or spaces, as ld.so reads it) without the
-// shim: entries equal to `self_path` or whose file name starts with "libhangwatch_preload".
-// The other entries keep their order, joined by ':'. Written to `out` with a terminating NUL;
-// `out` must hold list.size() + 1 bytes. Returns the length written. Allocation-free: it runs
-// right before an exec, possibly in a vfork child.
-size_t RemoveShimFromPreload(std::string_view list, std::string_view self_path, char* out);
-// True when the list has an entry RemoveShimFromPreload() would remove.
-bool HasShim(std::string_view list, std::string_view self_path);
 
 }  // namespace hangwatch::preload
 

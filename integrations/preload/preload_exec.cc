@@ -25,7 +25,7 @@
 #include <string_view>
 
 #include "integrations/preload/launch_log.h"
-#include "integrations/preload/preload_config.h"
+#include "integrations/preload/preload_list.h"
 #include "integrations/preload/shim_state.h"
 
 extern "C" char** environ;

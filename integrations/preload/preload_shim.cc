@@ -11,67 +11,78 @@
 // thread polls): the shim interposes their own wait functions too (runtime_waits.cc), and once
 // the main thread waits in one, that is its loop's wait (wait_wrapper.h).
 //
+// The shim is two libraries. This one, the loader, is what LD_PRELOAD names and what every
+// process of a command under `hangwatch run` loads: libc only (no C++ runtime, no Abseil, no
+// spdlog, no elfutils), so that a process that never waits for events (a compiler, a shell, a
+// tool a build runs thousands of times) pays for little more than mapping it. It holds the
+// interposers, the launch log and the main-thread bookkeeping. The agent and everything heavy
+// (the settings, hangwatch::Start, the start-up stall record, the live report) are in
+// libhangwatch_preload_agent.so, which the loader dlopen()s from its own directory when the
+// main thread first waits for events (agent_loader.cc, agent_entry.h).
+//
 // Life cycle:
 //   - load (constructor): resolves the real calls, notes the main thread and the load time,
-//     reads HANGWATCH_* (preload_config.h; none in a secure-execution process, which gets
-//     nothing printed or written), notes the process in the launch log (launch_log.h). The
+//     whether this is a secure-execution process (AT_SECURE: its settings are the defaults and
+//     nothing is printed or written), notes the process in the launch log (launch_log.h). The
 //     environment is left alone: a process that has not armed (a shell, a wrapper) passes the
 //     shim on to what it executes (preload_exec.cc).
-//   - first blocking wait on the main thread: the program reached its event loop. Start-up
-//     longer than HANGWATCH_STARTUP_MS is reported once as a start-up stall (a
-//     {"type":"startup_stall"} line and a stderr line), then hangwatch::Start() arms the agent.
-//     Lines go to stderr only when descriptor 2 is one the shim may print on (shim_stderr.h).
-//     Starting lazily, on the main thread, from inside the program's own loop, means batch work
-//     before the loop is never a hang and Start() never runs before the program's constructors.
-//     Waits made while Start() runs pass straight through (no recursion). Once armed, unless
-//     HANGWATCH_INHERIT=1, programs this process (or a child forked from it) executes run
-//     without the shim.
+//   - first blocking wait on the main thread: the program reached its event loop. The agent
+//     library is loaded, reads HANGWATCH_* (preload_config.h), reports a start-up longer than
+//     HANGWATCH_STARTUP_MS once as a start-up stall (a {"type":"startup_stall"} line and a
+//     stderr line), then hangwatch::Start() arms the agent (preload_agent.cc). Lines go to
+//     stderr only when descriptor 2 is one the shim may print on (shim_stderr.h). Starting
+//     lazily, on the main thread, from inside the program's own loop, means batch work before
+//     the loop is never a hang and Start() never runs before the program's constructors. Waits
+//     made while the library loads or Start() runs pass straight through (no recursion). Once
+//     armed, unless HANGWATCH_INHERIT=1, programs this process (or a child forked from it)
+//     executes run without the shim.
 //   - fork: every child arms itself at its own first wait, with its own agent (the parent's
 //     is abandoned in the child: agent.cc), open-hang file and pid: prefork servers' workers
 //     and daemons (which fork before or after their loop) are watched.
 //   - user change (privilege_drop.cc): at the first setuid/setgid/setgroups/initgroups (or a
 //     variant) in a process, before the real call, the report, the launch log and the process's
-//     open-hang file are opened and their descriptors kept (agent/kept_files.h), so that a server
-//     that drops root (nginx's workers) is still watched and its files stay the watcher's.
+//     open-hang file are opened and their descriptors kept (agent/kept_files.h: the loader's
+//     table, which the agent library reads through it), and the agent library is loaded, so
+//     that a server that drops root (nginx's workers) is still watched and its files stay the
+//     watcher's.
 //   - exit: hangwatch::Stop() so that a hang that just ended is written out. _exit() and
 //     _Exit() (forked workers, Python's os._exit, signal handlers) run no atexit handler: the
 //     shim interposes them too and has the watchdog write the open hang and the lag interval
 //     first (agent/exit_flush.h: safe in a signal handler, never holds the exit up for long).
 //
-// The agent is linked in statically and every symbol but the interposed calls is hidden
-// (version script), so the shim does not clash with a program that links libhangwatch itself.
+// Every symbol but the interposed calls is hidden (version script), in both libraries, so the
+// shim does not clash with a program that links libhangwatch itself.
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <string>
-#include <vector>
-
-#include "agent/exit_flush.h"
-#include "agent/sinks/jsonl_sink.h"
-#include "hangwatch/hangwatch.h"
 #include "integrations/preload/launch_log.h"
-#include "integrations/preload/preload_config.h"
 #include "integrations/preload/shim_state.h"
-#include "integrations/preload/shim_stderr.h"
 #include "integrations/preload/wait_wrapper.h"
-#include "report/report_record.h"
-#include "unwind/proc_files.h"
+
+namespace hangwatch::preload {
+
+ShimState g_shim;
+int g_runtime_wait_depth = 0;
+bool g_loop_waits_in_runtime = false;
+
+}  // namespace hangwatch::preload
 
 namespace {
+
+using hangwatch::preload::g_shim;
+using hangwatch::preload::Interpose;
+using hangwatch::preload::MonotonicNs;
 
 using PollFn = int (*)(struct pollfd*, nfds_t, int);
 using PollChkFn = int (*)(struct pollfd*, nfds_t, int, size_t);
@@ -108,117 +119,25 @@ EpollPwait2Fn g_epoll_pwait2;
 ExitFn g_exit;
 ExitFn g_exit_upper;  // _Exit
 
+// The shim's own path, as the dynamic linker loaded it (dladdr); read by exec calls until exit.
+char g_self_path[4096];
+
 // A missing real call (an old libc without epoll_pwait2): fail like the kernel would.
 int NoSuchCall() {
   errno = ENOSYS;
   return -1;
 }
 
-// Main-thread state (the wait wrappers' part is in wait_wrapper.h). Written by the constructor,
-// the main thread and the fork child handler (each single-threaded at that moment), read by the
-// main thread only.
-using hangwatch::preload::g_main;
-using hangwatch::preload::g_state;
-using hangwatch::preload::Interpose;
-using hangwatch::preload::kArmed;
-using hangwatch::preload::kOff;
-using hangwatch::preload::kStarting;
-using hangwatch::preload::kUnarmed;
-bool g_lineage_armed = false;        // this process, or one it was forked from, armed
-std::string* g_self_path = nullptr;  // leaked on purpose: read by exec calls until exit
-pid_t g_armed_pid = 0;
-uint64_t g_load_ns = 0;
-hangwatch::preload::PreloadConfig* g_config = nullptr;  // leaked on purpose: used until exit
-bool g_secure = false;  // secure execution (AT_SECURE): nothing printed, nothing written
-// The process the shim knows it runs in: set at load and in a forked child (pthread_atfork). A
-// vfork child (no fork handlers) has another pid and shares this memory: it is left alone.
-pid_t g_known_pid = 0;
-
-// This process's open-hang file, removed by an _exit() once the watchdog has written the hang
-// (exit() has Stop() remove it). Fixed storage: read in _exit(), maybe in a signal handler.
-char g_open_hang_path[4096];
-dev_t g_open_hang_dev = 0;
-ino_t g_open_hang_ino = 0;
-
-void NoteOpenHangFile(const std::string& path) {
-  struct stat st {};
-  g_open_hang_path[0] = '\0';
-  if (path.empty() || path.size() >= sizeof g_open_hang_path || lstat(path.c_str(), &st) != 0) {
-    return;
-  }
-  memcpy(g_open_hang_path, path.c_str(), path.size() + 1);
-  g_open_hang_dev = st.st_dev;
-  g_open_hang_ino = st.st_ino;
-}
-
-// Async-signal-safe: lstat and unlink. Only while the name is still our file.
-void RemoveOpenHangFile() {
-  struct stat st {};
-  if (g_open_hang_path[0] != '\0' && lstat(g_open_hang_path, &st) == 0 &&
-      st.st_dev == g_open_hang_dev && st.st_ino == g_open_hang_ino) {
-    unlink(g_open_hang_path);
-  }
-}
-
-uint64_t MonotonicNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-std::string ExePath() {
-  char buf[4096];
-  const ssize_t n = hangwatch::unwind::ReadExePath(buf, sizeof buf);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
-// One {"type":"startup_stall"} record (docs/report-format.md), written to the report file by
-// the agent's JSON Lines sink, as the agent's hangs will be: the report codec's encoding, one
-// write per line, rotation and torn-line recovery.
-void ReportStartupStall(uint64_t startup_ms) {
-  const auto& c = *g_config;
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  if (c.log) {
-    hangwatch::preload::ShimPrint(
-        "hangwatch: start-up stall: the main thread first waited for events %llu ms after "
-        "start (start-up threshold %u ms)",
-        static_cast<unsigned long long>(startup_ms), c.startup_ms);
-  }
-  if (c.report_path.empty()) return;
-  hangwatch::report::StartupStall stall;
-  stall.pid = getpid();
-  stall.process = ExePath();
-  stall.start_unix_ms = now_ms - static_cast<int64_t>(startup_ms);
-  stall.duration_ms = startup_ms;
-  stall.threshold_ms = c.startup_ms;
-  // The agent's file settings: the same size limit as the hangs written to this file later.
-  hangwatch::agent::JsonlSink sink(c.report_path, hangwatch::Config{}.json_max_bytes);
-  std::string error;
-  hangwatch::agent::SinkErrors errors;
-  // Failures are not reported: the stderr line above is the live report, and the agent,
-  // started next with the same path, says so if the file cannot be written.
-  if (sink.Open(&error)) sink.OnStartupStall(stall, &errors);
-}
-
-void StopAtExit() {
-  if (g_state == kArmed && getpid() == g_armed_pid) hangwatch::Stop();
-}
-
 // _exit()/_Exit() on any thread, possibly in a signal handler: only atomic reads and stores and
-// async-signal-safe calls. The pid check keeps a vfork() child, which shares the parent's
-// memory and so sees its agent armed, from asking the parent's watchdog to stop.
+// async-signal-safe calls (the agent library's before_exit is too). The pid check keeps a
+// vfork() child, which shares the parent's memory and so sees its agent armed, from asking the
+// parent's watchdog to stop.
 void BeforeExit() {
-  if (__atomic_load_n(&g_state, __ATOMIC_RELAXED) != kArmed ||
-      getpid() != __atomic_load_n(&g_armed_pid, __ATOMIC_RELAXED)) {
+  if (hangwatch::preload::Phase() != hangwatch::preload::kArmed ||
+      getpid() != __atomic_load_n(&g_shim.armed_pid, __ATOMIC_RELAXED)) {
     return;
   }
-  // On the main thread the pass under way ends here: it is counted in the last interval.
-  if (pthread_equal(pthread_self(), g_main)) hangwatch::AboutToWait();
-  // The watchdog wrote the hang open now, if any: the open-hang file says nothing any more (a
-  // prefork server's exited workers would otherwise leave one each in the run directory).
-  if (hangwatch::agent::FlushBeforeExit()) RemoveOpenHangFile();
+  g_shim.agent->before_exit(pthread_equal(pthread_self(), g_shim.main_thread) ? 1 : 0);
 }
 
 [[noreturn]] void ExitNow(ExitFn real, int status) {
@@ -228,72 +147,24 @@ void BeforeExit() {
   __builtin_unreachable();
 }
 
-// The main thread reached its event loop: arm the agent. Runs once per process.
-__attribute__((noinline)) void Arm() {
-  const int saved_errno = errno;
-  g_state = kStarting;  // waits made by Start() itself pass straight through
-  const auto& c = *g_config;
-  // Descriptor 2 now, in this process: a daemon may have replaced it since the shim was loaded.
-  hangwatch::preload::DecideStderr(!g_secure);
-  const uint64_t startup_ms = (MonotonicNs() - g_load_ns) / 1000000u;
-  if (c.startup_stall && startup_ms > c.startup_ms) ReportStartupStall(startup_ms);
-
-  hangwatch::Config config;
-  config.threshold = std::chrono::milliseconds(c.threshold_ms);
-  config.sample_interval = std::chrono::milliseconds(c.sample_ms);
-  config.json_path = c.report_path;
-  config.log_hangs = c.log && hangwatch::preload::StderrUsable();
-  if (config.log_hangs) config.logger = hangwatch::preload::GuardedStderrLogger();
-  config.log_lag = c.log_lag;
-  // The shim is on every wait already: timing each pass costs two counter reads.
-  config.time_every_pass = c.time_passes;
-  config.lag_interval = std::chrono::milliseconds(c.lag_interval_ms);
-  if (char path[4096];
-      !c.open_hang_dir.empty() && hangwatch::preload::FormatOpenHangPath(
-                                      c.open_hang_dir.c_str(), getpid(), path, sizeof path)) {
-    // A worker forked after its parent changed user cannot create its own (privilege_drop.cc):
-    // watched without one rather than not at all.
-    if (hangwatch::preload::OpenHangFileOutOfReach(path)) {
-      hangwatch::preload::ShimPrint(
-          "hangwatch preload: no open-hang file: this process changed user and cannot create "
-          "%s; a hang that kills it is not reported",
-          path);
-    } else {
-      config.open_hang_path = path;
-    }
-  }
-  const hangwatch::Status status = hangwatch::Start(config);
-  if (status.ok()) {
-    g_armed_pid = getpid();
-    NoteOpenHangFile(config.open_hang_path);
-    static bool registered = false;  // survives fork: one handler per process image
-    if (!registered) registered = atexit(StopAtExit) == 0;
-    g_state = kArmed;
-    g_lineage_armed = true;
-    if (!c.inherit) hangwatch::preload::StripShimFromOwnEnvironment();
-    hangwatch::preload::LaunchLogArmed();
-  } else {
-    hangwatch::preload::ShimPrint("hangwatch preload: not watching: %s", status.message().c_str());
-    g_state = kOff;
-    hangwatch::preload::LaunchLogOff(status.message().c_str());
-  }
-  errno = saved_errno;
-}
-
 void ForkChild() {
+  using hangwatch::preload::Phase;
+  using hangwatch::preload::SetPhase;
   // The calling thread is the child's only thread, hence its main thread. A child of an armed
   // process arms again at its own first wait (the parent's agent is left behind by the
   // agent's own fork handler); one whose parent could not arm stays off.
-  g_main = pthread_self();
-  g_load_ns = MonotonicNs();
+  g_shim.main_thread = pthread_self();
+  g_shim.pid = getpid();
+  g_shim.load_ns = MonotonicNs();
   // This thread may have forked while the parent's main thread was inside a runtime's wait, and
   // its loop may not be the parent's: the child finds its own loop's wait.
   hangwatch::preload::g_runtime_wait_depth = 0;
   hangwatch::preload::g_loop_waits_in_runtime = false;
-  g_known_pid = getpid();
   hangwatch::preload::ForgetParentsKeptFiles();
-  if (g_state == kArmed || g_state == kStarting) g_state = kUnarmed;
-  if (g_state == kUnarmed) hangwatch::preload::LaunchLogLoaded();
+  if (Phase() == hangwatch::preload::kArmed || Phase() == hangwatch::preload::kStarting) {
+    SetPhase(hangwatch::preload::kUnarmed);
+  }
+  if (Phase() == hangwatch::preload::kUnarmed) hangwatch::preload::LaunchLogLoaded();
 }
 
 bool IsBlocking(const struct timespec* ts) {
@@ -303,12 +174,13 @@ bool IsBlocking(const struct timeval* tv) {
   return tv == nullptr || tv->tv_sec != 0 || tv->tv_usec != 0;
 }
 
-std::string SelfPath() {
+void NoteSelfPath() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&SelfPath), &info) != 0 && info.dli_fname != nullptr) {
-    return info.dli_fname;
+  g_self_path[0] = '\0';
+  if (dladdr(reinterpret_cast<void*>(&NoteSelfPath), &info) != 0 && info.dli_fname != nullptr &&
+      strlen(info.dli_fname) < sizeof g_self_path) {
+    strcpy(g_self_path, info.dli_fname);
   }
-  return "";
 }
 
 __attribute__((constructor)) void LoadShim() {
@@ -324,32 +196,23 @@ __attribute__((constructor)) void LoadShim() {
   Resolve(&g_exit, "_exit");
   Resolve(&g_exit_upper, "_Exit");
 
-  g_load_ns = MonotonicNs();
-  g_known_pid = getpid();
+  g_shim.load_ns = MonotonicNs();
+  g_shim.pid = getpid();
   // A set-user-ID (or set-group-ID, or capability-raising) program: its environment is its
   // caller's, and so would be whatever the shim prints (its stacks, their addresses).
-  g_secure = getauxval(AT_SECURE) != 0;
-  std::vector<std::string> warnings;
-  g_config = new hangwatch::preload::PreloadConfig(
-      g_secure
-          ? hangwatch::preload::SecureExecutionConfig()
-          : hangwatch::preload::ReadPreloadConfig(
-                [](const char* name) -> const char* { return secure_getenv(name); }, &warnings));
-  hangwatch::preload::DecideStderr(!g_secure);
-  for (const auto& w : warnings) hangwatch::preload::ShimPrint("hangwatch preload: %s", w.c_str());
-  g_self_path = new std::string(SelfPath());
+  g_shim.secure = getauxval(AT_SECURE) != 0;
+  NoteSelfPath();
+  hangwatch::preload::NoteAgentLibraryPath();
   hangwatch::preload::ResolveExecCalls();
   hangwatch::preload::ResolveUserChangeCalls();
   hangwatch::preload::LaunchLogInit();
   hangwatch::preload::LaunchLogLoaded();
-  // Records the report file did not take reach `hangwatch run` through the launch log.
-  hangwatch::agent::SetUnwrittenRecordObserver(hangwatch::preload::LaunchLogUnwritten);
 
   // Loaded by ld.so at start-up, the constructor runs on the main thread. Loaded later by
   // dlopen on another thread, the shim cannot tell which thread is the main one: it stays off.
-  if (syscall(SYS_gettid) == getpid()) {
-    g_main = pthread_self();
-    g_state = kUnarmed;
+  if (syscall(SYS_gettid) == g_shim.pid) {
+    g_shim.main_thread = pthread_self();
+    hangwatch::preload::SetPhase(hangwatch::preload::kUnarmed);
   }
   pthread_atfork(nullptr, nullptr, ForkChild);
 }
@@ -358,47 +221,9 @@ __attribute__((constructor)) void LoadShim() {
 
 namespace hangwatch::preload {
 
-pthread_t g_main{};
-int g_state = kOff;
-int g_runtime_wait_depth = 0;
-bool g_loop_waits_in_runtime = false;
+bool ExecKeepsShim() { return g_shim.inherit || !g_shim.lineage_armed; }
 
-bool ArmAtFirstWait() {
-  if (g_config == nullptr) return false;
-  Arm();
-  return g_state == kArmed;
-}
-
-bool ExecKeepsShim() { return g_config == nullptr || g_config->inherit || !g_lineage_armed; }
-
-const char* ShimPath() { return g_self_path != nullptr ? g_self_path->c_str() : ""; }
-
-bool ShimFilesOfThisProcess(ShimFiles* files) {
-  if (g_config == nullptr || g_secure || g_state == kOff || getpid() != g_known_pid) return false;
-  files->report_path = g_config->report_path.c_str();
-  files->open_hang_dir = g_config->open_hang_dir.c_str();
-  files->armed = g_state == kArmed;
-  return true;
-}
-
-bool FormatOpenHangPath(const char* dir, long pid, char* out, size_t cap) {
-  static constexpr char kName[] = "/open-hang.";
-  const size_t dir_len = strlen(dir);
-  char digits[24];
-  size_t n = 0;
-  unsigned long v = pid < 0 ? 0 : static_cast<unsigned long>(pid);
-  do {
-    digits[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  if (dir_len + sizeof kName - 1 + n + 1 > cap) return false;
-  memcpy(out, dir, dir_len);
-  memcpy(out + dir_len, kName, sizeof kName - 1);
-  size_t at = dir_len + sizeof kName - 1;
-  while (n > 0) out[at++] = digits[--n];
-  out[at] = '\0';
-  return true;
-}
+const char* ShimPath() { return g_self_path; }
 
 }  // namespace hangwatch::preload
 

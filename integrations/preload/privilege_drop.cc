@@ -24,9 +24,14 @@
 // through a directory descriptor opened before, so no descriptor helps there): it is watched
 // without one, and a hang that kills it is not reported as fatal.
 //
-// Everything here is libc-only and allocation-free (fixed buffers): setuid() may be called by a
-// thread while another holds malloc's lock, or in a vfork child (which the shim leaves alone:
-// it shares its parent's memory and executes next).
+// The agent library (libhangwatch_preload_agent.so) is loaded at the first such call too, before
+// the real call, so that a process that changed user still finds it (shim_state.h: PrepareAgent).
+// The kept descriptors live in the loader's table; the agent library reads them through its
+// services (agent_entry.h: dup_kept_file).
+//
+// Everything else here is libc-only and allocation-free (fixed buffers): setuid() may be called
+// by a thread while another holds malloc's lock, or in a vfork child (which the shim leaves
+// alone: it shares its parent's memory and executes next).
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +44,7 @@
 
 #include "agent/kept_files.h"
 #include "integrations/preload/launch_log.h"
+#include "integrations/preload/open_hang_path.h"
 #include "integrations/preload/shim_state.h"
 
 namespace hangwatch::preload {
@@ -127,14 +133,20 @@ void KeepOpenHangFile(const char* dir) {
 // Before the real call. Everything is done once per process, at its first call: later calls
 // (setgid, then initgroups, then setuid) find the files kept.
 void BeforeUserChange() {
-  // SPLIT HOOK: once the agent lives in a library of its own, dlopen()ed when the process arms,
-  // the shim's "load and prepare the agent library now" hook (shim_state.h) is called here,
-  // before the real call: after it, the new user may not be able to open that library either.
-  // It is the only thing to add here.
   const int saved_errno = errno;
   const pid_t pid = getpid();
+  // A vfork child shares its parent's memory and executes next: left alone (no dlopen there).
+  if (InVforkChild() || __atomic_load_n(&g_kept_pid, __ATOMIC_ACQUIRE) == pid) {
+    errno = saved_errno;
+    return;
+  }
+  // The agent library is loaded and reads the settings now, before the real call: after it,
+  // the new user may not be able to open that library (a build or install directory private to
+  // the user who started the watch), and the files below are named by its settings. Once per
+  // process image (a forked child has it already).
+  if (Phase() != kOff) PrepareAgent();
   ShimFiles files;
-  if (__atomic_load_n(&g_kept_pid, __ATOMIC_ACQUIRE) == pid || !ShimFilesOfThisProcess(&files)) {
+  if (!ShimFilesOfThisProcess(&files)) {
     errno = saved_errno;
     return;
   }

@@ -6,12 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 
 #include "integrations/preload/stderr_policy.h"
-#include "spdlog/sinks/base_sink.h"
-#include "spdlog/sinks/stdout_color_sinks.h"
-#include "spdlog/spdlog.h"
 
 namespace hangwatch::preload {
 namespace {
@@ -32,23 +28,6 @@ StderrFile DescribeStderr() {
   f.ino = st.st_ino;
   return f;
 }
-
-// Forwards to spdlog's stderr sink while descriptor 2 is still the allowed file.
-class GuardedSink final : public spdlog::sinks::sink {
- public:
-  GuardedSink() : inner_(std::make_shared<spdlog::sinks::stderr_color_sink_mt>()) {}
-  void log(const spdlog::details::log_msg& msg) override {
-    if (StderrUsable()) inner_->log(msg);
-  }
-  void flush() override { inner_->flush(); }
-  void set_pattern(const std::string& pattern) override { inner_->set_pattern(pattern); }
-  void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override {
-    inner_->set_formatter(std::move(formatter));
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::stderr_color_sink_mt> inner_;
-};
 
 }  // namespace
 
@@ -76,13 +55,6 @@ void ShimPrint(const char* format, ...) {
   vfprintf(stderr, format, args);
   va_end(args);
   fputc('\n', stderr);
-}
-
-std::shared_ptr<spdlog::logger> GuardedStderrLogger() {
-  // Leaked on purpose: the agent may log from Stop() at exit, after static destructors ran.
-  static auto* logger = new std::shared_ptr<spdlog::logger>(
-      std::make_shared<spdlog::logger>("hangwatch", std::make_shared<GuardedSink>()));
-  return *logger;
 }
 
 }  // namespace hangwatch::preload

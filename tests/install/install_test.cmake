@@ -34,3 +34,23 @@ separate_arguments(flags UNIX_COMMAND "${flags}")
 run(${CXX} -std=c++20 ${SOURCE_DIR}/main.cc -o ${WORK_DIR}/consumer_pc ${flags}
     -Wl,-rpath,${prefix}/lib)
 run(${WORK_DIR}/consumer_pc)
+
+# 3. The preload shim, where the platform has it: the loader and its agent library installed side
+# by side, and `hangwatch run` from the prefix watching a program with them (the installed loader
+# loads the agent library from its own directory, the prefix's).
+if(PRELOAD)
+  foreach(f bin/hangwatch lib/libhangwatch_preload.so lib/libhangwatch_preload_agent.so)
+    if(NOT EXISTS ${prefix}/${f})
+      message(FATAL_ERROR "not installed: ${f}")
+    endif()
+  endforeach()
+  # A program that reaches an event loop: one blocking poll.
+  file(WRITE ${WORK_DIR}/waiter.cc
+       "#include <poll.h>\nint main() { return poll(nullptr, 0, 50) == 0 ? 0 : 1; }\n")
+  run(${CXX} -o ${WORK_DIR}/waiter ${WORK_DIR}/waiter.cc)
+  execute_process(COMMAND ${prefix}/bin/hangwatch run -- ${WORK_DIR}/waiter
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT err MATCHES "watched 1 process")
+    message(FATAL_ERROR "the installed shim did not watch a waiting program (${rc}):\n${err}")
+  endif()
+endif()

@@ -131,11 +131,17 @@ TEST(RunCommand, BadUsageIsOneLineAndExitTwo) {
       << r.err;
 }
 
-// A copy of the shim at `path` (removed again by the destructor).
+// The agent library the shim loads from its own directory.
+std::string AgentLibraryOf(const std::string& shim) {
+  return shim.substr(0, shim.rfind('/') + 1) + "libhangwatch_preload_agent.so";
+}
+
+// A copy of the shim (or of another file: `from`) at `path` (removed again by the destructor).
 class ShimCopy {
  public:
-  explicit ShimCopy(std::string path) : path_(std::move(path)) {
-    WriteFile(path_, ReadFile(PRELOAD_SHIM));
+  explicit ShimCopy(std::string path, const std::string& from = PRELOAD_SHIM)
+      : path_(std::move(path)) {
+    WriteFile(path_, ReadFile(from));
     chmod(path_.c_str(), 0755);
   }
   ~ShimCopy() { unlink(path_.c_str()); }
@@ -186,8 +192,9 @@ TEST(RunCommand, PreloadLibOnlyFromTheInstallationAndOnlyIfNoOneElseCanWriteIt) 
   }
 }
 
-// An installed layout, PREFIX/bin/hangwatch and PREFIX/lib/libhangwatch_preload.so: the shim
-// is found in ../lib, and refused when a directory above it lets others swap it.
+// An installed layout, PREFIX/bin/hangwatch and PREFIX/lib/libhangwatch_preload.so with its
+// agent library beside it: the shim is found in ../lib, and refused when a directory above it
+// lets others swap it.
 TEST(RunCommand, InstalledShimIsRefusedWhenADirectoryAboveItIsWritableByOthers) {
   TempDir prefix;  // in /tmp: sticky, so others may write there but not rename our directory
   ASSERT_EQ(mkdir((prefix / "bin").c_str(), 0755), 0);
@@ -196,6 +203,7 @@ TEST(RunCommand, InstalledShimIsRefusedWhenADirectoryAboveItIsWritableByOthers) 
   WriteFile(cli, ReadFile(kCli));
   ASSERT_EQ(chmod(cli.c_str(), 0755), 0);
   ShimCopy shim(prefix / "lib/libhangwatch_preload.so");
+  ShimCopy agent(AgentLibraryOf(shim.path()), AgentLibraryOf(PRELOAD_SHIM));
   ASSERT_EQ(chmod(prefix.path().c_str(), 0755), 0);
   auto run = [&] { return RunCommand({cli, "run", "--", STALL_PROGRAM, "0", "0"}); };
   const auto ok = run();
@@ -219,6 +227,40 @@ TEST(RunCommand, InstalledShimIsRefusedWhenADirectoryAboveItIsWritableByOthers) 
     EXPECT_EQ(third.exit_code, 2) << third.err;
     EXPECT_TRUE(Has(third.err, "is owned by uid 65533")) << third.err;
   }
+}
+
+// The shim is two libraries: a loader without the agent library beside it would watch nothing.
+// `run` says so in one line before the command starts, and refuses an agent library others can
+// change as it refuses such a loader (it is loaded into the same processes).
+TEST(RunCommand, InstalledShimWithoutItsAgentLibraryIsOneClearError) {
+  TempDir prefix;
+  ASSERT_EQ(mkdir((prefix / "bin").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((prefix / "lib").c_str(), 0755), 0);
+  ASSERT_EQ(chmod(prefix.path().c_str(), 0755), 0);
+  const std::string cli = prefix / "bin/hangwatch";
+  WriteFile(cli, ReadFile(kCli));
+  ASSERT_EQ(chmod(cli.c_str(), 0755), 0);
+  ShimCopy shim(prefix / "lib/libhangwatch_preload.so");
+  const std::string marker = prefix / "started";
+  auto run = [&] { return RunCommand({cli, "run", "--", "/bin/sh", "-c", "touch " + marker}); };
+  const auto missing = run();
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_EQ(missing.err, "hangwatch run: " + AgentLibraryOf(shim.path()) +
+                             " is not readable (No such file or directory): "
+                             "libhangwatch_preload.so loads it from its own directory\n");
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "the command ran";
+
+  ShimCopy agent(AgentLibraryOf(shim.path()), AgentLibraryOf(PRELOAD_SHIM));
+  ASSERT_EQ(chmod(agent.path().c_str(), 0757), 0);
+  const auto writable = run();
+  EXPECT_EQ(writable.exit_code, 2) << writable.err;
+  EXPECT_EQ(writable.err, "hangwatch run: libhangwatch_preload_agent.so is refused: " +
+                              agent.path() + " is writable by others\n");
+
+  ASSERT_EQ(chmod(agent.path().c_str(), 0755), 0);
+  const auto ok = run();
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(access(marker.c_str(), F_OK), 0) << ok.err;
 }
 
 // An event-loop program in Python for the rotation test: it reaches its loop (select), hangs

@@ -14,6 +14,9 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr char kShimName[] = "libhangwatch_preload.so";
+// The loader (kShimName) loads the agent library from its own directory when a process first
+// waits for events (integrations/preload/agent_entry.h).
+constexpr char kAgentName[] = "libhangwatch_preload_agent.so";
 
 std::string Resolved(const std::string& path) {
   char* real = realpath(path.c_str(), nullptr);
@@ -82,6 +85,20 @@ std::string Untrusted(const std::string& path, const Self& self) {
   }
 }
 
+// "" when the agent library beside the shim at `shim` (resolved) is there and trusted as the
+// shim is; else why not. It is loaded into the same processes, with the same rights.
+std::string AgentLibraryProblem(const std::string& shim, const Self& self) {
+  const std::string agent = shim.substr(0, shim.rfind('/') + 1) + kAgentName;
+  if (access(agent.c_str(), R_OK) != 0) {
+    return agent + " is not readable (" + std::strerror(errno) + "): " + kShimName +
+           " loads it from its own directory";
+  }
+  if (const std::string why = Untrusted(Resolved(agent), self); !why.empty()) {
+    return std::string(kAgentName) + " is refused: " + why;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string FindTrustedShim(std::string* error) {
@@ -107,6 +124,10 @@ std::string FindTrustedShim(std::string* error) {
       *error = named + " is refused: " + why;
       return "";
     }
+    if (const std::string why = AgentLibraryProblem(real, self); !why.empty()) {
+      *error = why;
+      return "";
+    }
     return real;
   }
   std::string refused;
@@ -115,6 +136,10 @@ std::string FindTrustedShim(std::string* error) {
     if (access(candidate.c_str(), R_OK) != 0) continue;
     const std::string real = Resolved(candidate);
     if (const std::string why = Untrusted(real, self); !why.empty()) {
+      if (refused.empty()) refused = std::string(kShimName) + " is refused: " + why;
+      continue;
+    }
+    if (const std::string why = AgentLibraryProblem(real, self); !why.empty()) {
       if (refused.empty()) refused = why;
       continue;
     }
@@ -122,7 +147,7 @@ std::string FindTrustedShim(std::string* error) {
   }
   *error = refused.empty()
                ? std::string("cannot find ") + kShimName + " (set HANGWATCH_PRELOAD_LIB)"
-               : std::string(kShimName) + " is refused: " + refused;
+               : refused;
   return "";
 }
 

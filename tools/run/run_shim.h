@@ -8,6 +8,11 @@
 // $HANGWATCH_PRELOAD_LIB chooses among those places (another file name, another library
 // directory of the prefix); a path anywhere else is refused: a sudoers `env_keep` that passes
 // HANGWATCH_* would otherwise let the caller name any library for root to load.
+//
+// The shim is two libraries (integrations/preload/CMakeLists.txt): the loader that LD_PRELOAD
+// names, and libhangwatch_preload_agent.so, which the loader takes from its own directory when
+// a process first waits for events. The agent library must be there, and trusted as the loader
+// is: a loader without it would watch nothing.
 #ifndef HANGWATCH_TOOLS_RUN_SHIM_H_
 #define HANGWATCH_TOOLS_RUN_SHIM_H_
 
@@ -16,8 +21,9 @@
 namespace hangwatch::tools {
 
 // The shim's absolute, resolved path, from $HANGWATCH_PRELOAD_LIB when set, else the first
-// trusted candidate. "" with one line in *error ("HANGWATCH_PRELOAD_LIB=... is refused: ...",
-// "cannot find libhangwatch_preload.so ...") when there is none to use.
+// trusted candidate with its agent library. "" with one line in *error
+// ("HANGWATCH_PRELOAD_LIB=... is refused: ...", "cannot find libhangwatch_preload.so ...",
+// ".../libhangwatch_preload_agent.so is not readable ...") when there is none to use.
 std::string FindTrustedShim(std::string* error);
 
 }  // namespace hangwatch::tools
