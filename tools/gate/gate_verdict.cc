@@ -150,12 +150,13 @@ const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std
 }
 
 std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
-                                  const std::vector<HangTally>& tallies) {
+                                  const std::vector<HangTally>& tallies, bool skip_shutdown) {
   std::vector<HangGroup> groups;
   std::unordered_map<std::string, size_t> index;
   index.reserve(hangs.size() / 8 + 16);
   for (size_t k = 0; k < hangs.size(); ++k) {
     const HangRecord& h = hangs[k];
+    if (skip_shutdown && h.phase == HangPhase::kShutdown) continue;
     std::string computed;
     if (h.signature.empty() && h.dominant() != nullptr) computed = report::Signature(*h.dominant());
     const std::string& sig = h.signature.empty() ? computed : h.signature;
@@ -197,8 +198,15 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   v.budgets = budgets;
   v.has_baseline = baseline != nullptr;
   v.startup_stalls = report.startup_stalls.size();
+  if (!budgets.judge_shutdown) {
+    for (size_t k = 0; k < report.hangs.size(); ++k) {
+      if (report.hangs[k].phase != HangPhase::kShutdown) continue;
+      v.shutdown_hangs += report_tallies.empty() ? 1 : report_tallies[k].count;
+    }
+  }
 
-  std::vector<HangGroup> current = GroupHangs(report.hangs, report_tallies);
+  std::vector<HangGroup> current =
+      GroupHangs(report.hangs, report_tallies, /*skip_shutdown=*/!budgets.judge_shutdown);
   std::unordered_set<std::string> in_baseline, seen;
   std::vector<HangGroup> before;
   if (baseline != nullptr) {
