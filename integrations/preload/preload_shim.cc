@@ -26,12 +26,10 @@
 //   - fork: every child arms itself at its own first wait, with its own agent (the parent's
 //     is abandoned in the child: agent.cc), open-hang file and pid: prefork servers' workers
 //     and daemons (which fork before or after their loop) are watched.
-//   - exit: hangwatch::Stop() so that a hang that just ended is written out, after telling the
-//     agent the process is exiting (agent/exit_flush.h: the pass under way is the shutdown pass).
-//     _exit() and _Exit() (forked workers, Python's os._exit, signal handlers) run no atexit
-//     handler: the shim interposes them too and has the watchdog write the open hang and the lag
-//     interval first (agent/exit_flush.h: safe in a signal handler, never holds the exit up for
-//     long).
+//   - exit: hangwatch::Stop() so that a hang that just ended is written out. _exit() and
+//     _Exit() (forked workers, Python's os._exit, signal handlers) run no atexit handler: the
+//     shim interposes them too and has the watchdog write the open hang and the lag interval
+//     first (agent/exit_flush.h: safe in a signal handler, never holds the exit up for long).
 //
 // The agent is linked in statically and every symbol but the interposed calls is hidden
 // (version script), so the shim does not clash with a program that links libhangwatch itself.
@@ -200,10 +198,8 @@ void BeforeExit() {
       getpid() != __atomic_load_n(&g_armed_pid, __ATOMIC_RELAXED)) {
     return;
   }
-  // The pass under way ends here, counted in the last interval, as the shutdown pass when this
-  // is the main thread (exit_flush.h). The watchdog wrote the hang open now, if any: the open-hang
-  // file says nothing any more (a prefork server's exited workers would otherwise leave one each in
-  // the run directory).
+  // The watchdog wrote the hang open now, if any: the open-hang file says nothing any more (a
+  // prefork server's exited workers would otherwise leave one each in the run directory).
   if (hangwatch::agent::FlushBeforeExit()) RemoveOpenHangFile();
 }
 
