@@ -6,12 +6,12 @@
 // when it wants to be called again; the thread around it (the watchdog thread in agent.cc,
 // sleeping in watchdog_sleep.h) only sleeps.
 //
-// Timing is the watchdog's alone (the main thread reads no clock): a pass began between the
-// last tick that did not see it and the first that did, and ended between the last tick that
-// saw it running and the first that did not; the monitor takes the midpoints, so a duration is
-// off by at most half a check interval at the start and half a sample interval at the end
-// (plus the watchdog's scheduling delays). All pass times (early sampling, threshold, timeline)
-// count from that estimated start, stopped time excluded.
+// Timing is the watchdog's (unless passes are timed, below, the main thread reads no clock): a
+// pass began between the last tick that did not see it and the first that did, and ended
+// between the last tick that saw it running and the first that did not; the monitor takes the
+// midpoints, so a duration is off by at most half a check interval at the start and half a
+// sample interval at the end (plus the watchdog's scheduling delays). All pass times (early
+// sampling, threshold, timeline) count from that estimated start, stopped time excluded.
 //
 // With passes timed (Config::time_every_pass) a hang's duration is the one the watched thread
 // measured (WatchdogEnv::MeasuredPassNs, for passes over 16 ms; RunningPassNs for a hang still

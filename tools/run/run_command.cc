@@ -81,7 +81,8 @@ constexpr char kUsage[] =
     "Gate flags: with any of these, the run's report is judged as by hangwatch gate (its\n"
     "verdict on stderr): exit 3 when the gate fails (whatever hangs --fail-on-hang alone would\n"
     "count), 4 when nothing was watched, otherwise COMMAND's status. A lag budget fails the\n"
-    "gate when the run wrote no lag records. --baseline takes one file and is repeatable.\n";
+    "gate when the run wrote no lag records. --baseline takes one file and is repeatable.\n"
+    "--judge-shutdown (alone, not a gate flag) also applies to --fail-on-hang.\n";
 
 constexpr char kUsageTail[] =
     "\n"
