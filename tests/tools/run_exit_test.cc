@@ -102,6 +102,12 @@ std::string GunicornDriver(const TempDir& dir, int port, const std::string& conf
   // Until the port answers (30 s at most), then the request whose answer the test reads.
   script += "i=0\nuntil " + std::string(kCurl) + " -sf -o " + (dir / "answer") + " " + url +
             "; do i=$((i+1)); [ $i -gt 300 ] && { kill -KILL $P; exit 9; }; sleep 0.1; done\n";
+  // gunicorn's master sleeps up to 0.1 s after forking its worker before it first waits for
+  // events (and arms): the worker may answer before. Stopped then, the master is not watched at
+  // all; so the driver waits (10 s at most) for its "armed" line in the launch log.
+  script += "i=0\nuntil grep -q \"^armed $P \" \"$HANGWATCH_OPEN_HANG_DIR/" +
+            std::string(tools::kLaunchLogFile) +
+            "\"; do i=$((i+1)); [ $i -gt 500 ] && break; sleep 0.02; done\n";
   script += "kill -TERM $P\nwait $P\n";
   WriteFile(dir / "drive.sh", script);
   chmod((dir / "drive.sh").c_str(), 0700);
