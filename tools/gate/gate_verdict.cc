@@ -185,6 +185,16 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
   return groups;
 }
 
+size_t CountShutdownHangs(const std::vector<HangRecord>& hangs) {
+  return static_cast<size_t>(std::count_if(hangs.begin(), hangs.end(), [](const HangRecord& h) {
+    return h.phase == HangPhase::kShutdown;
+  }));
+}
+
+void RemoveShutdownHangs(std::vector<HangRecord>* hangs) {
+  std::erase_if(*hangs, [](const HangRecord& h) { return h.phase == HangPhase::kShutdown; });
+}
+
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* baseline,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
   return ComputeVerdict(report, {}, 0, baseline, {}, allow, budgets);

@@ -137,6 +137,10 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
                            const std::vector<HangTally>& baseline_tallies,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
 
+// How many of `hangs` are of the shutdown phase (HangPhase::kShutdown); takes them out.
+size_t CountShutdownHangs(const std::vector<HangRecord>& hangs);
+void RemoveShutdownHangs(std::vector<HangRecord>* hangs);
+
 // "16 ms" style durations for messages: integers without decimals, else one or two decimals.
 std::string FormatMs(double ms);
 

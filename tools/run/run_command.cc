@@ -494,12 +494,9 @@ void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* 
   }
   // Shutdown-phase hangs (the process's own exit) are shown, judged only with --judge-shutdown:
   // by --fail-on-hang here, by the gate's verdict with gate flags.
-  run->unjudged_shutdown_hangs =
-      o.gate.budgets.judge_shutdown
-          ? 0
-          : static_cast<size_t>(
-                std::count_if(run->report.hangs.begin(), run->report.hangs.end(),
-                              [](const HangRecord& h) { return h.phase == HangPhase::kShutdown; }));
+  if (!o.gate.budgets.judge_shutdown) {
+    run->unjudged_shutdown_hangs = CountShutdownHangs(run->report.hangs);
+  }
   run->stalled = run->report.hangs.size() > run->unjudged_shutdown_hangs ||
                  !run->report.startup_stalls.empty() || run->lost_hangs > 0;
   run->none_watched = run->watched.empty();
@@ -618,14 +615,8 @@ void WriteOutputs(const RunOptions& o, const RunState& run) {
   const GateOptions& gate = o.gate;
   if (!gate.junit.empty()) {
     // The hangs --fail-on-hang judges: shutdown-phase ones only with --judge-shutdown.
-    Report judged;
-    if (!gate.gating && !run.none_watched) {
-      judged = run.report;
-      if (!gate.budgets.judge_shutdown) {
-        std::erase_if(judged.hangs,
-                      [](const HangRecord& h) { return h.phase == HangPhase::kShutdown; });
-      }
-    }
+    Report judged = run.report;
+    if (!gate.budgets.judge_shutdown) RemoveShutdownHangs(&judged.hangs);
     WriteJunit(gate.junit, run.none_watched ? FormatJunitError(run.suite, "not-watched",
                                                                run.not_watched, run.elapsed)
                            : gate.gating    ? FormatGateJunit(run.verdict, run.suite, run.elapsed)
