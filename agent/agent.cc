@@ -153,6 +153,7 @@ class Agent final : public MonitorListener {
                                               sampler_.get(), env_.get(), normalizer_.get(), &ring_,
                                               this, &stats_, config_.stack_copy_bytes);
     monitor_->set_cfi_unwinder(cfi_.get());
+    monitor_->set_shutdown_pass(ShutdownPassState());
     if (config_.time_every_pass) {
       // On the watched thread: the pass under way, if any, is timed from now.
       EnablePassTimer();
@@ -171,7 +172,7 @@ class Agent final : public MonitorListener {
   void StartThread() {
     // Armed before the thread runs: an _exit() right after Start() finds a watchdog to ask
     // (which sees the request before its first tick).
-    ExitFlushArm();
+    ExitFlushArm(pthread_self());
     // The watchdog must not take the application's process-directed signals: block every
     // asynchronous signal in it (the new thread inherits the mask).
     sigset_t all, old;
@@ -366,9 +367,15 @@ class Agent final : public MonitorListener {
     Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnHang(record, errors); });
   }
   // The lag record of the interval ending now, if it had passes, to every sink (busy_mu_
-  // held).
-  void ReportLag() {
-    std::optional<report::Lag> record = lag_->Close(ReadPassTimer(), MonotonicNs(), UnixMs());
+  // held). `with_running_pass`: the process is exiting, and the watched thread's pass under
+  // way, if any (exit() called on another thread), ends with it: counted as it stands.
+  void ReportLag(bool with_running_pass = false) {
+    PassHistogram passes = ReadPassTimer();
+    const uint64_t state = internal::RunLoopState(internal::g_run_loop_state);
+    if (uint64_t ns = 0; with_running_pass && (state & 1) != 0 && env_->RunningPassNs(state, &ns)) {
+      passes.Add(ns);
+    }
+    std::optional<report::Lag> record = lag_->Close(passes, MonotonicNs(), UnixMs());
     if (record) {
       Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnLag(*record, errors); });
     }
@@ -434,7 +441,7 @@ class Agent final : public MonitorListener {
       logger_->warn("hangwatch: the watched thread {} has exited; the watchdog stops", main_.tid);
     }
     monitor_->Finish(watched_thread_exited);
-    if (lag_) ReportLag();  // the last interval, however short
+    if (lag_) ReportLag(ExitNoted());  // the last interval, however short
     if (ExitFlushRequested()) ExitFlushDone();
     ExitFlushDisarm();
   }

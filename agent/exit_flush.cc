@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "agent/watchdog_sleep.h"
+#include "hangwatch/hangwatch.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -19,6 +20,10 @@ constexpr long kPollNs = 500'000;
 std::atomic<uint64_t> g_max_wait_ns{0};  // 0: no watchdog runs
 std::atomic<uint32_t> g_requested{0};
 std::atomic<uint32_t> g_done{0};
+std::atomic<pthread_t> g_watched{};
+std::atomic<bool> g_watched_known{false};
+std::atomic<uint64_t> g_shutdown_pass{0};
+std::atomic<bool> g_exit_noted{false};
 
 uint64_t NowNs() noexcept {
   timespec ts;
@@ -28,9 +33,31 @@ uint64_t NowNs() noexcept {
 
 }  // namespace
 
+void NoteProcessExit() noexcept {
+  if (g_max_wait_ns.load(std::memory_order_acquire) == 0) return;  // no watchdog
+  g_exit_noted.store(true, std::memory_order_release);
+  if (!g_watched_known.load(std::memory_order_acquire) ||
+      !pthread_equal(pthread_self(), g_watched.load(std::memory_order_relaxed))) {
+    return;
+  }
+  const uint64_t state = internal::RunLoopState(internal::g_run_loop_state);
+  if ((state & 1) == 0) return;  // between passes (a signal handler during the wait)
+  g_shutdown_pass.store(state, std::memory_order_relaxed);
+  // Before the state moves on: a watchdog that sees the pass end sees it tagged
+  // (StallMonitor reads the tag after an acquire fence).
+  std::atomic_thread_fence(std::memory_order_release);
+  AboutToWait();
+}
+
+void StopAtProcessExit() noexcept {
+  NoteProcessExit();
+  Stop();
+}
+
 bool FlushBeforeExit() noexcept {
   const uint64_t bound = g_max_wait_ns.load(std::memory_order_acquire);
   if (bound == 0) return false;
+  NoteProcessExit();
   g_requested.store(1, std::memory_order_release);
   WakeWatchdog();
   const uint64_t deadline = NowNs() + bound;
@@ -44,13 +71,21 @@ bool FlushBeforeExit() noexcept {
   return true;
 }
 
-void ExitFlushArm() noexcept {
+void ExitFlushArm(pthread_t watched) noexcept {
+  g_watched.store(watched, std::memory_order_relaxed);
+  g_watched_known.store(true, std::memory_order_release);
+  g_shutdown_pass.store(0, std::memory_order_relaxed);
+  g_exit_noted.store(false, std::memory_order_relaxed);
   g_requested.store(0, std::memory_order_relaxed);
   g_done.store(0, std::memory_order_relaxed);
   g_max_wait_ns.store(kMaxWaitNs, std::memory_order_release);
 }
 
 void ExitFlushDisarm() noexcept { g_max_wait_ns.store(0, std::memory_order_release); }
+
+const std::atomic<uint64_t>* ShutdownPassState() noexcept { return &g_shutdown_pass; }
+
+bool ExitNoted() noexcept { return g_exit_noted.load(std::memory_order_acquire); }
 
 bool ExitFlushRequested() noexcept { return g_requested.load(std::memory_order_acquire) != 0; }
 

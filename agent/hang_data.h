@@ -38,6 +38,7 @@ struct HangSummary {
   uint32_t state_samples = 0;    // samples with a known scheduler state
   bool fatal = false;
   bool timeline_truncated = false;
+  HangPhase phase = HangPhase::kRun;
 };
 
 class HangData {

@@ -75,6 +75,7 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
   r.cpu_percent = hang.CpuPercent();
   r.hang_class = hang.Class();
   r.stopped_ms = s.stopped_ns / 1'000'000;
+  r.phase = s.phase;
   r.threshold_ms = s.threshold_ms;
   r.sample_interval_ms = s.sample_interval_ms;
   r.samples = s.samples;

@@ -209,6 +209,16 @@ bool OpenHangFile::Initialize(std::string* error) {
     *error = path_ + " is in use by another process";
     return false;
   }
+  // Sized and mapped once here, so that a file system that cannot hold it fails Start(); then
+  // emptied again: the file holds nothing until a hang opens (Open() maps it, Clear() empties
+  // it), so a process that ends outside a hang, however it ends, leaves an empty file at most.
+  if (!Map(error)) return false;
+  Unmap();
+  return true;
+}
+}
+
+bool OpenHangFile::Map(std::string* error) {
   if (ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
     *error = "cannot size " + path_ + ": " + std::strerror(errno);
     return false;
@@ -216,6 +226,9 @@ bool OpenHangFile::Initialize(std::string* error) {
   void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (m == MAP_FAILED) {
     *error = "cannot map " + path_ + ": " + std::strerror(errno);
+    if (ftruncate(fd_, 0) != 0) {
+      // Left sized, holding zeros: a reader finds no valid header and ignores it.
+    }
     return false;
   }
   map_ = static_cast<unsigned char*>(m);
@@ -235,16 +248,24 @@ bool OpenHangFile::Initialize(std::string* error) {
   h.file_size = size_;
   h.checksum = Checksum(&h, offsetof(StaticHeader, checksum));
   std::memcpy(map_ + kStaticHeaderOffset, &h, sizeof(h));
-  Clear();  // a valid "no open hang" state from the start
+  generation_ = 0;          // the file starts anew
+  WriteClosedLiveHeader();  // a valid "no open hang" state from the start
   return true;
 }
 
+void OpenHangFile::Unmap() {
+  if (map_ == nullptr) return;
+  munmap(map_, size_);
+  map_ = nullptr;
+  // Nothing in it any more: 0 bytes (ReadOpenHangFile: no open hang). A failure leaves the
+  // closed state just written, which says the same.
+  if (ftruncate(fd_, 0) != 0) {
+  }
+}
+
 OpenHangFile::~OpenHangFile() {
-  if (map_ != nullptr) {
-    if (open_) {
-      Clear();
-    }
-    munmap(map_, size_);
+  if (fd_ >= 0) {
+    Clear();
     // Holding no open hang, the file says nothing: it goes (a prefork server's exited workers
     // would otherwise leave one each). Only while the name is still this file.
     struct stat mine {
@@ -335,6 +356,10 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
 }
 
 void OpenHangFile::Open(const HangData& hang) {
+  std::string error;
+  if (map_ == nullptr && !Map(&error)) {
+    return;  // not mirrored (the file system no longer takes it); reported live all the same
+  }
   // Module table: every module loaded now (the hang's frames can only be in those).
   auto map = symbols::CurrentModuleMap();
   auto* records = reinterpret_cast<ModuleRecord*>(map_ + kModulesOffset);
@@ -377,6 +402,14 @@ void OpenHangFile::AddLastSample(const HangData& hang) {
 void OpenHangFile::Clear() {
   open_ = false;
   records_written_ = 0;
+  if (map_ == nullptr) return;
+  // Closed first, then emptied: a process that dies in between leaves a file that says "no
+  // open hang" either way.
+  WriteClosedLiveHeader();
+  Unmap();
+}
+
+void OpenHangFile::WriteClosedLiveHeader() {
   LiveHeader h{};
   h.generation = ++generation_;
   h.checksum = Checksum(&h, offsetof(LiveHeader, checksum));

@@ -9,6 +9,9 @@
 //   modules       max_modules ModuleRecords (path, build-id, load bias, executable ranges)
 //   samples       max_samples SampleRecords (t, CPU delta, state, how the sample was taken,
 //                 leaf key, frames and how each was found), each with its own checksum
+// The file is empty (0 bytes) while no hang is open: Open() sizes and maps it, Clear() writes
+// "no open hang", unmaps it and empties it again, so that a process that ends outside a hang
+// (even killed) leaves nothing of size behind and nothing that reads as a hang.
 // Writes never go in place over the newest valid state: a sample record is written, then the
 // live header copy that is NOT the newest is rewritten with generation + 1 and its checksum.
 // A reader takes the valid copy with the highest generation and stops at the first sample
@@ -33,7 +36,8 @@ inline constexpr std::string_view kOpenHangFileMagic{"HWOPENHG", 8};
 
 class OpenHangFile {
  public:
-  // Creates `path` (mode 0600, O_EXCL), sized for `limits`, and takes an exclusive lock on it
+  // Creates `path` (mode 0600, O_EXCL), empty (checked once that it can be sized for `limits`
+  // and mapped), and takes an exclusive lock on it
   // (another live process using the same path makes this fail). A file already there is
   // removed first, never written into, and its content is lost: read it first with
   // ReadOpenHangFile(). A symbolic link, FIFO or device at `path` is refused (regular_file.h).
@@ -52,11 +56,12 @@ class OpenHangFile {
   OpenHangFile(const OpenHangFile&) = delete;
   OpenHangFile& operator=(const OpenHangFile&) = delete;
 
-  // The hang crossed the threshold: writes the module table and every sample so far.
+  // The hang crossed the threshold: sizes and maps the file, writes the module table and every
+  // sample so far (nothing when the file can no longer be sized or mapped).
   void Open(const HangData& hang);
   // Writes the newest sample of `hang` (its last timeline entry) and the counters.
   void AddLastSample(const HangData& hang);
-  // The hang closed (or was dropped): the file holds no open hang any more.
+  // The hang closed (or was dropped): the file holds no open hang any more, and is empty.
   void Clear();
   // In a forked child: unmaps and closes the inherited descriptor without touching the file
   // (it is the parent's, and the lock must stay the parent's alone). The object is then inert.
@@ -71,6 +76,12 @@ class OpenHangFile {
   bool Initialize(std::string* error);
   void WriteSample(size_t index, const HangData& hang);
   void WriteLiveHeader(const HangData& hang, bool open);
+  void WriteClosedLiveHeader();
+  // Sizes the file, maps it and writes its static header and a closed live header; false with
+  // *error when it cannot.
+  bool Map(std::string* error);
+  // Unmaps and empties the file.
+  void Unmap();
 
   std::string path_;
   int fd_ = -1;

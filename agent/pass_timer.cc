@@ -18,6 +18,14 @@ namespace internal {
 PassTimer g_pass_timer;
 
 void RecordSlowPass(uint64_t ns) noexcept {
+  // Called before BeginWork()/EndWork() advance the state: it still names the pass that ends
+  // (the watched thread is the state's only writer).
+  const uint64_t state = RunLoopState(g_run_loop_state);
+  MeasuredPass& m = g_pass_timer.measured[(state >> 1) % kMeasuredPassSlots];
+  m.state.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  m.ns.store(ns, std::memory_order_relaxed);
+  m.state.store(state, std::memory_order_release);
   for (int t = 0; t < kSlowPassThresholds; ++t) {
     if (ns <= static_cast<uint64_t>(kSlowPassThresholdsMs[t]) * 1'000'000) break;
     std::atomic<uint64_t>& c = g_pass_timer.slow[t];
@@ -83,7 +91,7 @@ void EnablePassTimer() {
   const uint32_t clock =
       counter_rate != 0 ? internal::kPassClockCounter : internal::kPassClockMonotonic;
   g_pass_timer.ns_per_tick_q32 = counter_rate != 0 ? counter_rate : uint64_t{1} << 32;
-  g_pass_timer.begin = internal::ReadPassClock(clock);
+  g_pass_timer.begin.store(internal::ReadPassClock(clock), std::memory_order_relaxed);
   g_pass_timer.clock.store(clock, std::memory_order_relaxed);
   // fetch_or, not a load and a store: a thread still calling BeginWork() from an earlier
   // session must not be able to erase the bit for this one.
@@ -96,6 +104,38 @@ void DisablePassTimer() {
 
 bool PassTimerUsesCounter() {
   return g_pass_timer.clock.load(std::memory_order_relaxed) == internal::kPassClockCounter;
+}
+
+bool MeasuredPassNs(uint64_t state, uint64_t* ns) {
+  const internal::MeasuredPass& m =
+      g_pass_timer.measured[(state >> 1) % internal::kMeasuredPassSlots];
+  if (state == 0 || m.state.load(std::memory_order_acquire) != state) return false;
+  const uint64_t v = m.ns.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (m.state.load(std::memory_order_relaxed) != state) return false;  // reused meanwhile
+  *ns = v;
+  return true;
+}
+
+bool RunningPassNs(uint64_t state, uint64_t* ns) {
+  const uint32_t clock = g_pass_timer.clock.load(std::memory_order_relaxed);
+  const uint64_t before = internal::g_run_loop_state.load(std::memory_order_acquire);
+  if (clock == internal::kPassClockOff || (before & internal::kRunLoopTimedBit) == 0 ||
+      (before & ~internal::kRunLoopTimedBit) != state || (state & 1) == 0) {
+    return false;
+  }
+  const uint64_t begin = g_pass_timer.begin.load(std::memory_order_relaxed);
+  const uint64_t now = internal::ReadPassClock(clock);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  // A new pass began meanwhile: `begin` may be its own.
+  if (internal::g_run_loop_state.load(std::memory_order_relaxed) != before) return false;
+  const int64_t ticks = static_cast<int64_t>(now - begin);
+  *ns =
+      ticks <= 0
+          ? 0
+          : static_cast<uint64_t>(
+                (static_cast<internal::PassTimerU128>(ticks) * g_pass_timer.ns_per_tick_q32) >> 32);
+  return true;
 }
 
 PassHistogram ReadPassTimer() {

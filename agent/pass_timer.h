@@ -4,6 +4,8 @@
 #ifndef HANGWATCH_AGENT_PASS_TIMER_H_
 #define HANGWATCH_AGENT_PASS_TIMER_H_
 
+#include <cstdint>
+
 #include "hangwatch/pass_histogram.h"
 
 namespace hangwatch::agent {
@@ -18,6 +20,15 @@ void EnablePassTimer();
 void DisablePassTimer();
 // Whether the CPU's counter (not clock_gettime) is the clock.
 bool PassTimerUsesCounter();
+
+// The duration the watched thread measured for the pass of run-loop state `state` (odd,
+// without the timed-mode bit), when it was timed and longer than the first slow-pass
+// threshold (16 ms) and its record was not reused since (the last kMeasuredPassSlots slow
+// passes are kept). Any thread.
+bool MeasuredPassNs(uint64_t state, uint64_t* ns);
+// How long the pass of state `state` has been running, by the pass clock, when it is still
+// the watched thread's current pass and is timed. Any thread.
+bool RunningPassNs(uint64_t state, uint64_t* ns);
 
 // Every pass counted since the process started (or forked from one that counted).
 PassHistogram ReadPassTimer();

@@ -68,6 +68,17 @@ StallMonitor::StallMonitor(const MonitorOptions& options,
           new symbols::FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]) {
   const uint64_t s = internal::RunLoopState(*run_loop_state_);
   initial_passes_ = (s + 1) / 2;
+  startup_state_ = (s & 1) != 0 ? s : 0;
+}
+
+HangPhase StallMonitor::PhaseOf(uint64_t state) const {
+  if (shutdown_pass_ != nullptr) {
+    // Pairs with the release fence of NoteProcessExit(), made before the pass ended: the end
+    // this monitor saw comes with the tag.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (shutdown_pass_->load(std::memory_order_relaxed) == state) return HangPhase::kShutdown;
+  }
+  return state == startup_state_ ? HangPhase::kStartup : HangPhase::kRun;
 }
 
 uint64_t StallMonitor::Effective(uint64_t now) const {
@@ -259,7 +270,15 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
   // see it and the first that did, to halfway between the last look that saw it running and
   // the first that did not; stopped time excluded.
   const uint64_t eff = Effective(now);
-  const uint64_t duration = eff > ended_before_ns ? eff - ended_before_ns : 0;
+  uint64_t duration = eff > ended_before_ns ? eff - ended_before_ns : 0;
+  // Better: what the watched thread measured, when it times its passes. A pass that ended was
+  // measured whole; one still running (the monitor stops) is measured up to now, unless its
+  // thread ended inside it (then the estimate of when is all there is).
+  uint64_t measured = 0;
+  const bool has_measure =
+      !still_running ? env_->MeasuredPassNs(tracked_state_, &measured)
+                     : ended_before_ns == 0 && env_->RunningPassNs(tracked_state_, &measured);
+  if (has_measure) duration = measured > pass_stopped_ns_ ? measured - pass_stopped_ns_ : 0;
   tracking_ = false;
   stats_->tracked_state.store(0, std::memory_order_relaxed);
   if (!still_running) {
@@ -278,6 +297,7 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
   HangSummary& s = hang_.summary;
   s.duration_ns = duration;
   s.stopped_ns = pass_stopped_ns_;
+  s.phase = PhaseOf(tracked_state_);
   uint64_t cpu_end = 0;
   if (cpu_start_known_ && env_->ThreadCpuNs(target_, &cpu_end) && cpu_end >= cpu_start_ns_) {
     // CPU is measured over the sighted part of the pass; its share applies to the estimate.

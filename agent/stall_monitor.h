@@ -6,12 +6,20 @@
 // when it wants to be called again; the thread around it (the watchdog thread in agent.cc,
 // sleeping in watchdog_sleep.h) only sleeps.
 //
-// Timing is the watchdog's alone (the main thread reads no clock): a pass began between the
-// last tick that did not see it and the first that did, and ended between the last tick that
-// saw it running and the first that did not; the monitor takes the midpoints, so a duration is
-// off by at most half a check interval at the start and half a sample interval at the end
-// (plus the watchdog's scheduling delays). All pass times (early sampling, threshold, timeline)
-// count from that estimated start, stopped time excluded.
+// Timing is the watchdog's (unless passes are timed, below, the main thread reads no clock): a
+// pass began between the last tick that did not see it and the first that did, and ended
+// between the last tick that saw it running and the first that did not; the monitor takes the
+// midpoints, so a duration is off by at most half a check interval at the start and half a
+// sample interval at the end (plus the watchdog's scheduling delays). All pass times (early
+// sampling, threshold, timeline) count from that estimated start, stopped time excluded.
+//
+// With passes timed (Config::time_every_pass) a hang's duration is the one the watched thread
+// measured (WatchdogEnv::MeasuredPassNs, for passes over 16 ms; RunningPassNs for a hang still
+// running when the monitor stops), stopped time excluded; the estimate is the fallback.
+//
+// Phases: the pass under way when the monitor was made (before the loop's first wait) is the
+// start-up pass; the one the watched thread was in when it called exit() or _exit() is the
+// shutdown pass (set_shutdown_pass); their hangs are tagged so (HangSummary::phase).
 //
 // Stopped time: when a tick comes much later than it was due (the whole process was stopped by
 // SIGSTOP or a debugger, or could not run), and the main thread's CPU clock did not advance
@@ -117,6 +125,11 @@ class StallMonitor {
     return {methods_.get(), num_methods_};
   }
 
+  // Where the run-loop state of the watched thread's shutdown pass appears (exit_flush.h's
+  // ShutdownPassState()), 0 until it exits. nullptr (default): no pass is a shutdown pass.
+  // Borrowed; set before the first Tick().
+  void set_shutdown_pass(const std::atomic<uint64_t>* state) { shutdown_pass_ = state; }
+
   bool in_hang() const { return declared_; }
   const HangData& open_hang() const { return hang_; }
 
@@ -137,6 +150,7 @@ class StallMonitor {
   // tolerance the process was stopped — the gap is excluded from the pass and counted as
   // stopped time — unless the main thread's CPU clock advanced through at least half of it.
   void AccountGap(uint64_t gap);
+  HangPhase PhaseOf(uint64_t state) const;
 
   const MonitorOptions options_;
   const std::atomic<uint64_t>* run_loop_state_;
@@ -151,6 +165,8 @@ class StallMonitor {
   unwind::CaptureBuffer buffer_;
   HangData hang_;
   symbols::CfiUnwinder* cfi_ = nullptr;
+  const std::atomic<uint64_t>* shutdown_pass_ = nullptr;
+  uint64_t startup_state_ = 0;  // the pass under way at construction (odd), 0 when none
   std::unique_ptr<uintptr_t[]> cfi_frames_;  // max_frames each, allocated once
   std::unique_ptr<symbols::FrameMethod[]> methods_;
   size_t num_methods_ = 0;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "agent/pass_timer.h"
 #include "unwind/thread_capture.h"
 
 namespace hangwatch::agent {
@@ -36,6 +37,14 @@ class WatchdogEnv {
   // neither, nor planned sleep, nor a bounded wait, the thread could not run at all: the
   // process was stopped. False when unavailable.
   virtual bool OwnSchedStat(uint64_t* cpu_ns, uint64_t* run_delay_ns) = 0;
+  // With Config::time_every_pass: the duration the watched thread measured for the pass of
+  // run-loop state `state` (pass_timer.h), and how long its current pass has run so far.
+  virtual bool MeasuredPassNs(uint64_t state, uint64_t* ns) {
+    return agent::MeasuredPassNs(state, ns);
+  }
+  virtual bool RunningPassNs(uint64_t state, uint64_t* ns) {
+    return agent::RunningPassNs(state, ns);
+  }
 };
 
 // The real thing: clock_gettime, /proc/self/task/TID/stat, /proc/self/status.

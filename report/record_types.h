@@ -52,6 +52,11 @@ inline constexpr std::string_view kClassBlocked = "blocked";
 inline constexpr std::string_view kClassMixed = "mixed";
 inline constexpr std::string_view kClassUnknown = "unknown";
 
+// The values of a hang's "phase" (HangPhase). Absent, or any other value, reads as "run".
+inline constexpr std::string_view kPhaseRun = "run";
+inline constexpr std::string_view kPhaseStartup = "startup";
+inline constexpr std::string_view kPhaseShutdown = "shutdown";
+
 // The JSON type of a top-level field's value, as a fast scanner sees it from its first bytes:
 // an integer (digits, optionally after '-'), any number, a string, a boolean, an object, an
 // array.
@@ -89,6 +94,7 @@ inline constexpr TopLevelField kHangFields[] = {
     {"failed_samples", ValueKind::kInteger, false},
     {"dropped_stacks", ValueKind::kInteger, false},
     {"fatal", ValueKind::kBoolean, false},
+    {"phase", ValueKind::kString, false},
     {"fingerprint", ValueKind::kString, false},
     {"signature", ValueKind::kString, false},
     {"culprit", ValueKind::kObject, false},  // or null

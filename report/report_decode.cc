@@ -170,7 +170,7 @@ bool ParseStack(const json& j, Stack* s, std::string* error) {
 
 bool ParseHang(const json& j, HangRecord* h, std::string* error) {
   Fields r{j, error};
-  std::string cls;
+  std::string cls, phase;
   if (!r.Int("pid", &h->pid) || !r.Int("tid", &h->tid) || !r.Str("process", &h->process, true) ||
       !r.Int("hang_id", &h->hang_id, true) || !r.Int("start_unix_ms", &h->start_unix_ms) ||
       !r.Int("duration_ms", &h->duration_ms) || !r.Int("cpu_ms", &h->cpu_ms) ||
@@ -183,9 +183,13 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       !r.Str("fingerprint", &h->fingerprint, true) || !r.Str("signature", &h->signature, true) ||
       !r.Str("process_name", &h->process_name, true) || !r.Str("host", &h->host, true) ||
       !r.Labels("labels", &h->labels) || !r.Int("dominant_stack", &h->dominant_stack, true) ||
-      !r.Bool("timeline_truncated", &h->timeline_truncated, true)) {
+      !r.Bool("timeline_truncated", &h->timeline_truncated, true) ||
+      !r.Str("phase", &phase, true)) {
     return false;
   }
+  h->phase = phase == kPhaseShutdown  ? HangPhase::kShutdown
+             : phase == kPhaseStartup ? HangPhase::kStartup
+                                      : HangPhase::kRun;
   h->hang_class = cls == kClassBusy      ? HangClass::kBusy
                   : cls == kClassBlocked ? HangClass::kBlocked
                   : cls == kClassMixed   ? HangClass::kMixed

@@ -384,6 +384,10 @@ std::string Encode(const HangRecord& r) {
   AppendUint(&o, r.dropped_stacks);
   Key(&o, "fatal");
   o.append(r.fatal ? "true" : "false");
+  if (r.phase != HangPhase::kRun) {  // absent: the run phase (and every file of older agents)
+    Key(&o, "phase");
+    AppendString(&o, HangPhaseName(r.phase));
+  }
   Key(&o, "fingerprint");
   AppendString(&o, r.fingerprint);
   Key(&o, "signature");

@@ -25,6 +25,30 @@ enum class HangClass : uint8_t {
 // "busy", "blocked", "mixed", "unknown".
 HANGWATCH_EXPORT const char* HangClassName(HangClass c);
 
+// When in the process's life the hang's pass ran. A pass that ends because the process exits
+// (exit() or _exit() called on the watched thread while the pass runs: the program's own
+// shutdown work) is kShutdown; the pass already under way when the agent started, before the
+// loop's first wait, is kStartup; every other one kRun. `hangwatch gate` and
+// `hangwatch run --fail-on-hang` judge run- and start-up-phase hangs, shutdown ones only with
+// --judge-shutdown.
+enum class HangPhase : uint8_t {
+  kRun = 0,
+  kStartup,
+  kShutdown,
+};
+// "run", "startup", "shutdown".
+constexpr const char* HangPhaseName(HangPhase p) {
+  switch (p) {
+    case HangPhase::kStartup:
+      return "startup";
+    case HangPhase::kShutdown:
+      return "shutdown";
+    case HangPhase::kRun:
+      break;
+  }
+  return "run";
+}
+
 // How the unwinder found a frame. The names are those of `hangwatch snapshot --json`.
 enum class FrameMethod : uint8_t {
   kUnknown = 0,       // not recorded
@@ -143,8 +167,11 @@ struct HangRecord {
   // Deployment labels (app version, build, region, ...): Config::labels, HANGWATCH_LABELS.
   std::map<std::string, std::string> labels;
   uint64_t hang_id = 0;       // sequence number within this process run
-  int64_t start_unix_ms = 0;  // wall clock when the pass was first seen busy
-  uint64_t duration_ms = 0;   // stopped / suspended time excluded
+  int64_t start_unix_ms = 0;  // wall clock when the watchdog first saw the pass running
+  // The pass's duration as the watched thread measured it when passes are timed
+  // (Config::time_every_pass, always under the preload shim), else the watchdog's estimate;
+  // stopped / suspended time excluded either way.
+  uint64_t duration_ms = 0;
   uint64_t cpu_ms = 0;
   uint32_t cpu_percent = 0;  // 0..100
   HangClass hang_class = HangClass::kUnknown;
@@ -155,7 +182,8 @@ struct HangRecord {
   uint32_t failed_samples = 0;
   uint32_t dropped_stacks = 0;  // samples whose stack did not fit in the stack table
   bool fatal = false;           // still open when the process died
-  std::string fingerprint;      // 16 hex digits, stable across runs of the same build
+  HangPhase phase = HangPhase::kRun;
+  std::string fingerprint;  // 16 hex digits, stable across runs of the same build
   // 16 hex digits over the function names of the top in-app frames of the dominant stack:
   // stable across builds (and machines) of the same code. Empty when no stack.
   std::string signature;

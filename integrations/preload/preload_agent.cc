@@ -174,15 +174,15 @@ void WokeUpEntry() { WokeUp(); }
 
 // From _exit()/_Exit(), any thread, maybe a signal handler: atomic loads and stores, a futex
 // wake and a bounded nanosleep poll (agent/exit_flush.h), lstat and unlink.
-void BeforeExit(int on_main_thread) {
-  // On the main thread the pass under way ends here: it is counted in the last interval.
-  if (on_main_thread != 0) AboutToWait();
+// FlushBeforeExit() ends the pass under way when it runs on the watched thread (a shutdown-phase
+// pass, counted in the last interval): `on_main_thread` is the loader's view of the same fact.
+void BeforeExit(int /*on_main_thread*/) {
   // The watchdog wrote the hang open now, if any: the open-hang file says nothing any more (a
   // prefork server's exited workers would otherwise leave one each in the run directory).
   if (agent::FlushBeforeExit()) RemoveOpenHangFile();
 }
 
-void StopAtExit() { Stop(); }
+void StopAtExit() { agent::StopAtProcessExit(); }
 
 const HangwatchPreloadAgent kEntries = {
     HANGWATCH_PRELOAD_ABI, Prepare,     SettingsFiles, Arm,

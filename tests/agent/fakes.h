@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "agent/stall_monitor.h"
@@ -34,6 +35,23 @@ class FakeEnv final : public WatchdogEnv {
   bool OwnSchedStat(uint64_t* cpu_ns, uint64_t* run_delay_ns) override {
     *cpu_ns = own_cpu;
     *run_delay_ns = run_delay;
+    return true;
+  }
+  // The watched thread's own pass timing (Config::time_every_pass), as the test scripts it:
+  // `measured` the duration of each ended pass by its state, `running_state` the pass under way
+  // since `running_since` (mono). Untimed (empty, 0) by default.
+  bool MeasuredPassNs(uint64_t state, uint64_t* ns) override {
+    for (const auto& [s, d] : measured) {
+      if (s == state) {
+        *ns = d;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool RunningPassNs(uint64_t state, uint64_t* ns) override {
+    if (running_state == 0 || state != running_state) return false;
+    *ns = mono - running_since;
     return true;
   }
 
@@ -69,6 +87,9 @@ class FakeEnv final : public WatchdogEnv {
   uint64_t own_cpu = 0;    // the watchdog's
   double cpu_rate = 1.0;
   bool debugger = false;
+  std::vector<std::pair<uint64_t, uint64_t>> measured;  // (run-loop state, ns)
+  uint64_t running_state = 0;
+  uint64_t running_since = 0;
 };
 
 // Returns `stack` (innermost first) for every capture, or `status` when it is not kOk.

@@ -3,6 +3,7 @@
 // against torn writes and foreign content.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +132,52 @@ void Corrupt(const std::string& path, size_t offset) {
   b ^= 0x5a;
   ASSERT_EQ(pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
   close(fd);
+}
+
+off_t FileSize(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? st.st_size : -1;
+}
+
+// Outside a hang the file holds nothing (0 bytes): a process that ends outside a hang, even
+// killed, leaves no hang and nothing of size (Xvfb under xvfb-run left a 726 KB file).
+TEST(OpenHangFileTest, EmptyOutsideAHang) {
+  const std::string path = TempPath("empty_outside");
+  agent::HangLimits limits;
+  std::string error;
+  auto file = agent::OpenHangFile::Create(path, limits, &error);
+  ASSERT_NE(file, nullptr) << error;
+  EXPECT_EQ(FileSize(path), 0) << "created, no hang open yet";
+  HangRecord r;
+  EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kNoOpenHang) << error;
+
+  agent::HangData hang(limits);
+  FillHang(&hang, 3);
+  file->Open(hang);
+  EXPECT_GT(FileSize(path), 0);
+  EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  file->Clear();
+  EXPECT_EQ(FileSize(path), 0) << "the hang closed";
+  EXPECT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kNoOpenHang) << error;
+
+  // A second hang in the same file, then the agent stops in it.
+  FillHang(&hang, 2);
+  file->Open(hang);
+  ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  EXPECT_EQ(r.timeline.size(), 2u);
+  file.reset();
+  EXPECT_EQ(FileSize(path), -1) << "removed at Stop()";
+}
+
+// The same through the agent: a running agent's file is empty while its thread idles.
+TEST(OpenHangFileTest, ARunningAgentsFileIsEmptyWhileIdle) {
+  const std::string path = TempPath("empty_running");
+  Config c = testing::TestConfig();
+  c.open_hang_path = path;
+  ASSERT_TRUE(Start(c).ok());
+  EXPECT_EQ(FileSize(path), 0);
+  Stop();
+  EXPECT_EQ(FileSize(path), -1);
 }
 
 TEST(OpenHangFileTest, RoundTripThenTornSampleLosesOnlyThatSampleAndLaterOnes) {

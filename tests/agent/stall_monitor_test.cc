@@ -50,8 +50,11 @@ MonitorOptions Options() {
 
 class Harness {
  public:
-  explicit Harness(MonitorOptions options = Options(), size_t ring_capacity = 8)
-      : sampler(&env),
+  // `initial_state`: the run-loop state when the monitor is made (odd: a pass under way).
+  explicit Harness(MonitorOptions options = Options(), size_t ring_capacity = 8,
+                   uint64_t initial_state = 0)
+      : state(initial_state),
+        sampler(&env),
         ring(ring_capacity, options.limits),
         monitor(options, &state, unwind::ThreadInfo{}, &sampler, &env, &normalizer, &ring,
                 &listener, &stats) {
@@ -85,13 +88,13 @@ class Harness {
     Run(30 * kMs);
   }
 
+  std::atomic<uint64_t> state{0};
   FakeEnv env;
   FakeSampler sampler;
   IdentityLeafNormalizer normalizer;
   HangRing ring;
   RecordingListener listener;
   MonitorStats stats;
-  std::atomic<uint64_t> state{0};
   StallMonitor monitor;
 
  private:
@@ -109,6 +112,80 @@ TEST(StallMonitorTest, IdleForeverIsNeverAHangAndNeverSampled) {
   h.Run(60'000 * kMs);
   EXPECT_EQ(h.listener.closed, 0);
   EXPECT_EQ(h.sampler.captures, 0);
+}
+
+// With passes timed, the hang's duration is what the watched thread measured (exact), not
+// the watchdog's estimate from its looks (off by up to half a check plus half a sample
+// interval); stopped time is still excluded.
+TEST(StallMonitorTest, ATimedPassGivesItsHangTheMeasuredDuration) {
+  Harness h;
+  h.Begin();
+  const uint64_t pass = h.state.load();
+  h.env.measured.emplace_back(pass, 304'567'891);  // what the watched thread measured
+  h.Run(300 * kMs);
+  h.End();
+  h.Run(30 * kMs);
+  auto hangs = Hangs(h.ring);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0]->summary.duration_ns, 304'567'891u);
+  EXPECT_EQ(hangs[0]->summary.phase, HangPhase::kRun);
+
+  // Untimed (nothing measured for it): the estimate, within the intervals of the truth.
+  h.Pass(300 * kMs);
+  hangs = Hangs(h.ring);
+  ASSERT_EQ(hangs.size(), 2u);
+  EXPECT_GE(hangs[0]->summary.duration_ns, 290 * kMs);
+  EXPECT_LE(hangs[0]->summary.duration_ns, 310 * kMs);
+
+  // A measured pass with a stop inside: the stopped time is not counted.
+  h.Begin();
+  h.env.measured.emplace_back(h.state.load(), 700 * kMs);  // 200 ms running + 500 ms stopped
+  h.Run(100 * kMs);
+  h.env.Stop(500 * kMs);
+  h.Run(100 * kMs);
+  h.End();
+  h.Run(30 * kMs);
+  hangs = Hangs(h.ring);
+  ASSERT_EQ(hangs.size(), 3u);
+  // The watchdog sees the stop from its late tick (to within a check interval).
+  EXPECT_GE(hangs[0]->summary.stopped_ns, 490 * kMs);
+  EXPECT_LE(hangs[0]->summary.stopped_ns, 500 * kMs);
+  EXPECT_EQ(hangs[0]->summary.duration_ns, 700 * kMs - hangs[0]->summary.stopped_ns);
+}
+
+// A hang still running when the monitor stops is measured up to then, when timed.
+TEST(StallMonitorTest, AHangStillRunningAtFinishIsMeasuredSoFar) {
+  Harness h;
+  h.Begin();
+  h.env.running_state = h.state.load();
+  h.env.running_since = h.env.mono - 3 * kMs;  // began 3 ms before the watchdog could see it
+  h.Run(400 * kMs);
+  h.monitor.Finish();
+  const auto hangs = Hangs(h.ring);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0]->summary.duration_ns, h.env.mono - h.env.running_since);
+}
+
+// The pass the watched thread was in when it exited is the shutdown pass; the one under way
+// when the monitor was made, the start-up pass; the others run-phase.
+TEST(StallMonitorTest, PhasesStartupRunAndShutdown) {
+  Harness h(Options(), 8, /*initial_state=*/1);  // a pass is under way: before the first wait
+  std::atomic<uint64_t> shutdown{0};
+  h.monitor.set_shutdown_pass(&shutdown);
+  h.Run(200 * kMs);
+  h.End();
+  h.Run(30 * kMs);
+  h.Pass(200 * kMs);
+  h.Begin();
+  h.Run(200 * kMs);
+  shutdown.store(h.state.load());  // exit() on the watched thread, inside this pass
+  h.End();
+  h.Run(30 * kMs);
+  const auto hangs = Hangs(h.ring);  // newest first
+  ASSERT_EQ(hangs.size(), 3u);
+  EXPECT_EQ(hangs[2]->summary.phase, HangPhase::kStartup);
+  EXPECT_EQ(hangs[1]->summary.phase, HangPhase::kRun);
+  EXPECT_EQ(hangs[0]->summary.phase, HangPhase::kShutdown);
 }
 
 TEST(StallMonitorTest, ShortPassesAreNotSampled) {

@@ -145,6 +145,28 @@ TEST(ReportCodec, HangCarriesHostAndLabels) {
   EXPECT_EQ(error, "field 'labels' is not an object of strings");
 }
 
+// "phase": written for the start-up and shutdown phases only; absent (older files, and the run
+// phase) and unknown values read as the run phase; not a string, the line is bad.
+TEST(ReportCodec, HangPhaseIsAdditive) {
+  const std::string minimal =
+      R"({"pid":1,"tid":1,"start_unix_ms":0,"duration_ms":1,"cpu_ms":0,"samples":0,"stacks":[])";
+  HangRecord out;
+  std::string error;
+  for (HangPhase p : {HangPhase::kRun, HangPhase::kStartup, HangPhase::kShutdown}) {
+    HangRecord in;
+    in.phase = p;
+    const std::string line = Encode(in);
+    EXPECT_EQ(line.find("\"phase\"") != std::string::npos, p != HangPhase::kRun) << line;
+    ASSERT_TRUE(DecodeHang(line, &out, &error)) << error;
+    EXPECT_EQ(out.phase, p) << line;
+  }
+  ASSERT_TRUE(DecodeHang(minimal + "}", &out, &error)) << error;
+  EXPECT_EQ(out.phase, HangPhase::kRun);
+  ASSERT_TRUE(DecodeHang(minimal + R"(,"phase":"teardown"})", &out, &error)) << error;
+  EXPECT_EQ(out.phase, HangPhase::kRun);
+  EXPECT_FALSE(DecodeHang(minimal + R"(,"phase":2})", &out, &error));
+}
+
 // Bytes that are not UTF-8 (a program path, argv[0], a label, a host name, a symbol) become
 // U+FFFD each (report/utf8.h): the line stays one JSON document any reader accepts. A line an
 // older agent wrote with the raw bytes is read with the same rule.

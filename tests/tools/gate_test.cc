@@ -145,6 +145,33 @@ TEST(GateVerdict, WithoutBaselineEveryHangIsNewAndFails) {
   EXPECT_TRUE(Has(v.violations[0].message, "new hang in Parse")) << v.violations[0].message;
 }
 
+// Shutdown-phase hangs (a pass the process's exit ended) are counted, not judged, unless
+// --judge-shutdown; a run-phase hang of the same signature is judged apart from them.
+TEST(GateVerdict, ShutdownPhaseHangsAreJudgedOnlyWhenAsked) {
+  Report r;
+  r.hangs = {Hang(kA, {"Drain", "main"}, 700), Hang(kA, {"Drain", "main"}, 300)};
+  r.hangs[0].phase = HangPhase::kShutdown;
+  GateVerdict v = ComputeVerdict(r, nullptr, {}, {});
+  EXPECT_EQ(v.shutdown_hangs, 1u);
+  ASSERT_EQ(v.new_hangs.size(), 1u) << "the run-phase one";
+  EXPECT_EQ(v.new_hangs[0].max_duration_ms, 300u);
+  EXPECT_FALSE(v.passed);
+
+  r.hangs.pop_back();
+  v = ComputeVerdict(r, nullptr, {}, {});
+  EXPECT_TRUE(v.passed);
+  EXPECT_TRUE(v.new_hangs.empty());
+  EXPECT_TRUE(Has(FormatGateText(v, 8), "1 shutdown-phase hang (")) << FormatGateText(v, 8);
+
+  GateBudgets judge;
+  judge.judge_shutdown = true;
+  v = ComputeVerdict(r, nullptr, {}, judge);
+  EXPECT_FALSE(v.passed);
+  EXPECT_EQ(v.shutdown_hangs, 0u);
+  ASSERT_EQ(v.new_hangs.size(), 1u);
+  EXPECT_EQ(v.new_hangs[0].max_duration_ms, 700u);
+}
+
 TEST(GateVerdict, BaselineSortsIntoNewKnownAndFixed) {
   Report r;
   r.hangs = {Hang(kA, {"Parse", "main"}, 300), Hang(kB, {"Render", "main"}, 400)};
@@ -450,6 +477,35 @@ TEST(GateReader, ScanAgreesWithTheDecoderOnMutatedCorpusLines) {
   }
   EXPECT_GT(hangs, 10u);
   EXPECT_GT(checked, 5000u);
+}
+
+// A signature's shutdown-phase hangs are tallied apart from its others: the longest of each is
+// decoded, so that leaving the shutdown ones unjudged leaves the others whole.
+TEST(GateReader, TalliesShutdownPhaseHangsApart) {
+  testing::TempDir dir;
+  const std::string path = dir / "r.jsonl";
+  HangRecord shutdown = Hang(kA, {"Parse", "main"}, 900);
+  shutdown.phase = HangPhase::kShutdown;
+  testing::WriteFile(path, report::Encode(Hang(kA, {"Parse", "main"}, 100)) + "\n" +
+                               report::Encode(shutdown) + "\n" +
+                               report::Encode(Hang(kA, {"Parse", "main"}, 200)) + "\n");
+  Report r;
+  std::vector<HangTally> tallies;
+  size_t lag_records = 0;
+  std::string error;
+  ASSERT_TRUE(ReadReportsForGate({path}, &r, &tallies, &lag_records, &error)) << error;
+  ASSERT_EQ(r.hangs.size(), 2u);
+  EXPECT_EQ(r.hangs[0].phase, HangPhase::kRun);
+  EXPECT_EQ(r.hangs[0].duration_ms, 200u);
+  EXPECT_EQ(tallies[0].count, 2u);
+  EXPECT_EQ(r.hangs[1].phase, HangPhase::kShutdown);
+  EXPECT_EQ(r.hangs[1].duration_ms, 900u);
+  EXPECT_EQ(tallies[1].count, 1u);
+  const GateVerdict v = ComputeVerdict(r, tallies, lag_records, nullptr, {}, {}, {});
+  EXPECT_EQ(v.shutdown_hangs, 1u);
+  ASSERT_EQ(v.new_hangs.size(), 1u);
+  EXPECT_EQ(v.new_hangs[0].count, 2u);
+  EXPECT_EQ(v.new_hangs[0].max_duration_ms, 200u);
 }
 
 TEST(GateReader, TalliesHangsPerSignatureAndDecodesTheLongest) {

@@ -49,11 +49,36 @@ TEST(ReportFormats, TextHasTheSectionsOfAHangReport) {
   EXPECT_TRUE(Has(t, "      2  #0  libc.so.6")) << t;
   EXPECT_TRUE(Has(t, "Load(int)  a.cc:12")) << t;
   EXPECT_TRUE(Has(t, "Other stacks")) << t;
-  EXPECT_TRUE(Has(t, "Timeline")) << t;
+  // What the watchdog saw of this blocked pass: never "first seen busy".
+  EXPECT_TRUE(Has(t, "Timeline of the blocked pass (ms since it began;")) << t;
+  EXPECT_FALSE(Has(t, "busy")) << t;
+  EXPECT_TRUE(Has(t, "Phase:            run\n")) << t << "no \"phase\" in the file: the run phase";
   EXPECT_TRUE(Has(t, "Thread state:     ? 25%, D 25%, S 50%")) << t;
   EXPECT_TRUE(Has(t, "Binary Images:")) << t;
   EXPECT_TRUE(Has(t, "<aa>  /lib/libc.so.6")) << t;
   EXPECT_TRUE(Has(t, "Start-up stall:   /usr/bin/x [7] took 3100 ms")) << t;
+}
+
+// The timeline's header names what the watchdog saw of the pass (the hang's class), and the
+// header the phase; the summary line says when a hang is not of the run phase.
+TEST(ReportFormats, TimelineHeaderAndPhaseFollowTheHang) {
+  Report r = Load("small_fatal.jsonl");
+  ASSERT_EQ(r.hangs.size(), 1u);
+  r.hangs.push_back(r.hangs[0]);
+  r.hangs[1].hang_class = HangClass::kBusy;
+  r.hangs[1].phase = HangPhase::kShutdown;
+  r.hangs.push_back(r.hangs[0]);
+  r.hangs[2].hang_class = HangClass::kUnknown;
+  r.hangs[2].phase = HangPhase::kStartup;
+  const std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t, "Timeline of the blocked pass (ms since it began;")) << t;
+  EXPECT_TRUE(Has(t, "Timeline of the busy pass (ms since it began;")) << t;
+  EXPECT_TRUE(Has(t, "Timeline of the pass (ms since it began;")) << t;
+  EXPECT_TRUE(Has(t, "Phase:            shutdown (a pass the process's exit ended)")) << t;
+  EXPECT_TRUE(Has(t, "Phase:            startup (before the run loop's first wait)")) << t;
+  const std::string s = FormatSummary(r, 8);
+  EXPECT_TRUE(Has(s, "hangwatch: FATAL shutdown-phase 412 ms hang in")) << s;
+  EXPECT_TRUE(Has(s, "hangwatch: FATAL startup-phase 412 ms hang in")) << s;
 }
 
 TEST(ReportFormats, PerFrameCountsFollowTheDominantPath) {

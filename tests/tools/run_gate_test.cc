@@ -30,6 +30,59 @@ CommandResult RunStall(const std::vector<std::string>& flags, const std::string&
   return RunCommand(argv);
 }
 
+// stall_program stalling on its way out (`mode` "exit": main returns after the stall, "_exit":
+// it calls _exit()), under `hangwatch run` with `flags`.
+CommandResult RunStallAtExit(const std::vector<std::string>& flags, const std::string& mode) {
+  std::vector<std::string> argv = {kCli, "run", "--threshold-ms", "100", "--sample-ms", "10"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"--", STALL_PROGRAM, "0", "500", mode});
+  return RunCommand(argv);
+}
+
+// A pass the process's exit ends is its own shutdown work: a shutdown-phase hang, shown
+// everywhere, judged by --fail-on-hang and the gate only with --judge-shutdown (gunicorn's
+// master reported its graceful shutdown as a hang and failed --fail-on-hang).
+TEST(RunShutdownPhase, AStallOnTheWayOutFailsOnlyWithJudgeShutdown) {
+  for (const std::string mode : {"exit", "_exit"}) {
+    SCOPED_TRACE(mode);
+    TempDir dir;
+    const std::string report = dir / "r.jsonl";
+    const auto run = RunStallAtExit({"--fail-on-hang", "--report", report}, mode);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_TRUE(Has(run.err, "1 of them in the shutdown phase")) << run.err;
+    EXPECT_TRUE(Has(run.err, "shutdown-phase ")) << run.err;
+    tools::Report r;
+    std::string error;
+    ASSERT_TRUE(tools::ReadReportFile(report, &r, &error)) << error;
+    ASSERT_EQ(r.hangs.size(), 1u) << ReadFile(report);
+    EXPECT_EQ(r.hangs[0].phase, HangPhase::kShutdown);
+    EXPECT_GE(r.hangs[0].duration_ms, 500u) << "measured by the process: the whole stall";
+    EXPECT_TRUE(Has(ReadFile(report), "\"phase\":\"shutdown\"")) << ReadFile(report);
+    ASSERT_FALSE(r.lags.empty());
+
+    const auto judged = RunStallAtExit({"--fail-on-hang", "--judge-shutdown"}, mode);
+    EXPECT_EQ(judged.exit_code, 3) << judged.err;
+
+    // The gate on the report: the same rule.
+    const auto gate = RunCommand({kCli, "gate", report});
+    EXPECT_EQ(gate.exit_code, 0) << gate.out << gate.err;
+    EXPECT_TRUE(Has(gate.out, "1 shutdown-phase hang (")) << gate.out;
+    const auto gate_json = RunCommand({kCli, "gate", "--format", "json", report});
+    EXPECT_TRUE(Has(gate_json.out, "\"shutdown_hangs\": 1")) << gate_json.out;
+    const auto gate_judged = RunCommand({kCli, "gate", "--judge-shutdown", report});
+    EXPECT_EQ(gate_judged.exit_code, 3) << gate_judged.out << gate_judged.err;
+    const auto text = RunCommand({kCli, "report", report});
+    EXPECT_TRUE(Has(text.out, "Phase:            shutdown")) << text.out;
+  }
+}
+
+// The same stall inside the loop is a run-phase hang: --fail-on-hang fails.
+TEST(RunShutdownPhase, TheSameStallInTheLoopStillFails) {
+  const auto run = RunStall({"--fail-on-hang"}, "0", "500");
+  EXPECT_EQ(run.exit_code, 3) << run.err;
+  EXPECT_FALSE(Has(run.err, "shutdown")) << run.err;
+}
+
 TEST(RunGate, BaselineMakesTheStallKnownAndTheRunPasses) {
   TempDir dir;
   // The baseline: an earlier run of the same stall.

@@ -50,6 +50,9 @@ const char kGateFlagsUsage[] =
     "                     exceed N ms\n"
     "  --max-slow-passes MS:N   at most N passes longer than MS ms (16, 33, 50, 100, 250,\n"
     "                     500, 1000); repeatable\n"
+    "  --judge-shutdown   judge shutdown-phase hangs too (a pass the process's exit ended:\n"
+    "                     its own shutdown work, \"phase\": \"shutdown\"); without it they\n"
+    "                     are counted, never fail the gate\n"
     "  --markdown FILE    append a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)\n"
     "  --github           print GitHub Actions annotations (::error file=...,line=...::) at\n"
     "                     the source line of each new hang's culprit\n";
@@ -114,6 +117,9 @@ void AddGateFlags(FlagParser* parser, bool baseline_lists, GateOptions* options)
     options->gating = true;
     return "";
   });
+  // Not a gating flag by itself: `hangwatch run --fail-on-hang` honours it without the gate's
+  // verdict.
+  parser->Switch({"--judge-shutdown"}, [options] { options->budgets.judge_shutdown = true; });
   parser->String({"--junit"}, &options->junit);
   parser->Value({"--markdown"}, [options](const std::string& v) {
     options->markdown = v;

@@ -156,6 +156,10 @@ std::string FormatGateText(const GateVerdict& v, size_t max_listed) {
     out += Plural(v.startup_stalls, "start-up stall", "start-up stalls") +
            " (not judged by the gate; see hangwatch report)\n";
   }
+  if (v.shutdown_hangs > 0) {
+    out += Plural(v.shutdown_hangs, "shutdown-phase hang", "shutdown-phase hangs") +
+           " (the process's own exit; not judged without --judge-shutdown)\n";
+  }
   if (v.lag) {
     const LagFigures& f = v.lag->figures;
     out += "lag: " + Plural(f.passes, "pass", "passes") + " in " +
@@ -248,6 +252,7 @@ std::string FormatGateJson(const GateVerdict& v) {
     j["lag"] = nullptr;
   }
   j["startup_stalls"] = v.startup_stalls;
+  j["shutdown_hangs"] = v.shutdown_hangs;
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 

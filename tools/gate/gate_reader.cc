@@ -260,13 +260,13 @@ const char* ScanRecord(const char* p, const char* e, ScannedLine* out) {
     const char* value_end = SkipValue(p, e);
     if (value_end == nullptr) return nullptr;
     const std::string_view value(p, static_cast<size_t>(value_end - p));
-    if (key == "type" || key == "signature") {
+    if (key == "type" || key == "signature" || key == "phase") {
       std::string_view v;
       if (*p == '"' && RawString(p, value_end, &v)) {
-        (key == "type" ? out->type : out->signature) = v;
+        (key == "type" ? out->type : key == "signature" ? out->signature : out->phase) = v;
       }
       if (key == "type") out->has_type = true;
-      if (key == "signature") typed &= *p == '"';
+      if (key == "signature" || key == "phase") typed &= *p == '"';
     } else if (key == "format_version") {
       out->this_version = value == "1";
     } else if (!CheckHangField(key, value, &seen, &next_field)) {
@@ -476,7 +476,11 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
       // rules; everything else goes to the decoder, which decides by the same rules.
       if ((!s.has_type || s.type == report::kHangType) && s.this_version && s.hang_fields_ok &&
           !s.signature.empty() && s.has_duration) {
-        auto [it, inserted] = index.try_emplace(std::string(s.signature), entries.size());
+        // Shutdown-phase hangs are tallied apart (the gate may leave them unjudged); the
+        // decoder reads any other phase as "run", so they share a tally.
+        std::string key(s.signature);
+        if (s.phase == report::kPhaseShutdown) key += "/shutdown";
+        auto [it, inserted] = index.try_emplace(std::move(key), entries.size());
         if (inserted) entries.emplace_back(std::string(s.signature), Tally{});
         Tally& t = entries[it->second].second;
         if (t.tally.count == 0 || s.duration_ms > t.max_duration_ms) {

@@ -31,6 +31,7 @@ struct ScannedLine {
   std::string_view type;       // "" when absent (a hang: files of the first agents), not a
                                // string or with escapes
   std::string_view signature;  // "" when absent; raw (a value with escapes is not taken)
+  std::string_view phase;      // "" when absent (the run phase); raw, as `signature`
   bool has_duration = false;
   uint64_t duration_ms = 0;
   // "format_version" absent or 1 (report/record_types.h); false also when it is anything else.
@@ -47,10 +48,10 @@ struct ScannedLine {
 bool ScanRecordLine(std::string_view line, ScannedLine* out);
 
 // Reads report files (JSON Lines or open-hang files) into *out, whose hangs are one record per
-// signature (the longest) followed by every hang without a signature, with *tallies parallel
-// to out->hangs. The lag records are added together into out->lags[0] as they are read;
-// *lag_records counts them. False with a one-line *error for a file that is missing,
-// unreadable, or has content but no valid record.
+// signature and phase (shutdown or not: the gate judges them apart; the longest) followed by every
+// hang without a signature, with *tallies parallel to out->hangs. The lag records are added
+// together into out->lags[0] as they are read; *lag_records counts them. False with a one-line
+// *error for a file that is missing, unreadable, or has content but no valid record.
 bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
                         std::vector<HangTally>* tallies, size_t* lag_records, std::string* error);
 

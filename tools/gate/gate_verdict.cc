@@ -155,12 +155,13 @@ const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std
 }
 
 std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
-                                  const std::vector<HangTally>& tallies) {
+                                  const std::vector<HangTally>& tallies, bool skip_shutdown) {
   std::vector<HangGroup> groups;
   std::unordered_map<std::string, size_t> index;
   index.reserve(hangs.size() / 8 + 16);
   for (size_t k = 0; k < hangs.size(); ++k) {
     const HangRecord& h = hangs[k];
+    if (skip_shutdown && h.phase == HangPhase::kShutdown) continue;
     std::string computed;
     if (h.signature.empty() && h.dominant() != nullptr) {
       computed = report::HangSignature(h.stacks, report::HangCulprit(h.stacks));
@@ -191,6 +192,16 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
   return groups;
 }
 
+size_t CountShutdownHangs(const std::vector<HangRecord>& hangs) {
+  return static_cast<size_t>(std::count_if(hangs.begin(), hangs.end(), [](const HangRecord& h) {
+    return h.phase == HangPhase::kShutdown;
+  }));
+}
+
+void RemoveShutdownHangs(std::vector<HangRecord>* hangs) {
+  std::erase_if(*hangs, [](const HangRecord& h) { return h.phase == HangPhase::kShutdown; });
+}
+
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* baseline,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
   return ComputeVerdict(report, {}, 0, baseline, {}, allow, budgets);
@@ -204,8 +215,15 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   v.budgets = budgets;
   v.has_baseline = baseline != nullptr;
   v.startup_stalls = report.startup_stalls.size();
+  if (!budgets.judge_shutdown) {
+    for (size_t k = 0; k < report.hangs.size(); ++k) {
+      if (report.hangs[k].phase != HangPhase::kShutdown) continue;
+      v.shutdown_hangs += report_tallies.empty() ? 1 : report_tallies[k].count;
+    }
+  }
 
-  std::vector<HangGroup> current = GroupHangs(report.hangs, report_tallies);
+  std::vector<HangGroup> current =
+      GroupHangs(report.hangs, report_tallies, /*skip_shutdown=*/!budgets.judge_shutdown);
   std::unordered_set<std::string> in_baseline, seen;
   std::vector<HangGroup> before;
   if (baseline != nullptr) {

@@ -9,6 +9,9 @@
 //     duration), --max-hangs (how many such hangs, records counted); without either, every new
 //     hang that is not allowed fails the gate. Known and allowed hangs never fail it: they are
 //     listed;
+//   - hangs of the shutdown phase (a pass that ended because the process exited: the program's
+//     own shutdown work, "phase": "shutdown") are not judged unless --judge-shutdown: they are
+//     counted (GateVerdict::shutdown_hangs);
 //   - lag budgets judge the pass durations of all lag records added together: --max-p99-ms
 //     and --max-slow-passes MS:N.
 #ifndef HANGWATCH_TOOLS_GATE_VERDICT_H_
@@ -54,6 +57,8 @@ struct GateBudgets {
   std::optional<double> max_p99_ms;     // the merged p99 pass duration
   // (index into kSlowPassThresholdsMs, N): more than N passes longer than that many ms fail.
   std::vector<std::pair<int, uint64_t>> max_slow_passes;
+  // --judge-shutdown: shutdown-phase hangs are judged like the others (else only counted).
+  bool judge_shutdown = false;
 
   bool HasHangBudget() const { return max_hang_ms.has_value() || max_hangs.has_value(); }
   bool HasLagBudget() const { return max_p99_ms.has_value() || !max_slow_passes.empty(); }
@@ -84,9 +89,11 @@ struct HangTally {
 
 // Groups hangs by signature (a hang without one gets it computed from its dominant stack when
 // it has one, as RefreshHangIdentity does), in order of first appearance. `tallies`: empty
-// (each hang is one record) or one per hang.
+// (each hang is one record) or one per hang. `skip_shutdown`: shutdown-phase hangs are left
+// out.
 std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
-                                  const std::vector<HangTally>& tallies = {});
+                                  const std::vector<HangTally>& tallies = {},
+                                  bool skip_shutdown = false);
 
 struct GateViolation {
   std::string kind;  // "new_hang", "hang_duration", "hang_count", "p99", "slow_passes", "no_lag"
@@ -111,6 +118,8 @@ struct GateVerdict {
   std::optional<LagSummary> lag;  // when the reports had lag records
   GateBudgets budgets;
   size_t startup_stalls = 0;  // listed, never judged
+  // Records of shutdown-phase hangs left unjudged (0 with --judge-shutdown, which judges them).
+  size_t shutdown_hangs = 0;
 };
 
 // `baseline`: the hangs of earlier reports (nullptr: no baseline, every hang is new). The
@@ -127,6 +136,10 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
                            size_t lag_records, const std::vector<HangRecord>* baseline,
                            const std::vector<HangTally>& baseline_tallies,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
+
+// How many of `hangs` are of the shutdown phase (HangPhase::kShutdown); takes them out.
+size_t CountShutdownHangs(const std::vector<HangRecord>& hangs);
+void RemoveShutdownHangs(std::vector<HangRecord>* hangs);
 
 // "16 ms" style durations for messages: integers without decimals, else one or two decimals.
 std::string FormatMs(double ms);

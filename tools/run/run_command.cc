@@ -71,7 +71,8 @@ constexpr char kUsage[] =
     "  --report FILE      append the hangs to FILE as JSON Lines (see hangwatch report); a\n"
     "                     FILE that did not exist is not left empty when nothing was watched\n"
     "  --fail-on-hang     exit 3 when a hang (or a start-up stall) was seen, 4 when nothing\n"
-    "                     was watched\n"
+    "                     was watched; a hang in the shutdown phase (a pass the process's\n"
+    "                     exit ended) only with --judge-shutdown (below)\n"
     "  --junit FILE       write JUnit XML: one test case per hang fingerprint, or with the\n"
     "                     gate flags below one per signature (an error when nothing was\n"
     "                     watched)\n"
@@ -94,7 +95,8 @@ constexpr char kUsage[] =
     "Gate flags: with any of these, the run's report is judged as by hangwatch gate (its\n"
     "verdict on stderr): exit 3 when the gate fails (whatever hangs --fail-on-hang alone would\n"
     "count), 4 when nothing was watched, otherwise COMMAND's status. A lag budget fails the\n"
-    "gate when the run wrote no lag records. --baseline takes one file and is repeatable.\n";
+    "gate when the run wrote no lag records. --baseline takes one file and is repeatable.\n"
+    "--judge-shutdown (alone, not a gate flag) also applies to --fail-on-hang.\n";
 
 constexpr char kUsageTail[] =
     "\n"
@@ -336,6 +338,7 @@ struct RunState {
   LaunchLog log;
   Report report;  // what the run appended to the report, and the fatal hangs
   size_t lost_hangs = 0;
+  size_t unjudged_shutdown_hangs = 0;  // shutdown-phase hangs, without --judge-shutdown
   std::vector<const LaunchProcess*> still_running;
   std::vector<int64_t> locked;  // pids whose open-hang file is locked (alive)
   bool keep_dir = false;
@@ -478,8 +481,13 @@ void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* 
   for (WatchedProcess& w : run->watched) {
     w.running = w.start_time != 0 ? IsAlive(w.pid, w.start_time) : is_live(w.pid);
   }
-  run->stalled =
-      !run->report.hangs.empty() || !run->report.startup_stalls.empty() || run->lost_hangs > 0;
+  // Shutdown-phase hangs (the process's own exit) are shown, judged only with --judge-shutdown:
+  // by --fail-on-hang here, by the gate's verdict with gate flags.
+  if (!o.gate.budgets.judge_shutdown) {
+    run->unjudged_shutdown_hangs = CountShutdownHangs(run->report.hangs);
+  }
+  run->stalled = run->report.hangs.size() > run->unjudged_shutdown_hangs ||
+                 !run->report.startup_stalls.empty() || run->lost_hangs > 0;
   run->none_watched = run->watched.empty();
 }
 
@@ -505,10 +513,16 @@ int Judge(const RunOptions& o, const GateInputs& gate_inputs, RunState* run) {
 
 // "N hangs in COMMAND" or "no hangs", the summary and the processes watched.
 void PrintHangs(const RunOptions& o, const RunState& run) {
-  if (run.stalled) {
+  if (run.stalled || run.unjudged_shutdown_hangs > 0) {
     const size_t hangs = run.report.hangs.size() + run.lost_hangs;
     std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n", hangs,
                  hangs == 1 ? "" : "s", EscapeForTerminal(run.command).c_str(), o.threshold_ms);
+    if (const size_t n = run.unjudged_shutdown_hangs; n > 0) {
+      std::fprintf(stderr,
+                   "hangwatch run: %zu of them in the shutdown phase (a pass the process's exit "
+                   "ended): not judged without --judge-shutdown\n",
+                   n);
+    }
     const std::string summary = FormatSummary(run.report, 16);
     std::fwrite(summary.data(), 1, summary.size(), stderr);
   } else {
@@ -519,7 +533,7 @@ void PrintHangs(const RunOptions& o, const RunState& run) {
   }
   const std::string list = FormatWatched(run.watched);
   std::fwrite(list.data(), 1, list.size(), stderr);
-  if (run.stalled && !run.own_report) {
+  if ((run.stalled || run.unjudged_shutdown_hangs > 0) && !run.own_report) {
     std::fprintf(stderr, "hangwatch run: details: hangwatch report %s\n",
                  EscapeForTerminal(o.report_path).c_str());
   }
@@ -607,10 +621,13 @@ void PrintSummary(const RunOptions& o, int result, RunState* run) {
 void WriteOutputs(const RunOptions& o, const RunState& run) {
   const GateOptions& gate = o.gate;
   if (!gate.junit.empty()) {
+    // The hangs --fail-on-hang judges: shutdown-phase ones only with --judge-shutdown.
+    Report judged = run.report;
+    if (!gate.budgets.judge_shutdown) RemoveShutdownHangs(&judged.hangs);
     WriteJunit(gate.junit, run.none_watched ? FormatJunitError(run.suite, "not-watched",
                                                                run.not_watched, run.elapsed)
                            : gate.gating    ? FormatGateJunit(run.verdict, run.suite, run.elapsed)
-                                            : FormatJunit(run.report, run.suite, run.elapsed));
+                                            : FormatJunit(judged, run.suite, run.elapsed));
   }
   if (!gate.gating) return;
   if (!gate.markdown.empty()) {

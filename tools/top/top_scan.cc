@@ -201,6 +201,7 @@ uint32_t ReadField(std::string_view key, value v, bool want_labels, TopHang* out
   if (key == "stopped_ms") return *ok = IsUnsigned64(v), kHangOptional;
   if (key == "dominant_stack") return *ok = IsInt64(v), kHangOptional;
   if (key == "timeline_truncated") return *ok = IsType(v, json_type::boolean), kHangOptional;
+  if (key == "phase") return *ok = IsType(v, json_type::string), kHangOptional;
   if (key == "timeline" || key == "modules") {
     return *ok = IsType(v, json_type::array), kHangOptional;
   }

@@ -46,17 +46,33 @@ inline uint64_t RunLoopState(const std::atomic<uint64_t>& state) noexcept {
   return state.load(std::memory_order_relaxed) & ~kRunLoopTimedBit;
 }
 
+// The measured duration of one slow pass, keyed by the pass's run-loop state (odd, without
+// kRunLoopTimedBit; unique for the life of the process), so that the watchdog can give a hang
+// the duration the watched thread measured rather than its own estimate. Written by the
+// watched thread only, as a sequence lock: `state` 0, `ns`, then `state`.
+struct MeasuredPass {
+  std::atomic<uint64_t> state{0};
+  std::atomic<uint64_t> ns{0};
+};
+// Slots of the last slow passes, by pass number: the watchdog reads its pass's slot within a
+// tick of the pass's end, before this many more slow passes can reuse it.
+inline constexpr int kMeasuredPassSlots = 8;
+
 struct PassTimer {
   std::atomic<uint32_t> clock{kPassClockOff};  // set by Start() on the watched thread
   uint64_t ns_per_tick_q32 = 0;                // nanoseconds = ticks * this / 2^32
-  uint64_t begin = 0;                          // ticks at BeginWork(); the watched thread's
+  // Ticks at BeginWork(); written by the watched thread, read by the watchdog for a pass still
+  // running when the process exits (relaxed: a plain load and store).
+  std::atomic<uint64_t> begin{0};
   std::atomic<uint64_t> busy_ns{0};
   std::atomic<uint64_t> slow[kSlowPassThresholds] = {};
   std::atomic<uint64_t> counts[pass_histogram::kBuckets] = {};
+  MeasuredPass measured[kMeasuredPassSlots];
 };
 HANGWATCH_EXPORT extern PassTimer g_pass_timer;
 
-// Counts a pass longer than the first slow-pass threshold (out of line: rare).
+// Counts a pass longer than the first slow-pass threshold (out of line: rare), and keeps its
+// duration for the watchdog (MeasuredPass).
 HANGWATCH_EXPORT void RecordSlowPass(uint64_t ns) noexcept;
 
 inline uint64_t ReadPassClock(uint32_t clock) noexcept {
@@ -80,7 +96,7 @@ __extension__ typedef unsigned __int128 PassTimerU128;
 // The pass that began at g_pass_timer.begin ended at `now` (ticks).
 inline void RecordPass(uint64_t now) noexcept {
   PassTimer& t = g_pass_timer;
-  const int64_t ticks = static_cast<int64_t>(now - t.begin);
+  const int64_t ticks = static_cast<int64_t>(now - t.begin.load(std::memory_order_relaxed));
   // A counter read on another CPU may be a little behind: such a pass took no time.
   const uint64_t ns =
       ticks <= 0
@@ -101,7 +117,7 @@ inline uint64_t TimedBegin(uint64_t state) noexcept {
   if (clock == kPassClockOff) return state & ~kRunLoopTimedBit;
   const uint64_t now = ReadPassClock(clock);
   if ((state & 1) != 0) RecordPass(now);
-  g_pass_timer.begin = now;
+  g_pass_timer.begin.store(now, std::memory_order_relaxed);
   return state;
 }
 

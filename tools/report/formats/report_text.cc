@@ -66,6 +66,13 @@ void AppendHeader(std::string* out, const HangRecord& h) {
   Appendf(out, "CPU:              %llu ms (%u%%)\n", static_cast<unsigned long long>(h.cpu_ms),
           h.cpu_percent);
   Appendf(out, "Class:            %s\n", HangClassName(h.hang_class));
+  if (h.phase == HangPhase::kShutdown) {
+    out->append("Phase:            shutdown (a pass the process's exit ended)\n");
+  } else if (h.phase == HangPhase::kStartup) {
+    out->append("Phase:            startup (before the run loop's first wait)\n");
+  } else {
+    out->append("Phase:            run\n");
+  }
   Appendf(out, "Samples:          %u every %u ms (%u failed, %u not stored), %zu unique stacks\n",
           h.samples, h.sample_interval_ms, h.failed_samples, h.dropped_stacks, h.stacks.size());
 }
@@ -112,9 +119,12 @@ void AppendOtherStacks(std::string* out, const HangRecord& h) {
 // One row per tenth of the hang: the scheduler states and stacks seen in it.
 void AppendTimeline(std::string* out, const HangRecord& h) {
   if (h.timeline.empty()) return;
-  out->append(
-      "\nTimeline (ms since the pass was first seen busy; state letters per sample, "
-      "stack ids):\n");
+  // What the watchdog saw is the hang's class: a blocked hang was never "busy".
+  const char* what = h.hang_class == HangClass::kUnknown ? "" : HangClassName(h.hang_class);
+  Appendf(out,
+          "\nTimeline of the %s%spass (ms since it began; state letters per sample, "
+          "stack ids):\n",
+          what, *what != '\0' ? " " : "");
   const uint32_t end = std::max<uint32_t>(h.timeline.back().t_ms + 1, 1);
   const uint32_t step = std::max<uint32_t>((end + 9) / 10, 1);
   size_t i = 0;
@@ -246,9 +256,13 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
   AppendStartupStalls(&out, report);
   for (const HangRecord& h : report.hangs) {
     Appendf(&out,
-            "hangwatch: %s%llu ms hang in %s [%lld]%s%s, %s, CPU %u%%, %u samples, "
+            "hangwatch: %s%s%llu ms hang in %s [%lld]%s%s, %s, CPU %u%%, %u samples, "
             "fingerprint %s\n",
-            h.fatal ? "FATAL " : "", static_cast<unsigned long long>(h.duration_ms),
+            h.fatal ? "FATAL " : "",
+            h.phase == HangPhase::kShutdown  ? "shutdown-phase "
+            : h.phase == HangPhase::kStartup ? "startup-phase "
+                                             : "",
+            static_cast<unsigned long long>(h.duration_ms),
             ProcessName(h.process_name, h.process).c_str(), static_cast<long long>(h.pid),
             HangCulprit(h).empty() ? "" : " at ",
             HangCulprit(h).empty() ? "" : CulpritLabel(HangCulprit(h)).c_str(),
