@@ -93,7 +93,10 @@ void ReportScan(benchmark::State& state, const FdDescription& d) {
   state.counters["peers"] = d.peers.count;
 }
 
-void BM_DescribeFd(benchmark::State& state, int which) {
+// `which`: 0 Unix socket, 1 loopback TCP, 2 pipe, 3 regular file. `first_sample`: the caches
+// are cleared before each call (the first sample of a hang: a full /proc scan); else the
+// holders found by the first call are only checked (the next samples).
+void BM_DescribeFd(benchmark::State& state, int which, bool first_sample) {
   PeerChild child;
   char path[] = "/tmp/hangwatch-cause-bench.XXXXXX";
   const int file = mkstemp(path);
@@ -102,6 +105,7 @@ void BM_DescribeFd(benchmark::State& state, int which) {
   auto scratch = std::make_unique<FdPeerScratch>();
   FdDescription d;
   for (auto _ : state) {
+    if (first_sample) hangwatch::cause::ForgetPeers(scratch.get());
     DescribeFd(0, fds[which], ScanBudget{}, scratch.get(), &d);
     benchmark::DoNotOptimize(d);
   }
@@ -154,7 +158,7 @@ hangwatch::unwind::TaskSyscall ReadSyscall(pid_t tid) {
 }
 
 // The blocked sample, with or without the cause of its wait (its syscall line, then the
-// descriptor and its peer).
+// descriptor and its peer): the next samples of a hang (the caches hold the peer).
 void BM_BlockedSample(benchmark::State& state, bool with_cause) {
   PeerChild child;
   BlockedReader reader(child.unix_fd, false);
@@ -215,10 +219,13 @@ void BM_KernelWait(benchmark::State& state) {
 
 BENCHMARK_CAPTURE(BM_BlockedSample, plain, false)->Name("BM_BlockedSample/plain");
 BENCHMARK_CAPTURE(BM_BlockedSample, with_fd_peer, true)->Name("BM_BlockedSample/with_fd_peer");
-BENCHMARK_CAPTURE(BM_DescribeFd, unix_peer, 0)->Name("BM_DescribeFd/unix_peer");
-BENCHMARK_CAPTURE(BM_DescribeFd, tcp_loopback, 1)->Name("BM_DescribeFd/tcp_loopback");
-BENCHMARK_CAPTURE(BM_DescribeFd, pipe, 2)->Name("BM_DescribeFd/pipe");
-BENCHMARK_CAPTURE(BM_DescribeFd, regular_file, 3)->Name("BM_DescribeFd/regular_file");
+BENCHMARK_CAPTURE(BM_DescribeFd, unix_first, 0, true)->Name("BM_DescribeFd/unix_peer/first");
+BENCHMARK_CAPTURE(BM_DescribeFd, unix_next, 0, false)->Name("BM_DescribeFd/unix_peer/next");
+BENCHMARK_CAPTURE(BM_DescribeFd, tcp_first, 1, true)->Name("BM_DescribeFd/tcp_loopback/first");
+BENCHMARK_CAPTURE(BM_DescribeFd, tcp_next, 1, false)->Name("BM_DescribeFd/tcp_loopback/next");
+BENCHMARK_CAPTURE(BM_DescribeFd, pipe_first, 2, true)->Name("BM_DescribeFd/pipe/first");
+BENCHMARK_CAPTURE(BM_DescribeFd, pipe_next, 2, false)->Name("BM_DescribeFd/pipe/next");
+BENCHMARK_CAPTURE(BM_DescribeFd, regular_file, 3, false)->Name("BM_DescribeFd/regular_file");
 BENCHMARK(BM_DescribeWaitFdsPoll);
 BENCHMARK(BM_SchedSnapshot);
 BENCHMARK(BM_KernelWait);

@@ -110,18 +110,53 @@ void IdentifyOtherSocket(const ScanBudget& budget, FdPeerScratch* scratch, FdDes
   d->kind = FdKind::kSocket;
 }
 
-// The peer socket's inode of a Unix socket (0: none), and the path to show.
-uint64_t UnixPeer(FdPeerScratch* scratch, FdDescription* d) {
+// The cached sock_diag answers for this socket, or nullptr.
+const PeerIdentityCache::Entry* CachedIdentity(FdPeerScratch* scratch, const FdDescription& d) {
+  for (const PeerIdentityCache::Entry& e : scratch->identities.entries) {
+    if (e.used && e.inode == d.inode && e.dev == d.dev && e.kind == d.kind) return &e;
+  }
+  return nullptr;
+}
+
+void RememberIdentity(FdPeerScratch* scratch, const FdDescription& d, uint64_t peer_socket) {
+  if (peer_socket == 0 || d.peer_is_listener) return;
+  PeerIdentityCache& c = scratch->identities;
+  PeerIdentityCache::Entry& e = c.entries[c.next++ % (sizeof c.entries / sizeof c.entries[0])];
+  e.used = true;
+  e.inode = d.inode;
+  e.dev = d.dev;
+  e.kind = d.kind;
+  e.peer_socket = peer_socket;
+  e.peer_inode = d.peer_inode;
+  std::memcpy(e.socket_path, d.socket_path, sizeof e.socket_path);
+}
+
+// The peer socket's inode of a Unix socket (0: none), and the path to show. A connection the
+// server has not accepted yet has a peer without an inode: then the listener it is queued on.
+uint64_t UnixPeer(const ScanBudget& budget, FdPeerScratch* scratch, FdDescription* d) {
+  if (const PeerIdentityCache::Entry* e = CachedIdentity(scratch, *d)) {
+    std::memcpy(d->socket_path, e->socket_path, sizeof d->socket_path);
+    d->peer_inode = e->peer_inode;
+    return e->peer_socket;
+  }
   UnixSocketInfo self_info;
   if (!QueryUnixSocket(d->inode, &scratch->diag, &self_info)) return 0;
   std::memcpy(d->socket_path, self_info.path, sizeof d->socket_path);
   d->peer_inode = self_info.peer_inode;
-  if (d->peer_inode != 0 && d->socket_path[0] == '\0') {
-    UnixSocketInfo peer_info;
-    if (QueryUnixSocket(d->peer_inode, &scratch->diag, &peer_info)) {
+  UnixSocketInfo peer_info;
+  if (d->peer_inode == 0 && self_info.state == TCP_ESTABLISHED &&
+      FindUnixListenerOf(d->inode, budget, &scratch->diag, &peer_info)) {
+    d->peer_is_listener = true;
+    d->peer_inode = peer_info.inode;
+    if (d->socket_path[0] == '\0')
       std::memcpy(d->socket_path, peer_info.path, sizeof d->socket_path);
-    }
+    return d->peer_inode;
   }
+  if (d->peer_inode != 0 && d->socket_path[0] == '\0' &&
+      QueryUnixSocket(d->peer_inode, &scratch->diag, &peer_info)) {
+    std::memcpy(d->socket_path, peer_info.path, sizeof d->socket_path);
+  }
+  RememberIdentity(scratch, *d, d->peer_inode);
   return d->peer_inode;
 }
 
@@ -129,10 +164,12 @@ uint64_t UnixPeer(FdPeerScratch* scratch, FdDescription* d) {
 uint64_t InetPeer(FdPeerScratch* scratch, FdDescription* d) {
   d->loopback = d->remote.family != 0 && d->remote.port != 0 && IsLoopback(d->remote);
   if (!d->loopback) return 0;
+  if (const PeerIdentityCache::Entry* e = CachedIdentity(scratch, *d)) return e->peer_socket;
   const uint8_t protocol = d->kind == FdKind::kTcp ? IPPROTO_TCP : IPPROTO_UDP;
   InetSocketInfo peer;
   if (LookupInetSocket(protocol, d->remote, d->local, &scratch->diag, &peer) && peer.inode != 0) {
     d->peer_is_listener = peer.state == TCP_LISTEN || protocol == IPPROTO_UDP;
+    RememberIdentity(scratch, *d, peer.inode);
     return peer.inode;
   }
   // Connected but not accepted yet: its server socket holds no descriptor; the listener does.
@@ -195,9 +232,17 @@ uint64_t Identify(const ScanBudget& budget, FdPeerScratch* scratch, FdDescriptio
   if (d->kind != FdKind::kSocket) return 0;
   const bool own = d->pid == 0 || d->pid == getpid();
   if (!own || !IdentifyOwnSocket(d)) IdentifyOtherSocket(budget, scratch, d);
-  if (d->kind == FdKind::kUnixSocket) return UnixPeer(scratch, d);
+  if (d->kind == FdKind::kUnixSocket) return UnixPeer(budget, scratch, d);
   if (d->kind == FdKind::kTcp || d->kind == FdKind::kUdp) return InetPeer(scratch, d);
   return 0;
+}
+
+// The description whose peer list is `peers`.
+FdDescription* OwnerOf(FdDescription* out, size_t count, PeerList* peers) {
+  for (size_t i = 0; i < count; ++i) {
+    if (&out[i].peers == peers) return &out[i];
+  }
+  return out;
 }
 
 }  // namespace
@@ -232,6 +277,11 @@ const char* FdKindName(FdKind kind) {
   return "unknown";
 }
 
+void ForgetPeers(FdPeerScratch* scratch) {
+  scratch->cache.Clear();
+  scratch->identities = PeerIdentityCache{};
+}
+
 void DescribeFds(FdDescription* out, size_t count, const ScanBudget& budget,
                  FdPeerScratch* scratch) {
   HolderQuery queries[kMaxScanQueries];
@@ -259,15 +309,30 @@ void DescribeFds(FdDescription* out, size_t count, const ScanBudget& budget,
           std::snprintf(link, 32, "socket:[%llu]", static_cast<unsigned long long>(peer_socket)));
       q.link = link;
       q.exclude_fd = -1;  // another socket: every holder is a peer
+      q.first_holder_enough = true;
     } else {
       continue;
     }
     ++query_count;
   }
-  if (query_count == 0) return;
-  const ScanStats stats = FindHolders(out[0].pid, queries, query_count, budget, &scratch->holders);
-  for (size_t i = 0; i < count; ++i) {
-    if (out[i].kind != FdKind::kUnknown) out[i].scan = stats;
+  // Holders remembered from an earlier scan and still holding the file need no scan.
+  HolderQuery pending[kMaxScanQueries];
+  size_t pending_count = 0;
+  for (size_t i = 0; i < query_count; ++i) {
+    ScanStats cached;
+    FdDescription* d = OwnerOf(out, count, queries[i].out);
+    if (scratch->cache.Lookup(queries[i], &scratch->holders, &cached)) {
+      d->scan = cached;
+    } else {
+      pending[pending_count++] = queries[i];
+    }
+  }
+  if (pending_count == 0) return;
+  const ScanStats stats =
+      FindHolders(out[0].pid, pending, pending_count, budget, &scratch->holders);
+  for (size_t i = 0; i < pending_count; ++i) {
+    OwnerOf(out, count, pending[i].out)->scan = stats;
+    scratch->cache.Store(pending[i], stats);
   }
 }
 

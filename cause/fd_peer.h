@@ -58,28 +58,54 @@ struct FdDescription {
   // Unix socket: its bound path, else its peer's (a client socket is unbound; the server end
   // carries the listener's path); '@' starts an abstract name.
   char socket_path[108] = {};
-  uint64_t peer_inode = 0;  // Unix socket: the peer socket's inode (0: not connected/unknown)
+  uint64_t peer_inode = 0;  // Unix socket: the peer socket's inode, the listener's while the
+                            // connection is not accepted (0: not connected/unknown)
 
   // TCP/UDP: the two ends, and the state (linux/tcp.h numbering: 1 established, 10 listen).
   InetEndpoint local;
   InetEndpoint remote;
   uint8_t tcp_state = 0;
   bool loopback = false;          // the remote end is on this machine (127/8, ::1)
-  bool peer_is_listener = false;  // the process found listens there; the connection is not
-                                  // accepted yet (or its peer socket is not held by any fd)
+  bool peer_is_listener = false;  // TCP/UDP/Unix: the process found listens there; the
+                                  // connection is not accepted yet (its peer socket has no fd)
 
   // Pipe/FIFO: the other processes holding it (the waiting descriptor itself excluded; a
-  // process holding both ends shows too). Unix socket / loopback TCP or UDP: the process(es)
-  // holding the peer socket, or listening. Empty when unknown; see `scan`.
+  // process holding both ends shows too), up to kMaxPeers. Unix socket / loopback TCP or UDP:
+  // the first process found holding the peer socket, or listening (the scan stops there).
+  // Empty when unknown; see `scan`.
   PeerList peers;
   ScanStats scan;  // how far the /proc scan went (complete false: a bound stopped it)
 };
 
-// Memory for DescribeFd / DescribeWaitFds, allocated once (about 50 KiB); one call at a time.
+// What sock_diag said about the sockets described lately, by their inode: a connected socket's
+// peer does not change, so the next samples of the same hang skip the netlink queries. Not
+// kept while the peer is a listener (the connection is not accepted yet). Fixed size.
+struct PeerIdentityCache {
+  struct Entry {
+    bool used = false;
+    uint64_t inode = 0;  // the described socket
+    uint64_t dev = 0;
+    FdKind kind = FdKind::kUnknown;
+    uint64_t peer_socket = 0;  // the inode whose holders are the peers
+    uint64_t peer_inode = 0;   // FdDescription::peer_inode
+    char socket_path[108] = {};
+  };
+  Entry entries[8];
+  uint32_t next = 0;
+};
+
+// Memory for DescribeFd / DescribeWaitFds, allocated once (about 60 KiB); one call at a time.
+// The two caches make the next samples of a hang cheap (one readlink per peer instead of a
+// /proc scan); ForgetPeers clears them: call it when a hang starts.
 struct FdPeerScratch {
   HolderScanBuffers holders;
   SockDiagBuffer diag;
+  HolderCache cache;
+  PeerIdentityCache identities;
 };
+
+// Clears the scratch's caches.
+void ForgetPeers(FdPeerScratch* scratch);
 
 // Describes descriptor `fd` of process `pid` (0: this process). Returns false (and
 // out->kind kUnknown, out->error set) when /proc/PID/fd/FD cannot be read.

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "unwind/proc_files.h"
@@ -111,7 +112,8 @@ class Scan {
 
   bool AllFull() const {
     for (size_t i = 0; i < count_; ++i) {
-      if (queries_[i].out->count < kMaxPeers) return false;
+      const HolderQuery& q = queries_[i];
+      if (q.out->count < (q.first_holder_enough ? 1 : kMaxPeers)) return false;
     }
     return true;
   }
@@ -146,6 +148,52 @@ void ReadProcessName(pid_t pid, char (&name)[16]) {
     return;
   }
   if (name[n - 1] == '\n') name[n - 1] = '\0';
+}
+
+bool HolderCache::Lookup(const HolderQuery& q, HolderScanBuffers* buffers, ScanStats* stats) {
+  for (Entry& e : entries_) {
+    if (!e.used || e.link_size != q.link_size || std::memcmp(e.link, q.link, q.link_size) != 0) {
+      continue;
+    }
+    for (uint8_t i = 0; i < e.peers.count; ++i) {
+      const PeerProcess& p = e.peers.peers[i];
+      char path[64];
+      char leaf[32];
+      std::snprintf(leaf, sizeof leaf, "fd/%d", p.fd);
+      unwind::ProcPath(p.pid, leaf, path, sizeof path);
+      const ssize_t n = readlink(path, buffers->link, sizeof buffers->link);
+      if (n != static_cast<ssize_t>(q.link_size) || std::memcmp(buffers->link, q.link, n) != 0) {
+        e.used = false;  // that holder let go: scan again
+        return false;
+      }
+    }
+    *q.out = e.peers;
+    *stats = e.stats;
+    stats->cached = true;
+    return true;
+  }
+  return false;
+}
+
+void HolderCache::Store(const HolderQuery& q, const ScanStats& stats) {
+  if (!stats.complete || q.out->count == 0 || q.link_size >= sizeof entries_[0].link) return;
+  Entry* slot = nullptr;
+  for (Entry& e : entries_) {
+    if (e.used && e.link_size == q.link_size && std::memcmp(e.link, q.link, q.link_size) == 0) {
+      slot = &e;
+    }
+  }
+  if (slot == nullptr) slot = &entries_[next_++ % (sizeof entries_ / sizeof entries_[0])];
+  slot->used = true;
+  std::memcpy(slot->link, q.link, q.link_size);
+  slot->link_size = q.link_size;
+  slot->peers = *q.out;
+  slot->stats = stats;
+}
+
+void HolderCache::Clear() {
+  for (Entry& e : entries_) e.used = false;
+  next_ = 0;
 }
 
 ScanStats FindHolders(pid_t first_pid, HolderQuery* queries, size_t query_count,

@@ -41,6 +41,10 @@ struct HolderQuery {
   pid_t exclude_pid = 0;    // this descriptor of this process is the waiting one: not a peer
   int exclude_fd = -1;      // (exclude_pid: a real pid, not 0)
   PeerList* out = nullptr;  // filled; must be empty on entry
+  // Stop looking for this file at its first holder: a connected socket's peer is held by one
+  // process (or by a family of forked ones); a pipe's other end may be held by a parent that
+  // did not close it as well as by the real writer, so pipes look for every holder.
+  bool first_holder_enough = false;
 };
 
 // Memory for one scan, allocated once by the caller.
@@ -51,10 +55,36 @@ struct HolderScanBuffers {
 };
 
 // Looks for every query's file in the fd directories of `first_pid` (0: this process), then of
-// every process in /proc. Stops early when every query has kMaxPeers holders or a bound of
-// `budget` is reached. Returns what it went through.
+// every process in /proc. Stops early when every query has its holders (kMaxPeers, or one when
+// first_holder_enough) or a bound of `budget` is reached. Returns what it went through.
 ScanStats FindHolders(pid_t first_pid, HolderQuery* queries, size_t query_count,
                       const ScanBudget& budget, HolderScanBuffers* buffers);
+
+// Where the holders of recently looked-for files were found, so that the next samples of the
+// same hang check them (one readlink each) instead of scanning /proc again: the full scan costs
+// milliseconds on a machine with a hundred processes (bench/cause_bench.cc). Only complete
+// scans that found holders are kept. A process that started holding the file after the scan is
+// not seen until Clear(): clear it when a hang starts. Fixed size, no allocation.
+class HolderCache {
+ public:
+  // Fills *q.out from the cache when every remembered holder still holds the file, and returns
+  // true; false (q.out untouched, the entry dropped) otherwise.
+  bool Lookup(const HolderQuery& q, HolderScanBuffers* buffers, ScanStats* stats);
+  // Remembers the holders found for q (q.out) by a scan that went through `stats`.
+  void Store(const HolderQuery& q, const ScanStats& stats);
+  void Clear();
+
+ private:
+  struct Entry {
+    bool used = false;
+    char link[256] = {};
+    size_t link_size = 0;
+    PeerList peers;
+    ScanStats stats;
+  };
+  Entry entries_[8];
+  uint32_t next_ = 0;
+};
 
 // The comm of process `pid` into name (16 bytes, NUL-terminated; "" when unreadable).
 void ReadProcessName(pid_t pid, char (&name)[16]);

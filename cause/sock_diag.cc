@@ -9,6 +9,7 @@
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -123,6 +124,20 @@ bool ExactLookup(uint8_t protocol, const InetEndpoint& src, const InetEndpoint& 
   return found;
 }
 
+// A UNIX_DIAG_NAME attribute into out->path; an abstract name (leading NUL) is shown with '@'
+// for each NUL, as ss shows it.
+void CopyUnixName(const rtattr* a, UnixSocketInfo* out) {
+  const size_t payload = RTA_PAYLOAD(a);
+  const size_t n = payload < sizeof out->path - 1 ? payload : sizeof out->path - 1;
+  std::memcpy(out->path, RTA_DATA(a), n);
+  out->path[n] = '\0';
+  if (n > 0 && out->path[0] == '\0') {
+    for (size_t i = 0; i < n; ++i) {
+      if (out->path[i] == '\0') out->path[i] = '@';
+    }
+  }
+}
+
 }  // namespace
 
 bool QueryUnixSocket(uint64_t inode, SockDiagBuffer* buf, UnixSocketInfo* out) {
@@ -159,15 +174,58 @@ bool QueryUnixSocket(uint64_t inode, SockDiagBuffer* buf, UnixSocketInfo* out) {
         std::memcpy(&peer, RTA_DATA(a), sizeof peer);
         out->peer_inode = peer;
       } else if (a->rta_type == UNIX_DIAG_NAME && payload > 0) {
-        const size_t n = payload < sizeof out->path - 1 ? payload : sizeof out->path - 1;
-        std::memcpy(out->path, RTA_DATA(a), n);
-        if (out->path[0] == '\0') out->path[0] = '@';  // abstract: shown as ss shows it
-        for (size_t i = 1; i < n; ++i) {
-          if (out->path[i] == '\0' && out->path[0] == '@') out->path[i] = '@';
-        }
-        out->path[n] = '\0';
+        CopyUnixName(a, out);
       }
     }
+    found = true;
+    return false;
+  });
+  return found;
+}
+
+bool FindUnixListenerOf(uint64_t client_inode, const ScanBudget& budget, SockDiagBuffer* buf,
+                        UnixSocketInfo* out) {
+  struct {
+    nlmsghdr header;
+    unix_diag_req req;
+  } r{};
+  r.header.nlmsg_len = sizeof r;
+  r.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  r.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  r.req.sdiag_family = AF_UNIX;
+  r.req.udiag_states = 1u << TCP_LISTEN;
+  r.req.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_ICONS;
+  DiagSocket s;
+  if (!s.Send(&r, sizeof r)) return false;
+  const int64_t deadline = MonotonicNs() + budget.max_ns;
+  uint32_t seen = 0;
+  bool found = false;
+  s.ForEachReply(buf, true, [&](const nlmsghdr* h) {
+    if (++seen > budget.max_sockets || ((seen & 255) == 0 && MonotonicNs() > deadline)) {
+      return false;
+    }
+    if (h->nlmsg_len < NLMSG_LENGTH(sizeof(unix_diag_msg))) return true;
+    const auto* m = static_cast<const unix_diag_msg*>(NLMSG_DATA(h));
+    int attr_len = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
+    bool queued_here = false;
+    const rtattr* name = nullptr;
+    for (auto* a = reinterpret_cast<rtattr*>(const_cast<unix_diag_msg*>(m) + 1);
+         RTA_OK(a, attr_len); a = RTA_NEXT(a, attr_len)) {
+      if (a->rta_type == UNIX_DIAG_NAME) name = a;
+      if (a->rta_type != UNIX_DIAG_ICONS) continue;
+      const size_t n = RTA_PAYLOAD(a) / sizeof(uint32_t);
+      for (size_t i = 0; i < n; ++i) {
+        uint32_t ino;
+        std::memcpy(&ino, static_cast<const char*>(RTA_DATA(a)) + i * sizeof ino, sizeof ino);
+        queued_here |= ino == client_inode;
+      }
+    }
+    if (!queued_here) return true;
+    *out = UnixSocketInfo{};
+    out->inode = m->udiag_ino;
+    out->type = m->udiag_type;
+    out->state = m->udiag_state;
+    if (name != nullptr) CopyUnixName(name, out);
     found = true;
     return false;
   });

@@ -51,6 +51,12 @@ struct SockDiagBuffer {
 // netlink refused).
 bool QueryUnixSocket(uint64_t inode, SockDiagBuffer* buf, UnixSocketInfo* out);
 
+// The listening Unix socket whose accept queue holds the connection of client socket
+// `client_inode` (a connection not accepted yet has a peer without an inode), from a dump of
+// the listeners (UDIAG_SHOW_ICONS), bounded by budget. False when none was found.
+bool FindUnixListenerOf(uint64_t client_inode, const ScanBudget& budget, SockDiagBuffer* buf,
+                        UnixSocketInfo* out);
+
 // The TCP or UDP socket (`protocol`) with this inode, searched in the IPv4 then IPv6 tables,
 // at most budget.max_sockets entries and budget.max_ns. False when not found; *complete is
 // false when a bound stopped the search.

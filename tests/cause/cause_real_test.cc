@@ -100,6 +100,10 @@ class SlowServerTest : public ::testing::Test {
     while (tid == 0) std::this_thread::yield();
     unwind::TaskSyscall call;
     EXPECT_TRUE(testing::WaitForSyscall(0, tid, nrs, &call));
+    // The server took the request and sleeps on it: the connection is accepted.
+    unwind::TaskSyscall server_call;
+    EXPECT_TRUE(testing::WaitForSyscall(server_->pid(), server_->pid(),
+                                        {SYS_clock_nanosleep, SYS_nanosleep}, &server_call));
     return call;
   }
   void TearDown() override {

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,8 +152,62 @@ TEST_F(FdPeerTest, LoopbackTcpNamesTheChildThatAcceptedAndTheListenerBefore) {
   const std::string s = Summary(d_);
   EXPECT_NE(s.find("tcp 127.0.0.1:"), std::string::npos) << s;
   EXPECT_NE(s.find("-> 127.0.0.1:" + std::to_string(ntohs(addr.sin_port))), std::string::npos) << s;
+  // The next sample: sock_diag's answer and the holder are remembered, the holder checked.
+  ASSERT_TRUE(DescribeFd(0, client, budget_, scratch_.get(), &d_));
+  EXPECT_TRUE(d_.scan.cached);
+  ASSERT_EQ(d_.peers.count, 1) << Summary(d_);
+  EXPECT_EQ(d_.peers.peers[0].pid, child.pid());
+  EXPECT_EQ(Summary(d_), s);
   close(client);
   close(accepted[1]);
+}
+
+TEST_F(FdPeerTest, UnixConnectionNamesTheListenerUntilAcceptedThenTheAcceptingChild) {
+  char dir[] = "/tmp/hangwatch-cause.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/server.sock";
+  const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  int go[2];
+  ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
+  PeerChild child("unix-server", [&] {
+    char c;
+    (void)!read(go[0], &c, 1);
+    (void)!accept(listener, nullptr, nullptr);
+  });
+  close(listener);
+  close(go[0]);
+  const int client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_TRUE(DescribeFd(0, client, budget_, scratch_.get(), &d_)) << Summary(d_);
+  EXPECT_EQ(d_.kind, FdKind::kUnixSocket);
+  EXPECT_EQ(d_.socket_path, path);
+  EXPECT_TRUE(d_.peer_is_listener) << Summary(d_);
+  ASSERT_EQ(d_.peers.count, 1) << Summary(d_);
+  EXPECT_EQ(d_.peers.peers[0].pid, child.pid());
+  EXPECT_NE(Summary(d_).find(", listener " + std::to_string(child.pid())), std::string::npos)
+      << Summary(d_);
+
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  scratch_->cache.Clear();
+  // (While accept() moves it, the connection is briefly on neither side: asked again.)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    ASSERT_TRUE(DescribeFd(0, client, budget_, scratch_.get(), &d_));
+  } while ((d_.peer_is_listener || d_.peers.count == 0) &&
+           std::chrono::steady_clock::now() < deadline);
+  EXPECT_FALSE(d_.peer_is_listener) << Summary(d_);
+  EXPECT_EQ(d_.socket_path, path);  // the accepted socket carries the listener's name
+  ASSERT_EQ(d_.peers.count, 1) << Summary(d_);
+  EXPECT_EQ(d_.peers.peers[0].pid, child.pid());
+  close(client);
+  close(go[1]);
+  unlink(path.c_str());
+  rmdir(dir);
 }
 
 TEST_F(FdPeerTest, RegularFileGivesItsPath) {
@@ -188,6 +243,29 @@ TEST_F(FdPeerTest, DeadProcessIsUnknown) {
   EXPECT_NE(d_.error, 0);
   EXPECT_FALSE(DescribeFd(-5, 0, budget_, scratch_.get(), &d_));
   EXPECT_EQ(d_.error, ESRCH);
+}
+
+TEST_F(FdPeerTest, HoldersFoundOnceAreVerifiedNotRescannedUntilTheyLetGo) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  auto child = std::make_unique<PeerChild>("pipe-writer", [&] { close(p[0]); });
+  const pid_t child_pid = child->pid();
+  close(p[1]);
+  ASSERT_TRUE(DescribeFd(0, p[0], budget_, scratch_.get(), &d_));
+  EXPECT_FALSE(d_.scan.cached);
+  ASSERT_EQ(d_.peers.count, 1);
+  // The next sample: the same holder, checked with one readlink.
+  ASSERT_TRUE(DescribeFd(0, p[0], budget_, scratch_.get(), &d_));
+  EXPECT_TRUE(d_.scan.cached);
+  ASSERT_EQ(d_.peers.count, 1);
+  EXPECT_EQ(d_.peers.peers[0].pid, child_pid);
+  // The writer died: the remembered holder no longer holds the pipe, so /proc is scanned again.
+  child.reset();
+  ASSERT_TRUE(DescribeFd(0, p[0], budget_, scratch_.get(), &d_));
+  EXPECT_FALSE(d_.scan.cached);
+  EXPECT_EQ(d_.peers.count, 0) << Summary(d_);
+  EXPECT_NE(Summary(d_).find("peer process not found"), std::string::npos) << Summary(d_);
+  close(p[0]);
 }
 
 TEST_F(FdPeerTest, BudgetCutsTheScanAndSaysSo) {
