@@ -83,9 +83,18 @@ TEST_F(FdPeerTest, FifoNamesTheChildHoldingIt) {
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string fifo = std::string(dir) + "/fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  PeerChild child("fifo-writer", [&] { (void)!open(fifo.c_str(), O_WRONLY); });
-  const int fd = open(fifo.c_str(), O_RDONLY | O_CLOEXEC);  // returns once the child opened it
+  int opened[2];
+  ASSERT_EQ(pipe2(opened, O_CLOEXEC), 0);
+  PeerChild child("fifo-writer", [&] {
+    (void)!open(fifo.c_str(), O_WRONLY);
+    (void)!write(opened[1], "o", 1);  // its descriptor is in its table now
+  });
+  const int fd = open(fifo.c_str(), O_RDONLY | O_CLOEXEC);  // returns once the child opens it
   ASSERT_GE(fd, 0);
+  char c;
+  ASSERT_EQ(read(opened[0], &c, 1), 1);
+  close(opened[0]);
+  close(opened[1]);
   ASSERT_TRUE(DescribeFd(0, fd, budget_, scratch_.get(), &d_)) << Summary(d_);
   EXPECT_EQ(d_.kind, FdKind::kFifo);
   EXPECT_EQ(d_.path, fifo);
