@@ -277,6 +277,34 @@ TEST_F(FdPeerTest, HoldersFoundOnceAreVerifiedNotRescannedUntilTheyLetGo) {
   close(p[0]);
 }
 
+// Another user's process: its /proc/PID/fd cannot be read. Run as nobody in a child (as root),
+// the description is unknown with EACCES, and a pipe's holder scan counts the unreadable
+// processes instead of failing.
+TEST_F(FdPeerTest, UnreadableProcEntriesAreUnknownAndCounted) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to another user";
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child == 0) {
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(10);
+    FdDescription d;
+    if (DescribeFd(parent, 0, budget_, scratch_.get(), &d)) _exit(11);
+    if (d.kind != FdKind::kUnknown || d.error != EACCES) _exit(12);
+    // Its own pipe: described; the other processes (root's) are unreadable.
+    if (!DescribeFd(0, p[0], budget_, scratch_.get(), &d)) _exit(13);
+    if (d.kind != FdKind::kPipe || d.scan.unreadable == 0) _exit(14);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setresuid, 11-12: another user's descriptor, "
+                                       "13-14: its own pipe";
+  close(p[0]);
+  close(p[1]);
+}
+
 TEST_F(FdPeerTest, BudgetCutsTheScanAndSaysSo) {
   int p[2];
   ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);

@@ -205,7 +205,8 @@ TEST(SchedPressure, ChildInACpuLimitedCgroupIsThrottled) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     probe->Take(child, &after);
     p = Compare(before, after);
-  } while (!p.throttled && std::chrono::steady_clock::now() < deadline);
+    // (The throttled time is added when a throttled period ends: wait for that too.)
+  } while ((!p.throttled || p.throttled_usec == 0) && std::chrono::steady_clock::now() < deadline);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   rmdir(dir.c_str());
