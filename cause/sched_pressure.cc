@@ -177,8 +177,8 @@ void SchedProbe::Init(pid_t pid) {
   char path[64];
   unwind::ProcPath(pid, "cgroup", path, sizeof path);
   if (unwind::ReadProcFile(path, cgroup, sizeof cgroup) <= 0) return;
-  static char mountinfo[65536];  // Init only, on one thread: kept off the stack
-  if (unwind::ReadProcFile("/proc/self/mountinfo", mountinfo, sizeof mountinfo) <= 0) return;
+  char* mountinfo = mountinfo_;
+  if (unwind::ReadProcFile("/proc/self/mountinfo", mountinfo, sizeof mountinfo_) <= 0) return;
   for (bool v2 : {true, false}) {
     const char* rel = CgroupPathOf(cgroup, v2, "cpu");
     char mount[256];

@@ -59,6 +59,7 @@ struct SchedSnapshot {
   PsiResource cpu, memory, io;  // machine-wide
 };
 
+// About 72 KiB: allocate it once (not on a small stack).
 class SchedProbe {
  public:
   // Finds the cpu.stat of process `pid`'s cgroup (0: this process). Call once, before Take.
@@ -73,6 +74,7 @@ class SchedProbe {
   bool cgroup_v1_ = false;  // cpu.stat in v1 has throttled_time (ns), not throttled_usec
   char cpu_stat_path_[512] = {};
   char text_[4096];
+  char mountinfo_[65536];  // Init only
   alignas(8) char dents_[4096];
 };
 

@@ -64,6 +64,10 @@ bool ReadPoll(pid_t pid, const unwind::TaskSyscall& call, WaitFdsScratch* s, Wai
                           : static_cast<int64_t>(static_cast<int32_t>(call.args[2]));
   if (out->timeout_ms < -1) out->timeout_ms = ppoll ? -2 : -1;
   if (nfds == 0) return true;
+  if (nfds > (1u << 20)) {  // more than RLIMIT_NOFILE can be: not a pollfd count
+    errno = EINVAL;
+    return false;
+  }
   const size_t n = nfds < 256 ? nfds : 256;
   if (!ReadMemory(pid, call.args[0], s->polls, n * sizeof(pollfd))) return false;
   for (size_t i = 0; i < n; ++i) {

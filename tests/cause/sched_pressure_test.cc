@@ -252,9 +252,9 @@ TEST(SchedPressureBadInput, DeadThreadGivesEmptySnapshots) {
   EXPECT_FALSE(p.has_faults);
   KernelWait w;
   EXPECT_FALSE(ReadKernelWait(0, 99'999'999, &w));
-  SchedProbe other;
-  other.Init(99'999'999);  // no such process: no cgroup, still usable
-  EXPECT_STREQ(other.cpu_stat_path(), "");
+  auto other = std::make_unique<SchedProbe>();
+  other->Init(99'999'999);  // no such process: no cgroup, still usable
+  EXPECT_STREQ(other->cpu_stat_path(), "");
 }
 
 }  // namespace

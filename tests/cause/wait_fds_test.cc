@@ -152,6 +152,9 @@ TEST(WaitFdsBadInput, UnreadableArgumentsAreAnErrorNotAFault) {
   EXPECT_EQ(w.error, EFAULT);
   EXPECT_EQ(w.count, 0u);
   EXPECT_EQ(Summary(w), "poll: arguments unreadable (Bad address)");
+  call.args[1] = ~0ull;  // not a descriptor count
+  EXPECT_FALSE(DescribeWaitFds(0, call, ScanBudget{}, scratch.get(), &w));
+  EXPECT_EQ(w.error, EINVAL);
   call.nr = SYS_epoll_wait;
   call.args[0] = 1 << 30;  // no such epoll descriptor
   EXPECT_FALSE(DescribeWaitFds(0, call, ScanBudget{}, scratch.get(), &w));
