@@ -216,7 +216,6 @@ bool OpenHangFile::Initialize(std::string* error) {
   Unmap();
   return true;
 }
-}
 
 bool OpenHangFile::Map(std::string* error) {
   if (ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
