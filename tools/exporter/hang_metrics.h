@@ -1,0 +1,91 @@
+// The metrics `hangwatch exporter` serves (docs/prometheus/README.md lists them), computed from
+// the records of JSON Lines reports: each hang and lag record adds to counters and to a
+// histogram of a prometheus::Registry. No I/O: the follower (report_tail.h) hands the records
+// over, prometheus-cpp's Exposer serves the registry.
+//
+// Every series is labelled `process` (the process name, never the pid) and `host`, plus the
+// record's own labels (HANGWATCH_LABELS). Cardinality stays bounded: no culprit, signature or
+// pid label unless asked (culprit_top), and at most max_label_sets distinct label sets; a record
+// beyond that is counted as skipped ("series_limit") rather than making a new series.
+#ifndef HANGWATCH_TOOLS_EXPORTER_HANG_METRICS_H_
+#define HANGWATCH_TOOLS_EXPORTER_HANG_METRICS_H_
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hangwatch/hang_record.h"
+#include "report/report_record.h"
+
+namespace hangwatch::tools {
+
+// Why a line or a file was not counted: the `reason` label of
+// hangwatch_exporter_lines_skipped_total.
+inline constexpr std::string_view kSkipTorn = "torn";  // not a JSON object, or a bad record
+inline constexpr std::string_view kSkipUnknownType = "unknown_type";
+inline constexpr std::string_view kSkipOtherVersion = "other_version";
+inline constexpr std::string_view kSkipTooLong = "too_long";
+inline constexpr std::string_view kSkipUnreadable = "unreadable";  // a file (counted once)
+inline constexpr std::string_view kSkipSeriesLimit = "series_limit";
+
+// The upper bounds (seconds) of hangwatch_pass_duration_seconds: finer below a frame, then the
+// thresholds people alert on (16 ms, 33 ms: one and two 60 Hz frames; 50, 100, 250, 500 ms,
+// 1, 2, 5 s).
+const std::vector<double>& PassDurationBuckets();
+
+struct HangMetricsOptions {
+  // > 0: hangwatch_hangs_total and hangwatch_hang_seconds_total get a `culprit` label for the
+  // culprits that are among the N with the most hangs when their hang is counted; the others
+  // read "other". At most 2 * N culprits ever get a series of their own.
+  size_t culprit_top = 0;
+  size_t max_label_sets = 10000;
+};
+
+class HangMetrics {
+ public:
+  HangMetrics(prometheus::Registry& registry, HangMetricsOptions options);
+
+  // One hang record; `cause`: its cause.kind ("" when the record has none: "unknown").
+  void AddHang(const HangRecord& hang, std::string_view cause);
+  void AddLag(const report::Lag& lag);
+  void Skip(std::string_view reason, double count = 1);
+
+ private:
+  // process, host and the record's labels, as Prometheus label names allow; false when the
+  // label set is new and the limit is reached.
+  bool LabelsOf(const std::string& process, const std::string& host,
+                const std::map<std::string, std::string>& labels, prometheus::Labels* out);
+  std::string CulpritLabel(const HangRecord& hang);
+
+  HangMetricsOptions options_;
+  prometheus::Family<prometheus::Counter>& hangs_;
+  prometheus::Family<prometheus::Counter>& hang_seconds_;
+  prometheus::Family<prometheus::Counter>& fatal_hangs_;
+  prometheus::Family<prometheus::Histogram>& pass_duration_;
+  prometheus::Family<prometheus::Counter>& passes_;
+  prometheus::Family<prometheus::Counter>& busy_seconds_;
+  prometheus::Family<prometheus::Counter>& skipped_;
+  std::set<prometheus::Labels> label_sets_;
+  std::map<std::string, size_t> culprit_hangs_;  // hangs per culprit name
+  std::set<std::string> culprit_series_;         // culprits with a series of their own
+};
+
+// A record's label key as a Prometheus label name: characters outside [A-Za-z0-9_] become '_',
+// a leading digit or "__" gets a "_"/"label" prefix, and the names the exporter sets itself
+// (process, host, class, cause, culprit, le, reason) become "label_NAME".
+std::string LabelName(std::string_view key);
+
+// A cause.kind as a label value: short lowercase identifiers only, else "unknown".
+std::string CauseLabel(std::string_view kind);
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_EXPORTER_HANG_METRICS_H_
