@@ -74,6 +74,13 @@ HangMetrics::HangMetrics(prometheus::Registry& registry, HangMetricsOptions opti
                         .Name("hangwatch_busy_seconds_total")
                         .Help("Total duration of the run-loop passes (lag records)")
                         .Register(registry)),
+      watched_seconds_(prometheus::BuildCounter()
+                           .Name("hangwatch_watched_seconds_total")
+                           .Help("Time the processes were watched (the lag records' intervals); "
+                                 "hang rate per watched hour is 3600 * "
+                                 "increase(hangwatch_hang_seconds_total) / "
+                                 "increase(hangwatch_watched_seconds_total)")
+                           .Register(registry)),
       skipped_(prometheus::BuildCounter()
                    .Name("hangwatch_exporter_lines_skipped_total")
                    .Help("Report lines not counted (torn, unknown type, other format version, "
@@ -90,6 +97,20 @@ bool HangMetrics::LabelsOf(const std::string& process, const std::string& host,
   if (label_sets_.count(*out) != 0) return true;
   if (label_sets_.size() >= options_.max_label_sets) return false;
   label_sets_.insert(*out);
+  // With culprit labels, which culprit a hang will have is not known yet: no series at 0.
+  for (HangClass c :
+       {HangClass::kBusy, HangClass::kBlocked, HangClass::kMixed, HangClass::kUnknown}) {
+    if (options_.culprit_top > 0) break;
+    prometheus::Labels by_class = *out;
+    by_class["class"] = HangClassName(c);
+    hang_seconds_.Add(by_class);
+    by_class["cause"] = "unknown";
+    hangs_.Add(by_class);
+  }
+  fatal_hangs_.Add(*out);
+  passes_.Add(*out);
+  busy_seconds_.Add(*out);
+  watched_seconds_.Add(*out);
   return true;
 }
 
@@ -153,6 +174,10 @@ void HangMetrics::AddLag(const report::Lag& lag) {
   pass_duration_.Add(labels, bounds).ObserveMultiple(increments, busy_s);
   passes_.Add(labels).Increment(static_cast<double>(lag.passes.passes()));
   busy_seconds_.Add(labels).Increment(busy_s);
+  if (lag.end_unix_ms > lag.start_unix_ms) {
+    watched_seconds_.Add(labels).Increment(
+        static_cast<double>(lag.end_unix_ms - lag.start_unix_ms) / 1000.0);
+  }
 }
 
 void HangMetrics::Skip(std::string_view reason, double count) {

@@ -3,6 +3,10 @@
 // histogram of a prometheus::Registry. No I/O: the follower (report_tail.h) hands the records
 // over, prometheus-cpp's Exposer serves the registry.
 //
+// Besides the metrics the issue names, hangwatch_watched_seconds_total adds up the lag records'
+// intervals: the time the processes were watched, the denominator of the hang rate per watched
+// hour (docs/report-format.md, "Hang rate").
+//
 // Every series is labelled `process` (the process name, never the pid) and `host`, plus the
 // record's own labels (HANGWATCH_LABELS). Cardinality stays bounded: no culprit, signature or
 // pid label unless asked (culprit_top), and at most max_label_sets distinct label sets; a record
@@ -60,7 +64,8 @@ class HangMetrics {
 
  private:
   // process, host and the record's labels, as Prometheus label names allow; false when the
-  // label set is new and the limit is reached.
+  // label set is new and the limit is reached. A new label set gets its series at 0 (every
+  // class with cause "unknown"), so that rate() sees its first hang as an increase.
   bool LabelsOf(const std::string& process, const std::string& host,
                 const std::map<std::string, std::string>& labels, prometheus::Labels* out);
   std::string CulpritLabel(const HangRecord& hang);
@@ -72,6 +77,7 @@ class HangMetrics {
   prometheus::Family<prometheus::Histogram>& pass_duration_;
   prometheus::Family<prometheus::Counter>& passes_;
   prometheus::Family<prometheus::Counter>& busy_seconds_;
+  prometheus::Family<prometheus::Counter>& watched_seconds_;
   prometheus::Family<prometheus::Counter>& skipped_;
   std::set<prometheus::Labels> label_sets_;
   std::map<std::string, size_t> culprit_hangs_;  // hangs per culprit name
