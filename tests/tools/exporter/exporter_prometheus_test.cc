@@ -228,6 +228,7 @@ TEST_F(ExporterPrometheusTest, PrometheusGetsTheHangsTheP99AndTheHangRateWritten
   prometheus_port_ = FreePort();
   const std::string config = dir_ / "prometheus.yml";
   std::string yml = "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n";
+  yml += "rule_files: ['" RULES_FILE "']\n";
   yml += "scrape_configs:\n  - job_name: hangwatch\n    static_configs:\n";
   yml += "      - targets: ['127.0.0.1:" + std::to_string(exporter_port) + "']\n";
   hangwatch::testing::WriteFile(config, yml);
@@ -288,6 +289,14 @@ TEST_F(ExporterPrometheusTest, PrometheusGetsTheHangsTheP99AndTheHangRateWritten
   const auto wall = Query("3600 * sum(rate(hangwatch_hang_seconds_total[1h]))");
   ASSERT_TRUE(wall.has_value());
   EXPECT_GT(*wall, 0.0);
+
+  // The recording rules of docs/prometheus/ evaluate over what the exporter serves.
+  EXPECT_TRUE(WaitFor([&] {
+    return Query("count(hangwatch:pass_duration_seconds:p99_5m{process=\"api\"} > 0)") == 1.0;
+  })) << ReadFile(prometheus_log);
+  EXPECT_TRUE(WaitFor([&] {
+    return Query("count(hangwatch:hang_seconds_per_hour:rate1h{process=\"api\"} > 0)") == 1.0;
+  }));
 
   EXPECT_EQ(exporter.Stop(SIGTERM), 0) << ReadFile(exporter_log);
 }
