@@ -190,7 +190,7 @@ uint32_t ReadField(std::string_view key, value v, bool want_labels, TopHang* out
   if (key == "samples") return *ok = IsUnsigned32(v), kSamples;
   if (key == "stacks") return *ok = IsType(v, json_type::array), kStacks;
   if (key == "threshold_ms") return *ok = IsUnsigned32(v), kThreshold;
-  if (key == "end_unix_ms") return *ok = IsInt64(v), kEnd;
+  if (key == "end_unix_ms") return *ok = !v.get_int64().get(out->end_unix_ms), kEnd;
   if (key == "busy_ms") return *ok = IsType(v, json_type::number), kBusy;
   if (key == "buckets") return *ok = IsType(v, json_type::array), kBuckets;
   if (key == "slow_passes") return *ok = IsType(v, json_type::object), kSlowPasses;
@@ -280,6 +280,7 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
       return LineKind::kUnknownType;
   }
   if ((seen & required) != required || (mistyped & fields) != 0) return LineKind::kBad;
+  if (required == kLagRequired) out->lag = true;
   if (required != kHangRequired) return LineKind::kOtherRecord;
   if (out->process_name.empty()) {
     // Older agents: the file name of the executable.
@@ -329,6 +330,7 @@ void ScanTopText(std::string_view text, size_t readable_after, uint64_t file_off
         break;
       case LineKind::kOtherRecord:
         ++stats->other_records;
+        if (hang.lag) sink->AddLag(hang);
         break;
       case LineKind::kUnknownType:
         ++stats->unknown_types;
