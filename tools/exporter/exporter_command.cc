@@ -1,5 +1,6 @@
 // `hangwatch exporter --listen ADDR:PORT FILE...`: hang and lag metrics of JSON Lines reports,
-// followed as they grow (report_tail.h), served on /metrics by prometheus-cpp (hang_metrics.h).
+// followed as they grow (report_tail.h), served on /metrics by prometheus-cpp
+// (hangwatch_prometheus_metrics.h).
 #include <signal.h>
 
 #include <prometheus/exposer.h>
@@ -12,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "hangwatch_prometheus_metrics.h"
 #include "tools/common/flag_parser.h"
 #include "tools/exporter/exporter_command.h"
-#include "tools/exporter/hang_metrics.h"
 #include "tools/exporter/process_metrics.h"
 #include "tools/exporter/record_counter.h"
 #include "tools/exporter/report_tail.h"

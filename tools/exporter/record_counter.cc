@@ -27,7 +27,8 @@ void CountLine(std::string_view line, HangMetrics* metrics) {
   } else if (const auto* hang = std::get_if<HangRecord>(&record)) {
     metrics->AddHang(*hang, CauseKindOf(line));
   } else if (const auto* lag = std::get_if<report::Lag>(&record)) {
-    metrics->AddLag(*lag);
+    metrics->AddLag(lag->process_name, lag->host, lag->labels, lag->start_unix_ms, lag->end_unix_ms,
+                    lag->passes);
   } else if (const auto* unknown = std::get_if<report::UnknownRecord>(&record)) {
     metrics->Skip(unknown->other_version ? kSkipOtherVersion : kSkipUnknownType);
   }

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "tools/exporter/hang_metrics.h"
+#include "hangwatch_prometheus_metrics.h"
 
 namespace hangwatch::tools {
 

@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "tools/exporter/hang_metrics.h"
+#include "hangwatch_prometheus_metrics.h"
 #include "tools/reader/line_reader.h"
 
 namespace hangwatch::tools {

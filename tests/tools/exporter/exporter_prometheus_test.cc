@@ -24,9 +24,9 @@
 #include <gtest/gtest.h>
 
 #include "hangwatch/pass_histogram.h"
+#include "hangwatch_prometheus_metrics.h"
 #include "report/report_record.h"
 #include "tests/tools/cli_util.h"
-#include "tools/exporter/hang_metrics.h"
 
 namespace hangwatch::tools {
 namespace {

@@ -1,6 +1,7 @@
 // `hangwatch exporter`'s parts without a server: the metrics computed from records
-// (hang_metrics.h), the skip reasons of the line counter (record_counter.h) and the follower
-// (report_tail.h) on files appended to, rotated, truncated and created while it follows them.
+// (hangwatch_prometheus_metrics.h), the skip reasons of the line counter (record_counter.h) and the
+// follower (report_tail.h) on files appended to, rotated, truncated and created while it follows
+// them.
 #include <prometheus/registry.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,9 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include "hangwatch_prometheus_metrics.h"
 #include "report/report_record.h"
 #include "tests/tools/cli_util.h"
-#include "tools/exporter/hang_metrics.h"
 #include "tools/exporter/record_counter.h"
 #include "tools/exporter/report_tail.h"
 
@@ -78,9 +79,18 @@ HangRecord Hang(const std::string& process, HangClass c, uint64_t duration_ms) {
   return h;
 }
 
-report::Lag LagOf(const std::vector<std::pair<uint64_t, uint64_t>>& ns_count) {
-  report::Lag lag;
-  lag.pid = 7;
+struct TestLag {
+  std::string process_name, host;
+  std::map<std::string, std::string> labels;
+  PassHistogram passes;
+};
+
+void Add(HangMetrics& metrics, const TestLag& lag) {
+  metrics.AddLag(lag.process_name, lag.host, lag.labels, 0, 0, lag.passes);
+}
+
+TestLag LagOf(const std::vector<std::pair<uint64_t, uint64_t>>& ns_count) {
+  TestLag lag;
   lag.process_name = "demo";
   lag.host = "web-1";
   lag.labels["build"] = "17";
@@ -120,7 +130,7 @@ TEST(HangMetricsTest, PassHistogramKeepsTheThresholdsWithinOneLagBucket) {
   prometheus::Registry registry;
   HangMetrics metrics(registry, {});
   // 900 passes of 1 ms, 80 of 20 ms, 15 of 40 ms, 5 of 1.5 s.
-  metrics.AddLag(LagOf({{1'000'000, 900}, {20'000'000, 80}, {40'000'000, 15}, {1'500'000'000, 5}}));
+  Add(metrics, LagOf({{1'000'000, 900}, {20'000'000, 80}, {40'000'000, 15}, {1'500'000'000, 5}}));
   const std::map<std::string, std::string> demo = {
       {"process", "demo"}, {"host", "web-1"}, {"build", "17"}};
   auto le = [&](const char* bound) {
@@ -139,7 +149,7 @@ TEST(HangMetricsTest, PassHistogramKeepsTheThresholdsWithinOneLagBucket) {
   EXPECT_EQ(Value(registry, "hangwatch_passes_total", demo), 1000);
   EXPECT_NEAR(Value(registry, "hangwatch_busy_seconds_total", demo), 0.9 + 1.6 + 0.6 + 7.5, 1e-9);
   // A second interval adds to the same series.
-  metrics.AddLag(LagOf({{3'000'000, 10}}));
+  Add(metrics, LagOf({{3'000'000, 10}}));
   EXPECT_EQ(Value(registry, "hangwatch_passes_total", demo), 1010);
   EXPECT_EQ(le("0.005"), 910);
 }

@@ -1,7 +1,8 @@
-// The metrics `hangwatch exporter` serves (docs/prometheus/README.md lists them), computed from
-// the records of JSON Lines reports: each hang and lag record adds to counters and to a
-// histogram of a prometheus::Registry. No I/O: the follower (report_tail.h) hands the records
-// over, prometheus-cpp's Exposer serves the registry.
+// The hangwatch metrics (docs/prometheus/README.md lists them) in a prometheus::Registry: each
+// hang and lag record adds to counters and to a histogram. One computation for both producers:
+// `hangwatch exporter` (tools/exporter/: records read from JSON Lines reports) and
+// hangwatch::RegisterMetrics (hangwatch_prometheus.h: the in-process agent's records, live).
+// No I/O. Thread-safe: a mutex guards the label bookkeeping (prometheus-cpp's own metrics are).
 //
 // Besides the metrics the issue names, hangwatch_watched_seconds_total adds up the lag records'
 // intervals: the time the processes were watched, the denominator of the hang rate per watched
@@ -11,8 +12,8 @@
 // record's own labels (HANGWATCH_LABELS). Cardinality stays bounded: no culprit, signature or
 // pid label unless asked (culprit_top), and at most max_label_sets distinct label sets; a record
 // beyond that is counted as skipped ("series_limit") rather than making a new series.
-#ifndef HANGWATCH_TOOLS_EXPORTER_HANG_METRICS_H_
-#define HANGWATCH_TOOLS_EXPORTER_HANG_METRICS_H_
+#ifndef HANGWATCH_INTEGRATIONS_PROMETHEUS_METRICS_H_
+#define HANGWATCH_INTEGRATIONS_PROMETHEUS_METRICS_H_
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -21,15 +22,16 @@
 
 #include <cstddef>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "hangwatch/hang_record.h"
-#include "report/report_record.h"
+#include "hangwatch/pass_histogram.h"
 
-namespace hangwatch::tools {
+namespace hangwatch {
 
 // Why a line or a file was not counted: the `reason` label of
 // hangwatch_exporter_lines_skipped_total.
@@ -59,7 +61,10 @@ class HangMetrics {
 
   // One hang record; `cause`: its cause.kind ("" when the record has none: "unknown").
   void AddHang(const HangRecord& hang, std::string_view cause);
-  void AddLag(const report::Lag& lag);
+  // One lag record's interval [start, end) and passes.
+  void AddLag(const std::string& process, const std::string& host,
+              const std::map<std::string, std::string>& labels, int64_t start_unix_ms,
+              int64_t end_unix_ms, const PassHistogram& passes);
   void Skip(std::string_view reason, double count = 1);
 
  private:
@@ -70,6 +75,7 @@ class HangMetrics {
                 const std::map<std::string, std::string>& labels, prometheus::Labels* out);
   std::string CulpritLabel(const HangRecord& hang);
 
+  std::mutex mu_;  // label_sets_, culprit_hangs_, culprit_series_
   HangMetricsOptions options_;
   prometheus::Family<prometheus::Counter>& hangs_;
   prometheus::Family<prometheus::Counter>& hang_seconds_;
@@ -92,6 +98,6 @@ std::string LabelName(std::string_view key);
 // A cause.kind as a label value: short lowercase identifiers only, else "unknown".
 std::string CauseLabel(std::string_view kind);
 
-}  // namespace hangwatch::tools
+}  // namespace hangwatch
 
-#endif  // HANGWATCH_TOOLS_EXPORTER_HANG_METRICS_H_
+#endif  // HANGWATCH_INTEGRATIONS_PROMETHEUS_METRICS_H_

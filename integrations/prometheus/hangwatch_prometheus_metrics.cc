@@ -1,17 +1,24 @@
-#include "tools/exporter/hang_metrics.h"
+#include "hangwatch_prometheus_metrics.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
-#include "hangwatch/pass_histogram.h"
-#include "report/stack_identity.h"
-
-namespace hangwatch::tools {
+namespace hangwatch {
 namespace {
 
 constexpr std::string_view kOwnLabels[] = {"process", "host", "class",  "cause",
                                            "culprit", "le",   "reason", "quantile"};
 constexpr size_t kMaxCulpritsTracked = 10000;
+
+// The function to blame, or module+0xoffset when its name is unknown (as report::CulpritName
+// names it, without the tools' dependencies).
+std::string CulpritName(const Culprit& c) {
+  if (!c.symbol.empty()) return c.symbol;
+  char offset[32];
+  std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(c.offset));
+  return c.module.substr(c.module.rfind('/') + 1) + offset;
+}
 
 std::string ProcessOf(const HangRecord& hang) {
   if (!hang.process_name.empty()) return hang.process_name;
@@ -116,7 +123,7 @@ bool HangMetrics::LabelsOf(const std::string& process, const std::string& host,
 
 std::string HangMetrics::CulpritLabel(const HangRecord& hang) {
   if (hang.culprit.empty()) return "none";
-  const std::string name = report::CulpritName(hang.culprit);
+  const std::string name = CulpritName(hang.culprit);
   auto it = culprit_hangs_.find(name);
   if (it == culprit_hangs_.end()) {
     if (culprit_hangs_.size() >= kMaxCulpritsTracked) return "other";
@@ -134,6 +141,7 @@ std::string HangMetrics::CulpritLabel(const HangRecord& hang) {
 }
 
 void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
+  std::lock_guard<std::mutex> lock(mu_);
   prometheus::Labels labels;
   if (!LabelsOf(ProcessOf(hang), hang.host, hang.labels, &labels)) {
     Skip(kSkipSeriesLimit);
@@ -150,9 +158,12 @@ void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
   if (hang.fatal) fatal_hangs_.Add(labels).Increment();
 }
 
-void HangMetrics::AddLag(const report::Lag& lag) {
+void HangMetrics::AddLag(const std::string& process, const std::string& host,
+                         const std::map<std::string, std::string>& record_labels,
+                         int64_t start_unix_ms, int64_t end_unix_ms, const PassHistogram& passes) {
+  std::lock_guard<std::mutex> lock(mu_);
   prometheus::Labels labels;
-  if (!LabelsOf(lag.process_name, lag.host, lag.labels, &labels)) {
+  if (!LabelsOf(process, host, record_labels, &labels)) {
     Skip(kSkipSeriesLimit);
     return;
   }
@@ -161,7 +172,7 @@ void HangMetrics::AddLag(const report::Lag& lag) {
   const std::vector<double>& bounds = PassDurationBuckets();
   std::vector<double> increments(bounds.size() + 1, 0.0);
   for (int i = 0; i < pass_histogram::kBuckets; ++i) {
-    const uint64_t n = lag.passes.count(i);
+    const uint64_t n = passes.count(i);
     if (n == 0) continue;
     const double mid_s =
         static_cast<double>(pass_histogram::BucketLowerNs(i) + pass_histogram::BucketUpperNs(i)) /
@@ -170,13 +181,13 @@ void HangMetrics::AddLag(const report::Lag& lag) {
         static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), mid_s) - bounds.begin());
     increments[j] += static_cast<double>(n);
   }
-  const double busy_s = static_cast<double>(lag.passes.busy_ns()) / 1e9;
+  const double busy_s = static_cast<double>(passes.busy_ns()) / 1e9;
   pass_duration_.Add(labels, bounds).ObserveMultiple(increments, busy_s);
-  passes_.Add(labels).Increment(static_cast<double>(lag.passes.passes()));
+  passes_.Add(labels).Increment(static_cast<double>(passes.passes()));
   busy_seconds_.Add(labels).Increment(busy_s);
-  if (lag.end_unix_ms > lag.start_unix_ms) {
-    watched_seconds_.Add(labels).Increment(
-        static_cast<double>(lag.end_unix_ms - lag.start_unix_ms) / 1000.0);
+  if (end_unix_ms > start_unix_ms) {
+    watched_seconds_.Add(labels).Increment(static_cast<double>(end_unix_ms - start_unix_ms) /
+                                           1000.0);
   }
 }
 
@@ -184,4 +195,4 @@ void HangMetrics::Skip(std::string_view reason, double count) {
   skipped_.Add({{"reason", std::string(reason)}}).Increment(count);
 }
 
-}  // namespace hangwatch::tools
+}  // namespace hangwatch
