@@ -26,110 +26,18 @@
 #include "hangwatch/pass_histogram.h"
 #include "hangwatch_prometheus_metrics.h"
 #include "report/report_record.h"
+#include "tests/prometheus_server.h"
 #include "tests/tools/cli_util.h"
 
 namespace hangwatch::tools {
 namespace {
 
+using hangwatch::testing::Child;
+using hangwatch::testing::kPrometheus;
+using hangwatch::testing::PrometheusServer;
 using hangwatch::testing::ReadFile;
 using hangwatch::testing::TempDir;
-
-constexpr char kPrometheus[] = "/usr/bin/prometheus";
-
-int FreePort() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
-}
-
-// The body of GET path from 127.0.0.1:port (HTTP/1.0: the server closes when done); nullopt
-// when nothing answers or the status is not 200.
-std::optional<std::string> HttpGet(int port, const std::string& path) {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(s);
-    return std::nullopt;
-  }
-  std::string request = "GET ";
-  request += path;
-  request += " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  (void)!write(s, request.data(), request.size());
-  std::string response;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(s, buf, sizeof buf)) > 0) response.append(buf, static_cast<size_t>(n));
-  close(s);
-  const size_t body = response.find("\r\n\r\n");
-  if (response.compare(0, 12, "HTTP/1.0 200") != 0 && response.compare(0, 12, "HTTP/1.1 200") != 0)
-    return std::nullopt;
-  return body == std::string::npos ? "" : response.substr(body + 4);
-}
-
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  char hex[4];
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
-
-// A program started by the test, killed and reaped at the end.
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, const std::string& log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> a;
-      for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
-    }
-  }
-  ~Child() { Stop(SIGKILL); }
-  // Sends `sig` and reaps it: its exit status (128 + N when killed by signal N).
-  int Stop(int sig) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, sig);
-    int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
-// Waits up to a minute for `ready`, polling every 100 ms.
-bool WaitFor(const std::function<bool()>& ready) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ready()) return true;
-    poll(nullptr, 0, 100);
-  }
-  return ready();
-}
+using hangwatch::testing::WaitFor;
 
 void Append(const std::string& path, const std::string& text) {
   FILE* f = std::fopen(path.c_str(), "a");
@@ -144,17 +52,6 @@ class ExporterPrometheusTest : public ::testing::Test {
     if (access(kPrometheus, X_OK) != 0) {
       GTEST_SKIP() << kPrometheus << " is missing (Debian: prometheus; scripts/bootstrap.sh)";
     }
-  }
-
-  // One instant query: the single sample's value, nullopt when the result is empty.
-  std::optional<double> Query(const std::string& expr) {
-    const auto body = HttpGet(prometheus_port_, "/api/v1/query?query=" + UrlEncode(expr));
-    if (!body) return std::nullopt;
-    const auto j = nlohmann::json::parse(*body, nullptr, false);
-    if (!j.is_object() || j.value("status", "") != "success") return std::nullopt;
-    const auto& result = j["data"]["result"];
-    if (!result.is_array() || result.size() != 1) return std::nullopt;
-    return std::stod(result[0]["value"][1].get<std::string>());
   }
 
   // A hang record line of `process` lasting `ms`.
@@ -195,7 +92,6 @@ class ExporterPrometheusTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  int prometheus_port_ = 0;
   uint64_t hangs_ = 0, hang_ms_ = 0, watched_s_ = 0;
   PassHistogram all_passes_;
 };
@@ -225,21 +121,12 @@ TEST_F(ExporterPrometheusTest, PrometheusGetsTheHangsTheP99AndTheHangRateWritten
     return exporter_port > 0;
   })) << ReadFile(exporter_log);
 
-  prometheus_port_ = FreePort();
-  const std::string config = dir_ / "prometheus.yml";
-  std::string yml = "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n";
-  yml += "rule_files: ['" RULES_FILE "']\n";
-  yml += "scrape_configs:\n  - job_name: hangwatch\n    static_configs:\n";
-  yml += "      - targets: ['127.0.0.1:" + std::to_string(exporter_port) + "']\n";
-  hangwatch::testing::WriteFile(config, yml);
-  const std::string prometheus_log = dir_ / "prometheus.log";
-  Child prometheus(
-      {kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + (dir_ / "data"),
-       "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port_)},
-      prometheus_log);
+  const PrometheusServer prometheus(dir_.path(), {"127.0.0.1:" + std::to_string(exporter_port)},
+                                    {RULES_FILE});
+  const auto Query = [&](const std::string& expr) { return prometheus.Query(expr); };
   // Prometheus has scraped the exporter once it knows the records written before the start.
   ASSERT_TRUE(WaitFor([&] { return Query("sum(hangwatch_hangs_total)") == 2.0; }))
-      << ReadFile(prometheus_log);
+      << prometheus.Log();
 
   // After the start: appends (one line torn by a writer that died), a rotation to .1 with a
   // line the writer still appended to the old file, the new file, and a file a glob finds.
@@ -293,7 +180,7 @@ TEST_F(ExporterPrometheusTest, PrometheusGetsTheHangsTheP99AndTheHangRateWritten
   // The recording rules of docs/prometheus/ evaluate over what the exporter serves.
   EXPECT_TRUE(WaitFor([&] {
     return Query("count(hangwatch:pass_duration_seconds:p99_5m{process=\"api\"} > 0)") == 1.0;
-  })) << ReadFile(prometheus_log);
+  })) << prometheus.Log();
   EXPECT_TRUE(WaitFor([&] {
     return Query("count(hangwatch:hang_seconds_per_hour:rate1h{process=\"api\"} > 0)") == 1.0;
   }));
