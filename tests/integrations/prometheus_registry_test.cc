@@ -62,6 +62,7 @@ TEST(PrometheusRegistryTest, TheEmbeddedAgentsMetricsAreTheRecordsItWrote) {
   EXPECT_GE(hang_ms, 3u * 300u) << "three busy passes of 300 ms";
 
   EXPECT_TRUE(WaitFor([&] { return prometheus.Query("sum(hangwatch_hangs_total)") == 3.0; }))
+      << prometheus.Query("sum(hangwatch_hangs_total)").value_or(-1) << "\n"
       << prometheus.Log();
   EXPECT_TRUE(WaitFor([&] {
     return prometheus.Query("sum(hangwatch_passes_total)") == static_cast<double>(passes.passes());
