@@ -102,7 +102,8 @@ int Run(int argc, char** argv) {
                ports.empty() ? 0 : ports.front());
 
   ReportTail tail(flags.positional());
-  const auto on_line = [&](std::string_view line) { CountLine(line, &metrics); };
+  RecordCounter counter(&metrics);
+  const auto on_line = [&](std::string_view line) { counter.Count(line); };
   const auto on_skip = [&](std::string_view reason) { metrics.Skip(reason); };
   const timespec wait = {static_cast<time_t>(poll_ms / 1000),
                          static_cast<long>(poll_ms % 1000) * 1'000'000};

@@ -1,38 +1,66 @@
 #include "tools/exporter/record_counter.h"
 
-#include <nlohmann/json.hpp>
+#include <string>
 #include <variant>
 
 #include "report/report_decode.h"
 
 namespace hangwatch::tools {
 
-std::string CauseKindOf(std::string_view line) {
-  // Most hangs carry no cause: the line is parsed a second time only when it names one.
-  if (line.find("\"cause\"") == std::string_view::npos) return "";
-  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return "";
-  const auto cause = j.find("cause");
-  if (cause == j.end() || !cause->is_object()) return "";
-  const auto kind = cause->find("kind");
-  if (kind == cause->end() || !kind->is_string()) return "";
-  return kind->get<std::string>();
-}
+RecordCounter::RecordCounter(HangMetrics* metrics)
+    : parser_(/*want_labels=*/true), metrics_(metrics) {}
 
-void CountLine(std::string_view line, HangMetrics* metrics) {
-  report::Record record;
-  std::string error;
-  if (!report::Decode(line, &record, &error)) {
-    metrics->Skip(kSkipTorn);
-  } else if (const auto* hang = std::get_if<HangRecord>(&record)) {
-    metrics->AddHang(*hang, CauseKindOf(line));
-  } else if (const auto* lag = std::get_if<report::Lag>(&record)) {
-    metrics->AddLag(lag->process_name, lag->host, lag->labels, lag->start_unix_ms, lag->end_unix_ms,
-                    lag->passes);
-  } else if (const auto* unknown = std::get_if<report::UnknownRecord>(&record)) {
-    metrics->Skip(unknown->other_version ? kSkipOtherVersion : kSkipUnknownType);
+void RecordCounter::Count(std::string_view line) {
+  TopHang h;
+  switch (parser_.ParseUnpadded(line, &h)) {
+    case LineKind::kHang: {
+      // The fields the metrics read (hang_metrics.h): names, labels, duration, class, fatal,
+      // culprit.
+      hang_.pid = h.pid;
+      hang_.process.assign(h.process);
+      hang_.process_name.assign(h.process_name);
+      hang_.host.assign(h.host);
+      hang_.labels.clear();
+      for (const auto& [k, v] : h.labels) hang_.labels[std::string(k)] = std::string(v);
+      hang_.duration_ms = h.duration_ms;
+      hang_.hang_class = static_cast<HangClass>(h.hang_class & 3);
+      hang_.fatal = h.fatal;
+      hang_.culprit = Culprit{};
+      if (h.has_culprit) {
+        hang_.culprit.symbol.assign(h.culprit_symbol);
+        hang_.culprit.module.assign(h.culprit_module);
+        hang_.culprit.offset = h.culprit_offset;
+        hang_.culprit.frame = 0;
+      }
+      metrics_->AddHang(hang_, h.cause_kind);
+      break;
+    }
+    case LineKind::kOtherRecord: {
+      if (!h.lag) break;  // a start-up stall: no metric of its own
+      report::Record record;
+      std::string error;
+      const auto* lag =
+          report::Decode(line, &record, &error) ? std::get_if<report::Lag>(&record) : nullptr;
+      if (lag == nullptr) {
+        metrics_->Skip(kSkipTorn);  // its buckets are not what the format says
+        break;
+      }
+      metrics_->AddLag(lag->process_name, lag->host, lag->labels, lag->start_unix_ms,
+                       lag->end_unix_ms, lag->passes);
+      break;
+    }
+    case LineKind::kBad:
+      metrics_->Skip(kSkipTorn);
+      break;
+    case LineKind::kUnknownType:
+      metrics_->Skip(kSkipUnknownType);
+      break;
+    case LineKind::kOtherVersion:
+      metrics_->Skip(kSkipOtherVersion);
+      break;
+    case LineKind::kEmpty:
+      break;
   }
-  // Start-up stalls have no metric of their own.
 }
 
 }  // namespace hangwatch::tools

@@ -100,6 +100,24 @@ bool ReadLabels(value v, TopHang* h) {
   return true;
 }
 
+// "cause": {"kind": "lock", ...}: the kind, when it is a string. The rest of the object, and a
+// cause of another shape, are left alone: no field of it is required or checked.
+void ReadCauseKind(value v, TopHang* h) {
+  object o;
+  if (v.get_object().get(o)) return;
+  for (auto f : o) {
+    if (f.error()) return;
+    field& fl = f.value_unsafe();
+    std::string_view key;
+    if (fl.unescaped_key().get(key)) return;
+    if (key == "kind") {
+      std::string_view kind;
+      if (!fl.value().get_string().get(kind)) h->cause_kind = kind;
+      return;
+    }
+  }
+}
+
 int ClassValue(std::string_view s) {
   if (s == report::kClassBusy) return 1;
   if (s == report::kClassBlocked) return 2;
@@ -182,6 +200,10 @@ uint32_t ReadField(std::string_view key, value v, bool want_labels, TopHang* out
   if (key == "fingerprint") return *ok = !v.get_string().get(out->fingerprint), kHangOptional;
   if (key == "signature") return *ok = !v.get_string().get(out->signature), kHangOptional;
   if (key == "culprit") return *ok = ReadCulprit(v, out), kHangOptional;
+  if (key == "cause") {
+    ReadCauseKind(v, out);
+    return *ok = true, 0;
+  }
   if (key == "labels") {
     *ok = want_labels ? ReadLabels(v, out) : IsType(v, json_type::object);
     return kLabels;

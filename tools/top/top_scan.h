@@ -45,6 +45,8 @@ struct TopHang {
   int64_t culprit_line = 0;
   // The labels, when the parser was asked for them (label filters), in file order.
   std::vector<std::pair<std::string_view, std::string_view>> labels;
+  // "cause"."kind" when the hang names one (a string), else "" (`hangwatch exporter`'s label).
+  std::string_view cause_kind;
   // Where the line is, for reading it again (top_symbolize.h): the index of its file in
   // ScanTopFiles' paths, and the byte offset of its first character. Set by the scanner.
   uint32_t file = 0;
