@@ -15,7 +15,6 @@
 #include <string>
 
 #include "cli_util.h"
-#include "tools/reader/hang_rate.h"
 #include "tools/reader/report_reader.h"
 #include "tools/run/run_dir.h"
 
@@ -434,35 +433,6 @@ TEST(RunCommand, EveryPassIsTimedIntoLagRecordsWithTheUsersLabels) {
   const auto text = RunCommand({kCli, "report", dir / "h.jsonl"});
   EXPECT_EQ(text.exit_code, 0) << text.err;
   EXPECT_TRUE(Has(text.out, "Lag: " + std::to_string(f.passes) + " passes")) << text.out;
-}
-
-TEST(RunCommand, RunAndReportPrintTheHangRateNextToTheLag) {
-  // One busy hang of at least 600 ms between two waits; the lag record (written at exit)
-  // covers the time watched.
-  TempDir dir;
-  const auto py = RunCommand({kCli, "run", "--threshold-ms", "200", "--report", dir / "h.jsonl",
-                              "--", "/usr/bin/python3", "-c",
-                              "import select, time\n"
-                              "select.select([], [], [], 0.05)\n"
-                              "end = time.monotonic() + 0.6\n"
-                              "while time.monotonic() < end: pass\n"
-                              "select.select([], [], [], 0.05)\n"},
-                             {"HANGWATCH_LAG_INTERVAL_MS=0"});
-  EXPECT_EQ(py.exit_code, 0) << py.err;
-  tools::Report report;
-  std::string error;
-  ASSERT_TRUE(tools::ReadReportFile(dir / "h.jsonl", &report, &error)) << error << py.err;
-  ASSERT_EQ(report.hangs.size(), 1u) << py.err;
-  ASSERT_EQ(report.lags.size(), 1u) << py.err;
-  const tools::HangRate rate = tools::HangRateOf(report.hangs, report.lags);
-  ASSERT_TRUE(rate.known());
-  EXPECT_GE(rate.hang_ms, 400u);
-  EXPECT_GE(rate.watched_ms, rate.hang_ms);
-  const std::string described = tools::DescribeHangRate(rate);
-  EXPECT_TRUE(Has(py.err, "; " + described + "\n")) << described << "\n" << py.err;
-  const auto text = RunCommand({kCli, "report", dir / "h.jsonl"});
-  EXPECT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_TRUE(Has(text.out, "; " + described + "\n")) << described << "\n" << text.out;
 }
 
 TEST(RunCommand, ForkedWorkersAreListedEachWithItsHangs) {
