@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
+#include <set>
 #include <tuple>
 
 #include "report/frame_classifier.h"
@@ -234,7 +235,6 @@ void TopAggregator::Add(const TopHang& h) {
     return;
   }
   ++hangs_;
-  Touch(h.host, h.pid);
   GroupKey(h);
   auto it = groups_.find(std::string_view(key_));
   if (it == groups_.end()) it = groups_.emplace(key_, Acc{}).first;
@@ -327,6 +327,27 @@ void TopAggregator::Merge(TopAggregator&& other) {
     for (TopExample& e : o.examples) AddExample(&a.examples, std::move(e));
   }
   other.groups_.clear();
+}
+
+uint64_t TopAggregator::hosts_total() const {
+  std::unordered_set<std::string_view> hosts;
+  for (const auto& [host, index] : all_hosts_) hosts.insert(host);
+  for (const auto& [key, a] : groups_) {
+    for (const auto& [host, index] : a.hosts) hosts.insert(host);
+  }
+  return hosts.size();
+}
+
+uint64_t TopAggregator::processes_total() const {
+  std::set<std::pair<std::string_view, uint32_t>> processes;
+  const auto add = [&](const StringMap<uint32_t>& hosts, const std::unordered_set<uint64_t>& pids) {
+    std::vector<std::string_view> name(hosts.size());
+    for (const auto& [host, index] : hosts) name[index] = host;
+    for (uint64_t p : pids) processes.emplace(name[p >> 32], static_cast<uint32_t>(p));
+  };
+  add(all_hosts_, all_processes_);
+  for (const auto& [key, a] : groups_) add(a.hosts, a.processes);
+  return processes.size();
 }
 
 std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {

@@ -111,9 +111,10 @@ class TopAggregator : public TopSink {
 
   uint64_t hangs() const { return hangs_; }            // counted
   uint64_t filtered_out() const { return filtered_; }  // left out by the filters
-  // Distinct hosts and processes (host, pid) of every record counted, hangs and lag records.
-  uint64_t hosts_total() const { return all_hosts_.size(); }
-  uint64_t processes_total() const { return all_processes_.size(); }
+  // Distinct hosts and processes (host, pid) of every record counted, hangs and lag records:
+  // the groups' and the lag records' put together when asked (not per hang: the scan's cost).
+  uint64_t hosts_total() const;
+  uint64_t processes_total() const;
   uint64_t watched_ms() const { return watched_ms_; }  // the lag records' intervals
   std::vector<TopGroup> Groups(TopSort sort) const;
 
@@ -148,7 +149,7 @@ class TopAggregator : public TopSink {
   static void Count(StringMap<uint64_t>* m, std::string_view key, uint64_t n);
   bool Filtered(const TopHang& h) const;
   void GroupKey(const TopHang& h);                 // into key_
-  void Touch(std::string_view host, int64_t pid);  // the totals' hosts and processes
+  void Touch(std::string_view host, int64_t pid);  // a lag record's host and process
   static void AddExample(std::vector<TopExample>* examples, TopExample e);
 
   TopQuery query_;
@@ -156,8 +157,8 @@ class TopAggregator : public TopSink {
   uint64_t hangs_ = 0, filtered_ = 0;
   uint64_t watched_ms_ = 0;
   StringMap<uint64_t> watched_by_key_;          // --by label:NAME: label value -> watched ms
-  StringMap<uint32_t> all_hosts_;               // host -> index
-  std::unordered_set<uint64_t> all_processes_;  // host index << 32 | pid
+  StringMap<uint32_t> all_hosts_;               // of the lag records: host -> index
+  std::unordered_set<uint64_t> all_processes_;  // of the lag records: host index << 32 | pid
   std::string key_, culprit_key_;               // reused buffers
 };
 
