@@ -12,6 +12,7 @@ packages=(
   libxml2-utils chromium redis-server redis-tools postgresql-15
   libcurl4-openssl-dev libdebuginfod-dev debuginfod python3-yaml
   libsimdjson-dev protobuf-compiler libprotobuf-dev golang-go golang-github-google-pprof-dev jq
+  prometheus-cpp-dev prometheus
   e2fsprogs
   emacs-nox gunicorn xvfb xauth zenity python3-gi gir1.2-gtk-3.0 nginx tk tmux sqlite3 python3-tk
   python3-psycopg2 fuse3 libfuse3-dev

@@ -4,6 +4,7 @@
 
 #include "tools/common/command.h"
 #include "tools/export/export_command.h"
+#include "tools/exporter/exporter_launcher.h"
 #include "tools/gate/gate_command.h"
 #include "tools/report/report_command.h"
 #include "tools/run/run_command.h"
@@ -18,10 +19,11 @@ using hangwatch::tools::Command;
 
 // In the order `hangwatch --help` lists them.
 const Command* const kCommands[] = {
-    &hangwatch::tools::kExportCommand,   &hangwatch::tools::kGateCommand,
-    &hangwatch::tools::kReportCommand,   &hangwatch::tools::kRunCommand,
-    &hangwatch::tools::kSnapshotCommand, &hangwatch::tools::kSymbolizeCommand,
-    &hangwatch::tools::kSymbolsCommand,  &hangwatch::tools::kTopLauncherCommand,
+    &hangwatch::tools::kExportCommand,      &hangwatch::tools::kExporterLauncherCommand,
+    &hangwatch::tools::kGateCommand,        &hangwatch::tools::kReportCommand,
+    &hangwatch::tools::kRunCommand,         &hangwatch::tools::kSnapshotCommand,
+    &hangwatch::tools::kSymbolizeCommand,   &hangwatch::tools::kSymbolsCommand,
+    &hangwatch::tools::kTopLauncherCommand,
 };
 
 }  // namespace

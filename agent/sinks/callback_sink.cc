@@ -27,6 +27,13 @@ std::vector<std::shared_ptr<HangCallback>> CallbackRegistry::Copy() {
   return out;
 }
 
+std::vector<std::shared_ptr<LagCallback>> CallbackRegistry::CopyLag() {
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<std::shared_ptr<LagCallback>> out;
+  for (auto& [id, cb] : lag_callbacks) out.push_back(cb);
+  return out;
+}
+
 bool CallbackRegistry::Empty() {
   std::lock_guard<std::mutex> lock(mu);
   return callbacks.empty();
@@ -46,4 +53,51 @@ void CallbackSink::OnHang(const HangRecord& record, SinkErrors* errors) {
   }
 }
 
+void CallbackSink::OnLag(const report::Lag& record, SinkErrors* errors) {
+  const auto callbacks = Callbacks().CopyLag();
+  if (callbacks.empty()) return;
+  LagRecord lag;
+  lag.pid = record.pid;
+  lag.process_name = record.process_name;
+  lag.host = record.host;
+  lag.labels = record.labels;
+  lag.start_unix_ms = record.start_unix_ms;
+  lag.end_unix_ms = record.end_unix_ms;
+  lag.passes = record.passes;
+  for (const auto& cb : callbacks) {
+    try {
+      (*cb)(lag);
+    } catch (const std::exception& e) {
+      errors->push_back(std::string("a lag callback threw: ") + e.what());
+    } catch (...) {
+      errors->push_back("a lag callback threw");
+    }
+  }
+}
+
 }  // namespace hangwatch::agent
+
+namespace hangwatch {
+
+// Beside the hang callbacks' registry (AddHangCallback is in agent.cc with the rest of the API).
+int AddLagCallback(LagCallback callback) {
+  auto& r = agent::Callbacks();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const int id = r.next_id++;
+  r.lag_callbacks.emplace_back(id, std::make_shared<LagCallback>(std::move(callback)));
+  return id;
+}
+
+bool RemoveLagCallback(int id) {
+  auto& r = agent::Callbacks();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (auto it = r.lag_callbacks.begin(); it != r.lag_callbacks.end(); ++it) {
+    if (it->first == id) {
+      r.lag_callbacks.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace hangwatch

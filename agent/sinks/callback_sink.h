@@ -14,13 +14,15 @@
 
 namespace hangwatch::agent {
 
-// Callbacks registered with AddHangCallback(), by id.
+// Callbacks registered with AddHangCallback() and AddLagCallback(), by id.
 struct CallbackRegistry {
   std::mutex mu;  // constructed anew in a forked child (agent.cc, ChildAfterFork)
   int next_id = 1;
   std::vector<std::pair<int, std::shared_ptr<HangCallback>>> callbacks;
+  std::vector<std::pair<int, std::shared_ptr<LagCallback>>> lag_callbacks;
 
   std::vector<std::shared_ptr<HangCallback>> Copy();
+  std::vector<std::shared_ptr<LagCallback>> CopyLag();
   bool Empty();
 };
 // The process's registry: never destroyed, used until exit.
@@ -34,6 +36,8 @@ class CallbackSink final : public HangSink {
   bool Wants() const override { return on_hang_ || !Callbacks().Empty(); }
   // Config::on_hang first, then the registered callbacks in the order they were added.
   void OnHang(const HangRecord& record, SinkErrors* errors) override;
+  // The lag callbacks, in the order they were added (none registered: nothing is copied).
+  void OnLag(const report::Lag& record, SinkErrors* errors) override;
 
  private:
   const HangCallback on_hang_;

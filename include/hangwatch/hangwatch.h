@@ -46,6 +46,19 @@ namespace hangwatch {
 
 using HangCallback = std::function<void(const HangRecord&)>;
 
+// The run-loop pass durations of one interval of one process: what a {"type":"lag"} record of
+// the JSON Lines report holds (docs/report-format.md), for AddLagCallback().
+struct LagRecord {
+  int64_t pid = 0;
+  std::string process_name;
+  std::string host;
+  std::map<std::string, std::string> labels;
+  int64_t start_unix_ms = 0;  // the interval: [start, end)
+  int64_t end_unix_ms = 0;
+  PassHistogram passes;
+};
+using LagCallback = std::function<void(const LagRecord&)>;
+
 struct Config {
   // A run-loop pass longer than this is a hang.
   std::chrono::milliseconds threshold{250};
@@ -185,6 +198,12 @@ HANGWATCH_EXPORT std::vector<HangRecord> RecentHangs();
 // stay registered across Stop()/Start(). Returns an id for RemoveHangCallback().
 HANGWATCH_EXPORT int AddHangCallback(HangCallback callback);
 HANGWATCH_EXPORT bool RemoveHangCallback(int id);
+
+// Callbacks run on the watchdog thread once per lag record (Config::time_every_pass, every
+// Config::lag_interval and at Stop()), as the report's sinks get it. Same rules as the hang
+// callbacks: registered across Stop()/Start(); an id for RemoveLagCallback().
+HANGWATCH_EXPORT int AddLagCallback(LagCallback callback);
+HANGWATCH_EXPORT bool RemoveLagCallback(int id);
 
 // Logs every hang of the ring (oldest first) to `logger` (nullptr: the configured or default
 // logger), in the same form as the live report.

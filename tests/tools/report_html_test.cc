@@ -270,6 +270,26 @@ TEST(ReportHtml, LagRecordsAreSummarized) {
   EXPECT_EQ(lag["by"][0]["process"], "demo");  // by p99, worst first (equal: by name)
   EXPECT_EQ(lag["by"][0]["passes"], 202);
   EXPECT_EQ(lag["by"][1]["process"], "other");
+  EXPECT_TRUE(lag["hang_rate"].is_null()) << "the records cover no time";
+}
+
+// The summary's hang rate: the hangs of the processes with lag records per hour they cover.
+TEST(ReportHtml, HangRateIsInTheSummary) {
+  Report r = Load("small_fatal.jsonl");  // pid 1, 412 ms
+  ASSERT_EQ(r.hangs.size(), 1u);
+  Lag l;
+  l.pid = r.hangs[0].pid;
+  l.host = r.hangs[0].host;
+  l.start_unix_ms = 1'000'000;
+  l.end_unix_ms = l.start_unix_ms + 360'000;  // 6 minutes
+  l.passes.Add(1'000'000);
+  r.lags.push_back(l);
+  const std::string page = FormatHtml(r, "t");
+  const json lag = Embedded(page, "hw-data")["lag"];
+  EXPECT_DOUBLE_EQ(lag["hang_rate"].get<double>(), 3600.0 * 0.412 / 360.0);
+  EXPECT_DOUBLE_EQ(lag["hang_s"].get<double>(), 0.412);
+  EXPECT_DOUBLE_EQ(lag["watched_s"].get<double>(), 360.0);
+  EXPECT_NE(page.find("stat-hang-rate"), std::string::npos) << "the page's script shows it";
 }
 
 TEST(ReportHtml, NoHangsIsStillAPage) {

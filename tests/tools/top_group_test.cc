@@ -282,6 +282,114 @@ TEST(ScanTopFiles, SlicesAndThreadsGiveTheSameGroups) {
   }
 }
 
+// A lag record of `host` (pid 100) covering `minutes` from `start`, with `build`.
+std::string LagLine(const std::string& host, const std::string& build, int64_t start, int minutes) {
+  std::string line = R"({"type":"lag","format_version":1,"pid":100,"process_name":"demo","host":")";
+  line += host;
+  line += R"(","labels":{"build":")";
+  line += build;
+  line += R"("},"start_unix_ms":)";
+  line += std::to_string(start);
+  line += R"(,"end_unix_ms":)";
+  line += std::to_string(start + minutes * 60'000);
+  line += R"(,"passes":1,"busy_ms":1.000,"buckets":[[1007.616,1]]})";
+  return line;
+}
+
+// Hang rate (seconds of hang per watched hour) per group, by label (compare builds) and overall,
+// and the hosts and processes each group touched out of all those read, whatever the threads
+// and slices.
+TEST(ScanTopFiles, HangRatePerGroupAndHostsTouchedOfAll) {
+  hangwatch::testing::TempDir dir;
+  std::string text;
+  // Build 17: four hosts watched 30 minutes each (2 h), three hangs of 2 s on web-1: 3 s/h.
+  for (int i = 1; i <= 4; ++i)
+    text += LagLine("web-" + std::to_string(i), "17", 1763700000000, 30) + "\n";
+  for (int i = 0; i < 3; ++i) {
+    H h;
+    h.host = "web-1";
+    h.duration = 2000;
+    h.hang_id = i;
+    text += Line(h) + "\n";
+  }
+  // Build 18: one host watched an hour, two hangs of 1.8 s: 3.6 s/h.
+  text += LagLine("web-5", "18", 1763700000000, 60) + "\n";
+  for (int i = 0; i < 2; ++i) {
+    H h;
+    h.host = "web-5";
+    h.duration = 1800;
+    h.hang_id = i;
+    h.labels = R"({"build":"18"})";
+    text += Line(h) + "\n";
+  }
+  hangwatch::testing::WriteFile(dir / "a.jsonl", text);
+  auto run = [&](TopQuery q, int threads, size_t slice) {
+    TopScanOptions o;
+    o.threads = threads;
+    o.slice_bytes = slice;
+    o.want_labels = true;
+    std::vector<std::unique_ptr<TopSink>> sinks;
+    ScanTopFiles(
+        {dir / "a.jsonl"}, o, [&] { return std::make_unique<TopAggregator>(q); }, &sinks);
+    auto all = std::make_unique<TopAggregator>(q);
+    for (auto& s : sinks) all->Merge(std::move(static_cast<TopAggregator&>(*s)));
+    return all;
+  };
+  TopQuery by_build;
+  by_build.by = TopBy::kLabel;
+  by_build.by_label = "build";
+  for (const auto& [threads, slice] :
+       std::vector<std::pair<int, size_t>>{{1, 1u << 30}, {3, 300}}) {
+    const auto all = run(by_build, threads, slice);
+    EXPECT_EQ(all->hosts_total(), 5u);
+    EXPECT_EQ(all->processes_total(), 5u);
+    EXPECT_EQ(all->watched_ms(), 3u * 3'600'000u);
+    const auto groups = all->Groups(TopSort::kCount);
+    ASSERT_EQ(groups.size(), 2u);
+    EXPECT_EQ(groups[0].key, "17");
+    EXPECT_EQ(groups[0].hosts, 1u);
+    ASSERT_TRUE(groups[0].hang_seconds_per_hour.has_value());
+    EXPECT_DOUBLE_EQ(*groups[0].hang_seconds_per_hour, 3.0);
+    EXPECT_EQ(groups[1].key, "18");
+    EXPECT_DOUBLE_EQ(*groups[1].hang_seconds_per_hour, 3.6);
+    TopTextOptions o;
+    o.by = by_build.by;
+    o.by_label = "build";
+    o.hosts_total = all->hosts_total();
+    o.processes_total = all->processes_total();
+    o.watched_ms = all->watched_ms();
+    o.hangs = all->hangs();
+    o.files = 1;
+    const std::string table = FormatTopText(groups, o);
+    EXPECT_NE(table.find("5 hangs in 2 groups (by label:build) from 1 file\n5 hosts, 5 processes, "
+                         "3h00m watched"),
+              std::string::npos)
+        << table;
+    EXPECT_NE(table.find("      3       1/5         1/5 "), std::string::npos) << table;
+    const auto json = nlohmann::json::parse(FormatTopJson(groups, o.by, 0, "build"));
+    EXPECT_EQ(json[0]["by"], "label:build");
+    EXPECT_DOUBLE_EQ(json[1]["hang_seconds_per_hour"].get<double>(), 3.6);
+  }
+  // By signature: every hang against all the watched time (9.6 s in 3 h).
+  const auto groups = run(TopQuery{}, 1, 1u << 30)->Groups(TopSort::kCount);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_DOUBLE_EQ(*groups[0].hang_seconds_per_hour, 3.2);
+  // --label filters lag records as it filters hangs.
+  TopQuery only18;
+  only18.labels = {{"build", "18"}};
+  const auto filtered = run(only18, 1, 1u << 30);
+  EXPECT_EQ(filtered->watched_ms(), 3'600'000u);
+  EXPECT_EQ(filtered->hosts_total(), 1u);
+  // Without lag records: no rate.
+  hangwatch::testing::WriteFile(dir / "a.jsonl", Line(H()) + "\n");
+  const auto none = run(TopQuery{}, 1, 1u << 30)->Groups(TopSort::kCount);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_FALSE(none[0].hang_seconds_per_hour.has_value());
+  EXPECT_TRUE(
+      nlohmann::json::parse(FormatTopJson(none, TopBy::kSignature, 0))[0]["hang_seconds_per_hour"]
+          .is_null());
+}
+
 TEST(ScanTopFiles, BadFilesAreSkippedWithAReason) {
   hangwatch::testing::TempDir dir;
   hangwatch::testing::WriteFile(dir / "gz", std::string("\x1f\x8b\x08\x00rest", 8));

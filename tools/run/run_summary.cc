@@ -43,12 +43,20 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
     w.exe = process;
     return w;
   };
-  for (const HangRecord& h : report.hangs) ++entry(h.pid, h.process).hangs;
+  for (const HangRecord& h : report.hangs) {
+    WatchedProcess& w = entry(h.pid, h.process);
+    ++w.hangs;
+    w.hang_rate.hang_ms += h.duration_ms;
+    ++w.hang_rate.hangs;
+  }
   for (const StartupStall& s : report.startup_stalls) ++entry(s.pid, s.process).startup_stalls;
   for (const Lag& l : report.lags) {
     WatchedProcess& w = entry(l.pid, l.process_name);
     ++w.lag_records;
     w.passes.Merge(l.passes);
+    if (l.end_unix_ms > l.start_unix_ms) {
+      w.hang_rate.watched_ms += static_cast<uint64_t>(l.end_unix_ms - l.start_unix_ms);
+    }
   }
   return out;
 }
@@ -70,7 +78,9 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
     if (w.running) out += ", still running";
     out += "\n";
     if (w.lag_records > 0) {
-      out += "hangwatch run:     lag: " + report::DescribeLag(w.passes.Figures()) + "\n";
+      out += "hangwatch run:     lag: " + report::DescribeLag(w.passes.Figures());
+      if (w.hang_rate.known()) out += "; " + DescribeHangRate(w.hang_rate);
+      out += "\n";
     }
   }
   return EscapeForTerminal(out);  // names and paths the watched processes gave

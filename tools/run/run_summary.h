@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/reader/hang_rate.h"
 #include "tools/reader/report_reader.h"
 #include "tools/run/launch_log_reader.h"
 
@@ -24,6 +25,7 @@ struct WatchedProcess {
   bool running = false;        // still alive when the summary was made
   size_t lag_records = 0;      // its lag records in this run's report, and their passes:
   PassHistogram passes;
+  HangRate hang_rate;  // its hangs against the time its lag records cover
 };
 
 // Every process that armed (launch log), plus every pid that has records in `report` but no
@@ -32,7 +34,7 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
 
 // "  pid 1234 redis-server (/usr/bin/redis-check-rdb): 2 hangs, still running\n" per process,
 // each line prefixed with "hangwatch run: ", and for a process with lag records a second line,
-// "    lag: 3611 passes (busy 9.8 s), p50 ...".
+// "    lag: 3611 passes (busy 9.8 s), p50 ...; hang rate 12.3 s/h (...)".
 std::string FormatWatched(const std::vector<WatchedProcess>& watched);
 
 // One line per kind of record lost and cause, each prefixed with "hangwatch run: ": "2 hangs

@@ -24,7 +24,8 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hangwatch top FILE... [--by signature|fingerprint|culprit] [--format text|json]\n"
+    "usage: hangwatch top FILE... [--by signature|fingerprint|culprit|label:NAME]\n"
+    "                     [--format text|json]\n"
     "                     [--label K=V]... [--since TIME] [--until TIME] [options]\n"
     "\n"
     "What hangs most across a fleet: reads hang reports (JSON Lines, from any number of\n"
@@ -33,8 +34,13 @@ constexpr char kUsage[] =
     "                     across builds and machines (default)\n"
     "  --by fingerprint   the same code addresses: the same hang in the same build\n"
     "  --by culprit       the same culprit function (and module)\n"
-    "For each group: hangs, hosts and processes (distinct host+pid) it was seen in, duration\n"
-    "p50/p95/max/total, hangs by class (busy, blocked), the most common culprit with file:line,\n"
+    "  --by label:NAME    the same value of label NAME (HANGWATCH_LABELS): compare builds\n"
+    "                     with --by label:build\n"
+    "For each group: hangs, hosts and processes (distinct host+pid) it was seen in, of all\n"
+    "those the files name (3/40), duration p50/p95/max/total, the hang rate (S/H: seconds of\n"
+    "hang per hour watched, the watched time being what the lag records cover; by label: those\n"
+    "with the group's value), hangs by class (busy, blocked), the most common culprit with "
+    "file:line,\n"
     "the process names, first and last seen, and the longest hangs as examples (host, pid,\n"
     "hang_id).\n"
     "\n"
@@ -116,8 +122,11 @@ int Run(int argc, char** argv) {
       query.by = TopBy::kFingerprint;
     } else if (v == "culprit") {
       query.by = TopBy::kCulprit;
+    } else if (v.rfind("label:", 0) == 0 && v.size() > 6) {
+      query.by = TopBy::kLabel;
+      query.by_label = v.substr(6);
     } else {
-      return "--by wants signature, fingerprint or culprit, not '" + v + "'";
+      return "--by wants signature, fingerprint, culprit or label:NAME, not '" + v + "'";
     }
     return "";
   });
@@ -158,7 +167,7 @@ int Run(int argc, char** argv) {
 
   TopScanOptions options;
   options.threads = static_cast<int>(jobs);
-  options.want_labels = !query.labels.empty();
+  options.want_labels = !query.labels.empty() || query.by == TopBy::kLabel;
   std::vector<std::unique_ptr<TopSink>> sinks;
   const std::vector<ScanStats> stats = ScanTopFiles(
       files, options, [&] { return std::make_unique<TopAggregator>(query); }, &sinks);
@@ -186,13 +195,17 @@ int Run(int argc, char** argv) {
 
   std::string text;
   if (format == "json") {
-    text = FormatTopJson(groups, query.by, shown);
+    text = FormatTopJson(groups, query.by, shown, query.by_label);
   } else {
     TopTextOptions o;
     o.by = query.by;
     o.limit = shown;
     o.hangs = all.hangs();
     o.files = read;
+    o.by_label = query.by_label;
+    o.hosts_total = all.hosts_total();
+    o.processes_total = all.processes_total();
+    o.watched_ms = all.watched_ms();
     text = FormatTopText(groups, o);
   }
   FILE* out = output.empty() ? stdout : std::fopen(output.c_str(), "w");

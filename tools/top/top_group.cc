@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
+#include <set>
 #include <tuple>
 
 #include "report/frame_classifier.h"
@@ -175,21 +176,28 @@ void TopAggregator::AddExample(std::vector<TopExample>* examples, TopExample e) 
   if (examples->size() > kTopExamples) examples->pop_back();
 }
 
-void TopAggregator::Add(const TopHang& h) {
+bool TopAggregator::Filtered(const TopHang& h) const {
   if ((query_.since_ms && h.start_unix_ms < *query_.since_ms) ||
       (query_.until_ms && h.start_unix_ms >= *query_.until_ms)) {
-    ++filtered_;
-    return;
+    return true;
   }
   for (const auto& [k, v] : query_.labels) {
     bool match = false;
     for (const auto& [hk, hv] : h.labels) match = match || (hk == k && hv == v);
-    if (!match) {
-      ++filtered_;
-      return;
-    }
+    if (!match) return true;
   }
-  ++hangs_;
+  return false;
+}
+
+void TopAggregator::Touch(std::string_view host, int64_t pid) {
+  auto it = all_hosts_.find(host);
+  if (it == all_hosts_.end()) {
+    it = all_hosts_.emplace(std::string(host), static_cast<uint32_t>(all_hosts_.size())).first;
+  }
+  all_processes_.insert(static_cast<uint64_t>(it->second) << 32 | static_cast<uint32_t>(pid));
+}
+
+void TopAggregator::GroupKey(const TopHang& h) {
   switch (query_.by) {
     case TopBy::kSignature:
       key_.assign(h.signature);
@@ -200,7 +208,34 @@ void TopAggregator::Add(const TopHang& h) {
     case TopBy::kCulprit:
       CulpritGroupKey(h, &key_);
       break;
+    case TopBy::kLabel:
+      key_.clear();
+      for (const auto& [k, v] : h.labels) {
+        if (k == query_.by_label) key_.assign(v);
+      }
+      break;
   }
+}
+
+void TopAggregator::AddLag(const TopHang& lag) {
+  if (Filtered(lag)) return;
+  Touch(lag.host, lag.pid);
+  if (lag.end_unix_ms <= lag.start_unix_ms) return;
+  const auto ms = static_cast<uint64_t>(lag.end_unix_ms - lag.start_unix_ms);
+  watched_ms_ += ms;
+  if (query_.by == TopBy::kLabel) {
+    GroupKey(lag);
+    Count(&watched_by_key_, key_, ms);
+  }
+}
+
+void TopAggregator::Add(const TopHang& h) {
+  if (Filtered(h)) {
+    ++filtered_;
+    return;
+  }
+  ++hangs_;
+  GroupKey(h);
   auto it = groups_.find(std::string_view(key_));
   if (it == groups_.end()) it = groups_.emplace(key_, Acc{}).first;
   Acc& a = it->second;
@@ -244,6 +279,19 @@ void TopAggregator::Add(const TopHang& h) {
 void TopAggregator::Merge(TopAggregator&& other) {
   hangs_ += other.hangs_;
   filtered_ += other.filtered_;
+  watched_ms_ += other.watched_ms_;
+  for (const auto& [k, ms] : other.watched_by_key_) Count(&watched_by_key_, k, ms);
+  std::vector<uint32_t> host_of(other.all_hosts_.size());
+  for (const auto& [host, index] : other.all_hosts_) {
+    auto h = all_hosts_.find(std::string_view(host));
+    if (h == all_hosts_.end()) {
+      h = all_hosts_.emplace(host, static_cast<uint32_t>(all_hosts_.size())).first;
+    }
+    host_of[index] = h->second;
+  }
+  for (uint64_t p : other.all_processes_) {
+    all_processes_.insert(static_cast<uint64_t>(host_of[p >> 32]) << 32 | (p & 0xffffffffu));
+  }
   for (auto& [key, o] : other.groups_) {
     auto it = groups_.find(std::string_view(key));
     if (it == groups_.end()) {
@@ -279,6 +327,27 @@ void TopAggregator::Merge(TopAggregator&& other) {
     for (TopExample& e : o.examples) AddExample(&a.examples, std::move(e));
   }
   other.groups_.clear();
+}
+
+uint64_t TopAggregator::hosts_total() const {
+  std::unordered_set<std::string_view> hosts;
+  for (const auto& [host, index] : all_hosts_) hosts.insert(host);
+  for (const auto& [key, a] : groups_) {
+    for (const auto& [host, index] : a.hosts) hosts.insert(host);
+  }
+  return hosts.size();
+}
+
+uint64_t TopAggregator::processes_total() const {
+  std::set<std::pair<std::string_view, uint32_t>> processes;
+  const auto add = [&](const StringMap<uint32_t>& hosts, const std::unordered_set<uint64_t>& pids) {
+    std::vector<std::string_view> name(hosts.size());
+    for (const auto& [host, index] : hosts) name[index] = host;
+    for (uint64_t p : pids) processes.emplace(name[p >> 32], static_cast<uint32_t>(p));
+  };
+  add(all_hosts_, all_processes_);
+  for (const auto& [key, a] : groups_) add(a.hosts, a.processes);
+  return processes.size();
 }
 
 std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
@@ -330,6 +399,15 @@ std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
     g.first_unix_ms = a.first;
     g.last_unix_ms = a.last;
     g.examples = a.examples;
+    uint64_t watched = watched_ms_;
+    if (query_.by == TopBy::kLabel) {
+      const auto w = watched_by_key_.find(std::string_view(key));
+      watched = w == watched_by_key_.end() ? 0 : w->second;
+    }
+    if (watched > 0) {
+      g.hang_seconds_per_hour =
+          3600.0 * static_cast<double>(a.total) / static_cast<double>(watched);
+    }
     out.push_back(std::move(g));
   }
   std::sort(out.begin(), out.end(), [sort](const TopGroup& x, const TopGroup& y) {

@@ -26,11 +26,12 @@
 
 namespace hangwatch::tools {
 
-enum class TopBy { kSignature, kFingerprint, kCulprit };
+enum class TopBy { kSignature, kFingerprint, kCulprit, kLabel };
 enum class TopSort { kCount, kTotal };
 
 struct TopQuery {
   TopBy by = TopBy::kSignature;
+  std::string by_label;  // kLabel: the label whose value is the group ("" when a hang has none)
   // Only hangs with all these labels (key, value).
   std::vector<std::pair<std::string, std::string>> labels;
   std::optional<int64_t> since_ms;  // start_unix_ms >= since
@@ -75,6 +76,10 @@ struct TopGroup {
   uint64_t count = 0;
   uint64_t hosts = 0;      // distinct host names ("" counts as one)
   uint64_t processes = 0;  // distinct processes: (host, pid)
+  // Seconds of hang per hour watched (docs/report-format.md, "Hang rate"): the group's hang time
+  // over the time the lag records cover (with --by label:NAME, those with the group's value);
+  // nullopt without lag records.
+  std::optional<double> hang_seconds_per_hour;
   std::vector<std::pair<std::string, uint64_t>> process_names;  // most hangs first
   std::string signature, fingerprint;                           // the most common in the group
   std::optional<TopCulprit> culprit;                            // the most common in the group
@@ -98,10 +103,19 @@ class TopAggregator : public TopSink {
 
   // Applies the query's filters, then counts the hang in its group.
   void Add(const TopHang& h) override;
+  // Applies the filters (start_unix_ms for --since/--until), then adds its interval to the
+  // watched time (of its label value with --by label:NAME) and its host and process to the
+  // totals.
+  void AddLag(const TopHang& lag) override;
   void Merge(TopAggregator&& other);
 
   uint64_t hangs() const { return hangs_; }            // counted
   uint64_t filtered_out() const { return filtered_; }  // left out by the filters
+  // Distinct hosts and processes (host, pid) of every record counted, hangs and lag records:
+  // the groups' and the lag records' put together when asked (not per hang: the scan's cost).
+  uint64_t hosts_total() const;
+  uint64_t processes_total() const;
+  uint64_t watched_ms() const { return watched_ms_; }  // the lag records' intervals
   std::vector<TopGroup> Groups(TopSort sort) const;
 
  private:
@@ -133,12 +147,19 @@ class TopAggregator : public TopSink {
     std::vector<TopExample> examples;
   };
   static void Count(StringMap<uint64_t>* m, std::string_view key, uint64_t n);
+  bool Filtered(const TopHang& h) const;
+  void GroupKey(const TopHang& h);                 // into key_
+  void Touch(std::string_view host, int64_t pid);  // a lag record's host and process
   static void AddExample(std::vector<TopExample>* examples, TopExample e);
 
   TopQuery query_;
   StringMap<Acc> groups_;
   uint64_t hangs_ = 0, filtered_ = 0;
-  std::string key_, culprit_key_;  // reused buffers
+  uint64_t watched_ms_ = 0;
+  StringMap<uint64_t> watched_by_key_;          // --by label:NAME: label value -> watched ms
+  StringMap<uint32_t> all_hosts_;               // of the lag records: host -> index
+  std::unordered_set<uint64_t> all_processes_;  // of the lag records: host index << 32 | pid
+  std::string key_, culprit_key_;               // reused buffers
 };
 
 }  // namespace hangwatch::tools

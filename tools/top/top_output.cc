@@ -12,8 +12,10 @@
 namespace hangwatch::tools {
 namespace {
 
-const char* ByName(TopBy by) {
+std::string ByName(TopBy by, const std::string& label) {
   switch (by) {
+    case TopBy::kLabel:
+      return "label:" + label;
     case TopBy::kFingerprint:
       return "fingerprint";
     case TopBy::kCulprit:
@@ -62,12 +64,19 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
   char buf[512];
   std::snprintf(buf, sizeof buf, "%" PRIu64 " hang%s in %zu group%s (by %s) from %zu file%s\n",
                 o.hangs, o.hangs == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s",
-                ByName(o.by), o.files, o.files == 1 ? "" : "s");
+                ByName(o.by, o.by_label).c_str(), o.files, o.files == 1 ? "" : "s");
   out += buf;
+  std::snprintf(buf, sizeof buf, "%" PRIu64 " host%s, %" PRIu64 " process%s", o.hosts_total,
+                o.hosts_total == 1 ? "" : "s", o.processes_total,
+                o.processes_total == 1 ? "" : "es");
+  out += buf;
+  out += o.watched_ms > 0 ? ", " + FormatTopDuration(o.watched_ms) +
+                                " watched (lag records; S/H: seconds of hang per watched hour)\n"
+                          : ", no lag records (no hang rate)\n";
   if (groups.empty()) return EscapeForTerminal(out);
-  std::snprintf(buf, sizeof buf, "%7s %5s %6s %7s %7s %7s %8s %5s %5s  %-44s %-16s %s\n", "COUNT",
-                "HOSTS", "PROCS", "P50", "P95", "MAX", "TOTAL", "BUSY", "BLOCK",
-                "CULPRIT (FILE:LINE)", "PROCESS", ByName(o.by));
+  std::snprintf(buf, sizeof buf, "%7s %9s %11s %7s %7s %7s %8s %7s %5s %5s  %-44s %-16s %s\n",
+                "COUNT", "HOSTS", "PROCS", "P50", "P95", "MAX", "TOTAL", "S/H", "BUSY", "BLOCK",
+                "CULPRIT (FILE:LINE)", "PROCESS", ByName(o.by, o.by_label).c_str());
   out += buf;
   const size_t n = o.limit == 0 ? groups.size() : std::min(o.limit, groups.size());
   for (size_t i = 0; i < n; ++i) {
@@ -77,12 +86,16 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
       process += " +" + std::to_string(g.process_names.size() - 1);
     }
     std::string key = g.key.empty() ? "-" : g.key;
+    const std::string hosts = std::to_string(g.hosts) + "/" + std::to_string(o.hosts_total);
+    const std::string procs = std::to_string(g.processes) + "/" + std::to_string(o.processes_total);
+    char rate[32] = "-";
+    if (g.hang_seconds_per_hour) std::snprintf(rate, sizeof rate, "%.1f", *g.hang_seconds_per_hour);
     std::snprintf(buf, sizeof buf,
-                  "%7" PRIu64 " %5" PRIu64 " %6" PRIu64 " %7s %7s %7s %8s %5" PRIu64 " %5" PRIu64
+                  "%7" PRIu64 " %9s %11s %7s %7s %7s %8s %7s %5" PRIu64 " %5" PRIu64
                   "  %-44s %-16s %s\n",
-                  g.count, g.hosts, g.processes, FormatTopDuration(g.p50_ms).c_str(),
+                  g.count, hosts.c_str(), procs.c_str(), FormatTopDuration(g.p50_ms).c_str(),
                   FormatTopDuration(g.p95_ms).c_str(), FormatTopDuration(g.max_ms).c_str(),
-                  FormatTopDuration(g.total_ms).c_str(), g.busy, g.blocked,
+                  FormatTopDuration(g.total_ms).c_str(), rate, g.busy, g.blocked,
                   CulpritText(g, 44).c_str(), Cut(process, 16).c_str(), Cut(key, 60).c_str());
     out += buf;
   }
@@ -93,17 +106,20 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
   return EscapeForTerminal(out);
 }
 
-std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t limit) {
+std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t limit,
+                          const std::string& by_label) {
   nlohmann::json out = nlohmann::json::array();
   const size_t n = limit == 0 ? groups.size() : std::min(limit, groups.size());
   for (size_t i = 0; i < n; ++i) {
     const TopGroup& g = groups[i];
     nlohmann::json j;
-    j["by"] = ByName(by);
+    j["by"] = ByName(by, by_label);
     j["key"] = g.key;
     j["count"] = g.count;
     j["hosts"] = g.hosts;
     j["processes"] = g.processes;
+    j["hang_seconds_per_hour"] =
+        g.hang_seconds_per_hour ? nlohmann::json(*g.hang_seconds_per_hour) : nlohmann::json();
     nlohmann::json names = nlohmann::json::array();
     for (const auto& [name, count] : g.process_names) {
       names.push_back({{"name", name}, {"count", count}});

@@ -13,21 +13,27 @@ namespace hangwatch::tools {
 
 struct TopTextOptions {
   TopBy by = TopBy::kSignature;
-  size_t limit = 0;    // rows; 0: all
-  uint64_t hangs = 0;  // hangs counted
-  size_t files = 0;    // files read
+  size_t limit = 0;                               // rows; 0: all
+  uint64_t hangs = 0;                             // hangs counted
+  size_t files = 0;                               // files read
+  std::string by_label;                           // TopBy::kLabel: the label's name
+  uint64_t hosts_total = 0, processes_total = 0;  // of every record read (hangs and lag)
+  uint64_t watched_ms = 0;                        // the lag records' intervals
 };
 
 // One line of totals, then a table: one row per group, most hangs first (or as sorted), with
-// count, hosts, processes, duration p50/p95/max/total, busy/blocked split, the culprit with
-// file:line, and the group's key.
+// count, hosts and processes touched (of all those read: "3/40"), duration p50/p95/max/total,
+// hang seconds per watched hour, busy/blocked split, the culprit with file:line, and the
+// group's key.
 std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOptions& options);
 
 // "1.2s", "412ms", "3m12s", "2h05m".
 std::string FormatTopDuration(uint64_t ms);
 
 // [{"key":..., "count":..., "hosts":N, "processes":N, ...}, ...] (one line, then "\n").
-std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t limit);
+// "hang_seconds_per_hour": null without lag records. `by_label`: TopBy::kLabel's label.
+std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t limit,
+                          const std::string& by_label = "");
 
 }  // namespace hangwatch::tools
 

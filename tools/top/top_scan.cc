@@ -100,6 +100,24 @@ bool ReadLabels(value v, TopHang* h) {
   return true;
 }
 
+// "cause": {"kind": "lock", ...}: the kind, when it is a string. The rest of the object, and a
+// cause of another shape, are left alone: no field of it is required or checked.
+void ReadCauseKind(value v, TopHang* h) {
+  object o;
+  if (v.get_object().get(o)) return;
+  for (auto f : o) {
+    if (f.error()) return;
+    field& fl = f.value_unsafe();
+    std::string_view key;
+    if (fl.unescaped_key().get(key)) return;
+    if (key == "kind") {
+      std::string_view kind;
+      if (!fl.value().get_string().get(kind)) h->cause_kind = kind;
+      return;
+    }
+  }
+}
+
 int ClassValue(std::string_view s) {
   if (s == report::kClassBusy) return 1;
   if (s == report::kClassBlocked) return 2;
@@ -182,6 +200,10 @@ uint32_t ReadField(std::string_view key, value v, bool want_labels, TopHang* out
   if (key == "fingerprint") return *ok = !v.get_string().get(out->fingerprint), kHangOptional;
   if (key == "signature") return *ok = !v.get_string().get(out->signature), kHangOptional;
   if (key == "culprit") return *ok = ReadCulprit(v, out), kHangOptional;
+  if (key == "cause") {
+    ReadCauseKind(v, out);
+    return *ok = true, 0;
+  }
   if (key == "labels") {
     *ok = want_labels ? ReadLabels(v, out) : IsType(v, json_type::object);
     return kLabels;
@@ -190,7 +212,7 @@ uint32_t ReadField(std::string_view key, value v, bool want_labels, TopHang* out
   if (key == "samples") return *ok = IsUnsigned32(v), kSamples;
   if (key == "stacks") return *ok = IsType(v, json_type::array), kStacks;
   if (key == "threshold_ms") return *ok = IsUnsigned32(v), kThreshold;
-  if (key == "end_unix_ms") return *ok = IsInt64(v), kEnd;
+  if (key == "end_unix_ms") return *ok = !v.get_int64().get(out->end_unix_ms), kEnd;
   if (key == "busy_ms") return *ok = IsType(v, json_type::number), kBusy;
   if (key == "buckets") return *ok = IsType(v, json_type::array), kBuckets;
   if (key == "slow_passes") return *ok = IsType(v, json_type::object), kSlowPasses;
@@ -281,6 +303,7 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
       return LineKind::kUnknownType;
   }
   if ((seen & required) != required || (mistyped & fields) != 0) return LineKind::kBad;
+  if (required == kLagRequired) out->lag = true;
   if (required != kHangRequired) return LineKind::kOtherRecord;
   if (out->process_name.empty()) {
     // Older agents: the file name of the executable.
@@ -330,6 +353,7 @@ void ScanTopText(std::string_view text, size_t readable_after, uint64_t file_off
         break;
       case LineKind::kOtherRecord:
         ++stats->other_records;
+        if (hang.lag) sink->AddLag(hang);
         break;
       case LineKind::kUnknownType:
         ++stats->unknown_types;

@@ -45,10 +45,16 @@ struct TopHang {
   int64_t culprit_line = 0;
   // The labels, when the parser was asked for them (label filters), in file order.
   std::vector<std::pair<std::string_view, std::string_view>> labels;
+  // "cause"."kind" when the hang names one (a string), else "" (`hangwatch exporter`'s label).
+  std::string_view cause_kind;
   // Where the line is, for reading it again (top_symbolize.h): the index of its file in
   // ScanTopFiles' paths, and the byte offset of its first character. Set by the scanner.
   uint32_t file = 0;
   uint64_t offset = 0;
+  // A lag record (LineKind::kOtherRecord): pid, host, process_name, labels, start_unix_ms and
+  // this are filled, for the watched time of the hang rate.
+  bool lag = false;
+  int64_t end_unix_ms = 0;
 };
 
 enum class LineKind {
@@ -104,6 +110,8 @@ class TopSink {
  public:
   virtual ~TopSink() = default;
   virtual void Add(const TopHang& hang) = 0;
+  // A lag record (TopHang::lag): the time it covers was watched.
+  virtual void AddLag(const TopHang& /*lag*/) {}
 };
 
 struct TopScanOptions {

@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "report/frame_classifier.h"
 #include "report/stack_identity.h"
+#include "tools/reader/hang_rate.h"
 #include "tools/reader/input_file.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
@@ -241,8 +242,9 @@ json LagFiguresJson(const LagFigures& f) {
 
 // The lag records merged: over everything, and per process and host (the 20 with the worst
 // p99), with the histogram cut into one bar per power of two of the duration. Null without lag
-// records.
-json LagSummary(const std::vector<Lag>& lags) {
+// records. With the hang rate (hang_rate.h): "hang_rate" s/h, "hang_s" and "watched_s"; null
+// rate when the records cover no time.
+json LagSummary(const std::vector<Lag>& lags, const HangRate& rate) {
   if (lags.empty()) return nullptr;
   PassHistogram all;
   std::map<std::pair<std::string, std::string>, PassHistogram> by;
@@ -252,6 +254,9 @@ json LagSummary(const std::vector<Lag>& lags) {
   }
   json out = LagFiguresJson(all.Figures());
   out["records"] = lags.size();
+  out["hang_rate"] = rate.known() ? json(rate.seconds_per_hour()) : json(nullptr);
+  out["hang_s"] = static_cast<double>(rate.hang_ms) / 1000.0;
+  out["watched_s"] = static_cast<double>(rate.watched_ms) / 1000.0;
   // [upper bound in ms, passes]: bucket 0, then 64 buckets per power of two.
   json bars = json::array();
   uint64_t in_bar = 0;
@@ -388,7 +393,7 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
                {"hangs", col},
                {"sources", std::move(source_list)},
                {"stalls", std::move(stalls)},
-               {"lag", LagSummary(report.lags)},
+               {"lag", LagSummary(report.lags, HangRateOf(report.hangs, report.lags))},
                {"skipped", report.skipped_lines},
                {"first_error", report.first_error}};
   return {ScriptSafe(data), std::move(details)};

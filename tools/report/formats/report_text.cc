@@ -13,6 +13,7 @@
 #include "hangwatch/hangwatch.h"
 #include "report/report_record.h"
 #include "tools/common/terminal_text.h"
+#include "tools/reader/hang_rate.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
 
@@ -196,7 +197,8 @@ void AppendStartupStalls(std::string* out, const Report& r) {
   }
 }
 
-// Every lag record of the report added up, and per process when there are several.
+// Every lag record of the report added up, and per process when there are several, each with
+// its hang rate (hang_rate.h).
 void AppendLag(std::string* out, const Report& r) {
   if (r.lags.empty()) return;
   PassHistogram all;
@@ -208,11 +210,24 @@ void AppendLag(std::string* out, const Report& r) {
     if (it == by_pid.end()) it = by_pid.insert(by_pid.end(), {l.pid, PassHistogram()});
     it->second.Merge(l.passes);
   }
-  Appendf(out, "Lag: %s\n", report::DescribeLag(all.Figures()).c_str());
+  const auto with_rate = [](std::string lag, const HangRate& rate) {
+    if (rate.known()) lag += "; " + DescribeHangRate(rate);
+    return lag;
+  };
+  Appendf(out, "Lag: %s\n",
+          with_rate(report::DescribeLag(all.Figures()), HangRateOf(r.hangs, r.lags)).c_str());
   if (by_pid.size() > 1) {
     for (const auto& [pid, passes] : by_pid) {
+      std::vector<HangRecord> hangs;
+      std::vector<Lag> lags;
+      for (const HangRecord& h : r.hangs) {
+        if (h.pid == pid) hangs.push_back(h);
+      }
+      for (const Lag& l : r.lags) {
+        if (l.pid == pid) lags.push_back(l);
+      }
       Appendf(out, "  pid %lld: %s\n", static_cast<long long>(pid),
-              report::DescribeLag(passes.Figures()).c_str());
+              with_rate(report::DescribeLag(passes.Figures()), HangRateOf(hangs, lags)).c_str());
     }
   }
   out->push_back('\n');

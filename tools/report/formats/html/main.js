@@ -28,6 +28,9 @@ function renderSummary(m) {
       stat('stat-longest', 'longest', fmtMs(longest)),
       stat('stat-processes', 'processes', String(processes.size)),
       fatal ? stat('stat-fatal', 'fatal (the process died)', String(fatal)) : null,
+      m.lag && m.lag.hang_rate !== null ? stat('stat-hang-rate', 'hang rate (s of hang per watched hour)',
+          m.lag.hang_rate.toFixed(1) + ' s/h', m.lag.hang_s.toFixed(1) + ' s of hang in ' +
+          (m.lag.watched_s / 3600).toFixed(2) + ' h watched (lag records)') : null,
       m.n ? el('div', {}, legend, bar) : null);
   if (m.stalls.length) {
     const worst = Math.max(...m.stalls.map(s => s.duration));

@@ -1,0 +1,198 @@
+#include "hangwatch_prometheus_metrics.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+namespace hangwatch {
+namespace {
+
+constexpr std::string_view kOwnLabels[] = {"process", "host", "class",  "cause",
+                                           "culprit", "le",   "reason", "quantile"};
+constexpr size_t kMaxCulpritsTracked = 10000;
+
+// The function to blame, or module+0xoffset when its name is unknown (as report::CulpritName
+// names it, without the tools' dependencies).
+std::string CulpritName(const Culprit& c) {
+  if (!c.symbol.empty()) return c.symbol;
+  char offset[32];
+  std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(c.offset));
+  return c.module.substr(c.module.rfind('/') + 1) + offset;
+}
+
+std::string ProcessOf(const HangRecord& hang) {
+  if (!hang.process_name.empty()) return hang.process_name;
+  return hang.process.substr(hang.process.rfind('/') + 1);
+}
+
+}  // namespace
+
+const std::vector<double>& PassDurationBuckets() {
+  static const std::vector<double> buckets = {0.001, 0.002, 0.005, 0.010, 0.016, 0.033, 0.050,
+                                              0.100, 0.250, 0.500, 1.0,   2.0,   5.0};
+  return buckets;
+}
+
+std::string LabelName(std::string_view key) {
+  std::string name;
+  for (char c : key) {
+    name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  }
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name.insert(0, "_");
+  if (name.compare(0, 2, "__") == 0) name.insert(0, "label");  // "__" is Prometheus's own
+  if (std::find(std::begin(kOwnLabels), std::end(kOwnLabels), name) != std::end(kOwnLabels)) {
+    name.insert(0, "label_");
+  }
+  return name;
+}
+
+std::string CauseLabel(std::string_view kind) {
+  if (kind.empty() || kind.size() > 32) return "unknown";
+  for (char c : kind) {
+    if (!(std::islower(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return "unknown";
+  }
+  return std::string(kind);
+}
+
+HangMetrics::HangMetrics(prometheus::Registry& registry, HangMetricsOptions options)
+    : options_(options),
+      hangs_(prometheus::BuildCounter()
+                 .Name("hangwatch_hangs_total")
+                 .Help("Hangs of the watched processes' main threads, by class and cause")
+                 .Register(registry)),
+      hang_seconds_(prometheus::BuildCounter()
+                        .Name("hangwatch_hang_seconds_total")
+                        .Help("Total duration of those hangs; hang rate in seconds per hour is "
+                              "3600 * rate(hangwatch_hang_seconds_total[1h])")
+                        .Register(registry)),
+      fatal_hangs_(prometheus::BuildCounter()
+                       .Name("hangwatch_fatal_hangs_total")
+                       .Help("Hangs still open when their process died")
+                       .Register(registry)),
+      pass_duration_(prometheus::BuildHistogram()
+                         .Name("hangwatch_pass_duration_seconds")
+                         .Help("Durations of every run-loop pass, from the lag records")
+                         .Register(registry)),
+      passes_(prometheus::BuildCounter()
+                  .Name("hangwatch_passes_total")
+                  .Help("Run-loop passes timed (lag records)")
+                  .Register(registry)),
+      busy_seconds_(prometheus::BuildCounter()
+                        .Name("hangwatch_busy_seconds_total")
+                        .Help("Total duration of the run-loop passes (lag records)")
+                        .Register(registry)),
+      watched_seconds_(prometheus::BuildCounter()
+                           .Name("hangwatch_watched_seconds_total")
+                           .Help("Time the processes were watched (the lag records' intervals); "
+                                 "hang rate per watched hour is 3600 * "
+                                 "increase(hangwatch_hang_seconds_total) / "
+                                 "increase(hangwatch_watched_seconds_total)")
+                           .Register(registry)),
+      skipped_(prometheus::BuildCounter()
+                   .Name("hangwatch_exporter_lines_skipped_total")
+                   .Help("Report lines not counted (torn, unknown type, other format version, "
+                         "too long), unreadable files, records over the series limit")
+                   .Register(registry)) {}
+
+bool HangMetrics::LabelsOf(const std::string& process, const std::string& host,
+                           const std::map<std::string, std::string>& labels,
+                           prometheus::Labels* out) {
+  out->clear();
+  for (const auto& [key, value] : labels) (*out)[LabelName(key)] = value;
+  (*out)["process"] = process;
+  (*out)["host"] = host;
+  if (label_sets_.count(*out) != 0) return true;
+  if (label_sets_.size() >= options_.max_label_sets) return false;
+  label_sets_.insert(*out);
+  // With culprit labels, which culprit a hang will have is not known yet: no series at 0.
+  for (HangClass c :
+       {HangClass::kBusy, HangClass::kBlocked, HangClass::kMixed, HangClass::kUnknown}) {
+    if (options_.culprit_top > 0) break;
+    prometheus::Labels by_class = *out;
+    by_class["class"] = HangClassName(c);
+    hang_seconds_.Add(by_class);
+    by_class["cause"] = "unknown";
+    hangs_.Add(by_class);
+  }
+  fatal_hangs_.Add(*out);
+  passes_.Add(*out);
+  busy_seconds_.Add(*out);
+  watched_seconds_.Add(*out);
+  return true;
+}
+
+std::string HangMetrics::CulpritLabel(const HangRecord& hang) {
+  if (hang.culprit.empty()) return "none";
+  const std::string name = CulpritName(hang.culprit);
+  auto it = culprit_hangs_.find(name);
+  if (it == culprit_hangs_.end()) {
+    if (culprit_hangs_.size() >= kMaxCulpritsTracked) return "other";
+    it = culprit_hangs_.emplace(name, 0).first;
+  }
+  const size_t count = ++it->second;
+  if (culprit_series_.count(name) != 0) return name;
+  if (culprit_series_.size() >= 2 * options_.culprit_top) return "other";
+  // Its rank: the culprits with more hangs than it.
+  size_t above = 0;
+  for (const auto& [other, n] : culprit_hangs_) above += n > count ? 1 : 0;
+  if (above >= options_.culprit_top) return "other";
+  culprit_series_.insert(name);
+  return name;
+}
+
+void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
+  std::lock_guard<std::mutex> lock(mu_);
+  prometheus::Labels labels;
+  if (!LabelsOf(ProcessOf(hang), hang.host, hang.labels, &labels)) {
+    Skip(kSkipSeriesLimit);
+    return;
+  }
+  if (options_.culprit_top > 0) labels["culprit"] = CulpritLabel(hang);
+  prometheus::Labels by_class = labels;
+  by_class["class"] = HangClassName(hang.hang_class);
+  prometheus::Labels by_cause = by_class;
+  by_cause["cause"] = CauseLabel(cause);
+  hangs_.Add(by_cause).Increment();
+  hang_seconds_.Add(by_class).Increment(static_cast<double>(hang.duration_ms) / 1000.0);
+  labels.erase("culprit");
+  if (hang.fatal) fatal_hangs_.Add(labels).Increment();
+}
+
+void HangMetrics::AddLag(const std::string& process, const std::string& host,
+                         const std::map<std::string, std::string>& record_labels,
+                         int64_t start_unix_ms, int64_t end_unix_ms, const PassHistogram& passes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  prometheus::Labels labels;
+  if (!LabelsOf(process, host, record_labels, &labels)) {
+    Skip(kSkipSeriesLimit);
+    return;
+  }
+  // Each lag bucket goes to the histogram bucket holding its midpoint: within one lag bucket
+  // (1/64 of its lower bound) of where its passes really were.
+  const std::vector<double>& bounds = PassDurationBuckets();
+  std::vector<double> increments(bounds.size() + 1, 0.0);
+  for (int i = 0; i < pass_histogram::kBuckets; ++i) {
+    const uint64_t n = passes.count(i);
+    if (n == 0) continue;
+    const double mid_s =
+        static_cast<double>(pass_histogram::BucketLowerNs(i) + pass_histogram::BucketUpperNs(i)) /
+        2e9;
+    const size_t j =
+        static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), mid_s) - bounds.begin());
+    increments[j] += static_cast<double>(n);
+  }
+  const double busy_s = static_cast<double>(passes.busy_ns()) / 1e9;
+  pass_duration_.Add(labels, bounds).ObserveMultiple(increments, busy_s);
+  passes_.Add(labels).Increment(static_cast<double>(passes.passes()));
+  busy_seconds_.Add(labels).Increment(busy_s);
+  if (end_unix_ms > start_unix_ms) {
+    watched_seconds_.Add(labels).Increment(static_cast<double>(end_unix_ms - start_unix_ms) /
+                                           1000.0);
+  }
+}
+
+void HangMetrics::Skip(std::string_view reason, double count) {
+  skipped_.Add({{"reason", std::string(reason)}}).Increment(count);
+}
+
+}  // namespace hangwatch

@@ -1,0 +1,103 @@
+// The hangwatch metrics (docs/prometheus/README.md lists them) in a prometheus::Registry: each
+// hang and lag record adds to counters and to a histogram. One computation for both producers:
+// `hangwatch exporter` (tools/exporter/: records read from JSON Lines reports) and
+// hangwatch::RegisterMetrics (hangwatch_prometheus.h: the in-process agent's records, live).
+// No I/O. Thread-safe: a mutex guards the label bookkeeping (prometheus-cpp's own metrics are).
+//
+// Besides the metrics the issue names, hangwatch_watched_seconds_total adds up the lag records'
+// intervals: the time the processes were watched, the denominator of the hang rate per watched
+// hour (docs/report-format.md, "Hang rate").
+//
+// Every series is labelled `process` (the process name, never the pid) and `host`, plus the
+// record's own labels (HANGWATCH_LABELS). Cardinality stays bounded: no culprit, signature or
+// pid label unless asked (culprit_top), and at most max_label_sets distinct label sets; a record
+// beyond that is counted as skipped ("series_limit") rather than making a new series.
+#ifndef HANGWATCH_INTEGRATIONS_PROMETHEUS_METRICS_H_
+#define HANGWATCH_INTEGRATIONS_PROMETHEUS_METRICS_H_
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hangwatch/hang_record.h"
+#include "hangwatch/pass_histogram.h"
+
+namespace hangwatch {
+
+// Why a line or a file was not counted: the `reason` label of
+// hangwatch_exporter_lines_skipped_total.
+inline constexpr std::string_view kSkipTorn = "torn";  // not a JSON object, or a bad record
+inline constexpr std::string_view kSkipUnknownType = "unknown_type";
+inline constexpr std::string_view kSkipOtherVersion = "other_version";
+inline constexpr std::string_view kSkipTooLong = "too_long";
+inline constexpr std::string_view kSkipUnreadable = "unreadable";  // a file (counted once)
+inline constexpr std::string_view kSkipSeriesLimit = "series_limit";
+
+// The upper bounds (seconds) of hangwatch_pass_duration_seconds: finer below a frame, then the
+// thresholds people alert on (16 ms, 33 ms: one and two 60 Hz frames; 50, 100, 250, 500 ms,
+// 1, 2, 5 s).
+const std::vector<double>& PassDurationBuckets();
+
+struct HangMetricsOptions {
+  // > 0: hangwatch_hangs_total and hangwatch_hang_seconds_total get a `culprit` label for the
+  // culprits that are among the N with the most hangs when their hang is counted; the others
+  // read "other". At most 2 * N culprits ever get a series of their own.
+  size_t culprit_top = 0;
+  size_t max_label_sets = 10000;
+};
+
+class HangMetrics {
+ public:
+  HangMetrics(prometheus::Registry& registry, HangMetricsOptions options);
+
+  // One hang record; `cause`: its cause.kind ("" when the record has none: "unknown").
+  void AddHang(const HangRecord& hang, std::string_view cause);
+  // One lag record's interval [start, end) and passes.
+  void AddLag(const std::string& process, const std::string& host,
+              const std::map<std::string, std::string>& labels, int64_t start_unix_ms,
+              int64_t end_unix_ms, const PassHistogram& passes);
+  void Skip(std::string_view reason, double count = 1);
+
+ private:
+  // process, host and the record's labels, as Prometheus label names allow; false when the
+  // label set is new and the limit is reached. A new label set gets its series at 0 (every
+  // class with cause "unknown"), so that rate() sees its first hang as an increase.
+  bool LabelsOf(const std::string& process, const std::string& host,
+                const std::map<std::string, std::string>& labels, prometheus::Labels* out);
+  std::string CulpritLabel(const HangRecord& hang);
+
+  std::mutex mu_;  // label_sets_, culprit_hangs_, culprit_series_
+  HangMetricsOptions options_;
+  prometheus::Family<prometheus::Counter>& hangs_;
+  prometheus::Family<prometheus::Counter>& hang_seconds_;
+  prometheus::Family<prometheus::Counter>& fatal_hangs_;
+  prometheus::Family<prometheus::Histogram>& pass_duration_;
+  prometheus::Family<prometheus::Counter>& passes_;
+  prometheus::Family<prometheus::Counter>& busy_seconds_;
+  prometheus::Family<prometheus::Counter>& watched_seconds_;
+  prometheus::Family<prometheus::Counter>& skipped_;
+  std::set<prometheus::Labels> label_sets_;
+  std::map<std::string, size_t> culprit_hangs_;  // hangs per culprit name
+  std::set<std::string> culprit_series_;         // culprits with a series of their own
+};
+
+// A record's label key as a Prometheus label name: characters outside [A-Za-z0-9_] become '_',
+// a leading digit or "__" gets a "_"/"label" prefix, and the names the exporter sets itself
+// (process, host, class, cause, culprit, le, reason) become "label_NAME".
+std::string LabelName(std::string_view key);
+
+// A cause.kind as a label value: short lowercase identifiers only, else "unknown".
+std::string CauseLabel(std::string_view kind);
+
+}  // namespace hangwatch
+
+#endif  // HANGWATCH_INTEGRATIONS_PROMETHEUS_METRICS_H_

@@ -1,0 +1,62 @@
+// Hang rate (tools/reader/hang_rate.h): seconds of hang per hour of watched time, over the
+// hangs of the processes whose lag records give the watched time.
+#include "tools/reader/hang_rate.h"
+
+#include <gtest/gtest.h>
+
+namespace hangwatch::tools {
+namespace {
+
+HangRecord Hang(const std::string& host, int64_t pid, uint64_t ms) {
+  HangRecord h;
+  h.host = host;
+  h.pid = pid;
+  h.duration_ms = ms;
+  return h;
+}
+
+report::Lag Lag(const std::string& host, int64_t pid, int64_t start_ms, int64_t end_ms) {
+  report::Lag l;
+  l.host = host;
+  l.pid = pid;
+  l.start_unix_ms = start_ms;
+  l.end_unix_ms = end_ms;
+  return l;
+}
+
+TEST(HangRateTest, HangSecondsPerWatchedHourOfTheWatchedProcesses) {
+  // Two processes watched 30 minutes each (one hour), 9 s of hang between them; a third
+  // process has no lag record: its hang counts on neither side.
+  const std::vector<HangRecord> hangs = {Hang("a", 1, 4000), Hang("a", 1, 2000), Hang("b", 1, 3000),
+                                         Hang("c", 9, 60000)};
+  const std::vector<report::Lag> lags = {Lag("a", 1, 0, 900'000), Lag("a", 1, 900'000, 1'800'000),
+                                         Lag("b", 1, 0, 1'800'000)};
+  const HangRate rate = HangRateOf(hangs, lags);
+  EXPECT_TRUE(rate.known());
+  EXPECT_EQ(rate.hangs, 3u);
+  EXPECT_EQ(rate.hang_ms, 9000u);
+  EXPECT_EQ(rate.watched_ms, 3'600'000u);
+  EXPECT_DOUBLE_EQ(rate.seconds_per_hour(), 9.0);
+  EXPECT_EQ(DescribeHangRate(rate), "hang rate 9.0 s/h (9.0 s of hang in 60.0 min watched)");
+}
+
+TEST(HangRateTest, UnknownWithoutLagRecords) {
+  const HangRate rate = HangRateOf({Hang("a", 1, 4000)}, {});
+  EXPECT_FALSE(rate.known());
+  EXPECT_EQ(rate.seconds_per_hour(), 0);
+  EXPECT_EQ(DescribeHangRate(rate), "");
+  // A record with an empty or backwards interval watches nothing.
+  EXPECT_FALSE(HangRateOf({}, {Lag("a", 1, 5, 5), Lag("a", 1, 9, 2)}).known());
+}
+
+TEST(HangRateTest, WatchedTimeIsWrittenInUnitsPeopleRead) {
+  HangRate r;
+  r.hang_ms = 1500;
+  r.watched_ms = 90'000;
+  EXPECT_EQ(DescribeHangRate(r), "hang rate 60.0 s/h (1.5 s of hang in 90.0 s watched)");
+  r.watched_ms = 600'000;
+  EXPECT_EQ(DescribeHangRate(r), "hang rate 9.0 s/h (1.5 s of hang in 10.0 min watched)");
+}
+
+}  // namespace
+}  // namespace hangwatch::tools

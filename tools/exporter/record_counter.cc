@@ -1,0 +1,66 @@
+#include "tools/exporter/record_counter.h"
+
+#include <string>
+#include <variant>
+
+#include "report/report_decode.h"
+
+namespace hangwatch::tools {
+
+RecordCounter::RecordCounter(HangMetrics* metrics)
+    : parser_(/*want_labels=*/true), metrics_(metrics) {}
+
+void RecordCounter::Count(std::string_view line) {
+  TopHang h;
+  switch (parser_.ParseUnpadded(line, &h)) {
+    case LineKind::kHang: {
+      // The fields the metrics read (hang_metrics.h): names, labels, duration, class, fatal,
+      // culprit.
+      hang_.pid = h.pid;
+      hang_.process.assign(h.process);
+      hang_.process_name.assign(h.process_name);
+      hang_.host.assign(h.host);
+      hang_.labels.clear();
+      for (const auto& [k, v] : h.labels) hang_.labels[std::string(k)] = std::string(v);
+      hang_.duration_ms = h.duration_ms;
+      hang_.hang_class = static_cast<HangClass>(h.hang_class & 3);
+      hang_.fatal = h.fatal;
+      hang_.culprit = Culprit{};
+      if (h.has_culprit) {
+        hang_.culprit.symbol.assign(h.culprit_symbol);
+        hang_.culprit.module.assign(h.culprit_module);
+        hang_.culprit.offset = h.culprit_offset;
+        hang_.culprit.frame = 0;
+      }
+      metrics_->AddHang(hang_, h.cause_kind);
+      break;
+    }
+    case LineKind::kOtherRecord: {
+      if (!h.lag) break;  // a start-up stall: no metric of its own
+      report::Record record;
+      std::string error;
+      const auto* lag =
+          report::Decode(line, &record, &error) ? std::get_if<report::Lag>(&record) : nullptr;
+      if (lag == nullptr) {
+        metrics_->Skip(kSkipTorn);  // its buckets are not what the format says
+        break;
+      }
+      metrics_->AddLag(lag->process_name, lag->host, lag->labels, lag->start_unix_ms,
+                       lag->end_unix_ms, lag->passes);
+      break;
+    }
+    case LineKind::kBad:
+      metrics_->Skip(kSkipTorn);
+      break;
+    case LineKind::kUnknownType:
+      metrics_->Skip(kSkipUnknownType);
+      break;
+    case LineKind::kOtherVersion:
+      metrics_->Skip(kSkipOtherVersion);
+      break;
+    case LineKind::kEmpty:
+      break;
+  }
+}
+
+}  // namespace hangwatch::tools

@@ -1,0 +1,33 @@
+// One line of a report into the exporter's metrics. Lines are classified by the format's reading
+// rules with `top`'s line parser (tools/top/top_scan.h: simdjson On-Demand over the top-level
+// fields, the stacks, timeline and modules skipped, not decoded: what lets the exporter follow
+// 100 MB/s on one core); hangs are counted from those fields, lag records (a few per process a
+// minute) decoded in full by report/'s decoder for their buckets, and everything else counted as
+// skipped with its reason. Apart from the command so that tests feed it lines directly.
+#ifndef HANGWATCH_TOOLS_EXPORTER_RECORD_COUNTER_H_
+#define HANGWATCH_TOOLS_EXPORTER_RECORD_COUNTER_H_
+
+#include <string_view>
+
+#include "hangwatch/hang_record.h"
+#include "hangwatch_prometheus_metrics.h"
+#include "tools/top/top_scan.h"
+
+namespace hangwatch::tools {
+
+class RecordCounter {
+ public:
+  explicit RecordCounter(HangMetrics* metrics);
+
+  // Counts one line (without its '\n').
+  void Count(std::string_view line);
+
+ private:
+  TopLineParser parser_;
+  HangMetrics* metrics_;
+  HangRecord hang_;  // reused: its strings keep their capacity
+};
+
+}  // namespace hangwatch::tools
+
+#endif  // HANGWATCH_TOOLS_EXPORTER_RECORD_COUNTER_H_
