@@ -7,6 +7,9 @@
 // of the run-loop state word, and a read of the pass clock unless HANGWATCH_TIME_PASSES=0);
 // the real call, resolved once with dlsym(RTLD_NEXT), runs in between with the same arguments,
 // and its result and errno are returned untouched. Other threads pass straight through.
+// A wait the main thread makes inside a handler (a synchronous network call) is not the loop's:
+// the shim learns the loop's call site and depth (loop_wait_sites.h) and lets the pass continue
+// through waits made elsewhere, so they are blocked hangs.
 // Some runtimes idle elsewhere (threaded Tcl waits on a condition variable while a notifier
 // thread polls): the shim interposes their own wait functions too (runtime_waits.cc), and once
 // the main thread waits in one, that is its loop's wait (wait_wrapper.h).
