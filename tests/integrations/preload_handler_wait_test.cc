@@ -127,5 +127,21 @@ TEST(PreloadHandlerWait, CHandlerPollingAPeerIsABlockedHang) {
   EXPECT_TRUE(StackHas(h, "WaitForThePeer")) << ReadFile(report_path);
 }
 
+// A child forked inside a handler runs an idle loop of its own, at a call site deeper than its
+// parent's loop: it learns its own loop's wait (the parent's is forgotten at the fork), so its
+// idle is not taken for a handler's wait.
+TEST(PreloadHandlerWait, ForkedChildLearnsItsOwnLoop) {
+  TempDir dir;
+  ChildProcess fixture({PRELOAD_HANDLER_WAIT_FIXTURE, "--fork"}, ShimEnv(dir, "300"));
+  ASSERT_EQ(fixture.Wait(), 0);
+  const std::string report_path = dir.path() + "/hangs.jsonl";
+  const tools::Report report = ReadReport(report_path);
+  bool child_watched = false;
+  for (const auto& lag : report.lags) child_watched |= lag.pid != fixture.pid();
+  EXPECT_TRUE(child_watched) << "the child armed and wrote its lag record\n"
+                             << ReadFile(report_path);
+  EXPECT_TRUE(report.hangs.empty()) << ReadFile(report_path);
+}
+
 }  // namespace
 }  // namespace hangwatch::testing
