@@ -20,6 +20,11 @@
 //     and in a runtime whose loop waits in its own function (wait_wrapper.h), every wait is
 //     taken as the loop's, as the shim always did: idle time is never reported as a hang. A
 //     start-up wait (Xlib's round trip in XOpenDisplay: a reply, no time-out) is never learned.
+//   - Why the depth, not the call site alone: a second loop at another site, outside the
+//     first (a program that runs a set-up loop, returns, then its main loop), is no deeper,
+//     so it stays idle. The cost: a loop whose own wait is deeper than its handlers' (Python's
+//     SelectSelector, whose select() is called under a 50 KB frame of fd tables) keeps the
+//     old behaviour, its handlers' waits taken as idle.
 //   - Only waits taken as idle teach: a handler whose poll times out does not make its own site
 //     the loop's. A forked child forgets everything and learns its own loop (ForkChild).
 #ifndef HANGWATCH_INTEGRATIONS_PRELOAD_LOOP_WAIT_SITES_H_
