@@ -1,6 +1,8 @@
 // The preload shim's cost on the call an event loop idles in: poll() with a zero timeout on a
 // pipe with nothing to read, straight to libc (poll_plain) and through the shim's interposed
-// poll on the main thread with the agent armed (poll_main) and on another thread (poll_other).
+// poll on the main thread with the agent armed (poll_main: the loop's own wait, its call site
+// learned as the loop's) and on another thread (poll_other), and a handler's poll on the main
+// thread (poll_main_in_handler: another call site, deeper; the pass continues through it).
 // Targets: <= 20 ns added on the main thread, <= 5 ns on other threads.
 //
 // The shim times every pass (two reads of the pass clock per wait, for the lag records);
@@ -76,13 +78,29 @@ struct Pipe {
   }
 };
 
-// kBatch polls; the nanoseconds they took.
-double TimeBatch(PollFn fn, int fd) {
+// kBatch polls; the nanoseconds they took. The shim learns the loop's wait from where it is
+// called (integrations/preload/loop_wait_sites.h): LearnLoopWait() makes this call site the
+// loop's, with the same poll timing out.
+__attribute__((noinline)) double TimeBatch(PollFn fn, int fd, int timeout_ms = 0) {
+  struct pollfd p = {fd, POLLIN, 0};
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kBatch; ++i) benchmark::DoNotOptimize(fn(&p, 1, timeout_ms));
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The same batch from another call site: on the main thread, once the loop's wait is learned
+// (at TimeBatch's site, from a shallower frame), a handler's wait, which the pass continues
+// through (no about_to_wait / woke_up).
+__attribute__((noinline)) double TimeHandlerBatch(PollFn fn, int fd) {
   struct pollfd p = {fd, POLLIN, 0};
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kBatch; ++i) benchmark::DoNotOptimize(fn(&p, 1, 0));
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
 }
+
+// Arms the shim (the main thread's first blocking wait) and has it learn TimeBatch's poll as
+// the loop's wait: a batch of 1 ms polls on a pipe with nothing to read, each timing out.
+void LearnLoopWait(PollFn shim, int fd) { TimeBatch(shim, fd, 1); }
 
 struct Pair {
   double plain_ns = 0, shim_ns = 0;
@@ -90,16 +108,19 @@ struct Pair {
 
 // A plain batch and a shim batch (shim == nullptr: plain twice), in alternating order: the
 // second of two back-to-back batches is measurably slower, a bias that alternation cancels.
-Pair TimePair(PollFn shim, int fd) {
+Pair TimePair(PollFn shim, int fd, bool in_handler = false) {
   static thread_local bool plain_first = false;
   plain_first = !plain_first;
   PollFn other = shim != nullptr ? shim : LibcPoll();
+  const auto shim_batch = [&] {
+    return in_handler ? TimeHandlerBatch(other, fd) : TimeBatch(other, fd);
+  };
   Pair p;
   if (plain_first) {
     p.plain_ns = TimeBatch(LibcPoll(), fd);
-    p.shim_ns = TimeBatch(other, fd);
+    p.shim_ns = shim_batch();
   } else {
-    p.shim_ns = TimeBatch(other, fd);
+    p.shim_ns = shim_batch();
     p.plain_ns = TimeBatch(LibcPoll(), fd);
   }
   return p;
@@ -177,10 +198,20 @@ void BM_PollMain(benchmark::State& state) {
   PollFn shim = ShimPoll();
   if (shim == nullptr) return state.SkipWithError("cannot load the shim");
   Pipe pipe;
-  struct pollfd none = {-1, 0, 0};
-  shim(&none, 1, 1);  // the main thread's first blocking wait arms the agent
+  LearnLoopWait(shim, pipe.fds[0]);  // arms the agent; TimeBatch's poll is the loop's wait
   Measure(
       state, [&] { return TimePair(shim, pipe.fds[0]); }, true);
+}
+
+// A poll of a handler on the main thread (TimeHandlerBatch's call site, deeper than the loop's
+// learned wait): the pass continues through it.
+void BM_PollMainInHandler(benchmark::State& state) {
+  PollFn shim = ShimPoll();
+  if (shim == nullptr) return state.SkipWithError("cannot load the shim");
+  Pipe pipe;
+  LearnLoopWait(shim, pipe.fds[0]);
+  Measure(
+      state, [&] { return TimePair(shim, pipe.fds[0], /*in_handler=*/true); }, true);
 }
 
 void BM_PollOther(benchmark::State& state) {
@@ -219,8 +250,7 @@ void BM_PollMainUntimed(benchmark::State& state) {
     auto shim = h != nullptr ? reinterpret_cast<PollFn>(dlsym(h, "poll")) : nullptr;
     if (shim == nullptr) _exit(1);
     Pipe pipe;
-    struct pollfd none = {-1, 0, 0};
-    shim(&none, 1, 1);  // arms the copy
+    LearnLoopWait(shim, pipe.fds[0]);  // arms the copy
     for (int i = 0; i < kIterations; ++i) {
       const Pair p = TimePair(shim, pipe.fds[0]);
       if (write(fds[1], &p, sizeof p) != static_cast<ssize_t>(sizeof p)) _exit(1);
@@ -259,6 +289,10 @@ BENCHMARK(BM_PollPlainOther)
 BENCHMARK(BM_PollOther)->Name("BM_Preload/poll_other")->UseManualTime()->Iterations(kIterations);
 BENCHMARK(BM_PollMainUntimed)
     ->Name("BM_Preload/poll_main_untimed")
+    ->UseManualTime()
+    ->Iterations(kIterations);
+BENCHMARK(BM_PollMainInHandler)
+    ->Name("BM_Preload/poll_main_in_handler")
     ->UseManualTime()
     ->Iterations(kIterations);
 BENCHMARK(BM_PollMain)->Name("BM_Preload/poll_main")->UseManualTime()->Iterations(kIterations);

@@ -7,6 +7,9 @@
 // of the run-loop state word, and a read of the pass clock unless HANGWATCH_TIME_PASSES=0);
 // the real call, resolved once with dlsym(RTLD_NEXT), runs in between with the same arguments,
 // and its result and errno are returned untouched. Other threads pass straight through.
+// A wait the main thread makes inside a handler (a synchronous network call) is not the loop's:
+// the shim learns the loop's call site and depth (loop_wait_sites.h) and lets the pass continue
+// through waits made elsewhere, so they are blocked hangs.
 // Some runtimes idle elsewhere (threaded Tcl waits on a condition variable while a notifier
 // thread polls): the shim interposes their own wait functions too (runtime_waits.cc), and once
 // the main thread waits in one, that is its loop's wait (wait_wrapper.h).
@@ -75,6 +78,7 @@ namespace hangwatch::preload {
 ShimState g_shim;
 int g_runtime_wait_depth = 0;
 bool g_loop_waits_in_runtime = false;
+LoopWaitSites g_loop_wait_sites{};
 
 }  // namespace hangwatch::preload
 
@@ -160,6 +164,7 @@ void ForkChild() {
   // its loop may not be the parent's: the child finds its own loop's wait.
   hangwatch::preload::g_runtime_wait_depth = 0;
   hangwatch::preload::g_loop_waits_in_runtime = false;
+  hangwatch::preload::ForgetLoopWaitSites();
   hangwatch::preload::ForgetParentsKeptFiles();
   if (Phase() == hangwatch::preload::kArmed || Phase() == hangwatch::preload::kStarting) {
     SetPhase(hangwatch::preload::kUnarmed);
@@ -229,37 +234,40 @@ const char* ShimPath() { return g_self_path; }
 
 #define HW_REAL(slot, name) (Resolve(&(slot), name))
 #define HW_INTERPOSE __attribute__((visibility("default")))
+// Where the interposed call was made from, and the caller's stack pointer (loop_wait_sites.h).
+#define HW_SITE __builtin_return_address(0), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())
 
 extern "C" {
 
 HW_INTERPOSE int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
   auto f = HW_REAL(g_poll, "poll");
-  return Interpose(timeout != 0, [&] { return f ? f(fds, nfds, timeout) : NoSuchCall(); });
+  return Interpose(timeout != 0, HW_SITE, [&] { return f ? f(fds, nfds, timeout) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, size_t fdslen) {
   auto f = HW_REAL(g_poll_chk, "__poll_chk");
-  return Interpose(timeout != 0, [&] { return f ? f(fds, nfds, timeout, fdslen) : NoSuchCall(); });
+  return Interpose(timeout != 0, HW_SITE,
+                   [&] { return f ? f(fds, nfds, timeout, fdslen) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
                        const sigset_t* sigmask) {
   auto f = HW_REAL(g_ppoll, "ppoll");
-  return Interpose(IsBlocking(timeout),
+  return Interpose(IsBlocking(timeout), HW_SITE,
                    [&] { return f ? f(fds, nfds, timeout, sigmask) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
                              const sigset_t* sigmask, size_t fdslen) {
   auto f = HW_REAL(g_ppoll_chk, "__ppoll_chk");
-  return Interpose(IsBlocking(timeout),
+  return Interpose(IsBlocking(timeout), HW_SITE,
                    [&] { return f ? f(fds, nfds, timeout, sigmask, fdslen) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
                         struct timeval* timeout) {
   auto f = HW_REAL(g_select, "select");
-  return Interpose(IsBlocking(timeout), [&] {
+  return Interpose(IsBlocking(timeout), HW_SITE, [&] {
     return f ? f(nfds, readfds, writefds, exceptfds, timeout) : NoSuchCall();
   });
 }
@@ -267,28 +275,28 @@ HW_INTERPOSE int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exc
 HW_INTERPOSE int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
                          const struct timespec* timeout, const sigset_t* sigmask) {
   auto f = HW_REAL(g_pselect, "pselect");
-  return Interpose(IsBlocking(timeout), [&] {
+  return Interpose(IsBlocking(timeout), HW_SITE, [&] {
     return f ? f(nfds, readfds, writefds, exceptfds, timeout, sigmask) : NoSuchCall();
   });
 }
 
 HW_INTERPOSE int epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout) {
   auto f = HW_REAL(g_epoll_wait, "epoll_wait");
-  return Interpose(timeout != 0,
+  return Interpose(timeout != 0, HW_SITE,
                    [&] { return f ? f(epfd, events, maxevents, timeout) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout,
                              const sigset_t* sigmask) {
   auto f = HW_REAL(g_epoll_pwait, "epoll_pwait");
-  return Interpose(timeout != 0,
+  return Interpose(timeout != 0, HW_SITE,
                    [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int epoll_pwait2(int epfd, struct epoll_event* events, int maxevents,
                               const struct timespec* timeout, const sigset_t* sigmask) {
   auto f = HW_REAL(g_epoll_pwait2, "epoll_pwait2");
-  return Interpose(IsBlocking(timeout),
+  return Interpose(IsBlocking(timeout), HW_SITE,
                    [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
 }
 

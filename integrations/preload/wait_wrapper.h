@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 
+#include "integrations/preload/loop_wait_sites.h"
 #include "integrations/preload/shim_state.h"
 
 namespace hangwatch::preload {
@@ -28,10 +29,15 @@ extern bool g_loop_waits_in_runtime;
 
 // The wrapper around each interposed system wait. `blocking`: the call may wait (a timeout that
 // is not zero); the agent arms at the first such call on the main thread, a program that only
-// ever polls with a zero timeout has not reached an event loop yet. Other threads, and the main
-// thread while it arms, go straight to `call`. Its result and errno are returned untouched.
+// ever polls with a zero timeout has not reached an event loop yet. `site` and `cfa`: where it
+// was called from and the caller's stack pointer (loop_wait_sites.h): a wait that is not the
+// loop's is part of the pass (no about_to_wait / woke_up), a blocking one taken as idle that
+// times out (result 0: poll, select and epoll alike) teaches the loop's site. Other threads, and
+// the main thread while it arms, go straight to `call`. Its result and errno are returned
+// untouched.
 template <typename Call>
-inline __attribute__((always_inline)) int Interpose(bool blocking, Call call) {
+inline __attribute__((always_inline)) int Interpose(bool blocking, const void* site, uintptr_t cfa,
+                                                    Call call) {
   if (!pthread_equal(pthread_self(), g_shim.main_thread) || g_runtime_wait_depth != 0) {
     return call();
   }
@@ -40,10 +46,11 @@ inline __attribute__((always_inline)) int Interpose(bool blocking, Call call) {
     ArmAtFirstWait();
     if (Phase() != kArmed) return call();
   }
-  if (g_loop_waits_in_runtime) return call();
+  if (g_loop_waits_in_runtime || WaitIsInsidePass(site, cfa)) return call();
   g_shim.about_to_wait();
   const int result = call();
   g_shim.woke_up();
+  if (__builtin_expect(result == 0, 0) && blocking) LearnLoopWaitSite(site, cfa);
   return result;
 }
 

@@ -1,0 +1,78 @@
+// Where the main thread's event loop itself waits, learned by the loader, so that a wait made
+// from anywhere else (a handler's synchronous HTTP call, libpq's PQexec, a DNS lookup: each a
+// poll or select deeper in the stack) is work of the pass under way, not the loop idling.
+// Internal to libhangwatch_preload.so (libc only, like shim_state.h): main thread only, no
+// allocation, no system call, errno untouched.
+//
+// What is learned, and why:
+//   - A wait is identified by its call site (the return address into the code that called the
+//     interposed function) and the caller's stack pointer at the call (the canonical frame
+//     address, __builtin_dwarf_cfa: the same for every interposer called from one frame, so
+//     libuv's epoll_pwait and epoll_wait, made from one function, sit at one depth).
+//   - A call site becomes one of the loop's (a small fixed table) when a wait made there, taken
+//     as idle, timed out: a loop idles with a timer; a handler's wait answers. The loop's depth
+//     is the shallowest such wait's.
+//   - Once the loop is known, a wait from a site that is not one of its own and made deeper in
+//     the stack than the loop's wait is inside the pass: the handler runs below the loop. The
+//     loop's own site at any depth (a GTK dialog's nested main loop) is idle, as is any wait no
+//     deeper than the loop's.
+//   - Until a site is learned (the first waits, a loop with no timer), after the table is full,
+//     and in a runtime whose loop waits in its own function (wait_wrapper.h), every wait is
+//     taken as the loop's, as the shim always did: idle time is never reported as a hang. A
+//     start-up wait (Xlib's round trip in XOpenDisplay: a reply, no time-out) is never learned.
+//   - Why the depth, not the call site alone: a second loop at another site, outside the
+//     first (a program that runs a set-up loop, returns, then its main loop), is no deeper,
+//     so it stays idle. The cost: a loop whose own wait is deeper than its handlers' (Python's
+//     SelectSelector, whose select() is called under a 50 KB frame of fd tables) keeps the
+//     old behaviour, its handlers' waits taken as idle.
+//   - Only waits taken as idle teach: a handler whose poll times out does not make its own site
+//     the loop's. A forked child forgets everything and learns its own loop (ForkChild).
+#ifndef HANGWATCH_INTEGRATIONS_PRELOAD_LOOP_WAIT_SITES_H_
+#define HANGWATCH_INTEGRATIONS_PRELOAD_LOOP_WAIT_SITES_H_
+
+#include <stdint.h>
+
+namespace hangwatch::preload {
+
+struct LoopWaitSites {
+  static constexpr int kCapacity = 8;
+  const void* sites[kCapacity];
+  int count;           // sites learned; 0: the loop is not known yet
+  bool full;           // a ninth site timed out: unsure from then on, every wait is the loop's
+  uintptr_t loop_cfa;  // the caller's stack pointer at the shallowest learned wait
+};
+// Defined in preload_shim.cc; zeroed by the fork child handler.
+extern LoopWaitSites g_loop_wait_sites;
+
+inline bool IsLoopWaitSite(const void* site) {
+  for (int i = 0; i < g_loop_wait_sites.count; ++i) {
+    if (g_loop_wait_sites.sites[i] == site) return true;
+  }
+  return false;
+}
+
+// True when a wait called from `site` with the caller's stack at `cfa` is part of the pass
+// under way: the loop is known, and this is not its wait. Stacks grow down (x86-64, AArch64).
+inline bool WaitIsInsidePass(const void* site, uintptr_t cfa) {
+  if (__builtin_expect(g_loop_wait_sites.count == 0, 0) || g_loop_wait_sites.full) return false;
+  return cfa < g_loop_wait_sites.loop_cfa && !IsLoopWaitSite(site);
+}
+
+// A wait taken as idle (with a time-out) timed out: its site is the loop's.
+inline void LearnLoopWaitSite(const void* site, uintptr_t cfa) {
+  LoopWaitSites& s = g_loop_wait_sites;
+  if (s.count == 0 || cfa > s.loop_cfa) s.loop_cfa = cfa;
+  if (IsLoopWaitSite(site)) return;
+  if (s.count == LoopWaitSites::kCapacity) {
+    s.full = true;
+    return;
+  }
+  s.sites[s.count++] = site;
+}
+
+// The fork child handler: the child's loop may not be its parent's.
+inline void ForgetLoopWaitSites() { g_loop_wait_sites = LoopWaitSites{}; }
+
+}  // namespace hangwatch::preload
+
+#endif  // HANGWATCH_INTEGRATIONS_PRELOAD_LOOP_WAIT_SITES_H_

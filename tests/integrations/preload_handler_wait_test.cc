@@ -1,0 +1,147 @@
+// A wait made inside a handler is part of the pass: unmodified programs under the preload shim
+// whose event loop's handler blocks in a poll of its own (a synchronous HTTP call with
+// Python's urllib, a C handler polling a peer) report a blocked hang; the same loops idling
+// report nothing (integrations/preload/loop_wait_sites.h).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_process.h"
+#include "hangwatch/hangwatch.h"
+#include "tools/reader/report_reader.h"
+
+namespace hangwatch::testing {
+namespace {
+
+constexpr char kPython[] = "/usr/bin/python3.11";
+
+// Connects to the loop on `port` and reads until it closes: its handler ran to the end.
+std::string Trigger(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct timeval tv = {20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    char buf[256];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) response.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return response;
+}
+
+tools::Report ReadReport(const std::string& path) {
+  tools::Report report;
+  std::string error;
+  tools::ParseJsonLines(ReadFile(path), &report, &error);
+  return report;
+}
+
+bool StackHas(const HangRecord& h, const std::string& symbol) {
+  for (const Stack& s : h.stacks) {
+    for (const Frame& f : s.frames) {
+      if (f.symbol.find(symbol) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> ShimEnv(const TempDir& dir, const std::string& threshold_ms) {
+  return {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_THRESHOLD_MS=" + threshold_ms,
+          "HANGWATCH_REPORT=" + dir.path() + "/hangs.jsonl", "HANGWATCH_LOG=0",
+          "HANGWATCH_OPEN_HANG_DIR=" + dir.path()};
+}
+
+// The selectors loop's handler fetches from a server that answers after 1 s: one blocked hang
+// on the main thread, in the poll of Python's socket module. Before the loop's wait was learned,
+// that poll was taken as the loop idling: no hang at all.
+TEST(PreloadHandlerWait, PythonUrlopenInsideASelectorsHandlerIsABlockedHang) {
+  if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
+  TempDir dir;
+  ChildProcess upstream({kPython, HANGWATCH_TEST_DATA_DIR "/upstream_http_server.py", "1"}, {});
+  std::string line;
+  ASSERT_TRUE(upstream.ReadLine(&line, std::chrono::seconds(20)));
+  const std::string url = "http://127.0.0.1:" + line + "/";
+  ChildProcess loop({kPython, HANGWATCH_TEST_DATA_DIR "/selectors_urlopen_loop.py", url},
+                    ShimEnv(dir, "300"));
+  ASSERT_TRUE(loop.ReadLine(&line, std::chrono::seconds(20)));
+  EXPECT_EQ(Trigger(std::atoi(line.c_str())), "done\n");
+  // The handler returned and the loop waits again: the pass has ended. Its hang is written by
+  // the watchdog at its next tick; wait for it.
+  const std::string report_path = dir.path() + "/hangs.jsonl";
+  tools::Report report;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (report.hangs.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    report = ReadReport(report_path);
+  }
+  kill(loop.pid(), SIGTERM);
+  loop.Wait();
+  report = ReadReport(report_path);
+  ASSERT_EQ(report.hangs.size(), 1u) << ReadFile(report_path);
+  const HangRecord& h = report.hangs[0];
+  EXPECT_EQ(h.tid, loop.pid()) << "the main thread";
+  EXPECT_GE(h.duration_ms, 800u);
+  EXPECT_LT(h.duration_ms, 5000u);
+  EXPECT_EQ(h.hang_class, HangClass::kBlocked);
+  EXPECT_TRUE(StackHas(h, "poll")) << ReadFile(report_path);
+}
+
+// The same loop idling for 3 s, its selector timing out every 100 ms: nothing to report, and no
+// pass left open at exit.
+TEST(PreloadHandlerWait, IdleSelectorsLoopReportsNothing) {
+  if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
+  TempDir dir;
+  ChildProcess loop({kPython, HANGWATCH_TEST_DATA_DIR "/selectors_urlopen_loop.py", "--idle", "3"},
+                    ShimEnv(dir, "100"));
+  std::string line;
+  ASSERT_TRUE(loop.ReadLine(&line, std::chrono::seconds(20)));
+  EXPECT_EQ(loop.Wait(), 0);
+  EXPECT_TRUE(ReadReport(dir.path() + "/hangs.jsonl").hangs.empty())
+      << ReadFile(dir.path() + "/hangs.jsonl");
+}
+
+// A C loop with a 100 ms timer whose handler polls a peer that does not answer for 600 ms.
+TEST(PreloadHandlerWait, CHandlerPollingAPeerIsABlockedHang) {
+  TempDir dir;
+  ChildProcess fixture({PRELOAD_HANDLER_WAIT_FIXTURE, "600"}, ShimEnv(dir, "300"));
+  ASSERT_EQ(fixture.Wait(), 0);
+  const std::string report_path = dir.path() + "/hangs.jsonl";
+  const tools::Report report = ReadReport(report_path);
+  ASSERT_EQ(report.hangs.size(), 1u) << ReadFile(report_path);
+  const HangRecord& h = report.hangs[0];
+  EXPECT_EQ(h.tid, fixture.pid());
+  EXPECT_GE(h.duration_ms, 550u);
+  EXPECT_EQ(h.hang_class, HangClass::kBlocked);
+  EXPECT_TRUE(StackHas(h, "WaitForThePeer")) << ReadFile(report_path);
+}
+
+// A child forked inside a handler runs an idle loop of its own, at a call site deeper than its
+// parent's loop: it learns its own loop's wait (the parent's is forgotten at the fork), so its
+// idle is not taken for a handler's wait.
+TEST(PreloadHandlerWait, ForkedChildLearnsItsOwnLoop) {
+  TempDir dir;
+  ChildProcess fixture({PRELOAD_HANDLER_WAIT_FIXTURE, "--fork"}, ShimEnv(dir, "300"));
+  ASSERT_EQ(fixture.Wait(), 0);
+  const std::string report_path = dir.path() + "/hangs.jsonl";
+  const tools::Report report = ReadReport(report_path);
+  bool child_watched = false;
+  for (const auto& lag : report.lags) child_watched |= lag.pid != fixture.pid();
+  EXPECT_TRUE(child_watched) << "the child armed and wrote its lag record\n"
+                             << ReadFile(report_path);
+  EXPECT_TRUE(report.hangs.empty()) << ReadFile(report_path);
+}
+
+}  // namespace
+}  // namespace hangwatch::testing
