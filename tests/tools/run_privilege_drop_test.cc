@@ -141,7 +141,18 @@ TEST(RunPrivilegeDrop, NginxWorkersThatSwitchToWwwDataAreWatched) {
   const bool up = WaitFor([&] {
     const std::string pid = ReadFile(dir / "nginx.pid");
     master = pid.empty() ? 0 : std::atoll(pid.c_str());
-    return master > 0 && ChildrenOf(master).size() == 2 && !Get(port).empty();
+    if (master <= 0 || ChildrenOf(master).size() != 2 || Get(port).empty()) return false;
+    // One worker answering says nothing of the other: each switches user on its own, after the
+    // fork (a worker read just before its switch is still root's).
+    // Nor does it say the other reached its loop: a worker asleep in epoll_wait has armed (the
+    // shim arms before the real call), so the stop below cannot come before that.
+    for (int64_t w : ChildrenOf(master)) {
+      if (EffectiveUid(w) != getpwnam("www-data")->pw_uid) return false;
+      if (ReadFile("/proc/" + std::to_string(w) + "/wchan").find("epoll") == std::string::npos) {
+        return false;
+      }
+    }
+    return true;
   });
   if (master > 0) {
     cleanup.Add(master);
