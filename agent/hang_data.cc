@@ -12,6 +12,7 @@ HangData::HangData(const HangLimits& limits)
 
 void HangData::Clear() {
   summary = HangSummary{};
+  cause = WaitCause{};
   stacks_.Clear();
   timeline_size_ = 0;
 }
@@ -21,6 +22,7 @@ void HangData::CopyFrom(const HangData& other) {
     return;
   }
   summary = other.summary;
+  cause = other.cause;
   stacks_.CopyFrom(other.stacks_);
   timeline_size_ = std::min(other.timeline_size_, std::max<size_t>(limits_.max_timeline, 1));
   std::copy_n(other.timeline_.get(), timeline_size_, timeline_.get());
@@ -57,6 +59,17 @@ void HangData::AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintp
   } else {
     summary.timeline_truncated = true;
   }
+}
+
+void HangData::NoteCause(const WaitCause& sample_cause) {
+  if (sample_cause.kind == CauseKind::kNone) return;
+  if (timeline_size_ > 0) {
+    TimelineEntry& last = timeline_[timeline_size_ - 1];
+    last.cause = sample_cause.kind;
+    last.cause_tid = sample_cause.owner_tid();
+  }
+  if (cause.kind == CauseKind::kDeadlock && sample_cause.kind != CauseKind::kDeadlock) return;
+  cause = sample_cause;
 }
 
 FrameMethod HangData::frame_method(uint32_t id, size_t i) const {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "agent/stack_table.h"
+#include "agent/wait_cause.h"
 #include "hangwatch/hang_record.h"
 
 namespace hangwatch::agent {
@@ -38,6 +39,8 @@ struct HangSummary {
   uint32_t state_samples = 0;    // samples with a known scheduler state
   bool fatal = false;
   bool timeline_truncated = false;
+  // The main thread's pauses for captures during the hang, summed (hangwatch's own cost).
+  uint64_t pause_ns = 0;
 };
 
 class HangData {
@@ -55,10 +58,15 @@ class HangData {
                  uint64_t cpu_delta_ns, char state, bool ok,
                  const FrameMethod* frame_methods = nullptr,
                  SampleMethod sample_method = SampleMethod::kUnknown);
+  // The cause of the sample just added (its timeline entry gets the kind and the owner). The
+  // hang's cause is the most recent sample's that has one, except that a deadlock, once seen,
+  // stays: its threads can never leave it. A sample without a cause leaves the hang's as it is.
+  void NoteCause(const WaitCause& sample_cause);
   // How frame i of stack `id` was found.
   FrameMethod frame_method(uint32_t id, size_t i) const;
 
   HangSummary summary;
+  WaitCause cause;  // why the hang waited (NoteCause); kind kNone when not known
   const StackTable& stacks() const { return stacks_; }
   const TimelineEntry* timeline() const { return timeline_.get(); }
   size_t timeline_size() const { return timeline_size_; }

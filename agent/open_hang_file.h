@@ -8,7 +8,9 @@
 //   [512, 768)    LiveHeader copy 1
 //   modules       max_modules ModuleRecords (path, build-id, load bias, executable ranges)
 //   samples       max_samples SampleRecords (t, CPU delta, state, how the sample was taken,
-//                 leaf key, frames and how each was found), each with its own checksum
+//                 the cause kind, leaf key, frames and how each was found), each with its own
+//                 checksum
+//   cause         (version 3) two copies of the hang's WaitCause (open_hang_cause.h)
 // Writes never go in place over the newest valid state: a sample record is written, then the
 // live header copy that is NOT the newest is rewritten with generation + 1 and its checksum.
 // A reader takes the valid copy with the highest generation and stops at the first sample
@@ -44,7 +46,7 @@ class OpenHangFile {
   static std::unique_ptr<OpenHangFile> Create(const std::string& path, const HangLimits& limits,
                                               std::string* error);
   // Same, writing format `version` as an older agent did (1: without frame and sample
-  // methods): for tests of reading what an older agent left behind.
+  // methods; 2: without the cause): for tests of reading what an older agent left behind.
   static std::unique_ptr<OpenHangFile> CreateForTest(const std::string& path,
                                                      const HangLimits& limits, std::string* error,
                                                      uint32_t version);
@@ -71,6 +73,7 @@ class OpenHangFile {
   bool Initialize(std::string* error);
   void WriteSample(size_t index, const HangData& hang);
   void WriteLiveHeader(const HangData& hang, bool open);
+  void WriteCause(const HangData& hang);  // the hang's cause, into the cause region
 
   std::string path_;
   int fd_ = -1;
@@ -84,6 +87,7 @@ class OpenHangFile {
   uint64_t cpu_us_ = 0;
   bool open_ = false;
   uint32_t version_ = 0;  // of the format written
+  uint64_t cause_generation_ = 0;
 };
 
 enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };

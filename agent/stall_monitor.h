@@ -30,6 +30,7 @@
 #include "agent/hang_data.h"
 #include "agent/hang_ring.h"
 #include "agent/leaf_normalizer.h"
+#include "agent/wait_cause_probe.h"
 #include "agent/watchdog_env.h"
 #include "hangwatch/hangwatch.h"
 #include "symbols/cfi_unwinder.h"
@@ -88,7 +89,7 @@ class MonitorListener {
   virtual void OnSamplingSignalTaken() {}
 };
 
-class StallMonitor {
+class StallMonitor final : private OtherThreadCapturer {
  public:
   // Everything is borrowed and must outlive the monitor. Allocates the hang storage and the
   // capture buffer; Tick() allocates nothing (except inside the CFI unwinder, when one is set:
@@ -112,6 +113,10 @@ class StallMonitor {
   // and its frames replaced by the result. nullptr (default): the capture's own frame-pointer
   // frames are kept. Borrowed; set before the first Tick().
   void set_cfi_unwinder(symbols::CfiUnwinder* unwinder) { cfi_ = unwinder; }
+  // Why a blocked sample waited (wait_cause_probe.h): asked after each sample that found the
+  // main thread asleep; lock owners are captured with the same sampler and unwinder. nullptr
+  // (default): no cause. Borrowed; set before the first Tick().
+  void set_wait_cause_probe(WaitCauseProbe* probe) { cause_probe_ = probe; }
   // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).
   std::span<const symbols::FrameMethod> last_frame_methods() const {
     return {methods_.get(), num_methods_};
@@ -129,6 +134,15 @@ class StallMonitor {
   // Replaces buffer_'s frames by the CFI unwinder's (when set and the capture copied stack) and
   // records each frame's method.
   void UnwindCapture(bool near_memory_limit);
+  // The same for any capture buffer, the methods into `methods`; returns the number of frames
+  // of `buf` afterwards (CFI's when it won).
+  size_t UnwindBuffer(unwind::CaptureBuffer* buf, symbols::FrameMethod* methods,
+                      bool near_memory_limit);
+  // OtherThreadCapturer: a lock owner, captured and unwound like the main thread.
+  size_t CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* frames, FrameMethod* methods,
+                      size_t max_frames) override;
+  // After a blocked sample: its cause, into the hang.
+  void ProbeCause(char state);
   uintptr_t LeafOf(uintptr_t pc, bool near_memory_limit);
   // Time since the estimated start of the pass, stopped time excluded.
   uint64_t Effective(uint64_t now) const;
@@ -154,6 +168,10 @@ class StallMonitor {
   std::unique_ptr<uintptr_t[]> cfi_frames_;  // max_frames each, allocated once
   std::unique_ptr<symbols::FrameMethod[]> methods_;
   size_t num_methods_ = 0;
+  WaitCauseProbe* cause_probe_ = nullptr;
+  unwind::CaptureBuffer other_buffer_;  // a lock owner's capture
+  std::unique_ptr<symbols::FrameMethod[]> other_methods_;
+  WaitCause sample_cause_;
 
   // Ticks.
   bool first_tick_ = true;

@@ -1,0 +1,41 @@
+// WaitCauseProbe: on the watchdog thread, right after a sample of the main thread that found it
+// asleep, works out why it waits (a WaitCause) and captures the other threads of this process it
+// waits for. One implementation per platform: Linux's (wait_cause_probe.cc, over cause/) is made
+// by MakePlatformSampler (platform_sampler.h); Apple platforms have none (null).
+#ifndef HANGWATCH_AGENT_WAIT_CAUSE_PROBE_H_
+#define HANGWATCH_AGENT_WAIT_CAUSE_PROBE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "agent/wait_cause.h"
+#include "unwind/thread_capture.h"
+
+namespace hangwatch::agent {
+
+// Captures another thread of this process with the agent's own sampler and unwinder; frames
+// and methods are written into the caller's arrays. Returns the number of frames (0: failed).
+class OtherThreadCapturer {
+ public:
+  virtual ~OtherThreadCapturer() = default;
+  virtual size_t CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* frames,
+                              FrameMethod* methods, size_t max_frames) = 0;
+};
+
+class WaitCauseProbe {
+ public:
+  virtual ~WaitCauseProbe() = default;
+  // Fills *out for the main thread `main` just sampled (its scheduler state `state`). False
+  // (and *out cleared) when it does not wait in a system call. Captures lock owners through
+  // `capturer` (may be null: no stacks). Allocates nothing.
+  virtual bool Probe(const unwind::ThreadInfo& main, char state, OtherThreadCapturer* capturer,
+                     WaitCause* out) = 0;
+};
+
+// Linux: the cause/ probe. Defined in wait_cause_probe.cc (not compiled on Apple platforms).
+std::unique_ptr<WaitCauseProbe> MakeLinuxWaitCauseProbe();
+
+}  // namespace hangwatch::agent
+
+#endif  // HANGWATCH_AGENT_WAIT_CAUSE_PROBE_H_
