@@ -69,6 +69,12 @@ void HangData::NoteCause(const WaitCause& sample_cause) {
     last.cause_tid = sample_cause.owner_tid();
   }
   if (cause.kind == CauseKind::kDeadlock && sample_cause.kind != CauseKind::kDeadlock) return;
+  // The end of a lock wait finds the owner letting go, running: the same wait seen earlier,
+  // with the owner asleep in a system call, says more about what it did.
+  const bool same_wait = sample_cause.kind == cause.kind &&
+                         sample_cause.lock.addr == cause.lock.addr &&
+                         sample_cause.owner_tid() == cause.owner_tid() && cause.num_threads > 0;
+  if (same_wait && sample_cause.threads[0].call.nr < 0 && cause.threads[0].call.nr >= 0) return;
   cause = sample_cause;
 }
 

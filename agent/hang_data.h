@@ -60,7 +60,9 @@ class HangData {
                  SampleMethod sample_method = SampleMethod::kUnknown);
   // The cause of the sample just added (its timeline entry gets the kind and the owner). The
   // hang's cause is the most recent sample's that has one, except that a deadlock, once seen,
-  // stays: its threads can never leave it. A sample without a cause leaves the hang's as it is.
+  // stays (its threads can never leave it), and that a sample finding the same lock's owner
+  // running (letting go, at the end of the wait) keeps the earlier one that found it in a
+  // system call. A sample without a cause leaves the hang's as it is.
   void NoteCause(const WaitCause& sample_cause);
   // How frame i of stack `id` was found.
   FrameMethod frame_method(uint32_t id, size_t i) const;
