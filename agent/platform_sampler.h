@@ -23,6 +23,9 @@ struct PlatformSampler {
   std::unique_ptr<unwind::ThreadSampler> signal_sampler;
   // Why a blocked sample waits (Linux: cause/); null where the platform has none.
   std::unique_ptr<WaitCauseProbe> cause_probe;
+  // The sampler of lock owners (Linux: a second ProcFirstSampler over the same signal sampler,
+  // so that each keeps its thread's files open); null: `sampler`.
+  std::unique_ptr<unwind::ThreadSampler> other_sampler;
   // The sampling signal (Config::signal, or the one picked), 0 when the platform needs none.
   int signal = 0;
 };

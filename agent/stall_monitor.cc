@@ -400,7 +400,12 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
 
 void StallMonitor::ProbeCause(char state) {
   const uint64_t before = env_->MonotonicNs();
-  if (cause_probe_->Probe(target_, state, this, &sample_cause_)) {
+  SampledThread sampled;
+  sampled.state = state;
+  sampled.syscall_known = buffer_.syscall_known;
+  sampled.syscall_nr = buffer_.syscall_nr;
+  sampled.syscall_args = buffer_.syscall_args;
+  if (cause_probe_->Probe(target_, sampled, this, &sample_cause_)) {
     const size_t n = hang_.timeline_size();
     sample_cause_.main_stack = n > 0 ? hang_.timeline()[n - 1].stack : -1;
     hang_.NoteCause(sample_cause_);
@@ -411,11 +416,17 @@ void StallMonitor::ProbeCause(char state) {
 }
 
 size_t StallMonitor::CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* frames,
-                                  FrameMethod* methods, size_t max_frames) {
-  if (sampler_->Capture(thread, &other_buffer_) != unwind::CaptureStatus::kOk ||
-      other_buffer_.num_frames == 0) {
-    return 0;
-  }
+                                  FrameMethod* methods, size_t max_frames,
+                                  SampledThread* sampled) {
+  unwind::ThreadSampler* sampler = other_sampler_ != nullptr ? other_sampler_ : sampler_;
+  const unwind::CaptureStatus status = sampler->Capture(thread, &other_buffer_);
+  *sampled = SampledThread{};
+  sampled->state = other_buffer_.sched_state;
+  if (status != unwind::CaptureStatus::kOk || other_buffer_.num_frames == 0) return 0;
+  sampled->syscall_known = other_buffer_.syscall_known;
+  sampled->syscall_nr = other_buffer_.syscall_nr;
+  sampled->syscall_args = other_buffer_.syscall_args;
+  sampled->sp = other_buffer_.regs.sp;
   const size_t walked = UnwindBuffer(&other_buffer_, other_methods_.get(), NearMemoryLimit());
   const size_t n = std::min({other_buffer_.num_frames, max_frames, other_buffer_.max_frames()});
   std::copy_n(other_buffer_.frames(), n, frames);

@@ -117,6 +117,9 @@ class StallMonitor final : private OtherThreadCapturer {
   // main thread asleep; lock owners are captured with the same sampler and unwinder. nullptr
   // (default): no cause. Borrowed; set before the first Tick().
   void set_wait_cause_probe(WaitCauseProbe* probe) { cause_probe_ = probe; }
+  // The sampler of the other threads (lock owners): a second one keeps the main thread's and
+  // the owner's /proc files open between samples. nullptr: the main thread's sampler.
+  void set_other_thread_sampler(unwind::ThreadSampler* sampler) { other_sampler_ = sampler; }
   // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).
   std::span<const symbols::FrameMethod> last_frame_methods() const {
     return {methods_.get(), num_methods_};
@@ -140,7 +143,7 @@ class StallMonitor final : private OtherThreadCapturer {
                       bool near_memory_limit);
   // OtherThreadCapturer: a lock owner, captured and unwound like the main thread.
   size_t CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* frames, FrameMethod* methods,
-                      size_t max_frames) override;
+                      size_t max_frames, SampledThread* sampled) override;
   // After a blocked sample: its cause, into the hang.
   void ProbeCause(char state);
   uintptr_t LeafOf(uintptr_t pc, bool near_memory_limit);
@@ -169,6 +172,7 @@ class StallMonitor final : private OtherThreadCapturer {
   std::unique_ptr<symbols::FrameMethod[]> methods_;
   size_t num_methods_ = 0;
   WaitCauseProbe* cause_probe_ = nullptr;
+  unwind::ThreadSampler* other_sampler_ = nullptr;
   unwind::CaptureBuffer other_buffer_;  // a lock owner's capture
   std::unique_ptr<symbols::FrameMethod[]> other_methods_;
   WaitCause sample_cause_;

@@ -45,13 +45,23 @@ clockid_t ThreadCpuClock(pid_t tid) {
 
 class LinuxWaitCauseProbe final : public WaitCauseProbe {
  public:
-  bool Probe(const unwind::ThreadInfo& main, char state, OtherThreadCapturer* capturer,
-             WaitCause* out) override {
+  bool Probe(const unwind::ThreadInfo& main, const SampledThread& sampled,
+             OtherThreadCapturer* capturer, WaitCause* out) override {
     *out = WaitCause{};
-    const cause::DecodedWait w = cause::ReadThreadWait(main.tid);
+    const char state = sampled.state;
+    cause::DecodedWait w;
+    if (sampled.syscall_known && sampled.syscall_args != nullptr) {
+      unwind::TaskSyscall sys;
+      sys.fields = 9;
+      sys.nr = sampled.syscall_nr;
+      std::memcpy(sys.args, sampled.syscall_args, sizeof(sys.args));
+      w = cause::DecodeWait(sys);
+    } else {
+      w = cause::ReadThreadWait(main.tid);
+    }
     if (w.nr < 0) return false;  // running, or blocked outside a system call
     out->call = CallOf(w);
-    cause::ReadThreadName(main.tid, out->main_name, sizeof(out->main_name));
+    MainName(main.tid, out->main_name);
     switch (w.wait) {
       case cause::SyscallWait::kFutex:
         ProbeLock(main.tid, w, capturer, out);
@@ -88,7 +98,10 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
     out->lock = LockOf(lock);
     out->owner_released = lock.owner_released;
     if (lock.owner == 0) return;
-    cause::FollowChain(main_tid, lock, &chain_);
+    reader_.probe = this;
+    reader_.capturer = capturer;
+    reader_.out = out;
+    cause::FollowChain(main_tid, lock, &chain_, &reader_);
     out->num_threads = static_cast<uint8_t>(chain_.length);
     out->chain_truncated = chain_.truncated;
     if (chain_.deadlock) {
@@ -97,23 +110,71 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
     }
     for (int i = 0; i < chain_.length; ++i) {
       const cause::ChainLink& link = chain_.links[i];
-      WaitThread& t = out->threads[i];
+      WaitThread& t = out->threads[i];  // its frames are the reader's
       t.tid = link.tid;
       CopyName(link.name, t.name);
       t.state = link.state;
       t.call = CallOf(link.wait);
       t.wants = LockOf(link.wants);
-      if (capturer != nullptr) Capture(link, capturer, &t);
     }
   }
 
-  void Capture(const cause::ChainLink& link, OtherThreadCapturer* capturer, WaitThread* t) {
-    unwind::ThreadInfo info;
-    info.tid = link.tid;
-    info.cpu_clock = ThreadCpuClock(link.tid);
-    info.stack = StackOf(link.tid, link.sp);
-    t->num_frames =
-        static_cast<uint32_t>(capturer->CaptureOther(info, t->frames, t->methods, kCauseMaxFrames));
+  // Each owner is captured once per sample: its stack into the cause, and what the capture saw
+  // (state, system call, sp) for the chain.
+  struct CapturingReader final : cause::ChainReader {
+    void ReadLink(int index, cause::ChainLink* link) override {
+      probe->ThreadName(link->tid, link->name);
+      if (capturer == nullptr) {
+        link->wait = cause::ReadThreadWait(link->tid, &link->sp, &link->state);
+        return;
+      }
+      WaitThread& t = out->threads[index];
+      unwind::ThreadInfo info;
+      info.tid = link->tid;
+      info.cpu_clock = ThreadCpuClock(link->tid);
+      info.stack = probe->StackOf(link->tid);
+      SampledThread seen;
+      t.num_frames = static_cast<uint32_t>(
+          capturer->CaptureOther(info, t.frames, t.methods, kCauseMaxFrames, &seen));
+      link->state = seen.state;
+      link->sp = seen.sp;
+      if (seen.syscall_known && seen.syscall_args != nullptr) {
+        unwind::TaskSyscall sys;
+        sys.fields = 9;
+        sys.nr = seen.syscall_nr;
+        std::memcpy(sys.args, seen.syscall_args, sizeof(sys.args));
+        link->wait = cause::DecodeWait(sys);
+      }
+    }
+    LinuxWaitCauseProbe* probe = nullptr;
+    OtherThreadCapturer* capturer = nullptr;
+    WaitCause* out = nullptr;
+  };
+
+  // A thread's name, remembered per thread (kKnownNames of them): an owner is named once, not
+  // at every sample. A name set while it is remembered shows once it is forgotten.
+  void ThreadName(pid_t tid, char (&out)[16]) {
+    for (const KnownName& k : names_) {
+      if (k.tid == tid) {
+        std::memcpy(out, k.name, sizeof(out));
+        return;
+      }
+    }
+    KnownName& k = names_[next_name_];
+    next_name_ = (next_name_ + 1) % kKnownNames;
+    k.tid = tid;
+    cause::ReadThreadName(tid, k.name, sizeof(k.name));
+    std::memcpy(out, k.name, sizeof(out));
+  }
+
+  // The stack of thread `tid`: remembered, else found around its sp (its syscall line).
+  unwind::StackBounds StackOf(pid_t tid) {
+    for (const KnownStack& k : known_) {
+      if (k.tid == tid) return k.bounds;
+    }
+    uint64_t sp = 0;
+    cause::ReadThreadWait(tid, &sp);
+    return StackOf(tid, sp);
   }
 
   // The stack mapping of thread `tid` around `sp` (from /proc/self/maps), remembered per thread
@@ -137,6 +198,16 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
     return found;
   }
 
+  // The main thread's name, read once per thread (a name set during a hang shows from the next
+  // thread watched).
+  void MainName(pid_t tid, char (&out)[16]) {
+    if (tid != main_name_tid_) {
+      cause::ReadThreadName(tid, main_name_, sizeof(main_name_));
+      main_name_tid_ = tid;
+    }
+    std::memcpy(out, main_name_, sizeof(out));
+  }
+
   static void ReadWchan(pid_t tid, WaitCause* out) {
     char path[64];
     unwind::TaskPath(0, tid, "wchan", path, sizeof(path));
@@ -154,6 +225,16 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
   KnownStack known_[kKnownStacks];
   size_t next_known_ = 0;
   cause::WaitChain chain_;
+  CapturingReader reader_;
+  static constexpr size_t kKnownNames = 8;
+  struct KnownName {
+    pid_t tid = 0;
+    char name[16] = {};
+  };
+  KnownName names_[kKnownNames];
+  size_t next_name_ = 0;
+  pid_t main_name_tid_ = 0;
+  char main_name_[16] = {};
 };
 
 }  // namespace

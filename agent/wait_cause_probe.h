@@ -14,23 +14,34 @@
 
 namespace hangwatch::agent {
 
+// What a sample of a thread already knows: its scheduler state and, for a /proc read, its
+// system call and stack pointer (the probe then does not read them again).
+struct SampledThread {
+  char state = '?';
+  bool syscall_known = false;
+  int64_t syscall_nr = -1;
+  const uint64_t* syscall_args = nullptr;  // 6 of them when syscall_known
+  uintptr_t sp = 0;
+};
+
 // Captures another thread of this process with the agent's own sampler and unwinder; frames
-// and methods are written into the caller's arrays. Returns the number of frames (0: failed).
+// and methods are written into the caller's arrays, what the capture saw into *sampled (its
+// syscall_args stay valid until the next capture). Returns the number of frames (0: failed).
 class OtherThreadCapturer {
  public:
   virtual ~OtherThreadCapturer() = default;
   virtual size_t CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* frames,
-                              FrameMethod* methods, size_t max_frames) = 0;
+                              FrameMethod* methods, size_t max_frames, SampledThread* sampled) = 0;
 };
 
 class WaitCauseProbe {
  public:
   virtual ~WaitCauseProbe() = default;
-  // Fills *out for the main thread `main` just sampled (its scheduler state `state`). False
-  // (and *out cleared) when it does not wait in a system call. Captures lock owners through
-  // `capturer` (may be null: no stacks). Allocates nothing.
-  virtual bool Probe(const unwind::ThreadInfo& main, char state, OtherThreadCapturer* capturer,
-                     WaitCause* out) = 0;
+  // Fills *out for the main thread `main` just sampled (`sampled`). False (and *out cleared)
+  // when it does not wait in a system call. Captures lock owners through `capturer` (may be
+  // null: no stacks). Allocates nothing.
+  virtual bool Probe(const unwind::ThreadInfo& main, const SampledThread& sampled,
+                     OtherThreadCapturer* capturer, WaitCause* out) = 0;
 };
 
 // Linux: the cause/ probe. Defined in wait_cause_probe.cc (not compiled on Apple platforms).

@@ -1,9 +1,10 @@
 #include "cause/lock_owner.h"
 
 #include <linux/futex.h>
-#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <initializer_list>
 
@@ -220,10 +221,8 @@ const char* LockTypeKey(LockType t) {
 
 bool IsThreadOfThisProcess(pid_t tid) {
   if (tid <= 0) return false;
-  char path[64];
-  unwind::TaskPath(0, tid, "", path, sizeof(path));
-  struct stat st {};
-  return stat(path, &st) == 0;
+  // Signal 0 checks without sending: ESRCH unless `tid` is a thread of this thread group.
+  return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno == EPERM;
 }
 
 bool ReadThreadName(pid_t tid, char* out, size_t size) {
@@ -278,7 +277,7 @@ LockInfo ResolveFutexWait(const DecodedWait& w) {
   return info;
 }
 
-void FollowChain(pid_t waiter, const LockInfo& first, WaitChain* out) {
+void FollowChain(pid_t waiter, const LockInfo& first, WaitChain* out, ChainReader* reader) {
   *out = WaitChain{};
   out->first = first;
   LockInfo cur = first;
@@ -301,8 +300,12 @@ void FollowChain(pid_t waiter, const LockInfo& first, WaitChain* out) {
     }
     ChainLink& link = out->links[out->length++];
     link.tid = cur.owner;
-    ReadThreadName(link.tid, link.name, sizeof(link.name));
-    link.wait = ReadThreadWait(link.tid, &link.sp, &link.state);
+    if (reader != nullptr) {
+      reader->ReadLink(out->length - 1, &link);
+    } else {
+      ReadThreadName(link.tid, link.name, sizeof(link.name));
+      link.wait = ReadThreadWait(link.tid, &link.sp, &link.state);
+    }
     if (link.wait.wait == SyscallWait::kFutex) link.wants = ResolveFutexWait(link.wait);
     cur = link.wants;
   }

@@ -12,7 +12,7 @@
 // The layouts are glibc's on 64-bit Linux (x86_64, aarch64; condition variables as of 2.25). Any
 // other C library, or memory that does not look like one of those locks, gives kUnknown with no
 // owner: never a wrong thread. An owner is kept only when it is a thread of this process
-// (/proc/self/task/TID) and the lock still names it when read a second time; an owner that let go
+// (the kernel's tgkill check) and the lock still names it when read a second time; an owner that let go
 // between the two reads is read once more, then given up (owner 0).
 //
 // Chains: the owner may itself wait for a lock; FollowChain walks up to kMaxChain owners and
@@ -60,7 +60,8 @@ struct LockInfo {
 // The lock behind a futex wait of a thread of this process. `w.wait` must be kFutex.
 LockInfo ResolveFutexWait(const DecodedWait& w);
 
-// True when `tid` is a thread of this process (/proc/self/task/TID exists).
+// True when `tid` is a thread of this process (tgkill with signal 0: the kernel's own check
+// that the thread is in this thread group).
 bool IsThreadOfThisProcess(pid_t tid);
 
 // The thread's name (comm) into out (NUL-terminated, at most 15 characters + NUL); false when
@@ -94,8 +95,19 @@ struct WaitChain {
   bool truncated = false;  // the chain went on past kMaxChain
 };
 
-// Follows the owners from the lock `first` that thread `waiter` wants.
-void FollowChain(pid_t waiter, const LockInfo& first, WaitChain* out);
+// How FollowChain learns what an owner does: link->tid is set; ReadLink fills name, state, sp
+// and wait (the system call it sleeps in). The default reads /proc (ReadThreadName,
+// ReadThreadWait); the agent's reads them from its capture of the owner, made anyway for its
+// stack, so that each owner is read once per sample.
+class ChainReader {
+ public:
+  virtual ~ChainReader() = default;
+  virtual void ReadLink(int index, ChainLink* link) = 0;
+};
+
+// Follows the owners from the lock `first` that thread `waiter` wants. `reader` null: /proc.
+void FollowChain(pid_t waiter, const LockInfo& first, WaitChain* out,
+                 ChainReader* reader = nullptr);
 
 }  // namespace hangwatch::cause
 

@@ -48,13 +48,10 @@ bool SameText(const ProcText& a, const ProcText& b) {
   return a.size == b.size && std::memcmp(a.data, b.data, a.size) == 0;
 }
 
-// Where a sleeping thread is: sp and pc from its syscall line (proc_files.h), both non-zero.
-bool ParseSyscall(const ProcText& line, uintptr_t* sp, uintptr_t* pc) {
-  TaskSyscall sys;
-  if (!ParseTaskSyscall(line.data, line.size, &sys)) return false;
-  *sp = sys.sp;
-  *pc = sys.pc;
-  return *sp != 0 && *pc != 0;
+// Where a sleeping thread is: its syscall line (proc_files.h) with sp and pc both non-zero.
+bool ParseSyscall(const ProcText& line, TaskSyscall* sys) {
+  if (!ParseTaskSyscall(line.data, line.size, sys)) return false;
+  return sys->sp != 0 && sys->pc != 0;
 }
 
 uint64_t NowNs(clockid_t clock) {
@@ -90,10 +87,11 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   out->sched_state = state;  // kept on every path from here: callers falling back reuse it
   if (state != 'S' && state != 'D') return ProcReadStatus::kNotBlocked;
   if (!ReadTaskFile(target.tid, &files->schedstat, &sched_before)) return ProcReadStatus::kError;
-  uintptr_t sp = 0;
-  uintptr_t pc = 0;
+  TaskSyscall sys;
   // Not "running" (checked above): a line without sp and pc is one we cannot use.
-  if (!ParseSyscall(sys_before, &sp, &pc)) return ProcReadStatus::kError;
+  if (!ParseSyscall(sys_before, &sys)) return ProcReadStatus::kError;
+  const uintptr_t sp = sys.sp;
+  const uintptr_t pc = sys.pc;
   // A blocked thread's sp is in its own stack. When it is not, the registers are not the ones
   // this process runs with (under qemu-user, /proc shows the emulator's host registers), or the
   // thread sleeps on an alternate signal stack: the signal reads it instead.
@@ -138,6 +136,9 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   out->sched_state = state;
   out->pause_ns = 0;
   out->method = SampleMethod::kProc;
+  out->syscall_known = sys.fields == 9;
+  out->syscall_nr = sys.nr;
+  std::memcpy(out->syscall_args, sys.args, sizeof(out->syscall_args));
   return ProcReadStatus::kOk;
 }
 

@@ -154,7 +154,9 @@ TEST(WaitCauseE2eTest, SleepAndChildAreNamed) {
   const HangRecord wait = collector.hangs()[1];
   ASSERT_EQ(wait.cause.kind, CauseKind::kChild) << wait.cause.summary;
   EXPECT_EQ(wait.cause.child.pid, child);
-  EXPECT_EQ(wait.cause.child.state, 'S');
+  // Asleep while waited for; running or a zombie when the last sample caught it exiting.
+  EXPECT_NE(std::string("SRZ").find(wait.cause.child.state), std::string::npos)
+      << wait.cause.child.state;
   EXPECT_NE(wait.cause.summary.find("waiting for child " + std::to_string(child)),
             std::string::npos);
 }

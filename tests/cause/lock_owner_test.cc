@@ -420,7 +420,13 @@ TEST(ChildWaitTest, WaitpidNamesTheChildAndItsState) {
   DecodedWait w;
   const bool ok = WaitForCall(tid, SyscallWait::kChild, &w);
   ChildInfo c;
-  if (ok) c = ResolveChildWait(tid, w);
+  // Until the child is asleep in its nanosleep (just forked, it may still run).
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (ok && std::chrono::steady_clock::now() < deadline) {
+    c = ResolveChildWait(tid, w);
+    if (c.state == 'S') break;
+    std::this_thread::sleep_for(1ms);
+  }
   t.join();
   ASSERT_TRUE(ok);
   EXPECT_EQ(w.child, child);
