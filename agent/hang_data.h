@@ -59,8 +59,9 @@ class HangData {
                  const FrameMethod* frame_methods = nullptr,
                  SampleMethod sample_method = SampleMethod::kUnknown);
   // The cause of the sample just added (its timeline entry gets the kind and the owner). The
-  // hang's cause is the most recent sample's that has one, except that a deadlock, once seen,
-  // stays (its threads can never leave it), and that a sample finding the same lock's owner
+  // hang's cause is the wait seen in the most samples (the same kind, lock, owner and system
+  // call; ties go to the most recent), with the details of its latest sample; a deadlock, once
+  // seen, stays (its threads can never leave it); a sample finding the same lock's owner
   // running (letting go, at the end of the wait) keeps the earlier one that found it in a
   // system call. A sample without a cause leaves the hang's as it is.
   void NoteCause(const WaitCause& sample_cause);
@@ -86,6 +87,19 @@ class HangData {
   uint32_t CpuPercent() const;
 
  private:
+  // Samples per distinct wait, for NoteCause (the first kMaxTallies waits of the hang).
+  struct CauseTally {
+    CauseKind kind;
+    uint64_t addr;
+    int32_t owner;
+    int64_t nr;
+    uint32_t count;
+  };
+  static constexpr size_t kMaxTallies = 8;
+  CauseTally tallies_[kMaxTallies] = {};
+  size_t num_tallies_ = 0;
+  uint32_t best_count_ = 0;  // samples of the wait `cause` is
+
   HangLimits limits_;
   StackTable stacks_;
   std::unique_ptr<TimelineEntry[]> timeline_;

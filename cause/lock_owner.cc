@@ -129,9 +129,20 @@ LockInfo TryRwlock(const DecodedWait& w) {
   return info;
 }
 
+// A semaphore (checked first: its word is followed by its waiters and its private flag, where a
+// condition variable's neighbours are heap bytes that could pass for a condition variable's
+// counters), else a condition variable.
 LockInfo TryConditionOrSemaphore(const DecodedWait& w) {
   LockInfo info;
   if (w.futex_val != 0) return info;
+  // sem_t (64-bit): uint64 data (value | nwaiters << 32), int private (0 or FUTEX_PRIVATE_FLAG).
+  uint32_t s[3];
+  if (Read32s(w.futex_addr, s, 3) && s[0] == 0 && s[1] >= 1 && s[1] < (1u << 20) &&
+      (s[2] == 0 || s[2] == FUTEX_PRIVATE_FLAG)) {
+    info.addr = w.futex_addr;
+    info.type = LockType::kSemaphore;
+    return info;
+  }
   for (uint64_t g = 0; g < 2; ++g) {
     const uint64_t off = kCondSignalsOffset + 4 * g;
     if (w.futex_addr < off) continue;
@@ -141,18 +152,11 @@ LockInfo TryConditionOrSemaphore(const DecodedWait& w) {
         !Read32s(cond + kCondWrefsOffset, &wrefs, 1)) {
       continue;
     }
-    if ((wrefs >> 3) >= 1 && refs >= 2 && (refs & ~1u) != 0 && (wrefs >> 3) < (1u << 20)) {
+    if ((wrefs >> 3) >= 1 && refs >= 2 && (wrefs >> 3) < (1u << 20)) {
       info.addr = cond;
       info.type = LockType::kConditionVariable;
       return info;
     }
-  }
-  // sem_t (64-bit): uint64 data (value | nwaiters << 32), int private (0 or FUTEX_PRIVATE_FLAG).
-  uint32_t s[3];
-  if (Read32s(w.futex_addr, s, 3) && s[0] == 0 && s[1] >= 1 && s[1] < (1u << 20) &&
-      (s[2] == 0 || s[2] == FUTEX_PRIVATE_FLAG)) {
-    info.addr = w.futex_addr;
-    info.type = LockType::kSemaphore;
   }
   return info;
 }
