@@ -171,8 +171,8 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
   f->limits_.max_timeline = std::min(std::max<size_t>(limits.max_timeline, 1), kMaxSamplesInFile);
   const size_t record = SampleRecordSize(f->limits_.max_frames, version);
   const size_t samples_offset = kModulesOffset + kMaxModules * sizeof(ModuleRecord);
-  f->size_ = samples_offset + f->limits_.max_timeline * record +
-             (version >= 3 ? OpenHangCauseBytes() : 0);
+  f->size_ =
+      samples_offset + f->limits_.max_timeline * record + (version >= 3 ? OpenHangCauseBytes() : 0);
 
   // Created for this process before it changed user (kept_files.h): used as long as the name
   // is still that file, or out of reach; a name removed or replaced since is not.

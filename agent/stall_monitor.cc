@@ -411,13 +411,12 @@ void StallMonitor::ProbeCause(char state) {
     hang_.NoteCause(sample_cause_);
   }
   // Owners' captures wait like the main thread's: planned, up to their timeouts.
-  blocked_ns_ += std::min(env_->MonotonicNs() - before,
-                          options_.capture_wait_ns * (1 + kCauseMaxThreads));
+  blocked_ns_ +=
+      std::min(env_->MonotonicNs() - before, options_.capture_wait_ns * (1 + kCauseMaxThreads));
 }
 
 size_t StallMonitor::CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* frames,
-                                  FrameMethod* methods, size_t max_frames,
-                                  SampledThread* sampled) {
+                                  FrameMethod* methods, size_t max_frames, SampledThread* sampled) {
   unwind::ThreadSampler* sampler = other_sampler_ != nullptr ? other_sampler_ : sampler_;
   const unwind::CaptureStatus status = sampler->Capture(thread, &other_buffer_);
   *sampled = SampledThread{};

@@ -83,9 +83,8 @@ void WaitAsleep(const ThreadInfo& info) {
 class Capturer final : public hangwatch::agent::OtherThreadCapturer {
  public:
   explicit Capturer(hangwatch::unwind::ThreadSampler* s) : sampler_(s) {}
-  size_t CaptureOther(const ThreadInfo& thread, uintptr_t* frames,
-                      hangwatch::FrameMethod* methods, size_t max_frames,
-                      hangwatch::agent::SampledThread* sampled) override {
+  size_t CaptureOther(const ThreadInfo& thread, uintptr_t* frames, hangwatch::FrameMethod* methods,
+                      size_t max_frames, hangwatch::agent::SampledThread* sampled) override {
     const CaptureStatus status = sampler_->Capture(thread, &buffer_);
     *sampled = hangwatch::agent::SampledThread{};
     sampled->state = buffer_.sched_state;
@@ -169,10 +168,8 @@ void BM_Sample(benchmark::State& state, Kind kind, bool with_cause) {
   }
 }
 
-BENCHMARK_CAPTURE(BM_Sample, blocked_plain, Kind::kBlocked, false)
-    ->Name("BM_Sample/blocked/plain");
-BENCHMARK_CAPTURE(BM_Sample, blocked_cause, Kind::kBlocked, true)
-    ->Name("BM_Sample/blocked/cause");
+BENCHMARK_CAPTURE(BM_Sample, blocked_plain, Kind::kBlocked, false)->Name("BM_Sample/blocked/plain");
+BENCHMARK_CAPTURE(BM_Sample, blocked_cause, Kind::kBlocked, true)->Name("BM_Sample/blocked/cause");
 BENCHMARK_CAPTURE(BM_Sample, busy_plain, Kind::kBusy, false)->Name("BM_Sample/busy/plain");
 BENCHMARK_CAPTURE(BM_Sample, busy_cause, Kind::kBusy, true)->Name("BM_Sample/busy/cause");
 BENCHMARK_CAPTURE(BM_Sample, lock_cause, Kind::kLock, true)->Name("BM_Sample/lock/cause");

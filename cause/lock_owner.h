@@ -12,8 +12,8 @@
 // The layouts are glibc's on 64-bit Linux (x86_64, aarch64; condition variables as of 2.25). Any
 // other C library, or memory that does not look like one of those locks, gives kUnknown with no
 // owner: never a wrong thread. An owner is kept only when it is a thread of this process
-// (the kernel's tgkill check) and the lock still names it when read a second time; an owner that let go
-// between the two reads is read once more, then given up (owner 0).
+// (the kernel's tgkill check) and the lock still names it when read a second time; an owner that
+// let go between the two reads is read once more, then given up (owner 0).
 //
 // Chains: the owner may itself wait for a lock; FollowChain walks up to kMaxChain owners and
 // stops at a thread it has already seen: a deadlock, every thread of the cycle with the lock it

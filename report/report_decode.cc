@@ -221,9 +221,8 @@ bool ParseCauseThread(const json& j, CauseThread* t, std::string* error) {
   }
   Fields f{j, error};
   std::string state;
-  if (!f.Int("tid", &t->tid) || !f.Str("name", &t->name, true) ||
-      !f.Str("state", &state, true) || !f.Str("syscall", &t->syscall, true) ||
-      !ParseCauseLock(j, "wants", &t->wants, error) ||
+  if (!f.Int("tid", &t->tid) || !f.Str("name", &t->name, true) || !f.Str("state", &state, true) ||
+      !f.Str("syscall", &t->syscall, true) || !ParseCauseLock(j, "wants", &t->wants, error) ||
       !ParseCauseLock(j, "holds", &t->holds, error)) {
     return false;
   }

@@ -192,11 +192,11 @@ struct CauseLock {
 // of owners, a thread of a deadlock cycle. Its stack was captured in the same sample.
 struct CauseThread {
   int64_t tid = 0;
-  std::string name;      // its thread name (comm)
-  char state = '?';      // scheduler state when read
-  std::string syscall;   // the system call it sleeps in ("fsync(fd 3)"), "" when running/unknown
-  CauseLock wants;       // the lock it waits for; empty when none
-  CauseLock holds;       // the lock of the chain it holds; empty when not known
+  std::string name;     // its thread name (comm)
+  char state = '?';     // scheduler state when read
+  std::string syscall;  // the system call it sleeps in ("fsync(fd 3)"), "" when running/unknown
+  CauseLock wants;      // the lock it waits for; empty when none
+  CauseLock holds;      // the lock of the chain it holds; empty when not known
   std::vector<Frame> frames;  // innermost first, as Stack::frames
   Culprit culprit;            // from frames, as a hang's
 };
@@ -214,21 +214,21 @@ struct Cause {
   std::string summary;  // one line for humans
   std::string syscall;  // the main thread's system call, formatted ("futex(0x55b7..., WAIT)")
   // lock, deadlock
-  CauseLock lock;                   // the lock the main thread waits for
-  bool has_owner = false;           // owner is set (a lock with an owner)
-  CauseThread owner;                // the lock's owner (chain[0])
-  std::vector<CauseThread> chain;   // the owner, then the owner of the lock it waits for, ...
-  bool chain_truncated = false;     // the chain went on past 4 threads
-  std::vector<CauseThread> cycle;   // deadlock: every thread of the cycle (the main thread too
-                                    // when it is in it)
+  CauseLock lock;                  // the lock the main thread waits for
+  bool has_owner = false;          // owner is set (a lock with an owner)
+  CauseThread owner;               // the lock's owner (chain[0])
+  std::vector<CauseThread> chain;  // the owner, then the owner of the lock it waits for, ...
+  bool chain_truncated = false;    // the chain went on past 4 threads
+  std::vector<CauseThread> cycle;  // deadlock: every thread of the cycle (the main thread too
+                                   // when it is in it)
   // child
   CauseProcess child;
   // sleep
   uint64_t sleep_ms = 0;       // the time asked for, 0 when unknown
   bool sleep_forever = false;  // pause(), poll with no timeout
   // io, fault, ipc
-  std::string path;     // the file (io), the socket's path (ipc)
-  std::string wchan;    // the kernel function the thread sleeps in
+  std::string path;   // the file (io), the socket's path (ipc)
+  std::string wchan;  // the kernel function the thread sleeps in
   uint64_t major_faults = 0;
   std::string mapping;  // fault: the mapping the faults fell in
   std::vector<int> fds;
@@ -236,11 +236,11 @@ struct Cause {
   std::string local_address;        // ipc, TCP/UDP: "127.0.0.1:5432"
   std::string remote_address;
   // starved, throttled, pressure
-  uint64_t run_delay_ms = 0;      // time spent waiting for a CPU during the hang
-  uint32_t runnable_threads = 0;  // other threads of the process runnable meanwhile
-  uint64_t throttled_ms = 0;      // cgroup throttled_usec delta
-  uint64_t nr_throttled = 0;      // cgroup nr_throttled delta
-  std::string pressure_resource;  // "cpu", "memory", "io"
+  uint64_t run_delay_ms = 0;       // time spent waiting for a CPU during the hang
+  uint32_t runnable_threads = 0;   // other threads of the process runnable meanwhile
+  uint64_t throttled_ms = 0;       // cgroup throttled_usec delta
+  uint64_t nr_throttled = 0;       // cgroup nr_throttled delta
+  std::string pressure_resource;   // "cpu", "memory", "io"
   double pressure_some_avg10 = 0;  // /proc/pressure/<resource> "some avg10" (percent)
   double pressure_full_avg10 = 0;
 

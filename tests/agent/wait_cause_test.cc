@@ -65,8 +65,8 @@ TEST(WaitCauseTest, AnOwnerLettingGoKeepsTheSampleThatSawItsCallAndADeadlockStay
 
 TEST(OpenHangCauseTest, ATornCopyLeavesTheOtherAndGarbageIsMadeSafe) {
   const char* dir = std::getenv("TMPDIR");
-  const std::string path = std::string(dir ? dir : "/tmp") + "/hangwatch_cause_region_" +
-                           std::to_string(getpid());
+  const std::string path =
+      std::string(dir ? dir : "/tmp") + "/hangwatch_cause_region_" + std::to_string(getpid());
   std::string region(OpenHangCauseBytes(), '\0');
   auto* p = reinterpret_cast<unsigned char*>(region.data());
   WaitCause first = Lock(0x100, 42, 74);
