@@ -15,6 +15,7 @@ void HangData::Clear() {
   cause = WaitCause{};
   num_tallies_ = 0;
   best_count_ = 0;
+  cause_version_ = 0;
   stacks_.Clear();
   timeline_size_ = 0;
 }
@@ -28,6 +29,7 @@ void HangData::CopyFrom(const HangData& other) {
   std::copy_n(other.tallies_, other.num_tallies_, tallies_);
   num_tallies_ = other.num_tallies_;
   best_count_ = other.best_count_;
+  cause_version_ = other.cause_version_;
   stacks_.CopyFrom(other.stacks_);
   timeline_size_ = std::min(other.timeline_size_, std::max<size_t>(limits_.max_timeline, 1));
   std::copy_n(other.timeline_.get(), timeline_size_, timeline_.get());
@@ -98,6 +100,7 @@ void HangData::NoteCause(const WaitCause& sample_cause) {
   best_count_ = count;
   if (same_wait && sample_cause.threads[0].call.nr < 0 && cause.threads[0].call.nr >= 0) return;
   cause = sample_cause;
+  ++cause_version_;
 }
 
 FrameMethod HangData::frame_method(uint32_t id, size_t i) const {

@@ -70,6 +70,8 @@ class HangData {
 
   HangSummary summary;
   WaitCause cause;  // why the hang waited (NoteCause); kind kNone when not known
+  // Bumped each time `cause` changes (the open-hang file rewrites it only then).
+  uint32_t cause_version() const { return cause_version_; }
   const StackTable& stacks() const { return stacks_; }
   const TimelineEntry* timeline() const { return timeline_.get(); }
   size_t timeline_size() const { return timeline_size_; }
@@ -99,6 +101,7 @@ class HangData {
   CauseTally tallies_[kMaxTallies] = {};
   size_t num_tallies_ = 0;
   uint32_t best_count_ = 0;  // samples of the wait `cause` is
+  uint32_t cause_version_ = 0;
 
   HangLimits limits_;
   StackTable stacks_;

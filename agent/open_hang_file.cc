@@ -367,12 +367,13 @@ void OpenHangFile::Open(const HangData& hang) {
     WriteSample(i, hang);
   }
   open_ = true;
-  WriteCause(hang);
+  WriteCause(hang, /*force=*/true);
   WriteLiveHeader(hang, true);
 }
 
-void OpenHangFile::WriteCause(const HangData& hang) {
-  if (version_ < 3) return;
+void OpenHangFile::WriteCause(const HangData& hang, bool force) {
+  if (version_ < 3 || (!force && hang.cause_version() == cause_version_written_)) return;
+  cause_version_written_ = hang.cause_version();
   const size_t end = kModulesOffset + kMaxModules * sizeof(ModuleRecord) +
                      limits_.max_timeline * SampleRecordSize(limits_.max_frames, version_);
   WriteOpenHangCause(map_ + end, ++cause_generation_, hang.cause);
@@ -385,7 +386,7 @@ void OpenHangFile::AddLastSample(const HangData& hang) {
   if (hang.timeline_size() > records_written_) {
     WriteSample(hang.timeline_size() - 1, hang);
   }
-  WriteCause(hang);
+  WriteCause(hang, /*force=*/false);
   WriteLiveHeader(hang, true);
 }
 

@@ -73,7 +73,8 @@ class OpenHangFile {
   bool Initialize(std::string* error);
   void WriteSample(size_t index, const HangData& hang);
   void WriteLiveHeader(const HangData& hang, bool open);
-  void WriteCause(const HangData& hang);  // the hang's cause, into the cause region
+  // The hang's cause, into the cause region: at Open (force), then only when it changed.
+  void WriteCause(const HangData& hang, bool force);
 
   std::string path_;
   int fd_ = -1;
@@ -88,6 +89,7 @@ class OpenHangFile {
   bool open_ = false;
   uint32_t version_ = 0;  // of the format written
   uint64_t cause_generation_ = 0;
+  uint32_t cause_version_written_ = 0;
 };
 
 enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };

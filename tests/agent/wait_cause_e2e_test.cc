@@ -125,6 +125,61 @@ TEST(WaitCauseE2eTest, MutexHeldByANamedWorkerNamesItAndWhatItDoes) {
   EXPECT_EQ(back.monitor_pause_us, h.monitor_pause_us);
 }
 
+// main -> A held by "db-writer" -> B held by "journal", asleep in WriteJournalSlowly: the chain
+// names both owners, each with its stack.
+TEST(WaitCauseE2eTest, ChainOfTwoLocksNamesBothOwners) {
+  ASSERT_TRUE(Start(CauseConfig()).ok());
+  testing::HangCollector collector;
+  std::mutex a, b;
+  std::atomic<bool> release{false}, journal_holds{false}, writer_holds{false};
+  std::atomic<pid_t> writer_tid{0}, journal_tid{0};
+  std::thread journal([&] {
+    pthread_setname_np(pthread_self(), "journal");
+    journal_tid = Tid();
+    std::lock_guard<std::mutex> g(b);
+    journal_holds = true;
+    WriteJournalSlowly(&release);
+  });
+  while (!journal_holds) std::this_thread::sleep_for(1ms);
+  std::thread writer([&] {
+    pthread_setname_np(pthread_self(), "db-writer");
+    writer_tid = Tid();
+    std::lock_guard<std::mutex> g(a);
+    writer_holds = true;
+    std::lock_guard<std::mutex> g2(b);
+  });
+  while (!writer_holds) std::this_thread::sleep_for(1ms);
+  std::thread releaser([&] {
+    const uint64_t before = GetStats().samples;
+    testing::WaitUntil([&] { return GetStats().samples >= before + 15; });
+    release = true;
+  });
+  BeginWork();
+  a.lock();
+  a.unlock();
+  EndWork();
+  releaser.join();
+  writer.join();
+  journal.join();
+  ASSERT_TRUE(collector.WaitFor(1));
+  Stop();
+  const HangRecord h = collector.hangs()[0];
+  ASSERT_EQ(h.cause.kind, CauseKind::kLock) << h.cause.summary;
+  ASSERT_EQ(h.cause.chain.size(), 2u) << h.cause.summary;
+  EXPECT_EQ(h.cause.chain[0].tid, writer_tid);
+  EXPECT_EQ(h.cause.chain[0].name, "db-writer");
+  EXPECT_EQ(h.cause.chain[0].wants.addr, reinterpret_cast<uint64_t>(&b));
+  EXPECT_EQ(h.cause.chain[1].tid, journal_tid);
+  EXPECT_EQ(h.cause.chain[1].name, "journal");
+  EXPECT_EQ(h.cause.chain[1].holds.addr, reinterpret_cast<uint64_t>(&b));
+  EXPECT_NE(h.cause.chain[1].culprit.symbol.find("WriteJournalSlowly"), std::string::npos)
+      << h.cause.chain[1].culprit.symbol;
+  EXPECT_FALSE(h.cause.chain[0].frames.empty());
+  EXPECT_NE(h.cause.summary.find("\"db-writer\", which waits for mutex"), std::string::npos)
+      << h.cause.summary;
+  EXPECT_NE(h.cause.summary.find("\"journal\", which is in"), std::string::npos) << h.cause.summary;
+}
+
 TEST(WaitCauseE2eTest, SleepAndChildAreNamed) {
   ASSERT_TRUE(Start(CauseConfig()).ok());
   testing::HangCollector collector;
