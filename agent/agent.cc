@@ -462,7 +462,7 @@ class Agent final : public MonitorListener {
   std::unique_ptr<unwind::ThreadSampler> signal_sampler_;  // behind sampler_ (ProcFirstSampler)
   std::unique_ptr<unwind::ThreadSampler> sampler_;
   std::unique_ptr<WaitCauseProbe> cause_probe_;  // why blocked samples wait (null: no causes)
-  std::unique_ptr<unwind::ThreadSampler> other_sampler_;  // lock owners' (over signal_sampler_)
+  std::unique_ptr<OwnerSampler> other_sampler_;  // lock owners' (over signal_sampler_)
   std::unique_ptr<symbols::CfiUnwinder> cfi_;
   std::atomic<int> signal_{0};  // read by SamplingSignal() from any thread
   HangRing ring_;

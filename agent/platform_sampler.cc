@@ -27,7 +27,7 @@ bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string
   out->signal_sampler = std::move(sampler);
   out->sampler = std::make_unique<unwind::ProcFirstSampler>(out->signal_sampler.get());
   out->cause_probe = MakeLinuxWaitCauseProbe();
-  out->other_sampler = std::make_unique<unwind::ProcFirstSampler>(out->signal_sampler.get());
+  out->other_sampler = MakeLinuxOwnerSampler(out->signal_sampler.get());
   return true;
 }
 

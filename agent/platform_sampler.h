@@ -25,7 +25,7 @@ struct PlatformSampler {
   std::unique_ptr<WaitCauseProbe> cause_probe;
   // The sampler of lock owners (Linux: a second ProcFirstSampler over the same signal sampler,
   // so that each keeps its thread's files open); null: `sampler`.
-  std::unique_ptr<unwind::ThreadSampler> other_sampler;
+  std::unique_ptr<OwnerSampler> other_sampler;
   // The sampling signal (Config::signal, or the one picked), 0 when the platform needs none.
   int signal = 0;
 };

@@ -417,20 +417,32 @@ void StallMonitor::ProbeCause(char state) {
 
 size_t StallMonitor::CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* frames,
                                   FrameMethod* methods, size_t max_frames, SampledThread* sampled) {
-  unwind::ThreadSampler* sampler = other_sampler_ != nullptr ? other_sampler_ : sampler_;
-  const unwind::CaptureStatus status = sampler->Capture(thread, &other_buffer_);
+  // An owner asleep since its last capture has the same stack: its frames are used again.
+  const bool again = other_sampler_ != nullptr && other_captured_tid_ == thread.tid &&
+                     other_sampler_->UnchangedSinceLastRead(thread);
+  if (!again) {
+    other_captured_tid_ = 0;
+    const unwind::CaptureStatus status = other_sampler_ != nullptr
+                                             ? other_sampler_->Capture(thread, &other_buffer_)
+                                             : sampler_->Capture(thread, &other_buffer_);
+    if (status != unwind::CaptureStatus::kOk || other_buffer_.num_frames == 0) {
+      *sampled = SampledThread{};
+      sampled->state = other_buffer_.sched_state;
+      return 0;
+    }
+    other_walked_ = UnwindBuffer(&other_buffer_, other_methods_.get(), NearMemoryLimit());
+    if (other_buffer_.method == SampleMethod::kProc) other_captured_tid_ = thread.tid;
+  }
   *sampled = SampledThread{};
   sampled->state = other_buffer_.sched_state;
-  if (status != unwind::CaptureStatus::kOk || other_buffer_.num_frames == 0) return 0;
   sampled->syscall_known = other_buffer_.syscall_known;
   sampled->syscall_nr = other_buffer_.syscall_nr;
   sampled->syscall_args = other_buffer_.syscall_args;
   sampled->sp = other_buffer_.regs.sp;
-  const size_t walked = UnwindBuffer(&other_buffer_, other_methods_.get(), NearMemoryLimit());
   const size_t n = std::min({other_buffer_.num_frames, max_frames, other_buffer_.max_frames()});
   std::copy_n(other_buffer_.frames(), n, frames);
   for (size_t i = 0; i < n; ++i) {
-    methods[i] = i < walked ? other_methods_[i] : FrameMethod::kUnknown;
+    methods[i] = i < other_walked_ ? other_methods_[i] : FrameMethod::kUnknown;
   }
   return n;
 }

@@ -118,8 +118,9 @@ class StallMonitor final : private OtherThreadCapturer {
   // (default): no cause. Borrowed; set before the first Tick().
   void set_wait_cause_probe(WaitCauseProbe* probe) { cause_probe_ = probe; }
   // The sampler of the other threads (lock owners): a second one keeps the main thread's and
-  // the owner's /proc files open between samples. nullptr: the main thread's sampler.
-  void set_other_thread_sampler(unwind::ThreadSampler* sampler) { other_sampler_ = sampler; }
+  // the owner's /proc files open between samples, and tells when an owner has not run since its
+  // last capture (whose frames are then used again). nullptr: the main thread's sampler.
+  void set_other_thread_sampler(OwnerSampler* sampler) { other_sampler_ = sampler; }
   // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).
   std::span<const symbols::FrameMethod> last_frame_methods() const {
     return {methods_.get(), num_methods_};
@@ -172,7 +173,9 @@ class StallMonitor final : private OtherThreadCapturer {
   std::unique_ptr<symbols::FrameMethod[]> methods_;
   size_t num_methods_ = 0;
   WaitCauseProbe* cause_probe_ = nullptr;
-  unwind::ThreadSampler* other_sampler_ = nullptr;
+  OwnerSampler* other_sampler_ = nullptr;
+  pid_t other_captured_tid_ = 0;  // whose capture other_buffer_ holds (unwound), 0 none
+  size_t other_walked_ = 0;
   unwind::CaptureBuffer other_buffer_;  // a lock owner's capture
   std::unique_ptr<symbols::FrameMethod[]> other_methods_;
   WaitCause sample_cause_;

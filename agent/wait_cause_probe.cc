@@ -11,6 +11,7 @@
 #include "cause/child_wait.h"
 #include "cause/lock_owner.h"
 #include "cause/syscall_decode.h"
+#include "unwind/proc_blocked_reader.h"
 #include "unwind/proc_files.h"
 
 namespace hangwatch::agent {
@@ -237,7 +238,26 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
   char main_name_[16] = {};
 };
 
+class LinuxOwnerSampler final : public OwnerSampler {
+ public:
+  explicit LinuxOwnerSampler(unwind::ThreadSampler* fallback) : sampler_(fallback) {}
+  unwind::CaptureStatus Capture(const unwind::ThreadInfo& thread,
+                                unwind::CaptureBuffer* out) override {
+    return sampler_.Capture(thread, out);
+  }
+  bool UnchangedSinceLastRead(const unwind::ThreadInfo& thread) override {
+    return sampler_.UnchangedSinceLastRead(thread);
+  }
+
+ private:
+  unwind::ProcFirstSampler sampler_;
+};
+
 }  // namespace
+
+std::unique_ptr<OwnerSampler> MakeLinuxOwnerSampler(unwind::ThreadSampler* fallback) {
+  return std::make_unique<LinuxOwnerSampler>(fallback);
+}
 
 std::unique_ptr<WaitCauseProbe> MakeLinuxWaitCauseProbe() {
   return std::make_unique<LinuxWaitCauseProbe>();

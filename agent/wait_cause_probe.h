@@ -34,6 +34,16 @@ class OtherThreadCapturer {
                               FrameMethod* methods, size_t max_frames, SampledThread* sampled) = 0;
 };
 
+// The sampler of the other threads (lock owners): captures like the main thread's sampler, and
+// tells when a thread has not run since its last capture (its stack is then the same).
+class OwnerSampler {
+ public:
+  virtual ~OwnerSampler() = default;
+  virtual unwind::CaptureStatus Capture(const unwind::ThreadInfo& thread,
+                                        unwind::CaptureBuffer* out) = 0;
+  virtual bool UnchangedSinceLastRead(const unwind::ThreadInfo& thread) = 0;
+};
+
 class WaitCauseProbe {
  public:
   virtual ~WaitCauseProbe() = default;
@@ -44,8 +54,11 @@ class WaitCauseProbe {
                      OtherThreadCapturer* capturer, WaitCause* out) = 0;
 };
 
-// Linux: the cause/ probe. Defined in wait_cause_probe.cc (not compiled on Apple platforms).
+// Linux: the cause/ probe, and the owners' sampler (a ProcFirstSampler of its own over
+// `fallback`, the signal sampler, so that each keeps its thread's /proc files open). Defined in
+// wait_cause_probe.cc (not compiled on Apple platforms).
 std::unique_ptr<WaitCauseProbe> MakeLinuxWaitCauseProbe();
+std::unique_ptr<OwnerSampler> MakeLinuxOwnerSampler(unwind::ThreadSampler* fallback);
 
 }  // namespace hangwatch::agent
 

@@ -78,17 +78,23 @@ void WaitAsleep(const ThreadInfo& info) {
   }
 }
 
-// The owner's capture, as the agent's monitor does it (without the CFI pass, as the plain
-// sample here has none either).
+// The owner's capture, as the agent's monitor does it (its own sampler; an owner asleep since
+// its last capture reuses it), without the CFI pass, as the plain sample here has none either.
 class Capturer final : public hangwatch::agent::OtherThreadCapturer {
  public:
-  explicit Capturer(hangwatch::unwind::ThreadSampler* s) : sampler_(s) {}
+  explicit Capturer(hangwatch::agent::OwnerSampler* s) : sampler_(s) {}
   size_t CaptureOther(const ThreadInfo& thread, uintptr_t* frames, hangwatch::FrameMethod* methods,
                       size_t max_frames, hangwatch::agent::SampledThread* sampled) override {
-    const CaptureStatus status = sampler_->Capture(thread, &buffer_);
+    const bool again = captured_ == thread.tid && sampler_->UnchangedSinceLastRead(thread);
     *sampled = hangwatch::agent::SampledThread{};
+    if (!again) {
+      captured_ = 0;
+      const CaptureStatus status = sampler_->Capture(thread, &buffer_);
+      sampled->state = buffer_.sched_state;
+      if (status != CaptureStatus::kOk) return 0;
+      if (buffer_.method == hangwatch::SampleMethod::kProc) captured_ = thread.tid;
+    }
     sampled->state = buffer_.sched_state;
-    if (status != CaptureStatus::kOk) return 0;
     sampled->syscall_known = buffer_.syscall_known;
     sampled->syscall_nr = buffer_.syscall_nr;
     sampled->syscall_args = buffer_.syscall_args;
@@ -100,8 +106,9 @@ class Capturer final : public hangwatch::agent::OtherThreadCapturer {
   }
 
  private:
-  hangwatch::unwind::ThreadSampler* sampler_;
+  hangwatch::agent::OwnerSampler* sampler_;
   CaptureBuffer buffer_{kFrames, kStackBytes};
+  pid_t captured_ = 0;
 };
 
 enum class Kind { kBlocked, kBusy, kLock };
@@ -119,8 +126,8 @@ void BM_Sample(benchmark::State& state, Kind kind, bool with_cause) {
   hangwatch::unwind::ProcFirstSampler sampler(signal.get());
   auto probe = hangwatch::agent::MakeLinuxWaitCauseProbe();
   // As the agent: the owners have their own sampler, over the same signal sampler.
-  hangwatch::unwind::ProcFirstSampler other_sampler(signal.get());
-  Capturer capturer(&other_sampler);
+  auto other_sampler = hangwatch::agent::MakeLinuxOwnerSampler(signal.get());
+  Capturer capturer(other_sampler.get());
   std::mutex m;
   std::atomic<bool> owner_holds{false};
   std::unique_ptr<Subject> owner;

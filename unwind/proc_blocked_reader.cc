@@ -65,6 +65,9 @@ uint64_t NowNs(clockid_t clock) {
 namespace internal {
 struct ProcTaskFiles : SchedStateFiles {
   TaskFile schedstat{"schedstat"};
+  // The last consistent read: whose, and its scheduling counters and syscall line.
+  pid_t last_tid = 0;
+  ProcText last_sched, last_sys;
 };
 }  // namespace internal
 
@@ -120,6 +123,9 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   if (!SameText(sched_before, sched_after) || !SameText(sys_before, sys_after)) {
     return ProcReadStatus::kInconsistent;
   }
+  files->last_tid = target.tid;
+  files->last_sched = sched_after;
+  files->last_sys = sys_after;
 
   out->regs = Registers{};
   out->regs.pc = pc;
@@ -186,6 +192,18 @@ CaptureStatus ProcFirstSampler::Capture(const ThreadInfo& target, CaptureBuffer*
   // (a SignalSampler with read_sched_state = false leaves '?'): one /proc read per sample.
   if (status == CaptureStatus::kOk && out->sched_state == '?') out->sched_state = state;
   return status;
+}
+
+bool ProcFirstSampler::UnchangedSinceLastRead(const ThreadInfo& target) {
+  if (files_in_use_.exchange(true, std::memory_order_acquire)) return false;
+  internal::ProcTaskFiles* f = files_.get();
+  ProcText sched, sys;
+  const bool same = f->last_tid == target.tid && target.tid > 0 &&
+                    ReadTaskFile(target.tid, &f->schedstat, &sched) &&
+                    ReadTaskFile(target.tid, &f->syscall, &sys) && SameText(sched, f->last_sched) &&
+                    SameText(sys, f->last_sys);
+  files_in_use_.store(false, std::memory_order_release);
+  return same;
 }
 
 ProcFirstSampler::Stats ProcFirstSampler::stats() const {

@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
-#include <string>
 #include <thread>
 
 #include "unwind/proc_blocked_reader.h"
@@ -63,7 +63,7 @@ class ProcCapturer final : public OtherThreadCapturer {
 
 [[gnu::noinline, gnu::noipa]] void HoldAndSleep(const std::atomic<bool>* release) {
   while (!release->load()) {
-    timespec ts{0, 2'000'000};
+    timespec ts{0, 200'000'000};
     nanosleep(&ts, nullptr);
   }
 }
@@ -100,10 +100,13 @@ TEST(WaitCauseProbeTest, ALockSampleWithItsOwnerAllocatesNothing) {
     std::this_thread::sleep_for(1ms);
   }
   const uint64_t before = g_allocations.load();
-  int named = 0;
+  int named = 0, captured = 0, in_sleep = 0;
   for (int i = 0; i < 100; ++i) {
     probe->Probe(waiter_info, sampled, &capturer, cause.get());
     named += cause->kind == CauseKind::kLock && cause->owner_tid() == owner_tid;
+    // The owner wakes every 200 ms: a probe then finds it running (no stack: no fallback here).
+    captured += cause->threads[0].num_frames > 0;
+    in_sleep += std::strncmp(cause->threads[0].call.text, "clock_nanosleep(", 16) == 0;
   }
   const uint64_t after = g_allocations.load();
   release = true;
@@ -111,9 +114,46 @@ TEST(WaitCauseProbeTest, ALockSampleWithItsOwnerAllocatesNothing) {
   waiter.join();
   EXPECT_EQ(after - before, 0u) << "the probe allocated";
   EXPECT_EQ(named, 100);
-  EXPECT_GT(cause->threads[0].num_frames, 0u) << "the owner was captured";
-  EXPECT_EQ(std::string(cause->threads[0].call.text).rfind("clock_nanosleep(", 0), 0u)
-      << cause->threads[0].call.text;
+  EXPECT_GE(captured, 90) << "the owner was captured";
+  EXPECT_GE(in_sleep, 90) << "and found in its sleep";
+}
+
+// An owner asleep since its last capture is not captured again (its stack is the same); one that
+// ran since is.
+TEST(WaitCauseProbeTest, AThreadThatDidNotRunIsUnchangedSinceItsLastRead) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  unwind::ThreadInfo info;
+  std::atomic<bool> registered{false};
+  std::thread reader([&] {
+    unwind::RegisterCurrentThread(&info);
+    registered = true;
+    char c;
+    while (read(fds[0], &c, 1) == 1 && c != 'q') {
+    }
+  });
+  while (!registered) std::this_thread::sleep_for(1ms);
+  auto sampler = MakeLinuxOwnerSampler(nullptr);
+  unwind::CaptureBuffer buffer(16, 4096);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (sampler->Capture(info, &buffer) != unwind::CaptureStatus::kOk &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  const bool same = sampler->UnchangedSinceLastRead(info);
+  ASSERT_EQ(write(fds[1], "x", 1), 1);  // it runs, and reads again
+  std::this_thread::sleep_for(50ms);
+  const bool after_running = sampler->UnchangedSinceLastRead(info);
+  unwind::ThreadInfo other = info;
+  other.tid = info.tid + 100000;  // not the thread last read
+  const bool other_thread = sampler->UnchangedSinceLastRead(other);
+  ASSERT_EQ(write(fds[1], "q", 1), 1);
+  reader.join();
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_TRUE(same);
+  EXPECT_FALSE(after_running);
+  EXPECT_FALSE(other_thread);
 }
 
 }  // namespace
