@@ -244,6 +244,7 @@ void StallMonitor::Finish(bool watched_thread_exited) {
 
 void StallMonitor::StartPass(uint64_t now, uint64_t state, uint64_t began_before_ns) {
   tracking_ = true;
+  cause_started_ = false;
   stats_->tracked_state.store(state, std::memory_order_relaxed);
   began_before_ns_ = began_before_ns;
   thread_ended_effective_ns_ = 0;
@@ -318,6 +319,7 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
     listener_->OnHangDiscarded();
     return;
   }
+  if (cause_probe_ != nullptr && cause_started_) cause_probe_->HangEnded(target_, &hang_.cause);
   ring_->Push(hang_);
   stats_->hangs.fetch_add(1, std::memory_order_relaxed);
   listener_->OnHangClosed(hang_);
@@ -365,6 +367,10 @@ uintptr_t StallMonitor::LeafOf(uintptr_t pc, bool near_memory_limit) {
 
 void StallMonitor::TakeSample(uint64_t effective_ns) {
   const uint64_t before = env_->MonotonicNs();
+  if (cause_probe_ != nullptr && !cause_started_) {
+    cause_started_ = true;  // once per pass, at its first sample (cause resolvers' baseline)
+    cause_probe_->HangStarted(target_);
+  }
   const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
   // Waiting for the target is planned, up to the capture's timeout; anything longer (the
   // process was stopped meanwhile) stays unexplained for the next tick's accounting.

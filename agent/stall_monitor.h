@@ -195,6 +195,7 @@ class StallMonitor final : private OtherThreadCapturer {
   unwind::CaptureBuffer other_buffer_;  // a lock owner's capture
   std::unique_ptr<symbols::FrameMethod[]> other_methods_;
   WaitCause sample_cause_;
+  bool cause_started_ = false;  // HangStarted told for the pass tracked
 
   // Ticks.
   bool first_tick_ = true;

@@ -1,5 +1,6 @@
 // The Linux WaitCauseProbe: cause/ reads the main thread's system call, the lock behind a futex
-// and its chain of owners, a child's state; each owner is captured with the agent's sampler.
+// and its chain of owners, a child's state, a descriptor's other side or a file (through
+// wait_fd_cause.h); each owner is captured with the agent's sampler.
 // Linux only (cmake/apple_sources.cmake leaves it out of Apple builds).
 #include "agent/wait_cause_probe.h"
 
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "agent/wait_fd_cause.h"
 #include "cause/child_wait.h"
 #include "cause/lock_owner.h"
 #include "cause/syscall_decode.h"
@@ -81,14 +83,30 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
         out->child_any = c.any;
         break;
       }
+      case cause::SyscallWait::kFile:
+      case cause::SyscallWait::kDescriptors:
+        // Told apart by what the descriptor is: a socket or a pipe (ipc), a file (io).
+        fds_.Resolve(main.tid, state, w, out);
+        break;
       default:
-        // Descriptors and files are told apart by what the descriptor is (io or ipc); until
-        // then a thread in uninterruptible sleep waits for I/O, anything else is "other".
-        out->kind = state == 'D' ? CauseKind::kIo : CauseKind::kOther;
-        if (state == 'D') ReadWchan(main.tid, out);
+        // Another call: in uninterruptible sleep it waits for I/O all the same.
+        if (state == 'D') {
+          fds_.Resolve(main.tid, state, w, out);
+        } else {
+          out->kind = CauseKind::kOther;
+        }
         break;
     }
     return true;
+  }
+
+  void HangStarted(const unwind::ThreadInfo& main) override {
+    fds_.Forget();
+    scheduling_.Start(main.tid);
+  }
+
+  void HangEnded(const unwind::ThreadInfo& main, WaitCause* cause) override {
+    scheduling_.End(main.tid, cause);
   }
 
  private:
@@ -209,13 +227,6 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
     std::memcpy(out, main_name_, sizeof(out));
   }
 
-  static void ReadWchan(pid_t tid, WaitCause* out) {
-    char path[64];
-    unwind::TaskPath(0, tid, "wchan", path, sizeof(path));
-    const ssize_t n = unwind::ReadProcFile(path, out->wchan, sizeof(out->wchan));
-    if (n < 0) out->wchan[0] = '\0';
-  }
-
   static constexpr size_t kMapsBufSize = 4352;
   static constexpr size_t kKnownStacks = 8;
   struct KnownStack {
@@ -226,6 +237,8 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
   KnownStack known_[kKnownStacks];
   size_t next_known_ = 0;
   cause::WaitChain chain_;
+  FdWaitResolver fds_;         // ipc, io: their scratch allocated here, before Start returns
+  HangScheduling scheduling_;  // starved, throttled, pressure, fault
   CapturingReader reader_;
   static constexpr size_t kKnownNames = 8;
   struct KnownName {

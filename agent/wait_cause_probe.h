@@ -52,6 +52,15 @@ class WaitCauseProbe {
   // null: no stacks). Allocates nothing.
   virtual bool Probe(const unwind::ThreadInfo& main, const SampledThread& sampled,
                      OtherThreadCapturer* capturer, WaitCause* out) = 0;
+  // The first sample of a pass (a hang may follow): what earlier hangs described is forgotten,
+  // the scheduling counters of `main` are read. Allocates nothing.
+  virtual void HangStarted(const unwind::ThreadInfo& main) { (void)main; }
+  // A hang of `main` ends with cause *cause (kNone: no blocked sample said why): refined by
+  // the scheduling counters since HangStarted (starved, throttled, pressure, fault).
+  virtual void HangEnded(const unwind::ThreadInfo& main, WaitCause* cause) {
+    (void)main;
+    (void)cause;
+  }
 };
 
 // Linux: the cause/ probe, and the owners' sampler (a ProcFirstSampler of its own over

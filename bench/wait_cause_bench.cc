@@ -10,11 +10,18 @@
 //   BM_Sample/lock/cause       a thread waiting for a std::mutex held by a sleeping owner: the
 //                              capture, the probe, the lock's owner read and the owner captured
 //                              by the same sampler
+//   BM_Sample/ipc/plain        one capture of a thread asleep in read() on a pipe
+//   BM_Sample/ipc/cause        the same plus the probe, in a hang whose first sample described
+//                              the pipe (its other end's holders: a /proc scan): the next
+//                              samples of the same system call line reuse it
+//   BM_Sample/ipc/first        the same, each sample the first of a new hang (HangStarted: the
+//                              pipe described again, the /proc scan each time)
 //
-// Targets (issue): blocked/cause <= 1.25x blocked/plain; busy unchanged; lock/cause <= 2x
-// blocked/plain.
+// Targets (issue): blocked/cause and ipc/cause <= 1.25x their plain sample; busy unchanged;
+// lock/cause <= 2x blocked/plain.
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <benchmark/benchmark.h>
 
@@ -111,9 +118,9 @@ class Capturer final : public hangwatch::agent::OtherThreadCapturer {
   pid_t captured_ = 0;
 };
 
-enum class Kind { kBlocked, kBusy, kLock };
+enum class Kind { kBlocked, kBusy, kLock, kPipe };
 
-void BM_Sample(benchmark::State& state, Kind kind, bool with_cause) {
+void BM_Sample(benchmark::State& state, Kind kind, bool with_cause, bool new_hang = false) {
   g_stop = false;
   std::string error;
   hangwatch::unwind::SignalSamplerOptions so;
@@ -139,8 +146,24 @@ void BM_Sample(benchmark::State& state, Kind kind, bool with_cause) {
     });
     while (!owner_holds) std::this_thread::yield();
   }
+  int pipe_fds[2] = {-1, -1};
+  if (kind == Kind::kPipe && pipe(pipe_fds) != 0) {
+    state.SkipWithError("pipe");
+    return;
+  }
+  // Closed after the subject has ended (destroyed after it).
+  struct PipeCloser {
+    int* fds;
+    ~PipeCloser() {
+      if (fds[0] >= 0) close(fds[0]);
+      if (fds[1] >= 0) close(fds[1]);
+    }
+  } closer{pipe_fds};
   Subject subject([&] {
-    if (kind == Kind::kBusy) {
+    if (kind == Kind::kPipe) {
+      char c;
+      (void)!read(pipe_fds[0], &c, 1);  // until the end: a byte written
+    } else if (kind == Kind::kBusy) {
       while (!g_stop) g_spin = g_spin + 1;
     } else if (kind == Kind::kLock) {
       std::lock_guard<std::mutex> g(m);
@@ -153,7 +176,9 @@ void BM_Sample(benchmark::State& state, Kind kind, bool with_cause) {
   WaitCause cause;
   uint64_t failed = 0;
   uint64_t owners = 0;
+  probe->HangStarted(subject.info);
   for (auto _ : state) {
+    if (new_hang) probe->HangStarted(subject.info);
     if (sampler.Capture(subject.info, &buffer) != CaptureStatus::kOk) ++failed;
     const char s = buffer.sched_state;
     if (with_cause && (s == 'S' || s == 'D')) {
@@ -168,6 +193,9 @@ void BM_Sample(benchmark::State& state, Kind kind, bool with_cause) {
     benchmark::DoNotOptimize(cause);
   }
   g_stop = true;
+  if (kind == Kind::kPipe) {
+    (void)!write(pipe_fds[1], "x", 1);
+  }
   state.counters["failed"] = static_cast<double>(failed);
   if (kind == Kind::kLock) {
     state.counters["owner_captured"] =
@@ -180,6 +208,9 @@ BENCHMARK_CAPTURE(BM_Sample, blocked_cause, Kind::kBlocked, true)->Name("BM_Samp
 BENCHMARK_CAPTURE(BM_Sample, busy_plain, Kind::kBusy, false)->Name("BM_Sample/busy/plain");
 BENCHMARK_CAPTURE(BM_Sample, busy_cause, Kind::kBusy, true)->Name("BM_Sample/busy/cause");
 BENCHMARK_CAPTURE(BM_Sample, lock_cause, Kind::kLock, true)->Name("BM_Sample/lock/cause");
+BENCHMARK_CAPTURE(BM_Sample, ipc_plain, Kind::kPipe, false)->Name("BM_Sample/ipc/plain");
+BENCHMARK_CAPTURE(BM_Sample, ipc_cause, Kind::kPipe, true)->Name("BM_Sample/ipc/cause");
+BENCHMARK_CAPTURE(BM_Sample, ipc_first, Kind::kPipe, true, true)->Name("BM_Sample/ipc/first");
 
 }  // namespace
 

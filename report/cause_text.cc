@@ -108,7 +108,45 @@ std::string DescribeCause(const Cause& c, uint64_t duration_ms) {
       if (!c.path.empty()) s += " on " + c.path;
       if (!c.syscall.empty()) s += " in " + c.syscall;
       if (!c.wchan.empty()) s += " (kernel: " + c.wchan + ")";
+      if (c.major_faults > 0) s += ", " + std::to_string(c.major_faults) + " major page faults";
       return s;
+    }
+    case CauseKind::kIpc: {
+      std::string s = "waiting for ";
+      if (c.peers.empty()) s += "the other end";
+      for (size_t i = 0; i < c.peers.size(); ++i) {
+        if (i > 0) s += ", ";
+        s += "process " + std::to_string(c.peers[i].pid) + " \"" + c.peers[i].name + "\"";
+      }
+      if (!c.remote_address.empty()) {
+        s += " over " + c.local_address + " -> " + c.remote_address;
+      } else if (!c.path.empty()) {
+        s += " over " + c.path;
+      }
+      if (!c.syscall.empty()) s += " in " + c.syscall;
+      return s;
+    }
+    case CauseKind::kFault: {
+      std::string s = std::to_string(c.major_faults) + " major page faults";
+      if (!c.mapping.empty()) s += " in " + c.mapping;
+      return s + ": the main thread waited for pages read in";
+    }
+    case CauseKind::kStarved: {
+      std::string s =
+          "runnable but not running: waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
+      if (c.runnable_threads > 0) {
+        s += ", " + std::to_string(c.runnable_threads) + " other threads of the process runnable";
+      }
+      return s;
+    }
+    case CauseKind::kThrottled:
+      return "the cgroup's CPU quota throttled the process " + std::to_string(c.nr_throttled) +
+             " times, for " + std::to_string(c.throttled_ms) + " ms";
+    case CauseKind::kPressure: {
+      char avg[32];
+      std::snprintf(avg, sizeof(avg), "%.1f", c.pressure_some_avg10);
+      return "the machine was short of " + c.pressure_resource + " (pressure: some avg10 " + avg +
+             " %)";
     }
     case CauseKind::kOther:
       return "in " + c.syscall;

@@ -235,7 +235,12 @@ TEST(WaitCauseE2eTest, BusyHangSaysHowLongHangwatchPausedTheMainThread) {
   // small part of the hang.
   EXPECT_GT(h.monitor_pause_us, 0u);
   EXPECT_LT(h.monitor_pause_us, h.duration_ms * 1000 / 2);
-  EXPECT_TRUE(h.cause.empty()) << "a computation has no wait to name";
+  // A computation has no wait to name; on a loaded machine the scheduler's refinements of a
+  // busy hang may say it was short of a CPU (starved, throttled, pressure), nothing else.
+  const CauseKind k = h.cause.kind;
+  EXPECT_TRUE(k == CauseKind::kNone || k == CauseKind::kStarved || k == CauseKind::kThrottled ||
+              k == CauseKind::kPressure)
+      << h.cause.summary;
 }
 
 // The main thread and a worker each hold one mutex and want the other's, forever. The open
