@@ -1,5 +1,6 @@
 // The Linux WaitCauseProbe on real threads: a lock sample, its owner captured, allocates
-// nothing (the watchdog's rule after Start()), and a running thread gives no cause.
+// nothing (the watchdog's rule after Start()), nor does a hang on a pipe (its other end looked
+// for in /proc, the scheduling counters at its start and end); a running thread gives no cause.
 #include "agent/wait_cause_probe.h"
 
 #include <pthread.h>
@@ -116,6 +117,50 @@ TEST(WaitCauseProbeTest, ALockSampleWithItsOwnerAllocatesNothing) {
   EXPECT_EQ(named, 100);
   EXPECT_GE(captured, 90) << "the owner was captured";
   EXPECT_GE(in_sleep, 90) << "and found in its sleep";
+}
+
+TEST(WaitCauseProbeTest, AHangOnAPipeAllocatesNothingAndNamesItsWriter) {
+  auto probe = MakeLinuxWaitCauseProbe();
+  auto cause = std::make_unique<WaitCause>();
+  auto end_cause = std::make_unique<WaitCause>();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  unwind::ThreadInfo reader_info;
+  std::atomic<bool> registered{false};
+  std::thread reader([&] {
+    unwind::RegisterCurrentThread(&reader_info);
+    registered = true;
+    char c;
+    (void)!read(fds[0], &c, 1);
+  });
+  while (!registered) std::this_thread::sleep_for(1ms);
+  SampledThread sampled;
+  sampled.state = 'S';
+  // Until the reader sleeps in read() (a probe before that may see it running).
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline &&
+         !(probe->Probe(reader_info, sampled, nullptr, cause.get()) &&
+           cause->kind == CauseKind::kIpc)) {
+    std::this_thread::sleep_for(1ms);
+  }
+  const uint64_t before = g_allocations.load();
+  probe->HangStarted(reader_info);  // what was described is forgotten: described again below
+  int named = 0;
+  for (int i = 0; i < 100; ++i) {
+    probe->Probe(reader_info, sampled, nullptr, cause.get());
+    named += cause->kind == CauseKind::kIpc && cause->num_fds == 1 && cause->fds[0] == fds[0] &&
+             std::strncmp(cause->path, "pipe:[", 6) == 0 && cause->num_peers == 1 &&
+             cause->peers[0].pid == getpid();
+  }
+  probe->HangEnded(reader_info, end_cause.get());
+  const uint64_t after = g_allocations.load();
+  ASSERT_EQ(write(fds[1], "x", 1), 1);
+  reader.join();
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_EQ(after - before, 0u) << "the probe allocated";
+  // This process holds the write end (the reading descriptor itself is not a peer).
+  EXPECT_EQ(named, 100) << cause->path;
 }
 
 // An owner asleep since its last capture is not captured again (its stack is the same); one that
