@@ -62,7 +62,11 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
     } else {
       w = cause::ReadThreadWait(main.tid);
     }
-    if (w.nr < 0) return false;  // running, or blocked outside a system call
+    if (w.nr < 0) {
+      // Running, or blocked outside a system call: in uninterruptible sleep, a page fault.
+      if (state == 'D') scheduling_.NoteFaultSample();
+      return false;
+    }
     out->call = CallOf(w);
     MainName(main.tid, out->main_name);
     switch (w.wait) {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "cause/fault.h"
 #include "cause/fd_peer.h"
 #include "cause/kernel_wait.h"
 #include "cause/sched_pressure.h"
@@ -164,7 +165,9 @@ void FdWaitResolver::Describe(pid_t tid, char state, const cause::DecodedWait& w
 HangScheduling::HangScheduling()
     : probe_(std::make_unique<cause::SchedProbe>()),
       before_(std::make_unique<cause::SchedSnapshot>()),
-      after_(std::make_unique<cause::SchedSnapshot>()) {
+      after_(std::make_unique<cause::SchedSnapshot>()),
+      fault_scratch_(std::make_unique<cause::FaultScratch>()),
+      cold_(std::make_unique<cause::ColdMappings>()) {
   probe_->Init(0);
 }
 
@@ -173,6 +176,15 @@ HangScheduling::~HangScheduling() = default;
 void HangScheduling::Start(pid_t tid) {
   probe_->Take(tid, before_.get());
   started_ = true;
+  cold_listed_ = false;
+}
+
+void HangScheduling::NoteFaultSample() {
+  if (!started_ || cold_listed_) return;
+  cold_listed_ = true;
+  // Bounded: 4 GiB of mappings' pages at most (mincore touches none of them).
+  *cold_ = cause::ColdMappings{};
+  cause::ColdFileMappings(uint64_t{1} << 20, fault_scratch_.get(), cold_.get());
 }
 
 void HangScheduling::End(pid_t tid, WaitCause* cause) {
@@ -192,6 +204,8 @@ void HangScheduling::End(pid_t tid, WaitCause* cause) {
     // Off the CPU, not waiting for it, outside any system call: reading pages in.
     cause->kind = CauseKind::kFault;
     cause->major_faults = p.major_faults;
+    // The file mapping with the most pages out of memory while the thread was in a fault.
+    if (cold_listed_ && cold_->count > 0) CopyText(cold_->mappings[0].path, cause->mapping);
   } else if (busy && p.throttled) {
     cause->kind = CauseKind::kThrottled;
     cause->throttled_ns = p.throttled_usec * 1000;

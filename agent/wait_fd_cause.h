@@ -17,6 +17,8 @@
 #include "cause/syscall_decode.h"
 
 namespace hangwatch::cause {
+struct ColdMappings;
+struct FaultScratch;
 struct FdDescription;
 struct WaitFds;
 struct WaitFdsScratch;
@@ -65,6 +67,10 @@ class HangScheduling {
   ~HangScheduling();
   // The counters of thread `tid` at the hang's start.
   void Start(pid_t tid);
+  // A sample found the thread in uninterruptible sleep outside any system call (a page fault):
+  // once per hang, this process's file mappings with pages not in memory are listed, the
+  // candidates for the fault (the faulting address is not published).
+  void NoteFaultSample();
   // Compares with the start, and refines *cause: a busy hang (no cause) becomes starved,
   // fault, throttled or pressure (the first that the counters show); an io hang carries its
   // major faults, and becomes pressure when the machine stalled on I/O or memory. Nothing when
@@ -75,7 +81,10 @@ class HangScheduling {
   std::unique_ptr<cause::SchedProbe> probe_;
   std::unique_ptr<cause::SchedSnapshot> before_;
   std::unique_ptr<cause::SchedSnapshot> after_;
+  std::unique_ptr<cause::FaultScratch> fault_scratch_;
+  std::unique_ptr<cause::ColdMappings> cold_;
   bool started_ = false;
+  bool cold_listed_ = false;
 };
 
 }  // namespace hangwatch::agent
