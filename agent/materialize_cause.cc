@@ -90,6 +90,7 @@ Cause MaterializeCause(const HangData& hang, const HangRecord& record,
   c.sleep_forever = w.sleep_forever;
   c.path = w.path;
   c.wchan = w.wchan;
+  c.kernel_stack = w.kernel_stack;
   c.major_faults = w.major_faults;
   c.mapping = w.mapping;
   for (size_t i = 0; i < w.num_fds && i < kCauseMaxFds; ++i) c.fds.push_back(w.fds[i]);

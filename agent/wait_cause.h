@@ -102,6 +102,7 @@ struct WaitCause {
   // io, fault, ipc
   char path[256] = {};
   char wchan[64] = {};
+  char kernel_stack[256] = {};  // io: "request_wait_answer <- fuse_simple_request <- ..." (root)
   uint64_t major_faults = 0;
   char mapping[128] = {};
   int32_t fds[kCauseMaxFds] = {};

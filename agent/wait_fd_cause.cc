@@ -92,6 +92,7 @@ void FdWaitResolver::CopyCached(const WaitCause& from, WaitCause* to) {
   to->kind = from.kind;
   std::memcpy(to->path, from.path, sizeof(to->path));
   std::memcpy(to->wchan, from.wchan, sizeof(to->wchan));
+  std::memcpy(to->kernel_stack, from.kernel_stack, sizeof(to->kernel_stack));
   std::memcpy(to->fds, from.fds, sizeof(to->fds));
   to->num_fds = from.num_fds;
   std::memcpy(to->peers, from.peers, sizeof(to->peers));
@@ -158,7 +159,10 @@ void FdWaitResolver::Describe(pid_t tid, char state, const cause::DecodedWait& w
   }
   if (out->kind == CauseKind::kIo || state == 'D') {
     *kernel_ = cause::KernelWait{};
-    if (cause::ReadKernelWait(0, tid, kernel_.get())) CopyText(kernel_->wchan, out->wchan);
+    if (cause::ReadKernelWait(0, tid, kernel_.get())) {
+      CopyText(kernel_->wchan, out->wchan);
+      if (kernel_->stack_readable) CopyText(kernel_->stack, out->kernel_stack);
+    }
   }
 }
 

@@ -294,8 +294,9 @@ bool ParseCause(const json& j, Cause* c, std::string* error) {
       !f.Bool("chain_truncated", &c->chain_truncated, true) ||
       !ParseCauseThreads(j, "cycle", &c->cycle, error) || !f.Int("sleep_ms", &c->sleep_ms, true) ||
       !f.Bool("sleep_forever", &c->sleep_forever, true) || !f.Str("path", &c->path, true) ||
-      !f.Str("wchan", &c->wchan, true) || !f.Int("major_faults", &c->major_faults, true) ||
-      !f.Str("mapping", &c->mapping, true) || !f.Str("local_address", &c->local_address, true) ||
+      !f.Str("wchan", &c->wchan, true) || !f.Str("kernel_stack", &c->kernel_stack, true) ||
+      !f.Int("major_faults", &c->major_faults, true) || !f.Str("mapping", &c->mapping, true) ||
+      !f.Str("local_address", &c->local_address, true) ||
       !f.Str("remote_address", &c->remote_address, true) ||
       !f.Int("run_delay_ms", &c->run_delay_ms, true) ||
       !f.Int("runnable_threads", &c->runnable_threads, true) ||
@@ -357,8 +358,7 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       !r.Str("process_name", &h->process_name, true) || !r.Str("host", &h->host, true) ||
       !r.Labels("labels", &h->labels) || !r.Int("dominant_stack", &h->dominant_stack, true) ||
       !r.Bool("timeline_truncated", &h->timeline_truncated, true) ||
-      !r.Str("phase", &phase, true) ||
-      !r.Int("monitor_pause_us", &h->monitor_pause_us, true)) {
+      !r.Str("phase", &phase, true) || !r.Int("monitor_pause_us", &h->monitor_pause_us, true)) {
     return false;
   }
   // "cause": absent in files of older agents.

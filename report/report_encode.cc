@@ -446,6 +446,10 @@ void AppendCause(std::string* out, const Cause& c) {
       AppendString(&o, c.path);
       Key(&o, "wchan");
       AppendString(&o, c.wchan);
+      if (!c.kernel_stack.empty()) {
+        Key(&o, "kernel_stack");
+        AppendString(&o, c.kernel_stack);
+      }
       Key(&o, "major_faults");
       AppendUint(&o, c.major_faults);
       Key(&o, "mapping");

@@ -260,6 +260,9 @@ struct Cause {
   // io, fault, ipc
   std::string path;   // the file (io), the socket's path (ipc)
   std::string wchan;  // the kernel function the thread sleeps in
+  // io: the thread's kernel stack, innermost first ("request_wait_answer <- ..."); "" when
+  // /proc/self/task/TID/stack cannot be read (it needs root).
+  std::string kernel_stack;
   uint64_t major_faults = 0;
   std::string mapping;  // fault: the mapping the faults fell in
   std::vector<int> fds;
