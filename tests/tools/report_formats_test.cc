@@ -152,6 +152,19 @@ CauseThread CauseThreadOf(int64_t tid, const char* name, const char* leaf) {
   return t;
 }
 
+TEST(ReportFormats, TextPrintsAnIoWaitsKernelStack) {
+  HangRecord h;
+  h.samples = 1;
+  h.cause.kind = CauseKind::kIo;
+  h.cause.summary = "waiting for I/O on /mnt/slow.txt in read(fd 4)";
+  h.cause.kernel_stack = "request_wait_answer <- fuse_simple_request";
+  Report r;
+  r.hangs.push_back(h);
+  const std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t, "Waiting for:      waiting for I/O on /mnt/slow.txt")) << t;
+  EXPECT_TRUE(Has(t, "Kernel stack:     request_wait_answer <- fuse_simple_request\n")) << t;
+}
+
 TEST(ReportFormats, TextSaysWhatTheHangWaitedForAndPrintsTheOwnersStack) {
   HangRecord h;
   h.tid = 100;
@@ -176,6 +189,7 @@ TEST(ReportFormats, TextSaysWhatTheHangWaitedForAndPrintsTheOwnersStack) {
   EXPECT_TRUE(Has(t, "Monitor pause:    42 us")) << t;
   EXPECT_TRUE(Has(t, "Thread 1636 \"db-writer\", holds mutex 0x10, in fsync(fd 3):")) << t;
   EXPECT_TRUE(Has(t, "Journal::Flush")) << t;
+  EXPECT_FALSE(Has(t, "Kernel stack:")) << t;
 
   // A deadlock prints every thread of the cycle.
   r.hangs[0].cause.kind = CauseKind::kDeadlock;

@@ -58,6 +58,9 @@ void AppendHeader(std::string* out, const HangRecord& h) {
   if (!h.cause.empty()) {
     // The summary may be longer than Appendf's buffer.
     out->append("Waiting for:      " + h.cause.summary + "\n");
+    if (!h.cause.kernel_stack.empty()) {
+      out->append("Kernel stack:     " + h.cause.kernel_stack + "\n");
+    }
   }
   if (!h.signature.empty()) Appendf(out, "Signature:        %s\n", h.signature.c_str());
   Appendf(out, "Date/Time:        %s\n", FormatUnixMs(h.start_unix_ms).c_str());
