@@ -4,6 +4,7 @@
 // peer is started here and killed and reaped at the end.
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -89,6 +90,55 @@ TEST(WaitCauseIpcTest, PipeReadNamesTheChildThatAnswersAfterASecond) {
   ASSERT_EQ(back.cause.peers.size(), 1u);
   EXPECT_EQ(back.cause.peers[0].pid, child.pid());
   EXPECT_EQ(back.cause.summary, h.cause.summary);
+}
+
+// The same wait through epoll_wait: the descriptor comes from the epoll's interest list.
+TEST(WaitCauseIpcTest, EpollWaitOnAPipeNamesTheChildThatAnswersAfterASecond) {
+  int answer[2];
+  int go[2];
+  ASSERT_EQ(pipe2(answer, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
+  testing::PeerChild child("epoll-peer", [&] {
+    close(answer[0]);
+    close(go[1]);
+    char c;
+    while (read(go[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    timespec second{1, 0};
+    while (nanosleep(&second, &second) != 0 && errno == EINTR) {
+    }
+    (void)!write(answer[1], "a", 1);
+  });
+  ASSERT_GT(child.pid(), 0);
+  close(answer[1]);
+  close(go[0]);
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  ASSERT_GE(ep, 0);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = answer[0];
+  ASSERT_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, answer[0], &ev), 0);
+
+  ASSERT_TRUE(Start(testing::TestConfig()).ok());
+  testing::HangCollector collector;
+  BeginWork();
+  ASSERT_EQ(write(go[1], "q", 1), 1);
+  epoll_event got{};
+  ASSERT_EQ(epoll_wait(ep, &got, 1, 30'000), 1);
+  EndWork();
+  ASSERT_TRUE(collector.WaitFor(1));
+  Stop();
+  close(ep);
+  close(answer[0]);
+  close(go[1]);
+
+  const HangRecord h = collector.hangs()[0];
+  ASSERT_EQ(h.cause.kind, CauseKind::kIpc) << h.cause.summary;
+  ASSERT_EQ(h.cause.fds.size(), 1u) << h.cause.summary;
+  EXPECT_EQ(h.cause.fds[0], answer[0]);
+  ASSERT_EQ(h.cause.peers.size(), 1u) << ProcessesOf(h.cause);
+  EXPECT_EQ(h.cause.peers[0].pid, child.pid());
+  EXPECT_NE(h.cause.summary.find("epoll"), std::string::npos) << h.cause.summary;
 }
 
 // The CPU this thread runs on, and all threads given to it.
