@@ -142,6 +142,8 @@ class Agent final : public MonitorListener {
       signal_ = platform.signal;
       signal_sampler_ = std::move(platform.signal_sampler);
       sampler_ = std::move(platform.sampler);
+      cause_probe_ = std::move(platform.cause_probe);
+      other_sampler_ = std::move(platform.other_sampler);
     }
     if (config_.stack_copy_bytes > 0) {
       // CFI over the stack copies, on the watchdog thread (symbols/cfi_unwinder.h). Without
@@ -154,6 +156,8 @@ class Agent final : public MonitorListener {
                                               this, &stats_, config_.stack_copy_bytes);
     monitor_->set_cfi_unwinder(cfi_.get());
     monitor_->set_shutdown_pass(ShutdownPassState());
+    monitor_->set_wait_cause_probe(cause_probe_.get());
+    monitor_->set_other_thread_sampler(other_sampler_.get());
     if (config_.time_every_pass) {
       // On the watched thread: the pass under way, if any, is timed from now.
       EnablePassTimer();
@@ -206,6 +210,8 @@ class Agent final : public MonitorListener {
     // that a fork() meanwhile sees each of them whole or gone.
     std::lock_guard<std::mutex> busy(busy_mu_);
     monitor_.reset();
+    cause_probe_.reset();
+    other_sampler_.reset();
     sampler_.reset();
     signal_sampler_.reset();
     cfi_.reset();
@@ -462,6 +468,8 @@ class Agent final : public MonitorListener {
   std::unique_ptr<LeafNormalizer> normalizer_;
   std::unique_ptr<unwind::ThreadSampler> signal_sampler_;  // behind sampler_ (ProcFirstSampler)
   std::unique_ptr<unwind::ThreadSampler> sampler_;
+  std::unique_ptr<WaitCauseProbe> cause_probe_;  // why blocked samples wait (null: no causes)
+  std::unique_ptr<OwnerSampler> other_sampler_;  // lock owners' (over signal_sampler_)
   std::unique_ptr<symbols::CfiUnwinder> cfi_;
   std::atomic<int> signal_{0};  // read by SamplingSignal() from any thread
   HangRing ring_;

@@ -12,6 +12,10 @@ HangData::HangData(const HangLimits& limits)
 
 void HangData::Clear() {
   summary = HangSummary{};
+  cause = WaitCause{};
+  num_tallies_ = 0;
+  best_count_ = 0;
+  cause_version_ = 0;
   stacks_.Clear();
   timeline_size_ = 0;
 }
@@ -21,6 +25,11 @@ void HangData::CopyFrom(const HangData& other) {
     return;
   }
   summary = other.summary;
+  cause = other.cause;
+  std::copy_n(other.tallies_, other.num_tallies_, tallies_);
+  num_tallies_ = other.num_tallies_;
+  best_count_ = other.best_count_;
+  cause_version_ = other.cause_version_;
   stacks_.CopyFrom(other.stacks_);
   timeline_size_ = std::min(other.timeline_size_, std::max<size_t>(limits_.max_timeline, 1));
   std::copy_n(other.timeline_.get(), timeline_size_, timeline_.get());
@@ -57,6 +66,41 @@ void HangData::AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintp
   } else {
     summary.timeline_truncated = true;
   }
+}
+
+void HangData::NoteCause(const WaitCause& sample_cause) {
+  if (sample_cause.kind == CauseKind::kNone) return;
+  if (timeline_size_ > 0) {
+    TimelineEntry& last = timeline_[timeline_size_ - 1];
+    last.cause = sample_cause.kind;
+    last.cause_tid = sample_cause.owner_tid();
+  }
+  // How many samples saw this same wait (kind, lock, owner, system call).
+  const CauseTally key{sample_cause.kind, sample_cause.lock.addr, sample_cause.owner_tid(),
+                       sample_cause.call.nr, 0};
+  uint32_t count = 1;
+  size_t i = 0;
+  for (; i < num_tallies_; ++i) {
+    CauseTally& t = tallies_[i];
+    if (t.kind == key.kind && t.addr == key.addr && t.owner == key.owner && t.nr == key.nr) {
+      count = ++t.count;
+      break;
+    }
+  }
+  if (i == num_tallies_ && num_tallies_ < kMaxTallies) {
+    tallies_[num_tallies_++] = CauseTally{key.kind, key.addr, key.owner, key.nr, 1};
+  }
+  if (cause.kind == CauseKind::kDeadlock && sample_cause.kind != CauseKind::kDeadlock) return;
+  if (sample_cause.kind != CauseKind::kDeadlock && count < best_count_) return;
+  // The end of a lock wait finds the owner letting go, running: the same wait seen earlier,
+  // with the owner asleep in a system call, says more about what it did.
+  const bool same_wait = sample_cause.kind == cause.kind &&
+                         sample_cause.lock.addr == cause.lock.addr &&
+                         sample_cause.owner_tid() == cause.owner_tid() && cause.num_threads > 0;
+  best_count_ = count;
+  if (same_wait && sample_cause.threads[0].call.nr < 0 && cause.threads[0].call.nr >= 0) return;
+  cause = sample_cause;
+  ++cause_version_;
 }
 
 FrameMethod HangData::frame_method(uint32_t id, size_t i) const {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "agent/stack_table.h"
+#include "agent/wait_cause.h"
 #include "hangwatch/hang_record.h"
 
 namespace hangwatch::agent {
@@ -39,6 +40,8 @@ struct HangSummary {
   bool fatal = false;
   bool timeline_truncated = false;
   HangPhase phase = HangPhase::kRun;
+  // The main thread's pauses for captures during the hang, summed (hangwatch's own cost).
+  uint64_t pause_ns = 0;
 };
 
 class HangData {
@@ -56,10 +59,20 @@ class HangData {
                  uint64_t cpu_delta_ns, char state, bool ok,
                  const FrameMethod* frame_methods = nullptr,
                  SampleMethod sample_method = SampleMethod::kUnknown);
+  // The cause of the sample just added (its timeline entry gets the kind and the owner). The
+  // hang's cause is the wait seen in the most samples (the same kind, lock, owner and system
+  // call; ties go to the most recent), with the details of its latest sample; a deadlock, once
+  // seen, stays (its threads can never leave it); a sample finding the same lock's owner
+  // running (letting go, at the end of the wait) keeps the earlier one that found it in a
+  // system call. A sample without a cause leaves the hang's as it is.
+  void NoteCause(const WaitCause& sample_cause);
   // How frame i of stack `id` was found.
   FrameMethod frame_method(uint32_t id, size_t i) const;
 
   HangSummary summary;
+  WaitCause cause;  // why the hang waited (NoteCause); kind kNone when not known
+  // Bumped each time `cause` changes (the open-hang file rewrites it only then).
+  uint32_t cause_version() const { return cause_version_; }
   const StackTable& stacks() const { return stacks_; }
   const TimelineEntry* timeline() const { return timeline_.get(); }
   size_t timeline_size() const { return timeline_size_; }
@@ -77,6 +90,20 @@ class HangData {
   uint32_t CpuPercent() const;
 
  private:
+  // Samples per distinct wait, for NoteCause (the first kMaxTallies waits of the hang).
+  struct CauseTally {
+    CauseKind kind;
+    uint64_t addr;
+    int32_t owner;
+    int64_t nr;
+    uint32_t count;
+  };
+  static constexpr size_t kMaxTallies = 8;
+  CauseTally tallies_[kMaxTallies] = {};
+  size_t num_tallies_ = 0;
+  uint32_t best_count_ = 0;  // samples of the wait `cause` is
+  uint32_t cause_version_ = 0;
+
   HangLimits limits_;
   StackTable stacks_;
   std::unique_ptr<TimelineEntry[]> timeline_;

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "agent/materialize_cause.h"
 #include "agent/process_name.h"
 #include "report/stack_identity.h"
 #include "symbols/function_start.h"
@@ -122,6 +123,37 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
       }
     }
   }
+  // One frame, resolved and symbolized (the main thread's stacks and the cause's threads).
+  auto make_frame = [&](uintptr_t addr, bool is_return, FrameMethod method) {
+    Frame fr;
+    fr.addr = addr;
+    fr.method = method;
+    const symbols::ModuleAddress where = map.Find(addr);
+    if (where.module != nullptr) {
+      fr.module = where.module->path;
+      fr.build_id = where.module->build_id;
+      fr.offset = where.offset;
+      module_index.emplace(where.module, 0);
+    } else {
+      fr.offset = addr;
+    }
+    if (options.symbolize) {
+      auto key = std::make_pair(addr, is_return);
+      auto it = names.find(key);
+      if (it == names.end()) {
+        FrameName name;
+        if (where.module != nullptr) {
+          name = NameFrame(addr, is_return, *where.module, where.offset, options);
+        } else if (perf_map != nullptr) {
+          perf_map->Find(is_return ? addr - 1 : addr, &name.symbol);
+        }
+        it = names.emplace(key, std::move(name)).first;
+      }
+      fr.symbol = it->second.symbol;
+      fr.function_start = it->second.function_start;
+    }
+    return fr;
+  };
   r.stacks.reserve(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     const uint32_t id = order[i];
@@ -135,35 +167,7 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     const uintptr_t* frames = table.frames(id);
     st.frames.reserve(e.num_frames);
     for (size_t f = 0; f < e.num_frames; ++f) {
-      Frame fr;
-      fr.addr = frames[f];
-      fr.method = hang.frame_method(id, f);
-      const symbols::ModuleAddress where = map.Find(frames[f]);
-      if (where.module != nullptr) {
-        fr.module = where.module->path;
-        fr.build_id = where.module->build_id;
-        fr.offset = where.offset;
-        module_index.emplace(where.module, 0);
-      } else {
-        fr.offset = frames[f];
-      }
-      if (options.symbolize) {
-        const bool is_return = f > 0;
-        auto key = std::make_pair(frames[f], is_return);
-        auto it = names.find(key);
-        if (it == names.end()) {
-          FrameName name;
-          if (where.module != nullptr) {
-            name = NameFrame(frames[f], is_return, *where.module, where.offset, options);
-          } else if (perf_map != nullptr) {
-            perf_map->Find(is_return ? frames[f] - 1 : frames[f], &name.symbol);
-          }
-          it = names.emplace(key, std::move(name)).first;
-        }
-        fr.symbol = it->second.symbol;
-        fr.function_start = it->second.function_start;
-      }
-      st.frames.push_back(std::move(fr));
+      st.frames.push_back(make_frame(frames[f], f > 0, hang.frame_method(id, f)));
     }
     r.stacks.push_back(std::move(st));
   }
@@ -194,6 +198,9 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     }
     r.timeline.push_back(t);
   }
+  r.monitor_pause_us = s.pause_ns / 1000;
+  // The cause's threads are resolved with the same frames, before the module list is made.
+  r.cause = MaterializeCause(hang, r, new_id, make_frame);
   for (const auto& [module, unused] : module_index) {
     (void)unused;
     r.modules.push_back(ModuleInfo{module->path, module->load_bias, module->build_id});

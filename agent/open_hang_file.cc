@@ -13,13 +13,16 @@
 
 #include "agent/kept_files.h"
 #include "agent/materialize.h"
+#include "agent/open_hang_cause.h"
 #include "agent/regular_file.h"
 #include "symbols/module_map.h"
 
 namespace hangwatch::agent {
 namespace {
 
-constexpr uint32_t kVersion = 2;  // 2: frame and sample methods; 1 (read too): without them
+// 3: the cause region after the samples and each sample's cause kind; 2: frame and sample
+// methods; 1: without them (all read).
+constexpr uint32_t kVersion = 3;
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;
 constexpr size_t kLiveHeaderOffset[2] = {256, 512};
@@ -90,7 +93,8 @@ struct SampleRecordHead {
   char state;
   uint16_t num_frames;
   uint8_t method;  // SampleMethod
-  uint8_t reserved[3];
+  uint8_t cause;   // CauseKind (version 3)
+  uint8_t reserved[2];
   uint64_t leaf_key;
 };
 
@@ -167,7 +171,8 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
   f->limits_.max_timeline = std::min(std::max<size_t>(limits.max_timeline, 1), kMaxSamplesInFile);
   const size_t record = SampleRecordSize(f->limits_.max_frames, version);
   const size_t samples_offset = kModulesOffset + kMaxModules * sizeof(ModuleRecord);
-  f->size_ = samples_offset + f->limits_.max_timeline * record;
+  f->size_ =
+      samples_offset + f->limits_.max_timeline * record + (version >= 3 ? OpenHangCauseBytes() : 0);
 
   // Created for this process before it changed user (kept_files.h): used as long as the name
   // is still that file, or out of reach; a name removed or replaced since is not.
@@ -326,6 +331,7 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
   head.cpu_us = t.cpu_us;
   head.state = t.state;
   if (version_ >= 2) head.method = static_cast<uint8_t>(t.method);
+  if (version_ >= 3) head.cause = static_cast<uint8_t>(t.cause);
   const size_t frames_at = sizeof(SampleRecordHead);
   const size_t methods_at = frames_at + limits_.max_frames * sizeof(uint64_t);
   const bool methods = version_ >= 2;
@@ -385,7 +391,16 @@ void OpenHangFile::Open(const HangData& hang) {
     WriteSample(i, hang);
   }
   open_ = true;
+  WriteCause(hang, /*force=*/true);
   WriteLiveHeader(hang, true);
+}
+
+void OpenHangFile::WriteCause(const HangData& hang, bool force) {
+  if (version_ < 3 || (!force && hang.cause_version() == cause_version_written_)) return;
+  cause_version_written_ = hang.cause_version();
+  const size_t end = kModulesOffset + kMaxModules * sizeof(ModuleRecord) +
+                     limits_.max_timeline * SampleRecordSize(limits_.max_frames, version_);
+  WriteOpenHangCause(map_ + end, ++cause_generation_, hang.cause);
 }
 
 void OpenHangFile::AddLastSample(const HangData& hang) {
@@ -395,6 +410,7 @@ void OpenHangFile::AddLastSample(const HangData& hang) {
   if (hang.timeline_size() > records_written_) {
     WriteSample(hang.timeline_size() - 1, hang);
   }
+  WriteCause(hang, /*force=*/false);
   WriteLiveHeader(hang, true);
 }
 
@@ -467,7 +483,8 @@ std::string StaticHeaderProblem(const StaticHeader& sh, uint64_t file_size) {
       sh.sample_record_size != SampleRecordSize(sh.max_frames, sh.version) ||
       sh.modules_offset != kModulesOffset ||
       sh.samples_offset != kModulesOffset + sh.max_modules * sizeof(ModuleRecord) ||
-      sh.file_size != sh.samples_offset + sh.max_samples * sh.sample_record_size ||
+      sh.file_size != sh.samples_offset + sh.max_samples * sh.sample_record_size +
+                          (sh.version >= 3 ? OpenHangCauseBytes() : 0) ||
       file_size < sh.file_size) {
     return "inconsistent layout";
   }
@@ -562,6 +579,11 @@ uint64_t ReadSamples(int fd, const StaticHeader& sh, const LiveHeader& live, Han
     hang->AddSample(head.t_ms, head.kind == 1 ? frames.data() : nullptr, head.kind == 1 ? n : 0,
                     static_cast<uintptr_t>(head.leaf_key), uint64_t{head.cpu_us} * 1000, head.state,
                     ok, methods.data(), ToSampleMethod(sh.version >= 2 ? head.method : 0));
+    if (sh.version >= 3 && head.cause <= static_cast<uint8_t>(CauseKind::kOther)) {
+      WaitCause kind_only;  // the sample's kind; the hang's cause is read whole afterwards
+      kind_only.kind = static_cast<CauseKind>(head.cause);
+      hang->NoteCause(kind_only);
+    }
     cpu_us += head.cpu_us;
   }
   return cpu_us;
@@ -666,6 +688,12 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
   HangData hang(ReadBackLimits(sh, live));
   const uint64_t cpu_us = ReadSamples(fd, sh, live, &hang);
   SetFatalSummary(live, cpu_us, &hang);
+  hang.cause = WaitCause{};
+  if (sh.version >= 3) {
+    // A torn or foreign cause leaves the hang without one; the hang itself stands.
+    ReadOpenHangCause(fd, sh.samples_offset + uint64_t{sh.max_samples} * sh.sample_record_size,
+                      &hang.cause);
+  }
   *out = MaterializeFromFile(hang, std::move(modules));
   return OpenHangReadStatus::kFound;
 }

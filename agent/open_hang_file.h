@@ -8,7 +8,9 @@
 //   [512, 768)    LiveHeader copy 1
 //   modules       max_modules ModuleRecords (path, build-id, load bias, executable ranges)
 //   samples       max_samples SampleRecords (t, CPU delta, state, how the sample was taken,
-//                 leaf key, frames and how each was found), each with its own checksum
+//                 the cause kind, leaf key, frames and how each was found), each with its own
+//                 checksum
+//   cause         (version 3) two copies of the hang's WaitCause (open_hang_cause.h)
 // The file is empty (0 bytes) while no hang is open: Open() sizes and maps it, Clear() writes
 // "no open hang", unmaps it and empties it again, so that a process that ends outside a hang
 // (even killed) leaves nothing of size behind and nothing that reads as a hang.
@@ -48,7 +50,7 @@ class OpenHangFile {
   static std::unique_ptr<OpenHangFile> Create(const std::string& path, const HangLimits& limits,
                                               std::string* error);
   // Same, writing format `version` as an older agent did (1: without frame and sample
-  // methods): for tests of reading what an older agent left behind.
+  // methods; 2: without the cause): for tests of reading what an older agent left behind.
   static std::unique_ptr<OpenHangFile> CreateForTest(const std::string& path,
                                                      const HangLimits& limits, std::string* error,
                                                      uint32_t version);
@@ -82,6 +84,8 @@ class OpenHangFile {
   bool Map(std::string* error);
   // Unmaps and empties the file.
   void Unmap();
+  // The hang's cause, into the cause region: at Open (force), then only when it changed.
+  void WriteCause(const HangData& hang, bool force);
 
   std::string path_;
   int fd_ = -1;
@@ -95,6 +99,8 @@ class OpenHangFile {
   uint64_t cpu_us_ = 0;
   bool open_ = false;
   uint32_t version_ = 0;  // of the format written
+  uint64_t cause_generation_ = 0;
+  uint32_t cause_version_written_ = 0;
 };
 
 enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };

@@ -26,6 +26,8 @@ bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string
   // are interrupted (unwind/proc_blocked_reader.h).
   out->signal_sampler = std::move(sampler);
   out->sampler = std::make_unique<unwind::ProcFirstSampler>(out->signal_sampler.get());
+  out->cause_probe = MakeLinuxWaitCauseProbe();
+  out->other_sampler = MakeLinuxOwnerSampler(out->signal_sampler.get());
   return true;
 }
 

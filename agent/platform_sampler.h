@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/wait_cause_probe.h"
 #include "hangwatch/hangwatch.h"
 #include "unwind/thread_capture.h"
 
@@ -20,6 +21,11 @@ struct PlatformSampler {
   // The signal sampler `sampler` falls back to (Linux), owned here because `sampler` only points
   // at it; null on Apple.
   std::unique_ptr<unwind::ThreadSampler> signal_sampler;
+  // Why a blocked sample waits (Linux: cause/); null where the platform has none.
+  std::unique_ptr<WaitCauseProbe> cause_probe;
+  // The sampler of lock owners (Linux: a second ProcFirstSampler over the same signal sampler,
+  // so that each keeps its thread's files open); null: `sampler`.
+  std::unique_ptr<OwnerSampler> other_sampler;
   // The sampling signal (Config::signal, or the one picked), 0 when the platform needs none.
   int signal = 0;
 };

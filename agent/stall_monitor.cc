@@ -65,6 +65,9 @@ StallMonitor::StallMonitor(const MonitorOptions& options,
       hang_(options.limits),
       cfi_frames_(new uintptr_t[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),
       methods_(
+          new symbols::FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),
+      other_buffer_(options.limits.max_frames, stack_copy_bytes),
+      other_methods_(
           new symbols::FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]) {
   const uint64_t s = internal::RunLoopState(*run_loop_state_);
   initial_passes_ = (s + 1) / 2;
@@ -241,6 +244,7 @@ void StallMonitor::Finish(bool watched_thread_exited) {
 
 void StallMonitor::StartPass(uint64_t now, uint64_t state, uint64_t began_before_ns) {
   tracking_ = true;
+  cause_started_ = false;
   stats_->tracked_state.store(state, std::memory_order_relaxed);
   began_before_ns_ = began_before_ns;
   thread_ended_effective_ns_ = 0;
@@ -315,34 +319,39 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
     listener_->OnHangDiscarded();
     return;
   }
+  if (cause_probe_ != nullptr && cause_started_) cause_probe_->HangEnded(target_, &hang_.cause);
   ring_->Push(hang_);
   stats_->hangs.fetch_add(1, std::memory_order_relaxed);
   listener_->OnHangClosed(hang_);
 }
 
 void StallMonitor::UnwindCapture(bool near_memory_limit) {
+  num_methods_ = UnwindBuffer(&buffer_, methods_.get(), near_memory_limit);
+}
+
+size_t StallMonitor::UnwindBuffer(unwind::CaptureBuffer* buf, symbols::FrameMethod* methods,
+                                  bool near_memory_limit) {
   // Near an address-space limit, libdwfl's lazy loading of a module's ELF file and CFI may fail
   // where libdw does not survive it: the frame-pointer frames then (memory_headroom.h).
-  symbols::CfiUnwinder* cfi = buffer_.stack_size == 0 || near_memory_limit ? nullptr : cfi_;
+  symbols::CfiUnwinder* cfi = buf->stack_size == 0 || near_memory_limit ? nullptr : cfi_;
   if (cfi != nullptr && !cfi->Refresh(/*force=*/false).ok()) {
     cfi = nullptr;  // keep the frame-pointer frames
   }
   symbols::UnwindStart start;
-  start.regs = buffer_.regs;
+  start.regs = buf->regs;
   // /proc gives pc and sp only.
-  start.fp_known = buffer_.method != SampleMethod::kProc;
-  const unwind::MemoryView view = buffer_.stack_view();
+  start.fp_known = buf->method != SampleMethod::kProc;
+  const unwind::MemoryView view = buf->stack_view();
   // Into the buffers sized at construction: the frame-pointer frames stay in the capture
   // buffer until the CFI walk (in cfi_frames_) wins.
   const symbols::ChosenFrames chosen = symbols::UnwindCfiOrFramePointers(
-      cfi, start, std::span<const unwind::MemoryView>(&view, 1), buffer_.frame_storage(),
-      buffer_.num_frames, buffer_.frames_truncated, cfi_frames_.get(), methods_.get(),
-      buffer_.max_frames());
-  num_methods_ = chosen.num_frames;
+      cfi, start, std::span<const unwind::MemoryView>(&view, 1), buf->frame_storage(),
+      buf->num_frames, buf->frames_truncated, cfi_frames_.get(), methods, buf->max_frames());
   if (chosen.cfi) {
-    buffer_.num_frames = chosen.num_frames;
-    buffer_.frames_truncated = chosen.truncated;
+    buf->num_frames = chosen.num_frames;
+    buf->frames_truncated = chosen.truncated;
   }
+  return chosen.num_frames;
 }
 
 // The start of the function holding the interrupted pc (LeafNormalizer), or the pc itself when
@@ -358,6 +367,10 @@ uintptr_t StallMonitor::LeafOf(uintptr_t pc, bool near_memory_limit) {
 
 void StallMonitor::TakeSample(uint64_t effective_ns) {
   const uint64_t before = env_->MonotonicNs();
+  if (cause_probe_ != nullptr && !cause_started_) {
+    cause_started_ = true;  // once per pass, at its first sample (cause resolvers' baseline)
+    cause_probe_->HangStarted(target_);
+  }
   const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
   // Waiting for the target is planned, up to the capture's timeout; anything longer (the
   // process was stopped meanwhile) stays unexplained for the next tick's accounting.
@@ -398,6 +411,8 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   const uintptr_t leaf = n > 0 ? LeafOf(buffer_.frames()[0], near_memory_limit) : 0;
   hang_.AddSample(ToMs32(effective_ns), ok ? buffer_.frames() : nullptr, n, leaf, delta, state, ok,
                   n <= num_methods_ ? methods_.get() : nullptr, buffer_.method);
+  if (ok) hang_.summary.pause_ns += buffer_.pause_ns;
+  if (cause_probe_ != nullptr && (state == 'S' || state == 'D')) ProbeCause(state);
   if (ok) {
     stats_->samples.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -407,6 +422,55 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
     cpu_last_known_ = cpu_sample_known_ = true;
     cpu_last_ns_ = cpu_sample_ns_ = cpu;
   }
+}
+
+void StallMonitor::ProbeCause(char state) {
+  const uint64_t before = env_->MonotonicNs();
+  SampledThread sampled;
+  sampled.state = state;
+  sampled.syscall_known = buffer_.syscall_known;
+  sampled.syscall_nr = buffer_.syscall_nr;
+  sampled.syscall_args = buffer_.syscall_args;
+  if (cause_probe_->Probe(target_, sampled, this, &sample_cause_)) {
+    const size_t n = hang_.timeline_size();
+    sample_cause_.main_stack = n > 0 ? hang_.timeline()[n - 1].stack : -1;
+    hang_.NoteCause(sample_cause_);
+  }
+  // Owners' captures wait like the main thread's: planned, up to their timeouts.
+  blocked_ns_ +=
+      std::min(env_->MonotonicNs() - before, options_.capture_wait_ns * (1 + kCauseMaxThreads));
+}
+
+size_t StallMonitor::CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* frames,
+                                  FrameMethod* methods, size_t max_frames, SampledThread* sampled) {
+  // An owner asleep since its last capture has the same stack: its frames are used again.
+  const bool again = other_sampler_ != nullptr && other_captured_tid_ == thread.tid &&
+                     other_sampler_->UnchangedSinceLastRead(thread);
+  if (!again) {
+    other_captured_tid_ = 0;
+    const unwind::CaptureStatus status = other_sampler_ != nullptr
+                                             ? other_sampler_->Capture(thread, &other_buffer_)
+                                             : sampler_->Capture(thread, &other_buffer_);
+    if (status != unwind::CaptureStatus::kOk || other_buffer_.num_frames == 0) {
+      *sampled = SampledThread{};
+      sampled->state = other_buffer_.sched_state;
+      return 0;
+    }
+    other_walked_ = UnwindBuffer(&other_buffer_, other_methods_.get(), NearMemoryLimit());
+    if (other_buffer_.method == SampleMethod::kProc) other_captured_tid_ = thread.tid;
+  }
+  *sampled = SampledThread{};
+  sampled->state = other_buffer_.sched_state;
+  sampled->syscall_known = other_buffer_.syscall_known;
+  sampled->syscall_nr = other_buffer_.syscall_nr;
+  sampled->syscall_args = other_buffer_.syscall_args;
+  sampled->sp = other_buffer_.regs.sp;
+  const size_t n = std::min({other_buffer_.num_frames, max_frames, other_buffer_.max_frames()});
+  std::copy_n(other_buffer_.frames(), n, frames);
+  for (size_t i = 0; i < n; ++i) {
+    methods[i] = i < other_walked_ ? other_methods_[i] : FrameMethod::kUnknown;
+  }
+  return n;
 }
 
 }  // namespace hangwatch::agent

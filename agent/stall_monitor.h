@@ -38,6 +38,7 @@
 #include "agent/hang_data.h"
 #include "agent/hang_ring.h"
 #include "agent/leaf_normalizer.h"
+#include "agent/wait_cause_probe.h"
 #include "agent/watchdog_env.h"
 #include "hangwatch/hangwatch.h"
 #include "symbols/cfi_unwinder.h"
@@ -96,7 +97,7 @@ class MonitorListener {
   virtual void OnSamplingSignalTaken() {}
 };
 
-class StallMonitor {
+class StallMonitor final : private OtherThreadCapturer {
  public:
   // Everything is borrowed and must outlive the monitor. Allocates the hang storage and the
   // capture buffer; Tick() allocates nothing (except inside the CFI unwinder, when one is set:
@@ -120,6 +121,14 @@ class StallMonitor {
   // and its frames replaced by the result. nullptr (default): the capture's own frame-pointer
   // frames are kept. Borrowed; set before the first Tick().
   void set_cfi_unwinder(symbols::CfiUnwinder* unwinder) { cfi_ = unwinder; }
+  // Why a blocked sample waited (wait_cause_probe.h): asked after each sample that found the
+  // main thread asleep; lock owners are captured with the same sampler and unwinder. nullptr
+  // (default): no cause. Borrowed; set before the first Tick().
+  void set_wait_cause_probe(WaitCauseProbe* probe) { cause_probe_ = probe; }
+  // The sampler of the other threads (lock owners): a second one keeps the main thread's and
+  // the owner's /proc files open between samples, and tells when an owner has not run since its
+  // last capture (whose frames are then used again). nullptr: the main thread's sampler.
+  void set_other_thread_sampler(OwnerSampler* sampler) { other_sampler_ = sampler; }
   // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).
   std::span<const symbols::FrameMethod> last_frame_methods() const {
     return {methods_.get(), num_methods_};
@@ -142,6 +151,15 @@ class StallMonitor {
   // Replaces buffer_'s frames by the CFI unwinder's (when set and the capture copied stack) and
   // records each frame's method.
   void UnwindCapture(bool near_memory_limit);
+  // The same for any capture buffer, the methods into `methods`; returns the number of frames
+  // of `buf` afterwards (CFI's when it won).
+  size_t UnwindBuffer(unwind::CaptureBuffer* buf, symbols::FrameMethod* methods,
+                      bool near_memory_limit);
+  // OtherThreadCapturer: a lock owner, captured and unwound like the main thread.
+  size_t CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* frames, FrameMethod* methods,
+                      size_t max_frames, SampledThread* sampled) override;
+  // After a blocked sample: its cause, into the hang.
+  void ProbeCause(char state);
   uintptr_t LeafOf(uintptr_t pc, bool near_memory_limit);
   // Time since the estimated start of the pass, stopped time excluded.
   uint64_t Effective(uint64_t now) const;
@@ -170,6 +188,14 @@ class StallMonitor {
   std::unique_ptr<uintptr_t[]> cfi_frames_;  // max_frames each, allocated once
   std::unique_ptr<symbols::FrameMethod[]> methods_;
   size_t num_methods_ = 0;
+  WaitCauseProbe* cause_probe_ = nullptr;
+  OwnerSampler* other_sampler_ = nullptr;
+  pid_t other_captured_tid_ = 0;  // whose capture other_buffer_ holds (unwound), 0 none
+  size_t other_walked_ = 0;
+  unwind::CaptureBuffer other_buffer_;  // a lock owner's capture
+  std::unique_ptr<symbols::FrameMethod[]> other_methods_;
+  WaitCause sample_cause_;
+  bool cause_started_ = false;  // HangStarted told for the pass tracked
 
   // Ticks.
   bool first_tick_ = true;

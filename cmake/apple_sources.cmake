@@ -32,6 +32,7 @@ set(HANGWATCH_APPLE_SYMBOLS_SOURCES
 # The report format's encoders and a stack's identity (portable; the decoder needs
 # nlohmann_json and is the tools').
 set(HANGWATCH_APPLE_REPORT_SOURCES
+  report/cause_text.cc
   report/frame_classifier.cc
   report/hang_record.cc
   report/lag_text.cc
@@ -40,9 +41,11 @@ set(HANGWATCH_APPLE_REPORT_SOURCES
   report/stack_identity.cc
   report/utf8.cc)
 
-# Every agent/*.cc but the Linux-only ones (each has its Apple twin in agent/mach/), agent/sinks/
-# and agent/mach/.
-set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/watchdog_env.cc agent/platform_sampler.cc)
+# Every agent/*.cc but the Linux-only ones (each has its Apple twin in agent/mach/, except
+# wait_cause_probe.cc and wait_fd_cause.cc, over the Linux-only cause/: Apple platforms have no
+# probe), agent/sinks/ and agent/mach/.
+set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/watchdog_env.cc agent/platform_sampler.cc
+    agent/wait_cause_probe.cc agent/wait_fd_cause.cc)
 get_filename_component(_hangwatch_root ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 file(GLOB HANGWATCH_APPLE_AGENT_SOURCES RELATIVE ${_hangwatch_root}
      ${_hangwatch_root}/agent/*.cc ${_hangwatch_root}/agent/sinks/*.cc

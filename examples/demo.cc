@@ -4,6 +4,8 @@
 // and the idle waits between events are never reported.
 //
 // Usage: hangwatch_demo [--json FILE]   (also writes the JSON Lines report to FILE)
+#include <pthread.h>
+
 #include <hangwatch/hangwatch.h>
 
 #include <algorithm>
@@ -113,6 +115,8 @@ int main(int argc, char** argv) {
          std::condition_variable started_cv;
          bool started = false;
          lock_holder = std::thread([&] {
+           // The name the report gives the thread that held the lock.
+           pthread_setname_np(pthread_self(), "lock-holder");
            std::lock_guard<std::mutex> hold(g_shared_lock);
            {
              std::lock_guard<std::mutex> l(started_mu);

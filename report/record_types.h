@@ -103,6 +103,8 @@ inline constexpr TopLevelField kHangFields[] = {
     {"timeline", ValueKind::kArray, false},
     {"timeline_truncated", ValueKind::kBoolean, false},
     {"modules", ValueKind::kArray, false},
+    {"cause", ValueKind::kObject, false},  // or null
+    {"monitor_pause_us", ValueKind::kInteger, false},
 };
 
 inline constexpr TopLevelField kLagFields[] = {

@@ -168,6 +168,180 @@ bool ParseStack(const json& j, Stack* s, std::string* error) {
   return true;
 }
 
+// A culprit object; null reads as no culprit.
+bool ParseCulprit(const json& j, Culprit* cu, std::string* error) {
+  if (j.is_null()) return true;
+  if (!j.is_object()) {
+    *error = "field 'culprit' is not an object";
+    return false;
+  }
+  Fields c{j, error};
+  int64_t line = 0;
+  int64_t frame = 0;
+  int64_t stack = 0;
+  if (!c.Str("symbol", &cu->symbol, true) || !c.Str("module", &cu->module, true) ||
+      !c.Str("file", &cu->file, true) || !c.Int("line", &line, true) ||
+      !c.Int("frame", &frame, true) || !c.Int("stack", &stack, true)) {
+    return false;
+  }
+  if (j.contains("offset") && !c.Hex("offset", &cu->offset)) return false;
+  if (line < 0 || line > std::numeric_limits<int>::max() || frame < 0 ||
+      frame > std::numeric_limits<int>::max() || stack < 0 ||
+      stack > std::numeric_limits<int>::max()) {
+    *error = "field 'culprit' has an out-of-range line, frame or stack";
+    return false;
+  }
+  cu->line = static_cast<int>(line);
+  cu->frame = static_cast<int>(frame);
+  cu->stack = static_cast<int>(stack);
+  return true;
+}
+
+CauseKind CauseKindFromName(const std::string& name) {
+  for (uint8_t k = 1; k <= static_cast<uint8_t>(CauseKind::kOther); ++k) {
+    if (name == CauseKindName(static_cast<CauseKind>(k))) return static_cast<CauseKind>(k);
+  }
+  return CauseKind::kNone;
+}
+
+char StateLetter(const std::string& s) { return s.size() == 1 ? s[0] : '?'; }
+
+// {"type", "addr"} or null.
+bool ParseCauseLock(const json& j, const char* name, CauseLock* l, std::string* error) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return true;
+  if (!it->is_object()) {
+    *error = std::string("field '") + name + "' is not an object";
+    return false;
+  }
+  Fields f{*it, error};
+  return f.Str("type", &l->type) && f.Hex("addr", &l->addr);
+}
+
+bool ParseCauseThread(const json& j, CauseThread* t, std::string* error) {
+  if (!j.is_object()) {
+    *error = "a cause's thread is not an object";
+    return false;
+  }
+  Fields f{j, error};
+  std::string state;
+  if (!f.Int("tid", &t->tid) || !f.Str("name", &t->name, true) || !f.Str("state", &state, true) ||
+      !f.Str("syscall", &t->syscall, true) || !ParseCauseLock(j, "wants", &t->wants, error) ||
+      !ParseCauseLock(j, "holds", &t->holds, error)) {
+    return false;
+  }
+  t->state = StateLetter(state);
+  if (auto it = j.find("culprit"); it != j.end() && !ParseCulprit(*it, &t->culprit, error)) {
+    return false;
+  }
+  if (auto it = j.find("frames"); it != j.end()) {
+    if (!it->is_array()) {
+      *error = "field 'frames' is not an array";
+      return false;
+    }
+    for (const json& fj : *it) {
+      Frame fr;
+      if (!ParseFrame(fj, &fr, error)) return false;
+      t->frames.push_back(std::move(fr));
+    }
+  }
+  return true;
+}
+
+bool ParseCauseThreads(const json& j, const char* name, std::vector<CauseThread>* out,
+                       std::string* error) {
+  auto it = j.find(name);
+  if (it == j.end()) return true;
+  if (!it->is_array()) {
+    *error = std::string("field '") + name + "' is not an array";
+    return false;
+  }
+  for (const json& tj : *it) {
+    CauseThread t;
+    if (!ParseCauseThread(tj, &t, error)) return false;
+    out->push_back(std::move(t));
+  }
+  return true;
+}
+
+bool ParseCauseProcess(const json& j, CauseProcess* p, std::string* error) {
+  if (!j.is_object()) {
+    *error = "a cause's process is not an object";
+    return false;
+  }
+  Fields f{j, error};
+  std::string state;
+  if (!f.Int("pid", &p->pid) || !f.Str("name", &p->name, true) || !f.Str("state", &state, true)) {
+    return false;
+  }
+  p->state = StateLetter(state);
+  return true;
+}
+
+// "cause": null, or an object whose kind this build may not know (read as no cause, so that a
+// newer writer's kinds do not fail the line).
+bool ParseCause(const json& j, Cause* c, std::string* error) {
+  if (j.is_null()) return true;
+  if (!j.is_object()) {
+    *error = "field 'cause' is not an object";
+    return false;
+  }
+  Fields f{j, error};
+  std::string kind;
+  if (!f.Str("kind", &kind) || !f.Str("summary", &c->summary, true) ||
+      !f.Str("syscall", &c->syscall, true) || !ParseCauseLock(j, "lock", &c->lock, error) ||
+      !ParseCauseThreads(j, "chain", &c->chain, error) ||
+      !f.Bool("chain_truncated", &c->chain_truncated, true) ||
+      !ParseCauseThreads(j, "cycle", &c->cycle, error) || !f.Int("sleep_ms", &c->sleep_ms, true) ||
+      !f.Bool("sleep_forever", &c->sleep_forever, true) || !f.Str("path", &c->path, true) ||
+      !f.Str("wchan", &c->wchan, true) || !f.Str("kernel_stack", &c->kernel_stack, true) ||
+      !f.Int("major_faults", &c->major_faults, true) || !f.Str("mapping", &c->mapping, true) ||
+      !f.Str("local_address", &c->local_address, true) ||
+      !f.Str("remote_address", &c->remote_address, true) ||
+      !f.Int("run_delay_ms", &c->run_delay_ms, true) ||
+      !f.Int("runnable_threads", &c->runnable_threads, true) ||
+      !f.Int("throttled_ms", &c->throttled_ms, true) ||
+      !f.Int("nr_throttled", &c->nr_throttled, true) ||
+      !f.Str("pressure_resource", &c->pressure_resource, true) ||
+      !f.Number("pressure_some_avg10", &c->pressure_some_avg10, true) ||
+      !f.Number("pressure_full_avg10", &c->pressure_full_avg10, true)) {
+    return false;
+  }
+  c->kind = CauseKindFromName(kind);
+  if (auto it = j.find("owner"); it != j.end() && !it->is_null()) {
+    if (!ParseCauseThread(*it, &c->owner, error)) return false;
+    c->has_owner = true;
+  }
+  if (auto it = j.find("child"); it != j.end() && !ParseCauseProcess(*it, &c->child, error)) {
+    return false;
+  }
+  if (auto it = j.find("fds"); it != j.end()) {
+    if (!it->is_array()) {
+      *error = "field 'fds' is not an array";
+      return false;
+    }
+    for (const json& fd : *it) {
+      if (!fd.is_number_integer()) {
+        *error = "field 'fds' holds a non-integer";
+        return false;
+      }
+      c->fds.push_back(static_cast<int>(fd.get<int64_t>()));
+    }
+  }
+  if (auto it = j.find("peers"); it != j.end()) {
+    if (!it->is_array()) {
+      *error = "field 'peers' is not an array";
+      return false;
+    }
+    for (const json& pj : *it) {
+      CauseProcess p;
+      if (!ParseCauseProcess(pj, &p, error)) return false;
+      c->peers.push_back(std::move(p));
+    }
+  }
+  return true;
+}
+
 bool ParseHang(const json& j, HangRecord* h, std::string* error) {
   Fields r{j, error};
   std::string cls, phase;
@@ -184,7 +358,11 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       !r.Str("process_name", &h->process_name, true) || !r.Str("host", &h->host, true) ||
       !r.Labels("labels", &h->labels) || !r.Int("dominant_stack", &h->dominant_stack, true) ||
       !r.Bool("timeline_truncated", &h->timeline_truncated, true) ||
-      !r.Str("phase", &phase, true)) {
+      !r.Str("phase", &phase, true) || !r.Int("monitor_pause_us", &h->monitor_pause_us, true)) {
+    return false;
+  }
+  // "cause": absent in files of older agents.
+  if (auto it = j.find("cause"); it != j.end() && !ParseCause(*it, &h->cause, error)) {
     return false;
   }
   h->phase = phase == kPhaseShutdown  ? HangPhase::kShutdown
@@ -202,31 +380,8 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
     h->stacks.push_back(std::move(s));
   }
   // "culprit": an object, or null (no stack); absent in files of older agents.
-  if (auto it = j.find("culprit"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      *error = "field 'culprit' is not an object";
-      return false;
-    }
-    Fields c{*it, error};
-    int64_t line = 0;
-    int64_t frame = 0;
-    int64_t stack = 0;
-    Culprit& cu = h->culprit;
-    if (!c.Str("symbol", &cu.symbol, true) || !c.Str("module", &cu.module, true) ||
-        !c.Str("file", &cu.file, true) || !c.Int("line", &line, true) ||
-        !c.Int("frame", &frame, true) || !c.Int("stack", &stack, true)) {
-      return false;
-    }
-    if (it->contains("offset") && !c.Hex("offset", &cu.offset)) return false;
-    if (line < 0 || line > std::numeric_limits<int>::max() || frame < 0 ||
-        frame > std::numeric_limits<int>::max() || stack < 0 ||
-        stack > std::numeric_limits<int>::max()) {
-      *error = "field 'culprit' has an out-of-range line, frame or stack";
-      return false;
-    }
-    cu.line = static_cast<int>(line);
-    cu.frame = static_cast<int>(frame);
-    cu.stack = static_cast<int>(stack);
+  if (auto it = j.find("culprit"); it != j.end() && !ParseCulprit(*it, &h->culprit, error)) {
+    return false;
   }
   // Ids are indexes; a file that says otherwise is renumbered rather than trusted.
   for (size_t i = 0; i < h->stacks.size(); ++i) h->stacks[i].id = static_cast<int>(i);
@@ -249,9 +404,13 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       std::string state;
       std::string method;
       if (!t.Int("t_ms", &e.t_ms) || !t.Int("stack", &e.stack) || !t.Int("cpu_us", &e.cpu_us) ||
-          !t.Str("state", &state, true) || !t.Str("method", &method, true)) {
+          !t.Str("state", &state, true) || !t.Str("method", &method, true) ||
+          !t.Int("cause_tid", &e.cause_tid, true)) {
         return false;
       }
+      std::string cause;
+      if (!t.Str("cause", &cause, true)) return false;
+      e.cause = CauseKindFromName(cause);
       e.method = SampleMethodFromName(method);
       if (e.stack < -1 || e.stack >= static_cast<int>(h->stacks.size())) e.stack = -1;
       e.state = state.size() == 1 ? state[0] : '?';

@@ -194,29 +194,36 @@ std::string Encode(const StartupStall& s) {
 
 namespace {
 
+// A culprit object, or null.
+void AppendCulpritValue(std::string* out, const Culprit& c);
+
 // "culprit": the frame blamed, or null.
 void AppendCulprit(std::string* out, const HangRecord& r) {
+  Key(out, "culprit");
+  AppendCulpritValue(out, r.culprit);
+}
+
+void AppendCulpritValue(std::string* out, const Culprit& c) {
   std::string& o = *out;
-  Key(&o, "culprit");
-  if (r.culprit.empty()) {
+  if (c.empty()) {
     o.append("null");
   } else {
     o.push_back('{');
     Key(&o, "symbol", true);
-    AppendString(&o, r.culprit.symbol);
+    AppendString(&o, c.symbol);
     Key(&o, "module");
-    AppendString(&o, r.culprit.module);
+    AppendString(&o, c.module);
     Key(&o, "offset");
-    AppendHex(&o, r.culprit.offset);
+    AppendHex(&o, c.offset);
     Key(&o, "file");
-    AppendString(&o, r.culprit.file);
+    AppendString(&o, c.file);
     Key(&o, "line");
-    AppendInt(&o, r.culprit.line);
+    AppendInt(&o, c.line);
     Key(&o, "frame");
-    AppendInt(&o, r.culprit.frame);
-    if (r.culprit.stack != 0) {
+    AppendInt(&o, c.frame);
+    if (c.stack != 0) {
       Key(&o, "stack");
-      AppendInt(&o, r.culprit.stack);
+      AppendInt(&o, c.stack);
     }
     o.push_back('}');
   }
@@ -313,9 +320,181 @@ void AppendTimeline(std::string* out, const HangRecord& r) {
       Key(&o, "method");
       AppendString(&o, SampleMethodName(t.method));
     }
+    if (t.cause != CauseKind::kNone) {
+      Key(&o, "cause");
+      AppendString(&o, CauseKindName(t.cause));
+      if (t.cause_tid != 0) {
+        Key(&o, "cause_tid");
+        AppendInt(&o, t.cause_tid);
+      }
+    }
     o.push_back('}');
   }
   o.push_back(']');
+}
+
+// The cause's objects (docs/report-format.md, "cause").
+void AppendLock(std::string* out, const CauseLock& l) {
+  if (l.empty()) {
+    out->append("null");
+    return;
+  }
+  out->push_back('{');
+  Key(out, "type", true);
+  AppendString(out, l.type);
+  Key(out, "addr");
+  AppendHex(out, l.addr);
+  out->push_back('}');
+}
+
+void AppendCauseThread(std::string* out, const CauseThread& t) {
+  std::string& o = *out;
+  o.push_back('{');
+  Key(&o, "tid", true);
+  AppendInt(&o, t.tid);
+  Key(&o, "name");
+  AppendString(&o, t.name);
+  Key(&o, "state");
+  o.push_back('"');
+  o.push_back(SafeState(t.state));
+  o.push_back('"');
+  Key(&o, "syscall");
+  AppendString(&o, t.syscall);
+  Key(&o, "wants");
+  AppendLock(&o, t.wants);
+  Key(&o, "holds");
+  AppendLock(&o, t.holds);
+  Key(&o, "culprit");
+  AppendCulpritValue(&o, t.culprit);
+  Key(&o, "frames");
+  o.push_back('[');
+  for (size_t f = 0; f < t.frames.size(); ++f) {
+    if (f > 0) o.push_back(',');
+    AppendFrame(&o, t.frames[f]);
+  }
+  o.append("]}");
+}
+
+void AppendThreads(std::string* out, const char* key, const std::vector<CauseThread>& threads) {
+  Key(out, key);
+  out->push_back('[');
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    AppendCauseThread(out, threads[i]);
+  }
+  out->push_back(']');
+}
+
+void AppendProcess(std::string* out, const CauseProcess& p) {
+  out->push_back('{');
+  Key(out, "pid", true);
+  AppendInt(out, p.pid);
+  Key(out, "name");
+  AppendString(out, p.name);
+  Key(out, "state");
+  out->push_back('"');
+  out->push_back(SafeState(p.state));
+  out->push_back('"');
+  out->push_back('}');
+}
+
+// "cause": why the hang waited, or null. Each kind writes its own evidence fields.
+void AppendCause(std::string* out, const Cause& c) {
+  std::string& o = *out;
+  Key(&o, "cause");
+  if (c.empty()) {
+    o.append("null");
+    return;
+  }
+  o.push_back('{');
+  Key(&o, "kind", true);
+  AppendString(&o, CauseKindName(c.kind));
+  Key(&o, "summary");
+  AppendString(&o, c.summary);
+  Key(&o, "syscall");
+  AppendString(&o, c.syscall);
+  switch (c.kind) {
+    case CauseKind::kLock:
+    case CauseKind::kDeadlock:
+      Key(&o, "lock");
+      AppendLock(&o, c.lock);
+      Key(&o, "owner");
+      if (c.has_owner) {
+        AppendCauseThread(&o, c.owner);
+      } else {
+        o.append("null");
+      }
+      AppendThreads(&o, "chain", c.chain);
+      Key(&o, "chain_truncated");
+      o.append(c.chain_truncated ? "true" : "false");
+      if (c.kind == CauseKind::kDeadlock) AppendThreads(&o, "cycle", c.cycle);
+      break;
+    case CauseKind::kChild:
+      Key(&o, "child");
+      AppendProcess(&o, c.child);
+      break;
+    case CauseKind::kSleep:
+      Key(&o, "sleep_ms");
+      AppendUint(&o, c.sleep_ms);
+      Key(&o, "sleep_forever");
+      o.append(c.sleep_forever ? "true" : "false");
+      break;
+    case CauseKind::kIo:
+    case CauseKind::kFault:
+    case CauseKind::kIpc:
+      Key(&o, "path");
+      AppendString(&o, c.path);
+      Key(&o, "wchan");
+      AppendString(&o, c.wchan);
+      if (!c.kernel_stack.empty()) {
+        Key(&o, "kernel_stack");
+        AppendString(&o, c.kernel_stack);
+      }
+      Key(&o, "major_faults");
+      AppendUint(&o, c.major_faults);
+      Key(&o, "mapping");
+      AppendString(&o, c.mapping);
+      Key(&o, "fds");
+      o.push_back('[');
+      for (size_t i = 0; i < c.fds.size(); ++i) {
+        if (i > 0) o.push_back(',');
+        AppendInt(&o, c.fds[i]);
+      }
+      o.push_back(']');
+      Key(&o, "peers");
+      o.push_back('[');
+      for (size_t i = 0; i < c.peers.size(); ++i) {
+        if (i > 0) o.push_back(',');
+        AppendProcess(&o, c.peers[i]);
+      }
+      o.push_back(']');
+      Key(&o, "local_address");
+      AppendString(&o, c.local_address);
+      Key(&o, "remote_address");
+      AppendString(&o, c.remote_address);
+      break;
+    case CauseKind::kStarved:
+    case CauseKind::kThrottled:
+    case CauseKind::kPressure:
+      Key(&o, "run_delay_ms");
+      AppendUint(&o, c.run_delay_ms);
+      Key(&o, "runnable_threads");
+      AppendUint(&o, c.runnable_threads);
+      Key(&o, "throttled_ms");
+      AppendUint(&o, c.throttled_ms);
+      Key(&o, "nr_throttled");
+      AppendUint(&o, c.nr_throttled);
+      Key(&o, "pressure_resource");
+      AppendString(&o, c.pressure_resource);
+      Key(&o, "pressure_some_avg10");
+      AppendFixed3(&o, c.pressure_some_avg10);
+      Key(&o, "pressure_full_avg10");
+      AppendFixed3(&o, c.pressure_full_avg10);
+      break;
+    default:
+      break;
+  }
+  o.push_back('}');
 }
 
 // "modules": the modules the frames point into.
@@ -402,6 +581,9 @@ std::string Encode(const HangRecord& r) {
   o.append(r.timeline_truncated ? "true" : "false");
 
   AppendModules(&o, r);
+  AppendCause(&o, r.cause);
+  Key(&o, "monitor_pause_us");
+  AppendUint(&o, r.monitor_pause_us);
   o.push_back('}');
   return o;
 }

@@ -48,13 +48,10 @@ bool SameText(const ProcText& a, const ProcText& b) {
   return a.size == b.size && std::memcmp(a.data, b.data, a.size) == 0;
 }
 
-// Where a sleeping thread is: sp and pc from its syscall line (proc_files.h), both non-zero.
-bool ParseSyscall(const ProcText& line, uintptr_t* sp, uintptr_t* pc) {
-  TaskSyscall sys;
-  if (!ParseTaskSyscall(line.data, line.size, &sys)) return false;
-  *sp = sys.sp;
-  *pc = sys.pc;
-  return *sp != 0 && *pc != 0;
+// Where a sleeping thread is: its syscall line (proc_files.h) with sp and pc both non-zero.
+bool ParseSyscall(const ProcText& line, TaskSyscall* sys) {
+  if (!ParseTaskSyscall(line.data, line.size, sys)) return false;
+  return sys->sp != 0 && sys->pc != 0;
 }
 
 uint64_t NowNs(clockid_t clock) {
@@ -68,6 +65,9 @@ uint64_t NowNs(clockid_t clock) {
 namespace internal {
 struct ProcTaskFiles : SchedStateFiles {
   TaskFile schedstat{"schedstat"};
+  // The last consistent read: whose, and its scheduling counters and syscall line.
+  pid_t last_tid = 0;
+  ProcText last_sched, last_sys;
 };
 }  // namespace internal
 
@@ -90,10 +90,11 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   out->sched_state = state;  // kept on every path from here: callers falling back reuse it
   if (state != 'S' && state != 'D') return ProcReadStatus::kNotBlocked;
   if (!ReadTaskFile(target.tid, &files->schedstat, &sched_before)) return ProcReadStatus::kError;
-  uintptr_t sp = 0;
-  uintptr_t pc = 0;
+  TaskSyscall sys;
   // Not "running" (checked above): a line without sp and pc is one we cannot use.
-  if (!ParseSyscall(sys_before, &sp, &pc)) return ProcReadStatus::kError;
+  if (!ParseSyscall(sys_before, &sys)) return ProcReadStatus::kError;
+  const uintptr_t sp = sys.sp;
+  const uintptr_t pc = sys.pc;
   // A blocked thread's sp is in its own stack. When it is not, the registers are not the ones
   // this process runs with (under qemu-user, /proc shows the emulator's host registers), or the
   // thread sleeps on an alternate signal stack: the signal reads it instead.
@@ -122,6 +123,9 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   if (!SameText(sched_before, sched_after) || !SameText(sys_before, sys_after)) {
     return ProcReadStatus::kInconsistent;
   }
+  files->last_tid = target.tid;
+  files->last_sched = sched_after;
+  files->last_sys = sys_after;
 
   out->regs = Registers{};
   out->regs.pc = pc;
@@ -138,6 +142,9 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   out->sched_state = state;
   out->pause_ns = 0;
   out->method = SampleMethod::kProc;
+  out->syscall_known = sys.fields == 9;
+  out->syscall_nr = sys.nr;
+  std::memcpy(out->syscall_args, sys.args, sizeof(out->syscall_args));
   return ProcReadStatus::kOk;
 }
 
@@ -185,6 +192,18 @@ CaptureStatus ProcFirstSampler::Capture(const ThreadInfo& target, CaptureBuffer*
   // (a SignalSampler with read_sched_state = false leaves '?'): one /proc read per sample.
   if (status == CaptureStatus::kOk && out->sched_state == '?') out->sched_state = state;
   return status;
+}
+
+bool ProcFirstSampler::UnchangedSinceLastRead(const ThreadInfo& target) {
+  if (files_in_use_.exchange(true, std::memory_order_acquire)) return false;
+  internal::ProcTaskFiles* f = files_.get();
+  ProcText sched, sys;
+  const bool same = f->last_tid == target.tid && target.tid > 0 &&
+                    ReadTaskFile(target.tid, &f->schedstat, &sched) &&
+                    ReadTaskFile(target.tid, &f->syscall, &sys) && SameText(sched, f->last_sched) &&
+                    SameText(sys, f->last_sys);
+  files_in_use_.store(false, std::memory_order_release);
+  return same;
 }
 
 ProcFirstSampler::Stats ProcFirstSampler::stats() const {

@@ -48,6 +48,12 @@ class ProcFirstSampler final : public ThreadSampler {
   ~ProcFirstSampler() override;
   CaptureStatus Capture(const ThreadInfo& target, CaptureBuffer* out) override;
 
+  // True when `target` is the thread of this sampler's last consistent /proc read and has not
+  // run since (same scheduling counters, same syscall line: two reads of files kept open): its
+  // stack is the one that read copied. False when unsure (another thread read since, a file
+  // unreadable).
+  bool UnchangedSinceLastRead(const ThreadInfo& target);
+
   struct Stats {
     uint64_t proc_reads = 0;    // samples taken through /proc
     uint64_t not_blocked = 0;   // interrupted because the thread was running

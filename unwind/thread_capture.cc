@@ -79,6 +79,8 @@ void CaptureBuffer::Reset() {
   sched_state = '?';
   pause_ns = 0;
   method = SampleMethod::kSignal;
+  syscall_known = false;
+  syscall_nr = -1;
 }
 
 }  // namespace hangwatch::unwind

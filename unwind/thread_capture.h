@@ -80,6 +80,11 @@ class CaptureBuffer {
   char sched_state = '?';     // R, S, D, T, t, Z, ... from /proc/self/task/TID/stat
   uint64_t pause_ns = 0;      // time the target spent in the handler / suspended
   SampleMethod method = SampleMethod::kSignal;
+  // A /proc read (SampleMethod::kProc): the system call the thread sleeps in, as its syscall
+  // line said (number and arguments), so that whoever asks why it waits need not read it again.
+  bool syscall_known = false;
+  int64_t syscall_nr = -1;
+  uint64_t syscall_args[6] = {};
 
  private:
   size_t max_frames_;

@@ -72,15 +72,27 @@ std::string FrameLine(size_t index, const Frame& f) {
 
 void LogHang(spdlog::logger& logger, const HangRecord& r) {
   logger.warn("{}", HangSummaryLine(r));
+  if (!r.cause.empty()) logger.info("  waiting for: {}", r.cause.summary);
   const Stack* dominant = r.dominant();
   if (dominant == nullptr) {
     logger.info("  no stack captured ({} failed captures)", r.failed_samples);
-    return;
+  } else {
+    logger.info("  dominant stack: {} of {} samples, seen {}..{} ms, CPU {} ms", dominant->count,
+                r.samples, dominant->first_seen_ms, dominant->last_seen_ms,
+                dominant->cpu_us / 1000);
+    for (size_t i = 0; i < dominant->frames.size(); ++i) {
+      logger.info("    {}", FrameLine(i, dominant->frames[i]));
+    }
   }
-  logger.info("  dominant stack: {} of {} samples, seen {}..{} ms, CPU {} ms", dominant->count,
-              r.samples, dominant->first_seen_ms, dominant->last_seen_ms, dominant->cpu_us / 1000);
-  for (size_t i = 0; i < dominant->frames.size(); ++i) {
-    logger.info("    {}", FrameLine(i, dominant->frames[i]));
+  // The threads of the cause (a lock's owner, a deadlock's cycle), each like a second thread.
+  const bool deadlock = r.cause.kind == CauseKind::kDeadlock;
+  for (const CauseThread& t : deadlock ? r.cause.cycle : r.cause.chain) {
+    if (t.tid == r.tid) continue;  // the main thread: the stack above
+    logger.info("  thread {} \"{}\" ({}):", t.tid, t.name,
+                t.syscall.empty() ? std::string("running") : "in " + t.syscall);
+    for (size_t i = 0; i < t.frames.size(); ++i) {
+      logger.info("    {}", FrameLine(i, t.frames[i]));
+    }
   }
 }
 

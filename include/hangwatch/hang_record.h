@@ -125,6 +125,57 @@ struct Stack {
   std::vector<Frame> frames;  // innermost first; frames[0] is the interrupted instruction
 };
 
+// Why the main thread waited (or did not run): the `cause` of a hang and of its samples
+// (docs/report-format.md, "cause").
+enum class CauseKind : uint8_t {
+  kNone = 0,   // not known: a busy sample, or a wait nothing could be said about
+  kCpu,        // it computed
+  kStarved,    // runnable, but waited for a CPU
+  kThrottled,  // its cgroup's CPU quota was used up
+  kPressure,   // the machine was short of CPU, memory or I/O
+  kLock,       // a futex: a mutex, rwlock, condition variable or semaphore
+  kDeadlock,   // a chain of lock owners that comes back to a thread already in it
+  kIo,         // a file or a block device
+  kFault,      // major page faults
+  kIpc,        // a socket or a pipe
+  kChild,      // a child process (wait4 / waitid)
+  kSleep,      // nanosleep, clock_nanosleep, poll / select without descriptors
+  kOther,      // another system call
+};
+// "", "cpu", "starved", "throttled", "pressure", "lock", "deadlock", "io", "fault", "ipc",
+// "child", "sleep", "other".
+constexpr const char* CauseKindName(CauseKind k) {
+  switch (k) {
+    case CauseKind::kCpu:
+      return "cpu";
+    case CauseKind::kStarved:
+      return "starved";
+    case CauseKind::kThrottled:
+      return "throttled";
+    case CauseKind::kPressure:
+      return "pressure";
+    case CauseKind::kLock:
+      return "lock";
+    case CauseKind::kDeadlock:
+      return "deadlock";
+    case CauseKind::kIo:
+      return "io";
+    case CauseKind::kFault:
+      return "fault";
+    case CauseKind::kIpc:
+      return "ipc";
+    case CauseKind::kChild:
+      return "child";
+    case CauseKind::kSleep:
+      return "sleep";
+    case CauseKind::kOther:
+      return "other";
+    case CauseKind::kNone:
+      break;
+  }
+  return "";
+}
+
 // One sampling attempt.
 struct TimelineEntry {
   uint32_t t_ms = 0;    // since the pass began (estimated), stopped time excluded
@@ -132,6 +183,8 @@ struct TimelineEntry {
   uint32_t cpu_us = 0;  // main-thread CPU time since the previous sample
   char state = '?';     // scheduler state (R, S, D, T, ...) or '?'
   SampleMethod method = SampleMethod::kUnknown;  // kUnknown for a failed capture
+  CauseKind cause = CauseKind::kNone;            // why this sample waited, when known
+  int64_t cause_tid = 0;  // the thread it waited for (a lock's owner), 0 when none
 };
 
 struct ModuleInfo {
@@ -156,6 +209,76 @@ struct Culprit {
   int stack = 0;        // index of the stack that holds it: the dominant one (0) when it does
 
   bool empty() const { return frame < 0; }
+};
+
+// A lock as a cause names it.
+struct CauseLock {
+  std::string type;   // "mutex", "recursive_mutex", ..., "rwlock", "condition_variable",
+                      // "semaphore", "unknown" (docs/report-format.md)
+  uint64_t addr = 0;  // its address in the process
+  bool empty() const { return type.empty(); }
+};
+
+// A thread of the same process on the other side of a wait: a lock's owner, a link of a chain
+// of owners, a thread of a deadlock cycle. Its stack was captured in the same sample.
+struct CauseThread {
+  int64_t tid = 0;
+  std::string name;     // its thread name (comm)
+  char state = '?';     // scheduler state when read
+  std::string syscall;  // the system call it sleeps in ("fsync(fd 3)"), "" when running/unknown
+  CauseLock wants;      // the lock it waits for; empty when none
+  CauseLock holds;      // the lock of the chain it holds; empty when not known
+  std::vector<Frame> frames;  // innermost first, as Stack::frames
+  Culprit culprit;            // from frames, as a hang's
+};
+
+// A process on the other side of a wait: a child, a pipe's or a socket's peer.
+struct CauseProcess {
+  int64_t pid = 0;
+  std::string name;
+  char state = '?';
+};
+
+// Why the hang waited (docs/report-format.md, "cause"). Only the fields of its kind are set.
+struct Cause {
+  CauseKind kind = CauseKind::kNone;
+  std::string summary;  // one line for humans
+  std::string syscall;  // the main thread's system call, formatted ("futex(0x55b7..., WAIT)")
+  // lock, deadlock
+  CauseLock lock;                  // the lock the main thread waits for
+  bool has_owner = false;          // owner is set (a lock with an owner)
+  CauseThread owner;               // the lock's owner (chain[0])
+  std::vector<CauseThread> chain;  // the owner, then the owner of the lock it waits for, ...
+  bool chain_truncated = false;    // the chain went on past 4 threads
+  std::vector<CauseThread> cycle;  // deadlock: every thread of the cycle (the main thread too
+                                   // when it is in it)
+  // child
+  CauseProcess child;
+  // sleep
+  uint64_t sleep_ms = 0;       // the time asked for, 0 when unknown
+  bool sleep_forever = false;  // pause(), poll with no timeout
+  // io, fault, ipc
+  std::string path;   // the file (io), the socket's path (ipc)
+  std::string wchan;  // the kernel function the thread sleeps in
+  // io: the thread's kernel stack, innermost first ("request_wait_answer <- ..."); "" when
+  // /proc/self/task/TID/stack cannot be read (it needs root).
+  std::string kernel_stack;
+  uint64_t major_faults = 0;
+  std::string mapping;  // fault: the mapping the faults fell in
+  std::vector<int> fds;
+  std::vector<CauseProcess> peers;  // ipc: the processes at the other end
+  std::string local_address;        // ipc, TCP/UDP: "127.0.0.1:5432"
+  std::string remote_address;
+  // starved, throttled, pressure
+  uint64_t run_delay_ms = 0;       // time spent waiting for a CPU during the hang
+  uint32_t runnable_threads = 0;   // other threads of the process runnable meanwhile
+  uint64_t throttled_ms = 0;       // cgroup throttled_usec delta
+  uint64_t nr_throttled = 0;       // cgroup nr_throttled delta
+  std::string pressure_resource;   // "cpu", "memory", "io"
+  double pressure_some_avg10 = 0;  // /proc/pressure/<resource> "some avg10" (percent)
+  double pressure_full_avg10 = 0;
+
+  bool empty() const { return kind == CauseKind::kNone; }
 };
 
 struct HangRecord {
@@ -193,6 +316,10 @@ struct HangRecord {
   std::vector<TimelineEntry> timeline;
   bool timeline_truncated = false;
   std::vector<ModuleInfo> modules;  // modules referenced by the frames
+  Cause cause;                      // why it waited; empty when not known
+  // hangwatch's own cost: the main thread's total pause for captures during the hang (the sum
+  // of the samples' pause times; a sample read through /proc pauses nothing).
+  uint64_t monitor_pause_us = 0;
 
   const Stack* dominant() const {
     return dominant_stack >= 0 && static_cast<size_t>(dominant_stack) < stacks.size()

@@ -30,6 +30,7 @@
 #include "cause/fd_peer.h"
 #include "cause/kernel_wait.h"
 #include "cause/wait_fds.h"
+#include "postgres_server.h"
 
 namespace hangwatch::cause {
 namespace {
@@ -168,64 +169,7 @@ TEST_F(SlowServerTest, TcpPollNamesThePythonServer) {
   close(fd);
 }
 
-// ---- PostgreSQL ----
-
-constexpr char kPgBin[] = "/usr/lib/postgresql/15/bin";
-
-// Runs argv, as the postgres user when `as_postgres`, to its end (bounded); stdout and code.
-struct Output {
-  int code = -1;
-  std::string out;
-};
-Output RunCommand(std::vector<std::string> argv, bool as_postgres) {
-  std::vector<std::string> full = {"/usr/bin/timeout", "120"};
-  if (as_postgres) full.insert(full.end(), {"/usr/sbin/runuser", "-u", "postgres", "--"});
-  full.insert(full.end(), argv.begin(), argv.end());
-  ChildProcess child(full, {});
-  Output o;
-  std::string line;
-  while (child.ReadLine(&line, std::chrono::seconds(120))) o.out += line + "\n";
-  o.code = child.Wait();
-  return o;
-}
-
-// The same server set-up as tests/integrations/preload_prefork_test.cc's PostgresTest, without
-// the shim: initdb and pg_ctl as the postgres user, a Unix socket in the temporary directory.
-class PostgresTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (access((std::string(kPgBin) + "/postgres").c_str(), X_OK) != 0 ||
-        getpwnam("postgres") == nullptr) {
-      GTEST_SKIP() << "PostgreSQL 15 is not installed (scripts/bootstrap.sh installs it)";
-    }
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to run PostgreSQL as the postgres user";
-    if (RunCommand({kPython, "-c", "import psycopg2"}, false).code != 0) {
-      GTEST_SKIP() << "psycopg2 is not installed (python3-psycopg2; scripts/bootstrap.sh)";
-    }
-    const passwd* pg = getpwnam("postgres");
-    ASSERT_EQ(chown(dir_.path().c_str(), pg->pw_uid, pg->pw_gid), 0);
-    const Output init = RunCommand({std::string(kPgBin) + "/initdb", "-D", data_, "--auth=trust",
-                                    "-U", "postgres", "--no-sync"},
-                                   true);
-    ASSERT_EQ(init.code, 0) << init.out;
-    const Output start = RunCommand(
-        {std::string(kPgBin) + "/pg_ctl", "start", "-w", "-D", data_, "-l", dir_.path() + "/log",
-         "-o", "-c listen_addresses='' -c unix_socket_directories=" + dir_.path()},
-        true);
-    ASSERT_EQ(start.code, 0) << start.out << ReadFile(dir_.path() + "/log");
-    started_ = true;
-  }
-  void TearDown() override {
-    if (!started_) return;
-    const Output stop = RunCommand(
-        {std::string(kPgBin) + "/pg_ctl", "stop", "-w", "-m", "fast", "-D", data_}, true);
-    EXPECT_EQ(stop.code, 0) << stop.out;
-  }
-
-  TempDir dir_;
-  std::string data_ = dir_.path() + "/data";
-  bool started_ = false;
-};
+// ---- PostgreSQL (the server: postgres_server.h) ----
 
 constexpr char kPsycopgClient[] = R"(
 import sys, psycopg2
@@ -237,7 +181,9 @@ cur.execute('select pg_sleep(1)')
 print('done', flush=True)
 )";
 
-TEST_F(PostgresTest, Psycopg2WaitingForPgSleepNamesTheBackend) {
+using ::hangwatch::testing::PostgresServerTest;
+
+TEST_F(PostgresServerTest, Psycopg2WaitingForPgSleepNamesTheBackend) {
   ChildProcess client({kPython, "-c", kPsycopgClient, dir_.path()}, {});
   std::string line;
   ASSERT_TRUE(client.ReadLine(&line, std::chrono::seconds(30)));

@@ -141,6 +141,72 @@ TEST(ReportFormats, TextSaysHowSamplesWereTakenAndMarksGuessedFrames) {
   EXPECT_FALSE(Has(t, "Caller  [found")) << t;
 }
 
+CauseThread CauseThreadOf(int64_t tid, const char* name, const char* leaf) {
+  CauseThread t;
+  t.tid = tid;
+  t.name = name;
+  t.syscall = "fsync(fd 3)";
+  t.frames.resize(2);
+  t.frames[0].symbol = "fsync";
+  t.frames[1].symbol = leaf;
+  return t;
+}
+
+TEST(ReportFormats, TextPrintsAnIoWaitsKernelStack) {
+  HangRecord h;
+  h.samples = 1;
+  h.cause.kind = CauseKind::kIo;
+  h.cause.summary = "waiting for I/O on /mnt/slow.txt in read(fd 4)";
+  h.cause.kernel_stack = "request_wait_answer <- fuse_simple_request";
+  Report r;
+  r.hangs.push_back(h);
+  const std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t, "Waiting for:      waiting for I/O on /mnt/slow.txt")) << t;
+  EXPECT_TRUE(Has(t, "Kernel stack:     request_wait_answer <- fuse_simple_request\n")) << t;
+}
+
+TEST(ReportFormats, TextSaysWhatTheHangWaitedForAndPrintsTheOwnersStack) {
+  HangRecord h;
+  h.tid = 100;
+  h.stacks.resize(1);
+  h.stacks[0].count = 1;
+  h.stacks[0].frames.resize(1);
+  h.stacks[0].frames[0].symbol = "futex_wait";
+  h.dominant_stack = 0;
+  h.samples = 1;
+  h.monitor_pause_us = 42;
+  h.cause.kind = CauseKind::kLock;
+  h.cause.summary = "waiting for mutex 0x10 held by thread 1636 \"db-writer\", which is in fsync";
+  h.cause.lock = CauseLock{"mutex", 0x10};
+  h.cause.has_owner = true;
+  h.cause.owner = CauseThreadOf(1636, "db-writer", "Journal::Flush");
+  h.cause.owner.holds = h.cause.lock;
+  h.cause.chain.push_back(h.cause.owner);
+  Report r;
+  r.hangs.push_back(h);
+  std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t, "Waiting for:      waiting for mutex 0x10 held by thread 1636")) << t;
+  EXPECT_TRUE(Has(t, "Monitor pause:    42 us")) << t;
+  EXPECT_TRUE(Has(t, "Thread 1636 \"db-writer\", holds mutex 0x10, in fsync(fd 3):")) << t;
+  EXPECT_TRUE(Has(t, "Journal::Flush")) << t;
+  EXPECT_FALSE(Has(t, "Kernel stack:")) << t;
+
+  // A deadlock prints every thread of the cycle.
+  r.hangs[0].cause.kind = CauseKind::kDeadlock;
+  CauseThread main_thread = CauseThreadOf(100, "app", "Main::Save");
+  main_thread.wants = CauseLock{"mutex", 0x10};
+  main_thread.holds = CauseLock{"mutex", 0x20};
+  CauseThread worker = CauseThreadOf(1636, "db-writer", "Journal::Flush");
+  worker.wants = CauseLock{"mutex", 0x20};
+  worker.holds = CauseLock{"mutex", 0x10};
+  r.hangs[0].cause.cycle = {main_thread, worker};
+  t = FormatText(r);
+  EXPECT_TRUE(Has(t, "Deadlock: 2 threads wait for each other")) << t;
+  EXPECT_TRUE(Has(t, "Thread 100 \"app\" (main thread), holds mutex 0x20, wants mutex 0x10")) << t;
+  EXPECT_TRUE(Has(t, "Thread 1636 \"db-writer\", holds mutex 0x10, wants mutex 0x20")) << t;
+  EXPECT_TRUE(Has(t, "Main::Save")) << t;
+}
+
 TEST(ReportFormats, FoldedStacksAreOuterFirstWithCounts) {
   const std::string f = FormatFolded(Load("small_fatal.jsonl"));
   EXPECT_TRUE(Has(f, "Load(int);read 2\n")) << f;

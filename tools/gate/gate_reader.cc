@@ -225,7 +225,8 @@ bool CheckHangField(std::string_view key, std::string_view value, uint32_t* seen
     if (f.name.size() != key.size() || f.name != key) continue;
     *seen |= 1u << i;
     *next = i + 1;
-    return HasKind(value, f.kind) || (f.name == "culprit" && value == "null");
+    return HasKind(value, f.kind) ||
+           ((f.name == "culprit" || f.name == "cause") && value == "null");
   }
   return true;
 }

@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "report/cause_text.h"
+#include "report/stack_identity.h"
 #include "symbols/batch_symbolizer.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/report_frames.h"
@@ -16,6 +18,30 @@ using ModuleKey = std::pair<std::string, std::string>;  // build-id, path
 
 bool Symbolizable(const Frame& f) { return !f.module.empty() && f.module[0] == '/'; }
 
+// Calls visit(frames) for every list of frames of a hang: its stacks, then the threads of its
+// cause (a lock's owner, the chain, a deadlock's cycle).
+template <typename H, typename F>
+void ForEachFrameList(H& h, F&& visit) {
+  for (auto& s : h.stacks) visit(s.frames);
+  if (h.cause.has_owner) visit(h.cause.owner.frames);
+  for (auto& t : h.cause.chain) visit(t.frames);
+  for (auto& t : h.cause.cycle) visit(t.frames);
+}
+
+// A cause thread's culprit, again after its frames were symbolized, and the summary naming it.
+void RefreshCauseCulprits(HangRecord* h) {
+  if (h->cause.empty()) return;
+  auto refresh = [](CauseThread& t) {
+    Stack s;
+    s.frames = t.frames;
+    t.culprit = report::FindCulprit(s);
+  };
+  if (h->cause.has_owner) refresh(h->cause.owner);
+  for (CauseThread& t : h->cause.chain) refresh(t);
+  for (CauseThread& t : h->cause.cycle) refresh(t);
+  h->cause.summary = report::DescribeCause(h->cause, h->duration_ms);
+}
+
 }  // namespace
 
 void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
@@ -23,11 +49,11 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
   // The modules in (build-id, path) order, which is the order their batches run in.
   std::map<ModuleKey, size_t> ids;
   for (const HangRecord& h : report->hangs) {
-    for (const Stack& s : h.stacks) {
-      for (const Frame& f : s.frames) {
+    ForEachFrameList(h, [&](const std::vector<Frame>& frames) {
+      for (const Frame& f : frames) {
         if (Symbolizable(f)) ids.emplace(ModuleKey{f.build_id, f.module}, 0);  // not [vdso]
       }
-    }
+    });
   }
   if (ids.empty()) return;
 
@@ -38,12 +64,12 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
     keys.push_back(&key);
   }
   for (const HangRecord& h : report->hangs) {
-    for (const Stack& s : h.stacks) {
-      for (size_t i = 0; i < s.frames.size(); ++i) {
-        const Frame& f = s.frames[i];
+    ForEachFrameList(h, [&](const std::vector<Frame>& frames) {
+      for (size_t i = 0; i < frames.size(); ++i) {
+        const Frame& f = frames[i];
         if (Symbolizable(f)) batch.AddFrame(ids.at({f.build_id, f.module}), f.offset, i);
       }
-    }
+    });
   }
 
   std::set<std::string> said;
@@ -62,11 +88,11 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
   for (const std::string& w : batch.warnings()) warn(w);
 
   for (HangRecord& h : report->hangs) {
-    for (Stack& s : h.stacks) {
+    ForEachFrameList(h, [&](std::vector<Frame>& stack_frames) {
       std::vector<Frame> frames;
-      frames.reserve(s.frames.size());
-      for (size_t i = 0; i < s.frames.size(); ++i) {
-        const Frame& f = s.frames[i];
+      frames.reserve(stack_frames.size());
+      for (size_t i = 0; i < stack_frames.size(); ++i) {
+        const Frame& f = stack_frames[i];
         const symbols::SymbolizedAddress* answer =
             Symbolizable(f) ? batch.Answer(ids.at({f.build_id, f.module}), f.offset, i) : nullptr;
         const bool known =
@@ -84,10 +110,11 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
           frames.push_back(std::move(g));
         }
       }
-      s.frames = std::move(frames);
-    }
+      stack_frames = std::move(frames);
+    });
     // Names, files and inlined frames may change which frame is the culprit, and give it a line.
     RefreshHangIdentity(&h);
+    RefreshCauseCulprits(&h);
   }
 }
 

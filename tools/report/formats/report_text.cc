@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hangwatch/hangwatch.h"
+#include "report/cause_text.h"
 #include "report/report_record.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/hang_rate.h"
@@ -55,6 +56,13 @@ void AppendHeader(std::string* out, const HangRecord& h) {
     Appendf(out, "Culprit:          %s%s%s\n", CulpritLabel(c).c_str(),
             c.module.empty() ? "" : " in ", BaseName(c.module).c_str());
   }
+  if (!h.cause.empty()) {
+    // The summary may be longer than Appendf's buffer.
+    out->append("Waiting for:      " + h.cause.summary + "\n");
+    if (!h.cause.kernel_stack.empty()) {
+      out->append("Kernel stack:     " + h.cause.kernel_stack + "\n");
+    }
+  }
   if (!h.signature.empty()) Appendf(out, "Signature:        %s\n", h.signature.c_str());
   Appendf(out, "Date/Time:        %s\n", FormatUnixMs(h.start_unix_ms).c_str());
   Appendf(out, "Duration:         %llu ms%s (threshold %u ms)\n",
@@ -76,6 +84,37 @@ void AppendHeader(std::string* out, const HangRecord& h) {
   }
   Appendf(out, "Samples:          %u every %u ms (%u failed, %u not stored), %zu unique stacks\n",
           h.samples, h.sample_interval_ms, h.failed_samples, h.dropped_stacks, h.stacks.size());
+  Appendf(out, "Monitor pause:    %llu us (the main thread's, for hangwatch's captures)\n",
+          static_cast<unsigned long long>(h.monitor_pause_us));
+}
+
+// The threads of the cause, each printed like a second thread of a crash report: a lock's
+// owner (and the owners after it), or every thread of a deadlock.
+void AppendCauseThreads(std::string* out, const HangRecord& h, size_t max_frames) {
+  const Cause& c = h.cause;
+  const bool deadlock = c.kind == CauseKind::kDeadlock;
+  const std::vector<CauseThread>& threads = deadlock ? c.cycle : c.chain;
+  if (threads.empty()) return;
+  if (deadlock) Appendf(out, "\nDeadlock: %zu threads wait for each other\n", threads.size());
+  for (const CauseThread& t : threads) {
+    std::string title = "\nThread " + std::to_string(t.tid) + " \"" + t.name + "\"";
+    if (t.tid == h.tid) title += " (main thread)";
+    if (!t.holds.empty()) title += ", holds " + report::DescribeLock(t.holds);
+    if (!t.wants.empty()) title += ", wants " + report::DescribeLock(t.wants);
+    title += ", " + (t.syscall.empty() ? std::string("running") : "in " + t.syscall) + ":\n";
+    out->append(title);
+    if (t.tid == h.tid && t.frames.empty()) {
+      out->append("  (the dominant stack above)\n");
+      continue;
+    }
+    if (t.frames.empty()) out->append("  (no stack captured)\n");
+    for (size_t i = 0; i < t.frames.size() && i < max_frames; ++i) {
+      AppendFrameLine(out, i, t.frames[i], "  ");
+    }
+    if (t.frames.size() > max_frames) {
+      Appendf(out, "  ... %zu more frames\n", t.frames.size() - max_frames);
+    }
+  }
 }
 
 void AppendDominant(std::string* out, const HangRecord& h, size_t max_frames) {
@@ -255,6 +294,7 @@ std::string FormatText(const Report& report) {
         "\n==============================================================================\n");
     AppendHeader(&out, h);
     AppendDominant(&out, h, 64);
+    AppendCauseThreads(&out, h, 64);
     AppendOtherStacks(&out, h);
     AppendTimeline(&out, h);
     AppendThreadState(&out, h);
@@ -286,6 +326,8 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
     std::string dominant;
     AppendDominant(&dominant, h, max_frames);
     out += dominant.substr(1);  // without the leading blank line
+    if (!h.cause.empty()) out.append("Waiting for: " + h.cause.summary + "\n");
+    AppendCauseThreads(&out, h, max_frames);
   }
   AppendFooter(&out, report);
   return EscapeForTerminal(out);

@@ -1,0 +1,79 @@
+// What a thread asleep in a system call waits for, from the numbers of its
+// /proc/self/task/TID/syscall line (unwind/proc_files.h, ParseTaskSyscall): the call's name, what
+// its arguments mean, and the kind of wait (a lock, a sleep, a child, a file, a descriptor).
+//
+// The numbers are those of the architecture this is built for (x86_64 or aarch64: <sys/syscall.h>),
+// which is the one the agent's own threads run. libc only; no allocation: the names are static
+// strings. A pointer argument (nanosleep's timespec) is read with ReadSelf (process_vm_readv),
+// never dereferenced.
+#ifndef HANGWATCH_CAUSE_SYSCALL_DECODE_H_
+#define HANGWATCH_CAUSE_SYSCALL_DECODE_H_
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "unwind/proc_files.h"
+
+namespace hangwatch::cause {
+
+// What kind of wait a system call is, before looking at what it waits on.
+enum class SyscallWait : uint8_t {
+  kUnknown = 0,  // a number this table does not know
+  kFutex,        // futex: a lock, a condition variable or a semaphore (lock_owner.h)
+  kSleep,        // nanosleep, clock_nanosleep, pause; poll / select without descriptors
+  kChild,        // wait4, waitid
+  kFile,         // a call on a path or a descriptor that may be a file: read, fsync, openat...
+  kDescriptors,  // poll, select, epoll_wait with descriptors: ipc or io, by what they are
+  kOther,        // anything else: reported with its name and arguments
+};
+
+struct SyscallDesc {
+  const char* name = nullptr;  // "futex"; nullptr when unknown
+  SyscallWait wait = SyscallWait::kUnknown;
+  int nargs = 0;  // arguments worth printing
+  // What each argument is: "fd", "path", "buf", "count", "addr", "op", "val", "pid", "timeout",
+  // "nfds", "flags"... (nullptr past nargs).
+  const char* args[6] = {};
+};
+
+// The description of system call `nr` on this architecture; name nullptr when unknown.
+SyscallDesc DescribeSyscall(int64_t nr);
+
+// A decoded wait of one thread.
+struct DecodedWait {
+  SyscallWait wait = SyscallWait::kUnknown;
+  int64_t nr = -1;
+  const char* name = nullptr;
+  uint64_t args[6] = {};
+  // kSleep: the time asked for, when the call carries it (0: unknown or forever).
+  uint64_t sleep_ns = 0;
+  bool sleep_forever = false;
+  // kChild: the child waited for (pid > 0), or 0 for any child, or -pgid for a group.
+  int64_t child = 0;
+  // kFutex: the futex word's address, its operation and expected value.
+  uint64_t futex_addr = 0;
+  uint32_t futex_op = 0;
+  uint32_t futex_val = 0;
+  // kFile / kDescriptors: the descriptor (or -1), and for calls on a path its address.
+  int fd = -1;
+  uint64_t path_addr = 0;
+};
+
+// Decodes a syscall line already parsed. `sys.fields` must be 9 (inside a system call); a line
+// of 3 fields (blocked outside one) decodes as kUnknown. Reads this process's memory (guarded)
+// for the sleeps' timespec, so it decodes threads of this process only.
+DecodedWait DecodeWait(const unwind::TaskSyscall& sys);
+
+// Copies `size` bytes at address `addr` of this process into `out` with process_vm_readv: an
+// unmapped or unreadable address fails (false) instead of faulting. Never a plain dereference.
+bool ReadSelf(uint64_t addr, void* out, size_t size);
+
+// Writes "name(arg, arg...)" for a decoded wait into out (NUL-terminated, cut to size):
+// descriptors as numbers, addresses in hex, e.g. "read(fd 5, 4096)", "futex(0x55b7c0, WAIT)".
+size_t FormatCall(const DecodedWait& w, char* out, size_t size);
+
+}  // namespace hangwatch::cause
+
+#endif  // HANGWATCH_CAUSE_SYSCALL_DECODE_H_

@@ -1,0 +1,158 @@
+#include "report/cause_text.h"
+
+#include <cstdio>
+#include <string>
+
+namespace hangwatch::report {
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The JSON key of a lock type in words.
+std::string LockWords(const std::string& key) {
+  if (key == "recursive_mutex") return "recursive mutex";
+  if (key == "errorcheck_mutex") return "error-checking mutex";
+  if (key == "adaptive_mutex") return "adaptive mutex";
+  if (key == "robust_mutex") return "robust mutex";
+  if (key == "pi_mutex") return "priority-inheritance mutex";
+  if (key == "condition_variable") return "condition variable";
+  if (key == "unknown" || key.empty()) return "futex";
+  return key;  // mutex, rwlock, semaphore
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string CulpritLabel(const Culprit& c) {
+  if (c.empty()) return "";
+  std::string s = c.symbol.empty() ? Hex(c.offset) : c.symbol;
+  if (!c.file.empty()) {
+    s += " (" + BaseName(c.file);
+    if (c.line > 0) s += ":" + std::to_string(c.line);
+    s += ")";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string DescribeLock(const CauseLock& l) { return LockWords(l.type) + " " + Hex(l.addr); }
+
+std::string DescribeThread(const CauseThread& t) {
+  return "thread " + std::to_string(t.tid) + " \"" + t.name + "\"";
+}
+
+std::string DescribeActivity(const CauseThread& t) {
+  std::string s = t.syscall.empty() ? "running" : "in " + t.syscall;
+  const std::string culprit = CulpritLabel(t.culprit);
+  if (!culprit.empty()) s += " \u2190 " + culprit;
+  return s;
+}
+
+std::string DescribeCause(const Cause& c, uint64_t duration_ms) {
+  switch (c.kind) {
+    case CauseKind::kLock: {
+      if (!c.has_owner) {
+        const std::string why = c.lock.type == "condition_variable" || c.lock.type == "semaphore"
+                                    ? "no owner: any thread may signal it"
+                                    : "owner unknown";
+        return "waiting on " + DescribeLock(c.lock) + " (" + why + ")";
+      }
+      std::string s = "waiting for " + DescribeLock(c.lock);
+      for (size_t i = 0; i < c.chain.size(); ++i) {
+        const CauseThread& t = c.chain[i];
+        s += " held by " + DescribeThread(t) + ", which ";
+        if (i + 1 < c.chain.size()) {
+          s += "waits for " + DescribeLock(t.wants);
+        } else {
+          s += "is " + DescribeActivity(t);
+        }
+      }
+      if (c.chain_truncated) s += " (the chain goes on)";
+      return s;
+    }
+    case CauseKind::kDeadlock: {
+      std::string s = "deadlock of " + std::to_string(c.cycle.size()) + " threads: ";
+      for (size_t i = 0; i < c.cycle.size(); ++i) {
+        const CauseThread& t = c.cycle[i];
+        const CauseThread& next = c.cycle[(i + 1) % c.cycle.size()];
+        s += (i == 0 ? DescribeThread(t) : std::string(", which")) + " wants " +
+             DescribeLock(t.wants) + " held by " + DescribeThread(next);
+      }
+      return s;
+    }
+    case CauseKind::kChild: {
+      if (c.child.pid == 0) return "waiting for a child process (" + c.syscall + ")";
+      std::string s =
+          "waiting for child " + std::to_string(c.child.pid) + " \"" + c.child.name + "\"";
+      if (c.child.state != '?' && c.child.state != 0) {
+        s += " (state ";
+        s.push_back(c.child.state);
+        s += ")";
+      }
+      return s;
+    }
+    case CauseKind::kSleep: {
+      if (c.sleep_forever) return "sleeping on the main thread with no timeout (" + c.syscall + ")";
+      const uint64_t ms = c.sleep_ms > 0 ? c.sleep_ms : duration_ms;
+      return "slept " + std::to_string(ms) + " ms on the main thread (" + c.syscall + ")";
+    }
+    case CauseKind::kIo: {
+      std::string s = "waiting for I/O";
+      if (!c.path.empty()) s += " on " + c.path;
+      if (!c.syscall.empty()) s += " in " + c.syscall;
+      if (!c.wchan.empty()) s += " (kernel: " + c.wchan + ")";
+      if (c.major_faults > 0) s += ", " + std::to_string(c.major_faults) + " major page faults";
+      return s;
+    }
+    case CauseKind::kIpc: {
+      std::string s = "waiting for ";
+      if (c.peers.empty()) s += "the other end";
+      for (size_t i = 0; i < c.peers.size(); ++i) {
+        if (i > 0) s += ", ";
+        s += "process " + std::to_string(c.peers[i].pid) + " \"" + c.peers[i].name + "\"";
+      }
+      if (!c.remote_address.empty()) {
+        s += " over " + c.local_address + " -> " + c.remote_address;
+      } else if (!c.path.empty()) {
+        s += " over " + c.path;
+      }
+      if (!c.syscall.empty()) s += " in " + c.syscall;
+      return s;
+    }
+    case CauseKind::kFault: {
+      std::string s = std::to_string(c.major_faults) + " major page faults";
+      if (!c.mapping.empty()) s += " in " + c.mapping;
+      return s + ": the main thread waited for pages read in";
+    }
+    case CauseKind::kStarved: {
+      std::string s =
+          "runnable but not running: waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
+      if (c.runnable_threads > 0) {
+        s += ", " + std::to_string(c.runnable_threads) + " other threads of the process runnable";
+      }
+      return s;
+    }
+    case CauseKind::kThrottled:
+      return "the cgroup's CPU quota throttled the process " + std::to_string(c.nr_throttled) +
+             " times, for " + std::to_string(c.throttled_ms) + " ms";
+    case CauseKind::kPressure: {
+      char avg[32];
+      std::snprintf(avg, sizeof(avg), "%.1f", c.pressure_some_avg10);
+      return "the machine was short of " + c.pressure_resource + " (pressure: some avg10 " + avg +
+             " %)";
+    }
+    case CauseKind::kOther:
+      return "in " + c.syscall;
+    default:
+      return CauseKindName(c.kind);
+  }
+}
+
+}  // namespace hangwatch::report

@@ -1,0 +1,29 @@
+// DescribeCause: a cause in one line, the `summary` of docs/report-format.md ("cause"), e.g.
+//   waiting for mutex 0x55b7c0 held by thread 1636 "db-writer", which is in fsync(fd 3) <-
+//   Journal::Flush (journal.cc:88)
+// Written by the agent when it materializes a hang; the tools print it as it is.
+#ifndef HANGWATCH_REPORT_CAUSE_TEXT_H_
+#define HANGWATCH_REPORT_CAUSE_TEXT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "hangwatch/hang_record.h"
+
+namespace hangwatch::report {
+
+// `duration_ms`: the hang's, for a sleep whose length is unknown.
+std::string DescribeCause(const Cause& c, uint64_t duration_ms);
+
+// "thread 1636 \"db-writer\"".
+std::string DescribeThread(const CauseThread& t);
+
+// "mutex 0x55b7c0" (a lock's type in words and its address).
+std::string DescribeLock(const CauseLock& l);
+
+// What a thread does: "in fsync(fd 3) <- Journal::Flush (journal.cc:88)", "running <- ...".
+std::string DescribeActivity(const CauseThread& t);
+
+}  // namespace hangwatch::report
+
+#endif  // HANGWATCH_REPORT_CAUSE_TEXT_H_

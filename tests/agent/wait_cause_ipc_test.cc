@@ -1,0 +1,260 @@
+// End to end, the causes the cause/ resolvers give a hang (issue "why it waited"): a read on a
+// pipe names the child that holds its other end (ipc), a main thread sharing its CPU with three
+// busy threads is starved, a mapped file read back from disk page by page is a fault. Each
+// peer is started here and killed and reaped at the end.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hangwatch/hangwatch.h"
+#include "report/report_decode.h"
+#include "report/report_record.h"
+#include "tests/agent/e2e_util.h"
+#include "tests/cause/peer_child.h"
+
+namespace hangwatch {
+namespace {
+
+std::string ProcessesOf(const Cause& c) {
+  std::string s;
+  for (const CauseProcess& p : c.peers) s += std::to_string(p.pid) + " " + p.name + "; ";
+  return s;
+}
+
+TEST(WaitCauseIpcTest, PipeReadNamesTheChildThatAnswersAfterASecond) {
+  int answer[2];
+  int go[2];
+  ASSERT_EQ(pipe2(answer, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
+  // The child answers a second after it is asked (async-signal-safe calls only).
+  testing::PeerChild child("pipe-peer", [&] {
+    close(answer[0]);
+    close(go[1]);
+    char c;
+    while (read(go[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    timespec second{1, 0};
+    while (nanosleep(&second, &second) != 0 && errno == EINTR) {
+    }
+    (void)!write(answer[1], "a", 1);
+  });
+  ASSERT_GT(child.pid(), 0);
+  close(answer[1]);
+  close(go[0]);
+
+  ASSERT_TRUE(Start(testing::TestConfig()).ok());
+  testing::HangCollector collector;
+  BeginWork();
+  ASSERT_EQ(write(go[1], "q", 1), 1);
+  char c = 0;
+  ASSERT_EQ(read(answer[0], &c, 1), 1);
+  EndWork();
+  ASSERT_TRUE(collector.WaitFor(1));
+  Stop();
+  close(answer[0]);
+  close(go[1]);
+
+  const HangRecord h = collector.hangs()[0];
+  ASSERT_EQ(h.cause.kind, CauseKind::kIpc) << h.cause.summary;
+  ASSERT_EQ(h.cause.peers.size(), 1u) << ProcessesOf(h.cause);
+  EXPECT_EQ(h.cause.peers[0].pid, child.pid());
+  EXPECT_EQ(h.cause.peers[0].name, "pipe-peer");
+  EXPECT_EQ(h.cause.path.rfind("pipe:[", 0), 0u) << h.cause.path;
+  ASSERT_EQ(h.cause.fds.size(), 1u);
+  EXPECT_EQ(h.cause.fds[0], answer[0]);
+  EXPECT_NE(h.cause.summary.find("waiting for process " + std::to_string(child.pid()) +
+                                 " \"pipe-peer\" over pipe:["),
+            std::string::npos)
+      << h.cause.summary;
+  EXPECT_NE(h.cause.summary.find("in read(fd " + std::to_string(answer[0])), std::string::npos)
+      << h.cause.summary;
+  // The JSON line carries it and reads back the same.
+  HangRecord back;
+  std::string error;
+  ASSERT_TRUE(report::DecodeHang(report::Encode(h), &back, &error)) << error;
+  EXPECT_EQ(back.cause.kind, CauseKind::kIpc);
+  ASSERT_EQ(back.cause.peers.size(), 1u);
+  EXPECT_EQ(back.cause.peers[0].pid, child.pid());
+  EXPECT_EQ(back.cause.summary, h.cause.summary);
+}
+
+// The same wait through epoll_wait: the descriptor comes from the epoll's interest list.
+TEST(WaitCauseIpcTest, EpollWaitOnAPipeNamesTheChildThatAnswersAfterASecond) {
+  int answer[2];
+  int go[2];
+  ASSERT_EQ(pipe2(answer, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
+  testing::PeerChild child("epoll-peer", [&] {
+    close(answer[0]);
+    close(go[1]);
+    char c;
+    while (read(go[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    timespec second{1, 0};
+    while (nanosleep(&second, &second) != 0 && errno == EINTR) {
+    }
+    (void)!write(answer[1], "a", 1);
+  });
+  ASSERT_GT(child.pid(), 0);
+  close(answer[1]);
+  close(go[0]);
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  ASSERT_GE(ep, 0);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = answer[0];
+  ASSERT_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, answer[0], &ev), 0);
+
+  ASSERT_TRUE(Start(testing::TestConfig()).ok());
+  testing::HangCollector collector;
+  BeginWork();
+  ASSERT_EQ(write(go[1], "q", 1), 1);
+  epoll_event got{};
+  ASSERT_EQ(epoll_wait(ep, &got, 1, 30'000), 1);
+  EndWork();
+  ASSERT_TRUE(collector.WaitFor(1));
+  Stop();
+  close(ep);
+  close(answer[0]);
+  close(go[1]);
+
+  const HangRecord h = collector.hangs()[0];
+  ASSERT_EQ(h.cause.kind, CauseKind::kIpc) << h.cause.summary;
+  ASSERT_EQ(h.cause.fds.size(), 1u) << h.cause.summary;
+  EXPECT_EQ(h.cause.fds[0], answer[0]);
+  ASSERT_EQ(h.cause.peers.size(), 1u) << ProcessesOf(h.cause);
+  EXPECT_EQ(h.cause.peers[0].pid, child.pid());
+  EXPECT_NE(h.cause.summary.find("epoll"), std::string::npos) << h.cause.summary;
+}
+
+// The CPU this thread runs on, and all threads given to it.
+int PinToOneCpu() {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &mine)) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return sched_setaffinity(0, sizeof(one), &one) == 0 ? cpu : -1;
+  }
+  return -1;
+}
+
+TEST(WaitCauseStarvedTest, MainThreadSharingItsCpuWithThreeBusyThreadsIsStarved) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  const int cpu = PinToOneCpu();
+  ASSERT_GE(cpu, 0);
+  std::atomic<bool> stop{false};
+  std::atomic<int> spinning{0};
+  std::vector<std::thread> busy;
+  for (int i = 0; i < 3; ++i) {
+    busy.emplace_back([&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof(one), &one);
+      spinning.fetch_add(1);
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  while (spinning.load() < 3) std::this_thread::yield();
+
+  ASSERT_TRUE(Start(testing::TestConfig()).ok());
+  testing::HangCollector collector;
+  const uint64_t before = GetStats().samples;
+  BeginWork();
+  // Busy on the shared CPU until the watchdog has sampled the pass a while.
+  volatile uint64_t x = 0;
+  while (GetStats().samples < before + 30) x = x + 1;
+  EndWork();
+  ASSERT_TRUE(collector.WaitFor(1));
+  Stop();
+  stop = true;
+  for (std::thread& t : busy) t.join();
+  sched_setaffinity(0, sizeof(saved), &saved);
+
+  const HangRecord h = collector.hangs()[0];
+  ASSERT_EQ(h.cause.kind, CauseKind::kStarved) << h.cause.summary;
+  // Four threads on one CPU: the main thread waited for it at least half of the hang.
+  EXPECT_GE(h.cause.run_delay_ms * 2, h.duration_ms / 2) << h.cause.summary;
+  EXPECT_GE(h.cause.runnable_threads, 1u) << h.cause.summary;
+  EXPECT_NE(h.cause.summary.find("runnable but not running: waited "), std::string::npos)
+      << h.cause.summary;
+}
+
+TEST(WaitCauseFaultTest, MappedFileDroppedFromThePageCacheIsAFault) {
+  // On disk (not tmpfs: its pages cannot be dropped), next to the test binary's temp files.
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp ? tmp : "/tmp") + "/hangwatch_fault_";
+  path += std::to_string(getpid());
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  unlink(path.c_str());
+  const size_t size = size_t{64} << 20;
+  std::vector<char> chunk(1 << 20, 'x');
+  for (size_t done = 0; done < size; done += chunk.size()) {
+    ASSERT_EQ(write(fd, chunk.data(), chunk.size()), static_cast<ssize_t>(chunk.size()));
+  }
+  ASSERT_EQ(fsync(fd), 0);
+  ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  madvise(m, size, MADV_RANDOM);  // one page per fault: no read-ahead
+  unsigned char probe = 0;
+  if (mincore(m, 4096, &probe) == 0 && (probe & 1) != 0) {
+    munmap(m, size);
+    close(fd);
+    GTEST_SKIP() << "the file system keeps the file's pages after POSIX_FADV_DONTNEED";
+  }
+
+  Config config = testing::TestConfig();
+  ASSERT_TRUE(Start(config).ok());
+  testing::HangCollector collector;
+  BeginWork();
+  volatile unsigned char sum = 0;
+  const auto* bytes = static_cast<const unsigned char*>(m);
+  for (size_t off = 0; off < size; off += 4096) sum = sum + bytes[off];
+  EndWork();
+  const bool reported = collector.WaitFor(1, std::chrono::seconds(3));
+  Stop();
+  munmap(m, size);
+  close(fd);
+  if (!reported) GTEST_SKIP() << "reading 64 MiB back page by page took less than the threshold";
+
+  const HangRecord h = collector.hangs()[0];
+  ASSERT_EQ(h.cause.kind, CauseKind::kFault) << h.cause.summary;
+  EXPECT_GT(h.cause.major_faults, 0u);
+  // A sample found the thread in the fault: the mapping with the most pages out of memory.
+  bool in_fault = false;
+  for (const TimelineEntry& t : h.timeline) in_fault |= t.state == 'D';
+  // (Unlinked already: the maps say "PATH (deleted)".)
+  std::printf("cause: %s (mapping %s, a sample in the fault: %d)\n", h.cause.summary.c_str(),
+              h.cause.mapping.c_str(), in_fault);
+  if (in_fault) {
+    EXPECT_EQ(h.cause.mapping.rfind(path, 0), 0u) << h.cause.summary;
+  }
+  EXPECT_NE(h.cause.summary.find(std::to_string(h.cause.major_faults) + " major page faults"),
+            std::string::npos)
+      << h.cause.summary;
+}
+
+}  // namespace
+}  // namespace hangwatch
