@@ -24,7 +24,8 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hangwatch top FILE... [--by signature|fingerprint|culprit] [--format text|json]\n"
+    "usage: hangwatch top FILE... [--by signature|fingerprint|culprit|cause]\n"
+    "                     [--format text|json]\n"
     "                     [--label K=V]... [--since TIME] [--until TIME] [options]\n"
     "\n"
     "What hangs most across a fleet: reads hang reports (JSON Lines, from any number of\n"
@@ -33,10 +34,13 @@ constexpr char kUsage[] =
     "                     across builds and machines (default)\n"
     "  --by fingerprint   the same code addresses: the same hang in the same build\n"
     "  --by culprit       the same culprit function (and module)\n"
+    "  --by cause         the same kind of cause: why the hangs waited (lock, deadlock, io,\n"
+    "                     fault, ipc, child, sleep, starved, throttled, pressure, other; \"-\"\n"
+    "                     for hangs without one)\n"
     "For each group: hangs, hosts and processes (distinct host+pid) it was seen in, duration\n"
-    "p50/p95/max/total, hangs by class (busy, blocked), the most common culprit with file:line,\n"
-    "the process names, first and last seen, and the longest hangs as examples (host, pid,\n"
-    "hang_id).\n"
+    "p50/p95/max/total, hangs by class (busy, blocked), the cause kinds (CAUSE: the most\n"
+    "common, +N other kinds), the most common culprit with file:line, the process names,\n"
+    "first and last seen, and the longest hangs as examples (host, pid, hang_id).\n"
     "\n"
     "The culprit of each group printed is symbolized offline as `hangwatch report` does it: one\n"
     "hang of the group is read again in full, its frames looked up by build-id and module offset\n"
@@ -116,8 +120,10 @@ int Run(int argc, char** argv) {
       query.by = TopBy::kFingerprint;
     } else if (v == "culprit") {
       query.by = TopBy::kCulprit;
+    } else if (v == "cause") {
+      query.by = TopBy::kCause;
     } else {
-      return "--by wants signature, fingerprint or culprit, not '" + v + "'";
+      return "--by wants signature, fingerprint, culprit or cause, not '" + v + "'";
     }
     return "";
   });

@@ -18,6 +18,8 @@ const char* ByName(TopBy by) {
       return "fingerprint";
     case TopBy::kCulprit:
       return "culprit";
+    case TopBy::kCause:
+      return "cause";
     case TopBy::kSignature:
       break;
   }
@@ -39,6 +41,24 @@ std::string CulpritText(const TopGroup& g, size_t width) {
 
 std::string Cut(const std::string& s, size_t width) {
   return s.size() <= width ? s : s.substr(0, width - 2) + "..";
+}
+
+// The group's most common cause kind, "+N" when its hangs have N other kinds too; "-" when
+// none has a cause.
+std::string CauseText(const TopGroup& g) {
+  std::string kinds;
+  size_t others = 0;
+  for (const auto& [kind, count] : g.causes) {
+    if (kind.empty()) continue;
+    if (kinds.empty()) {
+      kinds = kind;
+    } else {
+      ++others;
+    }
+  }
+  if (kinds.empty()) return "-";
+  if (others > 0) kinds += "+" + std::to_string(others);
+  return kinds;
 }
 
 }  // namespace
@@ -65,8 +85,8 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
                 ByName(o.by), o.files, o.files == 1 ? "" : "s");
   out += buf;
   if (groups.empty()) return EscapeForTerminal(out);
-  std::snprintf(buf, sizeof buf, "%7s %5s %6s %7s %7s %7s %8s %5s %5s  %-44s %-16s %s\n", "COUNT",
-                "HOSTS", "PROCS", "P50", "P95", "MAX", "TOTAL", "BUSY", "BLOCK",
+  std::snprintf(buf, sizeof buf, "%7s %5s %6s %7s %7s %7s %8s %5s %5s  %-10s %-44s %-16s %s\n",
+                "COUNT", "HOSTS", "PROCS", "P50", "P95", "MAX", "TOTAL", "BUSY", "BLOCK", "CAUSE",
                 "CULPRIT (FILE:LINE)", "PROCESS", ByName(o.by));
   out += buf;
   const size_t n = o.limit == 0 ? groups.size() : std::min(o.limit, groups.size());
@@ -79,11 +99,12 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
     std::string key = g.key.empty() ? "-" : g.key;
     std::snprintf(buf, sizeof buf,
                   "%7" PRIu64 " %5" PRIu64 " %6" PRIu64 " %7s %7s %7s %8s %5" PRIu64 " %5" PRIu64
-                  "  %-44s %-16s %s\n",
+                  "  %-10s %-44s %-16s %s\n",
                   g.count, g.hosts, g.processes, FormatTopDuration(g.p50_ms).c_str(),
                   FormatTopDuration(g.p95_ms).c_str(), FormatTopDuration(g.max_ms).c_str(),
                   FormatTopDuration(g.total_ms).c_str(), g.busy, g.blocked,
-                  CulpritText(g, 44).c_str(), Cut(process, 16).c_str(), Cut(key, 60).c_str());
+                  Cut(CauseText(g), 10).c_str(), CulpritText(g, 44).c_str(),
+                  Cut(process, 16).c_str(), Cut(key, 60).c_str());
     out += buf;
   }
   if (n < groups.size()) {
@@ -120,6 +141,12 @@ std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t 
     } else {
       j["culprit"] = nullptr;
     }
+    nlohmann::json causes = nlohmann::json::array();
+    for (const auto& [kind, count] : g.causes) {
+      causes.push_back({{"kind", kind.empty() ? nlohmann::json(nullptr) : nlohmann::json(kind)},
+                        {"count", count}});
+    }
+    j["causes"] = std::move(causes);
     j["classes"] = {
         {"busy", g.busy}, {"blocked", g.blocked}, {"mixed", g.mixed}, {"unknown", g.unknown}};
     j["fatal"] = g.fatal;

@@ -43,6 +43,7 @@ struct TopHang {
   std::string_view culprit_symbol, culprit_module, culprit_file;
   uint64_t culprit_offset = 0;
   int64_t culprit_line = 0;
+  std::string_view cause_kind;  // the cause's kind ("lock", "io", ...); "" when null or absent
   // The labels, when the parser was asked for them (label filters), in file order.
   std::vector<std::pair<std::string_view, std::string_view>> labels;
   // Where the line is, for reading it again (top_symbolize.h): the index of its file in
