@@ -340,9 +340,11 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   unwind::ReleaseLateStoppers();
   timer.End("symbols");
   // After the stop: each thread back in the system call it sleeps in.
-  std::vector<std::pair<pid_t, std::string>> tids;
-  for (const OutThread& ot : threads) tids.emplace_back(ot.thread->tid, ot.thread->name);
-  const SnapshotWaits waits = ReadSnapshotWaits(o.pid, tids);
+  std::vector<WaitQuery> queries;
+  for (const OutThread& ot : threads) {
+    queries.push_back({ot.thread->tid, ot.thread->name, ot.thread->state});
+  }
+  const SnapshotWaits waits = ReadSnapshotWaits(o.pid, queries);
   timer.End("waits");
 
   const uint64_t total_ns = NowNs() - start;

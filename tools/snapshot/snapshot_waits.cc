@@ -83,19 +83,20 @@ std::vector<std::vector<pid_t>> FindCycles(const SnapshotWaits& waits) {
 
 }  // namespace
 
-SnapshotWaits ReadSnapshotWaits(pid_t pid, const std::vector<std::pair<pid_t, std::string>>& tids) {
+SnapshotWaits ReadSnapshotWaits(pid_t pid, const std::vector<WaitQuery>& threads) {
   SnapshotWaits waits;
-  for (const auto& [tid, name] : tids) {
+  for (const WaitQuery& q : threads) {
     ThreadWait t;
-    t.tid = tid;
-    t.name = name;
+    t.tid = q.tid;
+    t.name = q.name;
     // A thread the snapshot's stop interrupted restarts its system call when it runs again;
     // it may still read as running for a moment.
-    for (int attempt = 0; attempt < 5 && !ReadWait(pid, &t); ++attempt) {
+    const int attempts = q.state == 'S' || q.state == 'D' ? 5 : 1;
+    for (int attempt = 1; !ReadWait(pid, &t) && attempt < attempts; ++attempt) {
       const timespec pause{0, 2'000'000};
       nanosleep(&pause, nullptr);
     }
-    waits.threads[tid] = std::move(t);
+    waits.threads[q.tid] = std::move(t);
   }
   waits.deadlocks = FindCycles(waits);
   return waits;

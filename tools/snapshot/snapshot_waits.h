@@ -33,10 +33,17 @@ struct SnapshotWaits {
   std::vector<std::vector<pid_t>> deadlocks;
 };
 
-// Reads the waits of threads `tids` (with their names) of process `pid`. A thread that was
-// asleep but reads as running (it is restarting its system call after the snapshot's stop) is
-// read again a few times.
-SnapshotWaits ReadSnapshotWaits(pid_t pid, const std::vector<std::pair<pid_t, std::string>>& tids);
+// A thread to read: its tid, name and scheduler state before the snapshot stopped it.
+struct WaitQuery {
+  pid_t tid = 0;
+  std::string name;
+  char state = '?';
+};
+
+// Reads the waits of threads `threads` of process `pid`. A thread that was asleep (S, D) but
+// reads as running (it is restarting its system call after the snapshot's stop) is read again a
+// few times, 2 ms apart; a running one is read once.
+SnapshotWaits ReadSnapshotWaits(pid_t pid, const std::vector<WaitQuery>& threads);
 
 // One line for a thread: "waiting for mutex 0x55b7c0 held by thread 1636 \"db-writer\"",
 // "waiting on condition variable 0x... (no owner: any thread may signal it)",
