@@ -47,17 +47,18 @@ constexpr uint64_t kCondSignalsOffset = 40;
 constexpr uint64_t kCondRefsOffset = 16;
 constexpr uint64_t kCondWrefsOffset = 36;
 
-bool Read32s(uint64_t addr, uint32_t* out, size_t n) {
-  return ReadSelf(addr, out, n * sizeof(uint32_t));
+// `pid` 0: this process.
+bool Read32s(pid_t pid, uint64_t addr, uint32_t* out, size_t n) {
+  return ReadProcess(pid, addr, out, n * sizeof(uint32_t));
 }
 
 pid_t TidOf(uint32_t word) { return static_cast<pid_t>(word & FUTEX_TID_MASK); }
 
 // A mutex the waiter waits on at its __lock word, or kUnknown.
-LockInfo TryMutex(const DecodedWait& w) {
+LockInfo TryMutex(pid_t pid, const DecodedWait& w) {
   LockInfo info;
   uint32_t m[5];  // __lock, __count, __owner, __nusers, __kind
-  if (!Read32s(w.futex_addr, m, 5)) return info;
+  if (!Read32s(pid, w.futex_addr, m, 5)) return info;
   const uint32_t kind = m[4];
   const bool kind_ok = (kind & ~kKindFlags) <= 3 && (kind & kKindPp) == 0;
   const uint32_t cmd = w.futex_op & FUTEX_CMD_MASK;
@@ -100,13 +101,13 @@ LockInfo TryMutex(const DecodedWait& w) {
 }
 
 // An rwlock whose __wrphase_futex or __writers_futex the waiter waits on.
-LockInfo TryRwlock(const DecodedWait& w) {
+LockInfo TryRwlock(pid_t pid, const DecodedWait& w) {
   LockInfo info;
   for (uint64_t off : {kRwWrphaseOffset, kRwWritersFutexOffset}) {
     if (w.futex_addr < off) continue;
     const uint64_t base = w.futex_addr - off;
     uint32_t r[kRwReadSize / 4];
-    if (!Read32s(base, r, kRwReadSize / 4)) continue;
+    if (!Read32s(pid, base, r, kRwReadSize / 4)) continue;
     const uint32_t pad3 = r[4], pad4 = r[5];
     // Both futex words hold 0..3 (1 | PTHREAD_RWLOCK_FUTEX_USED at most); the pads are zero.
     if (pad3 != 0 || pad4 != 0 || r[2] > 3 || r[3] > 3) continue;
@@ -132,12 +133,12 @@ LockInfo TryRwlock(const DecodedWait& w) {
 // A semaphore (checked first: its word is followed by its waiters and its private flag, where a
 // condition variable's neighbours are heap bytes that could pass for a condition variable's
 // counters), else a condition variable.
-LockInfo TryConditionOrSemaphore(const DecodedWait& w) {
+LockInfo TryConditionOrSemaphore(pid_t pid, const DecodedWait& w) {
   LockInfo info;
   if (w.futex_val != 0) return info;
   // sem_t (64-bit): uint64 data (value | nwaiters << 32), int private (0 or FUTEX_PRIVATE_FLAG).
   uint32_t s[3];
-  if (Read32s(w.futex_addr, s, 3) && s[0] == 0 && s[1] >= 1 && s[1] < (1u << 20) &&
+  if (Read32s(pid, w.futex_addr, s, 3) && s[0] == 0 && s[1] >= 1 && s[1] < (1u << 20) &&
       (s[2] == 0 || s[2] == FUTEX_PRIVATE_FLAG)) {
     info.addr = w.futex_addr;
     info.type = LockType::kSemaphore;
@@ -148,8 +149,8 @@ LockInfo TryConditionOrSemaphore(const DecodedWait& w) {
     if (w.futex_addr < off) continue;
     const uint64_t cond = w.futex_addr - off;
     uint32_t refs = 0, wrefs = 0;
-    if (!Read32s(cond + kCondRefsOffset + 4 * g, &refs, 1) ||
-        !Read32s(cond + kCondWrefsOffset, &wrefs, 1)) {
+    if (!Read32s(pid, cond + kCondRefsOffset + 4 * g, &refs, 1) ||
+        !Read32s(pid, cond + kCondWrefsOffset, &wrefs, 1)) {
       continue;
     }
     if ((wrefs >> 3) >= 1 && refs >= 2 && (wrefs >> 3) < (1u << 20)) {
@@ -161,10 +162,10 @@ LockInfo TryConditionOrSemaphore(const DecodedWait& w) {
   return info;
 }
 
-LockInfo ResolveOnce(const DecodedWait& w) {
-  LockInfo info = TryMutex(w);
-  if (info.type == LockType::kUnknown) info = TryRwlock(w);
-  if (info.type == LockType::kUnknown) info = TryConditionOrSemaphore(w);
+LockInfo ResolveOnce(pid_t pid, const DecodedWait& w) {
+  LockInfo info = TryMutex(pid, w);
+  if (info.type == LockType::kUnknown) info = TryRwlock(pid, w);
+  if (info.type == LockType::kUnknown) info = TryConditionOrSemaphore(pid, w);
   if (info.type == LockType::kUnknown) info.addr = w.futex_addr;
   return info;
 }
@@ -261,7 +262,15 @@ DecodedWait ReadThreadWait(pid_t tid, uint64_t* sp, char* state) {
   return DecodeWait(sys);
 }
 
-LockInfo ResolveFutexWait(const DecodedWait& w) {
+LockInfo ResolveFutexWait(const DecodedWait& w) { return ResolveFutexWaitOf(0, w); }
+
+bool IsThreadOf(pid_t pid, pid_t tid) {
+  if (pid == 0) return IsThreadOfThisProcess(tid);
+  if (tid <= 0) return false;
+  return syscall(SYS_tgkill, pid, tid, 0) == 0 || errno == EPERM;
+}
+
+LockInfo ResolveFutexWaitOf(pid_t pid, const DecodedWait& w) {
   LockInfo info;
   info.addr = w.futex_addr;
   if (w.wait != SyscallWait::kFutex || w.futex_addr == 0) return info;
@@ -269,10 +278,10 @@ LockInfo ResolveFutexWait(const DecodedWait& w) {
   // Twice at most: an owner seen in the first read that let go before it was confirmed (it no
   // longer exists, or the lock names someone else) is looked for once more.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    info = ResolveOnce(w);
+    info = ResolveOnce(pid, w);
     if (info.owner == 0) return info;
-    if (IsThreadOfThisProcess(info.owner)) {
-      const LockInfo again = ResolveOnce(w);
+    if (IsThreadOf(pid, info.owner)) {
+      const LockInfo again = ResolveOnce(pid, w);
       if (again.type == info.type && again.owner == info.owner) return info;
     }
     info.owner = 0;

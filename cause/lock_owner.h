@@ -60,6 +60,14 @@ struct LockInfo {
 // The lock behind a futex wait of a thread of this process. `w.wait` must be kFutex.
 LockInfo ResolveFutexWait(const DecodedWait& w);
 
+// The same for a thread of another process `pid` (0: this one), its lock words read with
+// process_vm_readv from that process (`hangwatch snapshot`: the caller may ptrace it), and the
+// owner checked to be a thread of `pid`. `w` must come from DecodeWaitOf(pid, ...).
+LockInfo ResolveFutexWaitOf(pid_t pid, const DecodedWait& w);
+
+// True when `tid` is a thread of process `pid` (0: this one), by tgkill with signal 0.
+bool IsThreadOf(pid_t pid, pid_t tid);
+
 // True when `tid` is a thread of this process (tgkill with signal 0: the kernel's own check
 // that the thread is in this thread group).
 bool IsThreadOfThisProcess(pid_t tid);

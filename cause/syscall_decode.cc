@@ -88,9 +88,9 @@ uint64_t TimespecNs(const timespec& ts) {
 }
 
 // A sleep's timespec, read (guarded) from the sleeping thread's memory.
-void ReadSleep(uint64_t addr, DecodedWait* w) {
+void ReadSleep(pid_t pid, uint64_t addr, DecodedWait* w) {
   timespec ts{};
-  if (addr != 0 && ReadSelf(addr, &ts, sizeof(ts))) w->sleep_ns = TimespecNs(ts);
+  if (addr != 0 && ReadProcess(pid, addr, &ts, sizeof(ts))) w->sleep_ns = TimespecNs(ts);
 }
 
 const char* FutexOpName(uint32_t op) {
@@ -114,11 +114,14 @@ const char* FutexOpName(uint32_t op) {
 
 }  // namespace
 
-bool ReadSelf(uint64_t addr, void* out, size_t size) {
+bool ReadSelf(uint64_t addr, void* out, size_t size) { return ReadProcess(0, addr, out, size); }
+
+bool ReadProcess(pid_t pid, uint64_t addr, void* out, size_t size) {
   if (addr == 0 || size == 0) return false;
   iovec local{out, size};
   iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), size};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+  return process_vm_readv(pid == 0 ? getpid() : pid, &local, 1, &remote, 1, 0) ==
+         static_cast<ssize_t>(size);
 }
 
 SyscallDesc DescribeSyscall(int64_t nr) {
@@ -128,7 +131,9 @@ SyscallDesc DescribeSyscall(int64_t nr) {
   return SyscallDesc{};
 }
 
-DecodedWait DecodeWait(const unwind::TaskSyscall& sys) {
+DecodedWait DecodeWait(const unwind::TaskSyscall& sys) { return DecodeWaitOf(0, sys); }
+
+DecodedWait DecodeWaitOf(pid_t pid, const unwind::TaskSyscall& sys) {
   DecodedWait w;
   if (sys.fields != 9 || sys.nr < 0) return w;
   w.nr = sys.nr;
@@ -145,10 +150,10 @@ DecodedWait DecodeWait(const unwind::TaskSyscall& sys) {
       break;
     case SyscallWait::kSleep:
       if (sys.nr == SYS_nanosleep) {
-        ReadSleep(a[0], &w);
+        ReadSleep(pid, a[0], &w);
       } else if (sys.nr == SYS_clock_nanosleep) {
         // TIMER_ABSTIME: a deadline, not a length; left unknown.
-        if ((a[1] & TIMER_ABSTIME) == 0) ReadSleep(a[2], &w);
+        if ((a[1] & TIMER_ABSTIME) == 0) ReadSleep(pid, a[2], &w);
       } else {
         w.sleep_forever = true;  // pause
       }
@@ -200,7 +205,7 @@ DecodedWait DecodeWait(const unwind::TaskSyscall& sys) {
           if (a[2] == 0)
             w.sleep_forever = true;
           else
-            ReadSleep(a[2], &w);
+            ReadSleep(pid, a[2], &w);
         }
       } else if (!is_poll && !is_select) {
         w.fd = static_cast<int32_t>(static_cast<uint32_t>(a[0]));  // the epoll descriptor

@@ -66,9 +66,16 @@ struct DecodedWait {
 // for the sleeps' timespec, so it decodes threads of this process only.
 DecodedWait DecodeWait(const unwind::TaskSyscall& sys);
 
+// The same for a thread of process `pid` (0: this one): `hangwatch snapshot` decodes another
+// process's threads, whose sleeps' timespecs are read from that process.
+DecodedWait DecodeWaitOf(pid_t pid, const unwind::TaskSyscall& sys);
+
 // Copies `size` bytes at address `addr` of this process into `out` with process_vm_readv: an
 // unmapped or unreadable address fails (false) instead of faulting. Never a plain dereference.
 bool ReadSelf(uint64_t addr, void* out, size_t size);
+
+// ReadSelf from process `pid` (0: this one); needs permission to ptrace it when it is another.
+bool ReadProcess(pid_t pid, uint64_t addr, void* out, size_t size);
 
 // Writes "name(arg, arg...)" for a decoded wait into out (NUL-terminated, cut to size):
 // descriptors as numbers, addresses in hex, e.g. "read(fd 5, 4096)", "futex(0x55b7c0, WAIT)".

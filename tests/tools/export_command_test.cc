@@ -618,6 +618,46 @@ TEST_F(ExportCommand, AnErrorAnswerCannotWriteControlSequencesToTheTerminal) {
 
 // ---- the pieces alone ----
 
+// A hang's cause: kind and summary as attributes of its log record, and the summary in its body;
+// a hang without one has neither.
+TEST(OtlpEncode, TheCauseKindAndSummaryAreAttributes) {
+  std::vector<HangRecord> hangs(2);
+  for (HangRecord& h : hangs) {
+    h.pid = 7;
+    h.process = "/srv/app";
+    h.process_name = "app";
+    h.duration_ms = 900;
+    h.hang_class = HangClass::kBlocked;
+  }
+  hangs[0].cause.kind = CauseKind::kLock;
+  hangs[0].cause.summary =
+      "waiting for mutex 0x10 held by thread 8 \"db-writer\", which is in fsync(fd 3)";
+  const json request = json::parse(tools::EncodeOtlpJson(tools::HangsToOtlpLogs(hangs, 1)));
+  std::vector<std::map<std::string, std::string>> attributes;
+  std::vector<std::string> bodies;
+  for (const json& rl : request["resourceLogs"]) {
+    for (const json& sl : rl["scopeLogs"]) {
+      for (const json& lr : sl["logRecords"]) {
+        bodies.push_back(lr["body"]["stringValue"]);
+        std::map<std::string, std::string> a;
+        for (const json& kv : lr["attributes"]) {
+          a[kv["key"]] = kv["value"].contains("stringValue") ? kv["value"]["stringValue"]
+                                                             : kv["value"]["intValue"];
+        }
+        attributes.push_back(std::move(a));
+      }
+    }
+  }
+  ASSERT_EQ(attributes.size(), 2u);
+  EXPECT_EQ(attributes[0]["hang.cause.kind"], "lock");
+  EXPECT_EQ(attributes[0]["hang.cause.summary"], hangs[0].cause.summary);
+  EXPECT_NE(bodies[0].find("; waiting for mutex 0x10 held by thread 8"), std::string::npos)
+      << bodies[0];
+  EXPECT_EQ(attributes[1].count("hang.cause.kind"), 0u);
+  EXPECT_EQ(attributes[1].count("hang.cause.summary"), 0u);
+  EXPECT_EQ(bodies[1].find("waiting"), std::string::npos) << bodies[1];
+}
+
 // A report of 160 MB without a newline (a sparse file: no disk used) is one line over the
 // 64 MiB limit: skipped with a note, in one pass, in memory bounded by the limit, not by the
 // line (it used to be searched again for every 64 KiB read: quadratic, and kept whole). The

@@ -372,6 +372,39 @@ TEST(GateOutput, MarkdownGithubAndJunitNameTheCulpritAndItsLine) {
   EXPECT_TRUE(Has(junit, "tests=\"3\" failures=\"3\"")) << junit;
 }
 
+TEST(GateOutput, GithubAndJunitNameTheCause) {
+  Report r;
+  r.hangs = {Hang(kA, {"Flush", "main"}, 900, "/work/repo/src/journal.cc", 88),
+             Hang(kB, {"Parse", "main"}, 300)};
+  Cause& c = r.hangs[0].cause;
+  c.kind = CauseKind::kLock;
+  c.summary =
+      "waiting for mutex 0x55b7c0 held by thread 1636 \"db-writer\", which is in fsync(fd 3)";
+  const GateVerdict v = ComputeVerdict(r, nullptr, {}, GateBudgets{});
+
+  const std::string gh = FormatGateGithub(v, "/work/repo");
+  const std::string want =
+      "; cause lock: waiting for mutex 0x55b7c0 held by thread 1636 \"db-writer\", which is in "
+      "fsync(fd 3)";
+  EXPECT_TRUE(Has(gh, "stalled in Flush: 1 hang, longest 900 ms (signature " + std::string(kA) +
+                          ")" + want + "\n"))
+      << gh;
+  // A hang without a cause says nothing of one.
+  EXPECT_TRUE(Has(gh, "(signature " + std::string(kB) + ")\n")) << gh;
+
+  const std::string junit = FormatGateJunit(v, "suite", 1.5);
+  EXPECT_TRUE(Has(junit,
+                  "; cause lock: waiting for mutex 0x55b7c0 held by thread 1636 "
+                  "&quot;db-writer&quot;, which is in fsync(fd 3)\""))
+      << junit;
+  // No summary (an older writer): the cause is described from its fields.
+  Report old = r;
+  old.hangs[0].cause.summary.clear();
+  old.hangs[0].cause.lock = CauseLock{"condition_variable", 0x10};
+  const std::string gh_old = FormatGateGithub(ComputeVerdict(old, nullptr, {}, GateBudgets{}), "");
+  EXPECT_TRUE(Has(gh_old, "; cause lock: waiting on condition variable 0x10")) << gh_old;
+}
+
 TEST(GateOutput, TextSaysPassedAndListsKnownHangs) {
   Report r;
   r.hangs = {Hang(kA, {"Parse", "main"}, 300)};

@@ -52,6 +52,7 @@ TEST(FormatPprof, ProfileProtoWithLabelsMappingsAndInlines) {
   h.sample_interval_ms = 10;
   h.start_unix_ms = 1763700000000;
   h.duration_ms = 500;
+  h.cause.kind = CauseKind::kLock;
   Stack s;
   s.count = 30;
   s.cpu_us = 1500;
@@ -103,6 +104,7 @@ TEST(FormatPprof, ProfileProtoWithLabelsMappingsAndInlines) {
   EXPECT_EQ(labels["signature"], "0123456789abcdef");
   EXPECT_EQ(labels["host"], "web-3");
   EXPECT_EQ(labels["process"], "app");
+  EXPECT_EQ(labels["cause"], "lock");
 
   // Locations: [Inner+Outer], Recurse, Recurse, unnamed, JIT.
   ASSERT_EQ(sample.location_id_size(), 5);

@@ -244,6 +244,22 @@ TEST(ReportFormats, TraceIsValidTraceEventJsonWithOneSlicePerHang) {
   EXPECT_TRUE(Has(text, "in Load(int)\"")) << "the hang's slice is named after it: " << text;
 }
 
+TEST(ReportFormats, TraceHangSliceNamesItsCause) {
+  Report r = Load("small_fatal.jsonl");
+  MergeReport(Load("valid_hang.jsonl"), &r);
+  r.hangs[0].cause.kind = CauseKind::kSleep;
+  r.hangs[0].cause.summary = "slept 400 ms on the main thread (nanosleep(...))";
+  const auto trace = nlohmann::json::parse(FormatTrace(r));
+  std::vector<nlohmann::json> args;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "hang") args.push_back(e["args"]);
+  }
+  ASSERT_EQ(args.size(), 2u);
+  EXPECT_EQ(args[0]["cause"], "sleep");
+  EXPECT_EQ(args[0]["cause_summary"], r.hangs[0].cause.summary);
+  EXPECT_FALSE(args[1].contains("cause")) << args[1].dump();
+}
+
 TEST(ReportFormats, SvgIsWellFormedAndSelfContained) {
   TempDir dir;
   const std::string svg = FormatSvg(Load("small_fatal.jsonl"), "a <title> & more");

@@ -313,6 +313,41 @@ TEST_F(ReportHtmlBrowser, ScreenshotsAreNotBlankInLightAndDark) {
 
 // 10k hangs: the page is at most 1.5x its JSON Lines and becomes interactive; how fast is
 // printed (this VM's machine is shared: a timing is not a pass/fail criterion).
+// The README's demo (a real program: its lock stall waits for a mutex a thread named
+// "lock-holder" holds): the hang's cause line, and the main thread's stack beside the holder's.
+TEST(ReportHtmlBrowserCause, TheLockHangShowsItsCauseAndTheHoldersStackBesideTheMainThreads) {
+  TempDir dir;
+  const auto demo = RunCommand({DEMO_PROGRAM, "--json", dir / "demo.jsonl"});
+  ASSERT_EQ(demo.exit_code, 0) << demo.err;
+  const auto page = RunCommand(
+      {HANGWATCH_CLI, "report", dir / "demo.jsonl", "--format", "html", "-o", dir / "demo.html"},
+      {"HANGWATCH_CACHE_DIR=" + dir / "cache"});
+  ASSERT_EQ(page.exit_code, 0) << page.err;
+  const auto run = Node({"cause", dir / "demo.html", "lock-holder"});
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  const json seen = json::parse(run.out);
+  EXPECT_EQ(seen["console"], json::array()) << seen["console"].dump();
+  const json& c = seen["cause"];
+  ASSERT_TRUE(c.is_object()) << run.out;
+  EXPECT_EQ(c["heading"], "Why it waited");
+  const std::string text = c["text"];
+  EXPECT_EQ(text.rfind("lock waiting for mutex 0x", 0), 0u) << text;
+  EXPECT_TRUE(Has(text, "\"lock-holder\"")) << text;
+  const json& columns = c["columns"];
+  ASSERT_GE(columns.size(), 2u) << c.dump();
+  EXPECT_EQ(columns[0]["id"], "stack-main");
+  EXPECT_TRUE(Has(columns[0]["title"], "main thread")) << columns[0].dump();
+  EXPECT_TRUE(Has(columns[1]["title"], "\"lock-holder\"")) << columns[1].dump();
+  EXPECT_TRUE(Has(columns[1]["sub"], "holds mutex 0x")) << columns[1].dump();
+  for (const json& col : columns) {
+    EXPECT_GT(col["frames"].size(), 1u) << col.dump();
+    EXPECT_EQ(col["marked"].size(), 1u) << col.dump();  // its culprit
+  }
+  // Beside each other, not one under the other.
+  EXPECT_EQ(columns[0]["top"], columns[1]["top"]);
+  EXPECT_LT(columns[0]["left"].get<double>(), columns[1]["left"].get<double>());
+}
+
 TEST(ReportHtmlBrowserScale, TenThousandHangs) {
   TempDir dir;
   const auto gen = RunCommand({HTML_FIXTURE, "10000", "1"});

@@ -13,6 +13,7 @@
 #include "cli_util.h"
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
+#include "report/cause_text.h"
 #include "report/report_record.h"
 #include "tests/sanitizer_allocator.h"
 #include "tools/reader/report_frames.h"
@@ -124,6 +125,87 @@ TEST(ReportHtml, OneSelfContainedPage) {
   EXPECT_EQ(strings[frames[5 * culprit].get<int>()], "Load(int)");
   EXPECT_EQ(strings[frames[5 * culprit + 2].get<int>()], "a.cc");
   EXPECT_EQ(frames[5 * culprit + 3], 12);
+}
+
+// A frame of the app's module.
+Frame AppFrame(const std::string& symbol, uint64_t offset) {
+  Frame f;
+  f.module = "/srv/app";
+  f.offset = offset;
+  f.addr = 0x550000000000 + offset;
+  f.symbol = symbol;
+  f.file = "app.cc";
+  f.line = static_cast<int>(offset);
+  return f;
+}
+
+CauseThread Thread(int64_t tid, const std::string& name, std::vector<std::string> symbols) {
+  CauseThread t;
+  t.tid = tid;
+  t.name = name;
+  for (size_t k = 0; k < symbols.size(); ++k) t.frames.push_back(AppFrame(symbols[k], 10 + k));
+  return t;
+}
+
+// Names of the frames of stack `id` of the page's data.
+std::vector<std::string> StackNames(const json& data, int id) {
+  std::vector<std::string> names;
+  for (const json& f : data["stacks"][id]) {
+    names.push_back(data["strings"][data["frames"][5 * f.get<int>()].get<int>()]);
+  }
+  return names;
+}
+
+// The cause of each hang: kind and summary, the main thread's dominant stack and the stacks of
+// the lock's owner, or of every thread of a deadlock, each with what it holds and does.
+TEST(ReportHtml, EachHangCarriesItsCauseAndTheOtherSidesStacks) {
+  Report r = Load("small_fatal.jsonl");
+  r.hangs.push_back(r.hangs[0]);
+  r.hangs.push_back(r.hangs[0]);
+  HangRecord& lock = r.hangs[0];
+  lock.cause.kind = CauseKind::kLock;
+  lock.cause.summary = "waiting for mutex 0x10 held by thread 8 \"db-writer\", which is in fsync";
+  lock.cause.lock = CauseLock{"mutex", 0x10};
+  lock.cause.has_owner = true;
+  lock.cause.owner = Thread(8, "db-writer", {"Journal::Flush", "Writer::Run"});
+  lock.cause.owner.syscall = "fsync(fd 3)";
+  lock.cause.owner.holds = CauseLock{"mutex", 0x10};
+  lock.cause.chain = {lock.cause.owner};
+  HangRecord& deadlock = r.hangs[1];
+  deadlock.cause.kind = CauseKind::kDeadlock;
+  deadlock.cause.cycle = {Thread(11, "locker-a", {"TakeBThenA"}),
+                          Thread(12, "locker-b", {"TakeAThenB"})};
+  deadlock.cause.cycle[0].wants = CauseLock{"mutex", 0x20};
+  deadlock.cause.cycle[1].wants = CauseLock{"mutex", 0x30};
+  deadlock.cause.summary = report::DescribeCause(deadlock.cause, 0);
+  const json data = Embedded(FormatHtml(r, "t"), "hw-data");
+  const json& h = data["hangs"];
+  const json& strings = data["strings"];
+  EXPECT_EQ(strings[h["cause_kind"][0].get<int>()], "lock");
+  EXPECT_EQ(strings[h["cause"][0].get<int>()], lock.cause.summary);
+  EXPECT_EQ(strings[h["cause_kind"][1].get<int>()], "deadlock");
+  EXPECT_EQ(h["cause_kind"][2], 0);  // no cause
+  EXPECT_EQ(h["cause"][2], 0);
+  EXPECT_EQ(h["cause_threads"][2], json::array());
+  // The main thread's dominant stack, to show beside the others.
+  const std::vector<std::string> main = StackNames(data, h["dominant"][0]);
+  ASSERT_FALSE(main.empty());
+  EXPECT_EQ(main.front(), "read");
+  EXPECT_NE(std::find(main.begin(), main.end(), "Load(int)"), main.end());
+  const json& owner = h["cause_threads"][0];
+  ASSERT_EQ(owner.size(), 5u);
+  EXPECT_EQ(owner[0], 8);
+  EXPECT_EQ(strings[owner[1].get<int>()], "db-writer");
+  EXPECT_EQ(strings[owner[2].get<int>()], "holds mutex 0x10");
+  EXPECT_EQ(strings[owner[3].get<int>()].get<std::string>().rfind("in fsync(fd 3)", 0), 0u);
+  EXPECT_EQ(StackNames(data, owner[4]),
+            (std::vector<std::string>{"Journal::Flush", "Writer::Run"}));
+  const json& cycle = h["cause_threads"][1];
+  ASSERT_EQ(cycle.size(), 10u);
+  EXPECT_EQ(cycle[0], 11);
+  EXPECT_EQ(cycle[5], 12);
+  EXPECT_EQ(strings[cycle[2].get<int>()], "wants mutex 0x20");
+  EXPECT_EQ(StackNames(data, cycle[9]), (std::vector<std::string>{"TakeAThenB"}));
 }
 
 TEST(ReportHtml, FramesAndStringsAreStoredOnce) {

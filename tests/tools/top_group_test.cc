@@ -26,6 +26,7 @@ struct H {
   std::string fingerprint = "ffffffffffffffff";
   std::string culprit = "Work()";
   std::string labels = R"({"build":"17"})";
+  std::string cause;  // the cause object's JSON; "" leaves the field out (an older agent)
 };
 
 // A hang line like the agent's, with stacks and timeline for the parser to skip.
@@ -39,7 +40,8 @@ std::string Line(const H& h) {
          R"("failed_samples":0,"dropped_stacks":0,"fatal":false,"fingerprint":")" +
          h.fingerprint + R"(","signature":")" + h.signature + R"(","culprit":{"symbol":")" +
          h.culprit +
-         R"(","module":"/usr/bin/demo","offset":"0x1234","file":"demo.cc","line":42,"frame":0},)"
+         R"(","module":"/usr/bin/demo","offset":"0x1234","file":"demo.cc","line":42,"frame":0},)" +
+         (h.cause.empty() ? std::string() : R"("cause":)" + h.cause + ",") +
          R"("dominant_stack":0,"stacks":[{"id":0,"count":2,"first_seen_ms":1,"last_seen_ms":2,)"
          R"("cpu_ms":1,"frames":[{"addr":"0x1234","module":"/usr/bin/demo","build_id":"ab",)"
          R"("offset":"0x1234","symbol":"Work","method":"pc"}]}],"timeline":[{"t_ms":1,)"
@@ -424,6 +426,61 @@ TEST(ParseTopTime, UnixMsAndIso8601) {
                           "2025-11-21Tx", "2025/11/21", "12ab", "2025-11-21T04:40:00.Z"}) {
     EXPECT_FALSE(ParseTopTime(bad, &t)) << bad;
   }
+}
+
+// A cause object as the agent writes it (docs/report-format.md), with fields to skip.
+std::string CauseJson(const std::string& kind) {
+  return R"({"kind":")" + kind +
+         R"(","summary":"waiting for mutex 0x10 held by thread 7 \"w\"","lock":{"type":"mutex",)"
+         R"("addr":"0x10"},"owner":{"tid":7,"name":"w","frames":[]},"threads":[]})";
+}
+
+TEST(TopAggregator, GroupsByCauseKindAndCountsTheKindsOfEachGroup) {
+  std::string text;
+  const std::vector<std::pair<std::string, std::string>> hangs = {
+      {"lock", "aaaaaaaaaaaaaaaa"}, {"lock", "bbbbbbbbbbbbbbbb"}, {"lock", "aaaaaaaaaaaaaaaa"},
+      {"io", "aaaaaaaaaaaaaaaa"},   {"io", "cccccccccccccccc"},   {"", "aaaaaaaaaaaaaaaa"},
+      {"null", "cccccccccccccccc"}};
+  for (const auto& [kind, signature] : hangs) {
+    H h;
+    h.signature = signature;
+    h.cause = kind.empty() ? "" : kind == "null" ? "null" : CauseJson(kind);
+    text += Line(h) + "\n";
+  }
+  ScanStats stats;
+  TopQuery by_cause;
+  by_cause.by = TopBy::kCause;
+  const auto groups = Group(text, by_cause, &stats);
+  EXPECT_EQ(stats.hangs, 7u);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].key, "lock");
+  EXPECT_EQ(groups[0].count, 3u);
+  EXPECT_EQ(groups[1].count, 2u);  // io and "" (no cause, or null) tie: by key
+  EXPECT_EQ(groups[1].key, "");
+  EXPECT_EQ(groups[2].key, "io");
+  // By signature, each group counts its hangs' kinds, most first.
+  const auto by_signature = Group(text, TopQuery{}, &stats);
+  ASSERT_EQ(by_signature[0].key, "aaaaaaaaaaaaaaaa");
+  const std::vector<std::pair<std::string, uint64_t>> kinds = {{"lock", 2}, {"", 1}, {"io", 1}};
+  EXPECT_EQ(by_signature[0].causes, kinds);
+  TopTextOptions o;
+  o.hangs = 7;
+  o.files = 1;
+  o.by = TopBy::kCause;
+  const std::string table = FormatTopText(groups, o);
+  EXPECT_NE(table.find("(by cause)"), std::string::npos) << table;
+  EXPECT_NE(table.find("CAUSE"), std::string::npos) << table;
+  EXPECT_NE(table.find("  lock       Work()"), std::string::npos) << table;
+  const std::string signature_table = FormatTopText(by_signature, TopTextOptions{});
+  EXPECT_NE(signature_table.find("  lock+1     Work()"), std::string::npos) << signature_table;
+  const auto json = nlohmann::json::parse(FormatTopJson(by_signature, TopBy::kSignature, 0));
+  EXPECT_EQ(json[0]["causes"][0]["kind"], "lock");
+  EXPECT_EQ(json[0]["causes"][0]["count"], 2);
+  EXPECT_TRUE(json[0]["causes"][1]["kind"].is_null());
+  // A mistyped cause is a bad line, as any mistyped field.
+  H bad;
+  bad.cause = R"({"kind":3})";
+  EXPECT_EQ(Kind(Line(bad)), LineKind::kBad);
 }
 
 TEST(FormatTop, DurationsAndTable) {

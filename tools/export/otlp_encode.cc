@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "nlohmann/json.hpp"
+#include "report/cause_text.h"
 #include "report/stack_identity.h"
 #include "report/utf8.h"
 #include "tools/common/names.h"
@@ -37,6 +38,11 @@ std::string ServiceName(const HangRecord& h) {
 // Protobuf `string` fields must be UTF-8 (the Collector rejects a request that is not), and symbol
 // names of stripped or damaged binaries can be anything: the report format's rule applies.
 using report::ValidUtf8;
+
+// The cause's summary; described from its fields when the writer left it out.
+std::string CauseSummary(const HangRecord& h) {
+  return h.cause.summary.empty() ? report::DescribeCause(h.cause, h.duration_ms) : h.cause.summary;
+}
 
 OtlpAttribute Str(std::string key, std::string value) {
   OtlpAttribute a;
@@ -72,6 +78,10 @@ OtlpLogRecord ToLogRecord(const HangRecord& h, uint64_t observed_unix_nano) {
       a.push_back(Str("hang.culprit.file", h.culprit.file));
       if (h.culprit.line > 0) a.push_back(Int("hang.culprit.line", h.culprit.line));
     }
+  }
+  if (!h.cause.empty()) {
+    a.push_back(Str("hang.cause.kind", CauseKindName(h.cause.kind)));
+    a.push_back(Str("hang.cause.summary", ValidUtf8(CauseSummary(h))));
   }
   a.push_back(Int("hang.samples", h.samples));
   return r;
@@ -161,6 +171,7 @@ std::string HangSummary(const HangRecord& h) {
     s += " in " + CulpritFunction(h.culprit);
     if (!h.culprit.file.empty()) s += " at " + FileLine(BaseName(h.culprit.file), h.culprit.line);
   }
+  if (!h.cause.empty()) s += "; " + CauseSummary(h);
   // One line, whatever the symbol names hold.
   for (char& c : s) {
     if (c == '\n' || c == '\r') c = ' ';

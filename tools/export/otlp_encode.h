@@ -59,7 +59,9 @@ inline constexpr int kSeverityFatal = 21;
 inline constexpr char kOtlpScopeName[] = "hangwatch";
 
 // The one-line body of a hang's record, e.g.
-// "redis-server: main thread hung 412 ms (busy, 98% CPU) in debugCommand at debug.c:1008".
+// "redis-server: main thread hung 412 ms (busy, 98% CPU) in debugCommand at debug.c:1008",
+// followed by "; " and the cause's summary when the hang has a cause. The log record's
+// attributes carry hang.cause.kind and hang.cause.summary then.
 std::string HangSummary(const HangRecord& hang);
 
 // The hangs' log records, grouped by resource in order of first appearance.

@@ -28,7 +28,8 @@ std::string GroupMessage(const HangGroup& g) {
          FormatMs(static_cast<double>(g.max_duration_ms)) + " (" + HangClassName(h.hang_class) +
          ", CPU " + std::to_string(h.cpu_percent) + "%) in " + g.culprit_name +
          (where.empty() ? "" : " at " + where) + "; signature " +
-         (g.signature.empty() ? "(none)" : g.signature);
+         (g.signature.empty() ? "(none)" : g.signature) +
+         (h.cause.empty() ? "" : "; cause " + GateCauseText(h));
 }
 
 JunitCase HangCase(const HangGroup& g, const char* status) {

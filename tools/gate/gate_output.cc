@@ -3,6 +3,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "report/cause_text.h"
 #include "tools/common/terminal_text.h"
 #include "tools/gate/gate_output.h"
 #include "tools/reader/report_frames.h"
@@ -325,6 +326,13 @@ std::string FormatGateMarkdown(const GateVerdict& v) {
   return EscapeForTerminal(out);
 }
 
+std::string GateCauseText(const HangRecord& h) {
+  if (h.cause.empty()) return "";
+  const std::string summary =
+      h.cause.summary.empty() ? report::DescribeCause(h.cause, h.duration_ms) : h.cause.summary;
+  return std::string(CauseKindName(h.cause.kind)) + ": " + summary;
+}
+
 std::string FormatGateGithub(const GateVerdict& v, const std::string& workspace) {
   std::string out;
   for (const HangGroup& g : v.new_hangs) {
@@ -348,7 +356,10 @@ std::string FormatGateGithub(const GateVerdict& v, const std::string& workspace)
            EscapeData("main thread" + (process.empty() ? "" : " of " + process) + " stalled in " +
                       g.name + ": " + Plural(g.count, "hang", "hangs") + ", longest " +
                       FormatMs(static_cast<double>(g.max_duration_ms)) + " (signature " +
-                      g.signature + ")") +
+                      g.signature + ")" +
+                      (g.longest == nullptr || g.longest->cause.empty()
+                           ? std::string()
+                           : "; cause " + GateCauseText(*g.longest))) +
            "\n";
   }
   for (const GateViolation& x : v.violations) {

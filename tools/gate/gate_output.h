@@ -23,10 +23,15 @@ std::string FormatGateJson(const GateVerdict& v);
 std::string FormatGateMarkdown(const GateVerdict& v);
 
 // One "::error file=F,line=L,title=...::message" line per new hang that fails the gate (at its
-// culprit's source line; without file= when unknown), "::warning" for new hangs within budget,
+// culprit's source line; without file= when unknown; the message names the cause), "::warning" for
+// new hangs within budget,
 // "::error" lines for lag violations. Source paths under `workspace` ($GITHUB_WORKSPACE, may
 // be "") are made relative to it, as GitHub expects.
 std::string FormatGateGithub(const GateVerdict& v, const std::string& workspace);
+
+// Why a hang waited, for a gate's messages: "lock: waiting for mutex 0x... held by thread 7
+// \"w\", which is in ..." (its cause's kind and summary); "" when the hang has no cause.
+std::string GateCauseText(const HangRecord& h);
 
 // JUnit XML (tests/tools/junit.xsd): one test case per signature (new, known and fixed), named
 // "hang in NAME" after the group's readable name, failing when the hang broke the gate; one per

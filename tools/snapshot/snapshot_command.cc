@@ -33,6 +33,7 @@
 #include "tools/snapshot/snapshot_command.h"
 #include "tools/snapshot/snapshot_output.h"
 #include "tools/snapshot/snapshot_unwind.h"
+#include "tools/snapshot/snapshot_waits.h"
 #include "unwind/ptrace_capture.h"
 
 namespace hangwatch::tools {
@@ -45,7 +46,10 @@ constexpr char kUsage[] =
     "\n"
     "Prints every thread of process PID: thread id, name, scheduler state, CPU time, the top\n"
     "frame's registers (pc, sp, fp) and its stack, symbolized (function, file:line and inlined\n"
-    "frames when debug information is available; module+offset always).\n"
+    "frames when debug information is available; module+offset always). Each thread asleep in\n"
+    "a system call gets what it waits for (\"waiting for mutex 0x... held by thread N\n"
+    "\"name\"\"); then the wait-for graph between threads, and every cycle in it is reported\n"
+    "as a deadlock naming each of its threads.\n"
     "\n"
     "The process is stopped only while registers and a slice of each stack are copied\n"
     "(ptrace PTRACE_SEIZE/PTRACE_INTERRUPT, process_vm_readv); the stopped window is measured\n"
@@ -335,15 +339,22 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   SymbolizeSnapshot(*modules, o.symbols, &threads, &notes, &batch);
   unwind::ReleaseLateStoppers();
   timer.End("symbols");
+  // After the stop: each thread back in the system call it sleeps in.
+  std::vector<WaitQuery> queries;
+  for (const OutThread& ot : threads) {
+    queries.push_back({ot.thread->tid, ot.thread->name, ot.thread->state});
+  }
+  const SnapshotWaits waits = ReadSnapshotWaits(o.pid, queries);
+  timer.End("waits");
 
   const uint64_t total_ns = NowNs() - start;
   if (o.json) {
-    PrintSnapshotJson(o.stop_all, snap, exe, *modules, threads, notes, total_ns);
+    PrintSnapshotJson(o.stop_all, snap, exe, *modules, threads, waits, notes, total_ns);
     for (const std::string& note : notes) {
       std::fprintf(stderr, "note: %s\n", EscapeForTerminal(note).c_str());
     }
   } else {
-    PrintSnapshotText(o.stop_all, snap, exe, threads, notes, total_ns);
+    PrintSnapshotText(o.stop_all, snap, exe, threads, waits, notes, total_ns);
   }
   // A full disk or a closed pipe loses the output: say so and fail.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {

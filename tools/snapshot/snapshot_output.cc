@@ -132,8 +132,8 @@ void SymbolizeSnapshot(const symbols::ProcessModules& modules, bool symbolize,
 }
 
 void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const std::vector<OutThread>& threads, const std::vector<std::string>& notes,
-                       uint64_t total_ns) {
+                       const std::vector<OutThread>& threads, const SnapshotWaits& waits,
+                       const std::vector<std::string>& notes, uint64_t total_ns) {
   // Nothing was written to stdout yet: a buffer that holds a typical snapshot means one
   // write(2) instead of one per 4 KiB.
   static char buffer[1 << 16];
@@ -169,6 +169,10 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
     }
     std::printf("  unwind %s%s\n", SnapshotUnwindMethodName(ot.stack.method),
                 ot.stack.truncated ? " (truncated)" : "");
+    if (const auto w = waits.threads.find(t.tid); w != waits.threads.end()) {
+      const std::string wait = WaitLine(waits, w->second);
+      if (!wait.empty()) std::printf("  %s\n", EscapeForTerminal(wait).c_str());
+    }
     // One fwrite per frame line (what four printf calls printed): hundreds of lines per
     // snapshot, and formatting them was a measurable share of the whole command.
     size_t n = 0;
@@ -203,16 +207,41 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
       if (!f.inlined) ++n;
     }
   }
+  const std::vector<std::string> edges = WaitGraphLines(waits);
+  if (!edges.empty()) {
+    std::printf("\nwait-for graph (a thread -> the thread holding the lock it waits for):\n");
+    for (const std::string& e : edges) std::printf("  %s\n", EscapeForTerminal(e).c_str());
+  }
+  for (const std::vector<pid_t>& cycle : waits.deadlocks) {
+    std::printf("\nDEADLOCK: %s\n", EscapeForTerminal(DeadlockLine(waits, cycle)).c_str());
+  }
   std::fflush(stdout);  // the stacks before the notes, also on a terminal
   for (const std::string& note : notes) {
     std::fprintf(stderr, "note: %s\n", EscapeForTerminal(note).c_str());
   }
 }
 
+namespace {
+
+// A thread's "wait" object (docs/snapshot-format.md); null when it runs.
+nlohmann::ordered_json WaitJson(const SnapshotWaits& waits, const ThreadWait& t) {
+  if (!t.in_syscall) return nullptr;
+  nlohmann::ordered_json j;
+  j["syscall"] = t.call;
+  j["summary"] = WaitLine(waits, t);
+  if (t.wait.wait == cause::SyscallWait::kFutex) {
+    j["lock"] = {{"type", cause::LockTypeKey(t.lock.type)}, {"addr", Hex(t.lock.addr)}};
+    if (t.lock.owner != 0) j["owner"] = t.lock.owner;
+  }
+  return j;
+}
+
+}  // namespace
+
 void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
                        const symbols::ProcessModules& modules,
-                       const std::vector<OutThread>& threads, const std::vector<std::string>& notes,
-                       uint64_t total_ns) {
+                       const std::vector<OutThread>& threads, const SnapshotWaits& waits,
+                       const std::vector<std::string>& notes, uint64_t total_ns) {
   using Json = nlohmann::ordered_json;
   Json root;
   root["type"] = "snapshot";
@@ -263,9 +292,23 @@ void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const 
       jframes.push_back(std::move(jf));
     }
     jt["frames"] = std::move(jframes);
+    if (const auto w = waits.threads.find(t.tid); w != waits.threads.end()) {
+      jt["wait"] = WaitJson(waits, w->second);
+    }
     jthreads.push_back(std::move(jt));
   }
   root["threads"] = std::move(jthreads);
+  Json jedges = Json::array();
+  for (const auto& [tid, tw] : waits.threads) {
+    if (tw.lock.owner == 0 || waits.threads.count(tw.lock.owner) == 0) continue;
+    jedges.push_back({{"tid", tid}, {"owner", tw.lock.owner}, {"lock", Hex(tw.lock.addr)}});
+  }
+  root["wait_for"] = std::move(jedges);
+  Json jdeadlocks = Json::array();
+  for (const std::vector<pid_t>& cycle : waits.deadlocks) {
+    jdeadlocks.push_back({{"threads", cycle}, {"summary", DeadlockLine(waits, cycle)}});
+  }
+  root["deadlocks"] = std::move(jdeadlocks);
   Json jmodules = Json::array();
   for (size_t i = 0; i < used.size(); ++i) {
     if (!used[i]) continue;

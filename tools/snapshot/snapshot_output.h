@@ -13,6 +13,7 @@
 #include "symbols/module_map.h"
 #include "symbols/process_modules.h"
 #include "tools/snapshot/snapshot_unwind.h"
+#include "tools/snapshot/snapshot_waits.h"
 #include "unwind/ptrace_capture.h"
 
 namespace hangwatch::tools {
@@ -47,17 +48,18 @@ void SymbolizeSnapshot(const symbols::ProcessModules& modules, bool symbolize,
 // Milliseconds, for printing.
 double Ms(uint64_t ns);
 
-// The text output on stdout, then the notes on stderr. `stop_all`: all threads were stopped
+// The text output on stdout (each thread's wait under its header; the wait-for graph and
+// deadlocks after the threads), then the notes on stderr. `stop_all`: all threads were stopped
 // at once (else one at a time).
 void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const std::vector<OutThread>& threads, const std::vector<std::string>& notes,
-                       uint64_t total_ns);
+                       const std::vector<OutThread>& threads, const SnapshotWaits& waits,
+                       const std::vector<std::string>& notes, uint64_t total_ns);
 
 // The JSON output on stdout (the notes are a field; the caller prints them on stderr too).
 void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
                        const symbols::ProcessModules& modules,
-                       const std::vector<OutThread>& threads, const std::vector<std::string>& notes,
-                       uint64_t total_ns);
+                       const std::vector<OutThread>& threads, const SnapshotWaits& waits,
+                       const std::vector<std::string>& notes, uint64_t total_ns);
 
 }  // namespace hangwatch::tools
 

@@ -24,7 +24,7 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hangwatch top FILE... [--by signature|fingerprint|culprit|label:NAME]\n"
+    "usage: hangwatch top FILE... [--by signature|fingerprint|culprit|cause|label:NAME]\n"
     "                     [--format text|json]\n"
     "                     [--label K=V]... [--since TIME] [--until TIME] [options]\n"
     "\n"
@@ -34,15 +34,17 @@ constexpr char kUsage[] =
     "                     across builds and machines (default)\n"
     "  --by fingerprint   the same code addresses: the same hang in the same build\n"
     "  --by culprit       the same culprit function (and module)\n"
+    "  --by cause         the same kind of cause: why the hangs waited (lock, deadlock, io,\n"
+    "                     fault, ipc, child, sleep, starved, throttled, pressure, other; \"-\"\n"
+    "                     for hangs without one)\n"
     "  --by label:NAME    the same value of label NAME (HANGWATCH_LABELS): compare builds\n"
     "                     with --by label:build\n"
     "For each group: hangs, hosts and processes (distinct host+pid) it was seen in, of all\n"
     "those the files name (3/40), duration p50/p95/max/total, the hang rate (S/H: seconds of\n"
     "hang per hour watched, the watched time being what the lag records cover; by label: those\n"
-    "with the group's value), hangs by class (busy, blocked), the most common culprit with "
-    "file:line,\n"
-    "the process names, first and last seen, and the longest hangs as examples (host, pid,\n"
-    "hang_id).\n"
+    "with the group's value), hangs by class (busy, blocked), the cause kinds (CAUSE: the most\n"
+    "common, +N other kinds), the most common culprit with file:line, the process names, first\n"
+    "and last seen, and the longest hangs as examples (host, pid, hang_id).\n"
     "\n"
     "The culprit of each group printed is symbolized offline as `hangwatch report` does it: one\n"
     "hang of the group is read again in full, its frames looked up by build-id and module offset\n"
@@ -122,11 +124,13 @@ int Run(int argc, char** argv) {
       query.by = TopBy::kFingerprint;
     } else if (v == "culprit") {
       query.by = TopBy::kCulprit;
+    } else if (v == "cause") {
+      query.by = TopBy::kCause;
     } else if (v.rfind("label:", 0) == 0 && v.size() > 6) {
       query.by = TopBy::kLabel;
       query.by_label = v.substr(6);
     } else {
-      return "--by wants signature, fingerprint, culprit or label:NAME, not '" + v + "'";
+      return "--by wants signature, fingerprint, culprit, cause or label:NAME, not '" + v + "'";
     }
     return "";
   });

@@ -208,6 +208,9 @@ void TopAggregator::GroupKey(const TopHang& h) {
     case TopBy::kCulprit:
       CulpritGroupKey(h, &key_);
       break;
+    case TopBy::kCause:
+      key_.assign(h.cause_kind);
+      break;
     case TopBy::kLabel:
       key_.clear();
       for (const auto& [k, v] : h.labels) {
@@ -256,6 +259,7 @@ void TopAggregator::Add(const TopHang& h) {
   Count(&a.names, h.process_name, 1);
   Count(&a.signatures, h.signature, 1);
   Count(&a.fingerprints, h.fingerprint, 1);
+  Count(&a.causes, h.cause_kind, 1);
   if (h.has_culprit) {
     culprit_key_.assign(h.culprit_symbol);
     culprit_key_ += kSep;
@@ -323,6 +327,7 @@ void TopAggregator::Merge(TopAggregator&& other) {
     for (const auto& [k, n] : o.names) Count(&a.names, k, n);
     for (const auto& [k, n] : o.signatures) Count(&a.signatures, k, n);
     for (const auto& [k, n] : o.fingerprints) Count(&a.fingerprints, k, n);
+    for (const auto& [k, n] : o.causes) Count(&a.causes, k, n);
     for (const auto& [k, t] : o.culprits) a.culprits[k].Add(t.count, t.line);
     for (TopExample& e : o.examples) AddExample(&a.examples, std::move(e));
   }
@@ -361,6 +366,10 @@ std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
     g.processes = a.processes.size();
     for (const auto& [name, n] : a.names) g.process_names.emplace_back(name, n);
     std::sort(g.process_names.begin(), g.process_names.end(), [](const auto& x, const auto& y) {
+      return x.second != y.second ? x.second > y.second : x.first < y.first;
+    });
+    for (const auto& [kind, n] : a.causes) g.causes.emplace_back(kind, n);
+    std::sort(g.causes.begin(), g.causes.end(), [](const auto& x, const auto& y) {
       return x.second != y.second ? x.second > y.second : x.first < y.first;
     });
     g.signature = MostCommon(a.signatures);

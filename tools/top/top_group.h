@@ -26,7 +26,7 @@
 
 namespace hangwatch::tools {
 
-enum class TopBy { kSignature, kFingerprint, kCulprit, kLabel };
+enum class TopBy { kSignature, kFingerprint, kCulprit, kCause, kLabel };
 enum class TopSort { kCount, kTotal };
 
 struct TopQuery {
@@ -72,7 +72,8 @@ struct TopLineRef {
 };
 
 struct TopGroup {
-  std::string key;  // the signature, fingerprint or culprit name; "" for hangs without stacks
+  std::string key;  // the signature, fingerprint, culprit name or cause kind; "" for hangs
+                    // without stacks (or, by cause, without a cause)
   uint64_t count = 0;
   uint64_t hosts = 0;      // distinct host names ("" counts as one)
   uint64_t processes = 0;  // distinct processes: (host, pid)
@@ -81,8 +82,10 @@ struct TopGroup {
   // nullopt without lag records.
   std::optional<double> hang_seconds_per_hour;
   std::vector<std::pair<std::string, uint64_t>> process_names;  // most hangs first
-  std::string signature, fingerprint;                           // the most common in the group
-  std::optional<TopCulprit> culprit;                            // the most common in the group
+  // The kinds of the hangs' causes ("lock", "io", ...; "" for none), most hangs first.
+  std::vector<std::pair<std::string, uint64_t>> causes;
+  std::string signature, fingerprint;  // the most common in the group
+  std::optional<TopCulprit> culprit;   // the most common in the group
   // The first line (by file, then offset) of a hang with that culprit: what top_symbolize.h
   // reads again. Set with `culprit`.
   std::optional<TopLineRef> culprit_line;
@@ -140,10 +143,10 @@ class TopAggregator : public TopSink {
     uint64_t classes[4] = {};
     int64_t first = INT64_MAX, last = INT64_MIN;
     std::vector<uint64_t> durations;
-    StringMap<uint32_t> hosts;                            // host -> index
-    std::unordered_set<uint64_t> processes;               // host index << 32 | pid
-    StringMap<uint64_t> names, signatures, fingerprints;  // value -> hangs
-    StringMap<CulpritTally> culprits;                     // culprit key -> hangs
+    StringMap<uint32_t> hosts;                                    // host -> index
+    std::unordered_set<uint64_t> processes;                       // host index << 32 | pid
+    StringMap<uint64_t> names, signatures, fingerprints, causes;  // value -> hangs
+    StringMap<CulpritTally> culprits;                             // culprit key -> hangs
     std::vector<TopExample> examples;
   };
   static void Count(StringMap<uint64_t>* m, std::string_view key, uint64_t n);

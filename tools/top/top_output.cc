@@ -20,6 +20,8 @@ std::string ByName(TopBy by, const std::string& label) {
       return "fingerprint";
     case TopBy::kCulprit:
       return "culprit";
+    case TopBy::kCause:
+      return "cause";
     case TopBy::kSignature:
       break;
   }
@@ -41,6 +43,24 @@ std::string CulpritText(const TopGroup& g, size_t width) {
 
 std::string Cut(const std::string& s, size_t width) {
   return s.size() <= width ? s : s.substr(0, width - 2) + "..";
+}
+
+// The group's most common cause kind, "+N" when its hangs have N other kinds too; "-" when
+// none has a cause.
+std::string CauseText(const TopGroup& g) {
+  std::string kinds;
+  size_t others = 0;
+  for (const auto& [kind, count] : g.causes) {
+    if (kind.empty()) continue;
+    if (kinds.empty()) {
+      kinds = kind;
+    } else {
+      ++others;
+    }
+  }
+  if (kinds.empty()) return "-";
+  if (others > 0) kinds += "+" + std::to_string(others);
+  return kinds;
 }
 
 }  // namespace
@@ -74,9 +94,9 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
                                 " watched (lag records; S/H: seconds of hang per watched hour)\n"
                           : ", no lag records (no hang rate)\n";
   if (groups.empty()) return EscapeForTerminal(out);
-  std::snprintf(buf, sizeof buf, "%7s %9s %11s %7s %7s %7s %8s %7s %5s %5s  %-44s %-16s %s\n",
+  std::snprintf(buf, sizeof buf, "%7s %9s %11s %7s %7s %7s %8s %7s %5s %5s  %-10s %-44s %-16s %s\n",
                 "COUNT", "HOSTS", "PROCS", "P50", "P95", "MAX", "TOTAL", "S/H", "BUSY", "BLOCK",
-                "CULPRIT (FILE:LINE)", "PROCESS", ByName(o.by, o.by_label).c_str());
+                "CAUSE", "CULPRIT (FILE:LINE)", "PROCESS", ByName(o.by, o.by_label).c_str());
   out += buf;
   const size_t n = o.limit == 0 ? groups.size() : std::min(o.limit, groups.size());
   for (size_t i = 0; i < n; ++i) {
@@ -92,11 +112,12 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
     if (g.hang_seconds_per_hour) std::snprintf(rate, sizeof rate, "%.1f", *g.hang_seconds_per_hour);
     std::snprintf(buf, sizeof buf,
                   "%7" PRIu64 " %9s %11s %7s %7s %7s %8s %7s %5" PRIu64 " %5" PRIu64
-                  "  %-44s %-16s %s\n",
+                  "  %-10s %-44s %-16s %s\n",
                   g.count, hosts.c_str(), procs.c_str(), FormatTopDuration(g.p50_ms).c_str(),
                   FormatTopDuration(g.p95_ms).c_str(), FormatTopDuration(g.max_ms).c_str(),
                   FormatTopDuration(g.total_ms).c_str(), rate, g.busy, g.blocked,
-                  CulpritText(g, 44).c_str(), Cut(process, 16).c_str(), Cut(key, 60).c_str());
+                  Cut(CauseText(g), 10).c_str(), CulpritText(g, 44).c_str(),
+                  Cut(process, 16).c_str(), Cut(key, 60).c_str());
     out += buf;
   }
   if (n < groups.size()) {
@@ -136,6 +157,12 @@ std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t 
     } else {
       j["culprit"] = nullptr;
     }
+    nlohmann::json causes = nlohmann::json::array();
+    for (const auto& [kind, count] : g.causes) {
+      causes.push_back({{"kind", kind.empty() ? nlohmann::json(nullptr) : nlohmann::json(kind)},
+                        {"count", count}});
+    }
+    j["causes"] = std::move(causes);
     j["classes"] = {
         {"busy", g.busy}, {"blocked", g.blocked}, {"mixed", g.mixed}, {"unknown", g.unknown}};
     j["fatal"] = g.fatal;

@@ -87,6 +87,26 @@ bool ReadCulprit(value v, TopHang* h) {
   return true;
 }
 
+// The cause object's kind (docs/report-format.md, "cause"); null is no cause. False when mistyped.
+bool ReadCause(value v, TopHang* h) {
+  json_type type;
+  if (v.type().get(type)) return false;
+  if (type == json_type::null) {
+    bool is_null = false;
+    return !v.is_null().get(is_null) && is_null;
+  }
+  object o;
+  if (v.get_object().get(o)) return false;
+  for (auto f : o) {
+    if (f.error()) return false;
+    field& fl = f.value_unsafe();
+    std::string_view key;
+    if (fl.unescaped_key().get(key)) return false;
+    if (key == "kind" && fl.value().get_string().get(h->cause_kind)) return false;
+  }
+  return true;
+}
+
 bool ReadLabels(value v, TopHang* h) {
   object o;
   if (v.get_object().get(o)) return false;
@@ -98,24 +118,6 @@ bool ReadLabels(value v, TopHang* h) {
     h->labels.emplace_back(key, val);
   }
   return true;
-}
-
-// "cause": {"kind": "lock", ...}: the kind, when it is a string. The rest of the object, and a
-// cause of another shape, are left alone: no field of it is required or checked.
-void ReadCauseKind(value v, TopHang* h) {
-  object o;
-  if (v.get_object().get(o)) return;
-  for (auto f : o) {
-    if (f.error()) return;
-    field& fl = f.value_unsafe();
-    std::string_view key;
-    if (fl.unescaped_key().get(key)) return;
-    if (key == "kind") {
-      std::string_view kind;
-      if (!fl.value().get_string().get(kind)) h->cause_kind = kind;
-      return;
-    }
-  }
 }
 
 int ClassValue(std::string_view s) {
@@ -200,10 +202,7 @@ uint32_t ReadField(std::string_view key, value v, bool want_labels, TopHang* out
   if (key == "fingerprint") return *ok = !v.get_string().get(out->fingerprint), kHangOptional;
   if (key == "signature") return *ok = !v.get_string().get(out->signature), kHangOptional;
   if (key == "culprit") return *ok = ReadCulprit(v, out), kHangOptional;
-  if (key == "cause") {
-    ReadCauseKind(v, out);
-    return *ok = true, 0;
-  }
+  if (key == "cause") return *ok = ReadCause(v, out), kHangOptional;
   if (key == "labels") {
     *ok = want_labels ? ReadLabels(v, out) : IsType(v, json_type::object);
     return kLabels;

@@ -43,10 +43,11 @@ struct TopHang {
   std::string_view culprit_symbol, culprit_module, culprit_file;
   uint64_t culprit_offset = 0;
   int64_t culprit_line = 0;
+  // The cause's kind ("lock", "io", ...): top's --by cause, `hangwatch exporter`'s label; ""
+  // when null or absent.
+  std::string_view cause_kind;
   // The labels, when the parser was asked for them (label filters), in file order.
   std::vector<std::pair<std::string_view, std::string_view>> labels;
-  // "cause"."kind" when the hang names one (a string), else "" (`hangwatch exporter`'s label).
-  std::string_view cause_kind;
   // Where the line is, for reading it again (top_symbolize.h): the index of its file in
   // ScanTopFiles' paths, and the byte offset of its first character. Set by the scanner.
   uint32_t file = 0;

@@ -3,6 +3,9 @@
 //
 //   node browser_check.js interact PAGE.html OUT_DIR   clicks, zooms, searches, keyboard,
 //                                                       screenshots (light and dark) into OUT_DIR
+//   node browser_check.js cause PAGE.html FILTER       filters the table by FILTER, clicks the
+//                                                       first hang: its cause line and the stacks
+//                                                       shown side by side
 //   node browser_check.js load PAGE.html RUNS          RUNS fresh loads: time until the page is
 //                                                       interactive, and until a click on a hang
 //                                                       has drawn its flame graph
@@ -320,16 +323,49 @@ async function loadTimes(file, runs) {
   return out;
 }
 
+// The cause section of the first hang matching `filter`.
+async function cause(file, filter) {
+  const log = {console: [], requests: []};
+  const browser = await launch();
+  const out = {};
+  try {
+    const page = await openPage(browser, log);
+    await load(page, file);
+    await filterBy(page, filter);
+    await clickRow(page);
+    out.cause = await page.evaluate(() => {
+      const c = document.querySelector('#cause');
+      return c && {
+        heading: document.querySelector('#cause-section h2').textContent,
+        text: c.textContent,
+        columns: [...document.querySelectorAll('#cause-threads .side-stack')].map(s => ({
+          id: s.id,
+          title: s.querySelector('.side-title').textContent,
+          sub: (s.querySelector('.muted') || {}).textContent || '',
+          frames: [...s.querySelectorAll('ol.frames li')].map(li => li.textContent),
+          marked: [...s.querySelectorAll('ol.frames li.hl')].map(li => li.textContent),
+          left: s.getBoundingClientRect().left, top: s.getBoundingClientRect().top,
+        })),
+      };
+    });
+  } finally {
+    await browser.close();
+  }
+  return {...out, ...log};
+}
+
 async function main() {
   const [mode, file, arg] = process.argv.slice(2);
   let out;
   if (mode === 'interact' && file && arg) {
     fs.mkdirSync(arg, {recursive: true});
     out = await interact(file, arg);
+  } else if (mode === 'cause' && file && arg) {
+    out = await cause(file, arg);
   } else if (mode === 'load' && file) {
     out = await loadTimes(file, Math.max(1, +(arg || 1)));
   } else {
-    console.error('usage: browser_check.js interact PAGE OUT_DIR | load PAGE RUNS');
+    console.error('usage: browser_check.js interact PAGE OUT_DIR | cause PAGE FILTER | load PAGE RUNS');
     process.exit(2);
   }
   process.stdout.write(JSON.stringify(out) + '\n');

@@ -15,6 +15,7 @@
 
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
+#include "report/cause_text.h"
 #include "report/frame_classifier.h"
 #include "report/stack_identity.h"
 #include "tools/reader/hang_rate.h"
@@ -287,6 +288,45 @@ json LagSummary(const std::vector<Lag>& lags, const HangRate& rate) {
   return out;
 }
 
+// Why hang `h` waited: its cause's kind and summary (string indices, 0 without a cause), and the
+// threads on the other side (a lock's chain of owners, every thread of a deadlock), 5 values
+// each: tid, name, what it holds or wants, what it does (string indices), its stack (-1 when
+// not captured).
+void AddCause(const HangRecord& h, Tables* t, std::map<std::string, json>* col) {
+  const Cause& c = h.cause;
+  (*col)["cause_kind"].push_back(c.empty() ? 0 : t->String(CauseKindName(c.kind)));
+  (*col)["cause"].push_back(
+      c.empty()
+          ? 0
+          : t->String(c.summary.empty() ? report::DescribeCause(c, h.duration_ms) : c.summary));
+  std::vector<const CauseThread*> threads;
+  if (c.kind == CauseKind::kDeadlock) {
+    for (const CauseThread& th : c.cycle) threads.push_back(&th);
+  } else if (!c.chain.empty()) {
+    for (const CauseThread& th : c.chain) threads.push_back(&th);
+  } else if (c.has_owner) {
+    threads.push_back(&c.owner);
+  }
+  json out = json::array();
+  for (const CauseThread* th : threads) {
+    std::string role;
+    if (c.kind == CauseKind::kDeadlock && !th->wants.empty()) {
+      role = "wants " + report::DescribeLock(th->wants);
+    }
+    if (!th->holds.empty()) {
+      role = "holds " + report::DescribeLock(th->holds) + (role.empty() ? "" : ", " + role);
+    }
+    Stack s;
+    s.frames = th->frames;
+    out.push_back(th->tid);
+    out.push_back(t->String(th->name));
+    out.push_back(t->String(role));
+    out.push_back(t->String(report::DescribeActivity(*th)));
+    out.push_back(th->frames.empty() ? -1 : t->StackId(s));
+  }
+  (*col)["cause_threads"].push_back(std::move(out));
+}
+
 }  // namespace
 
 HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title) {
@@ -295,9 +335,10 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   // Column name -> one value per hang.
   std::map<std::string, json> col;
   for (const char* name :
-       {"process", "pid",    "hang_id",   "start",       "duration", "cpu",       "cpu_pct",
-        "class",   "fatal",  "signature", "fingerprint", "culprit",  "threshold", "interval",
-        "samples", "failed", "stopped",   "truncated",   "stacks",   "host",      "labels"}) {
+       {"process",  "pid",        "hang_id",   "start",        "duration", "cpu",       "cpu_pct",
+        "class",    "fatal",      "signature", "fingerprint",  "culprit",  "threshold", "interval",
+        "samples",  "failed",     "stopped",   "truncated",    "stacks",   "host",      "labels",
+        "dominant", "cause_kind", "cause",     "cause_threads"}) {
     col[name] = json::array();
   }
   json source_list = json::array();
@@ -355,6 +396,8 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
       stacks.push_back(s.cpu_us);
     }
     col["stacks"].push_back(std::move(stacks));
+    col["dominant"].push_back(d != nullptr ? t.StackId(*d) : -1);
+    AddCause(h, &t, &col);
     json timeline = json::array();
     std::string states;
     for (const TimelineEntry& e : h.timeline) {

@@ -10,7 +10,11 @@
 //   stacks    [[frame, ...]] innermost first, deduplicated over all hangs
 //   stack_top the position, in each stack, of its culprit frame (report::FindCulprit)
 //   hangs     one array per field, one entry per hang in file order (see the columns in
-//             report_html_data.cc); hang i's stacks are [stack, count, cpu_us, ...]
+//             report_html_data.cc); hang i's stacks are [stack, count, cpu_us, ...], its
+//             dominant stack `dominant` (-1 without stacks), its cause `cause_kind` and `cause`
+//             (its summary; string indices, 0 without a cause) and `cause_threads`, 5 values
+//             per thread on the other side of the wait (a lock's owners, every thread of a
+//             deadlock): tid, name, what it holds / wants, what it does, stack (-1: none)
 //   sources   [frame, first line number, [lines...]]: a few lines around each culprit's source
 //             line, when that file can be read where the report is made
 //   stalls    start-up stalls; skipped / first_error: unreadable lines of the input

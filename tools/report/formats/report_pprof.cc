@@ -3,8 +3,9 @@
 // One pprof sample per (hang, unique stack): values samples/count (the stack's count),
 // wall/nanoseconds (count x the hang's sample interval: what each sample stands for) and
 // cpu/nanoseconds (the stack's CPU time: the sum of the CPU deltas of its timeline samples; from
-// the stack, so a truncated timeline loses nothing). Labels: class, signature, host, process
-// (strings; empty ones left out) and pid (a number).
+// the stack, so a truncated timeline loses nothing). Labels: class, signature, host, process,
+// cause (the kind of the hang's cause: lock, io, ...) (strings; empty ones left out) and pid (a
+// number).
 //
 // Mappings: one per loaded module of each process (path, build-id, load bias): memory_start is
 // the load bias and file_offset 0, so address - memory_start is the module's ELF virtual address,
@@ -52,6 +53,7 @@ class ProfileBuilder {
       Label(sample, "signature", h.signature);
       Label(sample, "host", h.host);
       Label(sample, "process", process);
+      if (!h.cause.empty()) Label(sample, "cause", CauseKindName(h.cause.kind));
       pp::Label* pid = sample->add_label();
       pid->set_key(Str("pid"));
       pid->set_num(h.pid);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "report/cause_text.h"
 #include "report/stack_identity.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
@@ -43,6 +44,11 @@ void AddHang(const HangRecord& h, json* events) {
   if (!culprit.empty()) hang["args"]["culprit"] = CulpritLabel(culprit);
   if (!h.signature.empty()) hang["args"]["signature"] = h.signature;
   if (!h.process_name.empty()) hang["args"]["process_name"] = h.process_name;
+  if (!h.cause.empty()) {
+    hang["args"]["cause"] = CauseKindName(h.cause.kind);
+    hang["args"]["cause_summary"] =
+        h.cause.summary.empty() ? report::DescribeCause(h.cause, h.duration_ms) : h.cause.summary;
+  }
   events->push_back(std::move(hang));
 
   // Samples: sample i covers [t_i, t_{i+1}) (the last one a sample interval), inside the hang.

@@ -84,6 +84,7 @@ class Detail {
             'frame of the dominant stack outside the system libraries and runtimes',
             text: culprit >= 0 ? m.frameName(culprit) : 'no stack was captured'}),
         this.sourceSection(culprit),
+        this.causeSection(i),
         el('div', {class: 'facts'}, ...facts.map(([k, v]) =>
             el('div', {title: k + ': ' + v}, el('span', {text: k}), v))),
         timeline,
@@ -102,6 +103,37 @@ class Detail {
       pre.textContent = 'cannot inflate this hang: ' + err;
       return null;
     });
+  }
+
+  // Why it waited: the cause in one line, then the main thread's dominant stack beside the stack
+  // of each thread on the other side (the lock's owner and the chain after it, every thread of
+  // a deadlock), culprits marked.
+  causeSection(i) {
+    const m = this.model, kind = m.causeKind(i);
+    if (!kind) return null;
+    const column = (id, title, sub, stack) => {
+      const frames = stack < 0 ? [] : m.stacks[stack];
+      const top = stack < 0 ? -1 : m.stackTop[stack];
+      return el('div', {class: 'side-stack', id},
+          el('div', {class: 'side-title mono', text: title}),
+          sub ? el('div', {class: 'mono muted', text: sub}) : null,
+          frames.length ? el('ol', {class: 'mono frames'}, ...frames.map((f, k) =>
+              el('li', {class: k === top ? 'hl' : null, title: m.frameLocation(f)},
+                 m.frameName(f)))) :
+              el('p', {class: 'muted', text: 'no stack captured'}));
+    };
+    const threads = m.causeThreads(i);
+    const columns = [column('stack-main', 'main thread [' + m.h.pid[i] + ']',
+                            'dominant stack', m.h.dominant ? m.h.dominant[i] : -1)];
+    for (const t of threads) {
+      columns.push(column('stack-' + t.tid, 'thread ' + t.tid + ' "' + t.name + '"',
+          [t.role, t.activity].filter(s => s).join(', '), t.stack));
+    }
+    return el('section', {id: 'cause-section'},
+        el('h2', {text: kind === 'deadlock' ? 'Why it waited: deadlock' : 'Why it waited'}),
+        el('div', {class: 'cause mono', id: 'cause'},
+           el('span', {class: 'badge cause-kind', text: kind}), ' ', m.cause(i)),
+        threads.length ? el('div', {class: 'side-stacks', id: 'cause-threads'}, ...columns) : null);
   }
 
   sourceSection(f) {

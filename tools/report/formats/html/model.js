@@ -84,6 +84,19 @@ class Model {
   signature(i) { return this.strings[this.h.signature[i]]; }
   culprit(i) { const f = this.h.culprit[i]; return f < 0 ? '?' : this.frameName(f); }
   className(i) { return CLASSES[this.h.class[i]]; }
+  // Why hang i waited: its cause's kind and summary ('' without a cause).
+  causeKind(i) { return this.h.cause_kind ? this.strings[this.h.cause_kind[i]] : ''; }
+  cause(i) { return this.h.cause ? this.strings[this.h.cause[i]] : ''; }
+  // [{tid, name, role, activity, stack}]: the threads on the other side of hang i's wait (the
+  // lock's owners, every thread of a deadlock), stack -1 when not captured.
+  causeThreads(i) {
+    const c = this.h.cause_threads ? this.h.cause_threads[i] : [], out = [];
+    for (let k = 0; k < c.length; k += 5) {
+      out.push({tid: c[k], name: this.strings[c[k + 1]], role: this.strings[c[k + 2]],
+                activity: this.strings[c[k + 3]], stack: c[k + 4]});
+    }
+    return out;
+  }
 
   // [{stack, count, cpuUs}] of hang i, most samples first.
   hangStacks(i) {
@@ -118,6 +131,7 @@ class Model {
   haystack(i) {
     return (this.process(i) + ' ' + this.host(i) + ' ' + this.culprit(i) + ' ' + this.signature(i) + ' ' +
             this.strings[this.h.fingerprint[i]] + ' ' + this.className(i) + ' ' +
+            this.causeKind(i) + ' ' + this.cause(i) + ' ' +
             (this.h.culprit[i] >= 0 ? this.frameLocation(this.h.culprit[i]) : '') + ' ' +
             this.h.pid[i]).toLowerCase();
   }
