@@ -477,10 +477,14 @@ TEST(TopAggregator, GroupsByCauseKindAndCountsTheKindsOfEachGroup) {
   EXPECT_EQ(json[0]["causes"][0]["kind"], "lock");
   EXPECT_EQ(json[0]["causes"][0]["count"], 2);
   EXPECT_TRUE(json[0]["causes"][1]["kind"].is_null());
-  // A mistyped cause is a bad line, as any mistyped field.
+  // A mistyped cause is a bad line, as any mistyped top-level field; inside the object nothing
+  // is checked (reading rule 5): a kind that is not a string is no kind.
   H bad;
-  bad.cause = R"({"kind":3})";
+  bad.cause = R"("lock")";
   EXPECT_EQ(Kind(Line(bad)), LineKind::kBad);
+  H odd;
+  odd.cause = R"({"kind":3})";
+  EXPECT_EQ(Kind(Line(odd)), LineKind::kHang);
 }
 
 TEST(FormatTop, DurationsAndTable) {

@@ -87,7 +87,10 @@ bool ReadCulprit(value v, TopHang* h) {
   return true;
 }
 
-// The cause object's kind (docs/report-format.md, "cause"); null is no cause. False when mistyped.
+// The cause object's kind (docs/report-format.md, "cause"); null is no cause. False when the
+// field itself is mistyped (neither an object nor null); inside the object, as for every object
+// the scanner meets (the format's reading rule 5), nothing is checked: a kind that is not a
+// string reads as none.
 bool ReadCause(value v, TopHang* h) {
   json_type type;
   if (v.type().get(type)) return false;
@@ -102,7 +105,10 @@ bool ReadCause(value v, TopHang* h) {
     field& fl = f.value_unsafe();
     std::string_view key;
     if (fl.unescaped_key().get(key)) return false;
-    if (key == "kind" && fl.value().get_string().get(h->cause_kind)) return false;
+    if (key == "kind") {
+      std::string_view kind;
+      if (!fl.value().get_string().get(kind)) h->cause_kind = kind;
+    }
   }
   return true;
 }
