@@ -96,6 +96,12 @@ TEST(PreloadHandlerWait, PythonUrlopenInsideASelectorsHandlerIsABlockedHang) {
   EXPECT_LT(h.duration_ms, 5000u);
   EXPECT_EQ(h.hang_class, HangClass::kBlocked);
   EXPECT_TRUE(StackHas(h, "poll")) << ReadFile(report_path);
+  // Why it waited: the handler's socket to the upstream server, whose process answers there.
+  EXPECT_EQ(h.cause.kind, CauseKind::kIpc) << ReadFile(report_path);
+  bool names_upstream = false;
+  for (const CauseProcess& p : h.cause.peers) names_upstream |= p.pid == upstream.pid();
+  EXPECT_TRUE(names_upstream) << "the upstream server is pid " << upstream.pid() << "\n"
+                              << ReadFile(report_path);
 }
 
 // The same loop idling for 3 s, its selector timing out every 100 ms: nothing to report, and no
