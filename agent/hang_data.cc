@@ -68,6 +68,17 @@ void HangData::AddSample(uint32_t t_ms, const uintptr_t* frames, size_t n, uintp
   }
 }
 
+namespace {
+
+// How many threads of a cause's chain (or cycle) sleep in a system call.
+int ThreadsInASystemCall(const WaitCause& c) {
+  int n = 0;
+  for (int i = 0; i < c.num_threads; ++i) n += c.threads[i].call.nr >= 0 ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
 void HangData::NoteCause(const WaitCause& sample_cause) {
   if (sample_cause.kind == CauseKind::kNone) return;
   if (timeline_size_ > 0) {
@@ -92,13 +103,14 @@ void HangData::NoteCause(const WaitCause& sample_cause) {
   }
   if (cause.kind == CauseKind::kDeadlock && sample_cause.kind != CauseKind::kDeadlock) return;
   if (sample_cause.kind != CauseKind::kDeadlock && count < best_count_) return;
-  // The end of a lock wait finds the owner letting go, running: the same wait seen earlier,
-  // with the owner asleep in a system call, says more about what it did.
+  // The end of a lock wait finds an owner of the chain letting go, running (the last owner
+  // first: the others still wait for it): the same wait seen earlier, with more of the chain
+  // asleep in system calls, says more about what they did.
   const bool same_wait = sample_cause.kind == cause.kind &&
                          sample_cause.lock.addr == cause.lock.addr &&
                          sample_cause.owner_tid() == cause.owner_tid() && cause.num_threads > 0;
   best_count_ = count;
-  if (same_wait && sample_cause.threads[0].call.nr < 0 && cause.threads[0].call.nr >= 0) return;
+  if (same_wait && ThreadsInASystemCall(sample_cause) < ThreadsInASystemCall(cause)) return;
   cause = sample_cause;
   ++cause_version_;
 }

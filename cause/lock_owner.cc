@@ -103,6 +103,10 @@ LockInfo TryMutex(pid_t pid, const DecodedWait& w) {
 // An rwlock whose __wrphase_futex or __writers_futex the waiter waits on.
 LockInfo TryRwlock(pid_t pid, const DecodedWait& w) {
   LockInfo info;
+  // glibc's rwlock waiters expect PTHREAD_RWLOCK_FUTEX_USED (2), or 1 | it (3), in the word
+  // they wait on; a semaphore's or condition variable's waiter expects 0. Without this, zeroed
+  // bytes around either (a stack) pass the layout checks below: a wrong lock type.
+  if (w.futex_val != 2 && w.futex_val != 3) return info;
   for (uint64_t off : {kRwWrphaseOffset, kRwWritersFutexOffset}) {
     if (w.futex_addr < off) continue;
     const uint64_t base = w.futex_addr - off;

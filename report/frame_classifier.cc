@@ -99,7 +99,10 @@ bool IsSystemModule(std::string_view module) {
   for (std::string_view lib :
        {"libc", "libm", "libpthread", "libdl", "librt", "libresolv", "libstdc++", "libgcc_s",
         "libc++", "libc++abi", "libatomic", "libuv", "libhangwatch", "libhangwatch_preload",
-        "libhangwatch_preload_agent"}) {
+        "libhangwatch_preload_agent",
+        // The sanitizers' runtimes interpose libc (TSan's __interceptor_nanosleep): in a
+        // sanitized build the culprit is the caller, as without them.
+        "libtsan", "libasan", "libubsan", "liblsan", "libhwasan"}) {
     if (IsLibrary(f, lib)) return true;
   }
   return StartsWith(f, "ld-linux") || StartsWith(f, "ld64.so") || IsLibrary(f, "ld") ||

@@ -6,8 +6,10 @@
 // The rule, by module file name and function name only (no file access):
 //   kSystem   the C and C++ runtimes and the loader: libc, libm, libpthread, libdl, librt,
 //             libresolv, ld-linux / ld.so, libstdc++, libgcc_s, libc++, libc++abi, libatomic,
-//             musl, the vDSO, libuv (node's and other event loops' own I/O layer), and
-//             hangwatch's own libraries (the preload shim interposes poll and friends);
+//             musl, the vDSO, libuv (node's and other event loops' own I/O layer), the
+//             sanitizers' runtimes (libtsan, libasan, libubsan, liblsan, libhwasan: their
+//             interceptors wrap libc's calls), and hangwatch's own libraries (the preload shim
+//             interposes poll and friends);
 //   kRuntime  a language runtime's machinery: in an interpreter's module (libpython*, python3*,
 //             libnode*, node, libjvm, libcoreclr), the functions that run code rather than
 //             being it: CPython's eval loop, call dispatch and start-up (_PyEval_*,

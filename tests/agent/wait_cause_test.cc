@@ -63,6 +63,23 @@ TEST(WaitCauseTest, AnOwnerLettingGoKeepsTheSampleThatSawItsCallAndADeadlockStay
   EXPECT_EQ(h.cause.kind, CauseKind::kNone);
 }
 
+// main -> A held by 42 (in futex, waiting for B) -> B held by 43 (in nanosleep). At the end
+// 43 lets go, running: the sample that saw it asleep stays (ThreadSanitizer's slower unlock
+// made ChainOfTwoLocksNamesBothOwners see the last link running).
+TEST(WaitCauseTest, TheLastOwnerOfAChainLettingGoKeepsTheSampleThatSawItsCall) {
+  HangData h(HangLimits{});
+  WaitCause asleep = Lock(0x100, 42, 202);
+  asleep.num_threads = 2;
+  asleep.threads[1].tid = 43;
+  asleep.threads[1].call.nr = 35;
+  WaitCause letting_go = asleep;
+  letting_go.threads[1].call.nr = -1;
+  Sample(&h, asleep);
+  Sample(&h, letting_go);
+  ASSERT_EQ(h.cause.num_threads, 2);
+  EXPECT_EQ(h.cause.threads[1].call.nr, 35);
+}
+
 TEST(OpenHangCauseTest, ATornCopyLeavesTheOtherAndGarbageIsMadeSafe) {
   const char* dir = std::getenv("TMPDIR");
   const std::string path =

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "hangwatch/hangwatch.h"
-#include "postgres_server.h"
+#include "tests/postgres_server.h"
 #include "tests/agent/e2e_util.h"
 #include "tests/integrations/child_process.h"
 

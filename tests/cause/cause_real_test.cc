@@ -30,7 +30,7 @@
 #include "cause/fd_peer.h"
 #include "cause/kernel_wait.h"
 #include "cause/wait_fds.h"
-#include "postgres_server.h"
+#include "tests/postgres_server.h"
 
 namespace hangwatch::cause {
 namespace {

@@ -248,6 +248,33 @@ TEST(LockOwnerTest, SemaphoreHasNoOwner) {
   EXPECT_EQ(info.owner, 0);
 }
 
+// A semaphore with zeroed bytes before and after it (as on a fresh stack; ThreadSanitizer's
+// build lays SemaphoreHasNoOwner's stack out so): those bytes pass for an rwlock's around its
+// word, but a semaphore's waiter expects 0 where an rwlock's expects 2 or 3.
+TEST(LockOwnerTest, SemaphoreAmidZeroedBytesIsNoRwlock) {
+  struct alignas(16) {
+    char before[16];
+    sem_t sem;
+    char after[64];
+  } zeroed{};
+  ASSERT_EQ(sem_init(&zeroed.sem, 0, 0), 0);
+  std::atomic<pid_t> tid{0};
+  std::thread waiter([&] {
+    tid = Tid();
+    while (sem_wait(&zeroed.sem) != 0) {
+    }
+  });
+  while (tid == 0) std::this_thread::sleep_for(1ms);
+  DecodedWait w;
+  ASSERT_TRUE(WaitForCall(tid, SyscallWait::kFutex, &w));
+  const LockInfo info = ResolveFutexWait(w);
+  sem_post(&zeroed.sem);
+  waiter.join();
+  sem_destroy(&zeroed.sem);
+  EXPECT_EQ(info.type, LockType::kSemaphore);
+  EXPECT_EQ(info.addr, reinterpret_cast<uint64_t>(&zeroed.sem));
+}
+
 // A futex that is no lock: a word of 2 next to a number that is not a thread of this process,
 // and an address that is not mapped. No owner, no crash.
 TEST(LockOwnerTest, UnknownFutexAndUnmappedAddressGiveNoOwner) {

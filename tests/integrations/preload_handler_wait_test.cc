@@ -1,7 +1,8 @@
 // A wait made inside a handler is part of the pass: unmodified programs under the preload shim
 // whose event loop's handler blocks in a poll of its own (a synchronous HTTP call with
-// Python's urllib, a C handler polling a peer) report a blocked hang; the same loops idling
-// report nothing (integrations/preload/loop_wait_sites.h).
+// Python's urllib, a psycopg2 query, a C handler polling a peer) report a blocked hang whose
+// cause names the peer; the same loops idling report nothing
+// (integrations/preload/loop_wait_sites.h).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -15,6 +16,7 @@
 
 #include "child_process.h"
 #include "hangwatch/hangwatch.h"
+#include "tests/postgres_server.h"
 #include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
@@ -63,6 +65,18 @@ std::vector<std::string> ShimEnv(const TempDir& dir, const std::string& threshol
           "HANGWATCH_OPEN_HANG_DIR=" + dir.path()};
 }
 
+// Waits for the loop's one hang: the pass ended when its handler returned, and the watchdog
+// writes the hang at its next tick.
+tools::Report WaitForAHang(const std::string& report_path) {
+  tools::Report report;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (report.hangs.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    report = ReadReport(report_path);
+  }
+  return report;
+}
+
 // The selectors loop's handler fetches from a server that answers after 1 s: one blocked hang
 // on the main thread, in the poll of Python's socket module. Before the loop's wait was learned,
 // that poll was taken as the loop idling: no hang at all.
@@ -77,15 +91,8 @@ TEST(PreloadHandlerWait, PythonUrlopenInsideASelectorsHandlerIsABlockedHang) {
                     ShimEnv(dir, "300"));
   ASSERT_TRUE(loop.ReadLine(&line, std::chrono::seconds(20)));
   EXPECT_EQ(Trigger(std::atoi(line.c_str())), "done\n");
-  // The handler returned and the loop waits again: the pass has ended. Its hang is written by
-  // the watchdog at its next tick; wait for it.
   const std::string report_path = dir.path() + "/hangs.jsonl";
-  tools::Report report;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (report.hangs.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    report = ReadReport(report_path);
-  }
+  tools::Report report = WaitForAHang(report_path);
   kill(loop.pid(), SIGTERM);
   loop.Wait();
   report = ReadReport(report_path);
@@ -96,6 +103,44 @@ TEST(PreloadHandlerWait, PythonUrlopenInsideASelectorsHandlerIsABlockedHang) {
   EXPECT_LT(h.duration_ms, 5000u);
   EXPECT_EQ(h.hang_class, HangClass::kBlocked);
   EXPECT_TRUE(StackHas(h, "poll")) << ReadFile(report_path);
+  // Why it waited: the handler's socket to the upstream server, whose process answers there.
+  EXPECT_EQ(h.cause.kind, CauseKind::kIpc) << ReadFile(report_path);
+  bool names_upstream = false;
+  for (const CauseProcess& p : h.cause.peers) names_upstream |= p.pid == upstream.pid();
+  EXPECT_TRUE(names_upstream) << "the upstream server is pid " << upstream.pid() << "\n"
+                              << ReadFile(report_path);
+}
+
+// The same kind of loop whose handler runs SELECT pg_sleep(1) with psycopg2 against a real
+// PostgreSQL (tests/postgres_server.h): libpq polls its Unix socket for the answer, a wait
+// inside the pass. One blocked hang whose cause is ipc, naming the backend that runs the query.
+class PreloadHandlerWaitPostgres : public PostgresServerTest {};
+
+TEST_F(PreloadHandlerWaitPostgres, Psycopg2QueryInsideASelectorsHandlerNamesTheBackend) {
+  ChildProcess loop({kPython, HANGWATCH_TEST_DATA_DIR "/selectors_psycopg2_loop.py", dir_.path()},
+                    ShimEnv(dir_, "300"));
+  std::string line;
+  ASSERT_TRUE(loop.ReadLine(&line, std::chrono::seconds(30)));
+  int backend = 0, port = 0;
+  ASSERT_EQ(std::sscanf(line.c_str(), "%d %d", &backend, &port), 2) << line;
+  EXPECT_EQ(Trigger(port), "done\n");
+  const std::string report_path = dir_.path() + "/hangs.jsonl";
+  tools::Report report = WaitForAHang(report_path);
+  kill(loop.pid(), SIGTERM);
+  loop.Wait();
+  report = ReadReport(report_path);
+  ASSERT_EQ(report.hangs.size(), 1u) << ReadFile(report_path);
+  const HangRecord& h = report.hangs[0];
+  EXPECT_EQ(h.tid, loop.pid()) << "the main thread";
+  EXPECT_GE(h.duration_ms, 800u);
+  EXPECT_LT(h.duration_ms, 5000u);
+  EXPECT_EQ(h.hang_class, HangClass::kBlocked);
+  EXPECT_TRUE(StackHas(h, "poll")) << ReadFile(report_path);
+  EXPECT_EQ(h.cause.kind, CauseKind::kIpc) << ReadFile(report_path);
+  EXPECT_EQ(h.cause.path, dir_.path() + "/.s.PGSQL.5432") << ReadFile(report_path);
+  ASSERT_EQ(h.cause.peers.size(), 1u) << ReadFile(report_path);
+  EXPECT_EQ(h.cause.peers[0].pid, backend) << ReadFile(report_path);
+  EXPECT_EQ(h.cause.peers[0].name, "postgres");
 }
 
 // The same loop idling for 3 s, its selector timing out every 100 ms: nothing to report, and no

@@ -7,16 +7,28 @@ namespace hangwatch::report {
 namespace {
 
 TEST(FrameClassifierTest, SystemLibrariesByFileName) {
-  for (const char* m :
-       {"/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6",
-        "/lib/x86_64-linux-gnu/libpthread.so.0", "/lib64/ld-linux-x86-64.so.2",
-        "/lib/ld-linux-aarch64.so.1", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
-        "/lib/x86_64-linux-gnu/libgcc_s.so.1", "/lib/libc-2.31.so", "linux-vdso.so.1", "[vdso]",
-        "/usr/lib/x86_64-linux-gnu/libc++.so.1", "/usr/lib/libc++abi.so.1",
-        "/lib/ld-musl-x86_64.so.1", "/usr/lib/x86_64-linux-gnu/libuv.so.1",
-        "/opt/hw/lib/libhangwatch_preload.so", "/opt/hw/lib/libhangwatch_preload_agent.so",
-        "/usr/lib/libhangwatch.so.0", "/lib/x86_64-linux-gnu/libdl.so.2",
-        "/lib/x86_64-linux-gnu/librt.so.1"}) {
+  for (const char* m : {"/usr/lib/x86_64-linux-gnu/libc.so.6",
+                        "/lib/x86_64-linux-gnu/libm.so.6",
+                        "/lib/x86_64-linux-gnu/libpthread.so.0",
+                        "/lib64/ld-linux-x86-64.so.2",
+                        "/lib/ld-linux-aarch64.so.1",
+                        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+                        "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+                        "/lib/libc-2.31.so",
+                        "linux-vdso.so.1",
+                        "[vdso]",
+                        "/usr/lib/x86_64-linux-gnu/libc++.so.1",
+                        "/usr/lib/libc++abi.so.1",
+                        "/lib/ld-musl-x86_64.so.1",
+                        "/usr/lib/x86_64-linux-gnu/libuv.so.1",
+                        "/opt/hw/lib/libhangwatch_preload.so",
+                        "/opt/hw/lib/libhangwatch_preload_agent.so",
+                        "/usr/lib/libhangwatch.so.0",
+                        "/lib/x86_64-linux-gnu/libdl.so.2",
+                        "/lib/x86_64-linux-gnu/librt.so.1",
+                        "/usr/lib/x86_64-linux-gnu/libtsan.so.2",
+                        "/usr/lib/x86_64-linux-gnu/libasan.so.8",
+                        "/usr/lib/x86_64-linux-gnu/libubsan.so.1"}) {
     EXPECT_TRUE(IsSystemModule(m)) << m;
     EXPECT_EQ(ClassifyFrame(m, "anything"), FrameKind::kSystem) << m;
     EXPECT_EQ(ClassifyFrame(m, ""), FrameKind::kSystem) << m;

@@ -1,8 +1,10 @@
 // A PostgreSQL 15 server for a test (real_component): initdb and pg_ctl as the postgres user,
 // listening only on a Unix socket in the test's temporary directory; stopped at the end. The
-// fixture skips, with the reason, where PostgreSQL, root or psycopg2 is missing.
-#ifndef HANGWATCH_TESTS_CAUSE_POSTGRES_SERVER_H_
-#define HANGWATCH_TESTS_CAUSE_POSTGRES_SERVER_H_
+// fixture skips, with the reason, where PostgreSQL, root or psycopg2 is missing. Used by the
+// cause resolvers' and the agent's tests (tests/cause/) and the preload shim's psycopg2 loop
+// (tests/integrations/preload_handler_wait_test.cc).
+#ifndef HANGWATCH_TESTS_POSTGRES_SERVER_H_
+#define HANGWATCH_TESTS_POSTGRES_SERVER_H_
 
 #include <pwd.h>
 #include <unistd.h>
@@ -79,4 +81,4 @@ class PostgresServerTest : public ::testing::Test {
 
 }  // namespace hangwatch::testing
 
-#endif  // HANGWATCH_TESTS_CAUSE_POSTGRES_SERVER_H_
+#endif  // HANGWATCH_TESTS_POSTGRES_SERVER_H_
