@@ -12,6 +12,7 @@
 // watchdog thread whatever happens to the handle.
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,34 @@ namespace {
 
 pthread_once_t g_prepare_once = PTHREAD_ONCE_INIT;
 const HangwatchPreloadAgent* g_prepared = nullptr;
+// Set while this process loads the agent library or starts the agent (LoadingAgent()).
+int g_loading = 0;
+
+// Every signal this thread can block stays pending while the agent library is loaded and the
+// agent started, and is delivered right after. A handler that runs in the middle of dlopen()
+// would find the library half-relocated and the loader's lock held by its own thread: a
+// program that forks from a signal handler (PostgreSQL 15's postmaster starts its children
+// from its SIGUSR1 and SIGCHLD handlers) gave a child whose copy of the library had the
+// relocations of some pages only, and which crashed calling through the entry table. Once per
+// process image, for the few milliseconds of a dlopen and Start().
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old_);
+    __atomic_add_fetch(&g_loading, 1, __ATOMIC_ACQ_REL);
+  }
+  ~SignalsHeld() {
+    __atomic_sub_fetch(&g_loading, 1, __ATOMIC_ACQ_REL);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  sigset_t old_;
+};
 
 void PrintLine(const char* line) { ShimPrint("%s", line); }
 int StderrUsableForAgent() { return StderrUsable() ? 1 : 0; }
@@ -133,6 +162,7 @@ void NoteAgentLibraryPath() {
 }
 
 const HangwatchPreloadAgent* PrepareAgent() {
+  SignalsHeld held;
   pthread_once(&g_prepare_once, Prepare);
   return __atomic_load_n(&g_prepared, __ATOMIC_ACQUIRE);
 }
@@ -145,8 +175,11 @@ bool ShimFilesOfThisProcess(ShimFiles* files) {
   return true;
 }
 
+bool LoadingAgent() { return __atomic_load_n(&g_loading, __ATOMIC_ACQUIRE) != 0; }
+
 __attribute__((noinline)) void ArmAtFirstWait() {
   const int saved_errno = errno;
+  SignalsHeld held;  // the agent's Start() too: its threads inherit the mask, and block all
   const uint64_t first_wait_ns = MonotonicNs();
   const HangwatchPreloadAgent* agent = PrepareAgent();
   if (agent == nullptr || Phase() != kUnarmed) {

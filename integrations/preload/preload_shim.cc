@@ -166,6 +166,14 @@ void ForkChild() {
   hangwatch::preload::g_loop_waits_in_runtime = false;
   hangwatch::preload::ForgetLoopWaitSites();
   hangwatch::preload::ForgetParentsKeptFiles();
+  if (hangwatch::preload::LoadingAgent()) {
+    // Another thread of the parent was loading the agent library (dlopen half done: its copy
+    // here is not safe to call into) or starting the agent: this child is not watched.
+    SetPhase(hangwatch::preload::kOff);
+    hangwatch::preload::LaunchLogLoaded();
+    hangwatch::preload::LaunchLogOff("forked while its parent was loading hangwatch's agent");
+    return;
+  }
   if (Phase() == hangwatch::preload::kArmed || Phase() == hangwatch::preload::kStarting) {
     SetPhase(hangwatch::preload::kUnarmed);
   }

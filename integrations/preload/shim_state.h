@@ -78,6 +78,11 @@ void ArmAtFirstWait();
 // about to change what the process may reach (as setuid() and friends are), not ahead of time.
 const HangwatchPreloadAgent* PrepareAgent();
 
+// True while a thread of this process loads the agent library or starts the agent (signals
+// are blocked on that thread meanwhile). The fork child handler reads it: a child forked by
+// another thread at that moment has a copy of a half-done dlopen() and stays off.
+bool LoadingAgent();
+
 // True when programs this process executes keep the shim in LD_PRELOAD: neither this process
 // nor the one it was forked from has armed, or HANGWATCH_INHERIT=1. A process that has not
 // reached an event loop yet (a shell, env, timeout, nice, a wrapper script) passes the shim on.

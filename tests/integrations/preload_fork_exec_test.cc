@@ -61,6 +61,22 @@ PythonRun RunPython(const std::string& body, std::vector<std::string> env) {
   return r;
 }
 
+// PostgreSQL 15's postmaster forks its children from signal handlers. One that ran while the
+// shim loaded the agent library (dlopen, at the first wait) gave a child with a half-relocated
+// copy of it, which crashed at its own first wait (a jump to an unrelocated address); the
+// loader now holds signals while it loads and starts the agent.
+TEST(PreloadProcess, ChildrenForkedFromASignalHandlerWhileTheParentArmsAreFine) {
+  TempDir dir;
+  ChildProcess child(
+      {FORK_IN_SIGNAL_FIXTURE},
+      {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_LOG=0",
+       "HANGWATCH_REPORT=" + dir.path() + "/hangs.jsonl", "HANGWATCH_OPEN_HANG_DIR=" + dir.path()});
+  std::string out, line;
+  while (child.ReadLine(&line, std::chrono::seconds(30))) out += line + "\n";
+  EXPECT_EQ(child.Wait(), 0) << out;
+  EXPECT_NE(out.find(" crashed 0 stuck 0"), std::string::npos) << out;
+}
+
 TEST(PreloadProcess, ExecutedProgramsRunWithoutTheShim) {
   const PythonRun r = RunPython(
       "wait()\n"
