@@ -74,9 +74,12 @@ template <typename ExitCall>
 void ExpectShutdownPass(const char* name, ExitCall exit_call) {
   const std::string path = TempPath(name);
   ASSERT_TRUE(Start(ExitConfig(path)).ok());
-  const uint64_t begin = NowNs();
+  // The pass starts between these two reads: its length is at least `exiting - begun` and at
+  // most `exited - before` (whole milliseconds, rounded down on both sides).
+  const uint64_t before = NowNs();
   BeginWork();
-  BusyUntil(begin + 300'000'000);
+  const uint64_t begun = NowNs();
+  BusyUntil(begun + 300'000'000);
   const uint64_t exiting = NowNs();
   exit_call();
   const uint64_t exited = NowNs();
@@ -88,8 +91,8 @@ void ExpectShutdownPass(const char* name, ExitCall exit_call) {
   EXPECT_FALSE(h.fatal);
   // The pass's own measurement: from BeginWork() to the exit call, whatever the watchdog's
   // looks were.
-  EXPECT_GE(h.duration_ms, (exiting - begin) / 1'000'000);
-  EXPECT_LE(h.duration_ms, (exited - begin) / 1'000'000 + 1);
+  EXPECT_GE(h.duration_ms, (exiting - begun) / 1'000'000);
+  EXPECT_LE(h.duration_ms, (exited - before) / 1'000'000 + 1);
   ASSERT_EQ(r.lags.size(), 1u);
   const LagFigures f = r.lags[0].passes.Figures();
   EXPECT_EQ(f.passes, 1u) << "the pass the exit ended is counted, once";
@@ -112,9 +115,10 @@ TEST(ExitPhaseTest, ExitFromAnotherThreadCountsTheWatchedPassAsItStands) {
   ASSERT_TRUE(Start(ExitConfig(path)).ok());
   const uint64_t begin = NowNs();
   BeginWork();
+  const uint64_t begun = NowNs();  // the pass started between `begin` and here
   std::atomic<bool> stopped{false};
   std::thread exiting([&] {
-    BusyUntil(begin + 300'000'000);
+    BusyUntil(begun + 300'000'000);
     agent::StopAtProcessExit();  // exit() called on another thread
     stopped.store(true);
   });
