@@ -32,27 +32,52 @@ const HangwatchPreloadAgent* g_prepared = nullptr;
 // Set while this process loads the agent library or starts the agent (LoadingAgent()).
 int g_loading = 0;
 
+// Marks the load of the agent library and the start of the agent, for the fork child handler
+// (LoadingAgent()): a child forked meanwhile by another thread has a half-relocated copy of
+// the library and a loader lock held by a thread that is not there, and stays off.
+class LoadingMark {
+ public:
+  LoadingMark() { __atomic_add_fetch(&g_loading, 1, __ATOMIC_ACQ_REL); }
+  ~LoadingMark() { __atomic_sub_fetch(&g_loading, 1, __ATOMIC_ACQ_REL); }
+  LoadingMark(const LoadingMark&) = delete;
+  LoadingMark& operator=(const LoadingMark&) = delete;
+};
+
 // Every signal this thread can block stays pending while the agent library is loaded and the
-// agent started, and is delivered right after. A handler that runs in the middle of dlopen()
-// would find the library half-relocated and the loader's lock held by its own thread: a
-// program that forks from a signal handler (PostgreSQL 15's postmaster starts its children
-// from its SIGUSR1 and SIGCHLD handlers) gave a child whose copy of the library had the
-// relocations of some pages only, and which crashed calling through the entry table. Once per
-// process image, for the few milliseconds of a dlopen and Start().
+// agent started, and is delivered right after. A handler that ran in the middle of dlopen()
+// could fork (PostgreSQL 15's postmaster starts its children from its SIGUSR1 and SIGCHLD
+// handlers): the child's copy of the library was half-relocated, and it crashed calling
+// through the entry table. Once per process image, for the few milliseconds of a dlopen and
+// Start().
 class SignalsHeld {
  public:
   SignalsHeld() {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old_);
-    __atomic_add_fetch(&g_loading, 1, __ATOMIC_ACQ_REL);
   }
-  ~SignalsHeld() {
-    __atomic_sub_fetch(&g_loading, 1, __ATOMIC_ACQ_REL);
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
+  ~SignalsHeld() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
   SignalsHeld(const SignalsHeld&) = delete;
   SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+  // A signal arrived meanwhile that the program had not blocked and handles: delivered when
+  // this object goes, right before the program's wait would start. A handler that expects to
+  // interrupt that wait (Xvfb's SIGTERM sets a flag its loop reads when the wait returns)
+  // would then sleep on: the wait must return EINTR instead, as it would have.
+  bool HandledSignalPending() const {
+    sigset_t pending;
+    if (sigpending(&pending) != 0) return false;
+    // Real-time signals are left out: the agent's own capture signal is one (Start() may
+    // request a capture of this thread meanwhile), and loops are not woken by them.
+    for (int s = 1; s < SIGRTMIN; ++s) {
+      if (sigismember(&pending, s) != 1 || sigismember(&old_, s) == 1) continue;
+      struct sigaction sa {};
+      if (sigaction(s, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) {
+        return true;
+      }
+    }
+    return false;
+  }
 
  private:
   sigset_t old_;
@@ -163,7 +188,10 @@ void NoteAgentLibraryPath() {
 
 const HangwatchPreloadAgent* PrepareAgent() {
   SignalsHeld held;
-  pthread_once(&g_prepare_once, Prepare);
+  {
+    LoadingMark loading;
+    pthread_once(&g_prepare_once, Prepare);
+  }
   return __atomic_load_n(&g_prepared, __ATOMIC_ACQUIRE);
 }
 
@@ -177,9 +205,22 @@ bool ShimFilesOfThisProcess(ShimFiles* files) {
 
 bool LoadingAgent() { return __atomic_load_n(&g_loading, __ATOMIC_ACQUIRE) != 0; }
 
-__attribute__((noinline)) void ArmAtFirstWait() {
+void ArmWithSignalsHeld();
+
+__attribute__((noinline)) bool ArmAtFirstWait() {
   const int saved_errno = errno;
-  SignalsHeld held;  // the agent's Start() too: its threads inherit the mask, and block all
+  SignalsHeld held;
+  {
+    LoadingMark loading;
+    ArmWithSignalsHeld();
+  }
+  const bool interrupted = held.HandledSignalPending();
+  errno = saved_errno;
+  return interrupted;
+}
+
+void ArmWithSignalsHeld() {
+  const int saved_errno = errno;
   const uint64_t first_wait_ns = MonotonicNs();
   const HangwatchPreloadAgent* agent = PrepareAgent();
   if (agent == nullptr || Phase() != kUnarmed) {

@@ -167,8 +167,9 @@ void ForkChild() {
   hangwatch::preload::ForgetLoopWaitSites();
   hangwatch::preload::ForgetParentsKeptFiles();
   if (hangwatch::preload::LoadingAgent()) {
-    // Another thread of the parent was loading the agent library (dlopen half done: its copy
-    // here is not safe to call into) or starting the agent: this child is not watched.
+    // The parent was loading the agent library (dlopen half done: its copy here is not safe to
+    // call into) or starting the agent, on another thread or under the signal handler that
+    // forked: this child is not watched.
     SetPhase(hangwatch::preload::kOff);
     hangwatch::preload::LaunchLogLoaded();
     hangwatch::preload::LaunchLogOff("forked while its parent was loading hangwatch's agent");

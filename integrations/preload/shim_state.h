@@ -65,8 +65,11 @@ inline void SetPhase(int phase) { __atomic_store_n(&g_shim.phase, phase, __ATOMI
 void NoteAgentLibraryPath();
 
 // The main thread reached its event loop: PrepareAgent(), then the agent library's arm().
-// Leaves the phase kArmed or kOff; errno preserved. Main thread only, phase kUnarmed.
-void ArmAtFirstWait();
+// Leaves the phase kArmed or kOff; errno preserved. Main thread only, phase kUnarmed. Signals
+// are held meanwhile (agent_loader.cc says why); true when one the program handles arrived and
+// was delivered as they were released: the wait that armed must then return EINTR, as it
+// would have had the signal come during it.
+bool ArmAtFirstWait();
 
 // Loads the agent library (dlopen, from the loader's own directory) and has it read the
 // HANGWATCH_* settings, once per process image: later calls return the first result. For
@@ -78,9 +81,9 @@ void ArmAtFirstWait();
 // about to change what the process may reach (as setuid() and friends are), not ahead of time.
 const HangwatchPreloadAgent* PrepareAgent();
 
-// True while a thread of this process loads the agent library or starts the agent (signals
-// are blocked on that thread meanwhile). The fork child handler reads it: a child forked by
-// another thread at that moment has a copy of a half-done dlopen() and stays off.
+// True while a thread of this process loads the agent library or starts the agent. The fork
+// child handler reads it: a child forked at that moment (by another thread, or by a signal
+// handler in the middle of the load) has a copy of a half-done dlopen() and stays off.
 bool LoadingAgent();
 
 // True when programs this process executes keep the shim in LD_PRELOAD: neither this process

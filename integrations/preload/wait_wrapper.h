@@ -10,6 +10,7 @@
 #ifndef HANGWATCH_INTEGRATIONS_PRELOAD_WAIT_WRAPPER_H_
 #define HANGWATCH_INTEGRATIONS_PRELOAD_WAIT_WRAPPER_H_
 
+#include <errno.h>
 #include <pthread.h>
 
 #include "integrations/preload/loop_wait_sites.h"
@@ -43,7 +44,10 @@ inline __attribute__((always_inline)) int Interpose(bool blocking, const void* s
   }
   if (__builtin_expect(Phase() != kArmed, 0)) {
     if (Phase() != kUnarmed || !blocking) return call();
-    ArmAtFirstWait();
+    if (ArmAtFirstWait()) {
+      errno = EINTR;  // a handler ran where the wait would have been: interrupted, as it was
+      return -1;
+    }
     if (Phase() != kArmed) return call();
   }
   if (g_loop_waits_in_runtime || WaitIsInsidePass(site, cfa)) return call();
@@ -65,7 +69,9 @@ inline __attribute__((always_inline)) auto InterposeRuntimeWait(bool blocking, C
   }
   ++g_runtime_wait_depth;
   if (__builtin_expect(Phase() != kArmed, 0) && Phase() == kUnarmed && blocking) {
-    ArmAtFirstWait();
+    // A runtime's wait function has its own return values: no EINTR faked here; a signal that
+    // came while arming was delivered before the call, which its notifier sees.
+    (void)ArmAtFirstWait();
   }
   const bool armed = Phase() == kArmed;
   if (armed) {

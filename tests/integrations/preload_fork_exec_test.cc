@@ -63,8 +63,8 @@ PythonRun RunPython(const std::string& body, std::vector<std::string> env) {
 
 // PostgreSQL 15's postmaster forks its children from signal handlers. One that ran while the
 // shim loaded the agent library (dlopen, at the first wait) gave a child with a half-relocated
-// copy of it, which crashed at its own first wait (a jump to an unrelocated address); the
-// loader now holds signals while it loads and starts the agent.
+// copy of it, which crashed at its own first wait (a jump to an unrelocated address); such a
+// child now stays off.
 TEST(PreloadProcess, ChildrenForkedFromASignalHandlerWhileTheParentArmsAreFine) {
   TempDir dir;
   ChildProcess child(
