@@ -41,6 +41,13 @@ absl::StatusOr<std::unique_ptr<ElfFile>> ElfFile::Open(const std::string& path) 
   return file;
 }
 
+void ElfFile::ReleaseDescriptor() {
+  if (fd_ < 0) return;
+  elf_cntl(elf_.get(), ELF_C_FDDONE);
+  ::close(fd_);
+  fd_ = -1;
+}
+
 ElfFile::~ElfFile() {
   elf_.reset();
   if (fd_ >= 0) ::close(fd_);

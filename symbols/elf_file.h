@@ -41,6 +41,11 @@ class ElfFile {
 
   Elf* elf() const { return elf_.get(); }
   int fd() const { return fd_; }
+  // Closes the descriptor; elf() stays usable (libelf mapped the whole file at Open and reads
+  // nothing more through it). For handles kept for the process's life (caches): a kept
+  // descriptor is one the program sees, and a daemon that closes every descriptor it did not
+  // open would pull it from under libelf. fd() is -1 afterwards.
+  void ReleaseDescriptor();
   const std::string& path() const { return path_; }
 
  private:

@@ -36,6 +36,7 @@ struct ModuleCfi {
     if (!m.build_id.empty() && ReadBuildId((*f)->elf()) != m.build_id) return;
     file = std::move(*f);
     cfi = dwarf_getcfi_elf(file->elf());
+    file->ReleaseDescriptor();  // kept for the process's life: the mapping, not a descriptor
   }
 
   // The FDE range start holding `offset`.

@@ -2,6 +2,7 @@
 // file: its symbol when it has one, else its CFI's FDE (a stripped program's static functions),
 // and nothing from a file of another build.
 #include "symbols/function_start.h"
+#include <dirent.h>
 
 #include <gtest/gtest.h>
 
@@ -94,6 +95,37 @@ TEST(FunctionStart, StrippedStaticFunctionsStartWhereTheirFdeSays) {
   Module missing = unnamed;
   missing.path = dir.Join("gone");
   EXPECT_FALSE(FunctionStartInModule(missing, alpha.start + 1, &start));
+}
+
+size_t OpenDescriptors() {
+  size_t n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// The module files' CFI is kept for the process's life, but not their descriptors: the agent
+// looks functions up inside the program, whose descriptors they would be (a daemon closing
+// every descriptor it did not open would pull one from under libelf).
+TEST(FunctionStart, KeepsNoDescriptorOfTheModulesItReads) {
+  if (!symtest::HaveTool("gcc") || !symtest::HaveTool("strip")) {
+    GTEST_SKIP() << "gcc or strip is missing";
+  }
+  TempDir dir;
+  symtest::WriteFile(dir.Join("f.c"), kSource);
+  const std::string binary = dir.Join("kept");
+  ASSERT_EQ(
+      RunCommand("gcc -O1 -Wl,--build-id -o '" + binary + "' '" + dir.Join("f.c") + "'", "", true)
+          .status,
+      0);
+  ASSERT_EQ(RunCommand("strip '" + binary + "'").status, 0);  // no symbols: the CFI answers
+  const Module m = ModuleOf(binary);
+  const size_t before = OpenDescriptors();
+  uint64_t start = 0;
+  FunctionStartInModule(m, 0x1000, &start);  // opens the file's CFI (an answer or none)
+  EXPECT_EQ(OpenDescriptors(), before);
 }
 
 }  // namespace
