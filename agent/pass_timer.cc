@@ -84,7 +84,7 @@ uint64_t MeasureCounterRate() {
       }
     }
   };
-  uint64_t t0, n0, t1, n1;
+  uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
   sample(&t0, &n0);
   const timespec one_ms{0, 1'000'000};
   nanosleep(&one_ms, nullptr);
