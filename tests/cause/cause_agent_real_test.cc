@@ -18,9 +18,9 @@
 #include <string>
 
 #include "hangwatch/hangwatch.h"
-#include "tests/postgres_server.h"
 #include "tests/agent/e2e_util.h"
 #include "tests/integrations/child_process.h"
+#include "tests/postgres_server.h"
 
 namespace hangwatch {
 namespace {

@@ -34,7 +34,7 @@ struct Report {
   size_t unknown_records = 0;  // valid JSON objects of another type, or of another version
   // Of those, records of another format_version (a newer agent's): told, never silently dropped.
   size_t other_version_records = 0;
-  std::string first_error;     // why the first skipped line was skipped ("line N: ...")
+  std::string first_error;  // why the first skipped line was skipped ("line N: ...")
   // The source files that the DWARF line tables of the report's modules name for its frames:
   // filled by offline symbolization (report_symbolize.h). The HTML page reads source only from
   // these: a report's own `file` fields are not trusted (a hostile one may name /etc/shadow).

@@ -35,6 +35,7 @@
 #include "tools/run/launch_tree.h"
 #include "tools/run/run_command.h"
 #include "tools/run/run_dir.h"
+#include "tools/run/run_fatal_hangs.h"
 #include "tools/run/run_processes.h"
 #include "tools/run/run_report_follower.h"
 #include "tools/run/run_shim.h"
@@ -162,43 +163,6 @@ void WriteJunit(const std::string& path, const std::string& xml) {
   }
 }
 
-// The hangs that were open when processes died, from the open-hang files in `dir` (each file is
-// removed once read, so that no one reports it twice). Files of processes for which `live`
-// holds are left alone: they hold a hang in progress, not a fatal one.
-std::vector<HangRecord> TakeFatalHangs(const std::string& dir,
-                                       const std::function<bool(int64_t)>& live) {
-  std::vector<HangRecord> out;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    if (std::strncmp(e->d_name, "open-hang.", 10) != 0) continue;
-    if (live(std::atoll(e->d_name + 10))) continue;
-    HangRecord fatal;
-    std::string error;
-    const std::string path = dir + "/" + e->d_name;
-    if (agent::ReadOpenHangFile(path, &fatal, &error) == agent::OpenHangReadStatus::kFound) {
-      // Its frames were resolved against the dead process's modules but not named (that
-      // needs the same build loaded here): name them offline, from the binaries on disk.
-      Report one;
-      one.hangs.push_back(std::move(fatal));
-      std::vector<std::string> warnings;
-      SymbolizeReport(ReportSymbolizeOptions{}, &one, &warnings);
-      out.push_back(std::move(one.hangs[0]));
-    }
-    unlink(path.c_str());
-  }
-  closedir(d);
-  return out;
-}
-
-// Appends one hang to a JSON Lines report, as the shim writes its hangs there (one whole line,
-// never through a symbolic link, rotated at the same size). 0, or the errno of the failure.
-int AppendToReport(const std::string& path, const HangRecord& hang) {
-  agent::JsonlWriter writer(path, Config{}.json_max_bytes);
-  std::string error;
-  return writer.Append(ToJsonLine(hang), &error) ? 0 : writer.error_number();
-}
-
 struct RunOptions {
   uint32_t threshold_ms = 250, sample_ms = 0, startup_ms = 2000;
   std::string report_path;  // absolute; empty: the run directory's own report
@@ -266,21 +230,6 @@ bool RemoveEmptyReport(const std::string& path) {
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) return errno == ENOENT;
   return S_ISREG(st.st_mode) && st.st_size == 0 && unlink(path.c_str()) == 0;
-}
-
-// A run directory of an earlier run whose processes are all gone (a killed run, a daemon that
-// has since exited): a process of that run died during a hang after the run had ended.
-void ReportFatalHangsOfEarlierRun(const std::string& dir, const std::string& report) {
-  for (const HangRecord& fatal : TakeFatalHangs(dir, [](int64_t) { return false; })) {
-    if (!report.empty()) AppendToReport(report, fatal);
-    std::fprintf(stderr,
-                 "hangwatch run: pid %lld (%s) of an earlier run died during a %llu ms hang; "
-                 "%s\n",
-                 static_cast<long long>(fatal.pid), EscapeForTerminal(fatal.process).c_str(),
-                 static_cast<unsigned long long>(fatal.duration_ms),
-                 report.empty() ? "that run had no --report, so it is not recorded"
-                                : EscapeForTerminal("added to " + report).c_str());
-  }
 }
 
 // The child's environment: ours, with the shim first in LD_PRELOAD and HANGWATCH_* set.
