@@ -5,6 +5,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "agent/open_hang_layout.h"
+
 namespace hangwatch::agent {
 namespace {
 
@@ -14,14 +16,7 @@ static_assert(std::is_trivially_copyable_v<WaitCause>);
 constexpr size_t kHead = 16;
 constexpr size_t kCopyBytes = (kHead + sizeof(WaitCause) + sizeof(uint64_t) + 7) & ~size_t{7};
 
-uint64_t Checksum(const unsigned char* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+using open_hang_layout::Checksum;  // the file's one checksum
 
 template <size_t N>
 void Terminate(char (&s)[N]) {

@@ -1,0 +1,136 @@
+// The open-hang file's layout on disk (agent/open_hang_file.h), shared by its writer
+// (open_hang_file.cc) and its reader (open_hang_file_read.cc). Internal to agent/.
+#ifndef HANGWATCH_AGENT_OPEN_HANG_LAYOUT_H_
+#define HANGWATCH_AGENT_OPEN_HANG_LAYOUT_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "hangwatch/hang_record.h"
+
+namespace hangwatch::agent::open_hang_layout {
+
+// 3: the cause region after the samples and each sample's cause kind; 2: frame and sample
+// methods; 1: without them (all read).
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kEndianCheck = 0x01020304;
+constexpr size_t kStaticHeaderOffset = 0;
+constexpr size_t kLiveHeaderOffset[2] = {256, 512};
+constexpr size_t kModulesOffset = 1024;
+constexpr size_t kMaxModules = 256;
+constexpr size_t kPathBytes = 256;
+constexpr size_t kBuildIdBytes = 64;
+constexpr size_t kRangesPerModule = 4;
+constexpr size_t kMaxFramesInFile = 512;
+constexpr size_t kMaxSamplesInFile = 1 << 16;
+// Frames of all the unique stacks read back from a file (each becomes a Frame with its strings:
+// about 0.5 kB).
+constexpr size_t kMaxFramesRead = 1 << 15;
+
+struct StaticHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t endian_check;
+  uint32_t max_frames;
+  uint32_t max_samples;
+  uint32_t max_modules;
+  uint32_t reserved;
+  uint64_t modules_offset;
+  uint64_t samples_offset;
+  uint64_t module_record_size;
+  uint64_t sample_record_size;
+  uint64_t file_size;
+  uint64_t checksum;  // of the bytes above
+};
+static_assert(sizeof(StaticHeader) <= 256);
+
+struct LiveHeader {
+  uint64_t generation;
+  uint32_t open;         // 1 while a hang is open
+  uint32_t num_records;  // sample records written
+  int64_t pid;
+  int64_t tid;
+  int64_t start_unix_ms;
+  uint32_t threshold_ms;
+  uint32_t sample_interval_ms;
+  uint64_t elapsed_ms;  // time of the last sample
+  uint64_t cpu_us;      // CPU since the pass was first seen, as of the last sample
+  uint32_t samples;
+  uint32_t failed_samples;
+  uint32_t dropped_stacks;
+  uint32_t num_modules;
+  uint64_t modules_checksum;
+  uint64_t checksum;  // of the bytes above
+};
+static_assert(sizeof(LiveHeader) <= 256);
+
+struct ModuleRecord {
+  char path[kPathBytes];
+  char build_id[kBuildIdBytes];
+  uint64_t load_bias;
+  uint32_t num_ranges;
+  uint32_t reserved;
+  uint64_t lo[kRangesPerModule];
+  uint64_t hi[kRangesPerModule];
+};
+
+// Followed by max_frames uint64 frames, max_frames FrameMethod bytes (padded to 8), then a
+// uint64 checksum of everything before it.
+struct SampleRecordHead {
+  uint32_t t_ms;
+  uint32_t cpu_us;
+  uint8_t kind;  // 0 failed capture, 1 stack, 2 captured but stack table full
+  char state;
+  uint16_t num_frames;
+  uint8_t method;  // SampleMethod
+  uint8_t cause;   // CauseKind (version 3)
+  uint8_t reserved[2];
+  uint64_t leaf_key;
+};
+
+// Method bytes per sample record: none before version 2.
+inline size_t MethodBytes(size_t max_frames, uint32_t version) {
+  return version >= 2 ? (max_frames + 7) & ~size_t{7} : 0;
+}
+
+// A method byte read back from a file, kUnknown when out of range.
+inline FrameMethod ToFrameMethod(uint8_t b) {
+  return b <= static_cast<uint8_t>(FrameMethod::kFramePointerScan) ? static_cast<FrameMethod>(b)
+                                                                   : FrameMethod::kUnknown;
+}
+inline SampleMethod ToSampleMethod(uint8_t b) {
+  return b <= static_cast<uint8_t>(SampleMethod::kMach) ? static_cast<SampleMethod>(b)
+                                                        : SampleMethod::kUnknown;
+}
+
+inline uint64_t Checksum(const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+inline size_t SampleRecordSize(size_t max_frames, uint32_t version = kVersion) {
+  return sizeof(SampleRecordHead) + max_frames * sizeof(uint64_t) +
+         MethodBytes(max_frames, version) + sizeof(uint64_t);
+}
+
+inline void CopyString(char* dst, size_t cap, const std::string& s) {
+  // Always NUL-terminated (and NUL-padded, so the checksummed bytes are deterministic).
+  std::memset(dst, 0, cap);
+  s.copy(dst, std::min(s.size(), cap - 1));
+}
+
+inline std::string ReadString(const char* src, size_t cap) {
+  return std::string(src, strnlen(src, cap));
+}
+
+}  // namespace hangwatch::agent::open_hang_layout
+
+#endif  // HANGWATCH_AGENT_OPEN_HANG_LAYOUT_H_
