@@ -258,6 +258,8 @@ DecodedWait ReadThreadWait(pid_t tid, uint64_t* sp, char* state) {
     const ssize_t n = unwind::ReadProcFile(path, buf, sizeof(buf));
     *state = n > 0 ? unwind::ParseStatState(buf, static_cast<size_t>(n)) : '?';
   }
+  // Under an emulator the line is the host's: another architecture's call numbers.
+  if (!unwind::ProcSyscallLinesAreOurs()) return {};
   unwind::TaskPath(0, tid, "syscall", path, sizeof(path));
   const ssize_t n = unwind::ReadProcFile(path, buf, sizeof(buf));
   unwind::TaskSyscall sys;

@@ -89,6 +89,9 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   const char state = ParseStatState(stat.data, stat.size);
   out->sched_state = state;  // kept on every path from here: callers falling back reuse it
   if (state != 'S' && state != 'D') return ProcReadStatus::kNotBlocked;
+  // An emulator's /proc shows the host's registers (the state read above is still the
+  // thread's): the signal reads the thread instead.
+  if (!ProcSyscallLinesAreOurs()) return ProcReadStatus::kError;
   if (!ReadTaskFile(target.tid, &files->schedstat, &sched_before)) return ProcReadStatus::kError;
   TaskSyscall sys;
   // Not "running" (checked above): a line without sp and pc is one we cannot use.
@@ -156,7 +159,9 @@ ProcReadStatus ReadBlockedThread(const ThreadInfo& target, CaptureBuffer* out) {
 }
 
 ProcFirstSampler::ProcFirstSampler(ThreadSampler* fallback)
-    : fallback_(fallback), files_(std::make_unique<internal::ProcTaskFiles>()) {}
+    : fallback_(fallback), files_(std::make_unique<internal::ProcTaskFiles>()) {
+  (void)ProcSyscallLinesAreOurs();  // found here, not at the first capture
+}
 
 ProcFirstSampler::~ProcFirstSampler() = default;
 

@@ -4,8 +4,10 @@
 #include "unwind/proc_files.h"
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 
 #include "unwind/internal/task_file.h"
@@ -231,6 +233,26 @@ bool ParseTaskStat(const char* text, size_t len, TaskStat* out) {
   }
   *out = stat;
   return true;
+}
+
+bool ProcSyscallLinesAreOurs() {
+  // 0: not yet known, 1: ours, 2: the host's. Threads that race here compute the same answer.
+  static std::atomic<int> known{0};
+  const int k = known.load(std::memory_order_relaxed);
+  if (k != 0) return k == 1;
+  char buf[256];
+  ssize_t n = ReadProcFile("/proc/thread-self/syscall", buf, sizeof(buf));
+  if (n <= 0) {  // before Linux 3.17
+    char path[64];
+    TaskPath(0, static_cast<pid_t>(syscall(SYS_gettid)), "syscall", path, sizeof(path));
+    n = ReadProcFile(path, buf, sizeof(buf));
+  }
+  TaskSyscall sys;
+  // The line was taken inside ReadProcFile's read(2).
+  const bool ours = n <= 0 || !ParseTaskSyscall(buf, static_cast<size_t>(n), &sys) ||
+                    sys.fields != 9 || sys.nr == SYS_read;
+  known.store(ours ? 1 : 2, std::memory_order_relaxed);
+  return ours;
 }
 
 char ParseStatState(const char* text, size_t len) {

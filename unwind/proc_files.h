@@ -86,6 +86,14 @@ struct TaskSyscall {
 // neither shape.
 bool ParseTaskSyscall(const char* text, size_t len, TaskSyscall* out);
 
+// Whether the syscall lines /proc shows for this process's threads are in this program's own
+// terms: its system call numbers, its registers. Under an emulator (qemu-user) they are the
+// host's (another architecture's call numbers, the emulator's stack pointer), and a reader that
+// decoded them would name calls the program never made. Found once, from the calling thread's
+// own line (the kernel shows a thread reading its own syscall file inside that read(2)), and
+// remembered; true when the line cannot be read (nothing else in /proc can be then either).
+bool ProcSyscallLinesAreOurs();
+
 // ---- /proc/.../schedstat ----
 
 // "<ns on the CPU> <ns waiting on a run queue> <timeslices>" (CONFIG_SCHED_INFO).

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "hangwatch/hangwatch.h"
+#include "unwind/proc_files.h"
 
 namespace hangwatch::testing {
 
@@ -43,6 +44,14 @@ inline constexpr bool kTsan = false;
   if (::hangwatch::testing::kTsan)                             \
   GTEST_SKIP() << "stack shapes are the TSan runtime's under " \
                   "TSan"
+
+// Under an emulator (qemu-user) /proc shows the host's system calls, not the program's, and
+// hangwatch names no system call wait there (unwind::ProcSyscallLinesAreOurs): the tests of what
+// a wait was for skip (they run natively in the plain, ASan and TSan builds).
+#define HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES()                                  \
+  if (!::hangwatch::unwind::ProcSyscallLinesAreOurs())                              \
+  GTEST_SKIP() << "/proc shows another architecture's system calls (an emulator): " \
+                  "no wait can be named"
 
 // Collects every hang reported through a callback.
 class HangCollector {

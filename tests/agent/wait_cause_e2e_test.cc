@@ -62,6 +62,7 @@ std::string TempPath(const char* name) {
 }
 
 TEST(WaitCauseE2eTest, MutexHeldByANamedWorkerNamesItAndWhatItDoes) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
   ASSERT_TRUE(Start(CauseConfig()).ok());
   testing::HangCollector collector;
   std::mutex m;
@@ -128,6 +129,7 @@ TEST(WaitCauseE2eTest, MutexHeldByANamedWorkerNamesItAndWhatItDoes) {
 // main -> A held by "db-writer" -> B held by "journal", asleep in WriteJournalSlowly: the chain
 // names both owners, each with its stack.
 TEST(WaitCauseE2eTest, ChainOfTwoLocksNamesBothOwners) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
   ASSERT_TRUE(Start(CauseConfig()).ok());
   testing::HangCollector collector;
   std::mutex a, b;
@@ -181,6 +183,7 @@ TEST(WaitCauseE2eTest, ChainOfTwoLocksNamesBothOwners) {
 }
 
 TEST(WaitCauseE2eTest, SleepAndChildAreNamed) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
   ASSERT_TRUE(Start(CauseConfig()).ok());
   testing::HangCollector collector;
   BeginWork();
@@ -246,6 +249,7 @@ TEST(WaitCauseE2eTest, BusyHangSaysHowLongHangwatchPausedTheMainThread) {
 // The main thread and a worker each hold one mutex and want the other's, forever. The open
 // hang says deadlock while it lasts, and so does the fatal hang read back after kill -9.
 TEST(WaitCauseE2eTest, DeadlockLiveAndAfterKill) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
   const std::string path = TempPath("deadlock");
   const pid_t pid = fork();
   if (pid == 0) {

@@ -18,6 +18,7 @@
 #include <new>
 #include <thread>
 
+#include "tests/agent/e2e_util.h"
 #include "unwind/proc_blocked_reader.h"
 
 // Counts every operator new of the test binary. The replacements pair malloc with free; GCC
@@ -70,6 +71,7 @@ class ProcCapturer final : public OtherThreadCapturer {
 }
 
 TEST(WaitCauseProbeTest, ALockSampleWithItsOwnerAllocatesNothing) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
   auto probe = MakeLinuxWaitCauseProbe();
   ProcCapturer capturer;
   auto cause = std::make_unique<WaitCause>();
@@ -120,6 +122,7 @@ TEST(WaitCauseProbeTest, ALockSampleWithItsOwnerAllocatesNothing) {
 }
 
 TEST(WaitCauseProbeTest, AHangOnAPipeAllocatesNothingAndNamesItsWriter) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
   auto probe = MakeLinuxWaitCauseProbe();
   auto cause = std::make_unique<WaitCause>();
   auto end_cause = std::make_unique<WaitCause>();
@@ -166,6 +169,7 @@ TEST(WaitCauseProbeTest, AHangOnAPipeAllocatesNothingAndNamesItsWriter) {
 // An owner asleep since its last capture is not captured again (its stack is the same); one that
 // ran since is.
 TEST(WaitCauseProbeTest, AThreadThatDidNotRunIsUnchangedSinceItsLastRead) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   unwind::ThreadInfo info;

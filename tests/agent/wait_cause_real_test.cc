@@ -54,6 +54,7 @@ while True:
 class SlowServerCauseTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
     if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
   }
   std::string StartServer(const std::string& where) {

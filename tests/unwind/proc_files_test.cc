@@ -6,11 +6,15 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <limits.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace hangwatch::unwind {
@@ -83,6 +87,39 @@ TEST(ParseTaskSyscallTest, InsideAndOutsideASystemCall) {
   EXPECT_FALSE(ParseTaskSyscall(running, sizeof(running) - 1, &sys));
   const char odd[] = "7 0x1 0x2 0x3\n";
   EXPECT_FALSE(ParseTaskSyscall(odd, sizeof(odd) - 1, &sys));
+}
+
+// A thread asleep in read(2) on a pipe, its line found by what it reads (the descriptor and the
+// count are the same in any numbering): the line names read(2) exactly when /proc's lines are
+// ours. Natively they are; under qemu-user the number is the host's (x86_64's read is 0,
+// aarch64's 63) and the check says so.
+TEST(ProcSyscallLinesTest, OursExactlyWhenABlockedReadIsNamedRead) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::atomic<pid_t> tid{0};
+  std::thread reader([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    char c;
+    (void)!read(fds[0], &c, 1);
+  });
+  while (tid.load() == 0) std::this_thread::yield();
+  char path[64], text[256];
+  TaskPath(0, tid.load(), "syscall", path, sizeof(path));
+  TaskSyscall sys;
+  bool found = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!found && std::chrono::steady_clock::now() < deadline) {
+    const ssize_t n = ReadProcFile(path, text, sizeof(text));
+    found = n > 0 && ParseTaskSyscall(text, static_cast<size_t>(n), &sys) && sys.fields == 9 &&
+            sys.args[0] == static_cast<uint64_t>(fds[0]) && sys.args[2] == 1;
+    if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  (void)!write(fds[1], "x", 1);
+  reader.join();
+  close(fds[0]);
+  close(fds[1]);
+  ASSERT_TRUE(found) << "the reader never showed its read: " << text;
+  EXPECT_EQ(ProcSyscallLinesAreOurs(), sys.nr == SYS_read) << text;
 }
 
 TEST(ParseSchedStatTest, CountsTheFieldsRead) {

@@ -15,6 +15,7 @@ namespace {
 
 // Reads one thread's syscall line; false when it runs (or the line is unreadable).
 bool ReadWait(pid_t pid, ThreadWait* t) {
+  if (!unwind::ProcSyscallLinesAreOurs()) return false;  // the host's calls, under an emulator
   char path[64];
   char buf[256];
   unwind::TaskPath(pid, t->tid, "syscall", path, sizeof(path));

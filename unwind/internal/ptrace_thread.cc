@@ -167,6 +167,7 @@ void CopyStack(pid_t tid, const std::vector<Mapping>& maps, PtraceThread* t) {
 // /proc/PID/task/TID/syscall gives "nr args... sp pc" while the thread is blocked, and its stack
 // cannot change while it stays blocked.
 void ReadBlockedRegisters(pid_t pid, const std::vector<Mapping>& maps, PtraceThread* t) {
+  if (!ProcSyscallLinesAreOurs()) return;  // the host's registers, under an emulator
   char path[64];
   char buf[512];
   TaskPath(pid, t->tid, "syscall", path, sizeof(path));
