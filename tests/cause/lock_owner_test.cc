@@ -327,7 +327,17 @@ TEST(LockOwnerTest, ChainOfTwoLocksAcrossThreeThreads) {
   const bool ok =
       WaitForCall(t1, SyscallWait::kFutex, &w) && WaitForCall(t2, SyscallWait::kFutex, &w2);
   WaitChain chain;
-  if (ok) FollowChain(t1, ResolveFutexWait(w), &chain);
+  // t3 wakes every 2 ms to look at `release`: on a loaded machine a read can find it awake
+  // (runnable, no system call). The chain is read again until it finds t3 asleep (bounded).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (ok) {
+    chain = WaitChain{};
+    FollowChain(t1, ResolveFutexWait(w), &chain);
+    if ((chain.length == 2 && chain.links[1].wait.wait == SyscallWait::kSleep) ||
+        std::chrono::steady_clock::now() > deadline) {
+      break;
+    }
+  }
   release = true;
   th3.join();
   th2.join();

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "report/report_decode.h"
+#include "tools/reader/line_reader.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -28,34 +29,51 @@ bool ParseHangLine(std::string_view line, HangRecord* out, std::string* error) {
   return report::DecodeHang(line, out, error);
 }
 
-bool ParseJsonLines(std::string_view text, Report* out, std::string* error) {
-  size_t line_no = 0, valid = 0, nonempty = 0;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    ++line_no;
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
-      line.remove_suffix(1);
-    }
-    if (line.empty()) continue;
-    ++nonempty;
-    std::string why;
-    report::Record record;
-    if (report::Decode(line, &record, &why)) {
-      std::visit(AddTo{out}, std::move(record));
-      ++valid;
-    } else {
-      if (out->first_error.empty())
-        out->first_error = "line " + std::to_string(line_no) + ": " + why;
-      ++out->skipped_lines;
-    }
+void JsonLinesParser::Add(std::string_view line) {
+  ++line_no_;
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+    line.remove_suffix(1);
   }
-  if (nonempty > 0 && valid == 0) {
-    *error = "no valid record (" + out->first_error + ")";
+  if (line.empty()) return;
+  ++nonempty_;
+  std::string why;
+  report::Record record;
+  if (report::Decode(line, &record, &why)) {
+    std::visit(AddTo{out_}, std::move(record));
+    ++valid_;
+  } else {
+    if (out_->first_error.empty())
+      out_->first_error = "line " + std::to_string(line_no_) + ": " + why;
+    ++out_->skipped_lines;
+  }
+}
+
+void JsonLinesParser::AddTooLong() {
+  ++line_no_;
+  ++nonempty_;
+  if (out_->first_error.empty()) {
+    out_->first_error = "line " + std::to_string(line_no_) + ": longer than " +
+                        std::to_string(kMaxLineBytes >> 20) + " MiB";
+  }
+  ++out_->skipped_lines;
+}
+
+bool JsonLinesParser::Finish(std::string* error) const {
+  if (nonempty_ > 0 && valid_ == 0) {
+    *error = "no valid record (" + out_->first_error + ")";
     return false;
   }
   return true;
+}
+
+bool ParseJsonLines(std::string_view text, Report* out, std::string* error) {
+  JsonLinesParser parser(out);
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    parser.Add(text.substr(0, nl));
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+  }
+  return parser.Finish(error);
 }
 
 void MergeReport(Report&& from, Report* into) {

@@ -41,6 +41,24 @@ struct Report {
   std::set<std::string> dwarf_source_files;
 };
 
+// Parses JSON Lines one line at a time into a Report, numbering the lines across everything it
+// is given ("line N" in Report::first_error): ParseJsonLines feeds it one text, `hangwatch run`
+// the lines of each file its report went to (tools/reader/line_reader.h).
+class JsonLinesParser {
+ public:
+  explicit JsonLinesParser(Report* out) : out_(out) {}
+  // One line, without its '\n'.
+  void Add(std::string_view line);
+  // A line the LineReader did not keep (longer than kMaxLineBytes): skipped, and said.
+  void AddTooLong();
+  // False (with *error) when it was given content but not a single valid record.
+  bool Finish(std::string* error) const;
+
+ private:
+  Report* out_;
+  size_t line_no_ = 0, valid_ = 0, nonempty_ = 0;
+};
+
 // Parses one JSON Lines text. Returns false (with *error) only when the text has content but
 // not a single valid record.
 bool ParseJsonLines(std::string_view text, Report* out, std::string* error);

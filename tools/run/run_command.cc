@@ -287,6 +287,7 @@ struct RunState {
   LaunchLog log;
   Report report;  // what the run appended to the report, and the fatal hangs
   size_t lost_hangs = 0;
+  std::string report_unread;  // "PATH: why" when the report stopped reading: hangs may be missed
   size_t unjudged_shutdown_hangs = 0;  // shutdown-phase hangs, without --judge-shutdown
   std::vector<const LaunchProcess*> still_running;
   std::vector<int64_t> locked;  // pids whose open-hang file is locked (alive)
@@ -409,9 +410,11 @@ void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* 
     return std::find(run->locked.begin(), run->locked.end(), pid) != run->locked.end();
   };
   {
+    // Torn lines are counted in the report; a file that no longer reads is said, and what was
+    // read before it is kept.
+    JsonLinesParser parser(&run->report);
     std::string error;
-    // Torn lines are counted in the report.
-    ParseJsonLines(report_file->ReadAppended(), &run->report, &error);
+    if (!report_file->ReadAppended(&parser, &error)) run->report_unread = error;
   }
   for (HangRecord& fatal : TakeFatalHangs(run->tmpdir, is_live)) {
     if (!run->own_report) {
@@ -435,8 +438,10 @@ void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* 
   if (!o.gate.budgets.judge_shutdown) {
     run->unjudged_shutdown_hangs = CountShutdownHangs(run->report.hangs);
   }
+  // A report that could not be read to its end may hide hangs: never "no hangs" then.
   run->stalled = run->report.hangs.size() > run->unjudged_shutdown_hangs ||
-                 !run->report.startup_stalls.empty() || run->lost_hangs > 0;
+                 !run->report.startup_stalls.empty() || run->lost_hangs > 0 ||
+                 !run->report_unread.empty();
   run->none_watched = run->watched.empty();
 }
 
@@ -450,7 +455,7 @@ int Judge(const RunOptions& o, const GateInputs& gate_inputs, RunState* run) {
                                   gate_inputs.has_baseline ? &gate_inputs.baseline : nullptr,
                                   gate_inputs.baseline_tallies, gate_inputs.allow, o.gate.budgets);
     if (run->none_watched) return kExitNotWatched;
-    return !run->verdict.passed || run->lost_hangs > 0 ||
+    return !run->verdict.passed || run->lost_hangs > 0 || !run->report_unread.empty() ||
                    (o.fail_on_hang && !run->report.startup_stalls.empty())
                ? kExitHang
                : run->exit_code;
@@ -462,6 +467,11 @@ int Judge(const RunOptions& o, const GateInputs& gate_inputs, RunState* run) {
 
 // "N hangs in COMMAND" or "no hangs", the summary and the processes watched.
 void PrintHangs(const RunOptions& o, const RunState& run) {
+  if (!run.report_unread.empty()) {
+    std::fprintf(stderr,
+                 "hangwatch run: %s: the hangs after that point of the report are not counted\n",
+                 EscapeForTerminal(run.report_unread).c_str());
+  }
   if (run.stalled || run.unjudged_shutdown_hangs > 0) {
     const size_t hangs = run.report.hangs.size() + run.lost_hangs;
     std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n", hangs,

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+
+#include "tools/reader/line_reader.h"
 
 namespace hangwatch::tools {
 
@@ -17,10 +20,7 @@ ReportFollower::ReportFollower(std::string path) : path_(std::move(path)) {
   Take(path_, -1);
 }
 
-ReportFollower::~ReportFollower() {
-  StopFollowing();
-  for (const Held& h : held_) close(h.fd);
-}
+ReportFollower::~ReportFollower() { StopFollowing(); }
 
 void ReportFollower::Follow() {
   follower_ = std::thread([this] {
@@ -49,7 +49,7 @@ void ReportFollower::StopFollowing() {
 bool ReportFollower::Seen(dev_t dev, ino_t ino) const {
   if (dev == old_dev_ && ino == old_ino_) return true;
   for (const Held& h : held_) {
-    if (h.dev == dev && h.ino == ino) return true;
+    if (h.file.stat().st_dev == dev && h.file.stat().st_ino == ino) return true;
   }
   return false;
 }
@@ -58,15 +58,13 @@ bool ReportFollower::Seen(dev_t dev, ino_t ino) const {
 void ReportFollower::Take(const std::string& name, off_t from) {
   struct stat st;
   if (stat(name.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || Seen(st.st_dev, st.st_ino)) return;
-  // O_NONBLOCK: whatever is there now, an open never waits (a FIFO put in its place). A
-  // symbolic link is followed, as the writers follow it: --report may name one.
-  const int fd = open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || Seen(st.st_dev, st.st_ino)) {
-    close(fd);
-    return;
-  }
-  held_.push_back({fd, st.st_dev, st.st_ino, from < 0 ? st.st_size : from});
+  // InputFile's rule: an open never waits (a FIFO put in its place), only a regular file is
+  // kept. A symbolic link is followed, as the writers follow it: --report may name one.
+  InputFile file;
+  std::string why;
+  if (!file.Open(name, &why) || Seen(file.stat().st_dev, file.stat().st_ino)) return;
+  const off_t size = file.stat().st_size;
+  held_.push_back({std::move(file), from < 0 ? size : from});
 }
 
 void ReportFollower::Poll() {
@@ -76,23 +74,27 @@ void ReportFollower::Poll() {
   Take(path_, 0);
 }
 
-std::string ReportFollower::ReadAppended() {
+bool ReportFollower::ReadAppended(JsonLinesParser* parser, std::string* error) {
   StopFollowing();
   Poll();
   std::lock_guard<std::mutex> lock(mu_);
-  std::string out;
   for (const Held& h : held_) {
     struct stat st;
-    if (fstat(h.fd, &st) != 0) continue;
-    off_t at = st.st_size >= h.from ? h.from : 0;
-    // Each file on a line boundary: a torn last line of one file must not join the next.
-    if (!out.empty() && out.back() != '\n') out.push_back('\n');
-    char buf[1 << 16];
-    for (ssize_t n; (n = pread(h.fd, buf, sizeof buf, at)) > 0; at += n) {
-      out.append(buf, static_cast<size_t>(n));
+    if (fstat(h.file.fd(), &st) != 0) continue;
+    LineReader reader(h.file, static_cast<uint64_t>(st.st_size >= h.from ? h.from : 0));
+    for (Line line; reader.Next(&line);) {
+      if (line.too_long) {
+        parser->AddTooLong();
+      } else {
+        parser->Add(line.text);
+      }
+    }
+    if (reader.error() != 0) {
+      *error = h.file.path() + ": " + std::strerror(reader.error());
+      return false;
     }
   }
-  return out;
+  return true;
 }
 
 }  // namespace hangwatch::tools

@@ -17,6 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "tools/reader/input_file.h"
+#include "tools/reader/report_reader.h"
+
 namespace hangwatch::tools {
 
 class ReportFollower {
@@ -35,16 +38,16 @@ class ReportFollower {
   // Takes hold of PATH.1 and PATH when they are files not seen before (a rotation happened).
   void Poll();
 
-  // Stops following, polls once more, and returns what the run appended, in the order the files
-  // were found: the first file from where it stood at the start (from its beginning if it was
-  // truncated below that: copytruncate), each later one whole.
-  std::string ReadAppended();
+  // Stops following, polls once more, and gives `parser` the lines the run appended, through
+  // the shared line source (tools/reader/line_reader.h), in the order the files were found: the
+  // first file from where it stood at the start (from its beginning if it was truncated below
+  // that: copytruncate), each later one whole. A file's torn last line is a line of its own.
+  // False with *error ("PATH: why") on a read error; the lines read before it were given.
+  bool ReadAppended(JsonLinesParser* parser, std::string* error);
 
  private:
   struct Held {
-    int fd = -1;
-    dev_t dev = 0;
-    ino_t ino = 0;
+    InputFile file;  // its device and inode: file.stat()
     off_t from = 0;
   };
   bool Seen(dev_t dev, ino_t ino) const;
