@@ -199,9 +199,9 @@ void OpenHangFile::WriteLiveHeader(const HangData& hang, bool open) {
   h.dropped_stacks = s.dropped_stacks;
   h.num_modules = num_modules_;
   h.modules_checksum = modules_checksum_;
-  h.checksum = Checksum(&h, offsetof(LiveHeader, checksum));
+  h.pause_ns = s.pause_ns;
   // Overwrite the older copy; the newer one stays intact if this write is torn.
-  std::memcpy(map_ + kLiveHeaderOffset[generation_ % 2], &h, sizeof(h));
+  StoreLiveHeader(h, version_, map_ + kLiveHeaderOffset[generation_ % 2]);
 }
 
 void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
@@ -312,8 +312,7 @@ void OpenHangFile::Clear() {
 void OpenHangFile::WriteClosedLiveHeader() {
   LiveHeader h{};
   h.generation = ++generation_;
-  h.checksum = Checksum(&h, offsetof(LiveHeader, checksum));
-  std::memcpy(map_ + kLiveHeaderOffset[generation_ % 2], &h, sizeof(h));
+  StoreLiveHeader(h, version_, map_ + kLiveHeaderOffset[generation_ % 2]);
 }
 
 size_t OpenHangFileSampleOffset(const HangLimits& limits, size_t index) {

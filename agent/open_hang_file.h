@@ -4,7 +4,8 @@
 //
 // Fixed binary layout (native byte order; read on the machine that wrote it):
 //   [0, 256)      StaticHeader: magic "HWOPENHG", version, capacities, region offsets, checksum
-//   [256, 512)    LiveHeader copy 0
+//   [256, 512)    LiveHeader copy 0 (the hang's counters so far; from version 4 also the main
+//                 thread's pause for captures, so a fatal hang keeps monitor_pause_us)
 //   [512, 768)    LiveHeader copy 1
 //   modules       max_modules ModuleRecords (path, build-id, load bias, executable ranges)
 //   samples       max_samples SampleRecords (t, CPU delta, state, how the sample was taken,
@@ -50,7 +51,8 @@ class OpenHangFile {
   static std::unique_ptr<OpenHangFile> Create(const std::string& path, const HangLimits& limits,
                                               std::string* error);
   // Same, writing format `version` as an older agent did (1: without frame and sample
-  // methods; 2: without the cause): for tests of reading what an older agent left behind.
+  // methods; 2: without the cause; 3: without the pause): for tests of reading what an older
+  // agent left behind.
   static std::unique_ptr<OpenHangFile> CreateForTest(const std::string& path,
                                                      const HangLimits& limits, std::string* error,
                                                      uint32_t version);

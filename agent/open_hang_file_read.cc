@@ -73,14 +73,13 @@ std::string StaticHeaderProblem(const StaticHeader& sh, uint64_t file_size) {
   return "";
 }
 
-// The newest of the two live header copies in `head` whose checksum holds; false when both
-// are torn.
-bool NewestLiveHeader(const unsigned char* head, LiveHeader* live) {
+// The newest of the two live header copies in `head` (of format `version`) whose checksum
+// holds; false when both are torn.
+bool NewestLiveHeader(const unsigned char* head, uint32_t version, LiveHeader* live) {
   bool have_live = false;
   for (size_t off : kLiveHeaderOffset) {
     LiveHeader h;
-    std::memcpy(&h, head + off, sizeof(h));
-    if (h.checksum != Checksum(&h, offsetof(LiveHeader, checksum))) {
+    if (!LoadLiveHeader(head + off, version, &h)) {
       continue;
     }
     if (!have_live || h.generation > live->generation) {
@@ -187,6 +186,7 @@ void SetFatalSummary(const LiveHeader& live, uint64_t cpu_us, HangData* hang) {
   s.samples = std::max(s.samples, live.samples);
   s.failed_samples = std::max(s.failed_samples, live.failed_samples);
   s.dropped_stacks = std::max(s.dropped_stacks, live.dropped_stacks);
+  s.pause_ns = live.pause_ns;  // 0 in files of format 3 and older
   s.fatal = true;
 }
 
@@ -254,7 +254,7 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     return invalid(problem);
   }
   LiveHeader live{};
-  if (!NewestLiveHeader(head, &live)) {
+  if (!NewestLiveHeader(head, sh.version, &live)) {
     return invalid("no valid state (both copies torn)");
   }
   if (live.open == 0) {

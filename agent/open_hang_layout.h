@@ -13,9 +13,10 @@
 
 namespace hangwatch::agent::open_hang_layout {
 
-// 3: the cause region after the samples and each sample's cause kind; 2: frame and sample
-// methods; 1: without them (all read).
-constexpr uint32_t kVersion = 3;
+// 4: the main thread's pause for captures in the live header; 3: the cause region after the
+// samples and each sample's cause kind; 2: frame and sample methods; 1: without them (all
+// read).
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;
 constexpr size_t kLiveHeaderOffset[2] = {256, 512};
@@ -63,9 +64,15 @@ struct LiveHeader {
   uint32_t dropped_stacks;
   uint32_t num_modules;
   uint64_t modules_checksum;
+  // (version 4) hangwatch's own cost so far: the main thread's pauses for captures, summed
+  // (HangSummary::pause_ns). Versions 1 to 3 have their checksum here.
+  uint64_t pause_ns;
   uint64_t checksum;  // of the bytes above
 };
 static_assert(sizeof(LiveHeader) <= 256);
+static_assert(offsetof(LiveHeader, pause_ns) == 88 && offsetof(LiveHeader, checksum) == 96 &&
+                  sizeof(LiveHeader) == 104,
+              "no padding: the checksum covers every byte before it");
 
 struct ModuleRecord {
   char path[kPathBytes];
@@ -114,6 +121,32 @@ inline uint64_t Checksum(const void* data, size_t n) {
     h *= 0x100000001b3ull;
   }
   return h;
+}
+
+// Where a live header's checksum sits in format `version`: after pause_ns (4), in its place
+// before (the older formats end with modules_checksum).
+inline size_t LiveChecksumOffset(uint32_t version) {
+  return version >= 4 ? offsetof(LiveHeader, checksum) : offsetof(LiveHeader, pause_ns);
+}
+
+// Writes `h` into a live header slot as format `version` lays it out, with its checksum.
+inline void StoreLiveHeader(const LiveHeader& h, uint32_t version, unsigned char* slot) {
+  const size_t at = LiveChecksumOffset(version);
+  const uint64_t sum = Checksum(&h, at);
+  std::memcpy(slot, &h, at);
+  std::memcpy(slot + at, &sum, sizeof(sum));
+}
+
+// The live header in `slot` as format `version` lays it out (pause_ns 0 before version 4);
+// false when its checksum fails.
+inline bool LoadLiveHeader(const unsigned char* slot, uint32_t version, LiveHeader* out) {
+  const size_t at = LiveChecksumOffset(version);
+  LiveHeader h{};
+  std::memcpy(&h, slot, at);
+  std::memcpy(&h.checksum, slot + at, sizeof(h.checksum));
+  if (h.checksum != Checksum(&h, at)) return false;
+  *out = h;
+  return true;
 }
 
 inline size_t SampleRecordSize(size_t max_frames, uint32_t version = kVersion) {

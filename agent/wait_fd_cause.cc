@@ -196,43 +196,66 @@ void HangScheduling::End(pid_t tid, WaitCause* cause) {
   started_ = false;
   probe_->Take(tid, after_.get());
   const cause::SchedPressure p = cause::Compare(*before_, *after_);
+  RefineBySchedule(p, cause);
+  // The file mapping with the most pages out of memory while the thread was in a fault.
+  if (cause->kind == CauseKind::kFault && cold_listed_ && cold_->count > 0) {
+    CopyText(cold_->mappings[0].path, cause->mapping);
+  }
+}
+
+void RefineBySchedule(const cause::SchedPressure& p, WaitCause* cause) {
   const bool busy = cause->kind == CauseKind::kNone || cause->kind == CauseKind::kCpu;
-  if (cause->kind == CauseKind::kIo && p.has_faults) cause->major_faults = p.major_faults;
-  if (!busy && cause->kind != CauseKind::kIo) return;
-  if (busy && p.starved) {
-    cause->kind = CauseKind::kStarved;
+  const bool io = cause->kind == CauseKind::kIo;
+  if (io && p.has_faults) cause->major_faults = p.major_faults;
+  if (!busy && !io) return;
+  // The resource the machine stalled on most; an io hang is explained by the machine's I/O or
+  // memory stalls, not by its CPU's.
+  const cause::SchedPressure::Resource* worst = nullptr;
+  const char* worst_name = "";
+  const cause::SchedPressure::Resource* all[] = {&p.cpu, &p.memory, &p.io};
+  const char* names[] = {"cpu", "memory", "io"};
+  for (size_t i = busy ? 0 : 1; i < 3; ++i) {
+    if (all[i]->present && all[i]->some_permille >= 100 &&
+        (worst == nullptr || all[i]->some_permille > worst->some_permille)) {
+      worst = all[i];
+      worst_name = names[i];
+    }
+  }
+  if (busy) {
+    // A throttled thread waits on its run queue while its cgroup has no quota left: that wait
+    // is the quota's (throttled), not other load's (starved), when the cgroup was throttled for
+    // at least half of it.
+    const bool quota_wait = p.throttled && p.throttled_usec * 2000 >= p.run_delay_ns;
+    if (p.starved && !quota_wait) {
+      cause->kind = CauseKind::kStarved;
+    } else if (!p.starved && p.has_faults && p.major_faults > 0 &&
+               (!p.has_run_delay || p.cpu_ns * 2 < static_cast<uint64_t>(p.duration_ns))) {
+      // Off the CPU, not waiting for it, outside any system call: reading pages in.
+      cause->kind = CauseKind::kFault;
+      cause->major_faults = p.major_faults;
+      return;
+    } else if (p.throttled) {
+      cause->kind = CauseKind::kThrottled;
+    } else if (worst != nullptr) {
+      cause->kind = CauseKind::kPressure;
+    } else {
+      return;
+    }
+    // Every figure that applies, whatever the kind: a starved hang on a machine short of CPU
+    // says so too ("was it us or the machine?").
     cause->run_delay_ns = p.run_delay_ns;
     cause->runnable_threads = p.runnable_others;
-  } else if (busy && p.has_faults && p.major_faults > 0 &&
-             (!p.has_run_delay || p.cpu_ns * 2 < static_cast<uint64_t>(p.duration_ns))) {
-    // Off the CPU, not waiting for it, outside any system call: reading pages in.
-    cause->kind = CauseKind::kFault;
-    cause->major_faults = p.major_faults;
-    // The file mapping with the most pages out of memory while the thread was in a fault.
-    if (cold_listed_ && cold_->count > 0) CopyText(cold_->mappings[0].path, cause->mapping);
-  } else if (busy && p.throttled) {
-    cause->kind = CauseKind::kThrottled;
-    cause->throttled_ns = p.throttled_usec * 1000;
-    cause->nr_throttled = p.nr_throttled;
-  } else if (p.pressure) {
-    // The resource the machine stalled on most.
-    const cause::SchedPressure::Resource* worst = nullptr;
-    const char* name = "";
-    const cause::SchedPressure::Resource* all[] = {&p.cpu, &p.memory, &p.io};
-    const char* names[] = {"cpu", "memory", "io"};
-    // An io hang is explained by the machine's I/O or memory stalls, not by its CPU's.
-    for (size_t i = busy ? 0 : 1; i < 3; ++i) {
-      if (all[i]->present && (worst == nullptr || all[i]->some_permille > worst->some_permille)) {
-        worst = all[i];
-        name = names[i];
-      }
+    if (p.throttled) {
+      cause->throttled_ns = p.throttled_usec * 1000;
+      cause->nr_throttled = p.nr_throttled;
     }
-    if (worst == nullptr || worst->some_permille < 100) return;
+  } else if (worst != nullptr) {
     cause->kind = CauseKind::kPressure;
-    CopyText(name, cause->pressure_resource);
-    if (worst != nullptr) {
-      cause->pressure_some_avg10_centi = static_cast<uint32_t>(worst->some_avg10 * 100);
-    }
+  }
+  if (worst != nullptr) {
+    CopyText(worst_name, cause->pressure_resource);
+    cause->pressure_some_avg10_centi = static_cast<uint32_t>(worst->some_avg10 * 100);
+    cause->pressure_full_avg10_centi = static_cast<uint32_t>(worst->full_avg10 * 100);
   }
 }
 

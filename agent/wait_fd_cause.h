@@ -4,7 +4,8 @@
 //                   other end (ipc: a pipe's or a socket's peer process, addresses), or the file
 //                   and the kernel function the thread sleeps in (io);
 //   HangScheduling  the thread's scheduling counters at a hang's start and end: starved,
-//                   throttled, pressure, major faults (fault, and the faults of an io hang).
+//                   throttled, pressure, major faults (fault, and the faults of an io hang),
+//                   decided by RefineBySchedule.
 // Both allocate their scratch when constructed (before the watchdog runs) and nothing after.
 #ifndef HANGWATCH_AGENT_WAIT_FD_CAUSE_H_
 #define HANGWATCH_AGENT_WAIT_FD_CAUSE_H_
@@ -24,6 +25,7 @@ struct WaitFds;
 struct WaitFdsScratch;
 struct KernelWait;
 class SchedProbe;
+struct SchedPressure;
 struct SchedSnapshot;
 }  // namespace hangwatch::cause
 
@@ -71,10 +73,8 @@ class HangScheduling {
   // once per hang, this process's file mappings with pages not in memory are listed, the
   // candidates for the fault (the faulting address is not published).
   void NoteFaultSample();
-  // Compares with the start, and refines *cause: a busy hang (no cause) becomes starved,
-  // fault, throttled or pressure (the first that the counters show); an io hang carries its
-  // major faults, and becomes pressure when the machine stalled on I/O or memory. Nothing when
-  // Start was not called.
+  // Compares with the start and refines *cause (RefineBySchedule); a fault names the file
+  // mapping most out of memory. Nothing when Start was not called.
   void End(pid_t tid, WaitCause* cause);
 
  private:
@@ -86,6 +86,16 @@ class HangScheduling {
   bool started_ = false;
   bool cold_listed_ = false;
 };
+
+// What a hang's scheduling counters `p` (from its first sample to its end) say of *cause:
+//   a busy hang (no cause) becomes, by the first that holds: throttled, when the cgroup's
+//   quota kept it off the CPU for at least half of its wait for one; starved (it waited for a
+//   CPU for half the hang or more); fault (off the CPU with major faults); throttled; pressure
+//   (the machine stalled on some resource for 10 % of the time or more). Whatever the kind, it
+//   carries every figure that applies: run delay, throttling, the machine's worst pressure.
+//   An io hang carries its major faults, and becomes pressure when the machine stalled on I/O
+//   or memory. Other kinds are left as they are.
+void RefineBySchedule(const cause::SchedPressure& p, WaitCause* cause);
 
 }  // namespace hangwatch::agent
 

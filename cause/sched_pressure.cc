@@ -165,6 +165,7 @@ SchedPressure::Resource ComparePsi(const PsiResource& a, const PsiResource& b, i
   }
   r.some_permille = Permille(r.some_us * 1000, ns);
   r.some_avg10 = b.some.avg10;
+  r.full_avg10 = b.full.present ? b.full.avg10 : 0;
   return r;
 }
 
@@ -219,6 +220,9 @@ void SchedProbe::Take(pid_t tid, SchedSnapshot* out) {
   }
   unwind::ProcPath(pid_, "task", path, sizeof path);
   const int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // The thread taking the snapshot is running, reading this: in this process (the agent's
+  // watchdog), it is not one of the threads the target competes with.
+  const pid_t reader = pid_ == 0 || pid_ == getpid() ? static_cast<pid_t>(syscall(SYS_gettid)) : 0;
   if (dir >= 0) {
     out->has_threads = true;
     uint32_t scanned = 0;
@@ -230,7 +234,9 @@ void SchedProbe::Take(pid_t tid, SchedSnapshot* out) {
         unsigned short reclen;
         std::memcpy(&reclen, dents_ + at + 16, sizeof reclen);
         at += reclen;
-        if (name[0] < '0' || name[0] > '9' || std::atoi(name) == tid) continue;
+        if (name[0] < '0' || name[0] > '9') continue;
+        const pid_t other = std::atoi(name);
+        if (other == tid || other == reader) continue;
         ++scanned;
         char leaf[40];
         std::snprintf(leaf, sizeof leaf, "%s/stat", name);

@@ -48,8 +48,10 @@ struct SchedSnapshot {
   uint64_t minor_faults = 0;
   uint64_t major_faults = 0;
 
-  bool has_threads = false;      // /proc/PID/task listed
-  uint32_t runnable_others = 0;  // other threads of the process in state R now (bounded scan)
+  bool has_threads = false;  // /proc/PID/task listed
+  // Other threads of the process in state R now (bounded scan), the one taking the snapshot
+  // left out.
+  uint32_t runnable_others = 0;
 
   bool has_cgroup = false;  // the cgroup's cpu.stat read, with throttling fields
   uint64_t nr_periods = 0;
@@ -101,6 +103,7 @@ struct SchedPressure {
     uint64_t full_us = 0;        // of "full"
     uint32_t some_permille = 0;  // of duration
     double some_avg10 = 0;       // at the end
+    double full_avg10 = 0;       // at the end (0 without a "full" line)
   };
   Resource cpu, memory, io;
   bool pressure = false;  // some resource's "some" stall >= 10 % of duration

@@ -40,6 +40,27 @@ std::string CulpritLabel(const Culprit& c) {
   return s;
 }
 
+// "machine pressure: cpu (some avg10 45.0 %)": the resource the machine stalled on most during
+// the hang, with its 10-second average at the end.
+std::string MachinePressure(const Cause& c) {
+  char avg[32];
+  std::snprintf(avg, sizeof(avg), "%.1f", c.pressure_some_avg10);
+  return "machine pressure: " + c.pressure_resource + " (some avg10 " + avg + " %)";
+}
+
+// The figures of a busy hang's refinements other than its kind's own, as "; ..." clauses: a
+// starved hang in a throttled cgroup or on a machine short of CPU says so.
+std::string OtherSchedulingFigures(const Cause& c) {
+  std::string s;
+  if (c.kind != CauseKind::kThrottled && c.nr_throttled > 0) {
+    s += "; the cgroup's CPU quota throttled the process " + std::to_string(c.nr_throttled) +
+         " times, for " + std::to_string(c.throttled_ms) + " ms";
+  }
+  if (c.kind != CauseKind::kPressure && !c.pressure_resource.empty())
+    s += "; " + MachinePressure(c);
+  return s;
+}
+
 }  // namespace
 
 std::string DescribeLock(const CauseLock& l) { return LockWords(l.type) + " " + Hex(l.addr); }
@@ -135,19 +156,20 @@ std::string DescribeCause(const Cause& c, uint64_t duration_ms) {
       std::string s =
           "runnable but not running: waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
       if (c.runnable_threads > 0) {
-        s += ", " + std::to_string(c.runnable_threads) + " other threads of the process runnable";
+        s += ", " + std::to_string(c.runnable_threads) + " other thread" +
+             (c.runnable_threads == 1 ? "" : "s") + " of the process runnable";
       }
-      return s;
+      return s + OtherSchedulingFigures(c);
     }
-    case CauseKind::kThrottled:
-      return "the cgroup's CPU quota throttled the process " + std::to_string(c.nr_throttled) +
-             " times, for " + std::to_string(c.throttled_ms) + " ms";
-    case CauseKind::kPressure: {
-      char avg[32];
-      std::snprintf(avg, sizeof(avg), "%.1f", c.pressure_some_avg10);
-      return "the machine was short of " + c.pressure_resource + " (pressure: some avg10 " + avg +
-             " %)";
+    case CauseKind::kThrottled: {
+      std::string s = "the cgroup's CPU quota throttled the process " +
+                      std::to_string(c.nr_throttled) + " times, for " +
+                      std::to_string(c.throttled_ms) + " ms";
+      if (c.run_delay_ms > 0) s += ": waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
+      return s + OtherSchedulingFigures(c);
     }
+    case CauseKind::kPressure:
+      return MachinePressure(c) + ": the machine was short of " + c.pressure_resource;
     case CauseKind::kOther:
       return "in " + c.syscall;
     default:

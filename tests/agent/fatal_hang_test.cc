@@ -112,6 +112,50 @@ TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
   unlink(json_path.c_str());
 }
 
+// hangwatch's own cost survives the kill: the live header carries the main thread's pause for
+// captures (format 4), so the fatal hang says the monitor_pause_us the open hang said. The
+// child is stopped before it is killed, so that the open hang read last is the one killed.
+TEST(FatalHangTest, KilledDuringABusyHangKeepsHangwatchsPause) {
+  const std::string path = TempPath("open_hang_pause");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    Config c = testing::TestConfig();
+    c.open_hang_path = path;
+    if (!Start(c).ok()) _exit(10);
+    BeginWork();
+    StuckForever();  // interrupted by the sampling signal at every sample
+    _exit(11);
+  }
+  ASSERT_GT(pid, 0);
+  HangRecord live;
+  std::string error;
+  const bool open = testing::WaitUntil(
+      [&] {
+        return ReadOpenHangFile(path, &live, &error) == OpenHangReadStatus::kFound &&
+               live.samples >= 5;
+      },
+      std::chrono::seconds(20));
+  kill(pid, SIGSTOP);
+  int status = 0;
+  const bool stopped = waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status);
+  const OpenHangReadStatus live_read = ReadOpenHangFile(path, &live, &error);
+  kill(pid, SIGKILL);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(open) << "the child's hang never showed up in " << path << " " << error;
+  ASSERT_TRUE(stopped);
+  ASSERT_EQ(live_read, OpenHangReadStatus::kFound) << error;
+  HangRecord fatal;
+  ASSERT_EQ(ReadOpenHangFile(path, &fatal, &error), OpenHangReadStatus::kFound) << error;
+  unlink(path.c_str());
+  EXPECT_TRUE(fatal.fatal);
+  EXPECT_GE(fatal.samples, 5u);
+  EXPECT_EQ(fatal.samples, live.samples);
+  // A busy thread is paused by every signal sample: some pause, a small part of the hang.
+  EXPECT_GT(fatal.monitor_pause_us, 0u);
+  EXPECT_EQ(fatal.monitor_pause_us, live.monitor_pause_us);
+  EXPECT_LT(fatal.monitor_pause_us, fatal.duration_ms * 1000);
+}
+
 void FillHang(agent::HangData* hang, int samples) {
   hang->Clear();
   hang->summary.pid = 7;
@@ -275,6 +319,40 @@ TEST(OpenHangFileTest, ReadsTheFormatAnOlderAgentWrote) {
   EXPECT_TRUE(saw_new_stack);
   file.reset();
   unlink(path.c_str());
+}
+
+// The live header carries the main thread's pause for captures from format 4 on, each copy
+// its own (a torn newest copy gives the pause of the state before); a file an agent of format 3
+// left behind still reads, with no pause.
+TEST(OpenHangFileTest, ThePauseIsInEachLiveHeaderFromFormat4AndNoneBefore) {
+  for (const uint32_t version : {3u, 4u}) {
+    SCOPED_TRACE(version);
+    const std::string path = TempPath("pause");
+    agent::HangLimits limits;
+    limits.max_frames = 8;
+    limits.max_timeline = 32;
+    std::string error;
+    auto file = agent::OpenHangFile::CreateForTest(path, limits, &error, version);
+    ASSERT_NE(file, nullptr) << error;
+    agent::HangData hang(limits);
+    FillHang(&hang, 3);
+    hang.summary.pause_ns = 1'234'567;
+    file->Open(hang);  // live header copy 0
+    const uintptr_t frames[] = {0x3000, 0x2000};
+    hang.AddSample(90, frames, 2, frames[0], 10'000'000, 'R', true);
+    hang.summary.pause_ns += 100'000;
+    file->AddLastSample(hang);  // copy 1
+    HangRecord r;
+    ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+    EXPECT_EQ(r.timeline.size(), 4u);
+    EXPECT_EQ(r.monitor_pause_us, version >= 4 ? 1334u : 0u);
+    Corrupt(path, agent::OpenHangFileLiveHeaderOffset(1) + 90);  // inside copy 1's pause
+    ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+    EXPECT_EQ(r.timeline.size(), 3u);
+    EXPECT_EQ(r.monitor_pause_us, version >= 4 ? 1234u : 0u);
+    file.reset();
+    unlink(path.c_str());
+  }
 }
 
 TEST(OpenHangFileTest, ClosedHangMissingEmptyAndForeignFiles) {

@@ -1,13 +1,13 @@
 // SchedProbe / Compare on real contention: a thread sharing its CPU with three busy threads
 // (sched_setaffinity) is starved; a file mapped, dropped from the page cache and touched gives
 // major faults in that mapping; a child in a CPU-limited cgroup is throttled; a thread asleep
-// has its kernel wait read; a dead thread gives empty snapshots, never a crash.
+// has its kernel wait read; a dead thread gives empty snapshots, never a crash; the thread
+// taking a snapshot is not counted among the runnable ones.
 #include "cause/sched_pressure.h"
 
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,6 +23,7 @@
 #include "blocked_thread.h"
 #include "cause/fault.h"
 #include "cause/kernel_wait.h"
+#include "cpu_quota_cgroup.h"
 
 namespace hangwatch::cause {
 namespace {
@@ -97,6 +97,27 @@ TEST(SchedPressure, ThreadSharingItsCpuWithThreeBusyThreadsIsStarved) {
   EXPECT_FALSE(p.d_state);
 }
 
+// The thread taking a snapshot is running while it reads the task list: it is not one of the
+// target's competitors (the agent's watchdog would otherwise make every starved hang say "1
+// other thread runnable").
+TEST(SchedPressure, TheThreadTakingTheSnapshotIsNotCountedRunnable) {
+  std::atomic<pid_t> tid{0};
+  std::atomic<bool> stop{false};
+  std::thread sleeper([&] {
+    tid = testing::CurrentTid();
+    while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  });
+  while (tid == 0) std::this_thread::yield();
+  auto probe = std::make_unique<SchedProbe>();
+  probe->Init(0);
+  SchedSnapshot snap;
+  probe->Take(tid, &snap);
+  stop = true;
+  sleeper.join();
+  ASSERT_TRUE(snap.has_threads);
+  EXPECT_EQ(snap.runnable_others, 0u) << "this thread, reading, was counted";
+}
+
 TEST(SchedPressure, QuietThreadIsNotStarved) {
   auto probe = std::make_unique<SchedProbe>();
   probe->Init(0);
@@ -161,24 +182,9 @@ TEST(SchedPressure, MappedFileDroppedFromThePageCacheFaultsInThatMapping) {
 
 // A child limited to 10 % of a CPU by a cgroup of its own (v1 cpu controller or v2), busy.
 TEST(SchedPressure, ChildInACpuLimitedCgroupIsThrottled) {
-  if (geteuid() != 0) GTEST_SKIP() << "creating a cgroup needs root";
-  std::string dir, quota_file, quota;
-  for (const char* base : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
-    std::string d = std::string(base) + "/hangwatch-cause-test-" + std::to_string(getpid());
-    if (mkdir(d.c_str(), 0755) != 0) continue;
-    if (access((d + "/cpu.cfs_quota_us").c_str(), W_OK) == 0) {
-      dir = d, quota_file = d + "/cpu.cfs_quota_us", quota = "10000";
-      break;
-    }
-    if (access((d + "/cpu.max").c_str(), W_OK) == 0) {
-      dir = d, quota_file = d + "/cpu.max", quota = "10000 100000";
-      break;
-    }
-    rmdir(d.c_str());
-  }
-  if (dir.empty())
-    GTEST_SKIP() << "no writable cgroup with a CPU quota (cpu.cfs_quota_us, cpu.max)";
-  { std::ofstream(quota_file) << quota; }
+  testing::CpuQuotaCgroup cgroup("hangwatch-cause-test-" + std::to_string(getpid()));
+  if (!cgroup.ok()) GTEST_SKIP() << cgroup.why();
+  ASSERT_TRUE(cgroup.Limit(10000, 100000));
   int go[2];
   ASSERT_EQ(pipe(go), 0);
   const pid_t child = fork();
@@ -190,7 +196,7 @@ TEST(SchedPressure, ChildInACpuLimitedCgroupIsThrottled) {
     while (std::chrono::steady_clock::now() < end) x = x + 1;
     _exit(0);
   }
-  { std::ofstream(dir + "/cgroup.procs") << child; }
+  const bool joined = cgroup.Join(child);
   auto probe = std::make_unique<SchedProbe>();
   probe->Init(child);
   EXPECT_NE(std::string(probe->cpu_stat_path()).find("hangwatch-cause-test-"), std::string::npos)
@@ -208,8 +214,8 @@ TEST(SchedPressure, ChildInACpuLimitedCgroupIsThrottled) {
     // (The throttled time is added when a throttled period ends: wait for that too.)
   } while ((!p.throttled || p.throttled_usec == 0) && std::chrono::steady_clock::now() < deadline);
   kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
-  rmdir(dir.c_str());
+  waitpid(child, nullptr, 0);  // the cgroup, now empty, is removed at the end
+  ASSERT_TRUE(joined);
   ASSERT_TRUE(p.has_cgroup);
   EXPECT_TRUE(p.throttled) << Summary(p);
   EXPECT_GT(p.throttled_usec, 0u);
