@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -85,7 +86,8 @@ TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
   EXPECT_EQ(h.threshold_ms, 100u);
   ASSERT_FALSE(h.stacks.empty());
   if (!testing::kTsan) {  // under TSan the innermost frames are its runtime's
-    EXPECT_EQ(h.stacks[0].count, h.samples) << "one function, one stack";
+    // (A capture the starved child did not answer in time is a failed sample, without stack.)
+    EXPECT_EQ(h.stacks[0].count + h.failed_samples, h.samples) << "one function, one stack";
     EXPECT_TRUE(testing::StackMentions(h.stacks[0], "StuckForever", 1))
         << "symbolized through the build-id of this (same) binary: "
         << h.stacks[0].frames[0].symbol;
@@ -94,8 +96,12 @@ TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
   // How the samples were taken survives the kill: a busy thread is interrupted by the signal,
   // its first frame is the interrupted pc.
   EXPECT_EQ(h.stacks[0].frames[0].method, FrameMethod::kPc);
-  ASSERT_FALSE(h.timeline.empty());
-  EXPECT_EQ(h.timeline[0].method, SampleMethod::kSignal);
+  // A failed capture (the child not scheduled within the capture's wait, on a loaded machine)
+  // records no method: the first sample with a stack says how it was taken.
+  const auto first_captured = std::find_if(h.timeline.begin(), h.timeline.end(),
+                                           [](const TimelineEntry& t) { return t.stack >= 0; });
+  ASSERT_NE(first_captured, h.timeline.end());
+  EXPECT_EQ(first_captured->method, SampleMethod::kSignal);
   EXPECT_EQ(h.fingerprint.size(), 16u);
   EXPECT_EQ(GetStats().fatal_hangs, 1u);
   // In RecentHangs() too, and in the JSON Lines file with "fatal":true.
