@@ -41,10 +41,10 @@ volatile uint64_t g_spin;
   while (!g_never.load(std::memory_order_relaxed)) g_spin = g_spin + 1;
 }
 
-TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
-  const std::string path = TempPath("open_hang");
-  const std::string json_path = path + ".jsonl";
-  unlink(json_path.c_str());
+// Forks a child whose agent writes `path` and whose main thread is stuck in a busy pass
+// (interrupted by the sampling signal at every sample), and waits (up to 20 s) until its hang
+// is open in the file with a few samples: *open says whether it was, *seen is what was read.
+pid_t ForkStuckChild(const std::string& path, bool* open, HangRecord* seen, std::string* error) {
   const pid_t pid = fork();
   if (pid == 0) {
     Config c = testing::TestConfig();
@@ -54,17 +54,26 @@ TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
     StuckForever();
     _exit(11);
   }
-  ASSERT_GT(pid, 0);
-  // Wait until the child's hang is open in the file with a few samples: that is the moment a
-  // system watchdog would kill it.
-  HangRecord seen;
-  std::string error;
-  const bool open = testing::WaitUntil(
+  if (pid < 0) return pid;
+  *open = testing::WaitUntil(
       [&] {
-        return ReadOpenHangFile(path, &seen, &error) == OpenHangReadStatus::kFound &&
-               seen.samples >= 5;
+        return ReadOpenHangFile(path, seen, error) == OpenHangReadStatus::kFound &&
+               seen->samples >= 5;
       },
       std::chrono::seconds(20));
+  return pid;
+}
+
+TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
+  const std::string path = TempPath("open_hang");
+  const std::string json_path = path + ".jsonl";
+  unlink(json_path.c_str());
+  HangRecord seen;
+  std::string error;
+  bool open = false;
+  // The moment a system watchdog would kill it.
+  const pid_t pid = ForkStuckChild(path, &open, &seen, &error);
+  ASSERT_GT(pid, 0);
   kill(pid, SIGKILL);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -123,24 +132,11 @@ TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
 // child is stopped before it is killed, so that the open hang read last is the one killed.
 TEST(FatalHangTest, KilledDuringABusyHangKeepsHangwatchsPause) {
   const std::string path = TempPath("open_hang_pause");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    Config c = testing::TestConfig();
-    c.open_hang_path = path;
-    if (!Start(c).ok()) _exit(10);
-    BeginWork();
-    StuckForever();  // interrupted by the sampling signal at every sample
-    _exit(11);
-  }
-  ASSERT_GT(pid, 0);
   HangRecord live;
   std::string error;
-  const bool open = testing::WaitUntil(
-      [&] {
-        return ReadOpenHangFile(path, &live, &error) == OpenHangReadStatus::kFound &&
-               live.samples >= 5;
-      },
-      std::chrono::seconds(20));
+  bool open = false;
+  const pid_t pid = ForkStuckChild(path, &open, &live, &error);
+  ASSERT_GT(pid, 0);
   kill(pid, SIGSTOP);
   int status = 0;
   const bool stopped = waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status);
