@@ -19,6 +19,7 @@
 
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
+#include "tests/cause/slow_servers.h"
 #include "tests/integrations/child_process.h"
 
 namespace hangwatch {
@@ -27,29 +28,8 @@ namespace {
 using ::hangwatch::testing::ChildProcess;
 using ::hangwatch::testing::TempDir;
 
-constexpr char kPython[] = "/usr/bin/python3.11";
-
-// Listens on a Unix socket (argv[1] a path) or loopback TCP (argv[1] "tcp"), prints "ready"
-// and where, answers each request after a second.
-constexpr char kSlowServer[] = R"(
-import socket, sys, time
-if sys.argv[1] == 'tcp':
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(('127.0.0.1', 0))
-    where = s.getsockname()[1]
-else:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(sys.argv[1])
-    where = sys.argv[1]
-s.listen(4)
-print('ready', where, flush=True)
-while True:
-    c, _ = s.accept()
-    c.recv(64)
-    time.sleep(1)
-    c.sendall(b'answer')
-    c.close()
-)";
+using testing::kPython311;
+constexpr const char* kPython = kPython311;
 
 class SlowServerCauseTest : public ::testing::Test {
  protected:
@@ -58,12 +38,7 @@ class SlowServerCauseTest : public ::testing::Test {
     if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
   }
   std::string StartServer(const std::string& where) {
-    server_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{kPython, "-c", kSlowServer, where}, std::vector<std::string>{});
-    std::string line;
-    EXPECT_TRUE(server_->ReadLine(&line, std::chrono::seconds(30)));
-    EXPECT_EQ(line.rfind("ready ", 0), 0u) << line;
-    return line.size() > 6 ? line.substr(6) : "";
+    return testing::StartSlowPythonServer(where, &server_);
   }
   // Sends a request on `fd` inside a pass and waits for the answer (with poll first when
   // `use_poll`); the hang reported.

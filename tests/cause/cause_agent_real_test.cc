@@ -19,6 +19,7 @@
 
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
+#include "tests/cause/slow_servers.h"
 #include "tests/integrations/child_process.h"
 #include "tests/postgres_server.h"
 
@@ -67,20 +68,13 @@ TEST(FuseIoCause, ReadOfASlowFuseFileInAPassIsIoOnItsPath) {
 #ifndef HANGWATCH_SLOW_FUSE
   GTEST_SKIP() << "libfuse3-dev was not found when configuring: cause_slow_fuse was not built";
 #else
-  if (access("/dev/fuse", R_OK | W_OK) != 0) {
-    GTEST_SKIP() << "/dev/fuse cannot be used: " << std::strerror(errno);
-  }
   TempDir dir;
-  const std::string mnt = dir.path() + "/mnt";
-  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
-  ChildProcess server({"/bin/sh", "-c", "exec \"$0\" \"$1\" 2>&1", HANGWATCH_SLOW_FUSE, mnt}, {});
-  std::string line;
-  const bool mounted = server.ReadLine(&line, std::chrono::seconds(20)) && line == "mounted";
-  if (!mounted && (line.find("ermission") != std::string::npos ||
-                   line.find("not permitted") != std::string::npos)) {
-    GTEST_SKIP() << "FUSE cannot mount here: " << line;
-  }
-  ASSERT_TRUE(mounted) << line;
+  std::unique_ptr<ChildProcess> server;
+  std::string why_not;
+  const std::string mnt =
+      testing::MountSlowFuse(HANGWATCH_SLOW_FUSE, dir.path(), &server, &why_not);
+  if (!why_not.empty()) GTEST_SKIP() << why_not;
+  ASSERT_FALSE(mnt.empty());
   const std::string file = mnt + "/slow.txt";
   const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0) << std::strerror(errno);
@@ -95,7 +89,7 @@ TEST(FuseIoCause, ReadOfASlowFuseFileInAPassIsIoOnItsPath) {
   Stop();
   close(fd);
   umount2(mnt.c_str(), MNT_DETACH);
-  server.WaitAtMost(std::chrono::seconds(10));
+  server->WaitAtMost(std::chrono::seconds(10));
   EXPECT_GE(n, 0);
   ASSERT_TRUE(reported);
 

@@ -27,6 +27,7 @@
 
 #include "../integrations/child_process.h"
 #include "blocked_thread.h"
+#include "slow_servers.h"
 #include "cause/fd_peer.h"
 #include "cause/kernel_wait.h"
 #include "cause/wait_fds.h"
@@ -39,7 +40,8 @@ using ::hangwatch::testing::ChildProcess;
 using ::hangwatch::testing::ReadFile;
 using ::hangwatch::testing::TempDir;
 
-constexpr char kPython[] = "/usr/bin/python3.11";
+using testing::kPython311;
+constexpr const char* kPython = kPython311;
 
 template <typename T>
 std::string Summary(const T& x) {
@@ -48,28 +50,6 @@ std::string Summary(const T& x) {
   return buf;
 }
 
-// Listens on a Unix socket (argv[1] a path) or loopback TCP (argv[1] "tcp"), prints "ready"
-// (and the port), answers each request after a second.
-constexpr char kSlowServer[] = R"(
-import socket, sys, time
-if sys.argv[1] == 'tcp':
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(('127.0.0.1', 0))
-    where = s.getsockname()[1]
-else:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(sys.argv[1])
-    where = sys.argv[1]
-s.listen(4)
-print('ready', where, flush=True)
-while True:
-    c, _ = s.accept()
-    c.recv(64)
-    time.sleep(1)
-    c.sendall(b'answer')
-    c.close()
-)";
-
 class SlowServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -77,12 +57,7 @@ class SlowServerTest : public ::testing::Test {
   }
   // Starts the server; its pid, and the port or path it printed.
   std::string Start(const std::string& where) {
-    server_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{kPython, "-c", kSlowServer, where}, std::vector<std::string>{});
-    std::string line;
-    EXPECT_TRUE(server_->ReadLine(&line, std::chrono::seconds(30)));
-    EXPECT_EQ(line.rfind("ready ", 0), 0u) << line;
-    return line.substr(6);
+    return testing::StartSlowPythonServer(where, &server_);
   }
   // A thread that sends a request on `fd` and waits for the answer with `wait`; returns once
   // it sleeps in one of `nrs`, with its system call.
@@ -214,20 +189,13 @@ TEST(FuseIo, ReadBlockedInASlowFuseFileIsOnItsPathAndWaitsInFuse) {
 #ifndef HANGWATCH_SLOW_FUSE
   GTEST_SKIP() << "libfuse3-dev was not found when configuring: cause_slow_fuse was not built";
 #else
-  if (access("/dev/fuse", R_OK | W_OK) != 0) {
-    GTEST_SKIP() << "/dev/fuse cannot be used: " << std::strerror(errno);
-  }
   TempDir dir;
-  const std::string mnt = dir.path() + "/mnt";
-  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
-  ChildProcess server({"/bin/sh", "-c", "exec \"$0\" \"$1\" 2>&1", HANGWATCH_SLOW_FUSE, mnt}, {});
-  std::string line;
-  const bool mounted = server.ReadLine(&line, std::chrono::seconds(20)) && line == "mounted";
-  if (!mounted && (line.find("ermission") != std::string::npos ||
-                   line.find("not permitted") != std::string::npos)) {
-    GTEST_SKIP() << "FUSE cannot mount here: " << line;
-  }
-  ASSERT_TRUE(mounted) << line;
+  std::unique_ptr<ChildProcess> server;
+  std::string why_not;
+  const std::string mnt =
+      testing::MountSlowFuse(HANGWATCH_SLOW_FUSE, dir.path(), &server, &why_not);
+  if (!why_not.empty()) GTEST_SKIP() << why_not;
+  ASSERT_FALSE(mnt.empty());
   const std::string file = mnt + "/slow.txt";
   const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0) << std::strerror(errno);
@@ -248,7 +216,7 @@ TEST(FuseIo, ReadBlockedInASlowFuseFileIsOnItsPathAndWaitsInFuse) {
   reader.join();
   close(fd);
   umount2(mnt.c_str(), MNT_DETACH);
-  server.WaitAtMost(std::chrono::seconds(10));
+  server->WaitAtMost(std::chrono::seconds(10));
 
   EXPECT_EQ(d.kind, FdKind::kRegular) << Summary(d);
   EXPECT_EQ(d.path, file);
