@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "tests/postgres_server.h"
 #include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
@@ -153,74 +154,25 @@ TEST(PreloadPrefork, PythonWorkersForkedAfterTheParentArmedAreWatched) {
 
 // ---- PostgreSQL ----
 
-constexpr char kPgBin[] = "/usr/lib/postgresql/15/bin";
-
-// Runs argv (as the postgres user when `as_postgres`), with `env`; its stdout and exit code.
-struct Output {
-  int code = -1;
-  std::string out;
-};
-Output RunCommand(std::vector<std::string> argv, const std::vector<std::string>& env,
-                  bool as_postgres, std::chrono::seconds limit = std::chrono::seconds(120)) {
-  std::vector<std::string> full = {"/usr/bin/timeout", std::to_string(limit.count())};
-  if (as_postgres) {
-    full.insert(full.end(), {"/usr/sbin/runuser", "-u", "postgres", "--", "/usr/bin/env"});
-    full.insert(full.end(), env.begin(), env.end());
-  }
-  full.insert(full.end(), argv.begin(), argv.end());
-  ChildProcess child(full, as_postgres ? std::vector<std::string>{} : env);
-  Output o;
-  std::string line;
-  while (child.ReadLine(&line, limit)) o.out += line + "\n";
-  o.code = child.Wait();
-  return o;
-}
-
-class PostgresTest : public ::testing::Test {
+// The postmaster is started under the shim (pg_ctl through /bin/sh -c "exec postgres ...": a
+// wrapper as well); every backend it forks is watched.
+class PostgresTest : public testing::PostgresServerTest {
  protected:
-  void SetUp() override {
-    if (access((std::string(kPgBin) + "/postgres").c_str(), X_OK) != 0 ||
-        getpwnam("postgres") == nullptr) {
-      GTEST_SKIP() << "PostgreSQL 15 is not installed (scripts/bootstrap.sh installs it)";
-    }
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to run PostgreSQL as the postgres user";
-    const passwd* pg = getpwnam("postgres");
-    ASSERT_EQ(chown(dir_.path().c_str(), pg->pw_uid, pg->pw_gid), 0);
-    const Output init = RunCommand({std::string(kPgBin) + "/initdb", "-D", data_, "--auth=trust",
-                                    "-U", "postgres", "--no-sync"},
-                                   {}, true);
-    ASSERT_EQ(init.code, 0) << init.out;
-    // pg_ctl starts the postmaster through /bin/sh -c "exec postgres ...": a wrapper as well.
-    const Output start = RunCommand(
-        {std::string(kPgBin) + "/pg_ctl", "start", "-w", "-D", data_, "-l", dir_.path() + "/log",
-         "-o", "-c listen_addresses='' -c unix_socket_directories=" + dir_.path()},
-        {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_REPORT=" + report_, "HANGWATCH_LOG=0",
-         "HANGWATCH_THRESHOLD_MS=200", "HANGWATCH_OPEN_HANG_DIR=" + dir_.path()},
-        true);
-    ASSERT_EQ(start.code, 0) << start.out << ReadFile(dir_.path() + "/log");
-    started_ = true;
+  std::vector<std::string> StartEnv() const override {
+    return {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_REPORT=" + report_, "HANGWATCH_LOG=0",
+            "HANGWATCH_THRESHOLD_MS=200", "HANGWATCH_OPEN_HANG_DIR=" + dir_.path()};
   }
-  void TearDown() override {
-    if (!started_) return;
-    const Output stop =
-        RunCommand({std::string(kPgBin) + "/pg_ctl", "stop", "-w", "-m", "fast", "-D", data_}, {},
-                   true, std::chrono::seconds(60));
-    EXPECT_EQ(stop.code, 0) << "the server did not shut down cleanly: " << stop.out
-                            << ReadFile(dir_.path() + "/log");
-  }
+  bool NeedsPsycopg2() const override { return false; }
 
   // One psql session running `statements` in order; one output line per row.
-  Output Query(const std::vector<std::string>& statements) {
+  testing::Output Query(const std::vector<std::string>& statements) {
     std::vector<std::string> argv = {"/usr/bin/psql", "-X", "-At",     "-h", dir_.path(), "-U",
                                      "postgres",      "-d", "postgres"};
     for (const std::string& s : statements) argv.insert(argv.end(), {"-c", s});
-    return RunCommand(argv, {}, false);
+    return testing::RunCommand(argv, false);
   }
 
-  TempDir dir_;
-  std::string data_ = dir_.path() + "/data";
   std::string report_ = dir_.path() + "/hangs.jsonl";
-  bool started_ = false;
 };
 
 TEST_F(PostgresTest, BusyQueryIsOneBusyHangInItsBackendAndPgSleepIsIdle) {
@@ -228,9 +180,10 @@ TEST_F(PostgresTest, BusyQueryIsOneBusyHangInItsBackendAndPgSleepIsIdle) {
   // it arms there; idle, not a hang), then the busy query in the same backend. (A backend that
   // finds its first query already waiting never waits before running it, and work before a
   // process's first wait is not watched: see the README's launch rules.)
-  const Output out = Query({"select pg_sleep(1.5)",
-                            "select pg_backend_pid(), count(*) from generate_series(1, 8000000) g "
-                            "where g % 7 = 3"});
+  const testing::Output out =
+      Query({"select pg_sleep(1.5)",
+             "select pg_backend_pid(), count(*) from generate_series(1, 8000000) g "
+             "where g % 7 = 3"});
   ASSERT_EQ(out.code, 0) << out.out;
   const int backend =
       std::atoi(out.out.substr(out.out.rfind('\n', out.out.size() - 2) + 1).c_str());
