@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan) and runs each for a fixed
-# number of inputs (not a time: the same work on a fast or a busy machine) from seed corpora
-# made here: real binaries (gcc/clang, DWARF 4/5, compressed, stripped, MiniDebugInfo) and
+# Builds the libFuzzer targets of fuzz/ in a fuzz tree of the project (HANGWATCH_FUZZ: clang,
+# ASan + UBSan; the target hangwatch_fuzzers, so only the libraries they link) and runs each for
+# a fixed number of inputs (not a time: the same work on a fast or a busy machine) from seed
+# corpora made here: real binaries (gcc/clang, DWARF 4/5, compressed, stripped, MiniDebugInfo) and
 # indexes built from them, files the targets write with the code they test (open-hang files,
 # Mach-O images, this binary's own stack), small text files, tests/tools/report_corpus and
 # tests/report/corpus (the readers' conformance corpus).
@@ -18,13 +19,23 @@ scale=${FUZZ_RUNS_SCALE:-1}
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 mkdir -p "$work"
 log=$work/build.log
-if ! { cmake -S "$src/fuzz" -B "$work/build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ &&
-       cmake --build "$work/build"; } > "$log" 2>&1; then
+# A tree configured from another source directory (before fuzz/ was part of the project, it was
+# a project of its own) cannot be configured again: start afresh.
+src_abs=$(cd "$src" && pwd)
+if [ -f "$work/build/CMakeCache.txt" ] &&
+   ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$src_abs" "$work/build/CMakeCache.txt"; then
+  rm -rf "$work/build"
+fi
+# Without -Werror: the warnings are enforced by the GCC build; clang's set differs by version.
+if ! { cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_C_COMPILER=clang \
+         -DCMAKE_CXX_COMPILER=clang++ -DHANGWATCH_FUZZ=ON -DHANGWATCH_WERROR=OFF &&
+       cmake --build "$work/build" --target hangwatch_fuzzers; } > "$log" 2>&1; then
   cat "$log"
   echo "run_fuzzers: building the fuzz targets failed" >&2
   exit 1
 fi
 
+bin=$work/build/fuzz
 seeds=$work/seeds
 rm -rf "$work/corpus"
 mkdir -p "$seeds/elf" "$seeds/index" "$seeds/lines" "$seeds/dies"
@@ -78,7 +89,7 @@ done
 # Seeds that only the code under test can write.
 for t in open_hang_file macho_parser cfi_unwinder; do
   rm -rf "${seeds:?}/$t" && mkdir -p "$seeds/$t"
-  HANGWATCH_FUZZ_WRITE_SEEDS="$seeds/$t" "$work/build/${t}_fuzzer" > "$work/$t.seeds.log" 2>&1 ||
+  HANGWATCH_FUZZ_WRITE_SEEDS="$seeds/$t" "$bin/${t}_fuzzer" > "$work/$t.seeds.log" 2>&1 ||
     { cat "$work/$t.seeds.log"; echo "run_fuzzers: ${t}_fuzzer could not write its seeds" >&2; exit 1; }
 done
 # Small text seeds.
@@ -102,7 +113,7 @@ run() {
   if [ -n "${FUZZ_SECONDS:-}" ]; then budget=-max_total_time=$FUZZ_SECONDS; else budget=-runs=$((runs * scale)); fi
   echo "== $target ($budget)"
   local start=$SECONDS
-  "$work/build/$target" "$budget" -seed=1 -timeout=20 -rss_limit_mb=2048 -max_len="$max_len" \
+  "$bin/$target" "$budget" -seed=1 -timeout=20 -rss_limit_mb=2048 -max_len="$max_len" \
     -print_final_stats=1 -artifact_prefix="$work/$target-" "$corpus" "$@" \
     > "$work/$target.log" 2>&1 || { tail -60 "$work/$target.log"; exit 1; }
   echo "   $(grep -E "stat::number_of_executed_units" "$work/$target.log" | tail -1), $((SECONDS - start)) s"

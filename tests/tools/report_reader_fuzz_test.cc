@@ -1,4 +1,5 @@
-// The fuzz target's entry point on its seed corpus and on deterministic mutations of it (byte
+// The fuzz target's entry point (fuzz/report_reader_fuzzer.cc, the object library
+// hangwatch_fuzz_report_reader) on its seed corpus and on deterministic mutations of it (byte
 // flips, cuts, duplications, insertions of JSON punctuation), in every build - plus every output
 // format on whatever parses: nothing may crash, and the trace output must stay valid.
 #include <dirent.h>

@@ -1,7 +1,8 @@
 // libFuzzer target for the report reader: any bytes, as a JSON Lines report or as one line,
-// must parse or be rejected with an error - never crash, hang or read out of bounds. Built with
-// clang++ -fsanitize=fuzzer as report_reader_fuzzer; report_reader_fuzz_test calls the same
-// entry point on the seed corpus and deterministic mutations of it in every build.
+// must parse or be rejected with an error - never crash, hang or read out of bounds. An object
+// library (hangwatch_fuzz_report_reader): report_reader_fuzzer in a fuzz tree, and in every build
+// tests/tools/report_reader_fuzz_test, which calls it on the seed corpus and deterministic
+// mutations of it.
 #include <cstddef>
 #include <cstdint>
 #include <string>
