@@ -14,24 +14,6 @@ jobs=$(nproc)
 
 phase "plain build"
 scripts/build.sh build
-# Two builds that later phases need go on in the background at nice 19 from here: the aarch64
-# cross build (check_aarch64 runs its tests later) and the ThreadSanitizer build. The tests
-# below wait on real stalls much of the time; these builds take the CPU they leave idle, and
-# lose it to any test thread that wants it (nice 19 weighs about 1/70 of nice 0).
-phase "aarch64 cross build and TSan build, in the background at nice 19"
-tsan_targets="capture_stress_test dwarf_die_reader_test lock_owner_test wait_cause_e2e_test"
-tsan_flags=(-DHANGWATCH_TSAN=ON -DHANGWATCH_BUILD_BENCH=OFF -DHANGWATCH_TEST_PCH=OFF
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
-(
-  status=0
-  HANGWATCH_CROSS_BUILD_ONLY=1 nice -n 19 scripts/cross/check-aarch64 build/cross/aarch64 ||
-    status=$?
-  [ "$status" -eq 0 ] || [ "$status" -eq 77 ] || exit "$status"
-  HANGWATCH_TARGETS=$tsan_targets nice -n 19 scripts/build.sh build-tsan "${tsan_flags[@]}"
-) >build/background-builds.log 2>&1 &
-background=$!
-trap 'kill "$background" 2>/dev/null || true' EXIT  # not left running when a later step fails
-
 # The cross checks (label cross) are left for later: they build a lot, and would disturb the
 # suite's timing-sensitive tests.
 phase "plain tests"
@@ -44,7 +26,7 @@ phase "macOS cross check, beside the ASan build"
 ctest --test-dir build --output-on-failure --no-tests=error --timeout 2400 -R '^check_macos$' \
   >build/check-macos.log 2>&1 &
 cross=$!
-trap 'kill "$cross" "$background" 2>/dev/null || true' EXIT
+trap 'kill "$cross" 2>/dev/null || true' EXIT  # not left running when a later step fails
 
 phase "ASan + UBSan build"
 # -O1 -g1, as AddressSanitizer's own documentation suggests: line tables are all its reports
@@ -64,21 +46,15 @@ phase "ASan + UBSan tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE 'no_asan|real_component'
 
-phase "waiting for the background builds"
-background_status=0
-wait "$background" || background_status=$?
-if [ "$background_status" -ne 0 ]; then
-  cat build/background-builds.log
-  echo "the background builds (aarch64 cross, TSan) failed (log above)" >&2
-  exit 1
-fi
-
-phase "aarch64 cross check (the unwind/ and agent/ tests under qemu-user; built above)"
+phase "aarch64 cross check (the unwind/ and agent/ tests under qemu-user)"
 ctest --test-dir build --output-on-failure --no-tests=error --timeout 2400 -R '^check_aarch64$'
 
 phase "ThreadSanitizer: the capture stress test, the multi-threaded symbol index build, the lock and deadlock causes"
-# (Built in the background above; a few test binaries: precompiling GoogleTest's headers would
-# cost more than it saves.)
+# (A few test binaries: precompiling GoogleTest's headers would cost more than it saves.)
+HANGWATCH_TARGETS="capture_stress_test dwarf_die_reader_test lock_owner_test wait_cause_e2e_test" \
+  scripts/build.sh build-tsan \
+  -DHANGWATCH_TSAN=ON -DHANGWATCH_BUILD_BENCH=OFF -DHANGWATCH_TEST_PCH=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 build-tsan/tests/unwind/capture_stress_test
 build-tsan/tests/symbols/dwarf_die_reader_test --gtest_filter='IndexThreads*'
