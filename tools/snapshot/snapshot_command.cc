@@ -399,12 +399,18 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     return 2;
   }
   timer.End("output");
-  if (o.timings) timer.Print();
-    // Then straight to the kernel: every thread of the target is released and the output is
-    // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
-    // (~0.1 ms) would only repeat the kernel's teardown of the address space. Not under the
-    // sanitizers (gcc's and clang's spellings), whose leak check runs at exit. (stdout was
-    // flushed above; stderr is not buffered.)
+  if (o.timings) {
+    timer.Print();
+    if (python != nullptr && python->active()) {
+      std::fprintf(stderr, "python: frame chains read in %.3f ms inside the stop window\n",
+                   Ms(python->read_ns()));
+    }
+  }
+  // Then straight to the kernel: every thread of the target is released and the output is
+  // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
+  // (~0.1 ms) would only repeat the kernel's teardown of the address space. Not under the
+  // sanitizers (gcc's and clang's spellings), whose leak check runs at exit. (stdout was
+  // flushed above; stderr is not buffered.)
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define HANGWATCH_SNAPSHOT_SANITIZED 1
