@@ -242,6 +242,9 @@ class StopWindow {
     }
     internal::CopyStack(t.tid, maps_, &t);
     t.status = PtraceThreadStatus::kCaptured;
+    if (options_.while_stopped != nullptr) {
+      options_.while_stopped(options_.while_stopped_context, t);
+    }
   }
 
   // Waits until every interrupted thread has stopped or gone, the deadline passed or a

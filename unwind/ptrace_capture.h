@@ -105,6 +105,9 @@ struct PtraceThread {
   uint64_t dwarf_regs[kMaxDwarfRegisters] = {};
   size_t num_dwarf_regs = 0;
   int64_t syscall_nr = -1;  // x86_64 orig_rax / arm64 syscallno when stopped inside a syscall
+  // The thread pointer: x86_64 fs_base, which glibc makes pthread_self(); 0 elsewhere (arm64's
+  // TPIDR_EL0 is another register set, not read).
+  uint64_t thread_pointer = 0;
 
   StackBounds stack_bounds;  // mapping holding sp ({0, 0} when unknown)
   uintptr_t stack_base = 0;  // target address of stack[0] (== regs.sp, rounded down)
@@ -128,6 +131,13 @@ struct PtraceCaptureOptions {
   // system allows it, so that the tracer is not the one waiting for a CPU while threads are
   // stopped. Restored before returning.
   bool realtime_window = true;
+  // Called for each thread right after its registers and stack were copied, while it is still
+  // stopped (with stop_all: while every thread is), so that other state read from the target
+  // (`hangwatch snapshot`: a Python thread's frame chain) is from the same instant as the copy.
+  // It lengthens the stop: it must be short, bounded and allocation-free (buffers prepared
+  // before the capture).
+  void (*while_stopped)(void* context, const PtraceThread& thread) = nullptr;
+  void* while_stopped_context = nullptr;
 };
 
 struct PtraceSnapshot {

@@ -7,6 +7,7 @@
 // DWARF CFI where the frame-pointer chain falls short) and symbolization
 // (tools/snapshot/snapshot_output.h, symbols/batch_symbolizer.h) happen after every thread runs
 // again. This file: the options, the phases in order and their timings.
+#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <time.h>
@@ -32,6 +33,7 @@
 #include "tools/common/terminal_text.h"
 #include "tools/snapshot/snapshot_command.h"
 #include "tools/snapshot/snapshot_output.h"
+#include "tools/snapshot/snapshot_python.h"
 #include "tools/snapshot/snapshot_unwind.h"
 #include "tools/snapshot/snapshot_waits.h"
 #include "unwind/ptrace_capture.h"
@@ -42,7 +44,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: hangwatch snapshot PID [--json] [--max-frames N] [--stack-kb N]\n"
     "                              [--stop-timeout-ms N] [--per-thread] [--no-cfi]\n"
-    "                              [--no-symbols] [--no-index] [--timings]\n"
+    "                              [--no-symbols] [--no-index] [--no-python] [--timings]\n"
     "\n"
     "Prints every thread of process PID: thread id, name, scheduler state, CPU time, the top\n"
     "frame's registers (pc, sp, fp) and its stack, symbolized (function, file:line and inlined\n"
@@ -50,6 +52,10 @@ constexpr char kUsage[] =
     "a system call gets what it waits for (\"waiting for mutex 0x... held by thread N\n"
     "\"name\"\"); then the wait-for graph between threads, and every cycle in it is reported\n"
     "as a deadlock naming each of its threads.\n"
+    "\n"
+    "In a CPython process (3.10, 3.11, 3.12: python3.X or libpython3.X.so), each thread's\n"
+    "Python frames (function, file:line) stand in its stack where the interpreter's eval\n"
+    "loop ran them, between the native frames of C code, like `py-spy dump --native`.\n"
     "\n"
     "The process is stopped only while registers and a slice of each stack are copied\n"
     "(ptrace PTRACE_SEIZE/PTRACE_INTERRUPT, process_vm_readv); the stopped window is measured\n"
@@ -71,6 +77,7 @@ constexpr char kUsage[] =
     "                       nothing (default: index each module with debug information\n"
     "                       once, in the cache of `hangwatch symbols index`, so that later\n"
     "                       snapshots symbolize in microseconds)\n"
+    "  --no-python          native frames only, also in a Python process\n"
     "  --timings            after the output, one line on stderr: CPU and wall time of each\n"
     "                       phase of this command (start-up, modules, stop, unwind, symbols,\n"
     "                       output)\n"
@@ -90,6 +97,7 @@ struct Options {
   bool index = true;
   bool stop_all = true;
   bool timings = false;
+  bool python = true;
 };
 
 // Returns the exit status when the command is done (--help, bad usage), else nullopt.
@@ -102,6 +110,7 @@ std::optional<int> ParseArgs(int argc, char** argv, Options* o) {
   flags.Switch({"--no-symbols"}, [o] { o->symbols = false; });
   flags.Switch({"--no-index"}, [o] { o->index = false; });
   flags.Switch({"--timings"}, [o] { o->timings = true; });
+  flags.Switch({"--no-python"}, [o] { o->python = false; });
   flags.Switch({"--per-thread"}, [o] { o->stop_all = false; });
   for (auto [flag, max, out] : {std::tuple{"--max-frames", 65536, &o->max_frames},
                                 std::tuple{"--stack-kb", 65536, &o->stack_kb}}) {
@@ -185,6 +194,18 @@ std::string ReadExe(pid_t pid) {
   ssize_t n = readlink(path, buf, sizeof(buf) - 1);
   if (n <= 0) return "";
   return std::string(buf, static_cast<size_t>(n));
+}
+
+// The threads of `pid` now (the Python reader's buffers are sized from it, before the stop).
+size_t CountTasks(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/task", pid);
+  DIR* d = opendir(path);
+  if (d == nullptr) return 0;
+  size_t n = 0;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
 }
 
 std::string ThreadNote(const unwind::PtraceThread& t) {
@@ -290,6 +311,15 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   capture_options.stack_bytes = o.stack_kb * 1024;
   capture_options.stop_timeout_ms = o.stop_timeout_ms;
   capture_options.stop_all = o.stop_all;
+  // The interpreter found and checked before the stop; its frame chains read within it.
+  std::vector<std::string> notes;
+  std::unique_ptr<SnapshotPython> python;
+  if (o.python && modules.ok()) {
+    python = std::make_unique<SnapshotPython>(o.pid, *modules, CountTasks(o.pid) + 64, o.max_frames,
+                                              &notes);
+    python->Hook(&capture_options);
+    timer.End("python-setup");
+  }
   unwind::PtraceSnapshot snap = unwind::CapturePtraceSnapshot(o.pid, capture_options);
   timer.End("capture");
   if (snap.error != unwind::PtraceError::kOk) return ReportCaptureError(snap);
@@ -303,7 +333,6 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   }
   std::string exe = ReadExe(o.pid);
 
-  std::vector<std::string> notes;
   for (const std::string& w : modules->warnings) notes.push_back(w);
   std::vector<OutThread> threads;
   SnapshotUnwinder unwinder(snap, o.max_frames, o.cfi, std::move(modules->maps_text));
@@ -339,6 +368,12 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   SymbolizeSnapshot(*modules, o.symbols, &threads, &notes, &batch);
   unwind::ReleaseLateStoppers();
   timer.End("symbols");
+  std::string python_name;
+  if (python != nullptr && python->active()) {
+    python->Merge(&threads, &notes);
+    python_name = python->Describe();
+    timer.End("python");
+  }
   // After the stop: each thread back in the system call it sleeps in.
   std::vector<WaitQuery> queries;
   for (const OutThread& ot : threads) {
@@ -349,12 +384,13 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
 
   const uint64_t total_ns = NowNs() - start;
   if (o.json) {
-    PrintSnapshotJson(o.stop_all, snap, exe, *modules, threads, waits, notes, total_ns);
+    PrintSnapshotJson(o.stop_all, snap, exe, python_name, *modules, threads, waits, notes,
+                      total_ns);
     for (const std::string& note : notes) {
       std::fprintf(stderr, "note: %s\n", EscapeForTerminal(note).c_str());
     }
   } else {
-    PrintSnapshotText(o.stop_all, snap, exe, threads, waits, notes, total_ns);
+    PrintSnapshotText(o.stop_all, snap, exe, python_name, threads, waits, notes, total_ns);
   }
   // A full disk or a closed pipe loses the output: say so and fail.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
@@ -363,12 +399,18 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     return 2;
   }
   timer.End("output");
-  if (o.timings) timer.Print();
-    // Then straight to the kernel: every thread of the target is released and the output is
-    // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
-    // (~0.1 ms) would only repeat the kernel's teardown of the address space. Not under the
-    // sanitizers (gcc's and clang's spellings), whose leak check runs at exit. (stdout was
-    // flushed above; stderr is not buffered.)
+  if (o.timings) {
+    timer.Print();
+    if (python != nullptr && python->active()) {
+      std::fprintf(stderr, "python: frame chains read in %.3f ms inside the stop window\n",
+                   Ms(python->read_ns()));
+    }
+  }
+  // Then straight to the kernel: every thread of the target is released and the output is
+  // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
+  // (~0.1 ms) would only repeat the kernel's teardown of the address space. Not under the
+  // sanitizers (gcc's and clang's spellings), whose leak check runs at exit. (stdout was
+  // flushed above; stderr is not buffered.)
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define HANGWATCH_SNAPSHOT_SANITIZED 1

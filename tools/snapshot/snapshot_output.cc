@@ -132,8 +132,9 @@ void SymbolizeSnapshot(const symbols::ProcessModules& modules, bool symbolize,
 }
 
 void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const std::vector<OutThread>& threads, const SnapshotWaits& waits,
-                       const std::vector<std::string>& notes, uint64_t total_ns) {
+                       const std::string& python, const std::vector<OutThread>& threads,
+                       const SnapshotWaits& waits, const std::vector<std::string>& notes,
+                       uint64_t total_ns) {
   // Nothing was written to stdout yet: a buffer that holds a typical snapshot means one
   // write(2) instead of one per 4 KiB.
   static char buffer[1 << 16];
@@ -152,6 +153,10 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
         "threads stopped one at a time, each for at most %.3f ms, over %.3f ms; "
         "snapshot total %.3f ms\n",
         Ms(snap.max_thread_pause_ns), Ms(snap.stopped_ns), Ms(total_ns));
+  }
+  if (!python.empty()) {
+    std::printf("%s: Python frames in place of the interpreter's eval loop\n",
+                EscapeForTerminal(python).c_str());
   }
   for (const OutThread& ot : threads) {
     const unwind::PtraceThread& t = *ot.thread;
@@ -182,6 +187,25 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
       line.assign("  #");
       AppendPadded(&line, std::to_string(n), 3, /*left=*/true);
       line += ' ';
+      if (f.python) {
+        // "  #3   python  handle_request  /srv/app.py:42", as py-spy prints them.
+        AppendPadded(&line, "python", 18, /*left=*/false);
+        line += "  ";
+        line += f.symbol;
+        if (!f.file.empty()) {
+          line += "  ";
+          line += f.file;
+          if (f.line > 0) {
+            line += ':';
+            line += std::to_string(f.line);
+          }
+        }
+        if (!IsTerminalSafe(line)) line = EscapeForTerminal(line);
+        line += '\n';
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        ++n;
+        continue;
+      }
       char hex[18];
       AppendPadded(&line, HexTo(f.addr, hex), 18, /*left=*/false);
       line += "  ";
@@ -239,7 +263,7 @@ nlohmann::ordered_json WaitJson(const SnapshotWaits& waits, const ThreadWait& t)
 }  // namespace
 
 void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const symbols::ProcessModules& modules,
+                       const std::string& python, const symbols::ProcessModules& modules,
                        const std::vector<OutThread>& threads, const SnapshotWaits& waits,
                        const std::vector<std::string>& notes, uint64_t total_ns) {
   using Json = nlohmann::ordered_json;
@@ -256,6 +280,7 @@ void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const 
   root["max_thread_pause_us"] = snap.max_thread_pause_ns / 1000;
   root["stop"] = stop_all ? "all" : "per_thread";
   root["total_us"] = total_ns / 1000;
+  if (!python.empty()) root["python"] = python;
   Json jthreads = Json::array();
   std::vector<bool> used(modules.map->modules().size(), false);
   for (const OutThread& ot : threads) {
@@ -276,6 +301,15 @@ void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const 
     Json jframes = Json::array();
     for (const OutFrame& f : ot.frames) {
       Json jf;
+      if (f.python) {
+        jf["kind"] = "python";
+        jf["code"] = Hex(f.addr);
+        jf["symbol"] = std::string(f.symbol);
+        jf["file"] = std::string(f.file);
+        jf["line"] = f.line;
+        jframes.push_back(std::move(jf));
+        continue;
+      }
       jf["addr"] = Hex(f.addr);
       jf["module"] = f.module != nullptr ? f.module->path : "";
       jf["build_id"] = f.module != nullptr ? f.module->build_id : "";

@@ -28,7 +28,10 @@ struct OutFrame {
   std::string_view file;
   int line = 0;
   bool inlined = false;     // inlined into the next entry (same address)
-  const char* method = "";  // how the unwinder found it: pc, fp, cfi, lr
+  const char* method = "";  // how the unwinder found it: pc, fp, cfi, lr; "python"
+  // A Python frame (snapshot_python.h): `addr` is its code object, symbol its qualified name,
+  // file and line the Python source's; no module.
+  bool python = false;
 };
 
 struct OutThread {
@@ -50,14 +53,15 @@ double Ms(uint64_t ns);
 
 // The text output on stdout (each thread's wait under its header; the wait-for graph and
 // deadlocks after the threads), then the notes on stderr. `stop_all`: all threads were stopped
-// at once (else one at a time).
+// at once (else one at a time). `python`: the interpreter whose frames are shown ("" if none).
 void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const std::vector<OutThread>& threads, const SnapshotWaits& waits,
-                       const std::vector<std::string>& notes, uint64_t total_ns);
+                       const std::string& python, const std::vector<OutThread>& threads,
+                       const SnapshotWaits& waits, const std::vector<std::string>& notes,
+                       uint64_t total_ns);
 
 // The JSON output on stdout (the notes are a field; the caller prints them on stderr too).
 void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const symbols::ProcessModules& modules,
+                       const std::string& python, const symbols::ProcessModules& modules,
                        const std::vector<OutThread>& threads, const SnapshotWaits& waits,
                        const std::vector<std::string>& notes, uint64_t total_ns);
 

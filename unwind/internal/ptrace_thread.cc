@@ -114,6 +114,7 @@ bool ReadRegisters(PtraceThread* t) {
   std::memcpy(t->dwarf_regs, dwarf, sizeof(dwarf));
   t->num_dwarf_regs = sizeof(dwarf) / sizeof(dwarf[0]);
   t->syscall_nr = static_cast<int64_t>(r.orig_rax);
+  t->thread_pointer = r.fs_base;
 #elif defined(__aarch64__)
   t->regs.pc = r.pc;
   t->regs.sp = r.sp;
