@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>

@@ -27,10 +27,10 @@
 
 #include "../integrations/child_process.h"
 #include "blocked_thread.h"
-#include "slow_servers.h"
 #include "cause/fd_peer.h"
 #include "cause/kernel_wait.h"
 #include "cause/wait_fds.h"
+#include "slow_servers.h"
 #include "tests/postgres_server.h"
 
 namespace hangwatch::cause {
