@@ -124,11 +124,23 @@ bool ParseFrame(const json& j, Frame* f, std::string* error) {
   Fields r{j, error};
   int64_t line = 0;
   std::string method;
-  if (!r.Hex("addr", &f->addr) || !r.Str("module", &f->module) ||
-      !r.Str("build_id", &f->build_id) || !r.Hex("offset", &f->offset) ||
-      !r.Str("symbol", &f->symbol, true) || !r.Str("file", &f->file, true) ||
-      !r.Int("line", &line, true) || !r.Str("method", &method, true) ||
-      (j.contains("function_start") && !r.Hex("function_start", &f->function_start))) {
+  std::string kind;
+  if (!r.Str("kind", &kind, true)) return false;
+  if (kind == "python") {
+    f->language = FrameLanguage::kPython;
+    if (!r.Hex("code", &f->addr) || !r.Int("instr", &f->offset, true) ||
+        !r.Str("symbol", &f->symbol, true) || !r.Str("file", &f->file, true) ||
+        !r.Int("line", &line, true)) {
+      return false;
+    }
+  } else if (!kind.empty() && kind != "native") {
+    *error = "a frame's 'kind' is neither \"native\" nor \"python\"";
+    return false;
+  } else if (!r.Hex("addr", &f->addr) || !r.Str("module", &f->module) ||
+             !r.Str("build_id", &f->build_id) || !r.Hex("offset", &f->offset) ||
+             !r.Str("symbol", &f->symbol, true) || !r.Str("file", &f->file, true) ||
+             !r.Int("line", &line, true) || !r.Str("method", &method, true) ||
+             (j.contains("function_start") && !r.Hex("function_start", &f->function_start))) {
     return false;
   }
   f->method = FrameMethodFromName(method);

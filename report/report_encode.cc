@@ -233,6 +233,26 @@ void AppendCulpritValue(std::string* out, const Culprit& c) {
 void AppendFrame(std::string* out, const Frame& fr) {
   std::string& o = *out;
   o.push_back('{');
+  if (fr.language == FrameLanguage::kPython) {
+    Key(&o, "kind", true);
+    AppendString(&o, "python");
+    Key(&o, "code");
+    AppendHex(&o, fr.addr);
+    Key(&o, "instr");
+    AppendInt(&o, fr.offset);
+    if (!fr.symbol.empty()) {
+      Key(&o, "symbol");
+      AppendString(&o, fr.symbol);
+    }
+    if (!fr.file.empty()) {
+      Key(&o, "file");
+      AppendString(&o, fr.file);
+      Key(&o, "line");
+      AppendInt(&o, fr.line);
+    }
+    o.push_back('}');
+    return;
+  }
   Key(&o, "addr", true);
   AppendHex(&o, fr.addr);
   Key(&o, "module");

@@ -100,7 +100,18 @@ constexpr const char* SampleMethodName(SampleMethod m) {
   return "unknown";
 }
 
+// What ran in a frame: machine code, or a Python function that CPython's eval loop ran (the
+// Python frames stand in place of the eval loop's native frames that ran them).
+enum class FrameLanguage : uint8_t {
+  kNative = 0,
+  kPython,
+};
+
 struct Frame {
+  // kPython: `addr` is the code object's address; `module`, `build_id` are empty and `offset`
+  // is the instruction's position in the code object (code units); `symbol` is the qualified
+  // function name, `file` and `line` where it is. JSON: "kind": "python" (docs/report-format.md).
+  FrameLanguage language = FrameLanguage::kNative;
   uint64_t addr = 0;     // runtime address in the reporting process
   std::string module;    // path of the module holding addr; empty when unknown
   std::string build_id;  // lowercase hex GNU build-id; empty when absent/unknown

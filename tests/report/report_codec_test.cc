@@ -112,6 +112,54 @@ TEST(ReportCodec, FunctionStartAndCulpritStackRoundTrip) {
   EXPECT_FALSE(DecodeHang(bad, &out, &error));
 }
 
+// A Python frame: kind "python", the code object, the instruction, name, file and line; none
+// of a native frame's module fields. It reads back as written, between native frames.
+TEST(ReportCodec, PythonFramesRoundTripBetweenNativeOnes) {
+  HangRecord in;
+  in.pid = 3;
+  in.samples = 1;
+  Stack s;
+  Frame native;
+  native.addr = 0x7f0012345678;
+  native.module = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  native.offset = 0x12345678;
+  s.frames.push_back(native);
+  Frame py;
+  py.language = FrameLanguage::kPython;
+  py.addr = 0x7f00aabbcc00;
+  py.offset = 42;
+  py.symbol = "Handler.handle_request";
+  py.file = "/srv/app.py";
+  py.line = 42;
+  s.frames.push_back(py);
+  s.frames.push_back(native);
+  in.stacks = {s};
+  const std::string line = Encode(in);
+  EXPECT_NE(line.find(R"({"kind":"python","code":"0x7f00aabbcc00","instr":42,)"
+                      R"("symbol":"Handler.handle_request","file":"/srv/app.py","line":42})"),
+            std::string::npos)
+      << line;
+  HangRecord out;
+  std::string error;
+  ASSERT_TRUE(DecodeHang(line, &out, &error)) << error;
+  ASSERT_EQ(out.stacks.size(), 1u);
+  ASSERT_EQ(out.stacks[0].frames.size(), 3u);
+  EXPECT_EQ(out.stacks[0].frames[0].language, FrameLanguage::kNative);
+  const Frame& back = out.stacks[0].frames[1];
+  EXPECT_EQ(back.language, FrameLanguage::kPython);
+  EXPECT_EQ(back.addr, py.addr);
+  EXPECT_EQ(back.offset, 42u);
+  EXPECT_EQ(back.symbol, py.symbol);
+  EXPECT_EQ(back.line, 42);
+  EXPECT_TRUE(back.module.empty());
+  EXPECT_EQ(Encode(out), line);
+  // A kind this reader does not know is an error, not a native frame without an address.
+  std::string bad = line;
+  bad.replace(bad.find(R"("kind":"python")"), 15, R"("kind":"ruby")");
+  EXPECT_FALSE(DecodeHang(bad, &out, &error));
+  EXPECT_NE(error.find("kind"), std::string::npos) << error;
+}
+
 TEST(ReportCodec, UnknownTypesAndBrokenLines) {
   Record out;
   std::string error;
