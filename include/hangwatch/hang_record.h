@@ -108,10 +108,6 @@ enum class FrameLanguage : uint8_t {
 };
 
 struct Frame {
-  // kPython: `addr` is the code object's address; `module`, `build_id` are empty and `offset`
-  // is the instruction's position in the code object (code units); `symbol` is the qualified
-  // function name, `file` and `line` where it is. JSON: "kind": "python" (docs/report-format.md).
-  FrameLanguage language = FrameLanguage::kNative;
   uint64_t addr = 0;     // runtime address in the reporting process
   std::string module;    // path of the module holding addr; empty when unknown
   std::string build_id;  // lowercase hex GNU build-id; empty when absent/unknown
@@ -124,6 +120,11 @@ struct Frame {
   // its CFI FDE, else the nearest symbol below: docs/report-format.md); 0 when unknown. What
   // identifies a frame that has no name.
   uint64_t function_start = 0;
+  // kPython: `addr` is the code object's address; `module`, `build_id` are empty and `offset`
+  // is the instruction's position in the code object (code units); `symbol` is the qualified
+  // function name, `file` and `line` where it is. JSON: "kind": "python" (docs/report-format.md).
+  // Last, so that aggregate initialisers of native frames stay as they were.
+  FrameLanguage language = FrameLanguage::kNative;
 };
 
 // One unique stack of a hang: identical samples are stored once with a count.
