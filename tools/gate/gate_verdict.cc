@@ -53,7 +53,7 @@ std::vector<std::string> CallerNames(const HangGroup& g) {
   std::string last = g.culprit_name;
   for (size_t i = static_cast<size_t>(g.culprit.frame) + 1; i < d->frames.size(); ++i) {
     const Frame& f = d->frames[i];
-    if (report::ClassifyFrame(f.module, f.symbol) != report::FrameKind::kApp) continue;
+    if (report::ClassifyFrame(f) != report::FrameKind::kApp) continue;
     std::string name = FrameName(f);
     if (name == last) continue;
     last = name;
@@ -144,10 +144,13 @@ bool ParseAllowList(std::string_view text, std::vector<AllowEntry>* out, std::st
 }
 
 const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std::string& signature,
-                                 const std::string& culprit_name) {
+                                 const std::string& culprit_name,
+                                 const std::string& python_function) {
   for (const AllowEntry& e : allow) {
     if (e.is_signature ? (!signature.empty() && e.pattern == signature)
-                       : fnmatch(e.pattern.c_str(), culprit_name.c_str(), 0) == 0) {
+                       : fnmatch(e.pattern.c_str(), culprit_name.c_str(), 0) == 0 ||
+                             (!python_function.empty() &&
+                              fnmatch(e.pattern.c_str(), python_function.c_str(), 0) == 0)) {
       return &e;
     }
   }
@@ -232,7 +235,9 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   }
   for (HangGroup& g : current) {
     seen.insert(g.signature);
-    g.allowed = FindAllowEntry(allow, g.signature, g.culprit_name);
+    g.allowed = FindAllowEntry(
+        allow, g.signature, g.culprit_name,
+        g.culprit.language == FrameLanguage::kPython ? g.culprit.symbol : std::string());
     (in_baseline.count(g.signature) ? v.known : v.new_hangs).push_back(std::move(g));
   }
   for (HangGroup& g : before) {

@@ -47,9 +47,12 @@ struct AllowEntry {
 // pattern.
 bool ParseAllowList(std::string_view text, std::vector<AllowEntry>* out, std::string* error);
 
-// The first entry that allows a hang with this signature and culprit name; nullptr when none.
+// The first entry that allows a hang with this signature and culprit name (report::CulpritName;
+// a Python culprit's, "Handler.handle (app.py:42)", or `python_function`, its qualified name
+// "Handler.handle", matches a glob); nullptr when none.
 const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std::string& signature,
-                                 const std::string& culprit_name);
+                                 const std::string& culprit_name,
+                                 const std::string& python_function = "");
 
 struct GateBudgets {
   std::optional<uint64_t> max_hang_ms;  // a new, not allowed hang longer than this fails

@@ -14,7 +14,8 @@ namespace hangwatch::tools {
 // "0x1234" (lowercase).
 std::string Hex(uint64_t v);
 
-// A frame's display name: its symbol, else "module+0xoffset", else its address.
+// A frame's display name: its symbol, else "module+0xoffset", else its address. A Python frame:
+// "Handler.handle (app.py:42)" (report::PythonFunctionLabel), as its culprit is named.
 std::string FrameName(const Frame& f);
 
 // "file:line" when known, else "".
@@ -28,7 +29,7 @@ Culprit HangCulprit(const HangRecord& h);
 std::string CulpritLocation(const Culprit& c);
 
 // The culprit's name ("debugCommand", "python3.11+0x1d64b4", "?") with " (file:line)" when
-// known.
+// known; a Python culprit "Handler.handle (/srv/app.py:42)" (the whole path).
 std::string CulpritLabel(const Culprit& c);
 
 // Recomputes each hang's culprit from its stacks (report::HangCulprit, after offline symbolization
