@@ -17,11 +17,12 @@ inline constexpr char kPythonExe[] = "/usr/bin/python3.11";
 inline constexpr char kPythonLibc[] = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 inline constexpr char kPythonApp[] = "/srv/app.py";
 
+// `build`: the interpreter's build-id (libc's is fixed).
 inline Frame PythonTestNative(const char* module, uint64_t offset, const char* symbol,
-                              uint64_t function_start = 0) {
+                              uint64_t function_start = 0, const char* build = "571d98e0aa") {
   Frame f;
   f.module = module;
-  f.build_id = module == std::string(kPythonExe) ? "571d98e0aa" : "c0ffee";
+  f.build_id = module == std::string(kPythonExe) ? build : "c0ffee";
   f.offset = offset;
   f.addr = (module == std::string(kPythonExe) ? 0x555555554000 : 0x7ffff7d80000) + offset;
   f.symbol = symbol;
@@ -42,9 +43,15 @@ inline Frame PythonTestFrame(const char* qualname, const char* file, int line, u
 }
 
 // `code_shift`: added to every code object's address (another run of the same program puts
-// them elsewhere). Two stacks: 6 samples asleep in time.sleep at app.py:42, 2 in the standard
-// library's JSON encoder called from app.py:40; both under Handler.handle_request, the culprit.
-inline HangRecord PythonHang(uint64_t code_shift = 0, uint64_t hang_id = 0) {
+// them elsewhere); `build` and `moved`: the interpreter's build-id and how far its functions
+// moved in that build (another python3.11 package). Two stacks: 6 samples asleep in time.sleep at
+// app.py:42, 2 in the standard library's JSON encoder called from app.py:40; both under
+// Handler.handle_request, the culprit.
+inline HangRecord PythonHang(uint64_t code_shift = 0, uint64_t hang_id = 0,
+                             const char* build = "571d98e0aa", uint64_t moved = 0) {
+  const auto interp = [&](uint64_t offset, const char* symbol, uint64_t start) {
+    return PythonTestNative(kPythonExe, offset + moved, symbol, start + moved, build);
+  };
   HangRecord h;
   h.pid = 4242;
   h.tid = 4242;
@@ -69,8 +76,7 @@ inline HangRecord PythonHang(uint64_t code_shift = 0, uint64_t hang_id = 0) {
   const Frame forever = PythonTestFrame("BaseServer.serve_forever",
                                         "/usr/lib/python3.11/socketserver.py", 233, code + 0x300);
   const Frame module = PythonTestFrame("<module>", kPythonApp, 99, code + 0x400);
-  const Frame start[] = {PythonTestNative(kPythonExe, 0x62f0a1, "", 0x62f000),
-                         PythonTestNative(kPythonExe, 0x62d010, "Py_BytesMain", 0x62d000),
+  const Frame start[] = {interp(0x62f0a1, "", 0x62f000), interp(0x62d010, "Py_BytesMain", 0x62d000),
                          PythonTestNative(kPythonLibc, 0x2724a, "__libc_start_call_main")};
   Stack sleep;
   sleep.id = 0;
@@ -78,8 +84,8 @@ inline HangRecord PythonHang(uint64_t code_shift = 0, uint64_t hang_id = 0) {
   sleep.first_seen_ms = 250;
   sleep.last_seen_ms = 950;
   sleep.frames = {PythonTestNative(kPythonLibc, 0xea7fa, "clock_nanosleep", 0xea7a0),
-                  PythonTestNative(kPythonExe, 0x5d64b4, "", 0x5d6400),
-                  PythonTestNative(kPythonExe, 0x52b9e0, "", 0x52b900),
+                  interp(0x5d64b4, "", 0x5d6400),
+                  interp(0x52b9e0, "", 0x52b900),
                   handle,
                   serve,
                   forever,
@@ -93,7 +99,7 @@ inline HangRecord PythonHang(uint64_t code_shift = 0, uint64_t hang_id = 0) {
   json.last_seen_ms = 650;
   json.cpu_us = 200000;
   json.frames = {
-      PythonTestNative(kPythonExe, 0x4e1000, "", 0x4e0f00),
+      interp(0x4e1000, "", 0x4e0f00),
       PythonTestFrame("JSONEncoder.iterencode", "/usr/lib/python3.11/json/encoder.py", 258,
                       code + 0x500),
       PythonTestFrame("dumps", "/usr/lib/python3.11/json/__init__.py", 231, code + 0x600),
@@ -113,7 +119,7 @@ inline HangRecord PythonHang(uint64_t code_shift = 0, uint64_t hang_id = 0) {
     e.method = e.stack == 1 ? SampleMethod::kSignal : SampleMethod::kProc;
     h.timeline.push_back(e);
   }
-  h.modules = {{kPythonExe, 0x555555554000, "571d98e0aa"}, {kPythonLibc, 0x7ffff7d80000, "c0ffee"}};
+  h.modules = {{kPythonExe, 0x555555554000, build}, {kPythonLibc, 0x7ffff7d80000, "c0ffee"}};
   // What the agent computes when it materializes the hang.
   h.culprit = report::HangCulprit(h.stacks);
   h.signature = report::HangSignature(h.stacks, h.culprit);
