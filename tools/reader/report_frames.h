@@ -25,6 +25,10 @@ std::string FrameLocation(const Frame& f);
 // an older agent; report::HangCulprit). Empty when there is no stack.
 Culprit HangCulprit(const HangRecord& h);
 
+// The culprit's function where its file and line are printed beside it: a Python culprit's
+// qualified name ("Handler.handle", "?" when unknown), else report::CulpritName.
+std::string CulpritFunctionName(const Culprit& c);
+
 // "file:line" of a culprit ("file" without a line), "" when unknown.
 std::string CulpritLocation(const Culprit& c);
 
