@@ -295,6 +295,10 @@ TEST(ReportFormats, TextShowsPythonFramesByNameFileAndLine) {
                   "/srv/app.py:42\n"))
       << t;
   EXPECT_TRUE(Has(t, "BaseServer.serve_forever  /usr/lib/python3.11/socketserver.py:233\n")) << t;
+  // Per-frame counts: the JSON stack's Handler.handle_request is at another line (another
+  // instruction of the same code object), so only the 6 samples at line 42 pass through #3.
+  EXPECT_TRUE(Has(t, "      6  #3  python ")) << t;
+  EXPECT_TRUE(Has(t, "      8  #4  python ")) << t;
   EXPECT_FALSE(Has(t, "0x7f3a1")) << "no code object's address: " << t;
   // The native frames around them stay as they are.
   EXPECT_TRUE(Has(t, "python3.11+0x5d64b4")) << t;
