@@ -31,7 +31,10 @@ std::string BaseName(const std::string& path) {
 
 std::string CulpritLabel(const Culprit& c) {
   if (c.empty()) return "";
-  std::string s = c.symbol.empty() ? Hex(c.offset) : c.symbol;
+  // A Python culprit's offset is an instruction index, not worth printing: "?" without a name.
+  std::string s = !c.symbol.empty()                      ? c.symbol
+                  : c.language == FrameLanguage::kPython ? std::string("?")
+                                                         : Hex(c.offset);
   if (!c.file.empty()) {
     s += " (" + BaseName(c.file);
     if (c.line > 0) s += ":" + std::to_string(c.line);

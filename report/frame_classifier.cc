@@ -86,7 +86,76 @@ bool IsNodeMachinery(std::string_view s) {
   return StartsWithAny(s, {"v8::", "Builtins_", "node::", "uv_", "uv__", "Stub_"}) || s == "main";
 }
 
+// "python3.11", "python2.7", "python3.13t" (free-threaded): a versioned directory of the
+// interpreter's library.
+bool IsPythonVersionDir(std::string_view dir) {
+  if (!StartsWith(dir, "python")) return false;
+  dir.remove_prefix(6);
+  const size_t dot = dir.find('.');
+  if (dot == 0 || dot == dir.npos) return false;
+  for (size_t i = 0; i < dir.size(); ++i) {
+    const char c = dir[i];
+    if (i == dot || (c >= '0' && c <= '9') || (i + 1 == dir.size() && c == 't' && i > dot + 1)) {
+      continue;
+    }
+    return false;
+  }
+  return dot + 1 < dir.size();
+}
+
+// The path's directories, outermost first, on '/' or '\\' (a Windows co_filename).
+template <typename F>
+bool AnyDirectory(std::string_view path, F&& pred) {
+  size_t begin = 0;
+  while (true) {
+    const size_t sep = path.find_first_of("/\\", begin);
+    if (sep == path.npos) return false;  // the last component is the file
+    if (pred(path.substr(begin, sep - begin), path.substr(0, begin))) return true;
+    begin = sep + 1;
+  }
+}
+
+bool IsThirdPartyPythonFile(std::string_view file) {
+  return AnyDirectory(file, [](std::string_view dir, std::string_view) {
+    return dir == "site-packages" || dir == "dist-packages";
+  });
+}
+
+bool IsStandardPythonFile(std::string_view file) {
+  if (StartsWith(file, "<frozen ")) return true;
+  return AnyDirectory(file, [](std::string_view dir, std::string_view parent) {
+    if (IsPythonVersionDir(dir)) {
+      // lib/python3.11/..., lib64/python3.11/...: the interpreter's own library directory.
+      const std::string_view p = parent.substr(0, parent.empty() ? 0 : parent.size() - 1);
+      const std::string_view up = ModuleFileName(p);
+      return up == "lib" || up == "lib64";
+    }
+    // python311.zip: an embedded distribution's standard library.
+    return StartsWith(dir, "python") && dir.size() > 4 && dir.substr(dir.size() - 4) == ".zip";
+  });
+}
+
+bool IsConsoleScriptModule(std::string_view file, std::string_view qualname) {
+  if (qualname != "<module>") return false;
+  const size_t slash = file.rfind('/');
+  if (slash == file.npos) return false;
+  return ModuleFileName(file.substr(0, slash)) == "bin";
+}
+
 }  // namespace
+
+FrameKind ClassifyPythonFrame(std::string_view file, std::string_view qualname) {
+  // site-packages inside lib/python3.11/ is a third party's, not the standard library.
+  if (IsThirdPartyPythonFile(file)) return FrameKind::kLibrary;
+  if (IsStandardPythonFile(file)) return FrameKind::kRuntime;
+  if (IsConsoleScriptModule(file, qualname)) return FrameKind::kLibrary;
+  return FrameKind::kApp;
+}
+
+FrameKind ClassifyFrame(const Frame& f) {
+  if (f.language == FrameLanguage::kPython) return ClassifyPythonFrame(f.file, f.symbol);
+  return ClassifyFrame(f.module, f.symbol);
+}
 
 std::string_view ModuleFileName(std::string_view module) {
   const size_t slash = module.rfind('/');

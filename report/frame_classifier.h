@@ -18,18 +18,41 @@
 //             _start and __libc_start_main wherever they are;
 //   kApp      everything else, including code outside any module (JIT) and frames without a
 //             name in an interpreter's module (a C builtin such as CPython's time.sleep).
+//
+// Python frames (Frame::language kPython), by co_filename (and, for one case, the function):
+//   kRuntime  the standard library and the interpreter's own Python code: a file in a
+//             `lib/pythonX.Y/` or `lib64/pythonX.Y/` directory of any prefix (/usr/lib/python3.11,
+//             /usr/local/lib/python3.12, pyenv's ~/.pyenv/versions/3.12.1/lib/python3.12, the base
+//             interpreter of a venv), outside its site-packages; an embedded distribution's
+//             `pythonXY.zip`; a frozen module (`<frozen importlib._bootstrap>`, `<frozen runpy>`);
+//   kLibrary  third-party packages: a file under a `site-packages/` or `dist-packages/` directory
+//             (a venv's, Debian's /usr/lib/python3/dist-packages: gunicorn's worker loop, a web
+//             framework's dispatch), and the `<module>` of a console script in a `bin/` directory
+//             (/usr/bin/gunicorn, venv/bin/celery: the package's entry point). A hang's culprit is
+//             the innermost application frame; a library frame only when the stacks have none;
+//   kApp      everything else: the program's own files, code it compiled (`<string>`, `<stdin>`).
 #ifndef HANGWATCH_REPORT_FRAME_CLASSIFIER_H_
 #define HANGWATCH_REPORT_FRAME_CLASSIFIER_H_
 
 #include <string_view>
 
+#include "hangwatch/hang_record.h"
+
 namespace hangwatch::report {
 
-enum class FrameKind : unsigned char { kApp, kSystem, kRuntime };
+// kLibrary: only Python frames (above); readers that know three kinds show it as kApp.
+enum class FrameKind : unsigned char { kApp, kSystem, kRuntime, kLibrary };
 
 // `module`: the module's path or file name ("" when unknown); `symbol`: the function's name,
 // demangled or not ("" when unknown).
 FrameKind ClassifyFrame(std::string_view module, std::string_view symbol);
+
+// A Python frame, by its file (co_filename) and qualified name (the rules above).
+FrameKind ClassifyPythonFrame(std::string_view file, std::string_view qualname);
+
+// A frame on its own: ClassifyPythonFrame for a Python frame, else ClassifyFrame(module, symbol).
+// (In a stack, report/stack_identity.h also looks at the frames around it.)
+FrameKind ClassifyFrame(const Frame& f);
 
 // kSystem by module alone (the list above).
 bool IsSystemModule(std::string_view module);

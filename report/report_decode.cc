@@ -191,6 +191,14 @@ bool ParseCulprit(const json& j, Culprit* cu, std::string* error) {
   int64_t line = 0;
   int64_t frame = 0;
   int64_t stack = 0;
+  std::string kind;
+  if (!c.Str("kind", &kind, true)) return false;
+  if (kind == "python") {
+    cu->language = FrameLanguage::kPython;
+  } else if (!kind.empty() && kind != "native") {
+    *error = "field 'culprit' has a 'kind' neither \"native\" nor \"python\"";
+    return false;
+  }
   if (!c.Str("symbol", &cu->symbol, true) || !c.Str("module", &cu->module, true) ||
       !c.Str("file", &cu->file, true) || !c.Int("line", &line, true) ||
       !c.Int("frame", &frame, true) || !c.Int("stack", &stack, true)) {

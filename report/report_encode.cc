@@ -209,7 +209,13 @@ void AppendCulpritValue(std::string* out, const Culprit& c) {
     o.append("null");
   } else {
     o.push_back('{');
-    Key(&o, "symbol", true);
+    if (c.language == FrameLanguage::kPython) {
+      Key(&o, "kind", true);
+      AppendString(&o, "python");
+      Key(&o, "symbol");
+    } else {
+      Key(&o, "symbol", true);
+    }
     AppendString(&o, c.symbol);
     Key(&o, "module");
     AppendString(&o, c.module);

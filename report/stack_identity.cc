@@ -41,12 +41,19 @@ std::string Hex16(uint64_t v) {
   return buf;
 }
 
-// Whether some frame of `stacks` was named from a runtime's perf map (code outside every module,
-// with a name): the process writes one.
+bool IsPython(const Frame& f) { return f.language == FrameLanguage::kPython; }
+
+// A frame named from a runtime's perf map: code outside every module, with a name (a Python
+// frame has no module either, but is not machine code).
+bool IsPerfMapNamed(const Frame& f) {
+  return !IsPython(f) && f.module.empty() && !f.symbol.empty();
+}
+
+// Whether some frame of `stacks` was named from a runtime's perf map: the process writes one.
 bool HasPerfMapNames(std::span<const Stack> stacks) {
   for (const Stack& s : stacks) {
     for (const Frame& f : s.frames) {
-      if (f.module.empty() && !f.symbol.empty()) return true;
+      if (IsPerfMapNamed(f)) return true;
     }
   }
   return false;
@@ -57,17 +64,38 @@ bool HasPerfMapNames(std::span<const Stack> stacks) {
 // --perf-basic-prof lists only the JavaScript functions), so such a frame is machinery and the
 // JS function out from it is the culprit.
 FrameKind Kind(const Frame& f, bool perf_map) {
+  if (IsPython(f)) return ClassifyPythonFrame(f.file, f.symbol);
   if (perf_map && f.module.empty() && f.symbol.empty()) return FrameKind::kRuntime;
   return ClassifyFrame(f.module, f.symbol);
 }
-FrameKind Kind(const Frame& f) { return ClassifyFrame(f.module, f.symbol); }
 
-// Index of the innermost application frame (else 0), or -1 when `s` has no frames.
-int FirstAppIndex(const Stack& s) {
-  for (size_t i = 0; i < s.frames.size(); ++i) {
-    if (Kind(s.frames[i]) == FrameKind::kApp) return static_cast<int>(i);
+// Each frame's kind in its stack: Kind, and in a stack with Python frames, the interpreter's
+// native frames are its runtime (the Python frames name what its eval loop ran), and so is native
+// code called from Python (a C extension's or a builtin's: _json's encoder, time.sleep) when the
+// stack has an application or library Python frame: the Python function that called it is what
+// a Python user names (and it is the same in every interpreter build).
+std::vector<FrameKind> Kinds(const Stack& s, bool perf_map) {
+  const size_t n = s.frames.size();
+  std::vector<FrameKind> kinds(n);
+  size_t outermost_python = n;
+  bool python_candidate = false;
+  for (size_t i = 0; i < n; ++i) {
+    kinds[i] = Kind(s.frames[i], perf_map);
+    if (IsPython(s.frames[i])) {
+      outermost_python = i;
+      python_candidate =
+          python_candidate || kinds[i] == FrameKind::kApp || kinds[i] == FrameKind::kLibrary;
+    }
   }
-  return s.frames.empty() ? -1 : 0;
+  if (outermost_python == n) return kinds;
+  for (size_t i = 0; i < n; ++i) {
+    const Frame& f = s.frames[i];
+    if (IsPython(f) || kinds[i] != FrameKind::kApp) continue;
+    if (IsRuntimeModule(f.module) || (python_candidate && i < outermost_python)) {
+      kinds[i] = FrameKind::kRuntime;
+    }
+  }
+  return kinds;
 }
 
 // An anonymous C function of the interpreter (CPython's time.sleep in a stripped python3):
@@ -76,37 +104,49 @@ int FirstAppIndex(const Stack& s) {
 // or 0.
 size_t JitNameFurtherOut(const Stack& s, size_t i) {
   const Frame& f = s.frames[i];
-  if (!f.symbol.empty() || !IsRuntimeModule(f.module)) return 0;
+  if (!f.symbol.empty() || IsPython(f) || !IsRuntimeModule(f.module)) return 0;
   for (size_t j = i + 1; j < s.frames.size(); ++j) {
-    const Frame& g = s.frames[j];
-    if (g.module.empty() && !g.symbol.empty()) return j;
+    if (IsPerfMapNamed(s.frames[j])) return j;
   }
   return 0;
 }
 bool GivesWayToJit(const Stack& s, size_t i) { return JitNameFurtherOut(s, i) != 0; }
 
-// Index of the culprit frame in `s`, or -1 when `s` has no frames.
-int CulpritIndex(const Stack& s, bool perf_map) {
+// The kinds a culprit is taken from, best first: the application's, then (Python) third-party
+// packages'.
+constexpr FrameKind kCandidateKinds[] = {FrameKind::kApp, FrameKind::kLibrary};
+
+// Index of the culprit frame in `s` (kinds: Kinds(s, perf_map)), or -1 when `s` has no frames:
+// the innermost application frame, else the innermost library frame, else the innermost Python
+// frame, else the innermost frame. `jit`: an anonymous frame of an interpreter gives way to a
+// perf-map name further out (JitNameFurtherOut); the signature and fingerprint count from the
+// frame itself.
+int CulpritIndex(const Stack& s, const std::vector<FrameKind>& kinds, bool jit = true) {
+  for (const FrameKind tier : kCandidateKinds) {
+    for (size_t i = 0; i < s.frames.size(); ++i) {
+      if (kinds[i] != tier) continue;
+      if (const size_t j = jit ? JitNameFurtherOut(s, i) : 0; j != 0) return static_cast<int>(j);
+      return static_cast<int>(i);
+    }
+  }
   for (size_t i = 0; i < s.frames.size(); ++i) {
-    if (Kind(s.frames[i], perf_map) != FrameKind::kApp) continue;
-    if (const size_t j = JitNameFurtherOut(s, i); j != 0) return static_cast<int>(j);
-    return static_cast<int>(i);
+    if (IsPython(s.frames[i])) return static_cast<int>(i);
   }
   return s.frames.empty() ? -1 : 0;
 }
 
 // Whether frame i (> 0) is part of a runtime's machinery for identity purposes: a kRuntime frame,
-// or (past the first application frame, `culprit`) an unnamed frame leading, through more unnamed
+// or (past the culprit frame, `culprit`) an unnamed frame leading, through more unnamed
 // frames of its module, to a kRuntime frame of the same module: call dispatch, which an interpreter
 // may skip.
-bool IsMachinery(const Stack& s, size_t i, int culprit) {
+bool IsMachinery(const Stack& s, const std::vector<FrameKind>& kinds, size_t i, int culprit) {
   const Frame& f = s.frames[i];
-  if (Kind(f) == FrameKind::kRuntime) return true;
+  if (kinds[i] == FrameKind::kRuntime) return true;
   if (static_cast<int>(i) <= culprit || !f.symbol.empty() || f.module.empty()) return false;
   const size_t n = s.frames.size();
   size_t j = i + 1;
   while (j < n && s.frames[j].module == f.module && s.frames[j].symbol.empty()) ++j;
-  return j < n && s.frames[j].module == f.module && Kind(s.frames[j]) == FrameKind::kRuntime;
+  return j < n && s.frames[j].module == f.module && kinds[j] == FrameKind::kRuntime;
 }
 
 Culprit CulpritAt(const Stack& s, int i, int stack) {
@@ -120,16 +160,38 @@ Culprit CulpritAt(const Stack& s, int i, int stack) {
   c.line = f.line;
   c.frame = i;
   c.stack = stack;
+  c.language = f.language;
   return c;
+}
+
+std::string_view PathBaseName(std::string_view path) {
+  const size_t sep = path.find_last_of("/\\");
+  return sep == path.npos ? path : path.substr(sep + 1);
 }
 
 }  // namespace
 
 Culprit FindCulprit(const Stack& s) {
-  return CulpritAt(s, CulpritIndex(s, HasPerfMapNames(std::span<const Stack>(&s, 1))), 0);
+  const bool perf_map = HasPerfMapNames(std::span<const Stack>(&s, 1));
+  return CulpritAt(s, CulpritIndex(s, Kinds(s, perf_map)), 0);
+}
+
+std::string PythonFunctionLabel(std::string_view qualname, std::string_view file, int line) {
+  std::string out(qualname.empty() ? std::string_view("?") : qualname);
+  if (file.empty()) return out;
+  out += " (";
+  out += PathBaseName(file);
+  if (line > 0) {
+    out += ':';
+    out += std::to_string(line);
+  }
+  out += ')';
+  return out;
 }
 
 std::string FunctionIdentity(const Frame& f, bool leaf) {
+  // Its name and file, never the code object's address (another in every run).
+  if (IsPython(f)) return PythonFunctionLabel(f.symbol, f.file, 0);
   if (!f.symbol.empty()) return NormalizeForSignature(f.symbol);
   std::string id = "?@";
   id += ModuleFileName(f.module);
@@ -153,36 +215,44 @@ std::string FunctionIdentity(const Frame& f, bool leaf) {
 Culprit HangCulprit(std::span<const Stack> stacks) {
   if (stacks.empty()) return Culprit{};
   const bool perf_map = HasPerfMapNames(stacks);
-  // Each function's weight: the samples of the stacks that hold one of its application frames.
-  std::unordered_map<std::string, uint64_t> weight;
-  std::vector<std::vector<std::string>> ids(stacks.size());
+  std::vector<std::vector<FrameKind>> kinds(stacks.size());
   uint64_t total = 0;
   for (size_t k = 0; k < stacks.size(); ++k) {
-    const Stack& s = stacks[k];
-    if (s.frames.empty()) continue;
-    total += s.count;
-    ids[k].resize(s.frames.size());
-    std::unordered_set<std::string> seen;
-    for (size_t i = 0; i < s.frames.size(); ++i) {
-      if (Kind(s.frames[i], perf_map) != FrameKind::kApp || GivesWayToJit(s, i)) continue;
-      ids[k][i] = FunctionIdentity(s.frames[i], i == 0);
-      if (seen.insert(ids[k][i]).second) weight[ids[k][i]] += s.count;
-    }
+    kinds[k] = Kinds(stacks[k], perf_map);
+    if (!stacks[k].frames.empty()) total += stacks[k].count;
   }
-  // The lightest function present in at least three quarters of the samples, else half of them
-  // (the innermost of a chain of callers, which are each present wherever their callee is);
-  // among equals, the first met in the stacks' order (most samples first), innermost frame
-  // first.
-  // Three quarters first: a helper function that holds about half of the samples (a C builtin's
-  // inner loop, between runs 40% and 60%) would otherwise be the culprit in some runs only.
-  uint64_t best = 0;
-  for (const uint64_t quarters : {3u, 2u}) {
-    for (const auto& [id, w] : weight) {
-      if (4 * w >= quarters * total && w > 0 && (best == 0 || w < best)) best = w;
+  // The application's functions first; a third-party package's (Python) only when no
+  // application function is in half of the samples.
+  for (const FrameKind tier : kCandidateKinds) {
+    // Each function's weight: the samples of the stacks that hold one of its frames of `tier`.
+    std::unordered_map<std::string, uint64_t> weight;
+    std::vector<std::vector<std::string>> ids(stacks.size());
+    for (size_t k = 0; k < stacks.size(); ++k) {
+      const Stack& s = stacks[k];
+      if (s.frames.empty()) continue;
+      ids[k].resize(s.frames.size());
+      std::unordered_set<std::string> seen;
+      for (size_t i = 0; i < s.frames.size(); ++i) {
+        if (kinds[k][i] != tier || GivesWayToJit(s, i)) continue;
+        ids[k][i] = FunctionIdentity(s.frames[i], i == 0);
+        if (seen.insert(ids[k][i]).second) weight[ids[k][i]] += s.count;
+      }
     }
-    if (best != 0) break;
-  }
-  if (best != 0) {
+    // The lightest function present in at least three quarters of the samples, else half of
+    // them (the innermost of a chain of callers, which are each present wherever their callee
+    // is); among equals, the first met in the stacks' order (most samples first), innermost
+    // frame first.
+    // Three quarters first: a helper function that holds about half of the samples (a C
+    // builtin's inner loop, between runs 40% and 60%) would otherwise be the culprit in some
+    // runs only.
+    uint64_t best = 0;
+    for (const uint64_t quarters : {3u, 2u}) {
+      for (const auto& [id, w] : weight) {
+        if (4 * w >= quarters * total && w > 0 && (best == 0 || w < best)) best = w;
+      }
+      if (best != 0) break;
+    }
+    if (best == 0) continue;
     for (size_t k = 0; k < stacks.size(); ++k) {
       for (size_t i = 0; i < ids[k].size(); ++i) {
         if (ids[k][i].empty() || weight[ids[k][i]] != best) continue;
@@ -197,11 +267,12 @@ Culprit HangCulprit(std::span<const Stack> stacks) {
       }
     }
   }
-  return CulpritAt(stacks[0], CulpritIndex(stacks[0], perf_map), 0);
+  return CulpritAt(stacks[0], CulpritIndex(stacks[0], kinds[0]), 0);
 }
 
 std::string CulpritName(const Culprit& c) {
   if (c.empty()) return "?";
+  if (c.language == FrameLanguage::kPython) return PythonFunctionLabel(c.symbol, c.file, c.line);
   if (!c.symbol.empty()) return c.symbol;
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(c.offset));
@@ -239,12 +310,23 @@ std::string NormalizeForSignature(const std::string& symbol) {
 
 std::string Signature(const Stack& s, size_t from) {
   if (s.frames.empty()) return "";
-  std::vector<const Frame*> picked;
+  const std::vector<FrameKind> kinds = Kinds(s, false);
   if (from >= s.frames.size()) from = 0;
-  const int culprit = std::max(FirstAppIndex(s), static_cast<int>(from));
-  for (size_t i = from; i < s.frames.size() && picked.size() < kSignatureFrames; ++i) {
-    const Frame& f = s.frames[i];
-    if (Kind(f) == FrameKind::kApp && !IsMachinery(s, i, culprit)) picked.push_back(&f);
+  const int culprit = std::max(CulpritIndex(s, kinds, false), static_cast<int>(from));
+  // The application's frames; without any from `from` out, the library's (Python), else the
+  // Python frames, else all frames.
+  std::vector<const Frame*> picked;
+  for (const FrameKind tier : kCandidateKinds) {
+    for (size_t i = from; i < s.frames.size() && picked.size() < kSignatureFrames; ++i) {
+      if (kinds[i] == tier && !IsMachinery(s, kinds, i, culprit)) picked.push_back(&s.frames[i]);
+    }
+    if (!picked.empty()) break;
+  }
+  if (picked.empty()) {
+    for (const Frame& f : s.frames) {
+      if (picked.size() == kSignatureFrames) break;
+      if (IsPython(f)) picked.push_back(&f);
+    }
   }
   if (picked.empty()) {
     for (const Frame& f : s.frames) {
@@ -273,14 +355,28 @@ std::string HangSignature(std::span<const Stack> stacks, const Culprit& culprit)
 std::string Fingerprint(const Stack& s, uint64_t leaf_offset) {
   const size_t n = s.frames.size();
   if (n == 0) return "";
-  const int culprit = FirstAppIndex(s);
+  const std::vector<FrameKind> kinds = Kinds(s, false);
+  const int culprit = CulpritIndex(s, kinds, false);
+  // The innermost Python frame's line moves while its function computes (as frame 0's
+  // instruction does): its function identifies it. Every other Python frame is a call site.
+  size_t innermost_python = n;
+  for (size_t i = 0; i < n && innermost_python == n; ++i) {
+    if (IsPython(s.frames[i])) innermost_python = i;
+  }
   Fnv64 h;
   size_t keys = 0;
   for (size_t i = 0; i < n && keys < kFingerprintFrames; ++i) {
     const Frame& f = s.frames[i];
-    if (i > 0 && IsMachinery(s, i, culprit)) continue;
+    if (i > 0 && IsMachinery(s, kinds, i, culprit)) continue;
     const uint64_t offset = i == 0 ? leaf_offset : f.offset;
-    if (!f.build_id.empty()) {
+    if (IsPython(f)) {
+      // Never the code object's address: it changes with every run.
+      h.Str("py:");
+      h.Str(f.symbol);
+      h.Bytes("@", 1);
+      h.Str(f.file);
+      if (i != innermost_python) h.U64(static_cast<uint64_t>(f.line));
+    } else if (!f.build_id.empty()) {
       h.Str(f.build_id);
       h.U64(offset);
     } else if (!f.module.empty()) {

@@ -11,43 +11,58 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "hangwatch/hang_record.h"
 
 namespace hangwatch::report {
 
 // The innermost frame of `s` that is the application's (FrameKind::kApp); when there is none,
-// the innermost frame. An anonymous frame of an interpreter's module (a C builtin of a stripped
-// python3) gives way to a function named by the runtime's perf map further out (JIT code:
-// python3.12 -X perf's py::function, node's JS functions). Code outside every module without a
-// perf-map name, in a stack that has perf-map names, is the runtime's (V8's builtins, copied
-// into anonymous memory). Empty for a stack without frames.
+// the innermost library frame (FrameKind::kLibrary: a third-party Python package's), else the
+// innermost Python frame, else the innermost frame. In a stack with Python frames, the
+// interpreter's native frames are its runtime's, and so is native code called from Python (a C
+// extension's, a builtin's) when the stack has an application or library Python frame: a Python
+// user names the Python function that called json.dumps, not _json's encoder. An anonymous frame of
+// an interpreter's module (a C builtin of a stripped python3) gives way to a function named by the
+// runtime's perf map further out (JIT code: python3.12 -X perf's py::function, node's JS
+// functions). Code outside every module without a perf-map name, in a stack that has perf-map
+// names, is the runtime's (V8's builtins, copied into anonymous memory). Empty for a stack without
+// frames.
 Culprit FindCulprit(const Stack& s);
 
 // A hang's culprit, from all its stacks (`stacks` as HangRecord::stacks: most samples first):
 // the application function (FunctionIdentity, application frames as FindCulprit judges them)
 // present in at least three quarters of the samples (else half of them) with the fewest
-// samples (the innermost of a chain of callers); among equals the first met in stack order,
-// innermost frame first. The culprit is
-// that function's frame in the dominant stack when it has one, else in the first stack that
-// has (Culprit::stack). FindCulprit(stacks[0]) when no function is in half of the samples.
+// samples (library functions, FrameKind::kLibrary, when no application function is) (the innermost
+// of a chain of callers); among equals the first met in stack order, innermost frame first. The
+// culprit is that function's frame in the dominant stack when it has one, else in the first stack
+// that has (Culprit::stack). FindCulprit(stacks[0]) when no function is in half of the samples.
 // Bounded: one identity string per frame of the given stacks.
 Culprit HangCulprit(std::span<const Stack> stacks);
 
-// What tells a frame's function from others: its normalized name (NormalizeForSignature);
+// What tells a frame's function from others: for a Python frame, its qualified name and the base
+// name of its file, PythonFunctionLabel(symbol, file, 0) ("Handler.handle (app.py)"), never the
+// code object's address (another in every run); else its normalized name (NormalizeForSignature);
 // without a name, "?@" + module file name + "#" + build-id + "+0x" + start of the function
 // (Frame::function_start), or, when the start is unknown, "@0x" + the frame's offset for a
 // return address (a call site) and nothing for the interrupted instruction (`leaf`).
 std::string FunctionIdentity(const Frame& f, bool leaf);
 
 // How a culprit is printed: its symbol, else "module-file+0xoffset", else "0xoffset"; "?" when
-// empty.
+// empty. A Python culprit: PythonFunctionLabel(symbol, file, line), "handle_request (app.py:42)".
 std::string CulpritName(const Culprit& c);
 
+// A Python function as py-spy prints it: "Handler.handle (app.py:42)" (the file's base name;
+// without ":line" when `line` is 0, without the parentheses when `file` is empty; "?" for an
+// unknown name).
+std::string PythonFunctionLabel(std::string_view qualname, std::string_view file, int line);
+
 // 16 hex digits over the function identities (FunctionIdentity) of the top `kSignatureFrames`
-// application frames of `s` (all frames when none is the application's): names where there are
-// names, else module, build-id and start of the function. Normalized: GCC clone suffixes (.cold,
-// .isra.0, [clone .constprop.0], ...) and V8's tier markers (LazyCompile:*, JS:~, ...) are dropped.
+// application frames of `s` (when none is the application's: its library frames, else its Python
+// frames, else all frames): names where there are names, else module, build-id and start of the
+// function; a Python frame's qualified name and file base name. Normalized: GCC clone suffixes
+// (.cold, .isra.0, [clone .constprop.0], ...) and V8's tier markers (LazyCompile:*, JS:~, ...) are
+// dropped.
 // "" for a stack without frames.
 // `from`: the frame to start at, the hang's culprit (HangCulprit) when `s` holds it, so that
 // the signature follows what most samples share, not the dominant stack's own leaf (an
@@ -63,8 +78,11 @@ std::string HangSignature(std::span<const Stack> stacks, const Culprit& culprit)
 std::string NormalizeForSignature(const std::string& symbol);
 
 // 16 hex digits over (build-id or module file name, offset) of the top `kFingerprintFrames`
-// frames that identify the stack; `leaf_offset` replaces frame 0's offset (the start of its
-// function, so the exact instruction does not matter). Frames of a runtime's machinery are
+// frames that identify the stack (a Python frame: its qualified name, file and line, never the
+// code object's address; the innermost Python frame without its line, which moves while its
+// function computes); `leaf_offset` replaces frame 0's offset (the start of its
+// function, so the exact instruction does not matter). Frames of a runtime's machinery (Python's
+// standard library and the interpreter's native frames among Python frames too) are
 // skipped, and so are unnamed frames that lead to them inside the same module past the culprit
 // (call dispatch): CPython specializes a call site after a few calls and reaches the same C
 // function through fewer frames, from another instruction of the eval loop.

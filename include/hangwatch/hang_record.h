@@ -207,10 +207,12 @@ struct ModuleInfo {
 
 // The frame a user would name as the cause: among the functions of application frames (not the
 // system's own libraries, such as libc, libstdc++, the dynamic loader or the vDSO, nor a language
-// runtime's machinery, such as an interpreter's eval loop and call dispatch) present in at least
-// half of the hang's samples, the innermost (docs/report-format.md has the exact rule); when
-// there is none, the innermost application frame of the dominant stack (when every frame is the
-// system's or a runtime's, its innermost one). Empty (symbol and module "") when no stack.
+// runtime's machinery, such as an interpreter's eval loop and call dispatch or Python's standard
+// library) present in at least half of the hang's samples, the innermost (docs/report-format.md
+// has the exact rule); when there is none, the innermost application frame of the dominant stack
+// (when every frame is the system's or a runtime's, its innermost one). In a stack with Python
+// frames, the innermost application Python function, not the C code it called. Empty (symbol
+// and module "") when no stack.
 struct Culprit {
   std::string symbol;   // demangled function name; empty when unknown
   std::string module;   // path of the module; empty for code outside any module (e.g. JIT)
@@ -219,6 +221,9 @@ struct Culprit {
   int line = 0;         // source line; 0 when unknown
   int frame = -1;       // index in the frames of stacks[stack], -1 when none
   int stack = 0;        // index of the stack that holds it: the dominant one (0) when it does
+  // kPython: a Python function (symbol its qualified name, module empty, offset the
+  // instruction's position); JSON: "kind": "python" in the culprit object.
+  FrameLanguage language = FrameLanguage::kNative;
 
   bool empty() const { return frame < 0; }
 };

@@ -12,8 +12,15 @@ constexpr std::string_view kOwnLabels[] = {"process", "host", "class",  "cause",
 constexpr size_t kMaxCulpritsTracked = 10000;
 
 // The function to blame, or module+0xoffset when its name is unknown (as report::CulpritName
-// names it, without the tools' dependencies).
+// names it, without the tools' dependencies). A Python function: its qualified name and its
+// file's base name, "Handler.handle (app.py)", without the line, so that every line of a
+// function is one series.
 std::string CulpritName(const Culprit& c) {
+  if (c.language == FrameLanguage::kPython) {
+    std::string name = c.symbol.empty() ? "?" : c.symbol;
+    if (!c.file.empty()) name += " (" + c.file.substr(c.file.find_last_of("/\\") + 1) + ")";
+    return name;
+  }
   if (!c.symbol.empty()) return c.symbol;
   char offset[32];
   std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(c.offset));

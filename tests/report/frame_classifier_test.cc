@@ -84,6 +84,44 @@ TEST(FrameClassifierTest, ProgramEntryIsTheRuntimeAnywhere) {
   EXPECT_EQ(ClassifyFrame("/usr/bin/myapp", "start"), FrameKind::kApp);
 }
 
+// A Python frame is classified by its file: the standard library (any prefix's lib/python3.X,
+// frozen modules) is the runtime, third-party packages the library, the rest the application.
+TEST(FrameClassifierTest, PythonFramesByFile) {
+  for (const char* f :
+       {"/usr/lib/python3.11/selectors.py", "/usr/lib/python3.11/socketserver.py",
+        "/usr/lib/python3.11/asyncio/base_events.py", "/usr/local/lib/python3.12/threading.py",
+        "/home/u/.pyenv/versions/3.12.1/lib/python3.12/socket.py",
+        "/opt/py/lib64/python3.10/json/encoder.py", "/usr/lib/python3.13t/threading.py",
+        "/opt/app/python311.zip/selectors.py", "<frozen importlib._bootstrap>", "<frozen runpy>"}) {
+    EXPECT_EQ(ClassifyPythonFrame(f, "select"), FrameKind::kRuntime) << f;
+  }
+  for (const char* f : {"/usr/lib/python3/dist-packages/gunicorn/workers/sync.py",
+                        "/srv/venv/lib/python3.11/site-packages/flask/app.py",
+                        "/usr/local/lib/python3.12/site-packages/requests/api.py"}) {
+    EXPECT_EQ(ClassifyPythonFrame(f, "run"), FrameKind::kLibrary) << f;
+  }
+  // A console script's module (pip's and Debian's entry-point wrappers) is its package's.
+  EXPECT_EQ(ClassifyPythonFrame("/usr/bin/gunicorn", "<module>"), FrameKind::kLibrary);
+  EXPECT_EQ(ClassifyPythonFrame("/srv/venv/bin/celery", "<module>"), FrameKind::kLibrary);
+  EXPECT_EQ(ClassifyPythonFrame("/usr/local/bin/tool", "main"), FrameKind::kApp);
+  for (const char* f : {"/srv/app.py", "app.py", "<string>", "<stdin>", "/srv/lib/python/x.py",
+                        "/srv/python3.11/x.py", "/srv/lib/python3/x.py",
+                        "/home/u/src/lib/pythonista.py", "/srv/lib/python3.x/x.py"}) {
+    EXPECT_EQ(ClassifyPythonFrame(f, "handle"), FrameKind::kApp) << f;
+  }
+  Frame py;
+  py.language = FrameLanguage::kPython;
+  py.symbol = "clock_nanosleep";  // a native name means nothing for a Python frame
+  py.file = "/srv/app.py";
+  EXPECT_EQ(ClassifyFrame(py), FrameKind::kApp);
+  py.file = "/usr/lib/python3.11/threading.py";
+  EXPECT_EQ(ClassifyFrame(py), FrameKind::kRuntime);
+  Frame native;
+  native.module = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  native.symbol = "clock_nanosleep";
+  EXPECT_EQ(ClassifyFrame(native), FrameKind::kSystem);
+}
+
 TEST(FrameClassifierTest, ModuleFileName) {
   EXPECT_EQ(ModuleFileName("/usr/lib/libc.so.6"), "libc.so.6");
   EXPECT_EQ(ModuleFileName("linux-vdso.so.1"), "linux-vdso.so.1");

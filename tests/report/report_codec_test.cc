@@ -153,6 +153,24 @@ TEST(ReportCodec, PythonFramesRoundTripBetweenNativeOnes) {
   EXPECT_EQ(back.line, 42);
   EXPECT_TRUE(back.module.empty());
   EXPECT_EQ(Encode(out), line);
+  // A Python culprit says so ("kind": "python"), so readers name it as a Python function.
+  in.culprit.symbol = py.symbol;
+  in.culprit.file = py.file;
+  in.culprit.line = py.line;
+  in.culprit.offset = py.offset;
+  in.culprit.frame = 1;
+  in.culprit.language = FrameLanguage::kPython;
+  const std::string with_culprit = Encode(in);
+  EXPECT_NE(with_culprit.find(R"("culprit":{"kind":"python","symbol":"Handler.handle_request",)"),
+            std::string::npos)
+      << with_culprit;
+  ASSERT_TRUE(DecodeHang(with_culprit, &out, &error)) << error;
+  EXPECT_EQ(out.culprit.language, FrameLanguage::kPython);
+  EXPECT_EQ(out.culprit.line, 42);
+  EXPECT_EQ(Encode(out), with_culprit);
+  std::string bad_culprit = with_culprit;
+  bad_culprit.replace(bad_culprit.find(R"("kind":"python","symbol")"), 15, R"("kind":"perl00")");
+  EXPECT_FALSE(DecodeHang(bad_culprit, &out, &error));
   // A kind this reader does not know is an error, not a native frame without an address.
   std::string bad = line;
   bad.replace(bad.find(R"("kind":"python")"), 15, R"("kind":"ruby")");

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -288,6 +290,183 @@ TEST(StackIdentityTest, SignatureIsByNamesOfAppFramesSoItSurvivesARebuild) {
   EXPECT_EQ(NormalizeForSignature("foo.constprop.2.cold"), "foo");
   EXPECT_EQ(NormalizeForSignature("py::f:/srv/app.part.py"), "py::f:/srv/app.part.py");
   EXPECT_EQ(NormalizeForSignature("ns::f(int) const"), "ns::f(int) const");
+}
+
+// --- Python frames (Frame::language kPython): in place of the eval loop's frames that ran them.
+
+Frame Py(const std::string& qualname, const std::string& file, int line, uint64_t code = 0) {
+  Frame f;
+  f.language = FrameLanguage::kPython;
+  f.addr = code != 0 ? code : 0x7f0000000000 + std::hash<std::string>{}(qualname) % 0x100000 * 16;
+  f.offset = static_cast<uint64_t>(line) * 2;
+  f.symbol = qualname;
+  f.file = file;
+  f.line = line;
+  return f;
+}
+
+constexpr char kSocketServer[] = "/usr/lib/python3.11/socketserver.py";
+constexpr char kApp[] = "/srv/app.py";
+
+// A request handler of Debian's python3.11 asleep in time.sleep: clock_nanosleep <- the
+// stripped interpreter's time_sleep <- call dispatch <- handle_request <- serve <- the standard
+// library's serve_forever <- <module> <- the interpreter's start-up. `code`: added to every
+// code object's address (another run), `interp`: the interpreter's build.
+Stack PythonSleepInHandler(uint64_t code = 0, const std::string& interp = "b1d-311",
+                           uint64_t moved = 0) {
+  return S({F(kLibc, 0xea7fa, "clock_nanosleep"), F(kLibc, 0xef6e3, "__nanosleep"),
+            F(kPython, 0x5d64b4 + moved, "", interp), F(kPython, 0x52b9e0 + moved, "", interp),
+            Py("Handler.handle_request", kApp, 42, 0x7f10000 + code),
+            Py("Server.serve", kApp, 80, 0x7f20000 + code),
+            Py("BaseServer.serve_forever", kSocketServer, 233, 0x7f30000 + code),
+            Py("<module>", kApp, 99, 0x7f40000 + code), F(kPython, 0x62f0a1 + moved, "", interp),
+            F(kPython, 0x62d000 + moved, "Py_BytesMain", interp),
+            F(kLibc, 0x2724a, "__libc_start_call_main")});
+}
+
+TEST(StackIdentityTest, PythonCulpritIsTheInnermostApplicationPythonFunction) {
+  const Stack s = PythonSleepInHandler();
+  Culprit c = FindCulprit(s);
+  EXPECT_EQ(c.frame, 4);
+  EXPECT_EQ(c.language, FrameLanguage::kPython);
+  EXPECT_EQ(c.symbol, "Handler.handle_request");
+  EXPECT_EQ(c.file, kApp);
+  EXPECT_EQ(c.line, 42);
+  EXPECT_EQ(CulpritName(c), "Handler.handle_request (app.py:42)");
+  c = HangCulprit(std::span<const Stack>(&s, 1));
+  EXPECT_EQ(c.frame, 4);
+  EXPECT_EQ(c.language, FrameLanguage::kPython);
+  // Without Python frames the same stack's culprit is the interpreter's anonymous builtin.
+  Stack native = s;
+  native.frames.erase(native.frames.begin() + 4, native.frames.begin() + 8);
+  EXPECT_EQ(CulpritName(FindCulprit(native)), "python3.11+0x5d64b4");
+}
+
+TEST(StackIdentityTest, PythonFunctionLabelAndIdentity) {
+  EXPECT_EQ(PythonFunctionLabel("handle_request", "/srv/app.py", 42), "handle_request (app.py:42)");
+  EXPECT_EQ(PythonFunctionLabel("f", "/srv/app.py", 0), "f (app.py)");
+  EXPECT_EQ(PythonFunctionLabel("f", "", 7), "f");
+  EXPECT_EQ(PythonFunctionLabel("", "C:\\srv\\app.py", 3), "? (app.py:3)");
+  EXPECT_EQ(FunctionIdentity(Py("Handler.handle", kApp, 42, 0x1000), false),
+            "Handler.handle (app.py)");
+  // Not normalized as a C++ name would be: ".cold" is part of a Python name.
+  EXPECT_EQ(FunctionIdentity(Py("Weather.cold", kApp, 1), false), "Weather.cold (app.py)");
+}
+
+// A C extension's code called from a Python function (numpy's loop, _json's encoder): the
+// culprit is the Python function that called it, as a Python user names it.
+TEST(StackIdentityTest, PythonFunctionNotTheCExtensionItCalledIsTheCulprit) {
+  const char kNumpy[] =
+      "/usr/lib/python3/dist-packages/numpy/core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so";
+  const Stack s = S({F(kNumpy, 0x1a2b30, "DOUBLE_add"), F(kNumpy, 0x1b0000, "ufunc_generic_call"),
+                     F(kPython, 0x52b9e0), Py("compute", kApp, 12), Py("main", kApp, 30),
+                     Py("<module>", kApp, 40), F(kPython, 0x62d000, "Py_BytesMain")});
+  const Culprit c = FindCulprit(s);
+  EXPECT_EQ(c.symbol, "compute");
+  EXPECT_EQ(c.frame, 3);
+  // The native frames called from Python are not in the signature: only Python functions.
+  Stack python_only = S({Py("compute", kApp, 12), Py("main", kApp, 30), Py("<module>", kApp, 40)});
+  EXPECT_EQ(Signature(s, 3), Signature(python_only));
+}
+
+// Third-party packages (gunicorn's worker loop, requests, urllib3) are not the culprit while an
+// application frame is in the stack, and are when none is; the standard library never is
+// while either is.
+TEST(StackIdentityTest, PythonLibraryFramesGiveWayToTheApplications) {
+  const char kSync[] = "/usr/lib/python3/dist-packages/gunicorn/workers/sync.py";
+  const char kUrllib3[] = "/usr/lib/python3/dist-packages/urllib3/connection.py";
+  const Stack in_app =
+      S({F(kLibc, 0x11e0f0, "recv"), F(kPython, 0x5d0000),
+         Py("SocketIO.readinto", "/usr/lib/python3.11/socket.py", 705),
+         Py("HTTPConnection.getresponse", kUrllib3, 300),
+         Py("fetch_prices", "/srv/shop/views.py", 17), Py("SyncWorker.handle_request", kSync, 178),
+         Py("SyncWorker.run_for_one", kSync, 72), Py("<module>", "/usr/bin/gunicorn", 8),
+         F(kPython, 0x62d000, "Py_BytesMain")});
+  EXPECT_EQ(CulpritName(FindCulprit(in_app)), "fetch_prices (views.py:17)");
+  const Stack idle =
+      S({F(kLibc, 0x11e0f0, "epoll_wait"), F(kPython, 0x5d0000),
+         Py("EpollSelector.select", "/usr/lib/python3.11/selectors.py", 468),
+         Py("SyncWorker.wait", kSync, 37), Py("SyncWorker.run_for_one", kSync, 72),
+         Py("<module>", "/usr/bin/gunicorn", 8), F(kPython, 0x62d000, "Py_BytesMain")});
+  EXPECT_EQ(CulpritName(FindCulprit(idle)), "SyncWorker.wait (sync.py:37)");
+  EXPECT_EQ(CulpritName(HangCulprit(std::span<const Stack>(&idle, 1))),
+            "SyncWorker.wait (sync.py:37)");
+  // Only the standard library: its innermost Python frame, not libc's.
+  const Stack stdlib = S({F(kLibc, 0x11e0f0, "epoll_wait"),
+                          Py("EpollSelector.select", "/usr/lib/python3.11/selectors.py", 468),
+                          Py("<module>", "<frozen runpy>", 1)});
+  EXPECT_EQ(CulpritName(FindCulprit(stdlib)), "EpollSelector.select (selectors.py:468)");
+}
+
+// A C++ program that runs Python callbacks (an embedded interpreter, a GTK main loop through
+// PyGObject): the callback is the culprit; the program's own frames around it stay in the
+// signature.
+TEST(StackIdentityTest, PythonCallbackInsideANativeProgram) {
+  const char kGtk[] = "/usr/lib/x86_64-linux-gnu/libgtk-3.so.0";
+  const Stack s = S(
+      {F(kLibc, 0x10, "clock_nanosleep"), F(kPython, 0x5d64b4), Py("on_timeout", "/srv/gui.py", 21),
+       F("/usr/lib/x86_64-linux-gnu/libffi.so.8", 0x7000, "ffi_call"), F(kGtk, 0x3000, "gtk_main"),
+       Py("main", "/srv/gui.py", 40), F(kPython, 0x62d000, "Py_BytesMain")});
+  const Culprit c = HangCulprit(std::span<const Stack>(&s, 1));
+  EXPECT_EQ(CulpritName(c), "on_timeout (gui.py:21)");
+  const Stack embedded = S({F(kLibc, 0x10, "clock_nanosleep"), Py("plugin_tick", "/srv/p.py", 5),
+                            F("/usr/lib/libpython3.11.so.1.0", 0x1000, "PyObject_Call"),
+                            F("/opt/app/bin/editor", 0x2000, "Plugins::Tick"),
+                            F("/opt/app/bin/editor", 0x2100, "MainLoop::Run")});
+  EXPECT_EQ(CulpritName(FindCulprit(embedded)), "plugin_tick (p.py:5)");
+  EXPECT_NE(Signature(embedded, 1), Signature(S({Py("plugin_tick", "/srv/p.py", 5)})))
+      << "the program's frames around the callback are in the signature";
+}
+
+// Another run puts every code object elsewhere; another interpreter build (another build-id,
+// its functions moved) runs the same Python code: the signature is the same for both, the
+// fingerprint for the run of the same build.
+TEST(StackIdentityTest, PythonSignatureAndFingerprintIgnoreCodeAddresses) {
+  const Stack a = PythonSleepInHandler();
+  const Stack next_run = PythonSleepInHandler(/*code=*/0x123450);
+  const Stack other_build = PythonSleepInHandler(0x999990, "b1d-311-rebuilt", 0x40);
+  const size_t from = static_cast<size_t>(FindCulprit(a).frame);
+  EXPECT_EQ(Signature(next_run, from), Signature(a, from));
+  EXPECT_EQ(Signature(other_build, from), Signature(a, from));
+  EXPECT_EQ(Fingerprint(next_run, 0xea700), Fingerprint(a, 0xea700));
+  // Another caller line is another hang in the fingerprint, not in the signature.
+  Stack other_line = a;
+  other_line.frames[5].line = 81;
+  EXPECT_NE(Fingerprint(other_line, 0xea700), Fingerprint(a, 0xea700));
+  EXPECT_EQ(Signature(other_line, from), Signature(a, from));
+  // The innermost Python frame's line moves while it computes: not in the fingerprint.
+  Stack busy_elsewhere = a;
+  busy_elsewhere.frames[4].line = 43;
+  EXPECT_EQ(Fingerprint(busy_elsewhere, 0xea700), Fingerprint(a, 0xea700));
+  // Another function is another hang in both.
+  Stack other_function = a;
+  other_function.frames[4].symbol = "Handler.handle_upload";
+  EXPECT_NE(Signature(other_function, from), Signature(a, from));
+  EXPECT_NE(Fingerprint(other_function, 0xea700), Fingerprint(a, 0xea700));
+  // The same name in another file is another function.
+  Stack other_file = a;
+  other_file.frames[4].file = "/srv/admin.py";
+  EXPECT_NE(Signature(other_file, from), Signature(a, from));
+}
+
+// A busy Python function: its samples end in different lines and different interpreter
+// functions; the hang's culprit is the function they share, the same in every run.
+TEST(StackIdentityTest, PythonHangCulpritIsTheFunctionTheSamplesShare) {
+  std::vector<Stack> stacks;
+  const int lines[] = {12, 13, 12, 14};
+  for (size_t k = 0; k < 4; ++k) {
+    Stack s = S({F(kPython, 0x400000 + k * 0x100), Py("checksum", kApp, lines[k]),
+                 Py("Handler.handle_request", kApp, 42), Py("<module>", kApp, 99),
+                 F(kPython, 0x62d000, "Py_BytesMain")});
+    s.count = static_cast<uint32_t>(10 - k);
+    stacks.push_back(s);
+  }
+  const Culprit c = HangCulprit(stacks);
+  EXPECT_EQ(c.symbol, "checksum");
+  EXPECT_EQ(c.frame, 1);
+  EXPECT_EQ(c.stack, 0);
+  EXPECT_EQ(CulpritName(c), "checksum (app.py:12)");
+  EXPECT_EQ(HangSignature(stacks, c).size(), 16u);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
+#include "python_hang.h"
 #include "report/report_record.h"
 #include "tests/sanitizer_allocator.h"
 #include "tools/export/otlp_encode.h"
@@ -656,6 +657,25 @@ TEST(OtlpEncode, TheCauseKindAndSummaryAreAttributes) {
   EXPECT_EQ(attributes[1].count("hang.cause.kind"), 0u);
   EXPECT_EQ(attributes[1].count("hang.cause.summary"), 0u);
   EXPECT_EQ(bodies[1].find("waiting"), std::string::npos) << bodies[1];
+}
+
+// A Python culprit (issue 25): the function attribute is its qualified name, file and line
+// where it is, as for a native function with debug information.
+TEST(OtlpEncode, APythonCulpritIsItsFunctionFileAndLine) {
+  const std::vector<HangRecord> hangs = {hangwatch::testing::PythonHang()};
+  const json request = json::parse(tools::EncodeOtlpJson(tools::HangsToOtlpLogs(hangs, 1)));
+  const json& lr = request["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0];
+  std::map<std::string, std::string> a;
+  for (const json& kv : lr["attributes"]) {
+    a[kv["key"]] =
+        kv["value"].contains("stringValue") ? kv["value"]["stringValue"] : kv["value"]["intValue"];
+  }
+  EXPECT_EQ(a["hang.culprit.function"], "Handler.handle_request");
+  EXPECT_EQ(a["hang.culprit.file"], "/srv/app.py");
+  EXPECT_EQ(a["hang.culprit.line"], "42");
+  EXPECT_EQ(a["hang.signature"], hangs[0].signature);
+  const std::string body = lr["body"]["stringValue"];
+  EXPECT_NE(body.find("in Handler.handle_request at app.py:42"), std::string::npos) << body;
 }
 
 // A report of 160 MB without a newline (a sparse file: no disk used) is one line over the

@@ -9,6 +9,7 @@
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
+#include "python_hang.h"
 #include "report/report_record.h"
 #include "tools/reader/report_reader.h"
 
@@ -307,6 +308,52 @@ TEST(GateCommand, SignaturesMatchAcrossBuildsWithAnotherLayout) {
   j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["new"].size(), 1u);
   EXPECT_EQ(j["new"][0]["signature"], h0.signature);
+}
+
+// A Python program's hang in two runs of two interpreter builds: every code object elsewhere,
+// the interpreter's functions moved and another build-id. The signature is the Python stack's,
+// so the second run's hang is known against the first's baseline; the fingerprint, of one build,
+// also ignores where the code objects were.
+TEST(GateCommand, PythonHangOfAnotherRunAndInterpreterBuildIsKnown) {
+  TempDir dir;
+  const HangRecord before = PythonHang();
+  const HangRecord after = PythonHang(/*code_shift=*/0x2340000, /*hang_id=*/1, "9e9e9e9e", 0x40);
+  EXPECT_NE(before.stacks[0].frames[3].addr, after.stacks[0].frames[3].addr) << "the premise";
+  ASSERT_EQ(before.signature.size(), 16u);
+  EXPECT_EQ(after.signature, before.signature);
+  EXPECT_EQ(PythonHang(0x2340000).fingerprint, before.fingerprint) << "another run, one build";
+  WriteFile(dir / "old.jsonl", report::Encode(before) + "\n");
+  // One record as an agent wrote it, one without signature (the gate computes it).
+  HangRecord unsigned_after = after;
+  unsigned_after.hang_id = 2;
+  unsigned_after.signature.clear();
+  WriteFile(dir / "new.jsonl",
+            report::Encode(after) + "\n" + report::Encode(unsigned_after) + "\n");
+  auto r = RunCommand({kCli, "gate", dir / "new.jsonl", "--baseline", dir / "old.jsonl", "--format",
+                       "json", "--no-symbolize"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["new"].size(), 0u) << r.out;
+  ASSERT_EQ(j["known"].size(), 1u) << r.out;
+  EXPECT_EQ(j["known"][0]["signature"], before.signature);
+  EXPECT_EQ(j["known"][0]["count"], 2);
+  // The function, its file and line beside it, as a native culprit's.
+  EXPECT_EQ(j["known"][0]["culprit"], "Handler.handle_request");
+  EXPECT_EQ(j["known"][0]["culprit_file"], "/srv/app.py");
+  EXPECT_EQ(j["known"][0]["culprit_line"], 42);
+  const auto text = RunCommand({kCli, "gate", dir / "new.jsonl", "--no-symbolize"});
+  EXPECT_EQ(text.exit_code, 3);
+  EXPECT_TRUE(Has(text.out, "new hang in Handler.handle_request (/srv/app.py:42)")) << text.out;
+  // An allow list may name the Python function by its qualified name, or as py-spy prints it.
+  for (const char* pattern : {"Handler.handle_*", "*(app.py:42)"}) {
+    WriteFile(dir / "allow", std::string(pattern) + " # slow by design, ticket 7\n");
+    r = RunCommand({kCli, "gate", dir / "new.jsonl", "--allow", dir / "allow", "--format", "json",
+                    "--no-symbolize"});
+    EXPECT_EQ(r.exit_code, 0) << pattern << r.err << r.out;
+    j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["new"].size(), 1u) << r.out;
+    EXPECT_FALSE(j["new"][0]["allowed"].is_null()) << pattern << r.out;
+  }
 }
 
 }  // namespace

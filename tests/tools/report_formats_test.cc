@@ -8,6 +8,7 @@
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
+#include "python_hang.h"
 #include "report/report_record.h"
 #include "tools/reader/report_reader.h"
 #include "tools/report/formats/report_formats.h"
@@ -271,6 +272,91 @@ TEST(ReportFormats, SvgIsWellFormedAndSelfContained) {
   EXPECT_TRUE(Has(svg, "samples) in Load(int)</text>")) << "the title names the culprit: " << svg;
   EXPECT_TRUE(Has(svg, "a &lt;title&gt; &amp; more")) << svg;
   EXPECT_FALSE(Has(svg, "href")) << "no external references";
+}
+
+// A Python hang (issue 25) read back from its JSON Lines line: every format names its Python
+// frames as py-spy does, by function, file and line, never by the code object's address.
+Report PythonReport() {
+  Report r;
+  std::string error;
+  EXPECT_TRUE(ParseJsonLines(report::Encode(hangwatch::testing::PythonHang()) + "\n", &r, &error))
+      << error;
+  return r;
+}
+
+TEST(ReportFormats, TextShowsPythonFramesByNameFileAndLine) {
+  const Report r = PythonReport();
+  ASSERT_EQ(r.hangs.size(), 1u);
+  const std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t, "Culprit:          Handler.handle_request (/srv/app.py:42)\n")) << t;
+  // The frame line: "python" where a module would be, no address.
+  EXPECT_TRUE(Has(t,
+                  "#3  python                                          Handler.handle_request  "
+                  "/srv/app.py:42\n"))
+      << t;
+  EXPECT_TRUE(Has(t, "BaseServer.serve_forever  /usr/lib/python3.11/socketserver.py:233\n")) << t;
+  // Per-frame counts: the JSON stack's Handler.handle_request is at another line (another
+  // instruction of the same code object), so only the 6 samples at line 42 pass through #3.
+  EXPECT_TRUE(Has(t, "      6  #3  python ")) << t;
+  EXPECT_TRUE(Has(t, "      8  #4  python ")) << t;
+  EXPECT_FALSE(Has(t, "0x7f3a1")) << "no code object's address: " << t;
+  // The native frames around them stay as they are.
+  EXPECT_TRUE(Has(t, "python3.11+0x5d64b4")) << t;
+  EXPECT_TRUE(Has(t, "clock_nanosleep")) << t;
+  // Other stacks: the short names.
+  EXPECT_TRUE(Has(t, "JSONEncoder.iterencode (encoder.py:258)")) << t;
+  const std::string summary = FormatSummary(r, 8);
+  EXPECT_TRUE(Has(summary, "Handler.handle_request (/srv/app.py:42)")) << summary;
+}
+
+TEST(ReportFormats, FoldedSvgAndTraceNamePythonFramesAsTheCulpritIsNamed) {
+  const Report r = PythonReport();
+  const std::string f = FormatFolded(r);
+  EXPECT_TRUE(Has(f,
+                  ";<module> (app.py:99);BaseServer.serve_forever (socketserver.py:233);"
+                  "Server.serve (app.py:80);Handler.handle_request (app.py:42);"
+                  "python3.11+0x52b9e0;python3.11+0x5d64b4;clock_nanosleep 6\n"))
+      << f;
+  EXPECT_FALSE(Has(f, "0x7f3a1")) << f;
+  // The culprit's frame is outlined in the flame graph: the same name.
+  const std::string svg = FormatSvg(r, "py");
+  EXPECT_TRUE(Has(svg,
+                  "<title>Handler.handle_request (app.py:42) (6 samples, 75.0%), culprit"
+                  "</title>"))
+      << svg;
+  EXPECT_TRUE(Has(svg, "samples) in Handler.handle_request (app.py:42)</text>")) << svg;
+  TempDir dir;
+  WriteFile(dir / "f.svg", svg);
+  EXPECT_EQ(RunCommand({"/usr/bin/xmllint", "--noout", dir / "f.svg"}).exit_code, 0);
+  const std::string text = FormatTrace(r);
+  EXPECT_EQ(hangwatch::testing::CheckTraceEvents(text), "") << text;
+  const auto trace = nlohmann::json::parse(text);
+  bool python_slice = false;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "hang") {
+      EXPECT_EQ(e["args"]["culprit"], "Handler.handle_request (/srv/app.py:42)") << e.dump();
+      EXPECT_TRUE(Has(e["name"], "in Handler.handle_request (app.py:42)")) << e.dump();
+    }
+    if (e["ph"] == "X" && e["name"] == "Server.serve (app.py:80)") {
+      python_slice = true;
+      EXPECT_EQ(e["args"]["kind"], "python") << e.dump();
+      EXPECT_EQ(e["args"]["location"], "/srv/app.py:80") << e.dump();
+      EXPECT_FALSE(e["args"].contains("offset")) << e.dump();
+    }
+  }
+  EXPECT_TRUE(python_slice) << text;
+}
+
+TEST(ReportFormats, PythonHangRoundTripsThroughJsonLines) {
+  const Report r = PythonReport();
+  Report again;
+  std::string error;
+  ASSERT_TRUE(ParseJsonLines(FormatJsonLines(r), &again, &error)) << error;
+  ASSERT_EQ(again.hangs.size(), 1u);
+  EXPECT_EQ(again.hangs[0].culprit.language, FrameLanguage::kPython);
+  EXPECT_EQ(again.hangs[0].signature, r.hangs[0].signature);
+  EXPECT_EQ(again.hangs[0].stacks[0].frames[3].language, FrameLanguage::kPython);
+  EXPECT_EQ(again.hangs[0].stacks[0].frames[3].addr, r.hangs[0].stacks[0].frames[3].addr);
 }
 
 // A hostile report's stack of 40,000 frames (the writer's recursion, one C++ frame per stack

@@ -13,6 +13,7 @@
 #include "cli_util.h"
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
+#include "python_hang.h"
 #include "report/cause_text.h"
 #include "report/report_record.h"
 #include "tests/sanitizer_allocator.h"
@@ -154,6 +155,40 @@ std::vector<std::string> StackNames(const json& data, int id) {
     names.push_back(data["strings"][data["frames"][5 * f.get<int>()].get<int>()]);
   }
   return names;
+}
+
+// A Python hang (issue 25): its Python frames are frames of the table named as the culprit is
+// ("Handler.handle_request (app.py:42)"), with their files and lines, the standard library's
+// drawn as the runtime's; the stack's top (the culprit) is the application's Python function.
+TEST(ReportHtml, PythonFramesAreNamedByFunctionFileAndLine) {
+  Report r;
+  std::string error;
+  ASSERT_TRUE(ParseJsonLines(report::Encode(hangwatch::testing::PythonHang()) + "\n", &r, &error))
+      << error;
+  const std::string page = FormatHtml(r, "py");
+  const json data = Embedded(page, "hw-data");
+  ASSERT_TRUE(data.is_object());
+  const json& frames = data["frames"];
+  const json& strings = data["strings"];
+  const int culprit = data["hangs"]["culprit"][0];
+  EXPECT_EQ(strings[frames[5 * culprit].get<int>()], "Handler.handle_request (app.py:42)");
+  EXPECT_EQ(strings[frames[5 * culprit + 1].get<int>()], "") << "no module";
+  EXPECT_EQ(strings[frames[5 * culprit + 2].get<int>()], "/srv/app.py");
+  EXPECT_EQ(frames[5 * culprit + 3], 42);
+  EXPECT_EQ(frames[5 * culprit + 4], 0) << "the application's";
+  const int dominant = data["hangs"]["dominant"][0];
+  const std::vector<std::string> names = StackNames(data, dominant);
+  ASSERT_EQ(names.size(), 10u);
+  EXPECT_EQ(names[5], "BaseServer.serve_forever (socketserver.py:233)");
+  EXPECT_EQ(data["stack_top"][dominant], 3);
+  // The standard library's frame is the runtime's (kind 2).
+  for (const json& f : data["stacks"][dominant]) {
+    const int id = f.get<int>();
+    if (strings[frames[5 * id].get<int>()] == names[5]) {
+      EXPECT_EQ(frames[5 * id + 4], 2);
+    }
+  }
+  EXPECT_EQ(page.find("0x7f3a1"), std::string::npos) << "no code object's address";
 }
 
 // The cause of each hang: kind and summary, the main thread's dominant stack and the stacks of

@@ -11,6 +11,8 @@
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
+#include "python_hang.h"
+#include "report/report_record.h"
 
 namespace hangwatch::testing {
 namespace {
@@ -160,6 +162,40 @@ TEST_F(ReportPprof, BinaryOutputWantsAFileOnATerminalOnly) {
   ASSERT_GE(r.out.size(), 2u);
   EXPECT_EQ(static_cast<unsigned char>(r.out[0]), 0x1f);
   EXPECT_EQ(static_cast<unsigned char>(r.out[1]), 0x8b);
+}
+
+// A Python hang (issue 25), written by the test: each Python frame is a location without a
+// mapping or an address, with its function, file and line, which Go's pprof reads as such; the
+// native frames around them keep their mappings.
+TEST(ReportPprofPython, PythonFramesAreFunctionsWithFilesAndLinesWithoutMapping) {
+  TempDir dir;
+  const std::string report = dir / "py.jsonl", profile = dir / "py.pb.gz";
+  WriteFile(report, report::Encode(PythonHang()) + "\n");
+  const auto r =
+      RunCommand({kCli, "report", report, "--format", "pprof", "--no-symbolize", "-o", profile});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto pprof = [&](const std::string& what) {
+    return RunCommand(
+        {kGo, "tool", "pprof", "-symbolize=none", what, profile},
+        {"HOME=" + dir.path(), "GOCACHE=" + dir / "gocache", "PPROF_TMPDIR=" + dir.path()});
+  };
+  const auto raw = pprof("-raw");
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  const std::string locations = raw.out.substr(raw.out.find("Locations\n"));
+  EXPECT_TRUE(Has(locations, ": 0x0 Handler.handle_request /srv/app.py:42 s=0\n")) << raw.out;
+  EXPECT_TRUE(Has(locations, ": 0x0 Server.serve /srv/app.py:80 s=0\n")) << raw.out;
+  EXPECT_TRUE(
+      Has(locations, ": 0x0 BaseServer.serve_forever /usr/lib/python3.11/socketserver.py:233"))
+      << raw.out;
+  EXPECT_FALSE(Has(raw.out, "0x7f3a1")) << "no code object's address: " << raw.out;
+  EXPECT_TRUE(Has(locations, " M=1 clock_nanosleep")) << raw.out;
+  const auto top = pprof("-top");
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  // -top merges a function's lines: 8 samples of 100 ms under Handler.handle_request.
+  EXPECT_TRUE(Has(top.out, "800ms   100%  Handler.handle_request\n")) << top.out;
+  const auto lines = pprof("-traces");
+  ASSERT_EQ(lines.exit_code, 0) << lines.err;
+  EXPECT_TRUE(Has(lines.out, "Handler.handle_request\n")) << lines.out;
 }
 
 }  // namespace

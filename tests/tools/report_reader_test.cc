@@ -1,6 +1,7 @@
 // The report reader: valid records, the format's skipping rules, malformed input.
 #include "tools/reader/report_reader.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <iterator>
@@ -8,6 +9,7 @@
 
 #include "cli_util.h"
 #include "hangwatch/hangwatch.h"
+#include "tools/reader/report_symbolize.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -215,6 +217,64 @@ TEST(ReportReader, FilesThatCannotBeRead) {
   WriteFile(dir / "open-hang", std::string("HWOPENHG") + std::string(40, '\xff'));
   EXPECT_FALSE(ReadReportFile(dir / "open-hang", &r, &error));
   EXPECT_NE(error.find("open-hang"), std::string::npos) << error;
+}
+
+// A function of this test binary for the symbolizer to find.
+__attribute__((noinline)) int KnownFunctionOfThisBinary(int x) { return x * 3 + 1; }
+
+// Offline symbolization looks up native frames only: a Python frame's address is a code
+// object's, in no module; even one that claims a module (a damaged or hostile file) keeps the
+// name, file and line it was recorded with, and its module is never opened for it.
+TEST(ReportSymbolize, PythonFramesAreNeverLookedUpAsNativeAddresses) {
+  Dl_info info{};
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(&KnownFunctionOfThisBinary), &info), 0);
+  ASSERT_NE(info.dli_fname, nullptr);
+  const uint64_t offset = reinterpret_cast<uint64_t>(&KnownFunctionOfThisBinary) -
+                          reinterpret_cast<uint64_t>(info.dli_fbase) + 1;
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ASSERT_GT(n, 0);
+  exe[n] = '\0';
+  Frame native;
+  native.module = exe;
+  native.offset = offset;
+  native.addr = offset;
+  Frame python;
+  python.language = FrameLanguage::kPython;
+  python.addr = offset;
+  python.offset = offset;
+  python.symbol = "Handler.handle_request";
+  python.file = "/srv/app.py";
+  python.line = 42;
+  Frame claims_module = python;
+  claims_module.module = exe;
+  Report report;
+  report.hangs.resize(1);
+  Stack s;
+  s.count = 1;
+  s.frames = {native, python, claims_module};
+  report.hangs[0].stacks = {s};
+  report.hangs[0].dominant_stack = 0;
+  TempDir dir;
+  ReportSymbolizeOptions options;
+  options.symbolizer.cache_dir = dir.path();
+  options.symbolizer.debuginfod = false;
+  std::vector<std::string> warnings;
+  SymbolizeReport(options, &report, &warnings);
+  const std::vector<Frame>& out = report.hangs[0].stacks[0].frames;
+  ASSERT_EQ(out.size(), 3u);
+  // The control: the native frame at that offset is named.
+  EXPECT_NE(out[0].symbol.find("KnownFunctionOfThisBinary"), std::string::npos) << out[0].symbol;
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(out[i].language, FrameLanguage::kPython);
+    EXPECT_EQ(out[i].symbol, "Handler.handle_request") << i;
+    EXPECT_EQ(out[i].file, "/srv/app.py") << i;
+    EXPECT_EQ(out[i].line, 42) << i;
+  }
+  EXPECT_EQ(report.dwarf_source_files.count("/srv/app.py"), 0u);
+  // The culprit, recomputed after symbolization, is the Python function.
+  EXPECT_EQ(report.hangs[0].culprit.language, FrameLanguage::kPython);
+  EXPECT_EQ(report.hangs[0].culprit.frame, 1);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
+#include "python_hang.h"
+#include "report/report_record.h"
 #include "tools/top/top_group.h"
 #include "tools/top/top_output.h"
 #include "tools/top/top_scan.h"
@@ -485,6 +487,45 @@ TEST(TopAggregator, GroupsByCauseKindAndCountsTheKindsOfEachGroup) {
   H odd;
   odd.cause = R"({"kind":3})";
   EXPECT_EQ(Kind(Line(odd)), LineKind::kHang);
+}
+
+// Python hangs (issue 25) of three runs: their code objects elsewhere each time, the third busy
+// at another line of the same function. One group by signature, one by culprit (the function,
+// every line of it), named as py-spy names a function, never by a code object's address.
+TEST(TopAggregator, PythonHangsOfSeveralRunsAreOneGroup) {
+  std::string text;
+  for (uint64_t run = 0; run < 3; ++run) {
+    HangRecord h = hangwatch::testing::PythonHang(run * 0x1230000, run);
+    h.pid = static_cast<int64_t>(100 + run);
+    if (run == 2) {
+      h.stacks[0].frames[3].line = 43;
+      h.culprit.line = 43;
+    }
+    text += report::Encode(h) + "\n";
+  }
+  ScanStats stats;
+  const auto groups = Group(text, TopQuery{}, &stats);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].count, 3u);
+  EXPECT_EQ(groups[0].processes, 3u);
+  ASSERT_TRUE(groups[0].culprit);
+  EXPECT_TRUE(groups[0].culprit->python);
+  EXPECT_EQ(groups[0].culprit->symbol, "Handler.handle_request");
+  EXPECT_EQ(groups[0].culprit->line, 42);
+  TopQuery by_culprit;
+  by_culprit.by = TopBy::kCulprit;
+  const auto culprits = Group(text, by_culprit, &stats);
+  ASSERT_EQ(culprits.size(), 1u);
+  EXPECT_EQ(culprits[0].key, "Handler.handle_request (app.py)");
+  TopTextOptions o;
+  o.hangs = 3;
+  o.files = 1;
+  const std::string table = FormatTopText(groups, o);
+  EXPECT_NE(table.find("Handler.handle_request (app.py:42)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("(app.py:42) (app.py:42)"), std::string::npos) << table;
+  const auto j = nlohmann::json::parse(FormatTopJson(groups, TopBy::kSignature, 10));
+  EXPECT_EQ(j[0]["culprit"]["kind"], "python") << j.dump();
+  EXPECT_EQ(j[0]["culprit"]["file"], "/srv/app.py") << j.dump();
 }
 
 TEST(FormatTop, DurationsAndTable) {

@@ -23,6 +23,8 @@ std::string Hex(uint64_t v) {
 
 // The culprit's function as a person reads it: its name, else module+offset.
 std::string CulpritFunction(const Culprit& c) {
+  // A Python function: its qualified name (hang.culprit.file and .line say where).
+  if (c.language == FrameLanguage::kPython) return c.symbol.empty() ? "?" : c.symbol;
   // Code outside any module is "??+0x..." here (llvm-symbolizer's word for unknown), where
   // report::CulpritName leaves the module out.
   if (c.symbol.empty() && c.module.empty()) return "??+" + Hex(c.offset);

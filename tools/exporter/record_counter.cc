@@ -30,7 +30,10 @@ void RecordCounter::Count(std::string_view line) {
         hang_.culprit.symbol.assign(h.culprit_symbol);
         hang_.culprit.module.assign(h.culprit_module);
         hang_.culprit.offset = h.culprit_offset;
+        hang_.culprit.file.assign(h.culprit_file);
+        hang_.culprit.line = static_cast<int>(h.culprit_line);
         hang_.culprit.frame = 0;
+        if (h.culprit_python) hang_.culprit.language = FrameLanguage::kPython;
       }
       metrics_->AddHang(hang_, h.cause_kind);
       break;

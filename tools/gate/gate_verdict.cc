@@ -53,8 +53,8 @@ std::vector<std::string> CallerNames(const HangGroup& g) {
   std::string last = g.culprit_name;
   for (size_t i = static_cast<size_t>(g.culprit.frame) + 1; i < d->frames.size(); ++i) {
     const Frame& f = d->frames[i];
-    if (report::ClassifyFrame(f.module, f.symbol) != report::FrameKind::kApp) continue;
-    std::string name = FrameName(f);
+    if (report::ClassifyFrame(f) != report::FrameKind::kApp) continue;
+    std::string name = f.language == FrameLanguage::kPython ? f.symbol : FrameName(f);
     if (name == last) continue;
     last = name;
     out.push_back(std::move(name));
@@ -144,10 +144,12 @@ bool ParseAllowList(std::string_view text, std::vector<AllowEntry>* out, std::st
 }
 
 const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std::string& signature,
-                                 const std::string& culprit_name) {
+                                 const std::string& culprit_name, const std::string& python_label) {
   for (const AllowEntry& e : allow) {
     if (e.is_signature ? (!signature.empty() && e.pattern == signature)
-                       : fnmatch(e.pattern.c_str(), culprit_name.c_str(), 0) == 0) {
+                       : fnmatch(e.pattern.c_str(), culprit_name.c_str(), 0) == 0 ||
+                             (!python_label.empty() &&
+                              fnmatch(e.pattern.c_str(), python_label.c_str(), 0) == 0)) {
       return &e;
     }
   }
@@ -187,7 +189,8 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
   }
   for (HangGroup& g : groups) {
     g.culprit = HangCulprit(*g.longest);
-    g.culprit_name = g.culprit.empty() ? "(no stack)" : report::CulpritName(g.culprit);
+    // A Python culprit's qualified name: its file and line are printed beside it.
+    g.culprit_name = g.culprit.empty() ? "(no stack)" : CulpritFunctionName(g.culprit);
   }
   return groups;
 }
@@ -232,7 +235,10 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   }
   for (HangGroup& g : current) {
     seen.insert(g.signature);
-    g.allowed = FindAllowEntry(allow, g.signature, g.culprit_name);
+    g.allowed =
+        FindAllowEntry(allow, g.signature, g.culprit_name,
+                       g.culprit.language == FrameLanguage::kPython ? report::CulpritName(g.culprit)
+                                                                    : std::string());
     (in_baseline.count(g.signature) ? v.known : v.new_hangs).push_back(std::move(g));
   }
   for (HangGroup& g : before) {

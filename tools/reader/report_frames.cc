@@ -14,6 +14,10 @@ std::string Hex(uint64_t v) {
 }
 
 std::string FrameName(const Frame& f) {
+  // Never the code object's address: it means nothing to a reader and moves in every run.
+  if (f.language == FrameLanguage::kPython) {
+    return report::PythonFunctionLabel(f.symbol, f.file, f.line);
+  }
   if (!f.symbol.empty()) return f.symbol;
   if (!f.module.empty()) return BaseName(f.module) + "+" + Hex(f.offset);
   return Hex(f.addr);
@@ -26,10 +30,19 @@ Culprit HangCulprit(const HangRecord& h) {
   return report::HangCulprit(h.stacks);
 }
 
+std::string CulpritFunctionName(const Culprit& c) {
+  if (c.language == FrameLanguage::kPython && !c.empty()) return c.symbol.empty() ? "?" : c.symbol;
+  return report::CulpritName(c);
+}
+
 std::string CulpritLocation(const Culprit& c) { return FileLine(c.file, c.line); }
 
 std::string CulpritLabel(const Culprit& c) {
   const std::string where = CulpritLocation(c);
+  // CulpritName has the file's base name and line already: the whole path instead.
+  if (c.language == FrameLanguage::kPython) {
+    return CulpritFunctionName(c) + (where.empty() ? "" : " (" + where + ")");
+  }
   return report::CulpritName(c) + (where.empty() ? "" : " (" + where + ")");
 }
 
@@ -43,6 +56,9 @@ void RefreshHangIdentity(HangRecord* h) {
 namespace {
 // Frames are "the same" in two stacks when they are the same code location.
 bool SameFrame(const Frame& a, const Frame& b) {
+  if (a.language != b.language) return false;
+  // A Python frame: the same code object at the same instruction (one run, one hang).
+  if (a.language == FrameLanguage::kPython) return a.addr == b.addr && a.offset == b.offset;
   if (!a.module.empty() || !b.module.empty()) {
     if (a.build_id != b.build_id || a.module != b.module) return false;
     return a.offset == b.offset || (!a.symbol.empty() && a.symbol == b.symbol);

@@ -14,7 +14,8 @@ namespace hangwatch::tools {
 // "0x1234" (lowercase).
 std::string Hex(uint64_t v);
 
-// A frame's display name: its symbol, else "module+0xoffset", else its address.
+// A frame's display name: its symbol, else "module+0xoffset", else its address. A Python frame:
+// "Handler.handle (app.py:42)" (report::PythonFunctionLabel), as its culprit is named.
 std::string FrameName(const Frame& f);
 
 // "file:line" when known, else "".
@@ -24,11 +25,15 @@ std::string FrameLocation(const Frame& f);
 // an older agent; report::HangCulprit). Empty when there is no stack.
 Culprit HangCulprit(const HangRecord& h);
 
+// The culprit's function where its file and line are printed beside it: a Python culprit's
+// qualified name ("Handler.handle", "?" when unknown), else report::CulpritName.
+std::string CulpritFunctionName(const Culprit& c);
+
 // "file:line" of a culprit ("file" without a line), "" when unknown.
 std::string CulpritLocation(const Culprit& c);
 
 // The culprit's name ("debugCommand", "python3.11+0x1d64b4", "?") with " (file:line)" when
-// known.
+// known; a Python culprit "Handler.handle (/srv/app.py:42)" (the whole path).
 std::string CulpritLabel(const Culprit& c);
 
 // Recomputes each hang's culprit from its stacks (report::HangCulprit, after offline symbolization

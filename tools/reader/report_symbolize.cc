@@ -16,7 +16,11 @@ namespace {
 
 using ModuleKey = std::pair<std::string, std::string>;  // build-id, path
 
-bool Symbolizable(const Frame& f) { return !f.module.empty() && f.module[0] == '/'; }
+// A native frame of a module file. Never a Python frame: its address is a code object's, in no
+// module (and a Python frame that claims a module is not believed).
+bool Symbolizable(const Frame& f) {
+  return f.language == FrameLanguage::kNative && !f.module.empty() && f.module[0] == '/';
+}
 
 // Calls visit(frames) for every list of frames of a hang: its stacks, then the threads of its
 // cause (a lock's owner, the chain, a deadlock's cycle).

@@ -33,7 +33,7 @@ constexpr char kUsage[] =
     "  --by signature     the same function names on top of the dominant stack: the same hang\n"
     "                     across builds and machines (default)\n"
     "  --by fingerprint   the same code addresses: the same hang in the same build\n"
-    "  --by culprit       the same culprit function (and module)\n"
+    "  --by culprit       the same culprit function (and module; a Python function's file)\n"
     "  --by cause         the same kind of cause: why the hangs waited (lock, deadlock, io,\n"
     "                     fault, ipc, child, sleep, starved, throttled, pressure, other; \"-\"\n"
     "                     for hangs without one)\n"

@@ -9,16 +9,22 @@
 #include <tuple>
 
 #include "report/frame_classifier.h"
+#include "report/stack_identity.h"
 
 namespace hangwatch::tools {
 namespace {
 
 constexpr char kSep = '\x1f';  // between the fields of a culprit's key
 
-// "symbol in module", or "module+0xoffset", or "0xoffset": the --by culprit key.
+// "symbol in module", or "module+0xoffset", or "0xoffset": the --by culprit key. A Python
+// function: "Handler.handle (app.py)", every line of it.
 void CulpritGroupKey(const TopHang& h, std::string* out) {
   out->clear();
   if (!h.has_culprit) return;
+  if (h.culprit_python) {
+    out->assign(report::PythonFunctionLabel(h.culprit_symbol, h.culprit_file, 0));
+    return;
+  }
   char hex[24];
   std::snprintf(hex, sizeof hex, "0x%" PRIx64, h.culprit_offset);
   if (!h.culprit_symbol.empty()) {
@@ -270,6 +276,8 @@ void TopAggregator::Add(const TopHang& h) {
     culprit_key_ += std::to_string(h.culprit_line);
     culprit_key_ += kSep;
     culprit_key_ += std::to_string(h.culprit_offset);
+    culprit_key_ += kSep;
+    culprit_key_ += h.culprit_python ? "python" : "";
     auto c = a.culprits.find(std::string_view(culprit_key_));
     if (c == a.culprits.end()) c = a.culprits.emplace(culprit_key_, CulpritTally{}).first;
     c->second.Add(1, {h.file, h.offset});
@@ -382,13 +390,14 @@ std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
         parts.push_back(c.substr(at, sep - at));
       }
       parts.push_back(c.substr(at));
-      if (parts.size() == 5) {
+      if (parts.size() == 6) {
         TopCulprit tc;
         tc.symbol = parts[0];
         tc.module = parts[1];
         tc.file = parts[2];
         tc.line = std::strtoll(parts[3].c_str(), nullptr, 10);
         tc.offset = std::strtoull(parts[4].c_str(), nullptr, 10);
+        tc.python = parts[5] == "python";
         g.culprit = std::move(tc);
         g.culprit_line = best->second.line;
       }

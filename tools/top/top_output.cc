@@ -33,7 +33,9 @@ std::string ByName(TopBy by, const std::string& label) {
 std::string CulpritText(const TopGroup& g, size_t width) {
   if (!g.culprit) return "(no stack)";
   const TopCulprit& c = *g.culprit;
-  std::string name = report::CulpritName(c.AsCulprit());
+  // A Python culprit's CulpritName has its file and line already: its qualified name here.
+  std::string name =
+      c.python ? (c.symbol.empty() ? "?" : c.symbol) : report::CulpritName(c.AsCulprit());
   std::string where;
   if (!c.file.empty()) where = " (" + FileLine(BaseName(c.file), c.line) + ")";
   if (where.size() + 12 > width) where = "";
@@ -154,6 +156,7 @@ std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t 
                       {"offset", Hex(g.culprit->offset)},
                       {"file", g.culprit->file},
                       {"line", g.culprit->line}};
+      if (g.culprit->python) j["culprit"]["kind"] = "python";
     } else {
       j["culprit"] = nullptr;
     }

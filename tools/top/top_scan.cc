@@ -72,6 +72,10 @@ bool ReadCulprit(value v, TopHang* h) {
     if (fl.unescaped_key().get(key)) return false;
     if (key == "symbol") {
       if (fl.value().get_string().get(h->culprit_symbol)) return false;
+    } else if (key == "kind") {
+      std::string_view kind;
+      if (fl.value().get_string().get(kind)) return false;
+      h->culprit_python = kind == "python";
     } else if (key == "module") {
       if (fl.value().get_string().get(h->culprit_module)) return false;
     } else if (key == "file") {

@@ -43,6 +43,7 @@ struct TopHang {
   std::string_view culprit_symbol, culprit_module, culprit_file;
   uint64_t culprit_offset = 0;
   int64_t culprit_line = 0;
+  bool culprit_python = false;  // "kind": "python": a Python function (symbol its qualname)
   // The cause's kind ("lock", "io", ...): top's --by cause, `hangwatch exporter`'s label; ""
   // when null or absent.
   std::string_view cause_kind;

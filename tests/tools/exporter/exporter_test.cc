@@ -16,6 +16,7 @@
 #include "hangwatch_prometheus_metrics.h"
 #include "report/report_record.h"
 #include "tests/tools/cli_util.h"
+#include "tests/tools/python_hang.h"
 #include "tools/exporter/record_counter.h"
 #include "tools/exporter/report_tail.h"
 
@@ -268,6 +269,25 @@ TEST(RecordCounterTest, CountsHangsAndLagAndSkipsWhatItCannotRead) {
             1);
   EXPECT_EQ(
       Value(registry, "hangwatch_exporter_lines_skipped_total", {{"reason", "other_version"}}), 1);
+}
+
+// A Python culprit (issue 25) read from its line: the culprit label is the function and its
+// file's base name, the same series for every line of it and every run (code objects move).
+TEST(RecordCounterTest, PythonCulpritLabelIsItsFunction) {
+  prometheus::Registry registry;
+  HangMetricsOptions options;
+  options.culprit_top = 2;
+  HangMetrics metrics(registry, options);
+  RecordCounter counter(&metrics);
+  for (uint64_t run = 0; run < 3; ++run) {
+    HangRecord h = hangwatch::testing::PythonHang(run * 0x10000, run);
+    h.culprit.line = 42 + static_cast<int>(run);
+    counter.Count(report::Encode(h));
+  }
+  EXPECT_EQ(
+      Value(registry, "hangwatch_hangs_total", {{"culprit", "Handler.handle_request (app.py)"}}),
+      3);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total"), 3);
 }
 
 // Collects what a ReportTail hands over.

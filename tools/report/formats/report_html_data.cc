@@ -85,18 +85,25 @@ class Tables {
   }
 
   int FrameId(const std::string& name, const std::string& module, const std::string& file, int line,
-              const std::string& symbol) {
+              report::FrameKind kind) {
     const auto key = std::make_tuple(String(name), String(module), String(file), line);
     auto [it, added] = frame_ids_.try_emplace(key, static_cast<int>(frame_ids_.size()));
     if (added) {
-      const auto kind = static_cast<int>(report::ClassifyFrame(module, symbol));
-      for (int v : {std::get<0>(key), std::get<1>(key), std::get<2>(key), line, kind})
+      // The page knows three kinds: a third-party Python package's frame is drawn as the
+      // application's.
+      if (kind == report::FrameKind::kLibrary) kind = report::FrameKind::kApp;
+      for (int v :
+           {std::get<0>(key), std::get<1>(key), std::get<2>(key), line, static_cast<int>(kind)}) {
         frames_.push_back(v);
+      }
     }
     return it->second;
   }
 
-  int FrameId(const Frame& f) { return FrameId(FrameName(f), f.module, f.file, f.line, f.symbol); }
+  // A Python frame's name is "Handler.handle (app.py:42)" (FrameName), its module "".
+  int FrameId(const Frame& f) {
+    return FrameId(FrameName(f), f.module, f.file, f.line, report::ClassifyFrame(f));
+  }
 
   int StackId(const Stack& s) {
     std::vector<int> ids;
@@ -377,7 +384,13 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
     if (d != nullptr && c.frame >= 0 && static_cast<size_t>(c.frame) < d->frames.size()) {
       culprit = t.FrameId(d->frames[static_cast<size_t>(c.frame)]);
     } else if (!c.empty()) {
-      culprit = t.FrameId(report::CulpritName(c), c.module, c.file, c.line, c.symbol);
+      Frame f;
+      f.language = c.language;
+      f.module = c.module;
+      f.symbol = c.symbol;
+      f.file = c.file;
+      culprit =
+          t.FrameId(report::CulpritName(c), c.module, c.file, c.line, report::ClassifyFrame(f));
     }
     col["culprit"].push_back(culprit);
     if (culprit >= 0 && !source_done[culprit]) {

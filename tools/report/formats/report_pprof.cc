@@ -12,6 +12,10 @@
 // and the build-id lets pprof, Pyroscope or Parca symbolize frames the report could not. Frames
 // that offline symbolization expanded into inlined functions (same address, innermost first)
 // become one location with one line per function, as profile.proto wants.
+//
+// A Python frame is a location of its own without a mapping or an address (its code object's
+// address is no machine code, and moves in every run): one line, its function (the qualified
+// name and co_filename) and line number; recursion repeats it, never folds it as inlining.
 #include <zlib.h>
 
 #include <algorithm>
@@ -104,15 +108,32 @@ class ProfileBuilder {
     return &it->second;
   }
 
-  uint64_t Function(const Frame& f) {
-    auto [it, inserted] = functions_.try_emplace({f.symbol, f.file});
+  uint64_t Function(const Frame& f) { return Function(f.symbol, f.file); }
+  uint64_t Function(const std::string& name, const std::string& file) {
+    auto [it, inserted] = functions_.try_emplace({name, file});
     if (inserted) {
       it->second = static_cast<uint64_t>(profile_.function_size()) + 1;
       pp::Function* fn = profile_.add_function();
       fn->set_id(it->second);
-      fn->set_name(Str(f.symbol));
-      fn->set_system_name(Str(f.symbol));
-      fn->set_filename(Str(f.file));
+      fn->set_name(Str(name));
+      fn->set_system_name(Str(name));
+      fn->set_filename(Str(file));
+    }
+    return it->second;
+  }
+
+  // A Python frame's location: no mapping, no address, one line.
+  uint64_t PythonLocation(const Frame& f) {
+    const std::vector<std::pair<uint64_t, int64_t>> lines = {
+        {Function(f.symbol.empty() ? std::string("?") : f.symbol, f.file), f.line}};
+    auto [it, inserted] = locations_.try_emplace({0, 0, lines}, 0);
+    if (inserted) {
+      it->second = static_cast<uint64_t>(profile_.location_size()) + 1;
+      pp::Location* loc = profile_.add_location();
+      loc->set_id(it->second);
+      pp::Line* l = loc->add_line();
+      l->set_function_id(lines[0].first);
+      l->set_line(lines[0].second);
     }
     return it->second;
   }
@@ -161,9 +182,14 @@ class ProfileBuilder {
   // repetitions of its shortest period, one location each.
   void AddLocations(const std::vector<Frame>& frames, pp::Sample* sample) {
     for (size_t i = 0; i < frames.size();) {
+      if (frames[i].language == FrameLanguage::kPython) {
+        sample->add_location_id(PythonLocation(frames[i]));
+        ++i;
+        continue;
+      }
       size_t j = i + 1;
-      while (j < frames.size() && frames[j].addr == frames[i].addr &&
-             frames[j].module == frames[i].module) {
+      while (j < frames.size() && frames[j].language == FrameLanguage::kNative &&
+             frames[j].addr == frames[i].addr && frames[j].module == frames[i].module) {
         ++j;
       }
       const size_t n = j - i;
