@@ -107,12 +107,12 @@ void PythonStacks::TryActivate() {
   state_ = State::kActive;
 }
 
+void PythonStacks::BeforeCapture() {
+  if (state_ == State::kUnchecked) TryActivate();
+}
+
 size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) {
-  if (state_ == State::kOff) return n;
-  if (state_ == State::kUnchecked) {
-    TryActivate();
-    return n;  // this capture ran without the hook
-  }
+  if (state_ != State::kActive) return n;
   python::ChainEnd end = python::ChainEnd::kComplete;
   size_t count =
       python::DecodeCaptureWords(buf->extra(), buf->num_extra, frames_.get(), max_frames_, &end);

@@ -47,6 +47,7 @@ class PythonStacks final : public RuntimeFrames, public PythonNames {
 
   void Watch(const unwind::ThreadInfo& thread) override;
   void set_note(std::function<void(const std::string&)> note) override { note_ = std::move(note); }
+  void BeforeCapture() override;
   size_t Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) override;
   const PythonNames* names() const override { return this; }
   bool Find(uintptr_t word, PythonName* out) const override;

@@ -22,6 +22,9 @@ class RuntimeFrames {
   virtual void Watch(const unwind::ThreadInfo& thread) = 0;
   // Where to say, once, that the frames cannot be read after all (a failed layout check).
   virtual void set_note(std::function<void(const std::string&)> note) = 0;
+  // Before each capture of the watched thread (on the watchdog): a chance to install what the
+  // capture needs, so that the first capture of a hang has the runtime's frames too.
+  virtual void BeforeCapture() {}
   // `buf`'s frames[0..n) (unwound) and their tags (FrameMethod bytes): replaced by the merged
   // frames and tags (at most buf->max_frames()). Returns the new count. No allocation beyond
   // the name cache's fixed budget.

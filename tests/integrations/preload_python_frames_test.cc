@@ -112,15 +112,21 @@ class PythonFramesTest : public ::testing::Test {
 TEST_F(PythonFramesTest, BusyFunctionIsNamedWithItsFileAndLine) {
   HangRecord h;
   ASSERT_NO_FATAL_FAILURE(Run("busy", &h));
-  const Stack& s = *h.dominant();
-  ASSERT_FALSE(s.frames.empty());
-  const Frame& leaf = s.frames[0];
-  EXPECT_EQ(leaf.language, FrameLanguage::kPython) << Describe(s);
-  EXPECT_EQ(leaf.symbol, "busy") << Describe(s);
-  EXPECT_TRUE(EndsWith(leaf.file, "/python_frames.py")) << leaf.file;
+  // Every sample: the innermost Python frame is busy() at its loop's lines; only native frames
+  // (what the loop calls: the clock, the comparison) come before it.
   const std::vector<int> lines = MarkedLines("busy-loop");
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_TRUE(leaf.line == lines[0] || leaf.line == lines[1]) << leaf.line << "\n" << Describe(s);
+  for (const Stack& st : h.stacks) {
+    const int busy = FindPython(st, "busy");
+    ASSERT_GE(busy, 0) << Describe(st);
+    for (int i = 0; i < busy; ++i) {
+      EXPECT_EQ(st.frames[static_cast<size_t>(i)].language, FrameLanguage::kNative);
+    }
+    const Frame& f = st.frames[static_cast<size_t>(busy)];
+    EXPECT_TRUE(EndsWith(f.file, "/python_frames.py")) << f.file;
+    EXPECT_TRUE(f.line == lines[0] || f.line == lines[1]) << f.line << "\n" << Describe(st);
+  }
+  const Stack& s = *h.dominant();
   // Its callers, in order: the scenario and the asyncio task's coroutine main(), whose frames
   // live in their coroutine objects, outside the thread's data stack.
   const int scenario = FindPython(s, "scenario", 1);
@@ -151,14 +157,17 @@ TEST_F(PythonFramesTest, RecursionTwoHundredDeepIsWholeAndInOrder) {
   ASSERT_NO_FATAL_FAILURE(Run("recursion", &h, {"HANGWATCH_MAX_FRAMES=512"}));
   const Stack& s = *h.dominant();
   const int busy = FindPython(s, "busy");
-  ASSERT_EQ(busy, 0) << Describe(s);
+  ASSERT_GE(busy, 0) << Describe(s);
   // recurse(200) .. recurse(0): 201 frames right after busy, then the scenario.
+  const int recurse_line = MarkedLines("recurse").at(0);
   size_t i = 1;
   for (; i < s.frames.size() && s.frames[i].symbol == "recurse"; ++i) {
     EXPECT_EQ(s.frames[i].language, FrameLanguage::kPython);
-    if (i > 1) EXPECT_EQ(s.frames[i].line, MarkedLines("recurse").at(0)) << i;
+    if (i > static_cast<size_t>(busy) + 1) {
+      EXPECT_EQ(s.frames[i].line, recurse_line) << i;
+    }
   }
-  EXPECT_EQ(i - 1, 201u) << Describe(s);
+  EXPECT_EQ(i - static_cast<size_t>(busy) - 1, 201u) << Describe(s);
   ASSERT_LT(i, s.frames.size());
   EXPECT_EQ(s.frames[i].symbol, "scenario") << Describe(s);
 }
@@ -167,7 +176,7 @@ TEST_F(PythonFramesTest, GeneratorFrameSitsBetweenItsCallerAndCallee) {
   HangRecord h;
   ASSERT_NO_FATAL_FAILURE(Run("generator", &h));
   const Stack& s = *h.dominant();
-  ASSERT_EQ(FindPython(s, "busy"), 0) << Describe(s);
+  ASSERT_GE(FindPython(s, "busy"), 0) << Describe(s);
   const int gen = FindPython(s, "numbers");
   ASSERT_GT(gen, 0) << Describe(s);
   EXPECT_EQ(s.frames[static_cast<size_t>(gen)].line, MarkedLines("generator").at(0));
@@ -178,7 +187,7 @@ TEST_F(PythonFramesTest, AsyncioCoroutineFrameSitsBetweenItsCallerAndCallee) {
   HangRecord h;
   ASSERT_NO_FATAL_FAILURE(Run("coroutine", &h));
   const Stack& s = *h.dominant();
-  ASSERT_EQ(FindPython(s, "busy"), 0) << Describe(s);
+  ASSERT_GE(FindPython(s, "busy"), 0) << Describe(s);
   const int coro = FindPython(s, "compute");
   ASSERT_GT(coro, 0) << Describe(s);
   EXPECT_EQ(s.frames[static_cast<size_t>(coro)].line, MarkedLines("coroutine").at(0));
