@@ -5,11 +5,13 @@
 // mark (python/capture_chain.h): nothing is checked or named here; the watchdog decodes the
 // words (DecodeCaptureWords), checks each code object and names it.
 //
-// Cost (3.11+): one read of the thread state's few fields, one of the C frame's current frame,
-// one copy of the used part of the data stack chunk (up to `copy_bytes`, the innermost end)
-// into storage allocated here, then the walk served from that copy; a frame outside it (a
-// generator's or a coroutine's, which live in their objects, or one in an older chunk) costs
-// one process_vm_readv. 3.10's frames are heap objects: one read per frame.
+// Cost (3.11+): one process_vm_readv of the thread state's few fields together with the data
+// stack chunk the last capture found (up to `copy_bytes` of it, into storage allocated here);
+// the C frame's current frame from the capture's stack copy (it is a local of the eval loop);
+// then the walk served from the chunk's copy. A chunk that changed costs one more read (of its
+// used part, the innermost end), a current frame outside the stack copy one more, a frame
+// outside the chunk (a generator's or a coroutine's, which live in their objects, or one in an
+// older chunk) one each. 3.10's frames are heap objects: one read per frame.
 // Every read is process_vm_readv on this process: a bad pointer fails with EFAULT, never
 // faults. No allocation, no lock (a busy flag: a second capture while one runs records
 // nothing), so it may run in a signal handler.
@@ -50,13 +52,13 @@ class PythonCaptureHook final : public unwind::CaptureHook {
   void Watch(pid_t tid, uint64_t tstate);
   pid_t watched_tid() const { return tid_.load(std::memory_order_relaxed); }
 
-  size_t Read(pid_t tid, uint64_t* out, size_t capacity) override;
+  size_t Read(pid_t tid, const unwind::MemoryView& stack, uint64_t* out, size_t capacity) override;
 
   // Whether the last capture read its frames from the data stack copy (for tests).
   bool last_used_copy() const { return last_used_copy_.load(std::memory_order_relaxed); }
 
  private:
-  uint64_t InnermostFrame(uint64_t tstate);
+  uint64_t InnermostFrame(uint64_t tstate, const unwind::MemoryView& stack);
 
   // This process's memory, by the pid Watch() was last called in (a child of fork() that
   // watches its own thread reads its own memory, never its parent's).
@@ -75,6 +77,10 @@ class PythonCaptureHook final : public unwind::CaptureHook {
   std::atomic<uint64_t> tstate_{0};
   std::atomic<bool> busy_{false};
   std::atomic<bool> last_used_copy_{false};
+  // The data stack chunk of the last capture and how much of it is copied: read again in the
+  // same system call as the thread state, so that a capture costs two reads, not three.
+  uint64_t chunk_ = 0;
+  size_t chunk_bytes_ = 0;
 };
 
 }  // namespace hangwatch::python

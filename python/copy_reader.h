@@ -26,6 +26,13 @@ class CopyReader final : public MemoryReader {
   bool Load(uint64_t addr, size_t n);
   // Forgets the copy: every read goes to the fallback.
   void Drop() { size_ = 0; }
+  // For a caller that filled storage() itself (one read of several ranges): it now holds
+  // [addr, addr + n), n <= capacity.
+  unsigned char* storage() { return storage_.get(); }
+  void Adopt(uint64_t addr, size_t n) {
+    base_ = addr;
+    size_ = n <= capacity_ ? n : 0;
+  }
 
   bool Read(uint64_t addr, void* out, size_t n) const override;
 

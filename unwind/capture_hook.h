@@ -20,14 +20,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "unwind/memory_view.h"
+
 namespace hangwatch::unwind {
 
 class CaptureHook {
  public:
   virtual ~CaptureHook() = default;
   // Thread `tid` is stopped (or asleep): writes at most `capacity` words about it into `out`
-  // and returns how many. 0: nothing to say (not a thread the hook knows).
-  virtual size_t Read(pid_t tid, uint64_t* out, size_t capacity) = 0;
+  // and returns how many. 0: nothing to say (not a thread the hook knows). `stack`: the copy of
+  // its stack this capture made (from sp up; may be empty), which the hook may read instead of
+  // making a system call for memory inside it.
+  virtual size_t Read(pid_t tid, const MemoryView& stack, uint64_t* out, size_t capacity) = 0;
 };
 
 // Installs `hook` for every later capture (nullptr: none). The hook must stay alive until no

@@ -121,7 +121,8 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   // A runtime's own state (the Python frames), read inside the same proof window.
   size_t extra = 0;
   if (CaptureHook* hook = CurrentCaptureHook(); hook != nullptr && out->max_extra_words() > 0) {
-    extra = hook->Read(target.tid, out->extra_storage(), out->max_extra_words());
+    const MemoryView copy{sp, copied, out->stack_storage()};
+    extra = hook->Read(target.tid, copy, out->extra_storage(), out->max_extra_words());
   }
 
   // Proof that the thread did not run while it was read: same scheduling counters, same

@@ -120,7 +120,8 @@ void CaptureBody(void* arg, const ucontext_t* context) {
   }
   // Last: a runtime's own state (the Python frames), read while the thread is still stopped.
   if (CaptureHook* hook = CurrentCaptureHook(); hook != nullptr && out.max_extra_words() > 0) {
-    out.num_extra = hook->Read(state->tid, out.extra_storage(), out.max_extra_words());
+    out.num_extra =
+        hook->Read(state->tid, out.stack_view(), out.extra_storage(), out.max_extra_words());
   }
   out.pause_ns = internal::MonotonicNowNs() - start;
 }
