@@ -10,6 +10,7 @@
 
 #include "agent/python_frame_word.h"
 #include "hangwatch/hang_record.h"
+#include "python/code_resolver.h"
 #include "symbols/process_modules.h"
 #include "unwind/capture_hook.h"
 
@@ -62,10 +63,10 @@ PythonStacks::PythonStacks(const python::InterpreterAddresses& addresses,
       layout_(layout),
       self_(getpid()),
       chain_(self_, layout_, addresses_),
-      resolver_(self_, layout_, addresses_),
       max_frames_(std::clamp<size_t>(max_frames, 1, kHookFrames)),
       hook_(ProcessHook(layout)),
       frames_(new python::PythonFrame[max_frames_]),
+      identities_(new uint64_t[max_frames_]),
       marks_(new python::NativeMark[max_frames_]),
       placed_(new python::PlacedFrame[2 * max_frames_]),
       merged_(new uintptr_t[2 * max_frames_]),
@@ -119,7 +120,7 @@ size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) 
   // The capture checked nothing: a frame whose code is not a code object (a frame freed or
   // reused under the reader) ends the chain here.
   for (size_t i = 0; i < count; ++i) {
-    if (!chain_.IsCode(frames_[i].code)) {
+    if (!CodeIdentity(frames_[i].code, &identities_[i])) {
       count = i;
       break;
     }
@@ -142,7 +143,7 @@ size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) 
       const python::PythonFrame& f = frames_[p.index];
       merged_[i] = PythonFrameWord(f.code, f.instr);
       merged_tags_[i] = kPythonFrameTag;
-      Name(merged_[i], f);
+      Name(merged_[i], f, identities_[p.index]);
     } else {
       merged_[i] = frames[p.index];
       merged_tags_[i] = tags[p.index];
@@ -154,26 +155,55 @@ size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) 
   return out;
 }
 
-void PythonStacks::Name(uintptr_t word, const python::PythonFrame& frame) {
+bool PythonStacks::CodeIdentity(uint64_t code, uint64_t* identity) const {
+  const uint32_t name =
+      layout_.code_qualname != python::kNoField ? layout_.code_qualname : layout_.code_name;
+  const uint32_t lo =
+      std::min({layout_.object_type, layout_.code_filename, name, layout_.code_firstlineno});
+  const uint32_t hi = std::max(
+      {layout_.object_type + 8, layout_.code_filename + 8, name + 8, layout_.code_firstlineno + 4});
+  unsigned char bytes[256];
+  if (code == 0 || hi - lo > sizeof(bytes) || !self_.Read(code + lo, bytes, hi - lo)) return false;
+  uint64_t type = 0, filename = 0, name_object = 0;
+  int32_t first_line = 0;
+  std::memcpy(&type, bytes + (layout_.object_type - lo), 8);
+  std::memcpy(&filename, bytes + (layout_.code_filename - lo), 8);
+  std::memcpy(&name_object, bytes + (name - lo), 8);
+  std::memcpy(&first_line, bytes + (layout_.code_firstlineno - lo), 4);
+  if (type != addresses_.code_type) return false;
+  // Not a hash table's hash: two different code objects at one address must differ here.
+  *identity = (filename * 0x9e3779b97f4a7c15ull) ^ (name_object + 0x632be59bd9b4e019ull) ^
+              static_cast<uint64_t>(static_cast<uint32_t>(first_line)) << 17;
+  return true;
+}
+
+void PythonStacks::Name(uintptr_t word, const python::PythonFrame& frame, uint64_t identity) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (names_.size() >= kMaxNames || names_.count(word) != 0) return;
+    auto it = names_.find(word);
+    if (it != names_.end() ? it->second.identity == identity : names_.size() >= kMaxNames) {
+      return;
+    }
   }
-  const python::CodeInfo* info = resolver_.Code(frame.code);
+  // A resolver of its own each time: CodeResolver caches by address, which the identity check
+  // above must be able to overrule. Reads the code object, its strings and line table once.
+  python::CodeResolver resolver(self_, layout_, addresses_);
+  const python::CodeInfo* info = resolver.Code(frame.code);
   if (info == nullptr) return;
-  PythonName name;
-  name.symbol = info->name.substr(0, kMaxSymbol);
-  name.file = info->file.substr(0, kMaxFile);
-  name.line = std::max(resolver_.Line(*info, frame.instr), 0);
+  Named named;
+  named.identity = identity;
+  named.name.symbol = info->name.substr(0, kMaxSymbol);
+  named.name.file = info->file.substr(0, kMaxFile);
+  named.name.line = std::max(resolver.Line(*info, frame.instr), 0);
   std::lock_guard<std::mutex> lock(mu_);
-  names_.emplace(word, std::move(name));
+  names_[word] = std::move(named);
 }
 
 bool PythonStacks::Find(uintptr_t word, PythonName* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = names_.find(word);
   if (it == names_.end()) return false;
-  *out = it->second;
+  *out = it->second.name;
   return true;
 }
 

@@ -6,11 +6,13 @@
 //  - capture (python/capture_hook.h, installed as the process's unwind::CaptureHook): the
 //    chain's code object addresses and instructions, read with process_vm_readv on this
 //    process, nothing checked or named;
-//  - watchdog (Merge): each code object checked (its type is PyCode_Type), the frames placed
-//    in the native stack (python/frame_placement.h) as words of python_frame_word.h, and each
-//    new word named (function, file, line: python/code_resolver.h) while the code object is
-//    alive, into a cache of at most kMaxNames words: beyond it a frame stays unnamed, the
-//    memory never grows.
+//  - watchdog (Merge): each code object checked (one read: its type is PyCode_Type) and
+//    identified (its co_filename and name objects and first line), the frames placed in the
+//    native stack (python/frame_placement.h) as words of python_frame_word.h, and each new word
+//    named (function, file, line: python/code_resolver.h) while the code object is alive, into
+//    a cache of at most kMaxNames words: beyond it a frame stays unnamed, the memory never
+//    grows. A word whose code object's identity changed (the address reused by another code
+//    object) is named again.
 // The hook is installed once the layout check passed and the watched thread's thread state is
 // found, both retried at later samples while the interpreter is not yet initialized (the
 // preload shim starts the agent before Python does). A failed check turns Python frames off
@@ -27,7 +29,6 @@
 #include "agent/python_names.h"
 #include "agent/runtime_frames.h"
 #include "python/capture_hook.h"
-#include "python/code_resolver.h"
 #include "python/frame_chain.h"
 #include "python/frame_placement.h"
 #include "python/interpreter_locator.h"
@@ -61,13 +62,14 @@ class PythonStacks final : public RuntimeFrames, public PythonNames {
   PythonStacks(const python::InterpreterAddresses& addresses, const python::PythonLayout& layout,
                size_t max_frames);
   void TryActivate();
-  void Name(uintptr_t word, const python::PythonFrame& frame);
+  // One read of the code object: false when it is not one; else its identity.
+  bool CodeIdentity(uint64_t code, uint64_t* identity) const;
+  void Name(uintptr_t word, const python::PythonFrame& frame, uint64_t identity);
 
   python::InterpreterAddresses addresses_;
   python::PythonLayout layout_;
   python::ProcessMemoryReader self_;
   python::FrameChainReader chain_;
-  python::CodeResolver resolver_;
   size_t max_frames_;
   std::function<void(const std::string&)> note_;
   State state_ = State::kUnchecked;
@@ -75,13 +77,18 @@ class PythonStacks final : public RuntimeFrames, public PythonNames {
   python::PythonCaptureHook* hook_ = nullptr;  // the process's, made once (never freed)
   // Scratch of Merge, allocated once.
   std::unique_ptr<python::PythonFrame[]> frames_;
+  std::unique_ptr<uint64_t[]> identities_;
   std::unique_ptr<python::NativeMark[]> marks_;
   std::unique_ptr<python::PlacedFrame[]> placed_;
   std::unique_ptr<uintptr_t[]> merged_;
   std::unique_ptr<uint8_t[]> merged_tags_;
   // Names by word; Materialize may read from another thread (RecentHangs).
   mutable std::mutex mu_;
-  std::unordered_map<uintptr_t, PythonName> names_;
+  struct Named {
+    PythonName name;
+    uint64_t identity = 0;
+  };
+  std::unordered_map<uintptr_t, Named> names_;
 };
 
 }  // namespace hangwatch::agent
