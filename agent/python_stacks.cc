@@ -1,6 +1,7 @@
 #include "agent/python_stacks.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,9 @@ constexpr size_t kHookCopyBytes = 64 * 1024;
 // Names longer than these are cut: the cache's budget is per entry too.
 constexpr size_t kMaxSymbol = 256;
 constexpr size_t kMaxFile = 512;
+// Room for the fields of a code object the watchdog checks (type, co_filename, the name,
+// co_firstlineno: 128 bytes on 3.11).
+constexpr size_t kCodeHeaderBytes = 256;
 
 // The process's one hook: made at the first Create() that finds CPython, installed once the
 // watched thread is found, never freed (a capture may run it until the samplers are gone, and
@@ -61,12 +65,16 @@ PythonStacks::PythonStacks(const python::InterpreterAddresses& addresses,
                            const python::PythonLayout& layout, size_t max_frames)
     : addresses_(addresses),
       layout_(layout),
-      self_(getpid()),
+      pid_(getpid()),
+      self_(pid_),
       chain_(self_, layout_, addresses_),
       max_frames_(std::clamp<size_t>(max_frames, 1, kHookFrames)),
       hook_(ProcessHook(layout)),
       frames_(new python::PythonFrame[max_frames_]),
       identities_(new uint64_t[max_frames_]),
+      headers_(new unsigned char[max_frames_ * kCodeHeaderBytes]),
+      local_(new iovec[max_frames_]),
+      remote_(new iovec[max_frames_]),
       marks_(new python::NativeMark[max_frames_]),
       placed_(new python::PlacedFrame[2 * max_frames_]),
       merged_(new uintptr_t[2 * max_frames_]),
@@ -119,12 +127,7 @@ size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) 
       python::DecodeCaptureWords(buf->extra(), buf->num_extra, frames_.get(), max_frames_, &end);
   // The capture checked nothing: a frame whose code is not a code object (a frame freed or
   // reused under the reader) ends the chain here.
-  for (size_t i = 0; i < count; ++i) {
-    if (!CodeIdentity(frames_[i].code, &identities_[i])) {
-      count = i;
-      break;
-    }
-  }
+  count = CheckCodes(count);
   if (count == 0) return n;
   n = std::min(n, max_frames_);
   uintptr_t* frames = buf->frame_storage();
@@ -155,26 +158,39 @@ size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) 
   return out;
 }
 
-bool PythonStacks::CodeIdentity(uint64_t code, uint64_t* identity) const {
+size_t PythonStacks::CheckCodes(size_t count) {
   const uint32_t name =
       layout_.code_qualname != python::kNoField ? layout_.code_qualname : layout_.code_name;
   const uint32_t lo =
       std::min({layout_.object_type, layout_.code_filename, name, layout_.code_firstlineno});
   const uint32_t hi = std::max(
       {layout_.object_type + 8, layout_.code_filename + 8, name + 8, layout_.code_firstlineno + 4});
-  unsigned char bytes[256];
-  if (code == 0 || hi - lo > sizeof(bytes) || !self_.Read(code + lo, bytes, hi - lo)) return false;
-  uint64_t type = 0, filename = 0, name_object = 0;
-  int32_t first_line = 0;
-  std::memcpy(&type, bytes + (layout_.object_type - lo), 8);
-  std::memcpy(&filename, bytes + (layout_.code_filename - lo), 8);
-  std::memcpy(&name_object, bytes + (name - lo), 8);
-  std::memcpy(&first_line, bytes + (layout_.code_firstlineno - lo), 4);
-  if (type != addresses_.code_type) return false;
-  // Not a hash table's hash: two different code objects at one address must differ here.
-  *identity = (filename * 0x9e3779b97f4a7c15ull) ^ (name_object + 0x632be59bd9b4e019ull) ^
-              static_cast<uint64_t>(static_cast<uint32_t>(first_line)) << 17;
-  return true;
+  const size_t size = hi - lo;
+  if (size > kCodeHeaderBytes) return 0;
+  size_t asked = 0;
+  for (; asked < count && asked < IOV_MAX && frames_[asked].code != 0; ++asked) {
+    local_[asked] = iovec{headers_.get() + asked * kCodeHeaderBytes, size};
+    remote_[asked] =
+        iovec{reinterpret_cast<void*>(static_cast<uintptr_t>(frames_[asked].code + lo)), size};
+  }
+  if (asked == 0) return 0;
+  // The kernel stops at the first range it cannot read: the frames before it are checked.
+  const ssize_t got = process_vm_readv(pid_, local_.get(), asked, remote_.get(), asked, 0);
+  const size_t readable = got > 0 ? static_cast<size_t>(got) / size : 0;
+  for (size_t i = 0; i < readable; ++i) {
+    const unsigned char* bytes = headers_.get() + i * kCodeHeaderBytes;
+    uint64_t type = 0, filename = 0, name_object = 0;
+    int32_t first_line = 0;
+    std::memcpy(&type, bytes + (layout_.object_type - lo), 8);
+    std::memcpy(&filename, bytes + (layout_.code_filename - lo), 8);
+    std::memcpy(&name_object, bytes + (name - lo), 8);
+    std::memcpy(&first_line, bytes + (layout_.code_firstlineno - lo), 4);
+    if (type != addresses_.code_type) return i;
+    // Not a hash table's hash: two different code objects at one address must differ here.
+    identities_[i] = (filename * 0x9e3779b97f4a7c15ull) ^ (name_object + 0x632be59bd9b4e019ull) ^
+                     static_cast<uint64_t>(static_cast<uint32_t>(first_line)) << 17;
+  }
+  return readable;
 }
 
 void PythonStacks::Name(uintptr_t word, const python::PythonFrame& frame, uint64_t identity) {

@@ -10,15 +10,19 @@
 //    identified (its co_filename and name objects and first line), the frames placed in the
 //    native stack (python/frame_placement.h) as words of python_frame_word.h, and each new word
 //    named (function, file, line: python/code_resolver.h) while the code object is alive, into
-//    a cache of at most kMaxNames words: beyond it a frame stays unnamed, the memory never
-//    grows. A word whose code object's identity changed (the address reused by another code
-//    object) is named again.
+//    a cache of at most kMaxNames words (names cut at 256 bytes, files at 512: 3 MiB at the
+//    very worst, a few hundred KiB for usual names): beyond it a frame stays unnamed, the
+//    memory never grows. A word whose code object's identity changed (the address reused by another
+//    code object) is named again.
 // The hook is installed once the layout check passed and the watched thread's thread state is
 // found, both retried at later samples while the interpreter is not yet initialized (the
 // preload shim starts the agent before Python does). A failed check turns Python frames off
 // with one note. Until then, and in a process without CPython, captures cost nothing more.
 #ifndef HANGWATCH_AGENT_PYTHON_STACKS_H_
 #define HANGWATCH_AGENT_PYTHON_STACKS_H_
+
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <functional>
 #include <memory>
@@ -62,12 +66,14 @@ class PythonStacks final : public RuntimeFrames, public PythonNames {
   PythonStacks(const python::InterpreterAddresses& addresses, const python::PythonLayout& layout,
                size_t max_frames);
   void TryActivate();
-  // One read of the code object: false when it is not one; else its identity.
-  bool CodeIdentity(uint64_t code, uint64_t* identity) const;
+  // The code objects of frames_[0..count), read in one process_vm_readv (an iovec each): how
+  // many lead the chain as code objects; their identities into identities_.
+  size_t CheckCodes(size_t count);
   void Name(uintptr_t word, const python::PythonFrame& frame, uint64_t identity);
 
   python::InterpreterAddresses addresses_;
   python::PythonLayout layout_;
+  pid_t pid_;
   python::ProcessMemoryReader self_;
   python::FrameChainReader chain_;
   size_t max_frames_;
@@ -78,6 +84,8 @@ class PythonStacks final : public RuntimeFrames, public PythonNames {
   // Scratch of Merge, allocated once.
   std::unique_ptr<python::PythonFrame[]> frames_;
   std::unique_ptr<uint64_t[]> identities_;
+  std::unique_ptr<unsigned char[]> headers_;  // max_frames code object headers
+  std::unique_ptr<iovec[]> local_, remote_;
   std::unique_ptr<python::NativeMark[]> marks_;
   std::unique_ptr<python::PlacedFrame[]> placed_;
   std::unique_ptr<uintptr_t[]> merged_;
