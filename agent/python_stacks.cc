@@ -28,6 +28,8 @@ constexpr size_t kMaxFile = 512;
 // Room for the fields of a code object the watchdog checks (type, co_filename, the name,
 // co_firstlineno: 128 bytes on 3.11).
 constexpr size_t kCodeHeaderBytes = 256;
+// Captures without a Python frame after which the thread state is looked for again.
+constexpr uint64_t kRefindEvery = 8;
 
 // The process's one hook: made at the first Create() that finds CPython, installed once the
 // watched thread is found, never freed (a capture may run it until the samplers are gone, and
@@ -128,7 +130,17 @@ size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) 
   // The capture checked nothing: a frame whose code is not a code object (a frame freed or
   // reused under the reader) ends the chain here.
   count = CheckCodes(count);
-  if (count == 0) return n;
+  if (count == 0) {
+    // No Python frame, again and again: the thread state may have changed (the interpreter
+    // finalized and initialized anew); look for the thread's again, now and then.
+    if (++empty_captures_ % kRefindEvery == 0) {
+      const uint64_t tstate =
+          chain_.FindThreadState(target_.tid, static_cast<uint64_t>(target_.handle));
+      hook_->Watch(target_.tid, tstate);
+    }
+    return n;
+  }
+  empty_captures_ = 0;
   n = std::min(n, max_frames_);
   uintptr_t* frames = buf->frame_storage();
   for (size_t i = 0; i < n; ++i) {

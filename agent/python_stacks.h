@@ -16,7 +16,8 @@
 //    code object) is named again.
 // The hook is installed once the layout check passed and the watched thread's thread state is
 // found, both retried at later samples while the interpreter is not yet initialized (the
-// preload shim starts the agent before Python does). A failed check turns Python frames off
+// preload shim starts the agent before Python does); the thread state is looked for again
+// after every 8 captures in a row without a Python frame. A failed check turns Python frames off
 // with one note. Until then, and in a process without CPython, captures cost nothing more.
 #ifndef HANGWATCH_AGENT_PYTHON_STACKS_H_
 #define HANGWATCH_AGENT_PYTHON_STACKS_H_
@@ -80,6 +81,7 @@ class PythonStacks final : public RuntimeFrames, public PythonNames {
   std::function<void(const std::string&)> note_;
   State state_ = State::kUnchecked;
   unwind::ThreadInfo target_;
+  uint64_t empty_captures_ = 0;                // in a row
   python::PythonCaptureHook* hook_ = nullptr;  // the process's, made once (never freed)
   // Scratch of Merge, allocated once.
   std::unique_ptr<python::PythonFrame[]> frames_;
