@@ -144,6 +144,10 @@ class Agent final : public MonitorListener {
       sampler_ = std::move(platform.sampler);
       cause_probe_ = std::move(platform.cause_probe);
       other_sampler_ = std::move(platform.other_sampler);
+      runtime_frames_ = std::move(platform.runtime_frames);
+      for (const std::string& note : platform.notes) {
+        if (logger_) logger_->warn("hangwatch: {}", note);
+      }
     }
     if (config_.stack_copy_bytes > 0) {
       // CFI over the stack copies, on the watchdog thread (symbols/cfi_unwinder.h). Without
@@ -158,6 +162,13 @@ class Agent final : public MonitorListener {
     monitor_->set_shutdown_pass(ShutdownPassState());
     monitor_->set_wait_cause_probe(cause_probe_.get());
     monitor_->set_other_thread_sampler(other_sampler_.get());
+    if (runtime_frames_ != nullptr) {
+      runtime_frames_->Watch(main_);
+      runtime_frames_->set_note([logger = logger_](const std::string& note) {
+        if (logger) logger->warn("hangwatch: {}", note);
+      });
+      monitor_->set_runtime_frames(runtime_frames_.get());
+    }
     if (config_.time_every_pass) {
       // On the watched thread: the pass under way, if any, is timed from now.
       EnablePassTimer();
@@ -326,6 +337,7 @@ class Agent final : public MonitorListener {
     mo.process = process_;
     mo.host = host_;
     mo.labels = labels_;
+    mo.python_names = runtime_frames_ != nullptr ? runtime_frames_->names() : nullptr;
     return mo;
   }
 
@@ -470,6 +482,8 @@ class Agent final : public MonitorListener {
   std::unique_ptr<unwind::ThreadSampler> sampler_;
   std::unique_ptr<WaitCauseProbe> cause_probe_;  // why blocked samples wait (null: no causes)
   std::unique_ptr<OwnerSampler> other_sampler_;  // lock owners' (over signal_sampler_)
+  // The Python frames of a CPython process (python_stacks.h); null: none.
+  std::unique_ptr<RuntimeFrames> runtime_frames_;
   std::unique_ptr<symbols::CfiUnwinder> cfi_;
   std::atomic<int> signal_{0};  // read by SamplingSignal() from any thread
   HangRing ring_;

@@ -10,6 +10,7 @@
 
 #include "agent/materialize_cause.h"
 #include "agent/process_name.h"
+#include "agent/python_frame_word.h"
 #include "report/stack_identity.h"
 #include "symbols/function_start.h"
 #include "symbols/in_process_symbolizer.h"
@@ -39,6 +40,23 @@ FrameName NameFrame(uintptr_t addr, bool is_return_address, const symbols::Modul
   uint64_t start = 0;
   if (symbols::FunctionStartInModule(module, at, &start)) out.function_start = start;
   return out;
+}
+
+// A Python frame of the stack table (python_frame_word.h): code object, instruction, and the
+// name resolved on the watchdog when there is one.
+Frame PythonFrame(uintptr_t word, const PythonNames* names) {
+  Frame fr;
+  fr.language = FrameLanguage::kPython;
+  fr.addr = PythonWordCode(word);
+  const int64_t instr = PythonWordInstr(word);
+  fr.offset = instr > 0 ? static_cast<uint64_t>(instr) : 0;
+  PythonName name;
+  if (names != nullptr && names->Find(word, &name)) {
+    fr.symbol = std::move(name.symbol);
+    fr.file = std::move(name.file);
+    fr.line = name.line;
+  }
+  return fr;
 }
 
 }  // namespace
@@ -115,7 +133,7 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     for (size_t id = 0; id < table.size() && perf_map == nullptr; ++id) {
       const uintptr_t* frames = table.frames(static_cast<uint32_t>(id));
       for (size_t f = 0; f < table.entry(static_cast<uint32_t>(id)).num_frames; ++f) {
-        if (map.Find(frames[f]).module == nullptr) {
+        if (!IsPythonWord(frames[f]) && map.Find(frames[f]).module == nullptr) {
           perf_map = &symbols::PerfMapOfThisProcess();
           perf_map->Refresh();
           break;
@@ -166,7 +184,12 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     st.cpu_us = e.cpu_us;
     const uintptr_t* frames = table.frames(id);
     st.frames.reserve(e.num_frames);
+    const uint8_t* tags = table.tags(id);
     for (size_t f = 0; f < e.num_frames; ++f) {
+      if (tags[f] == kPythonFrameTag && IsPythonWord(frames[f])) {
+        st.frames.push_back(PythonFrame(frames[f], options.python_names));
+        continue;
+      }
       st.frames.push_back(make_frame(frames[f], f > 0, hang.frame_method(id, f)));
     }
     r.stacks.push_back(std::move(st));
@@ -177,7 +200,8 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     const auto& e = table.entry(order[0]);
     const uintptr_t leaf = e.leaf_key != 0 ? e.leaf_key : table.frames(order[0])[0];
     const symbols::ModuleAddress where = map.Find(leaf);
-    uint64_t leaf_offset = where.module != nullptr ? where.offset : leaf;
+    // A Python leaf (python_frame_word.h) has no module offset: its frames identify it.
+    uint64_t leaf_offset = where.module != nullptr ? where.offset : IsPythonWord(leaf) ? 0 : leaf;
     uint64_t jit_offset = 0;
     if (where.module == nullptr && perf_map != nullptr &&
         perf_map->Find(leaf, nullptr, &jit_offset)) {

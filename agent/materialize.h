@@ -11,6 +11,7 @@
 #include <string>
 
 #include "agent/hang_data.h"
+#include "agent/python_names.h"
 #include "hangwatch/hang_record.h"
 #include "symbols/module_map.h"
 
@@ -28,6 +29,9 @@ struct MaterializeOptions {
   std::string process_name;  // "": this process's (addresses_are_local), else process's file name
   std::string host;
   std::map<std::string, std::string> labels;
+  // Names of the hang's Python frames (python_names.h); nullptr: they are reported unnamed
+  // (a hang read back from an open-hang file).
+  const PythonNames* python_names = nullptr;
 };
 
 HangRecord Materialize(const HangData& hang, const MaterializeOptions& options);

@@ -232,7 +232,7 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
     for (size_t i = 0; i < head.num_frames; ++i) {
       const uint64_t v = frames[i];
       std::memcpy(p + frames_at + i * sizeof(uint64_t), &v, sizeof(v));
-      if (methods) p[methods_at + i] = static_cast<unsigned char>(hang.frame_method(id, i));
+      if (methods) p[methods_at + i] = hang.stacks().tags(id)[i];  // a method, or Python
     }
   } else {
     head.kind = 0;

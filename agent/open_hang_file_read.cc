@@ -13,6 +13,7 @@
 #include "agent/materialize.h"
 #include "agent/open_hang_cause.h"
 #include "agent/open_hang_layout.h"
+#include "agent/python_frame_word.h"
 #include "agent/regular_file.h"
 #include "symbols/module_map.h"
 
@@ -154,7 +155,11 @@ uint64_t ReadSamples(int fd, const StaticHeader& sh, const LiveHeader& live, Han
       uint64_t v;
       std::memcpy(&v, p + sizeof(head) + k * sizeof(uint64_t), sizeof(v));
       frames[k] = static_cast<uintptr_t>(v);
-      methods[k] = sh.version >= 2 ? ToFrameMethod(method_bytes[k]) : FrameMethod::kUnknown;
+      // Format 5: a Python frame keeps its tag (materialized as an unnamed Python frame).
+      const bool python = sh.version >= 5 && method_bytes[k] == kPythonFrameTag;
+      methods[k] = python            ? static_cast<FrameMethod>(kPythonFrameTag)
+                   : sh.version >= 2 ? ToFrameMethod(method_bytes[k])
+                                     : FrameMethod::kUnknown;
     }
     const bool ok = head.kind != 0;
     hang->AddSample(head.t_ms, head.kind == 1 ? frames.data() : nullptr, head.kind == 1 ? n : 0,

@@ -13,10 +13,12 @@
 
 namespace hangwatch::agent::open_hang_layout {
 
-// 4: the main thread's pause for captures in the live header; 3: the cause region after the
-// samples and each sample's cause kind; 2: frame and sample methods; 1: without them (all
-// read).
-constexpr uint32_t kVersion = 4;
+// 5: a frame's method byte may be kPythonFrameTag, its word a Python frame
+// (python_frame_word.h; a reader of format 4 would take it for a native address, so the
+// version says it); 4: the main thread's pause for captures in the live header; 3: the cause
+// region after the samples and each sample's cause kind; 2: frame and sample methods; 1:
+// without them (all read).
+constexpr uint32_t kVersion = 5;
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;
 constexpr size_t kLiveHeaderOffset[2] = {256, 512};
@@ -103,7 +105,8 @@ inline size_t MethodBytes(size_t max_frames, uint32_t version) {
   return version >= 2 ? (max_frames + 7) & ~size_t{7} : 0;
 }
 
-// A method byte read back from a file, kUnknown when out of range.
+// A method byte read back from a file, kUnknown when out of range. (The Python frame tag is
+// read as a tag, not a method: ReadSamples.)
 inline FrameMethod ToFrameMethod(uint8_t b) {
   return b <= static_cast<uint8_t>(FrameMethod::kFramePointerScan) ? static_cast<FrameMethod>(b)
                                                                    : FrameMethod::kUnknown;

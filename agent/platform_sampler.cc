@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "agent/python_stacks.h"
 #include "unwind/proc_blocked_reader.h"
 #include "unwind/signal_sampler.h"
 
@@ -17,6 +18,11 @@ bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string
   // ProcFirstSampler reads the scheduler state right before falling back to the signal; a
   // second read would only lengthen the round trip (README, Performance).
   so.read_sched_state = false;
+  // A CPython process: its Python frames, recorded by a capture hook (python_stacks.h).
+  std::string note;
+  std::unique_ptr<PythonStacks> python = PythonStacks::Create(config.max_frames, &note);
+  if (!note.empty()) out->notes.push_back(note);
+  so.max_extra_words = python != nullptr ? python->extra_words() : 0;
   auto sampler = unwind::SignalSampler::Create(so, error);
   if (sampler == nullptr) {
     return false;
@@ -28,6 +34,7 @@ bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string
   out->sampler = std::make_unique<unwind::ProcFirstSampler>(out->signal_sampler.get());
   out->cause_probe = MakeLinuxWaitCauseProbe();
   out->other_sampler = MakeLinuxOwnerSampler(out->signal_sampler.get());
+  out->runtime_frames = std::move(python);
   return true;
 }
 

@@ -8,7 +8,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "agent/runtime_frames.h"
 #include "agent/wait_cause_probe.h"
 #include "hangwatch/hangwatch.h"
 #include "unwind/thread_capture.h"
@@ -28,6 +30,11 @@ struct PlatformSampler {
   std::unique_ptr<OwnerSampler> other_sampler;
   // The sampling signal (Config::signal, or the one picked), 0 when the platform needs none.
   int signal = 0;
+  // A language runtime's frames merged into the samples (Linux: the Python frames of a
+  // CPython process, python_stacks.h); null when there is none.
+  std::unique_ptr<RuntimeFrames> runtime_frames;
+  // What to say once at start (e.g. why a Python process gets no Python frames).
+  std::vector<std::string> notes;
 };
 
 // Makes this platform's sampler with Config::signal, capture_timeout, max_frames and

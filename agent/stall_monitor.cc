@@ -6,6 +6,7 @@
 #include <string>
 
 #include "agent/memory_headroom.h"
+#include "agent/python_frame_word.h"
 #include "symbols/cfi_or_frame_pointers.h"
 
 namespace hangwatch::agent {
@@ -61,7 +62,8 @@ StallMonitor::StallMonitor(const MonitorOptions& options,
       ring_(ring),
       listener_(listener),
       stats_(stats),
-      buffer_(options.limits.max_frames, stack_copy_bytes),
+      // Room for a runtime's words (runtime_frames.h): two per frame and a header.
+      buffer_(options.limits.max_frames, stack_copy_bytes, 1 + 2 * options.limits.max_frames),
       hang_(options.limits),
       cfi_frames_(new uintptr_t[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),
       methods_(
@@ -327,6 +329,11 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
 
 void StallMonitor::UnwindCapture(bool near_memory_limit) {
   num_methods_ = UnwindBuffer(&buffer_, methods_.get(), near_memory_limit);
+  if (runtime_ != nullptr) {
+    static_assert(sizeof(FrameMethod) == sizeof(uint8_t));
+    num_methods_ = runtime_->Merge(&buffer_, std::min(num_methods_, buffer_.num_frames),
+                                   reinterpret_cast<uint8_t*>(methods_.get()));
+  }
 }
 
 size_t StallMonitor::UnwindBuffer(unwind::CaptureBuffer* buf, symbols::FrameMethod* methods,
@@ -371,6 +378,7 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
     cause_started_ = true;  // once per pass, at its first sample (cause resolvers' baseline)
     cause_probe_->HangStarted(target_);
   }
+  if (runtime_ != nullptr) runtime_->BeforeCapture();
   const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
   // Waiting for the target is planned, up to the capture's timeout; anything longer (the
   // process was stopped meanwhile) stays unexplained for the next tick's accounting.
@@ -408,7 +416,11 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   const uint64_t delta =
       cpu_ok && cpu_sample_known_ && cpu >= cpu_sample_ns_ ? cpu - cpu_sample_ns_ : 0;
   const size_t n = ok ? std::min(buffer_.num_frames, buffer_.max_frames()) : 0;
-  const uintptr_t leaf = n > 0 ? LeafOf(buffer_.frames()[0], near_memory_limit) : 0;
+  // A Python leaf counts by its function (its code object), as a native one by its start.
+  const uintptr_t leaf = n == 0 ? 0
+                         : IsPythonWord(buffer_.frames()[0])
+                             ? PythonLeafKey(buffer_.frames()[0])
+                             : LeafOf(buffer_.frames()[0], near_memory_limit);
   hang_.AddSample(ToMs32(effective_ns), ok ? buffer_.frames() : nullptr, n, leaf, delta, state, ok,
                   n <= num_methods_ ? methods_.get() : nullptr, buffer_.method);
   if (ok) hang_.summary.pause_ns += buffer_.pause_ns;

@@ -38,6 +38,7 @@
 #include "agent/hang_data.h"
 #include "agent/hang_ring.h"
 #include "agent/leaf_normalizer.h"
+#include "agent/runtime_frames.h"
 #include "agent/wait_cause_probe.h"
 #include "agent/watchdog_env.h"
 #include "hangwatch/hangwatch.h"
@@ -129,6 +130,10 @@ class StallMonitor final : private OtherThreadCapturer {
   // the owner's /proc files open between samples, and tells when an owner has not run since its
   // last capture (whose frames are then used again). nullptr: the main thread's sampler.
   void set_other_thread_sampler(OwnerSampler* sampler) { other_sampler_ = sampler; }
+  // A language runtime's frames (the Python frames, python_stacks.h) merged into each sample
+  // of the watched thread after it is unwound. nullptr (default): native frames only.
+  // Borrowed; set before the first Tick().
+  void set_runtime_frames(RuntimeFrames* runtime) { runtime_ = runtime; }
   // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).
   std::span<const symbols::FrameMethod> last_frame_methods() const {
     return {methods_.get(), num_methods_};
@@ -189,6 +194,7 @@ class StallMonitor final : private OtherThreadCapturer {
   std::unique_ptr<symbols::FrameMethod[]> methods_;
   size_t num_methods_ = 0;
   WaitCauseProbe* cause_probe_ = nullptr;
+  RuntimeFrames* runtime_ = nullptr;
   OwnerSampler* other_sampler_ = nullptr;
   pid_t other_captured_tid_ = 0;  // whose capture other_buffer_ holds (unwound), 0 none
   size_t other_walked_ = 0;

@@ -19,6 +19,7 @@
 #                                    the /proc one
 
 set(HANGWATCH_APPLE_UNWIND_SOURCES
+  unwind/capture_hook.cc
   unwind/frame_walker.cc
   unwind/pointer_auth.cc
   unwind/thread_capture.cc
@@ -43,9 +44,9 @@ set(HANGWATCH_APPLE_REPORT_SOURCES
 
 # Every agent/*.cc but the Linux-only ones (each has its Apple twin in agent/mach/, except
 # wait_cause_probe.cc and wait_fd_cause.cc, over the Linux-only cause/: Apple platforms have no
-# probe), agent/sinks/ and agent/mach/.
+# probe; and python_stacks.cc, over the Linux-only python/), agent/sinks/ and agent/mach/.
 set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/watchdog_env.cc agent/platform_sampler.cc
-    agent/wait_cause_probe.cc agent/wait_fd_cause.cc)
+    agent/wait_cause_probe.cc agent/wait_fd_cause.cc agent/python_stacks.cc)
 get_filename_component(_hangwatch_root ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 file(GLOB HANGWATCH_APPLE_AGENT_SOURCES RELATIVE ${_hangwatch_root}
      ${_hangwatch_root}/agent/*.cc ${_hangwatch_root}/agent/sinks/*.cc

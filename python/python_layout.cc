@@ -41,6 +41,8 @@ PythonLayout Layout311() {
   l.tstate_native_thread_id = 160;
   l.tstate_cframe = 56;
   l.cframe_current_frame = 8;
+  l.tstate_datastack_chunk = 296;
+  l.tstate_datastack_top = 304;
   l.frame_previous = 48;
   l.frame_code = 32;
   l.frame_instr = 56;  // prev_instr
@@ -68,6 +70,8 @@ PythonLayout Layout312() {
   l.tstate_native_thread_id = 144;
   l.tstate_cframe = 56;
   l.cframe_current_frame = 0;
+  l.tstate_datastack_chunk = 232;
+  l.tstate_datastack_top = 240;
   l.frame_previous = 8;
   l.frame_code = 0;
   l.frame_instr = 56;  // prev_instr

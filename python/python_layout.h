@@ -31,6 +31,11 @@ struct PythonLayout {
   uint32_t tstate_cframe = kNoField;
   uint32_t cframe_current_frame = 0;
   uint32_t tstate_frame = kNoField;
+  // 3.11+: the thread's data stack, where its frames live (pycore_frame.h's _PyStackChunk):
+  // the current chunk and the first free word in it. In process, a capture copies the used part
+  // of the chunk in one read (capture_hook.h).
+  uint32_t tstate_datastack_chunk = kNoField;
+  uint32_t tstate_datastack_top = kNoField;
 
   // Frames: PyFrameObject (3.10) or _PyInterpreterFrame (3.11+).
   bool frame_objects = false;  // 3.10: f_lasti is an int index; else a code-unit pointer

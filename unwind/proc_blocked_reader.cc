@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "unwind/capture_hook.h"
 #include "unwind/internal/task_file.h"
 #include "unwind/proc_files.h"
 
@@ -117,6 +118,13 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
     copied = static_cast<size_t>(n);
   }
 
+  // A runtime's own state (the Python frames), read inside the same proof window.
+  size_t extra = 0;
+  if (CaptureHook* hook = CurrentCaptureHook(); hook != nullptr && out->max_extra_words() > 0) {
+    const MemoryView copy{sp, copied, out->stack_storage()};
+    extra = hook->Read(target.tid, copy, out->extra_storage(), out->max_extra_words());
+  }
+
   // Proof that the thread did not run while it was read: same scheduling counters, same
   // system call at the same place.
   if (!ReadTaskFile(target.tid, &files->schedstat, &sched_after) ||
@@ -145,6 +153,7 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
   out->sched_state = state;
   out->pause_ns = 0;
   out->method = SampleMethod::kProc;
+  out->num_extra = extra;
   out->syscall_known = sys.fields == 9;
   out->syscall_nr = sys.nr;
   std::memcpy(out->syscall_args, sys.args, sizeof(out->syscall_args));

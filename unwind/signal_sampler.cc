@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "unwind/capture_hook.h"
 #include "unwind/frame_walker.h"
 #include "unwind/internal/task_file.h"
 #include "unwind/signal_channel.h"
@@ -17,9 +18,11 @@ namespace hangwatch::unwind {
 using internal::SignalChannel;
 
 struct SignalSampler::HandlerState {
-  HandlerState(size_t max_frames, size_t max_stack_bytes) : storage(max_frames, max_stack_bytes) {}
+  HandlerState(size_t max_frames, size_t max_stack_bytes, size_t max_extra_words)
+      : storage(max_frames, max_stack_bytes, max_extra_words) {}
   // Set by Capture() before each request is published; read by the handler after claiming it.
   StackBounds bounds;
+  pid_t tid = 0;
   // Written only by the handler of a claimed request; read by Capture() once it is done.
   CaptureBuffer storage;
 };
@@ -115,6 +118,11 @@ void CaptureBody(void* arg, const ucontext_t* context) {
     out.stack_base = lo;
     out.stack_size = size;
   }
+  // Last: a runtime's own state (the Python frames), read while the thread is still stopped.
+  if (CaptureHook* hook = CurrentCaptureHook(); hook != nullptr && out.max_extra_words() > 0) {
+    out.num_extra =
+        hook->Read(state->tid, out.stack_view(), out.extra_storage(), out.max_extra_words());
+  }
   out.pause_ns = internal::MonotonicNowNs() - start;
 }
 
@@ -143,7 +151,7 @@ CaptureStatus StatusOf(SignalChannel::Outcome outcome) {
 SignalSampler::SignalSampler(const SignalSamplerOptions& options)
     : options_(options),
       state_(std::make_unique<HandlerState>(std::max<size_t>(options.max_frames, 1),
-                                            options.max_stack_bytes)),
+                                            options.max_stack_bytes, options.max_extra_words)),
       state_files_(std::make_unique<internal::SchedStateFiles>()) {}
 
 std::unique_ptr<SignalSampler> SignalSampler::Create(const SignalSamplerOptions& options,
@@ -196,6 +204,7 @@ CaptureStatus SignalSampler::Capture(const ThreadInfo& target, CaptureBuffer* ou
     return CaptureStatus::kThreadExited;
   }
   state_->bounds = target.stack;
+  state_->tid = target.tid;
   outcome = channel_->Send(target.tid);
   if (outcome != SignalChannel::Outcome::kDone) {
     last_errno_ = channel_->error_number();
@@ -218,6 +227,10 @@ CaptureStatus SignalSampler::Capture(const ThreadInfo& target, CaptureBuffer* ou
   out->stack_base = in.stack_base;
   out->stack_size = std::min(in.stack_size, out->max_stack_bytes());
   std::memcpy(out->stack_storage(), state_->storage.stack_view().data, out->stack_size);
+  out->num_extra = std::min(in.num_extra, out->max_extra_words());
+  if (out->num_extra > 0) {
+    std::memcpy(out->extra_storage(), in.extra(), out->num_extra * sizeof(uint64_t));
+  }
   out->timestamp_ns = in.timestamp_ns;
   out->pause_ns = in.pause_ns;
   out->sched_state = sched_state;

@@ -33,6 +33,8 @@ struct SignalSamplerOptions {
   // handler can never write into memory the caller has moved on with.
   size_t max_frames = 256;
   size_t max_stack_bytes = 64 * 1024;
+  // Room for the capture hook's words (capture_hook.h), e.g. 2 per Python frame.
+  size_t max_extra_words = 1024;
   // Read the target's scheduler state from /proc before each signal (unwind/internal/task_file.h:
   // "running" from .../syscall, else the letter from .../stat). It is the most expensive part
   // of a capture on the sampling side after the signal itself (about a microsecond for a

@@ -62,9 +62,11 @@ const char* CaptureStatusName(CaptureStatus status) {
   return "unknown";
 }
 
-CaptureBuffer::CaptureBuffer(size_t max_frames, size_t max_stack_bytes)
+CaptureBuffer::CaptureBuffer(size_t max_frames, size_t max_stack_bytes, size_t max_extra_words)
     : max_frames_(max_frames),
       max_stack_bytes_(max_stack_bytes),
+      max_extra_words_(max_extra_words),
+      extra_(max_extra_words > 0 ? new uint64_t[max_extra_words]() : nullptr),
       frames_(new uintptr_t[max_frames > 0 ? max_frames : 1]()),
       stack_(new unsigned char[max_stack_bytes > 0 ? max_stack_bytes : 1]()) {}
 
@@ -81,6 +83,7 @@ void CaptureBuffer::Reset() {
   method = SampleMethod::kSignal;
   syscall_known = false;
   syscall_nr = -1;
+  num_extra = 0;
 }
 
 }  // namespace hangwatch::unwind

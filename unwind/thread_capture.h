@@ -53,7 +53,8 @@ using ::hangwatch::SampleMethod;
 // only writes into it. Never reallocates.
 class CaptureBuffer {
  public:
-  CaptureBuffer(size_t max_frames, size_t max_stack_bytes);
+  // `max_extra_words`: room for what the capture hook (capture_hook.h) writes; 0: none.
+  CaptureBuffer(size_t max_frames, size_t max_stack_bytes, size_t max_extra_words = 0);
   CaptureBuffer(const CaptureBuffer&) = delete;
   CaptureBuffer& operator=(const CaptureBuffer&) = delete;
 
@@ -68,6 +69,10 @@ class CaptureBuffer {
   unsigned char* stack_storage() { return stack_.get(); }
   uintptr_t* frame_storage() { return frames_.get(); }
   const uintptr_t* frames() const { return frames_.get(); }
+  size_t max_extra_words() const { return max_extra_words_; }
+  uint64_t* extra_storage() { return extra_.get(); }
+  // The capture hook's words of the last capture (num_extra of them).
+  const uint64_t* extra() const { return extra_.get(); }
 
   // ---- results of the last capture ----
   Registers regs;
@@ -85,10 +90,13 @@ class CaptureBuffer {
   bool syscall_known = false;
   int64_t syscall_nr = -1;
   uint64_t syscall_args[6] = {};
+  size_t num_extra = 0;  // words the capture hook wrote into extra_storage()
 
  private:
   size_t max_frames_;
   size_t max_stack_bytes_;
+  size_t max_extra_words_;
+  std::unique_ptr<uint64_t[]> extra_;
   std::unique_ptr<uintptr_t[]> frames_;
   std::unique_ptr<unsigned char[]> stack_;
 };

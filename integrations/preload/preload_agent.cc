@@ -151,6 +151,7 @@ void Arm(uint64_t load_ns, uint64_t first_wait_ns, HangwatchPreloadArmed* out) {
   Config config;
   config.threshold = std::chrono::milliseconds(c.threshold_ms);
   config.sample_interval = std::chrono::milliseconds(c.sample_ms);
+  if (c.max_frames != 0) config.max_frames = c.max_frames;
   config.json_path = c.report_path;
   config.log_hangs = c.log && g_services->stderr_usable() != 0;
   if (config.log_hangs) config.logger = GuardedStderrLogger(g_services->stderr_usable);

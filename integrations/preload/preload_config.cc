@@ -54,6 +54,12 @@ PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string
     c.sample_ms = c.threshold_ms;
   }
   ms("HANGWATCH_STARTUP_MS", 1, &c.startup_ms);
+  if (const char* v = getenv("HANGWATCH_MAX_FRAMES"); v != nullptr && *v != '\0') {
+    if (!ParseMs(v, 1, 1024, &c.max_frames)) {
+      warnings->push_back(std::string("HANGWATCH_MAX_FRAMES='") + v +
+                          "' is not a number of frames in [1, 1024]; using the default");
+    }
+  }
   ms("HANGWATCH_LAG_INTERVAL_MS", 0, &c.lag_interval_ms);
   flag("HANGWATCH_LOG", &c.log);
   flag("HANGWATCH_LOG_LAG", &c.log_lag);

@@ -38,7 +38,8 @@ namespace hangwatch::preload {
 
 struct PreloadConfig {
   uint32_t threshold_ms = 250;
-  uint32_t sample_ms = 0;  // 0: the agent's default (threshold / 10)
+  uint32_t sample_ms = 0;   // 0: the agent's default (threshold / 10)
+  uint32_t max_frames = 0;  // 0: the agent's default (Config::max_frames)
   std::string report_path;
   bool log = true;
   bool log_lag = false;

@@ -17,6 +17,7 @@
 
 #include "agent/hang_data.h"
 #include "agent/open_hang_file.h"
+#include "agent/python_frame_word.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 
@@ -319,6 +320,43 @@ TEST(OpenHangFileTest, ReadsTheFormatAnOlderAgentWrote) {
     for (const Frame& f : st.frames) EXPECT_EQ(f.method, FrameMethod::kUnknown);
   }
   EXPECT_TRUE(saw_new_stack);
+  file.reset();
+  unlink(path.c_str());
+}
+
+// A Python frame (agent/python_frame_word.h) of a fatal hang reads back as a Python frame, its
+// code object and instruction kept (unnamed: the process that could name it is gone), never
+// as a native address; the native frames around it keep their methods.
+TEST(OpenHangFileTest, PythonFramesReadBackAsPythonFrames) {
+  const std::string path = TempPath("py");
+  agent::HangLimits limits;
+  limits.max_frames = 8;
+  limits.max_timeline = 32;
+  std::string error;
+  auto file = agent::OpenHangFile::Create(path, limits, &error);
+  ASSERT_NE(file, nullptr) << error;
+  agent::HangData hang(limits);
+  file->Open(hang);
+  const uintptr_t py = agent::PythonFrameWord(0x7f0012345670, 21);
+  const uintptr_t frames[] = {0x3000, py, 0x2000};
+  const uint8_t tags[] = {static_cast<uint8_t>(FrameMethod::kPc), agent::kPythonFrameTag,
+                          static_cast<uint8_t>(FrameMethod::kCfi)};
+  hang.AddSample(90, frames, 3, frames[0], 10'000'000, 'R', true,
+                 reinterpret_cast<const FrameMethod*>(tags), SampleMethod::kSignal);
+  file->AddLastSample(hang);
+  HangRecord r;
+  ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  ASSERT_EQ(r.stacks.size(), 1u);
+  const std::vector<Frame>& f = r.stacks[0].frames;
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].language, FrameLanguage::kNative);
+  EXPECT_EQ(f[0].method, FrameMethod::kPc);
+  EXPECT_EQ(f[1].language, FrameLanguage::kPython);
+  EXPECT_EQ(f[1].addr, 0x7f0012345670u);
+  EXPECT_EQ(f[1].offset, 21u);
+  EXPECT_TRUE(f[1].module.empty());
+  EXPECT_EQ(f[2].language, FrameLanguage::kNative);
+  EXPECT_EQ(f[2].method, FrameMethod::kCfi);
   file.reset();
   unlink(path.c_str());
 }

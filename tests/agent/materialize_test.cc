@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "agent/hang_data.h"
+#include "agent/python_frame_word.h"
+#include "agent/python_names.h"
 #include "agent/sinks/spdlog_reporter.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -52,6 +54,55 @@ void Fill(HangData* hang, uintptr_t bias, uintptr_t pc_jitter) {
   hang->summary.duration_ns = 120'000'000;
   hang->summary.cpu_ns = 50'000'000;
   hang->summary.cpu_known = true;
+}
+
+// Names of Python frames by word, as the watchdog resolved them (python_stacks.h).
+class MapNames final : public PythonNames {
+ public:
+  bool Find(uintptr_t word, PythonName* out) const override {
+    if (word != PythonFrameWord(0x7f00aa00, 12)) return false;
+    out->symbol = "Handler.handle";
+    out->file = "/srv/app.py";
+    out->line = 42;
+    return true;
+  }
+};
+
+// Python frames of the stack table become Frame{kPython}: the code object, the instruction,
+// the name, file and line when the watchdog resolved them, nothing of a module; the native
+// frames around them stay native.
+TEST(MaterializeTest, PythonFramesAreMaterializedAsPythonFrames) {
+  HangData hang(HangLimits{});
+  const uintptr_t bias = 0x555500000000;
+  const uintptr_t frames[] = {bias + 0x1010, PythonFrameWord(0x7f00aa00, 12),
+                              PythonFrameWord(0x7f00bb00, -1), bias + 0x2222};
+  const uint8_t tags[] = {static_cast<uint8_t>(FrameMethod::kPc), kPythonFrameTag, kPythonFrameTag,
+                          static_cast<uint8_t>(FrameMethod::kCfi)};
+  hang.AddSample(50, frames, 4, bias + 0x1000, 10'000'000, 'R', true,
+                 reinterpret_cast<const FrameMethod*>(tags));
+  MapNames names;
+  MaterializeOptions o;
+  o.modules = MapAt(bias);
+  o.symbolize = false;
+  o.python_names = &names;
+  const HangRecord r = Materialize(hang, o);
+  ASSERT_EQ(r.stacks.size(), 1u);
+  const std::vector<Frame>& f = r.stacks[0].frames;
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0].language, FrameLanguage::kNative);
+  EXPECT_EQ(f[0].module, "/opt/app/bin/app");
+  EXPECT_EQ(f[1].language, FrameLanguage::kPython);
+  EXPECT_EQ(f[1].addr, 0x7f00aa00u);
+  EXPECT_EQ(f[1].offset, 12u);
+  EXPECT_EQ(f[1].symbol, "Handler.handle");
+  EXPECT_EQ(f[1].file, "/srv/app.py");
+  EXPECT_EQ(f[1].line, 42);
+  EXPECT_TRUE(f[1].module.empty());
+  EXPECT_EQ(f[2].language, FrameLanguage::kPython);  // never resolved: unnamed
+  EXPECT_EQ(f[2].addr, 0x7f00bb00u);
+  EXPECT_TRUE(f[2].symbol.empty());
+  EXPECT_EQ(f[3].language, FrameLanguage::kNative);
+  EXPECT_EQ(f[3].method, FrameMethod::kCfi);
 }
 
 TEST(MaterializeTest, ResolvesSortsAndRemapsTimeline) {

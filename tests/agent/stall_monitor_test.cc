@@ -5,10 +5,14 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <new>
+#include <string>
 #include <vector>
 
+#include "agent/python_frame_word.h"
+#include "agent/runtime_frames.h"
 #include "tests/agent/fakes.h"
 
 // Counts every operator new of the test binary: the memory test asserts there is none. The
@@ -268,6 +272,53 @@ TEST(StallMonitorTest, PhasesGiveTwoStacksInOrder) {
     EXPECT_GE(hang.timeline()[i].stack, last) << "A before B on the timeline";
     last = hang.timeline()[i].stack;
   }
+}
+
+// A runtime's frames (runtime_frames.h) replace the native ones after each capture: the Python
+// leaf counts by its function, not its instruction (one stack though the instruction moves),
+// and its frames keep the Python tag.
+class FakePythonFrames final : public RuntimeFrames {
+ public:
+  void Watch(const unwind::ThreadInfo&) override {}
+  void set_note(std::function<void(const std::string&)>) override {}
+  void BeforeCapture() override { ++before; }
+  size_t Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) override {
+    ++merged;
+    // busy() at instruction 0, 1, 2, ... called by main() at instruction 7; then the natives
+    // outside the eval loop (the last one).
+    uintptr_t* f = buf->frame_storage();
+    const uintptr_t outer = n > 0 ? f[n - 1] : 0;
+    f[0] = PythonFrameWord(0x7000, merged % 3);
+    f[1] = PythonFrameWord(0x8000, 7);
+    f[2] = outer;
+    tags[0] = tags[1] = kPythonFrameTag;
+    tags[2] = static_cast<uint8_t>(FrameMethod::kFramePointer);
+    buf->num_frames = 3;
+    return 3;
+  }
+  const PythonNames* names() const override { return nullptr; }
+  int before = 0;
+  int merged = 0;
+};
+
+TEST(StallMonitorTest, RuntimeFramesAreMergedAndAPythonLeafCountsByItsFunction) {
+  Harness h;
+  FakePythonFrames python;
+  h.monitor.set_runtime_frames(&python);
+  h.sampler.stack = {0xa0, 0x2000, 0x3000};
+  h.Pass(200 * kMs);
+  const auto hangs = Hangs(h.ring);
+  ASSERT_EQ(hangs.size(), 1u);
+  const HangData& hang = *hangs[0];
+  EXPECT_GT(python.merged, 3);
+  EXPECT_EQ(python.before, python.merged);
+  ASSERT_EQ(hang.stacks().size(), 1u) << "one stack: the leaf's instruction is not its key";
+  EXPECT_EQ(hang.stacks().entry(0).count, static_cast<uint32_t>(python.merged));
+  ASSERT_EQ(hang.stacks().entry(0).num_frames, 3u);
+  EXPECT_EQ(hang.stacks().tags(0)[0], kPythonFrameTag);
+  EXPECT_EQ(hang.stacks().tags(0)[1], kPythonFrameTag);
+  EXPECT_EQ(hang.stacks().frames(0)[1], PythonFrameWord(0x8000, 7));
+  EXPECT_EQ(hang.stacks().frames(0)[2], 0x3000u);
 }
 
 TEST(StallMonitorTest, StopWhileIdleIsNotAHang) {

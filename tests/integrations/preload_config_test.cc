@@ -79,6 +79,21 @@ TEST(PreloadConfig, SampleIntervalIsCappedByThreshold) {
   EXPECT_EQ(w.size(), 1u);
 }
 
+// HANGWATCH_MAX_FRAMES: the frames kept per sample (a deep Python recursion needs more than the
+// default), within the agent's bounds; anything else warns and keeps the default (0).
+TEST(PreloadConfig, MaxFramesWithinOneTo1024) {
+  std::vector<std::string> w;
+  EXPECT_EQ(Read({}, &w).max_frames, 0u);
+  EXPECT_EQ(Read({{"HANGWATCH_MAX_FRAMES", "512"}}, &w).max_frames, 512u);
+  EXPECT_TRUE(w.empty());
+  for (const char* bad : {"0", "1025", "many"}) {
+    w.clear();
+    EXPECT_EQ(Read({{"HANGWATCH_MAX_FRAMES", bad}}, &w).max_frames, 0u) << bad;
+    ASSERT_EQ(w.size(), 1u) << bad;
+    EXPECT_NE(w[0].find("HANGWATCH_MAX_FRAMES"), std::string::npos) << w[0];
+  }
+}
+
 // RemoveShimFromPreload into a buffer of exactly the promised size, as a string.
 std::string Without(std::string_view list, std::string_view self) {
   std::string out(list.size() + 1, '#');

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <utility>
 
+#include "python/frame_placement.h"
+
 namespace hangwatch::tools {
 namespace {
 
@@ -68,12 +70,9 @@ const SnapshotPython::Slot* SnapshotPython::Find(pid_t tid) const {
   return nullptr;
 }
 
-// A return address is the instruction after the call: the call itself is at addr - 1.
 bool SnapshotPython::InEvalLoop(uint64_t addr, bool is_pc) const {
   const python::InterpreterAddresses& a = process_->interpreter();
-  if (a.eval_lo == 0) return false;
-  const uint64_t at = is_pc ? addr : addr - 1;
-  return at >= a.eval_lo && at < a.eval_hi;
+  return python::InEvalLoop(addr, is_pc, a.eval_lo, a.eval_hi);
 }
 
 void SnapshotPython::Merge(std::vector<OutThread>* threads, std::vector<std::string>* notes) {
@@ -86,9 +85,8 @@ void SnapshotPython::Merge(std::vector<OutThread>* threads, std::vector<std::str
   for (OutThread& ot : *threads) {
     const Slot* slot = Find(ot.thread->tid);
     if (slot == nullptr || slot->count == 0) continue;
-    // The Python frames as OutFrames, and where each native call's group ends.
+    // The Python frames as OutFrames.
     std::vector<OutFrame> py;
-    std::vector<size_t> group_ends;
     for (size_t i = 0; i < slot->count; ++i) {
       const python::PythonFrame& pf = slot->frames[i];
       OutFrame f;
@@ -103,31 +101,32 @@ void SnapshotPython::Merge(std::vector<OutThread>* threads, std::vector<std::str
         f.symbol = "??";
       }
       py.push_back(f);
-      if (pf.entry) group_ends.push_back(py.size());
     }
-    if (group_ends.empty() || group_ends.back() != py.size()) group_ends.push_back(py.size());
-
-    std::vector<OutFrame> merged;
-    size_t group = 0;
-    size_t next_py = 0;
+    // Placed in the native stack (python/frame_placement.h); the entries of the same address
+    // as an eval-loop frame (inlined functions of the eval loop) go with it.
+    std::vector<python::NativeMark> marks(ot.frames.size(), python::NativeMark::kOther);
     for (size_t i = 0; i < ot.frames.size(); ++i) {
       const OutFrame& f = ot.frames[i];
-      const bool is_pc = std::string_view(f.method) == "pc";
-      if (group < group_ends.size() && InEvalLoop(f.addr, is_pc)) {
-        for (; next_py < group_ends[group]; ++next_py) merged.push_back(py[next_py]);
-        ++group;
-        // The entries of the same address (inlined functions of the eval loop) go with it.
-        while (i + 1 < ot.frames.size() && ot.frames[i + 1].addr == f.addr) ++i;
-        continue;
+      if (i > 0 && f.addr == ot.frames[i - 1].addr) {
+        marks[i] = python::NativeMark::kSameAsPrevious;
+      } else if (InEvalLoop(f.addr, std::string_view(f.method) == "pc")) {
+        marks[i] = python::NativeMark::kEvalLoop;
       }
-      merged.push_back(f);
     }
-    if (next_py < py.size()) {
+    std::vector<python::PlacedFrame> placed(ot.frames.size() + py.size());
+    const python::Placement placement = python::PlacePythonFrames(
+        marks.data(), marks.size(), slot->frames.data(), slot->count, placed.data(), placed.size());
+    std::vector<OutFrame> merged;
+    merged.reserve(placement.size);
+    for (size_t i = 0; i < placement.size; ++i) {
+      const python::PlacedFrame& pf = placed[i];
+      merged.push_back(pf.python ? py[pf.index] : ot.frames[pf.index]);
+    }
+    if (placement.unplaced > 0) {
       notes->push_back("thread " + std::to_string(ot.thread->tid) + ": " +
-                       std::to_string(py.size() - next_py) +
+                       std::to_string(placement.unplaced) +
                        " Python frames had no eval-loop frame in the native stack: listed "
                        "after it");
-      for (; next_py < py.size(); ++next_py) merged.push_back(py[next_py]);
     }
     if (slot->end != python::ChainEnd::kComplete) {
       notes->push_back("thread " + std::to_string(ot.thread->tid) + ": Python stack truncated (" +

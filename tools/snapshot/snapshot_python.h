@@ -2,12 +2,7 @@
 // the thread is stopped, then put in its native stack in place of the interpreter's eval-loop
 // frames (`_PyEval_EvalFrameDefault`), like `py-spy dump --native`.
 //
-// One native call of the eval loop runs one or more Python frames (3.11+: a Python-to-Python
-// call stays in the same C frame; a generator, a C function calling back into Python, a new
-// thread start another). The chain's `entry` marks (python/frame_chain.h) split it into one
-// group per native call, innermost first; the n-th eval-loop frame of the native stack, from
-// the innermost, is replaced by the n-th group. Groups left over (the native unwind stopped
-// short, or the eval loop's address is unknown) go after the native frames, with a note.
+// Where they go: python/frame_placement.h (the same placement as the agent's).
 #ifndef HANGWATCH_TOOLS_SNAPSHOT_SNAPSHOT_PYTHON_H_
 #define HANGWATCH_TOOLS_SNAPSHOT_SNAPSHOT_PYTHON_H_
 
