@@ -80,6 +80,10 @@ constexpr char kUsage[] =
     "  --startup-ms N     reaching the event loop later than N ms after start is a start-up\n"
     "                     stall (default 2000)\n"
     "  --no-startup-stall do not report slow start-ups\n"
+    "  --max-frames N     keep at most N frames per stack (1..1024, default 64; a deep\n"
+    "                     Python recursion needs more)\n"
+    "  --no-python        name CPython's eval-loop frames instead of the Python functions\n"
+    "                     they ran (HANGWATCH_PYTHON=0)\n"
     "  --no-inherit       a process that waited for events no longer passes the shim on:\n"
     "                     what it executes runs unwatched (the plain LD_PRELOAD rule)\n"
     "  --inherit          pass the shim on to everything (the default; kept for old scripts)\n"
@@ -165,6 +169,8 @@ void WriteJunit(const std::string& path, const std::string& xml) {
 
 struct RunOptions {
   uint32_t threshold_ms = 250, sample_ms = 0, startup_ms = 2000;
+  uint32_t max_frames = 0;  // 0: the agent's default
+  bool python = true;
   std::string report_path;  // absolute; empty: the run directory's own report
   GateOptions gate;
   bool fail_on_hang = false, startup_stall = true, inherit = true, live = false, quiet = false;
@@ -182,6 +188,8 @@ std::optional<int> ParseRunOptions(int argc, char** argv, RunOptions* o) {
         std::pair{"--startup-ms", &o->startup_ms}}) {
     flags.Number({flag}, 1, 3600000, out, std::string(flag) + " wants 1..3600000, not '{}'");
   }
+  flags.Number({"--max-frames"}, 1, 1024, &o->max_frames, "--max-frames wants 1..1024, not '{}'");
+  flags.Switch({"--no-python"}, [o] { o->python = false; });
   flags.Value({"--report"}, [o](const std::string& v) {
     o->report_path = AbsolutePath(v);
     return std::string();
@@ -271,6 +279,8 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   env.push_back(std::string("HANGWATCH_STARTUP_STALL=") + (o.startup_stall ? "1" : "0"));
   env.push_back("HANGWATCH_STARTUP_MS=" + std::to_string(o.startup_ms));
   if (o.inherit) env.push_back("HANGWATCH_INHERIT=1");
+  if (o.max_frames) env.push_back("HANGWATCH_MAX_FRAMES=" + std::to_string(o.max_frames));
+  if (!o.python) env.push_back("HANGWATCH_PYTHON=0");
   return env;
 }
 
