@@ -152,26 +152,8 @@ std::string VersionName(const ::testing::TestParamInfo<int>& info) {
   return "Python3_" + std::to_string(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, SnapshotPythonVersions, ::testing::Values(10, 11, 12),
+INSTANTIATE_TEST_SUITE_P(Versions, SnapshotPythonVersions, ::testing::Values(10, 11, 12, 13),
                          VersionName);
-
-// A version without a layout (3.13 until _Py_DebugOffsets is read): one note, native frames.
-class SnapshotPythonUnknown : public SnapshotPython {
- protected:
-  int minor() const override { return 13; }
-};
-
-TEST_F(SnapshotPythonUnknown, OneNoteAndTheNativeStack) {
-  Start({"sleep"});
-  CliResult r = RunCli({std::to_string(child_.pid()), "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json snap = nlohmann::json::parse(r.out);
-  EXPECT_FALSE(snap.contains("python"));
-  const nlohmann::json frames = ThreadFrames(snap, child_.pid());
-  EXPECT_GT(frames.size(), 5u);
-  for (const nlohmann::json& f : frames) EXPECT_FALSE(IsPython(f));
-  EXPECT_NE(r.err.find("note: no Python frames: python3.13"), std::string::npos) << r.err;
-}
 
 TEST_F(SnapshotPython, TextShowsPythonFrames) {
   Start({"recurse", "3"});
