@@ -77,21 +77,26 @@ std::string FrameChainReader::CheckLayout() const {
     return "the interpreter's thread list is unreadable";
   }
   int seen = 0;
-  int with_frames = 0;
   for (; tstate != 0 && seen < kMaxInterpreters; ++seen) {
     uint64_t back = 0;
     if (!memory_.ReadWord(tstate + layout_.tstate_interp, &back) || back != interp) {
       return "a thread state's interp does not point back to its interpreter";
     }
     const uint64_t frame = InnermostFrame(tstate);
-    if (frame != 0) {
+    uint8_t owner = 0;
+    if (frame != 0 && layout_.frame_owner != kNoField &&
+        !memory_.Read(frame + layout_.frame_owner, &owner, 1)) {
+      return "a thread's innermost frame is unreadable";
+    }
+    // An entry shim says nothing of the layout: 3.12's holds the interpreter's trampoline (a
+    // code object too), 3.13's holds None.
+    const bool shim = layout_.frame_owner != kNoField && owner == layout_.owner_cstack;
+    if (frame != 0 && !shim) {
       uint64_t code = 0;
       if (!memory_.ReadWord(frame + layout_.frame_code, &code)) {
         return "a thread's innermost frame is unreadable";
       }
-      // 3.12's entry shim holds the interpreter's trampoline, a code object too.
       if (!IsCode(code)) return "a thread's innermost frame does not hold a code object";
-      ++with_frames;
     }
     if (!memory_.ReadWord(tstate + layout_.tstate_next, &tstate)) {
       return "a thread state's next is unreadable";
@@ -119,7 +124,7 @@ uint64_t FrameChainReader::FindThreadState(pid_t tid, uint64_t pthread_self) con
       }
       if (!memory_.ReadWord(tstate + layout_.tstate_next, &tstate)) break;
     }
-    if (!memory_.ReadWord(interp, &interp)) return 0;  // PyInterpreterState.next is first
+    if (!memory_.ReadWord(interp + layout_.interp_next, &interp)) return 0;
   }
   return 0;
 }
@@ -150,7 +155,8 @@ size_t FrameChainReader::ReadChain(uint64_t tstate, PythonFrame* out, size_t cap
     const uint64_t previous = Field<uint64_t>(bytes, layout_.frame_previous);
     if (layout_.frame_owner != kNoField &&
         Field<uint8_t>(bytes, layout_.frame_owner) == layout_.owner_cstack) {
-      // 3.12's entry shim: the frame under it (already read) began a native eval-loop call.
+      // An entry shim (3.12, 3.13): the frame under it (already read) began a native eval-loop
+      // call.
       if (n > 0) out[n - 1].entry = true;
       frame = previous;
       continue;

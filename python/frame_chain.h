@@ -27,8 +27,8 @@ struct PythonFrame {
   uint64_t code = 0;   // its code object
   int64_t instr = -1;  // code units from the first instruction; -1: not started
   // The outermost Python frame run by one native call of the eval loop
-  // (_PyEval_EvalFrameDefault): 3.11's is_entry, the frame under 3.12's entry shim, every
-  // frame in 3.10. The frames from the innermost down to the first `entry` one replace the
+  // (_PyEval_EvalFrameDefault): 3.11's is_entry, the frame under 3.12's and 3.13's entry shim,
+  // every frame in 3.10. The frames from the innermost down to the first `entry` one replace the
   // innermost native eval-loop frame, and so on.
   bool entry = false;
 };

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "symbols/elf_file.h"
+#include "unwind/thread_pointer.h"
 
 namespace hangwatch::python {
 namespace {
@@ -36,6 +37,35 @@ Exports ReadExports(Elf* elf) {
                               }
                             });
   return e;
+}
+
+// glibc's sizeof(struct pthread), read from the target's libc.so.6 (0 when there is none, or
+// it does not export the size: musl, glibc before 2.34 kept it in libpthread).
+uint64_t ReadPthreadSize(const symbols::ProcessModules& modules, const MemoryReader& memory) {
+  const auto all = modules.map->modules();
+  for (size_t i = 0; i < all.size() && i < modules.open_paths.size(); ++i) {
+    const std::string& path = all[i].path;
+    const size_t slash = path.rfind('/');
+    if (path.compare(slash == std::string::npos ? 0 : slash + 1, 8, "libc.so.") != 0 ||
+        modules.open_paths[i].empty()) {
+      continue;
+    }
+    absl::StatusOr<std::unique_ptr<symbols::ElfFile>> file =
+        symbols::ElfFile::Open(modules.open_paths[i]);
+    if (!file.ok()) return 0;
+    uint64_t at = 0;
+    symbols::ForEachElfSymbol((*file)->elf(), SHT_DYNSYM,
+                              [&](const GElf_Sym& sym, const char* name, std::string_view) {
+                                if (sym.st_shndx != SHN_UNDEF && sym.st_size == 4 &&
+                                    std::strcmp(name, unwind::kGlibcPthreadSizeSymbol) == 0) {
+                                  at = sym.st_value;
+                                }
+                              });
+    uint32_t size = 0;
+    if (at == 0 || !memory.Read(all[i].load_bias + at, &size, sizeof(size))) return 0;
+    return size;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -99,6 +129,7 @@ absl::StatusOr<InterpreterAddresses> LocateInterpreter(const symbols::ProcessMod
     if (a.code_type == 0) {
       return absl::FailedPreconditionError(all[i].path + " exports _PyRuntime but not PyCode_Type");
     }
+    a.pthread_size = ReadPthreadSize(modules, memory);
     return a;
   }
   return absl::NotFoundError(

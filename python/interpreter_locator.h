@@ -2,7 +2,8 @@
 // python3.X or libpython3.X.so), the addresses of its exported `_PyRuntime` (the root of every
 // interpreter and thread state), `PyCode_Type` (the type every code object points to) and the
 // eval loop `_PyEval_EvalFrameDefault` (whose native frames the Python frames replace), and
-// the minor version: `Py_Version` where exported (3.11+), else the module's name.
+// the minor version: `Py_Version` where exported (3.11+), else the module's name; and from
+// libc, the size of glibc's thread descriptor.
 //
 // Only dynamic symbols are used: Debian strips python3.11 but keeps them.
 #ifndef HANGWATCH_PYTHON_INTERPRETER_LOCATOR_H_
@@ -26,6 +27,10 @@ struct InterpreterAddresses {
   uint64_t code_type = 0;  // &PyCode_Type
   uint64_t eval_lo = 0;    // _PyEval_EvalFrameDefault, [eval_lo, eval_hi); 0 when unknown
   uint64_t eval_hi = 0;
+  // The target glibc's sizeof(struct pthread) (its `_thread_db_sizeof_pthread`; 0: unknown):
+  // on aarch64 a thread's pthread_t is its thread pointer minus this (unwind/thread_pointer.h),
+  // which 3.10's thread states are matched by.
+  uint64_t pthread_size = 0;
 };
 
 // The minor version in a module's file name: "python3.11", "libpython3.12.so.1.0",

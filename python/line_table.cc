@@ -1,9 +1,19 @@
 #include "python/line_table.h"
 
+#include <climits>
+
 namespace hangwatch::python {
 
 LineTableFormat LineTableFormatFor(int minor) {
   return minor <= 10 ? LineTableFormat::kPairs310 : LineTableFormat::kLocations311;
+}
+
+// The line of a range: the running line, which must be a line number (deltas are added in
+// 64 bits, so a garbage table cannot overflow it before this check).
+bool LineTableCursor::SetLine(int64_t line, int* out) {
+  if (line < 0 || line > INT_MAX) return false;
+  *out = static_cast<int>(line);
+  return true;
 }
 
 bool LineTableCursor::Next(LineRange* out) {
@@ -19,12 +29,13 @@ bool LineTableCursor::NextPairs(LineRange* out) {
     const int delta = static_cast<int8_t>(table_[pos_ + 1]);
     pos_ += 2;
     int line = -1;
+    bool ok = true;
     if (delta != -128) {
       line_ += delta;
-      line = line_;
+      ok = SetLine(line_, &line);
     }
-    if (bytes == 0) continue;
-    if (bytes % 2 != 0) {  // offsets are in bytes of 2-byte code units
+    if (bytes == 0 && ok) continue;
+    if (bytes % 2 != 0 || !ok) {  // offsets are in bytes of 2-byte code units
       malformed_ = true;
       return false;
     }
@@ -72,23 +83,19 @@ bool LineTableCursor::NextLocation(LineRange* out) {
   }
   const unsigned code = (header >> 3) & 15;
   const int64_t length = (header & 7) + 1;
-  int line = line_;
   bool ok = true;
   uint32_t skip = 0;
   int32_t delta = 0;
   switch (code) {
     case 15:  // no location
-      line = -1;
       break;
     case 14:  // long form: line delta, end-line delta, start column + 1, end column + 1
       ok = ReadSignedVarint(&delta) && ReadVarint(&skip) && ReadVarint(&skip) && ReadVarint(&skip);
       line_ += delta;
-      line = line_;
       break;
     case 13:  // no columns: line delta
       ok = ReadSignedVarint(&delta);
       line_ += delta;
-      line = line_;
       break;
     case 10:
     case 11:
@@ -96,13 +103,14 @@ bool LineTableCursor::NextLocation(LineRange* out) {
       ok = pos_ + 2 <= size_;
       pos_ += 2;
       line_ += static_cast<int>(code) - 10;
-      line = line_;
       break;
     default:  // short form (0-9): same line, one byte of columns
       ok = pos_ + 1 <= size_;
       pos_ += 1;
       break;
   }
+  int line = -1;
+  if (ok && code != 15) ok = SetLine(line_, &line);
   if (!ok) {
     malformed_ = true;
     return false;

@@ -7,7 +7,9 @@
 //         (bit 7 set, bits 3-6 a code, bits 0-2 the entry's length in code units minus one)
 //         followed by varints; only the line delta is decoded here, columns are skipped.
 // Offsets are in code units (2-byte instructions) from the start of co_code. The decoder reads
-// only `table` (bounds-checked), allocates nothing, and stops at the first malformed entry.
+// only `table` (bounds-checked), allocates nothing, and stops at the first malformed entry; a
+// line that would leave [0, INT_MAX] (a garbage table or co_firstlineno) is malformed too.
+// fuzz/python_line_table_fuzzer.cc fuzzes it.
 #ifndef HANGWATCH_PYTHON_LINE_TABLE_H_
 #define HANGWATCH_PYTHON_LINE_TABLE_H_
 
@@ -47,8 +49,10 @@ class LineTableCursor {
   const uint8_t* table_;
   size_t size_;
   size_t pos_ = 0;
+  bool SetLine(int64_t line, int* out);
+
   int64_t addr_ = 0;  // code units
-  int line_;
+  int64_t line_;
   bool malformed_ = false;
 };
 

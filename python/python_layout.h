@@ -1,6 +1,7 @@
 // PythonLayout: where the fields python/ reads sit in CPython's structures, for one minor
 // version (x86_64 and aarch64: both LP64, same layouts).
 //
+// 3.13 describes its own layout (debug_offsets.h).
 // 3.10, 3.11 and 3.12 come from a table written from each version's headers
 // (Include/internal/pycore_runtime.h, pycore_interp.h, cpython/pystate.h, pycore_frame.h or
 // cpython/frameobject.h, cpython/code.h, cpython/unicodeobject.h) and checked with offsetof
@@ -21,6 +22,7 @@ struct PythonLayout {
   // _PyRuntimeState
   uint32_t runtime_interpreters_head = 0;
   // PyInterpreterState
+  uint32_t interp_next = 0;  // first before 3.13
   uint32_t interp_threads_head = 0;
   // PyThreadState
   uint32_t tstate_next = 0;

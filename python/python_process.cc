@@ -1,6 +1,7 @@
 #include "python/python_process.h"
 
 #include "absl/status/status.h"
+#include "python/debug_offsets.h"
 
 namespace hangwatch::python {
 
@@ -23,13 +24,18 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Open(
   const ProcessMemoryReader memory(pid);
   absl::StatusOr<InterpreterAddresses> addresses = LocateInterpreter(modules, memory);
   if (!addresses.ok()) return addresses.status();
-  const PythonLayout* layout = TableLayout(addresses->minor);
-  std::unique_ptr<PythonProcess> p(
-      new PythonProcess(pid, *addresses, layout != nullptr ? *layout : PythonLayout{}));
-  if (layout == nullptr) {
-    return absl::FailedPreconditionError(p->Describe() +
-                                         ": no frame layout for this version (3.10-3.12 only)");
+  // 3.10-3.12: the table; 3.13: the interpreter's own _Py_DebugOffsets.
+  PythonLayout layout;
+  std::string no_layout;
+  if (const PythonLayout* table = TableLayout(addresses->minor)) {
+    layout = *table;
+  } else if (addresses->minor == 13) {
+    no_layout = ReadDebugOffsetsLayout(memory, addresses->runtime, addresses->minor, &layout);
+  } else {
+    no_layout = "no frame layout for this version (3.10-3.13 only)";
   }
+  std::unique_ptr<PythonProcess> p(new PythonProcess(pid, *addresses, layout));
+  if (!no_layout.empty()) return absl::FailedPreconditionError(p->Describe() + ": " + no_layout);
   if (const std::string failed = p->chain_.CheckLayout(); !failed.empty()) {
     return absl::FailedPreconditionError(p->Describe() + ": the frame layout check failed (" +
                                          failed + ")");

@@ -105,8 +105,8 @@ struct PtraceThread {
   uint64_t dwarf_regs[kMaxDwarfRegisters] = {};
   size_t num_dwarf_regs = 0;
   int64_t syscall_nr = -1;  // x86_64 orig_rax / arm64 syscallno when stopped inside a syscall
-  // The thread pointer: x86_64 fs_base, which glibc makes pthread_self(); 0 elsewhere (arm64's
-  // TPIDR_EL0 is another register set, not read).
+  // The thread pointer: x86_64 fs_base, aarch64 TPIDR_EL0 (NT_ARM_TLS); 0 when unread.
+  // unwind/thread_pointer.h turns it into glibc's pthread_self().
   uint64_t thread_pointer = 0;
 
   StackBounds stack_bounds;  // mapping holding sp ({0, 0} when unknown)

@@ -3,6 +3,7 @@
 // and the reader on bad input: a process that is not Python, garbage frame chains.
 #include "python/frame_chain.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <time.h>
 
@@ -12,10 +13,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "python/debug_offsets.h"
 #include "python/python_process.h"
 #include "symbols/process_modules.h"
 #include "tests/python/python_child.h"
 #include "tests/python/python_interpreters.h"
+#include "unwind/thread_pointer.h"
 
 namespace hangwatch::python {
 namespace {
@@ -80,6 +83,10 @@ class PythonFrames : public ::testing::TestWithParam<int> {
     ASSERT_TRUE(p.ok()) << p.status();
     process_ = std::move(*p);
     EXPECT_EQ(process_->interpreter().minor, GetParam());
+    // The child runs this process's libc: the same thread descriptor.
+    const void* size = dlsym(RTLD_DEFAULT, unwind::kGlibcPthreadSizeSymbol);
+    ASSERT_NE(size, nullptr);
+    EXPECT_EQ(process_->interpreter().pthread_size, *static_cast<const uint32_t*>(size));
   }
 
   // Reads thread `tid` (pthread_t `ident`) with the process stopped.
@@ -234,7 +241,7 @@ std::string VersionName(const ::testing::TestParamInfo<int>& info) {
   return "Python3_" + std::to_string(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, PythonFrames, ::testing::Values(10, 11, 12), VersionName);
+INSTANTIATE_TEST_SUITE_P(Versions, PythonFrames, ::testing::Values(10, 11, 12, 13), VersionName);
 
 TEST(PythonProcessOpen, NotPython) {
   PythonChild child;
@@ -389,6 +396,100 @@ TEST_F(FakeInterpreter, LayoutCheckRejectsAWrongCodeType) {
   addresses_.code_type = kInterp;  // not a type named "code"
   FrameChainReader reader(memory_, layout_, addresses_);
   EXPECT_EQ(reader.CheckLayout(), "PyCode_Type's tp_name does not read \"code\"");
+}
+
+// 3.13's layout (from 3.13.0's _Py_DebugOffsets, as debug_offsets_test has it) over structures
+// laid out by hand: two interpreters (PyInterpreterState.next is not first in 3.13), entry shims
+// holding None.
+class FakeInterpreter313 : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kRuntime = 0x100000;
+  static constexpr uint64_t kInterp = 0x200000;   // its only thread sits in an entry shim
+  static constexpr uint64_t kInterp2 = 0x300000;  // the thread read
+  static constexpr uint64_t kTstate = 0x400000;
+  static constexpr uint64_t kTstate2 = 0x410000;
+  static constexpr uint64_t kCodeType = 0x500000;
+  static constexpr uint64_t kCode = 0x600000;
+  static constexpr uint64_t kNone = 0x680000;
+  static constexpr uint64_t kFrames = 0x700000;  // frame i at kFrames + i * 0x100
+  static constexpr pid_t kTid = 4321;
+
+  void SetUp() override {
+    DebugOffsets313 d;
+    std::memset(&d, 0, sizeof(d));
+    std::memcpy(d.cookie, "xdebugpy", 8);
+    d.version = 0x030d00f0;
+    d.runtime_state = {283320, 608, 632};
+    d.interpreter_state = {194968, 7272, 7264, 7344, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    d.thread_state = {304, 0, 8, 16, 72, 152, 160, 232, 32};
+    d.interpreter_frame = {80, 8, 0, 56, 72, 70};
+    d.code_object = {208, 112, 120, 128, 136, 68, 52, 96, 104, 200};
+    d.pyobject = {16, 8};
+    d.type_object = {416, 24, 88, 168};
+    d.bytes_object = {40, 16, 32};
+    d.unicode_object = {64, 32, 16, 40};
+    ASSERT_EQ(LayoutFromDebugOffsets(d, 13, &layout_), "");
+    addresses_.minor = 13;
+    addresses_.runtime = kRuntime;
+    addresses_.code_type = kCodeType;
+    Struct(kRuntime, 1024, {{layout_.runtime_interpreters_head, kInterp}});
+    Struct(kInterp, 8192,
+           {{layout_.interp_next, kInterp2}, {layout_.interp_threads_head, kTstate}});
+    Struct(kInterp2, 8192, {{layout_.interp_threads_head, kTstate2}});
+    Struct(kTstate, 304, {{layout_.tstate_interp, kInterp}, {layout_.tstate_frame, kFrames}});
+    Struct(kTstate2, 304,
+           {{layout_.tstate_interp, kInterp2},
+            {layout_.tstate_frame, kFrames + 0x100},
+            {layout_.tstate_native_thread_id, kTid}});
+    Struct(kCode, 256, {{layout_.object_type, kCodeType}});
+    Struct(kNone, 16, {{layout_.object_type, kCodeType + 0x2000}});
+    memory_.Put(kCodeType + 0x1000, "code", 5);
+    Struct(kCodeType, 64, {{layout_.type_name, kCodeType + 0x1000}});
+    // The first thread: only an entry shim. The second: a frame, a shim, a frame.
+    Frame(kFrames, kNone, 0, true);
+    Frame(kFrames + 0x100, kCode, kFrames + 0x200, false);
+    Frame(kFrames + 0x200, kNone, kFrames + 0x300, true);
+    Frame(kFrames + 0x300, kCode, 0, false);
+  }
+
+  void Struct(uint64_t at, size_t size, std::initializer_list<std::pair<uint32_t, uint64_t>> w) {
+    std::vector<uint8_t> bytes(size, 0);
+    for (auto [offset, value] : w) std::memcpy(&bytes[offset], &value, 8);
+    memory_.Put(at, bytes.data(), bytes.size());
+  }
+  void Frame(uint64_t at, uint64_t code, uint64_t previous, bool shim) {
+    std::vector<uint8_t> f(80, 0);
+    std::memcpy(&f[layout_.frame_code], &code, 8);
+    std::memcpy(&f[layout_.frame_previous], &previous, 8);
+    f[layout_.frame_owner] = shim ? 3 : 0;  // FRAME_OWNED_BY_CSTACK, FRAME_OWNED_BY_THREAD
+    memory_.Put(at, f.data(), f.size());
+  }
+
+  FakeMemory memory_;
+  PythonLayout layout_;
+  InterpreterAddresses addresses_;
+};
+
+TEST_F(FakeInterpreter313, ShimsAndTheSecondInterpreter) {
+  FrameChainReader reader(memory_, layout_, addresses_);
+  // The first thread's innermost frame is a shim holding None: not a failed check.
+  EXPECT_EQ(reader.CheckLayout(), "");
+  const uint64_t tstate = reader.FindThreadState(kTid, 0);
+  ASSERT_EQ(tstate, kTstate2);
+  PythonFrame out[8];
+  ChainEnd end;
+  ASSERT_EQ(reader.ReadChain(tstate, out, 8, &end), 2u);
+  EXPECT_EQ(end, ChainEnd::kComplete);
+  EXPECT_EQ(out[0].frame, kFrames + 0x100);
+  EXPECT_TRUE(out[0].entry);  // a shim under it
+  EXPECT_EQ(out[1].frame, kFrames + 0x300);
+  EXPECT_FALSE(out[1].entry);
+}
+
+TEST_F(FakeInterpreter313, AFrameHoldingNoneThatIsNoShimFailsTheCheck) {
+  Frame(kFrames, kNone, 0, false);
+  FrameChainReader reader(memory_, layout_, addresses_);
+  EXPECT_EQ(reader.CheckLayout(), "a thread's innermost frame does not hold a code object");
 }
 
 }  // namespace

@@ -62,6 +62,22 @@ def main_waits():
         time.sleep(1000)  # line 62: main_waits
 
 
+class Opaque:
+    pass
+
+
+def encode_opaque(obj):
+    # Called by _json's C encoder (json.dumps' default=) partway through a large object.
+    ready()
+    time.sleep(1000)  # line 72: encode_opaque
+
+
+def dump_big():
+    import json  # here, not at the top: the lines above stay where the tests expect them
+    big = {"rows": [list(range(20)) for _ in range(5000)], "tail": Opaque()}
+    return json.dumps(big, default=encode_opaque)  # line 78: dump_big
+
+
 mode = sys.argv[1]
 if mode == "busy":
     busy()
@@ -73,6 +89,8 @@ elif mode == "generator":
     consume()
 elif mode == "asyncio":
     asyncio.run(outer_task())
+elif mode == "json":
+    dump_big()
 elif mode == "thread":
     threading.Thread(target=worker_body, name="worker").start()
     main_waits()

@@ -88,6 +88,30 @@ TEST(LineTable, MalformedTablesEndTheWalk) {
   }
 }
 
+TEST(LineTable, LinesOutOfRangeEndTheWalk) {
+  // Found by fuzz/python_line_table_fuzzer.cc: deltas that take the line below 0 (from 1: -5;
+  // 3.10: -2), or past INT_MAX (a long-form delta of 2^31 - 1 from 100, which overflowed an
+  // int before), are garbage, not lines.
+  const uint8_t below_zero[] = {0xe8, 0x0b};
+  const uint8_t past_int_max[] = {0xf0, 0x7e, 0x7f, 0x7f, 0x7f, 0x7f, 0x03, 0x00, 0x00, 0x00};
+  const uint8_t pairs_below_zero[] = {0x02, 0xfe};
+  for (auto [format, table, size, first] :
+       {std::tuple{LineTableFormat::kLocations311, below_zero, sizeof(below_zero), 1},
+        std::tuple{LineTableFormat::kLocations311, past_int_max, sizeof(past_int_max), 100},
+        std::tuple{LineTableFormat::kPairs310, pairs_below_zero, sizeof(pairs_below_zero), 1}}) {
+    LineTableCursor cursor(format, table, size, first);
+    LineRange r;
+    EXPECT_FALSE(cursor.Next(&r)) << r.line;
+    EXPECT_TRUE(cursor.malformed());
+    EXPECT_EQ(LineForOffset(format, table, size, first, 0), -1);
+  }
+  // The same deltas from a line they fit: ranges with lines.
+  LineTableCursor fits(LineTableFormat::kLocations311, below_zero, sizeof(below_zero), 7);
+  LineRange r;
+  ASSERT_TRUE(fits.Next(&r));
+  EXPECT_EQ(r.line, 2);
+}
+
 TEST(LineTable, EveryByteStringIsSafe) {
   // Every table of up to 3 bytes: the walk ends, in bounds (ASan would say otherwise).
   for (uint32_t v = 0; v < (1u << 24); v += 97) {

@@ -24,8 +24,12 @@ constexpr int kRecurseBottom = 30;
 constexpr int kRecurseCall = 31;
 constexpr int kInGenerator = 36;
 constexpr int kConsume = 41;
+constexpr int kInCoroutine = 47;
+constexpr int kOuterTask = 52;
 constexpr int kWorkerBody = 57;
 constexpr int kMainWaits = 62;
+constexpr int kEncodeOpaque = 72;
+constexpr int kDumpBig = 78;
 
 // The frames of thread `tid` in a snapshot's JSON.
 nlohmann::json ThreadFrames(const nlohmann::json& snap, int tid) {
@@ -148,30 +152,86 @@ TEST_P(SnapshotPythonVersions, WorkerThreadApartFromMain) {
             GetParam() >= 11 ? "Thread._bootstrap" : "_bootstrap");
 }
 
+// The index of the first frame at or after `from` that `pred` accepts; -1 when none.
+template <typename Pred>
+int FindFrame(const nlohmann::json& frames, int from, Pred pred) {
+  for (int i = from; i < static_cast<int>(frames.size()); ++i) {
+    if (pred(frames[i])) return i;
+  }
+  return -1;
+}
+
+auto PythonNamed(const std::string& name) {
+  return [name](const nlohmann::json& f) { return IsPython(f) && f["symbol"] == name; };
+}
+
+TEST_P(SnapshotPythonVersions, JsonDumpsHasItsNativeFramesBetween) {
+  Start({"json"});
+  const nlohmann::json snap = SnapshotJson({"--stack-kb", "1024"});
+  ASSERT_TRUE(snap.contains("python")) << snap["notes"];
+  const nlohmann::json frames = ThreadFrames(snap, child_.pid());
+  // encode_opaque, called from C by _json's encoder, then json/encoder.py's Python frames that
+  // called the encoder, then dump_big, which called json.dumps.
+  const int hook = FindFrame(frames, 0, PythonNamed("encode_opaque"));
+  ASSERT_GE(hook, 0) << frames.dump();
+  EXPECT_EQ(frames[hook]["line"], kEncodeOpaque);
+  const int encoder = FindFrame(frames, hook + 1, [](const nlohmann::json& f) {
+    return IsPython(f) && f["file"].get<std::string>().ends_with("/json/encoder.py");
+  });
+  ASSERT_GT(encoder, hook) << frames.dump();
+  const int c_encoder = FindFrame(frames, hook + 1, [](const nlohmann::json& f) {
+    return !IsPython(f) && f.value("module", "").find("/_json.") != std::string::npos;
+  });
+  EXPECT_GT(c_encoder, hook) << frames.dump();
+  EXPECT_LT(c_encoder, encoder) << frames.dump();
+  for (int i = hook + 1; i < encoder; ++i) EXPECT_FALSE(IsPython(frames[i])) << i;
+  const int dump = FindFrame(frames, encoder, PythonNamed("dump_big"));
+  ASSERT_GT(dump, encoder) << frames.dump();
+  EXPECT_EQ(frames[dump]["line"], kDumpBig);
+  const int dumps = FindFrame(frames, encoder, PythonNamed("dumps"));
+  EXPECT_GT(dumps, encoder);
+  EXPECT_LT(dumps, dump);
+  const int module = FindFrame(frames, dump + 1, IsPython);
+  ASSERT_GT(module, dump);
+  EXPECT_EQ(frames[module]["symbol"], "<module>");
+}
+
+TEST_P(SnapshotPythonVersions, AsyncioCoroutineUnderItsTaskAndEventLoop) {
+  Start({"asyncio"});
+  const nlohmann::json snap = SnapshotJson({"--stack-kb", "1024"});
+  ASSERT_TRUE(snap.contains("python")) << snap["notes"];
+  const nlohmann::json frames = ThreadFrames(snap, child_.pid());
+  const int coroutine = FindFrame(frames, 0, IsPython);
+  ASSERT_GE(coroutine, 0) << frames.dump();
+  EXPECT_EQ(frames[coroutine]["symbol"], "coroutine");
+  EXPECT_EQ(frames[coroutine]["line"], kInCoroutine);
+  const int task = FindFrame(frames, coroutine + 1, IsPython);
+  ASSERT_GT(task, coroutine) << frames.dump();
+  EXPECT_EQ(frames[task]["symbol"], "outer_task");
+  EXPECT_EQ(frames[task]["line"], kOuterTask);
+  // The task is stepped from C (_asyncio's Task), called by the event loop's Python frames.
+  const int loop = FindFrame(frames, task + 1, [](const nlohmann::json& f) {
+    return IsPython(f) && f["file"].get<std::string>().ends_with("/asyncio/events.py");
+  });
+  ASSERT_GT(loop, task + 1) << frames.dump();
+  for (int i = task + 1; i < loop; ++i) EXPECT_FALSE(IsPython(frames[i])) << i;
+  EXPECT_GT(FindFrame(frames, loop,
+                      [](const nlohmann::json& f) {
+                        return IsPython(f) &&
+                               f["file"].get<std::string>().ends_with("/base_events.py");
+                      }),
+            loop);
+  const int module = FindFrame(frames, loop, PythonNamed("<module>"));
+  EXPECT_GT(module, loop);
+  EXPECT_EQ(FindFrame(frames, module + 1, IsPython), -1);
+}
+
 std::string VersionName(const ::testing::TestParamInfo<int>& info) {
   return "Python3_" + std::to_string(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, SnapshotPythonVersions, ::testing::Values(10, 11, 12),
+INSTANTIATE_TEST_SUITE_P(Versions, SnapshotPythonVersions, ::testing::Values(10, 11, 12, 13),
                          VersionName);
-
-// A version without a layout (3.13 until _Py_DebugOffsets is read): one note, native frames.
-class SnapshotPythonUnknown : public SnapshotPython {
- protected:
-  int minor() const override { return 13; }
-};
-
-TEST_F(SnapshotPythonUnknown, OneNoteAndTheNativeStack) {
-  Start({"sleep"});
-  CliResult r = RunCli({std::to_string(child_.pid()), "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json snap = nlohmann::json::parse(r.out);
-  EXPECT_FALSE(snap.contains("python"));
-  const nlohmann::json frames = ThreadFrames(snap, child_.pid());
-  EXPECT_GT(frames.size(), 5u);
-  for (const nlohmann::json& f : frames) EXPECT_FALSE(IsPython(f));
-  EXPECT_NE(r.err.find("note: no Python frames: python3.13"), std::string::npos) << r.err;
-}
 
 TEST_F(SnapshotPython, TextShowsPythonFrames) {
   Start({"recurse", "3"});

@@ -4,8 +4,8 @@
 # a fixed number of inputs (not a time: the same work on a fast or a busy machine) from seed
 # corpora made here: real binaries (gcc/clang, DWARF 4/5, compressed, stripped, MiniDebugInfo) and
 # indexes built from them, files the targets write with the code they test (open-hang files,
-# Mach-O images, this binary's own stack), small text files, tests/tools/report_corpus and
-# tests/report/corpus (the readers' conformance corpus).
+# Mach-O images, this binary's own stack), the line tables of the installed CPythons, small text
+# files, tests/tools/report_corpus and tests/report/corpus (the readers' conformance corpus).
 # Any crash, sanitizer report, leak or timeout fails the test.
 # Usage: run_fuzzers.sh SOURCE_DIR WORK_DIR HANGWATCH_CLI
 #   FUZZ_RUNS_SCALE=N runs N times as many inputs per target (default 1);
@@ -103,6 +103,24 @@ JSON
 printf 'load 100 1 5000 sh\t/usr/bin/dash\nexec 100 1 5000 sh\tkept\t/usr/bin/python3\tpython3 a.py\nload 100 1 5000 python3\t/usr/bin/python3.11\nexec 100 1 5000 python3\tkept\t/bin/true\ttrue\nexecfail 100 1 5000 python3\t2\nload 101 100 5001 worker\t/usr/bin/worker\narmed 101 100 5001 worker\t\nspawn 101 100 5001 worker\tstripped\t/bin/sh\tsh -c x\nexec 104 101 5004 worker\tabsent\t/bin/env\tenv -i y...\noff 102 100 5002 bad\tno event loop\nexec 103 1 5003 a b\tkept\t/x\t\ntorn 1' \
   > "$seeds/launch_log/log"
 
+# CPython line tables (python/line_table.h): every code object of tests/python/dump_line_tables.py
+# as compiled by each installed interpreter, in the fuzzer's input format (a format byte, 4 bytes
+# of co_firstlineno, the table; fuzz/python_line_table_fuzzer.cc).
+rm -rf "$seeds/python_lines" && mkdir -p "$seeds/python_lines"
+for py in /usr/bin/python3.1[0-9] "$HOME"/.pyenv/versions/3.1[0-9].*/bin/python3.1[0-9]; do
+  [ -x "$py" ] || continue
+  "$py" "$src/tests/python/dump_line_tables.py" |
+    python3 -c '
+import json, struct, sys
+d = json.load(sys.stdin)
+for i, c in enumerate(d["codes"]):
+    with open("%s/3.%d-%d" % (sys.argv[1], d["minor"], i), "wb") as f:
+        f.write(struct.pack("<Bi", 1 if d["minor"] <= 10 else 0, c["first_line"]))
+        f.write(bytes.fromhex(c["table"]))
+' "$seeds/python_lines"
+done
+[ -n "$(ls "$seeds/python_lines")" ] || printf '\x00\x01\x00\x00\x00' > "$seeds/python_lines/empty"
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run() {
@@ -130,5 +148,6 @@ run otlp_state_fuzzer 5000 4096 "$seeds/otlp_state" -dict="$src/fuzz/json.dict"
 run launch_log_fuzzer 20000 4096 "$seeds/launch_log"
 run report_reader_fuzzer 20000 4096 "$src/tests/tools/report_corpus" "$src/tests/report/corpus" -dict="$src/fuzz/json.dict"
 run gate_scan_fuzzer 5000 8192 "$src/tests/tools/report_corpus" "$src/tests/report/corpus" -dict="$src/fuzz/json.dict"
+run python_line_table_fuzzer 300000 4096 "$seeds/python_lines"
 run top_scan_fuzzer 20000 8192 "$src/tests/tools/report_corpus" "$src/tests/report/corpus" -dict="$src/fuzz/json.dict"
 run report_html_data_fuzzer 3000 8192 "$src/tests/tools/report_corpus" -dict="$src/fuzz/json.dict"

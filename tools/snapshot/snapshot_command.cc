@@ -53,7 +53,7 @@ constexpr char kUsage[] =
     "\"name\"\"); then the wait-for graph between threads, and every cycle in it is reported\n"
     "as a deadlock naming each of its threads.\n"
     "\n"
-    "In a CPython process (3.10, 3.11, 3.12: python3.X or libpython3.X.so), each thread's\n"
+    "In a CPython process (3.10 to 3.13: python3.X or libpython3.X.so), each thread's\n"
     "Python frames (function, file:line) stand in its stack where the interpreter's eval\n"
     "loop ran them, between the native frames of C code, like `py-spy dump --native`.\n"
     "\n"

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "python/frame_placement.h"
+#include "unwind/thread_pointer.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -49,8 +50,10 @@ void SnapshotPython::Hook(unwind::PtraceCaptureOptions* options) {
 void SnapshotPython::ReadThread(void* self_ptr, const unwind::PtraceThread& thread) {
   auto* self = static_cast<SnapshotPython*>(self_ptr);
   const uint64_t start = MonotonicNs();
-  const uint64_t tstate =
-      self->process_->chain().FindThreadState(thread.tid, thread.thread_pointer);
+  // 3.10 matches thread states by pthread_t, which glibc derives from the thread pointer.
+  const uint64_t pthread_self = unwind::PthreadSelfFromThreadPointer(
+      thread.thread_pointer, self->process_->interpreter().pthread_size);
+  const uint64_t tstate = self->process_->chain().FindThreadState(thread.tid, pthread_self);
   if (tstate != 0) {
     if (self->used_ == self->slots_.size()) {
       ++self->dropped_;

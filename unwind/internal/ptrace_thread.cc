@@ -125,6 +125,14 @@ bool ReadRegisters(PtraceThread* t) {
   t->dwarf_regs[32] = r.pc;
   t->num_dwarf_regs = 33;
   t->syscall_nr = -1;
+  // TPIDR_EL0, the thread pointer, is a register set of its own (arch/arm64: NT_ARM_TLS, whose
+  // first word it is). Left 0 when the kernel does not give it.
+  uint64_t tls[2] = {};
+  iovec tls_iov{tls, sizeof(tls)};
+  if (ptrace(PTRACE_GETREGSET, t->tid, reinterpret_cast<void*>(NT_ARM_TLS), &tls_iov) == 0 &&
+      tls_iov.iov_len >= sizeof(tls[0])) {
+    t->thread_pointer = tls[0];
+  }
 #else
 #error "ptrace_capture: unsupported architecture"
 #endif
