@@ -87,9 +87,18 @@ class GunicornServer {
                  const std::vector<std::string>& env, int workers, const std::string& app)
       : socket(dir + "/g.sock"), child(Command(dir, std::move(launcher), workers, app), env) {}
 
+  // A test that ended early stops it too: SIGKILL to `hangwatch run` would leave gunicorn
+  // running.
+  ~GunicornServer() {
+    if (!stopped_) Stop();
+  }
+  GunicornServer(const GunicornServer&) = delete;
+  GunicornServer& operator=(const GunicornServer&) = delete;
+
   // Graceful stop: SIGTERM (to the master, or to `hangwatch run`, which passes it on), then
   // the exit status within 30 s (-1: still running, then killed).
   int Stop() {
+    stopped_ = true;
     kill(child.pid(), SIGTERM);
     return child.WaitAtMost(std::chrono::seconds(30));
   }
@@ -98,6 +107,7 @@ class GunicornServer {
   ChildProcess child;
 
  private:
+  bool stopped_ = false;
   static std::vector<std::string> Command(const std::string& dir, std::vector<std::string> argv,
                                           int workers, const std::string& app) {
     argv.insert(argv.end(), {kGunicornPython, kGunicorn, "--bind", "unix:" + dir + "/g.sock",
