@@ -80,12 +80,13 @@ inline bool Armed(pid_t pid) {
 
 class GunicornServer {
  public:
-  // `launcher` + python3.11 gunicorn with `workers` sync workers serving `app` ("module:name")
-  // from `dir`, on DIR/g.sock; `env` added to the environment. The app's stdout is the test's
-  // to read (child.ReadLine).
+  // `launcher` + python3.11 gunicorn with `options` (sync workers: "--workers", "2", ...)
+  // serving `app` ("module:name") from `dir`, on DIR/g.sock; `env` added to the environment.
+  // The app's stdout is the test's to read (child.ReadLine).
   GunicornServer(const std::string& dir, std::vector<std::string> launcher,
-                 const std::vector<std::string>& env, int workers, const std::string& app)
-      : socket(dir + "/g.sock"), child(Command(dir, std::move(launcher), workers, app), env) {}
+                 const std::vector<std::string>& env, const std::vector<std::string>& options,
+                 const std::string& app)
+      : socket(dir + "/g.sock"), child(Command(dir, std::move(launcher), options, app), env) {}
 
   // A test that ended early stops it too: SIGKILL to `hangwatch run` would leave gunicorn
   // running.
@@ -109,9 +110,12 @@ class GunicornServer {
  private:
   bool stopped_ = false;
   static std::vector<std::string> Command(const std::string& dir, std::vector<std::string> argv,
-                                          int workers, const std::string& app) {
+                                          const std::vector<std::string>& options,
+                                          const std::string& app) {
     argv.insert(argv.end(), {kGunicornPython, kGunicorn, "--bind", "unix:" + dir + "/g.sock",
-                             "--workers", std::to_string(workers), "--chdir", dir, app});
+                             "--chdir", dir});
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(app);
     return argv;
   }
 };

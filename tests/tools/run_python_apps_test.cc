@@ -2,7 +2,9 @@
 // (issue 25, section 4; real_component), each started by the test: the hang's culprit is the
 // application's own Python function, file and line.
 //   - gunicorn with two sync workers forked from its master: each worker is watched under its
-//     own pid, and each busy route's hang is named by that route's function;
+//     own pid, and each busy route's hang is named by that route's function; so is a worker
+//     forked later by the master while its agent captured it (the master's Python capture
+//     hook installed, watching the master's thread);
 //   - a GTK timeout callback through PyGObject under a private Xvfb: the hang is named by the
 //     callback, with GLib's dispatch and the script's `Gtk.main()` line below it.
 #include <signal.h>
@@ -15,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integrations/child_process.h"
@@ -99,6 +102,31 @@ void ExpectPythonCulprit(const HangRecord& h, const std::string& symbol, const s
   EXPECT_LE(h.culprit.line, lines.second) << "a line of " << symbol << "'s body";
 }
 
+// Waits (up to 30 s) until `report` holds a hang named by each of `symbols`: the hang is
+// written when its pass ends at the loop's next wait. A process stopped before that would end
+// the pass by exiting, which makes it a shutdown-phase hang.
+bool WaitForHangs(const std::string& report, const std::vector<std::string>& symbols) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    tools::Report parsed;
+    std::string error;
+    size_t found = 0;
+    if (tools::ParseJsonLines(ReadFile(report), &parsed, &error)) {
+      for (const std::string& symbol : symbols) {
+        for (const HangRecord& h : parsed.hangs) {
+          if (h.culprit.symbol == symbol) {
+            ++found;
+            break;
+          }
+        }
+      }
+    }
+    if (found == symbols.size()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 // The text of `hangwatch report FILE`.
 std::string ReportText(const TempDir& dir, const std::string& report) {
   const std::string text = dir.path() + "/report.txt";
@@ -148,32 +176,73 @@ pid_t AnsweredBy(const std::string& answer) {
   return at == std::string::npos ? 0 : std::atoi(answer.c_str() + at + 11);
 }
 
-TEST(RunPythonApps, GunicornSyncWorkersHangsAreNamedByEachRoutesFunction) {
-  if (access(kPython, X_OK) != 0 || access(kGunicorn, R_OK) != 0) {
-    GTEST_SKIP() << "needs Debian's python3.11 and gunicorn";
+// The next worker's boot line ("worker PID MASTER"): its pid, 0 when none came within 30 s.
+pid_t BootedWorker(GunicornServer& server, pid_t* master) {
+  std::string line;
+  int pid = 0, parent = 0;
+  if (!server.child.ReadLine(&line, std::chrono::seconds(30)) ||
+      std::sscanf(line.c_str(), "worker %d %d", &pid, &parent) != 2) {
+    ADD_FAILURE() << "no worker booted: " << line;
+    return 0;
   }
+  *master = parent;
+  return pid;
+}
+
+// The hang of the route whose function is `symbol`, answered by `worker`: in `parsed` and in
+// `text` (hangwatch report's), from that worker, named by that function.
+void ExpectRouteHang(const tools::Report& parsed, const std::string& text,
+                     const std::string& symbol, pid_t worker, pid_t master,
+                     const std::string& app) {
+  SCOPED_TRACE(symbol);
+  const HangRecord* h = HangNamed(parsed, symbol);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->pid, worker) << "the worker that answered, watched under its own pid";
+  EXPECT_NE(h->pid, master);
+  EXPECT_GE(h->duration_ms, 300u);
+  EXPECT_EQ(h->phase, HangPhase::kRun);
+  ExpectPythonCulprit(*h, symbol, app, FunctionLines(kWsgiApp, symbol));
+  // The culprit's stack: the route's function called by the WSGI callable, called by the
+  // sync worker's request handler (gunicorn's own Python frames).
+  ASSERT_LT(static_cast<size_t>(h->culprit.stack), h->stacks.size());
+  const Stack& s = h->stacks[static_cast<size_t>(h->culprit.stack)];
+  const int route = FindFrame(s, FrameLanguage::kPython, symbol);
+  ASSERT_GE(route, 0);
+  const int wsgi = FindFrame(s, FrameLanguage::kPython, "app", static_cast<size_t>(route));
+  ASSERT_GT(wsgi, route);
+  EXPECT_EQ(s.frames[static_cast<size_t>(wsgi)].file, app);
+  EXPECT_EQ(s.frames[static_cast<size_t>(wsgi)].line,
+            LineOf(kWsgiApp, "        " + symbol + "(0.6)"));
+  EXPECT_GT(FindFrame(s, FrameLanguage::kPython, "SyncWorker.handle_request"), wsgi);
+  // `hangwatch report`'s text names it the same way, in that worker.
+  EXPECT_TRUE(Has(text, "Process:          /usr/bin/python3.11 [" + std::to_string(worker)))
+      << text;
+  EXPECT_TRUE(Has(text, "Culprit:          " + symbol + " (" + app + ":" +
+                            std::to_string(h->culprit.line) + ")"))
+      << text;
+}
+
+// `hangwatch run --threshold-ms 300 --report REPORT --`.
+std::vector<std::string> RunLauncher(const std::string& report) {
+  return {kCli, "run", "--threshold-ms", "300", "--report", report, "--"};
+}
+
+bool HaveGunicorn() { return access(kPython, X_OK) == 0 && access(kGunicorn, R_OK) == 0; }
+
+TEST(RunPythonApps, GunicornSyncWorkersHangsAreNamedByEachRoutesFunction) {
+  if (!HaveGunicorn()) GTEST_SKIP() << "needs Debian's python3.11 and gunicorn";
   TempDir dir;
   const std::string app = dir.path() + "/app.py";
   WriteText(app, kWsgiApp);
   const std::string report = dir.path() + "/hangs.jsonl";
-  GunicornServer server(dir.path(),
-                        {kCli, "run", "--threshold-ms", "300", "--report", report, "--"}, {}, 2,
-                        "app:app");
+  GunicornServer server(dir.path(), RunLauncher(report), {}, {"--workers", "2"}, "app:app");
 
   // Both workers booted (each printed its line), then armed: a sync worker may handle a
   // request it accepted before its first wait, which no agent would watch.
-  std::set<pid_t> workers;
   pid_t master = 0;
-  for (int i = 0; i < 2; ++i) {
-    std::string line;
-    ASSERT_TRUE(server.child.ReadLine(&line, std::chrono::seconds(30))) << "a worker never booted";
-    int pid = 0, parent = 0;
-    ASSERT_EQ(std::sscanf(line.c_str(), "worker %d %d", &pid, &parent), 2) << line;
-    workers.insert(pid);
-    master = parent;
-  }
+  const std::set<pid_t> workers = {BootedWorker(server, &master), BootedWorker(server, &master)};
   ASSERT_EQ(workers.size(), 2u);
-  for (const pid_t w : workers) ASSERT_TRUE(Armed(w)) << "worker " << w << " never armed";
+  for (const pid_t w : workers) ASSERT_TRUE(w != 0 && Armed(w)) << "worker " << w << " never armed";
 
   // Both at once: while one worker spins in /a, the other takes /b (or the first, after).
   const int a = SendRequest(server.socket, "/a");
@@ -184,46 +253,78 @@ TEST(RunPythonApps, GunicornSyncWorkersHangsAreNamedByEachRoutesFunction) {
   const pid_t by_b = AnsweredBy(ReadAnswer(b));
   EXPECT_EQ(workers.count(by_a), 1u) << by_a;
   EXPECT_EQ(workers.count(by_b), 1u) << by_b;
+  EXPECT_TRUE(WaitForHangs(report, {"busy_a", "busy_b"})) << ReadFile(report);
   EXPECT_EQ(server.Stop(), 0) << "gunicorn's exit after SIGTERM";
 
   const tools::Report parsed = ReadReport(report);
   const std::string text = ReportText(dir, report);
-  for (const auto& [symbol, worker] : {std::pair<std::string, pid_t>{"busy_a", by_a},
-                                       std::pair<std::string, pid_t>{"busy_b", by_b}}) {
-    SCOPED_TRACE(symbol);
-    const HangRecord* h = HangNamed(parsed, symbol);
-    ASSERT_NE(h, nullptr) << ReadFile(report);
-    EXPECT_EQ(h->pid, worker) << "the worker that answered, watched under its own pid";
-    EXPECT_NE(h->pid, master);
-    EXPECT_GE(h->duration_ms, 300u);
-    ExpectPythonCulprit(*h, symbol, app, FunctionLines(kWsgiApp, symbol));
-    // The culprit's stack: the route's function called by the WSGI callable, called by the
-    // sync worker's request handler (gunicorn's own Python frames).
-    ASSERT_LT(static_cast<size_t>(h->culprit.stack), h->stacks.size());
-    const Stack& s = h->stacks[static_cast<size_t>(h->culprit.stack)];
-    const int route = FindFrame(s, FrameLanguage::kPython, symbol);
-    const int wsgi = FindFrame(s, FrameLanguage::kPython, "app", route < 0 ? 0 : route);
-    ASSERT_GE(route, 0);
-    EXPECT_GT(wsgi, route);
-    if (wsgi > route) {
-      EXPECT_EQ(s.frames[static_cast<size_t>(wsgi)].file, app);
-      EXPECT_EQ(s.frames[static_cast<size_t>(wsgi)].line,
-                LineOf(kWsgiApp, "        " + symbol + "(0.6)"));
-    }
-    EXPECT_GT(FindFrame(s, FrameLanguage::kPython, "SyncWorker.handle_request"), wsgi);
-    // `hangwatch report`'s text names it the same way, in that worker.
-    EXPECT_TRUE(Has(text, "Process:          /usr/bin/python3.11 [" + std::to_string(worker)))
-        << text;
-    EXPECT_TRUE(Has(text, "Culprit:          " + symbol + " (" + app + ":" +
-                              std::to_string(h->culprit.line) + ")"))
-        << text;
-  }
+  ExpectRouteHang(parsed, text, "busy_a", by_a, master, app);
+  ExpectRouteHang(parsed, text, "busy_b", by_b, master, app);
   // The master ran none of the app's code.
   for (const HangRecord& h : parsed.hangs) {
     if (h.pid == master) {
       EXPECT_EQ(h.culprit.file.rfind(dir.path(), 0), std::string::npos) << h.culprit.file;
     }
   }
+}
+
+// gunicorn's configuration for the next test: before it forks any worker but the first, the
+// master spins for 400 ms in its pre_fork hook, a hang of its own during which its agent
+// captures it (its Python capture hook installed, watching the master's main thread).
+constexpr char kSlowForkConfig[] = R"(import time
+
+forks = 0
+
+def pre_fork(server, worker):
+    global forks
+    forks += 1
+    if forks > 1:
+        end = time.monotonic() + 0.4
+        while time.monotonic() < end:
+            pass
+)";
+
+// The first workers are forked before the master first waits (and arms); a worker that
+// replaces one (--max-requests) is forked by a master whose agent runs and has just captured
+// it with the Python capture hook: the worker's own agent finds its own thread state.
+TEST(RunPythonApps, GunicornWorkerForkedByAnArmedMasterHasItsOwnPythonFrames) {
+  if (!HaveGunicorn()) GTEST_SKIP() << "needs Debian's python3.11 and gunicorn";
+  TempDir dir;
+  const std::string app = dir.path() + "/app.py";
+  WriteText(app, kWsgiApp);
+  const std::string config = dir.path() + "/conf.py";
+  WriteText(config, kSlowForkConfig);
+  const std::string report = dir.path() + "/hangs.jsonl";
+  GunicornServer server(dir.path(), RunLauncher(report), {},
+                        {"-c", config, "--workers", "1", "--max-requests", "2"}, "app:app");
+  pid_t master = 0;
+  const pid_t first = BootedWorker(server, &master);
+  ASSERT_TRUE(first != 0 && Armed(first)) << "the first worker never armed";
+  ASSERT_TRUE(Armed(master)) << "the master never armed";
+  // Two quick requests: the first worker's last; the master forks the next one.
+  for (int i = 0; i < 2; ++i) {
+    const int fd = SendRequest(server.socket, "/");
+    ASSERT_GE(fd, 0) << "gunicorn never answered";
+    EXPECT_EQ(AnsweredBy(ReadAnswer(fd)), first);
+  }
+  pid_t parent = 0;
+  const pid_t next = BootedWorker(server, &parent);
+  ASSERT_NE(next, 0);
+  EXPECT_EQ(parent, master);
+  ASSERT_TRUE(Armed(next)) << "the next worker never armed";
+  const int a = SendRequest(server.socket, "/a");
+  ASSERT_GE(a, 0) << "gunicorn never answered";
+  EXPECT_EQ(AnsweredBy(ReadAnswer(a)), next);
+  EXPECT_TRUE(WaitForHangs(report, {"pre_fork", "busy_a"})) << ReadFile(report);
+  EXPECT_EQ(server.Stop(), 0) << "gunicorn's exit after SIGTERM";
+
+  const tools::Report parsed = ReadReport(report);
+  // The master's hang before the fork, with its own Python frames.
+  const HangRecord* fork = HangNamed(parsed, "pre_fork");
+  ASSERT_NE(fork, nullptr) << ReadFile(report);
+  EXPECT_EQ(fork->pid, master);
+  ExpectPythonCulprit(*fork, "pre_fork", config, FunctionLines(kSlowForkConfig, "pre_fork"));
+  ExpectRouteHang(parsed, ReportText(dir, report), "busy_a", next, master, app);
 }
 
 // A window and a 100 ms GLib timeout whose Python callback spins for 600 ms once, then leaves

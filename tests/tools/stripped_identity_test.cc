@@ -252,7 +252,8 @@ def application(environ, start_response):
 // gunicorn_server.h's server under the shim, one sync worker.
 struct Gunicorn : GunicornServer {
   Gunicorn(const TempDir& dir, const std::string& report)
-      : GunicornServer(dir.path(), {}, ShimEnv(dir, report), 1, "app:application") {}
+      : GunicornServer(dir.path(), {}, ShimEnv(dir, report), {"--workers", "1"},
+                       "app:application") {}
   // Sends a quick request and, once its worker has armed (a sync worker may handle a request it
   // accepted before its first wait), returns the worker's pid; 0 on failure.
   pid_t ArmedWorker() {
