@@ -5,10 +5,7 @@
 // take one for the other), the same hang keeps its signature and culprit from run to run, and a
 // hang read back from the open-hang file of a process killed by SIGKILL has the identity it has
 // when reported live. Real programs (real_component); each run is a second or two.
-#include <dirent.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -23,6 +20,7 @@
 #include "agent/open_hang_file.h"
 #include "report/stack_identity.h"
 #include "tests/integrations/child_process.h"
+#include "tests/tools/gunicorn_server.h"
 #include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
@@ -242,7 +240,6 @@ TEST(StrippedIdentity, FatalHangReadBackHasTheIdentityOfTheLiveOne) {
 // gunicorn (Debian's, on python3.11): a sync worker whose request handler sleeps, reported live,
 // and the same handler killed with SIGKILL in its hang, read back from the worker's open-hang
 // file. They were two rows in `top` (3d3fc6cb.../25e9edef... against 3920d715.../b9416bec...).
-constexpr char kGunicorn[] = "/usr/bin/gunicorn";
 constexpr char kWsgiApp[] = R"(import os, time
 def application(environ, start_response):
     seconds = float(environ.get("QUERY_STRING") or "0")
@@ -252,63 +249,15 @@ def application(environ, start_response):
     return [b"ok"]
 )";
 
-// Sends "GET /?query" to the unix socket `path` without waiting for the answer; the socket, or
-// -1 when the server does not answer within 20 s.
-int SendRequest(const std::string& path, const std::string& query) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-      const std::string req = absl::StrCat("GET /?", query, " HTTP/1.0\r\n\r\n");
-      if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) return fd;
-    }
-    close(fd);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return -1;
-}
-
-// The answer on `fd` (read to its end), then closes it.
-std::string ReadAnswer(int fd) {
-  std::string answer;
-  char buf[512];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) answer.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return answer;
-}
-
-// Whether the agent runs in `pid` (its watchdog thread is there), waiting up to 20 s.
-bool Armed(pid_t pid) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (DIR* d = opendir(tasks.c_str())) {
-      bool found = false;
-      while (dirent* e = readdir(d)) {
-        found |= ReadFile(absl::StrCat(tasks, "/", e->d_name, "/comm")) == "hangwatch\n";
-      }
-      closedir(d);
-      if (found) return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
-struct Gunicorn {
-  explicit Gunicorn(const TempDir& dir, const std::string& report)
-      : socket(dir.path() + "/g.sock"),
-        child({kPython, kGunicorn, "--bind", "unix:" + dir.path() + "/g.sock", "--workers", "1",
-               "--chdir", dir.path(), "app:application"},
-              ShimEnv(dir, report)) {}
+// gunicorn_server.h's server under the shim, one sync worker.
+struct Gunicorn : GunicornServer {
+  Gunicorn(const TempDir& dir, const std::string& report)
+      : GunicornServer(dir.path(), {}, ShimEnv(dir, report), {"--workers", "1"},
+                       "app:application") {}
   // Sends a quick request and, once its worker has armed (a sync worker may handle a request it
   // accepted before its first wait), returns the worker's pid; 0 on failure.
   pid_t ArmedWorker() {
-    const int fd = SendRequest(socket, "");
+    const int fd = SendRequest(socket, "/?");
     if (fd < 0) return 0;
     std::string line;
     const bool answered = ReadAnswer(fd).find("ok") != std::string::npos;
@@ -319,13 +268,6 @@ struct Gunicorn {
     const pid_t worker = std::stoi(line.substr(7));
     return Armed(worker) ? worker : 0;
   }
-  // Graceful stop (SIGTERM), within 30 s.
-  int Stop() {
-    kill(child.pid(), SIGTERM);
-    return child.WaitAtMost(std::chrono::seconds(30));
-  }
-  std::string socket;
-  ChildProcess child;
 };
 
 TEST(StrippedIdentity, GunicornWorkerKilledInItsHangHasTheIdentityOfTheLiveHang) {
@@ -343,7 +285,7 @@ TEST(StrippedIdentity, GunicornWorkerKilledInItsHangHasTheIdentityOfTheLiveHang)
     Gunicorn server(dir, live_report);
     const pid_t worker = server.ArmedWorker();
     ASSERT_NE(worker, 0) << "no worker armed";
-    const int fd = SendRequest(server.socket, "0.8");
+    const int fd = SendRequest(server.socket, "/?0.8");
     ASSERT_GE(fd, 0) << "gunicorn never answered";
     EXPECT_NE(ReadAnswer(fd).find("ok"), std::string::npos);
     EXPECT_EQ(server.Stop(), 0);
@@ -357,7 +299,7 @@ TEST(StrippedIdentity, GunicornWorkerKilledInItsHangHasTheIdentityOfTheLiveHang)
   Gunicorn server(dir, dir.path() + "/killed.jsonl");
   const pid_t worker = server.ArmedWorker();
   ASSERT_NE(worker, 0) << "no worker armed";
-  const int fd = SendRequest(server.socket, "30");
+  const int fd = SendRequest(server.socket, "/?30");
   ASSERT_GE(fd, 0) << "gunicorn never answered";
   const std::string path = absl::StrCat(dir.path(), "/open-hang.", worker);
   HangRecord open;
