@@ -12,6 +12,7 @@
 #include "agent/python_frame_word.h"
 #include "hangwatch/hang_record.h"
 #include "python/code_resolver.h"
+#include "python/debug_offsets.h"
 #include "symbols/process_modules.h"
 #include "unwind/capture_hook.h"
 
@@ -54,13 +55,15 @@ std::unique_ptr<PythonStacks> PythonStacks::Create(size_t max_frames, std::strin
   absl::StatusOr<python::InterpreterAddresses> addresses =
       python::LocateInterpreter(*modules, self);
   if (!addresses.ok()) return nullptr;
-  const python::PythonLayout* layout = python::TableLayout(addresses->minor);
-  if (layout == nullptr) {
-    *note = "no Python frames: python3." + std::to_string(addresses->minor) +
-            " has no frame layout (3.10-3.12 only)";
+  // 3.10-3.12: the table; 3.13: the interpreter's own _Py_DebugOffsets, which _PyRuntime holds
+  // from its static initializer on, before Python is initialized.
+  python::PythonLayout layout;
+  if (std::string no_layout = python::LayoutForInterpreter(self, *addresses, &layout);
+      !no_layout.empty()) {
+    *note = "no Python frames: python3." + std::to_string(addresses->minor) + ": " + no_layout;
     return nullptr;
   }
-  return std::unique_ptr<PythonStacks>(new PythonStacks(*addresses, *layout, max_frames));
+  return std::unique_ptr<PythonStacks>(new PythonStacks(*addresses, layout, max_frames));
 }
 
 PythonStacks::PythonStacks(const python::InterpreterAddresses& addresses,

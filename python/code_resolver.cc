@@ -43,7 +43,7 @@ bool CodeResolver::ReadString(uint64_t addr, size_t max_chars, std::string* out)
       !memory_.Read(addr + layout_.unicode_state, &state, sizeof(state))) {
     return false;
   }
-  // state: interned (2 bits), kind (3), compact (1), ascii (1), the same from 3.10 to 3.12.
+  // state: interned (2 bits), kind (3), compact (1), ascii (1), the same from 3.10 to 3.13.
   const unsigned kind = (state >> 2) & 7;
   const bool compact = (state >> 5) & 1;
   const bool ascii = (state >> 6) & 1;

@@ -78,6 +78,11 @@ std::string LayoutFromDebugOffsets(const DebugOffsets313& d, int minor, PythonLa
       b.Field("PyThreadState.native_thread_id", d.thread_state.native_thread_id, 8, tstate);
   // 3.13 has no cframe: the innermost frame hangs off the thread state.
   l.tstate_frame = b.Field("PyThreadState.current_frame", d.thread_state.current_frame, 8, tstate);
+  // The data stack the capture hook copies in one read: _Py_DebugOffsets names its chunk;
+  // datastack_top is the member declared right after it, as in 3.11 and 3.12.
+  l.tstate_datastack_chunk =
+      b.Field("PyThreadState.datastack_chunk", d.thread_state.datastack_chunk, 16, tstate);
+  l.tstate_datastack_top = l.tstate_datastack_chunk + 8;
 
   const uint64_t frame = d.interpreter_frame.size;
   l.frame_previous = b.Field("frame previous", d.interpreter_frame.previous, 8, frame);
@@ -126,6 +131,18 @@ std::string ReadDebugOffsetsLayout(const MemoryReader& memory, uint64_t runtime,
   DebugOffsets313 d;
   if (!memory.Read(runtime, &d, sizeof(d))) return "_Py_DebugOffsets is unreadable";
   return LayoutFromDebugOffsets(d, minor, out);
+}
+
+std::string LayoutForInterpreter(const MemoryReader& memory, const InterpreterAddresses& addresses,
+                                 PythonLayout* out) {
+  if (const PythonLayout* table = TableLayout(addresses.minor)) {
+    *out = *table;
+    return "";
+  }
+  if (addresses.minor == 13) {
+    return ReadDebugOffsetsLayout(memory, addresses.runtime, addresses.minor, out);
+  }
+  return "no frame layout for this version (3.10-3.13 only)";
 }
 
 }  // namespace hangwatch::python

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "python/interpreter_locator.h"
 #include "python/memory_reader.h"
 #include "python/python_layout.h"
 
@@ -80,6 +81,11 @@ std::string LayoutFromDebugOffsets(const DebugOffsets313& d, int minor, PythonLa
 // The same, read from `runtime` (&_PyRuntime) through `memory`.
 std::string ReadDebugOffsetsLayout(const MemoryReader& memory, uint64_t runtime, int minor,
                                    PythonLayout* out);
+
+// The layout of the interpreter at `addresses`: the table's for 3.10-3.12, its own
+// _Py_DebugOffsets for 3.13. "" on success, else one line saying why there is none.
+std::string LayoutForInterpreter(const MemoryReader& memory, const InterpreterAddresses& addresses,
+                                 PythonLayout* out);
 
 }  // namespace hangwatch::python
 

@@ -24,16 +24,8 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Open(
   const ProcessMemoryReader memory(pid);
   absl::StatusOr<InterpreterAddresses> addresses = LocateInterpreter(modules, memory);
   if (!addresses.ok()) return addresses.status();
-  // 3.10-3.12: the table; 3.13: the interpreter's own _Py_DebugOffsets.
   PythonLayout layout;
-  std::string no_layout;
-  if (const PythonLayout* table = TableLayout(addresses->minor)) {
-    layout = *table;
-  } else if (addresses->minor == 13) {
-    no_layout = ReadDebugOffsetsLayout(memory, addresses->runtime, addresses->minor, &layout);
-  } else {
-    no_layout = "no frame layout for this version (3.10-3.13 only)";
-  }
+  const std::string no_layout = LayoutForInterpreter(memory, *addresses, &layout);
   std::unique_ptr<PythonProcess> p(new PythonProcess(pid, *addresses, layout));
   if (!no_layout.empty()) return absl::FailedPreconditionError(p->Describe() + ": " + no_layout);
   if (const std::string failed = p->chain_.CheckLayout(); !failed.empty()) {

@@ -1,5 +1,5 @@
 // Python frames in the hangs of a CPython program under the preload shim (issue 25): Debian's
-// /usr/bin/python3.11, and 3.10 and 3.12 where they are installed (skipped by name where they
+// /usr/bin/python3.11, and 3.10, 3.12 and 3.13 where they are installed (skipped by name where they
 // are not), run data/python_frames.py, one scenario per process, each a hang of one pass of an
 // asyncio loop. The Python functions, files and lines stand in place of the
 // interpreter's eval-loop frames; native frames of C code called from Python stay between them.
@@ -267,7 +267,7 @@ TEST_P(PythonFramesTest, HangwatchPythonZeroTurnsThemOff) {
   EXPECT_TRUE(eval_loop);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, PythonFramesTest, ::testing::Values(11, 10, 12),
+INSTANTIATE_TEST_SUITE_P(Versions, PythonFramesTest, ::testing::Values(11, 10, 12, 13),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "python3_" + std::to_string(info.param);
                          });
