@@ -2,7 +2,7 @@
 // `hangwatch report` / `gate` run on a file left by a process that died (a file in a directory
 // others may write). Each input is read twice: as it is, and with every checksum recomputed so
 // that mutations get past them to the layout, the counts and the records behind them.
-// Seeds: files written by OpenHangFile itself, formats 1 to 4 (HANGWATCH_FUZZ_WRITE_SEEDS=DIR).
+// Seeds: files written by OpenHangFile itself, formats 1 to 6 (HANGWATCH_FUZZ_WRITE_SEEDS=DIR).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -134,7 +134,8 @@ std::string OpenHangBytes(uint32_t version, size_t samples) {
 
 void WriteSeeds(const std::string& dir) {
   const std::string seeds[] = {OpenHangBytes(2, 3), OpenHangBytes(1, 2), OpenHangBytes(2, 4),
-                               OpenHangBytes(3, 3), OpenHangBytes(4, 3), OpenHangBytes(4, 4)};
+                               OpenHangBytes(3, 3), OpenHangBytes(4, 3), OpenHangBytes(4, 4),
+                               OpenHangBytes(6, 3)};
   int i = 0;
   for (const std::string& seed : seeds) {
     std::string fixed = seed;
