@@ -171,9 +171,9 @@ TEST(OpenHangPythonNames, Format5ReadsBackUnnamed) {
 }
 
 // Entries are written in the order the frames are first seen: busy (6), <module> (19), then
-// <module> (20) with a later sample. A byte flipped in the second entry leaves it and every later one unnamed;
-// the first keeps its name. A name that changed (a code object's address reused) is written
-// again and the newer one counts.
+// <module> (20) with a later sample. A name that changed (a code object's address reused) is
+// written again and the newer one counts. A byte flipped in the second entry leaves it and
+// every later one unnamed; the first keeps its name.
 TEST(OpenHangPythonNames, ACorruptEntryLeavesItsFramesUnnamedNeverMisnamed) {
   const std::string path = TempPath("corrupt");
   const agent::HangLimits limits = Limits();
