@@ -168,6 +168,8 @@ class Agent final : public MonitorListener {
         if (logger) logger->warn("hangwatch: {}", note);
       });
       monitor_->set_runtime_frames(runtime_frames_.get());
+      // A fatal hang read back names its Python frames as this process does.
+      if (open_file_ != nullptr) open_file_->set_python_names(runtime_frames_->names());
     }
     if (config_.time_every_pass) {
       // On the watched thread: the pass under way, if any, is timed from now.

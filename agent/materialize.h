@@ -29,8 +29,8 @@ struct MaterializeOptions {
   std::string process_name;  // "": this process's (addresses_are_local), else process's file name
   std::string host;
   std::map<std::string, std::string> labels;
-  // Names of the hang's Python frames (python_names.h); nullptr: they are reported unnamed
-  // (a hang read back from an open-hang file).
+  // Names of the hang's Python frames (python_names.h: the live cache, or the names read back
+  // from an open-hang file); nullptr: they are reported unnamed.
   const PythonNames* python_names = nullptr;
 };
 

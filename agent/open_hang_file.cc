@@ -14,6 +14,7 @@
 #include "agent/kept_files.h"
 #include "agent/open_hang_cause.h"
 #include "agent/open_hang_layout.h"
+#include "agent/python_frame_word.h"
 #include "agent/regular_file.h"
 #include "symbols/module_map.h"
 
@@ -56,8 +57,9 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
   f->limits_.max_timeline = std::min(std::max<size_t>(limits.max_timeline, 1), kMaxSamplesInFile);
   const size_t record = SampleRecordSize(f->limits_.max_frames, version);
   const size_t samples_offset = kModulesOffset + kMaxModules * sizeof(ModuleRecord);
-  f->size_ =
-      samples_offset + f->limits_.max_timeline * record + (version >= 3 ? OpenHangCauseBytes() : 0);
+  f->size_ = samples_offset + f->limits_.max_timeline * record + CauseBytes(version) +
+             PythonNamesBytes(version);
+  if (version >= 6) f->python_names_ = std::make_unique<OpenHangPythonNamesWriter>();
 
   // Created for this process before it changed user (kept_files.h): used as long as the name
   // is still that file, or out of reach; a name removed or replaced since is not.
@@ -200,6 +202,7 @@ void OpenHangFile::WriteLiveHeader(const HangData& hang, bool open) {
   h.num_modules = num_modules_;
   h.modules_checksum = modules_checksum_;
   h.pause_ns = s.pause_ns;
+  h.python_names_bytes = python_names_ != nullptr ? python_names_->bytes() : 0;
   // Overwrite the older copy; the newer one stays intact if this write is torn.
   StoreLiveHeader(h, version_, map_ + kLiveHeaderOffset[generation_ % 2]);
 }
@@ -232,7 +235,9 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
     for (size_t i = 0; i < head.num_frames; ++i) {
       const uint64_t v = frames[i];
       std::memcpy(p + frames_at + i * sizeof(uint64_t), &v, sizeof(v));
-      if (methods) p[methods_at + i] = hang.stacks().tags(id)[i];  // a method, or Python
+      const uint8_t tag = hang.stacks().tags(id)[i];
+      if (methods) p[methods_at + i] = tag;  // a method, or Python
+      if (tag == kPythonFrameTag) NotePythonName(frames[i]);
     }
   } else {
     head.kind = 0;
@@ -243,6 +248,22 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
   std::memcpy(p + body, &sum, sizeof(sum));
   cpu_us_ += t.cpu_us;
   records_written_ = static_cast<uint32_t>(index + 1);
+}
+
+void OpenHangFile::NotePythonName(uintptr_t word) {
+  // Appended beyond what the live header counts; counted by the next live header written.
+  // name_ keeps its strings' capacity: after the first few names, no allocation here.
+  if (python_names_ == nullptr || python_names_source_ == nullptr ||
+      !python_names_source_->Find(word, &name_)) {
+    return;
+  }
+  python_names_->Note(word, name_, map_ + PythonNamesOffset());
+}
+
+size_t OpenHangFile::PythonNamesOffset() const {
+  return kModulesOffset + kMaxModules * sizeof(ModuleRecord) +
+         limits_.max_timeline * SampleRecordSize(limits_.max_frames, version_) +
+         CauseBytes(version_);
 }
 
 void OpenHangFile::Open(const HangData& hang) {
@@ -272,6 +293,7 @@ void OpenHangFile::Open(const HangData& hang) {
   modules_checksum_ = Checksum(records, num_modules_ * sizeof(ModuleRecord));
   records_written_ = 0;
   cpu_us_ = 0;
+  if (python_names_ != nullptr) python_names_->Reset();  // a reader reads no further than bytes()
   for (size_t i = 0; i < hang.timeline_size(); ++i) {
     WriteSample(i, hang);
   }
@@ -321,5 +343,10 @@ size_t OpenHangFileSampleOffset(const HangLimits& limits, size_t index) {
 }
 
 size_t OpenHangFileLiveHeaderOffset(int copy) { return kLiveHeaderOffset[copy & 1]; }
+
+size_t OpenHangFilePythonNamesOffset(const HangLimits& limits) {
+  const size_t samples = std::min(std::max<size_t>(limits.max_timeline, 1), kMaxSamplesInFile);
+  return OpenHangFileSampleOffset(limits, samples) + CauseBytes(kVersion);
+}
 
 }  // namespace hangwatch::agent

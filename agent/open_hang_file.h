@@ -12,6 +12,9 @@
 //                 the cause kind, leaf key, frames and how each was found), each with its own
 //                 checksum
 //   cause         (version 3) two copies of the hang's WaitCause (open_hang_cause.h)
+//   python names  (version 6) the function, file and line of each Python frame of the samples,
+//                 as resolved on the watchdog (open_hang_python_names.h); the live header says
+//                 how many of its bytes hold whole entries
 // The file is empty (0 bytes) while no hang is open: Open() sizes and maps it, Clear() writes
 // "no open hang", unmaps it and empties it again, so that a process that ends outside a hang
 // (even killed) leaves nothing of size behind and nothing that reads as a hang.
@@ -29,6 +32,8 @@
 #include <string_view>
 
 #include "agent/hang_data.h"
+#include "agent/open_hang_python_names.h"
+#include "agent/python_names.h"
 #include "hangwatch/hang_record.h"
 
 namespace hangwatch::agent {
@@ -51,7 +56,8 @@ class OpenHangFile {
   static std::unique_ptr<OpenHangFile> Create(const std::string& path, const HangLimits& limits,
                                               std::string* error);
   // Same, writing format `version` as an older agent did (1: without frame and sample
-  // methods; 2: without the cause; 3: without the pause): for tests of reading what an older
+  // methods; 2: without the cause; 3: without the pause; 4: without Python frames; 5: without
+  // their names): for tests of reading what an older
   // agent left behind.
   static std::unique_ptr<OpenHangFile> CreateForTest(const std::string& path,
                                                      const HangLimits& limits, std::string* error,
@@ -59,6 +65,11 @@ class OpenHangFile {
   ~OpenHangFile();  // closes any open hang, removes the file (it holds nothing), unlocks
   OpenHangFile(const OpenHangFile&) = delete;
   OpenHangFile& operator=(const OpenHangFile&) = delete;
+
+  // Where the names of the hang's Python frames come from (python_stacks.h; nullptr: none).
+  // Each Python frame of a sample written is looked up there, on the watchdog thread, and its
+  // name stored in the file with the sample (format 6). Must outlive this object's writes.
+  void set_python_names(const PythonNames* names) { python_names_source_ = names; }
 
   // The hang crossed the threshold: sizes and maps the file, writes the module table and every
   // sample so far (nothing when the file can no longer be sized or mapped).
@@ -88,6 +99,9 @@ class OpenHangFile {
   void Unmap();
   // The hang's cause, into the cause region: at Open (force), then only when it changed.
   void WriteCause(const HangData& hang, bool force);
+  // The name of the Python frame `word`, into the names region (once per word and name).
+  void NotePythonName(uintptr_t word);
+  size_t PythonNamesOffset() const;
 
   std::string path_;
   int fd_ = -1;
@@ -103,13 +117,17 @@ class OpenHangFile {
   uint32_t version_ = 0;  // of the format written
   uint64_t cause_generation_ = 0;
   uint32_t cause_version_written_ = 0;
+  const PythonNames* python_names_source_ = nullptr;
+  std::unique_ptr<OpenHangPythonNamesWriter> python_names_;  // format 6 on
+  PythonName name_;  // scratch of NotePythonName, its capacity kept
 };
 
 enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };
 
 // Reads `path`. kFound: *out is the fatal hang (fatal = true, duration = time of the last
 // sample, a lower bound), with frames resolved against the module table of the process that
-// died and symbolized when the same build is loaded in this process. kNoOpenHang: the file is
+// died and symbolized when the same build is loaded in this process, its Python frames named as
+// the process named them (format 6; unnamed before, or past a torn entry). kNoOpenHang: the file is
 // valid but holds no open hang (or does not exist). kInvalid: *error says why (also for a FIFO
 // or a device, which are never opened). Memory is bounded whatever the file's counts say: a
 // sample is read at a time, and at most 32768 frames of unique stacks are kept (more stacks
@@ -119,6 +137,7 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
 // Byte offsets of the layout, for tests that tear writes on purpose.
 size_t OpenHangFileSampleOffset(const HangLimits& limits, size_t index);
 size_t OpenHangFileLiveHeaderOffset(int copy);
+size_t OpenHangFilePythonNamesOffset(const HangLimits& limits);
 
 }  // namespace hangwatch::agent
 

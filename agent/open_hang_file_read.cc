@@ -13,6 +13,7 @@
 #include "agent/materialize.h"
 #include "agent/open_hang_cause.h"
 #include "agent/open_hang_layout.h"
+#include "agent/open_hang_python_names.h"
 #include "agent/python_frame_word.h"
 #include "agent/regular_file.h"
 #include "symbols/module_map.h"
@@ -67,7 +68,7 @@ std::string StaticHeaderProblem(const StaticHeader& sh, uint64_t file_size) {
       sh.modules_offset != kModulesOffset ||
       sh.samples_offset != kModulesOffset + sh.max_modules * sizeof(ModuleRecord) ||
       sh.file_size != sh.samples_offset + sh.max_samples * sh.sample_record_size +
-                          (sh.version >= 3 ? OpenHangCauseBytes() : 0) ||
+                          CauseBytes(sh.version) + PythonNamesBytes(sh.version) ||
       file_size < sh.file_size) {
     return "inconsistent layout";
   }
@@ -195,9 +196,23 @@ void SetFatalSummary(const LiveHeader& live, uint64_t cpu_us, HangData* hang) {
   s.fatal = true;
 }
 
+// The names of the Python frames (format 6): the entries the live header counts, in the region
+// after the cause. A region that cannot be read leaves every Python frame unnamed.
+void ReadPythonNames(int fd, const StaticHeader& sh, const LiveHeader& live,
+                     OpenHangPythonNamesTable* names) {
+  const uint64_t bytes = std::min<uint64_t>(live.python_names_bytes, kOpenHangPythonNamesBytes);
+  if (sh.version < 6 || bytes == 0) return;
+  std::vector<unsigned char> region(bytes);
+  const uint64_t offset =
+      sh.samples_offset + uint64_t{sh.max_samples} * sh.sample_record_size + CauseBytes(sh.version);
+  if (ReadAt(fd, region.data(), region.size(), offset)) names->Parse(region.data(), bytes);
+}
+
 // The record of the hang, its addresses resolved against the modules read from the file.
-HangRecord MaterializeFromFile(const HangData& hang, std::vector<symbols::Module> modules) {
+HangRecord MaterializeFromFile(const HangData& hang, std::vector<symbols::Module> modules,
+                               const PythonNames* python_names) {
   MaterializeOptions options;
+  options.python_names = python_names;
   options.modules = std::make_shared<const symbols::ModuleMap>(std::move(modules));
   options.addresses_are_local = false;
   options.process = "";
@@ -281,7 +296,9 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     ReadOpenHangCause(fd, sh.samples_offset + uint64_t{sh.max_samples} * sh.sample_record_size,
                       &hang.cause);
   }
-  *out = MaterializeFromFile(hang, std::move(modules));
+  OpenHangPythonNamesTable python_names;
+  ReadPythonNames(fd, sh, live, &python_names);
+  *out = MaterializeFromFile(hang, std::move(modules), &python_names);
   return OpenHangReadStatus::kFound;
 }
 

@@ -9,16 +9,19 @@
 #include <cstring>
 #include <string>
 
+#include "agent/open_hang_cause.h"
+#include "agent/open_hang_python_names.h"
 #include "hangwatch/hang_record.h"
 
 namespace hangwatch::agent::open_hang_layout {
 
-// 5: a frame's method byte may be kPythonFrameTag, its word a Python frame
+// 6: the Python names region at the end (open_hang_python_names.h) and the bytes of it in use
+// in the live header; 5: a frame's method byte may be kPythonFrameTag, its word a Python frame
 // (python_frame_word.h; a reader of format 4 would take it for a native address, so the
 // version says it); 4: the main thread's pause for captures in the live header; 3: the cause
 // region after the samples and each sample's cause kind; 2: frame and sample methods; 1:
 // without them (all read).
-constexpr uint32_t kVersion = 5;
+constexpr uint32_t kVersion = 6;
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;
 constexpr size_t kLiveHeaderOffset[2] = {256, 512};
@@ -69,11 +72,15 @@ struct LiveHeader {
   // (version 4) hangwatch's own cost so far: the main thread's pauses for captures, summed
   // (HangSummary::pause_ns). Versions 1 to 3 have their checksum here.
   uint64_t pause_ns;
+  // (version 6) bytes of the Python names region filled with whole entries when this state was
+  // written (open_hang_python_names.h). Versions 4 and 5 have their checksum here.
+  uint64_t python_names_bytes;
   uint64_t checksum;  // of the bytes above
 };
 static_assert(sizeof(LiveHeader) <= 256);
-static_assert(offsetof(LiveHeader, pause_ns) == 88 && offsetof(LiveHeader, checksum) == 96 &&
-                  sizeof(LiveHeader) == 104,
+static_assert(offsetof(LiveHeader, pause_ns) == 88 &&
+                  offsetof(LiveHeader, python_names_bytes) == 96 &&
+                  offsetof(LiveHeader, checksum) == 104 && sizeof(LiveHeader) == 112,
               "no padding: the checksum covers every byte before it");
 
 struct ModuleRecord {
@@ -126,10 +133,12 @@ inline uint64_t Checksum(const void* data, size_t n) {
   return h;
 }
 
-// Where a live header's checksum sits in format `version`: after pause_ns (4), in its place
-// before (the older formats end with modules_checksum).
+// Where a live header's checksum sits in format `version`: after python_names_bytes (6), after
+// pause_ns (4 and 5), in its place before (the older formats end with modules_checksum).
 inline size_t LiveChecksumOffset(uint32_t version) {
-  return version >= 4 ? offsetof(LiveHeader, checksum) : offsetof(LiveHeader, pause_ns);
+  return version >= 6   ? offsetof(LiveHeader, checksum)
+         : version >= 4 ? offsetof(LiveHeader, python_names_bytes)
+                        : offsetof(LiveHeader, pause_ns);
 }
 
 // Writes `h` into a live header slot as format `version` lays it out, with its checksum.
@@ -140,7 +149,8 @@ inline void StoreLiveHeader(const LiveHeader& h, uint32_t version, unsigned char
   std::memcpy(slot + at, &sum, sizeof(sum));
 }
 
-// The live header in `slot` as format `version` lays it out (pause_ns 0 before version 4);
+// The live header in `slot` as format `version` lays it out (pause_ns 0 before version 4,
+// python_names_bytes 0 before version 6);
 // false when its checksum fails.
 inline bool LoadLiveHeader(const unsigned char* slot, uint32_t version, LiveHeader* out) {
   const size_t at = LiveChecksumOffset(version);
@@ -155,6 +165,13 @@ inline bool LoadLiveHeader(const unsigned char* slot, uint32_t version, LiveHead
 inline size_t SampleRecordSize(size_t max_frames, uint32_t version = kVersion) {
   return sizeof(SampleRecordHead) + max_frames * sizeof(uint64_t) +
          MethodBytes(max_frames, version) + sizeof(uint64_t);
+}
+
+// Bytes after the sample records in format `version`: the cause region (3), then the Python
+// names region (6).
+inline size_t CauseBytes(uint32_t version) { return version >= 3 ? OpenHangCauseBytes() : 0; }
+inline size_t PythonNamesBytes(uint32_t version) {
+  return version >= 6 ? kOpenHangPythonNamesBytes : 0;
 }
 
 inline void CopyString(char* dst, size_t cap, const std::string& s) {

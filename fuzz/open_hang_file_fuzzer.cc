@@ -2,7 +2,7 @@
 // `hangwatch report` / `gate` run on a file left by a process that died (a file in a directory
 // others may write). Each input is read twice: as it is, and with every checksum recomputed so
 // that mutations get past them to the layout, the counts and the records behind them.
-// Seeds: files written by OpenHangFile itself, formats 1 to 4 (HANGWATCH_FUZZ_WRITE_SEEDS=DIR).
+// Seeds: files written by OpenHangFile itself, formats 1 to 6 (HANGWATCH_FUZZ_WRITE_SEEDS=DIR).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -45,14 +45,17 @@ void SetChecksum(std::string* s, size_t at, size_t covered_from) {
 // offsets the file states fit in it: the static header's (bytes [0, 72), stored at 72); for each
 // live header (at 256 and 512) that says a hang is open (u32 at +8), the sum of its module table
 // (u32 count at +76, sum at +80) and of the sample records it counts (u32 at +12; each record's
-// last 8 bytes); each live header's own (bytes [0, 96), stored at +96, from format 4 (u32 at 8)
-// on, whose header has the pause at +88; bytes [0, 88), stored at +88, before). The seeds,
-// written by OpenHangFile, must come out unchanged (WriteSeeds checks), so a change of the
+// last 8 bytes); each live header's own (bytes [0, 104), stored at +104, from format 6 (u32 at
+// 8) on, whose header has the Python names' bytes at +96; bytes [0, 96), stored at +96, in
+// formats 4 and 5, whose header has the pause at +88; bytes [0, 88), stored at +88, before).
+// (The Python names region's entries carry their own checksums: a fuzzed one is not fixed.) The
+// seeds, written by OpenHangFile, must come out unchanged (WriteSeeds checks), so a change of the
 // layout is noticed here.
 void FixChecksums(std::string* s) {
   if (s->size() < 1024) return;
   SetChecksum(s, 72, 0);
-  const size_t live_checksum = Get(*s, 8, 4) >= 4 ? 96 : 88;
+  const uint64_t version = Get(*s, 8, 4);
+  const size_t live_checksum = version >= 6 ? 104 : version >= 4 ? 96 : 88;
   const uint64_t modules_offset = Get(*s, 32, 8), samples_offset = Get(*s, 40, 8);
   const uint64_t module_size = Get(*s, 48, 8), sample_size = Get(*s, 56, 8);
   uint64_t records = 0;
@@ -131,7 +134,8 @@ std::string OpenHangBytes(uint32_t version, size_t samples) {
 
 void WriteSeeds(const std::string& dir) {
   const std::string seeds[] = {OpenHangBytes(2, 3), OpenHangBytes(1, 2), OpenHangBytes(2, 4),
-                               OpenHangBytes(3, 3), OpenHangBytes(4, 3), OpenHangBytes(4, 4)};
+                               OpenHangBytes(3, 3), OpenHangBytes(4, 3), OpenHangBytes(4, 4),
+                               OpenHangBytes(6, 3)};
   int i = 0;
   for (const std::string& seed : seeds) {
     std::string fixed = seed;

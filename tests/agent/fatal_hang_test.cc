@@ -325,7 +325,8 @@ TEST(OpenHangFileTest, ReadsTheFormatAnOlderAgentWrote) {
 }
 
 // A Python frame (agent/python_frame_word.h) of a fatal hang reads back as a Python frame, its
-// code object and instruction kept (unnamed: the process that could name it is gone), never
+// code object and instruction kept (unnamed here: no names were given to the writer;
+// open_hang_python_names_test.cc has them), never
 // as a native address; the native frames around it keep their methods.
 TEST(OpenHangFileTest, PythonFramesReadBackAsPythonFrames) {
   const std::string path = TempPath("py");
