@@ -1,18 +1,13 @@
 #include "python/capture_chain.h"
 
+#include "python/frame_bytes.h"
+
 #include <cstring>
 
 namespace hangwatch::python {
 namespace {
 
 constexpr size_t kMaxFrameBytes = 128;
-
-template <typename T>
-T Field(const unsigned char* bytes, uint32_t offset) {
-  T v;
-  std::memcpy(&v, bytes + offset, sizeof(T));
-  return v;
-}
 
 }  // namespace
 
@@ -37,14 +32,13 @@ size_t ReadCaptureChain(const MemoryReader& memory, const PythonLayout& layout, 
       *end = ChainEnd::kUnreadable;
       return n;
     }
-    const uint64_t code = Field<uint64_t>(bytes, layout.frame_code);
-    const uint64_t previous = Field<uint64_t>(bytes, layout.frame_previous);
-    if (layout.frame_owner != kNoField &&
-        Field<uint8_t>(bytes, layout.frame_owner) == layout.owner_cstack) {
+    const FrameBytes fb = DecodeFrameBytes(layout, bytes);
+    if (fb.shim) {
       if (n > 0) out[n - 1].entry = true;  // 3.12's entry shim: the frame under it began a call
-      frame = previous;
+      frame = fb.previous;
       continue;
     }
+    const uint64_t code = fb.code;
     if (code == 0) {
       *end = ChainEnd::kNotCode;
       return n;
@@ -53,20 +47,8 @@ size_t ReadCaptureChain(const MemoryReader& memory, const PythonLayout& layout, 
       *end = ChainEnd::kFull;
       return n;
     }
-    PythonFrame& f = out[n++];
-    f.frame = frame;
-    f.code = code;
-    if (layout.frame_objects) {
-      f.instr = Field<int32_t>(bytes, layout.frame_instr);
-      f.entry = true;
-    } else {
-      const uint64_t instr_ptr = Field<uint64_t>(bytes, layout.frame_instr);
-      const uint64_t first = code + layout.code_adaptive;
-      f.instr = instr_ptr >= first ? static_cast<int64_t>((instr_ptr - first) / 2) : -1;
-      f.entry =
-          layout.frame_is_entry != kNoField && Field<uint8_t>(bytes, layout.frame_is_entry) != 0;
-    }
-    frame = previous;
+    out[n++] = MakePythonFrame(layout, bytes, frame, code);
+    frame = fb.previous;
   }
   return n;
 }

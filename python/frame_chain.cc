@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "python/frame_bytes.h"
+
 namespace hangwatch::python {
 namespace {
 
@@ -9,13 +11,6 @@ namespace {
 constexpr int kMaxInterpreters = 64;
 constexpr int kMaxThreadStates = 4096;
 constexpr size_t kMaxFrameBytes = 128;
-
-template <typename T>
-T Field(const unsigned char* bytes, uint32_t offset) {
-  T v;
-  std::memcpy(&v, bytes + offset, sizeof(T));
-  return v;
-}
 
 }  // namespace
 
@@ -140,7 +135,14 @@ size_t FrameChainReader::ReadChain(uint64_t tstate, PythonFrame* out, size_t cap
     *end = ChainEnd::kUnreadable;
     return 0;
   }
-  while (frame != 0) {
+  // Every step records a frame or skips an entry shim, and a shim is never followed by another
+  // in a sound chain: twice the capacity bounds a chain that loops through shims (the cycle
+  // check below sees recorded frames only).
+  for (size_t steps = 0; frame != 0; ++steps) {
+    if (steps > 2 * capacity + 2) {
+      *end = ChainEnd::kCycle;
+      return n;
+    }
     if (!memory_.Read(frame, bytes, frame_bytes)) {
       *end = ChainEnd::kUnreadable;
       return n;
@@ -151,16 +153,13 @@ size_t FrameChainReader::ReadChain(uint64_t tstate, PythonFrame* out, size_t cap
         return n;
       }
     }
-    const uint64_t code = Field<uint64_t>(bytes, layout_.frame_code);
-    const uint64_t previous = Field<uint64_t>(bytes, layout_.frame_previous);
-    if (layout_.frame_owner != kNoField &&
-        Field<uint8_t>(bytes, layout_.frame_owner) == layout_.owner_cstack) {
-      // An entry shim (3.12, 3.13): the frame under it (already read) began a native eval-loop
-      // call.
-      if (n > 0) out[n - 1].entry = true;
-      frame = previous;
+    const FrameBytes fb = DecodeFrameBytes(layout_, bytes);
+    if (fb.shim) {
+      if (n > 0) out[n - 1].entry = true;  // see FrameBytes::shim
+      frame = fb.previous;
       continue;
     }
+    const uint64_t code = fb.code;
     if (!IsCode(code)) {
       *end = ChainEnd::kNotCode;
       return n;
@@ -169,21 +168,8 @@ size_t FrameChainReader::ReadChain(uint64_t tstate, PythonFrame* out, size_t cap
       *end = ChainEnd::kFull;
       return n;
     }
-    PythonFrame& f = out[n++];
-    f.frame = frame;
-    f.code = code;
-    if (layout_.frame_objects) {
-      f.instr = Field<int32_t>(bytes, layout_.frame_instr);
-      f.entry = true;
-    } else {
-      const uint64_t instr_ptr = Field<uint64_t>(bytes, layout_.frame_instr);
-      const uint64_t first = code + layout_.code_adaptive;
-      // prev_instr is one code unit before the first instruction until the frame starts.
-      f.instr = instr_ptr >= first ? static_cast<int64_t>((instr_ptr - first) / 2) : -1;
-      f.entry =
-          layout_.frame_is_entry != kNoField && Field<uint8_t>(bytes, layout_.frame_is_entry) != 0;
-    }
-    frame = previous;
+    out[n++] = MakePythonFrame(layout_, bytes, frame, code);
+    frame = fb.previous;
   }
   return n;
 }

@@ -235,6 +235,21 @@ void AppendCulpritValue(std::string* out, const Culprit& c) {
   }
 }
 
+// A frame's "symbol", "file" and "line", each when known.
+void AppendFrameName(std::string* out, const Frame& fr) {
+  std::string& o = *out;
+  if (!fr.symbol.empty()) {
+    Key(&o, "symbol");
+    AppendString(&o, fr.symbol);
+  }
+  if (!fr.file.empty()) {
+    Key(&o, "file");
+    AppendString(&o, fr.file);
+    Key(&o, "line");
+    AppendInt(&o, fr.line);
+  }
+}
+
 // One frame of a stack.
 void AppendFrame(std::string* out, const Frame& fr) {
   std::string& o = *out;
@@ -246,16 +261,7 @@ void AppendFrame(std::string* out, const Frame& fr) {
     AppendHex(&o, fr.addr);
     Key(&o, "instr");
     AppendInt(&o, fr.offset);
-    if (!fr.symbol.empty()) {
-      Key(&o, "symbol");
-      AppendString(&o, fr.symbol);
-    }
-    if (!fr.file.empty()) {
-      Key(&o, "file");
-      AppendString(&o, fr.file);
-      Key(&o, "line");
-      AppendInt(&o, fr.line);
-    }
+    AppendFrameName(&o, fr);
     o.push_back('}');
     return;
   }
@@ -267,16 +273,7 @@ void AppendFrame(std::string* out, const Frame& fr) {
   AppendString(&o, fr.build_id);
   Key(&o, "offset");
   AppendHex(&o, fr.offset);
-  if (!fr.symbol.empty()) {
-    Key(&o, "symbol");
-    AppendString(&o, fr.symbol);
-  }
-  if (!fr.file.empty()) {
-    Key(&o, "file");
-    AppendString(&o, fr.file);
-    Key(&o, "line");
-    AppendInt(&o, fr.line);
-  }
+  AppendFrameName(&o, fr);
   if (fr.method != FrameMethod::kUnknown) {
     Key(&o, "method");
     AppendString(&o, FrameMethodName(fr.method));

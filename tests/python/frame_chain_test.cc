@@ -354,6 +354,21 @@ TEST_F(FakeInterpreter, CycleEndsTheChain) {
   EXPECT_EQ(end, ChainEnd::kCycle);
 }
 
+// A frame owned by the C stack (an entry shim) whose `previous` is itself records nothing, so
+// the cycle check over recorded frames never sees it: the step bound ends the walk.
+TEST_F(FakeInterpreter, EntryShimPointingAtItselfEndsTheChain) {
+  layout_.owner_cstack = 3;
+  Chain(kFrames, {{kFrames, kFrames + 0x100}, {kFrames + 0x100, kFrames + 0x100}});
+  std::vector<uint8_t> shim(layout_.frame_size, 0);
+  const uint64_t self = kFrames + 0x100;
+  std::memcpy(&shim[layout_.frame_previous], &self, 8);
+  shim[layout_.frame_owner] = 3;
+  memory_.Put(self, shim.data(), shim.size());
+  ChainEnd end;
+  EXPECT_EQ(ReadAll(&end), 1u);
+  EXPECT_EQ(end, ChainEnd::kCycle);
+}
+
 TEST_F(FakeInterpreter, GarbagePointerTruncates) {
   Chain(kFrames, {{kFrames, 0xdead0000}});
   ChainEnd end;
