@@ -1,7 +1,9 @@
 #include "agent/python_stacks.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,6 +51,22 @@ std::unique_ptr<PythonStacks> PythonStacks::Create(size_t max_frames, std::strin
   }
   // Not Python: one dynamic-symbol lookup, nothing more.
   if (dlsym(RTLD_DEFAULT, "_PyRuntime") == nullptr) return nullptr;
+  // Every read of the interpreter is a process_vm_readv of this process: where that call is
+  // refused (a seccomp filter; qemu-user, which does not implement it) there can be no Python
+  // frames, and one line must say so rather than the layout check retrying in silence.
+  {
+    const uint64_t probe = 0x70796672616d6573;  // "pyframes"
+    uint64_t copy = 0;
+    iovec local{&copy, sizeof(copy)};
+    iovec remote{const_cast<uint64_t*>(&probe), sizeof(probe)};
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != sizeof(copy) || copy != probe) {
+      *note = std::string(
+                  "no Python frames: this process cannot read its own memory with "
+                  "process_vm_readv (") +
+              std::strerror(errno) + ")";
+      return nullptr;
+    }
+  }
   absl::StatusOr<symbols::ProcessModules> modules = symbols::ReadProcessModules(getpid());
   if (!modules.ok()) return nullptr;
   const python::ProcessMemoryReader self(getpid());
