@@ -112,8 +112,8 @@ class GunicornServer {
   static std::vector<std::string> Command(const std::string& dir, std::vector<std::string> argv,
                                           const std::vector<std::string>& options,
                                           const std::string& app) {
-    argv.insert(argv.end(), {kGunicornPython, kGunicorn, "--bind", "unix:" + dir + "/g.sock",
-                             "--chdir", dir});
+    argv.insert(argv.end(),
+                {kGunicornPython, kGunicorn, "--bind", "unix:" + dir + "/g.sock", "--chdir", dir});
     argv.insert(argv.end(), options.begin(), options.end());
     argv.push_back(app);
     return argv;
