@@ -22,8 +22,7 @@ function(hangwatch_targets_below out dir)
   set(${out} ${found} PARENT_SCOPE)
 endfunction()
 
-# hangwatch_share_test_pch(<targets...>): the GoogleTest binaries among <targets> (executables
-# linking hangwatch_test_support) compile against one precompiled <gtest/gtest.h> and
+# hangwatch_share_test_pch(<gtest binaries...>): these GoogleTest binaries compile against one precompiled <gtest/gtest.h> and
 # <gmock/gmock.h>, made once by hangwatch_test_pch, instead of parsing them in every source
 # file (about a second each). GCC uses a precompiled header only when the flags that matter
 # match; -Winvalid-pch (an error under -Werror) makes a mismatch fail the build instead of
@@ -36,14 +35,8 @@ function(hangwatch_share_test_pch)
   target_compile_options(hangwatch_test_pch PRIVATE ${HANGWATCH_TEST_OPTIMIZATION})
   hangwatch_target_warnings(hangwatch_test_pch)
   foreach(target ${ARGN})
-    get_target_property(type ${target} TYPE)
-    get_target_property(libs ${target} LINK_LIBRARIES)
-    # (HANGWATCH_OPTIMIZED_TESTS are compiled with other flags: they parse the headers.)
-    if(type STREQUAL "EXECUTABLE" AND "hangwatch_test_support" IN_LIST libs
-       AND NOT target IN_LIST HANGWATCH_OPTIMIZED_TESTS)
-      target_precompile_headers(${target} REUSE_FROM hangwatch_test_pch)
-      target_compile_options(${target} PRIVATE -Winvalid-pch)
-    endif()
+    target_precompile_headers(${target} REUSE_FROM hangwatch_test_pch)
+    target_compile_options(${target} PRIVATE -Winvalid-pch)
   endforeach()
 endfunction()
 
@@ -55,19 +48,26 @@ endfunction()
 #  - the shared precompiled header (HANGWATCH_TEST_PCH).
 function(hangwatch_finish_test_suite)
   hangwatch_targets_below(targets ${PROJECT_SOURCE_DIR}/tests)
+  # The GoogleTest binaries (executables linking hangwatch_test_support) whose own sources take
+  # HANGWATCH_TEST_OPTIMIZATION, and with it the shared header; HANGWATCH_OPTIMIZED_TESTS keep
+  # the build type's flags and parse the headers themselves.
+  set(gtests)
+  foreach(target ${targets})
+    get_target_property(type ${target} TYPE)
+    get_target_property(libs ${target} LINK_LIBRARIES)
+    if(type STREQUAL "EXECUTABLE" AND "hangwatch_test_support" IN_LIST libs
+       AND (NOT HANGWATCH_TEST_OPTIMIZATION OR NOT target IN_LIST HANGWATCH_OPTIMIZED_TESTS))
+      list(APPEND gtests ${target})
+    endif()
+  endforeach()
   if(HANGWATCH_TEST_OPTIMIZATION)
     # Target options come after CMAKE_CXX_FLAGS_<CONFIG> on the command line: the last -O wins.
-    foreach(target ${targets})
-      get_target_property(type ${target} TYPE)
-      get_target_property(libs ${target} LINK_LIBRARIES)
-      if(type STREQUAL "EXECUTABLE" AND "hangwatch_test_support" IN_LIST libs
-         AND NOT target IN_LIST HANGWATCH_OPTIMIZED_TESTS)
-        target_compile_options(${target} PRIVATE ${HANGWATCH_TEST_OPTIMIZATION})
-      endif()
+    foreach(target ${gtests})
+      target_compile_options(${target} PRIVATE ${HANGWATCH_TEST_OPTIMIZATION})
     endforeach()
   endif()
   if(HANGWATCH_TEST_PCH)
-    hangwatch_share_test_pch(${targets})
+    hangwatch_share_test_pch(${gtests})
   endif()
   set(built)
   foreach(target ${targets})
