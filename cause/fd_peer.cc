@@ -15,6 +15,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "cause/append_format.h"
 #include "unwind/proc_files.h"
 
 namespace hangwatch::cause {
@@ -347,48 +348,51 @@ bool DescribeFd(pid_t pid, int fd, const ScanBudget& budget, FdPeerScratch* scra
 size_t FormatSummary(const FdDescription& d, char* buf, size_t n) {
   if (n == 0) return 0;
   size_t at = 0;
-  auto put = [&](const char* format, auto... args) {
-    if (at + 1 >= n) return;
-    const int w = std::snprintf(buf + at, n - at, format, args...);
-    if (w > 0) at = at + static_cast<size_t>(w) < n ? at + static_cast<size_t>(w) : n - 1;
-  };
-  put("fd %d: ", d.fd);
+  AppendFormat(buf, n, &at, "fd %d: ", d.fd);
   switch (d.kind) {
     case FdKind::kUnknown: {
       const char* reason = d.error != 0 ? strerrordesc_np(d.error) : nullptr;
-      put("unknown (%s)", reason != nullptr ? reason : "not described");
+      AppendFormat(buf, n, &at, "unknown (%s)", reason != nullptr ? reason : "not described");
       return at;
     }
     case FdKind::kPipe:
-      put("%s", d.path);
+      AppendFormat(buf, n, &at, "%s", d.path);
       break;
     case FdKind::kUnixSocket:
-      put("unix socket %s", d.socket_path[0] != '\0' ? d.socket_path : "(unnamed)");
+      AppendFormat(buf, n, &at, "unix socket %s",
+                   d.socket_path[0] != '\0' ? d.socket_path : "(unnamed)");
       break;
     case FdKind::kTcp:
     case FdKind::kUdp: {
       char local[64], remote[64];
-      put("%s %s", FdKindName(d.kind), FormatEndpoint(d.local, local, sizeof local));
+      AppendFormat(buf, n, &at, "%s %s", FdKindName(d.kind),
+                   FormatEndpoint(d.local, local, sizeof local));
       if (d.remote.family != 0 && d.remote.port != 0) {
-        put(" -> %s", FormatEndpoint(d.remote, remote, sizeof remote));
+        AppendFormat(buf, n, &at, " -> %s", FormatEndpoint(d.remote, remote, sizeof remote));
       }
       break;
     }
     default:
-      put("%s %s", FdKindName(d.kind), d.path);
+      AppendFormat(buf, n, &at, "%s %s", FdKindName(d.kind), d.path);
       break;
   }
   const bool pipe_like = d.kind == FdKind::kPipe || d.kind == FdKind::kFifo;
   if (d.peers.count > 0) {
-    put(pipe_like ? ", other end held by" : d.peer_is_listener ? ", listener" : ", peer");
+    AppendFormat(buf, n, &at,
+                 pipe_like            ? ", other end held by"
+                 : d.peer_is_listener ? ", listener"
+                                      : ", peer");
     for (uint8_t i = 0; i < d.peers.count; ++i) {
       const PeerProcess& p = d.peers.peers[i];
-      put("%s %d \"%s\" (fd %d)", i == 0 ? "" : ",", p.pid, p.name, p.fd);
+      AppendFormat(buf, n, &at, "%s %d \"%s\" (fd %d)", i == 0 ? "" : ",", p.pid, p.name, p.fd);
     }
-    if (d.peers.truncated) put(", ...");
+    if (d.peers.truncated) AppendFormat(buf, n, &at, ", ...");
   } else if (pipe_like || d.peer_inode != 0 || d.loopback) {
-    put(d.scan.complete ? ", peer process not found" : ", peer process not found (scan cut)");
-    if (d.scan.unreadable > 0) put(" (%u processes unreadable)", d.scan.unreadable);
+    AppendFormat(
+        buf, n, &at,
+        d.scan.complete ? ", peer process not found" : ", peer process not found (scan cut)");
+    if (d.scan.unreadable > 0)
+      AppendFormat(buf, n, &at, " (%u processes unreadable)", d.scan.unreadable);
   }
   return at;
 }

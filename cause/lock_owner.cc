@@ -21,7 +21,7 @@ constexpr bool kKnownLayouts = false;  // musl, 32-bit: no owner, ever
 
 // pthread_mutex_t (glibc, 64-bit): int __lock; unsigned __count; int __owner; unsigned __nusers;
 // int __kind; ...
-constexpr uint64_t kMutexOwnerOffset = 8;
+constexpr size_t kMutexOwnerWord = 2;                            // __owner, at byte 8
 constexpr uint32_t kKindRobust = 16;                             // PTHREAD_MUTEX_ROBUST_NORMAL_NP
 constexpr uint32_t kKindPi = 32;                                 // PTHREAD_MUTEX_PRIO_INHERIT_NP
 constexpr uint32_t kKindPp = 64;                                 // PTHREAD_MUTEX_PRIO_PROTECT_NP
@@ -95,7 +95,7 @@ LockInfo TryMutex(pid_t pid, const DecodedWait& w) {
                                          LockType::kErrorCheckMutex, LockType::kAdaptiveMutex};
   info.addr = w.futex_addr;
   info.type = kByKind[kind & 3];
-  info.owner = static_cast<pid_t>(static_cast<int32_t>(m[2]));
+  info.owner = static_cast<pid_t>(static_cast<int32_t>(m[kMutexOwnerWord]));
   if (info.owner < 0) info.owner = 0;
   return info;
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "cause/append_format.h"
 #include "cause/holder_scan.h"
 #include "unwind/proc_files.h"
 
@@ -302,27 +303,25 @@ size_t FormatSummary(const SchedPressure& p, char* buf, size_t n) {
   if (n == 0) return 0;
   buf[0] = '\0';
   size_t at = 0;
-  auto put = [&](const char* format, auto... args) {
-    if (at + 1 >= n) return;
-    const int w = std::snprintf(buf + at, n - at, format, args...);
-    if (w > 0) at = at + static_cast<size_t>(w) < n ? at + static_cast<size_t>(w) : n - 1;
-  };
   const char* sep = "";
   const long long ms = p.duration_ns / 1'000'000;
   if (p.starved) {
-    put("starved: waited %llu ms for a CPU (%u %% of %lld ms), %u other thread%s runnable",
-        static_cast<unsigned long long>(p.run_delay_ns / 1'000'000), p.run_delay_permille / 10, ms,
-        p.runnable_others, p.runnable_others == 1 ? "" : "s");
+    AppendFormat(buf, n, &at,
+                 "starved: waited %llu ms for a CPU (%u %% of %lld ms), %u other thread%s runnable",
+                 static_cast<unsigned long long>(p.run_delay_ns / 1'000'000),
+                 p.run_delay_permille / 10, ms, p.runnable_others,
+                 p.runnable_others == 1 ? "" : "s");
     sep = "; ";
   }
   if (p.throttled) {
-    put("%sthrottled: the cgroup's CPU quota stopped it %llu time%s for %llu ms", sep,
-        static_cast<unsigned long long>(p.nr_throttled), p.nr_throttled == 1 ? "" : "s",
-        static_cast<unsigned long long>(p.throttled_usec / 1000));
+    AppendFormat(buf, n, &at,
+                 "%sthrottled: the cgroup's CPU quota stopped it %llu time%s for %llu ms", sep,
+                 static_cast<unsigned long long>(p.nr_throttled), p.nr_throttled == 1 ? "" : "s",
+                 static_cast<unsigned long long>(p.throttled_usec / 1000));
     sep = "; ";
   }
   if (p.pressure) {
-    put("%smachine pressure:", sep);
+    AppendFormat(buf, n, &at, "%smachine pressure:", sep);
     const char* comma = "";
     const struct {
       const char* name;
@@ -330,22 +329,22 @@ size_t FormatSummary(const SchedPressure& p, char* buf, size_t n) {
     } rs[] = {{"cpu", p.cpu}, {"memory", p.memory}, {"io", p.io}};
     for (const auto& r : rs) {
       if (r.r.present && r.r.some_permille >= 100) {
-        put("%s %s %u %%", comma, r.name, r.r.some_permille / 10);
+        AppendFormat(buf, n, &at, "%s %s %u %%", comma, r.name, r.r.some_permille / 10);
         comma = ",";
       }
     }
     sep = "; ";
   }
   if (p.major_faults > 0) {
-    put("%s%llu major fault%s", sep, static_cast<unsigned long long>(p.major_faults),
-        p.major_faults == 1 ? "" : "s");
+    AppendFormat(buf, n, &at, "%s%llu major fault%s", sep,
+                 static_cast<unsigned long long>(p.major_faults), p.major_faults == 1 ? "" : "s");
     sep = "; ";
   }
   if (p.d_state) {
-    put("%sin uninterruptible sleep (D)", sep);
+    AppendFormat(buf, n, &at, "%sin uninterruptible sleep (D)", sep);
     sep = "; ";
   }
-  if (at == 0) put("no scheduling pressure");
+  if (at == 0) AppendFormat(buf, n, &at, "no scheduling pressure");
   return at;
 }
 

@@ -53,13 +53,20 @@ class DiagSocket {
     while (true) {
       const ssize_t n = recv(fd_, buf->data, sizeof buf->data, 0);
       if (n <= 0) return false;
-      int len = static_cast<int>(n);
-      for (auto* h = reinterpret_cast<nlmsghdr*>(buf->data); NLMSG_OK(h, len);
-           h = NLMSG_NEXT(h, len)) {
+      // The datagram's messages, each starting at a 4-byte boundary: NLMSG_OK and NLMSG_NEXT
+      // spelled out in sizes (the macros compare the unsigned nlmsg_len with an int length).
+      size_t left = static_cast<size_t>(n);
+      for (size_t at = 0; left >= sizeof(nlmsghdr);) {
+        auto* h = reinterpret_cast<nlmsghdr*>(buf->data + at);
+        if (h->nlmsg_len < sizeof(nlmsghdr) || h->nlmsg_len > left) break;
         if (h->nlmsg_type == NLMSG_DONE) return true;
         if (h->nlmsg_type == NLMSG_ERROR) return false;
         if (!on_message(h)) return true;
         if (!dump) return true;
+        const size_t step = NLMSG_ALIGN(h->nlmsg_len);
+        if (step >= left) break;
+        at += step;
+        left -= step;
       }
     }
   }

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cause/append_format.h"
+
 namespace hangwatch::cause {
 namespace {
 
@@ -221,45 +223,47 @@ DecodedWait DecodeWaitOf(pid_t pid, const unwind::TaskSyscall& sys) {
 size_t FormatCall(const DecodedWait& w, char* out, size_t size) {
   if (size == 0) return 0;
   out[0] = '\0';
-  int n = 0;
-  auto put = [&](const char* fmt, auto... v) {
-    if (static_cast<size_t>(n) >= size) return;
-    const int k = std::snprintf(out + n, size - static_cast<size_t>(n), fmt, v...);
-    if (k > 0) n += k;
-  };
+  size_t n = 0;
   if (w.name == nullptr) {
-    put("syscall %lld(0x%llx, 0x%llx, 0x%llx)", static_cast<long long>(w.nr),
-        static_cast<unsigned long long>(w.args[0]), static_cast<unsigned long long>(w.args[1]),
-        static_cast<unsigned long long>(w.args[2]));
+    AppendFormat(out, size, &n, "syscall %lld(0x%llx, 0x%llx, 0x%llx)",
+                 static_cast<long long>(w.nr), static_cast<unsigned long long>(w.args[0]),
+                 static_cast<unsigned long long>(w.args[1]),
+                 static_cast<unsigned long long>(w.args[2]));
   } else if (w.wait == SyscallWait::kFutex) {
     const char* op = FutexOpName(w.futex_op);
     if (op != nullptr) {
-      put("futex(0x%llx, %s)", static_cast<unsigned long long>(w.futex_addr), op);
+      AppendFormat(out, size, &n, "futex(0x%llx, %s)",
+                   static_cast<unsigned long long>(w.futex_addr), op);
     } else {
-      put("futex(0x%llx, op %u)", static_cast<unsigned long long>(w.futex_addr), w.futex_op);
+      AppendFormat(out, size, &n, "futex(0x%llx, op %u)",
+                   static_cast<unsigned long long>(w.futex_addr), w.futex_op);
     }
   } else {
     const SyscallDesc d = DescribeSyscall(w.nr);
-    put("%s(", w.name);
+    AppendFormat(out, size, &n, "%s(", w.name);
     for (int i = 0; i < d.nargs && i < 6; ++i) {
       const char* sep = i > 0 ? ", " : "";
       const char* arg = d.args[i];
       if (std::strcmp(arg, "fd") == 0 || std::strcmp(arg, "dirfd") == 0 ||
           std::strcmp(arg, "epfd") == 0) {
-        put("%s%s %d", sep, arg, static_cast<int32_t>(static_cast<uint32_t>(w.args[i])));
+        AppendFormat(out, size, &n, "%s%s %d", sep, arg,
+                     static_cast<int32_t>(static_cast<uint32_t>(w.args[i])));
       } else if (std::strcmp(arg, "pid") == 0 || std::strcmp(arg, "id") == 0 ||
                  std::strcmp(arg, "timeout") == 0) {
-        put("%s%s %d", sep, arg, static_cast<int32_t>(static_cast<uint32_t>(w.args[i])));
+        AppendFormat(out, size, &n, "%s%s %d", sep, arg,
+                     static_cast<int32_t>(static_cast<uint32_t>(w.args[i])));
       } else if (std::strcmp(arg, "count") == 0 || std::strcmp(arg, "nfds") == 0 ||
                  std::strcmp(arg, "len") == 0) {
-        put("%s%s %lld", sep, arg, static_cast<long long>(static_cast<int64_t>(w.args[i])));
+        AppendFormat(out, size, &n, "%s%s %lld", sep, arg,
+                     static_cast<long long>(static_cast<int64_t>(w.args[i])));
       } else {
-        put("%s%s 0x%llx", sep, arg, static_cast<unsigned long long>(w.args[i]));
+        AppendFormat(out, size, &n, "%s%s 0x%llx", sep, arg,
+                     static_cast<unsigned long long>(w.args[i]));
       }
     }
-    put(")");
+    AppendFormat(out, size, &n, ")");
   }
-  return static_cast<size_t>(n) < size ? static_cast<size_t>(n) : size - 1;
+  return n;
 }
 
 }  // namespace hangwatch::cause

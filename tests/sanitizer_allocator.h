@@ -5,12 +5,10 @@
 #ifndef HANGWATCH_TESTS_SANITIZER_ALLOCATOR_H_
 #define HANGWATCH_TESTS_SANITIZER_ALLOCATOR_H_
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include "tests/sanitizers.h"
+
+#if HW_TEST_ASAN || HW_TEST_TSAN
 #define HANGWATCH_TEST_SANITIZER_ALLOCATOR 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define HANGWATCH_TEST_SANITIZER_ALLOCATOR 1
-#endif
 #endif
 
 #endif  // HANGWATCH_TESTS_SANITIZER_ALLOCATOR_H_

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
+#include "tests/keep_frame.h"
 #include "unwind/proc_blocked_reader.h"
 #include "unwind/thread_capture.h"
 
@@ -24,23 +25,22 @@ using testing::HangCollector;
 using testing::StackMentions;
 using testing::TestConfig;
 
-std::atomic<bool> g_release{false};
 std::atomic<int> g_eintr{0};
 uint64_t g_base_samples = 0;
 constexpr uint64_t kSamples = 15;
 
 bool EnoughSamples() { return GetStats().samples >= g_base_samples + kSamples; }
 
-[[gnu::noinline, gnu::noipa]] int SpinningCompare(const void* a, const void* b) {
+HW_TEST_KEEP_FRAME int SpinningCompare(const void* a, const void* b) {
   while (!EnoughSamples()) {
   }
   return *static_cast<const int*>(a) - *static_cast<const int*>(b);
 }
-[[gnu::noinline, gnu::noipa]] void QsortCaller() {
+HW_TEST_KEEP_FRAME void QsortCaller() {
   int values[4] = {3, 1, 2, 0};
   qsort(values, 4, sizeof(int), SpinningCompare);
 }
-[[gnu::noinline, gnu::noipa]] void NanosleepCaller() {
+HW_TEST_KEEP_FRAME void NanosleepCaller() {
   while (!EnoughSamples()) {
     timespec ts{0, 50 * 1000 * 1000};
     if (nanosleep(&ts, nullptr) != 0 && errno == EINTR) g_eintr.fetch_add(1);

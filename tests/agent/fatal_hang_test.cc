@@ -20,6 +20,7 @@
 #include "agent/python_frame_word.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
+#include "tests/keep_frame.h"
 
 namespace hangwatch {
 namespace {
@@ -38,7 +39,7 @@ std::string TempPath(const char* name) {
 std::atomic<bool> g_never{false};
 volatile uint64_t g_spin;
 
-[[gnu::noinline, gnu::noipa]] void StuckForever() {
+HW_TEST_KEEP_FRAME void StuckForever() {
   while (!g_never.load(std::memory_order_relaxed)) g_spin = g_spin + 1;
 }
 

@@ -2,6 +2,7 @@
 // fingerprint's stability (across load addresses, pcs within a function, and real runs of this
 // binary), and the spdlog report's shape.
 #include "agent/materialize.h"
+#include "tests/keep_frame.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,7 +154,7 @@ TEST(MaterializeTest, FingerprintIgnoresLoadAddressAndPcWithinTheFunction) {
 // ---- the same stall in two runs of this binary (ASLR moves it) has the same fingerprint ----
 
 // Spins without calls, so every sample has the same innermost frame and the same callers.
-[[gnu::noinline, gnu::noipa]] void FingerprintedStall(const std::atomic<bool>* done) {
+HW_TEST_KEEP_FRAME void FingerprintedStall(const std::atomic<bool>* done) {
   volatile uint64_t x = 0;
   while (!done->load(std::memory_order_relaxed)) x = x + 1;
 }

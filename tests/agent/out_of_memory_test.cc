@@ -18,6 +18,7 @@
 
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
+#include "tests/keep_frame.h"
 #include "tests/sanitizer_allocator.h"
 
 namespace hangwatch {
@@ -44,7 +45,7 @@ bool EnoughSamples() { return GetStats().samples >= g_base_samples + 20; }
 
 // The hang: a busy qsort comparator, so that the samples stop inside libc (whose CFI the
 // watchdog has not loaded yet: no hang was unwound before the limit).
-[[gnu::noinline, gnu::noipa]] int SpinningCompare(const void* a, const void* b) {
+HW_TEST_KEEP_FRAME int SpinningCompare(const void* a, const void* b) {
   while (!EnoughSamples()) {
   }
   return *static_cast<const int*>(a) - *static_cast<const int*>(b);

@@ -22,6 +22,7 @@
 
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
+#include "tests/keep_frame.h"
 
 namespace hangwatch {
 namespace {
@@ -31,7 +32,7 @@ using testing::HangCollector;
 using testing::TestConfig;
 using testing::WaitForChild;
 
-[[gnu::noinline, gnu::noipa]] void SpinUntilSampled() {
+HW_TEST_KEEP_FRAME void SpinUntilSampled() {
   const uint64_t base = GetStats().samples;
   while (GetStats().samples < base + 20) {
   }

@@ -22,6 +22,7 @@
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
 #include "tests/agent/e2e_util.h"
+#include "tests/keep_frame.h"
 
 namespace hangwatch {
 namespace {
@@ -36,24 +37,24 @@ using testing::WaitUntil;
 
 volatile uint64_t g_work;
 
-[[gnu::noinline, gnu::noipa]] void SpinUntilFlag(const std::atomic<bool>* flag) {
+HW_TEST_KEEP_FRAME void SpinUntilFlag(const std::atomic<bool>* flag) {
   while (!flag->load(std::memory_order_relaxed)) g_work = g_work + 1;
 }
-[[gnu::noinline, gnu::noipa]] void PhaseA(const std::atomic<bool>* flag) {
+HW_TEST_KEEP_FRAME void PhaseA(const std::atomic<bool>* flag) {
   while (!flag->load(std::memory_order_relaxed)) g_work = g_work + 1;
 }
-[[gnu::noinline, gnu::noipa]] void PhaseB(const std::atomic<bool>* flag) {
+HW_TEST_KEEP_FRAME void PhaseB(const std::atomic<bool>* flag) {
   while (!flag->load(std::memory_order_relaxed)) g_work = g_work * 3 + 7;
 }
-[[gnu::noinline, gnu::noipa]] void SpinFor(std::chrono::milliseconds d) {
+HW_TEST_KEEP_FRAME void SpinFor(std::chrono::milliseconds d) {
   const auto end = std::chrono::steady_clock::now() + d;
   while (std::chrono::steady_clock::now() < end) g_work = g_work + 1;
 }
 // Busy until `done` (no calls: every sample's innermost frame is this function itself).
-[[gnu::noinline, gnu::noipa]] void ExpensivePart(const std::atomic<bool>* done) {
+HW_TEST_KEEP_FRAME void ExpensivePart(const std::atomic<bool>* done) {
   while (!done->load(std::memory_order_relaxed)) g_work = g_work + 3;
 }
-[[gnu::noinline, gnu::noipa]] void CheapTail() { std::this_thread::sleep_for(40ms); }
+HW_TEST_KEEP_FRAME void CheapTail() { std::this_thread::sleep_for(40ms); }
 
 uint64_t Samples() { return GetStats().samples; }
 

@@ -22,6 +22,7 @@
 #include "report/report_decode.h"
 #include "report/report_record.h"
 #include "tests/agent/e2e_util.h"
+#include "tests/keep_frame.h"
 
 namespace hangwatch {
 namespace {
@@ -39,7 +40,7 @@ Config CauseConfig() {
 }
 
 // The owner's body while it holds the lock: asleep in nanosleep until released.
-[[gnu::noinline, gnu::noipa]] void WriteJournalSlowly(const std::atomic<bool>* release) {
+HW_TEST_KEEP_FRAME void WriteJournalSlowly(const std::atomic<bool>* release) {
   while (!release->load()) {
     timespec ts{0, 2'000'000};
     nanosleep(&ts, nullptr);
@@ -220,7 +221,7 @@ TEST(WaitCauseE2eTest, SleepAndChildAreNamed) {
 }
 
 volatile uint64_t g_spin;
-[[gnu::noinline, gnu::noipa]] void SpinFor(std::chrono::milliseconds d) {
+HW_TEST_KEEP_FRAME void SpinFor(std::chrono::milliseconds d) {
   const auto end = std::chrono::steady_clock::now() + d;
   while (std::chrono::steady_clock::now() < end) g_spin = g_spin + 1;
 }

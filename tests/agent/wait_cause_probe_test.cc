@@ -2,6 +2,7 @@
 // nothing (the watchdog's rule after Start()), nor does a hang on a pipe (its other end looked
 // for in /proc, the scheduling counters at its start and end); a running thread gives no cause.
 #include "agent/wait_cause_probe.h"
+#include "tests/keep_frame.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -63,7 +64,7 @@ class ProcCapturer final : public OtherThreadCapturer {
   unwind::CaptureBuffer buffer_{64, 16 * 1024};
 };
 
-[[gnu::noinline, gnu::noipa]] void HoldAndSleep(const std::atomic<bool>* release) {
+HW_TEST_KEEP_FRAME void HoldAndSleep(const std::atomic<bool>* release) {
   while (!release->load()) {
     timespec ts{0, 200'000'000};
     nanosleep(&ts, nullptr);

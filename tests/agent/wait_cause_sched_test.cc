@@ -18,6 +18,7 @@
 #include "report/report_decode.h"
 #include "tests/agent/e2e_util.h"
 #include "tests/cause/cpu_quota_cgroup.h"
+#include "tests/keep_frame.h"
 
 namespace hangwatch {
 namespace {
@@ -25,7 +26,7 @@ namespace {
 using namespace std::chrono_literals;
 
 volatile uint64_t g_spin;
-[[gnu::noinline, gnu::noipa]] void SpinFor(std::chrono::milliseconds d) {
+HW_TEST_KEEP_FRAME void SpinFor(std::chrono::milliseconds d) {
   const auto end = std::chrono::steady_clock::now() + d;
   while (std::chrono::steady_clock::now() < end) g_spin = g_spin + 1;
 }

@@ -1,6 +1,7 @@
 // cause/lock_owner.h and cause/syscall_decode.h on real threads of this process: a thread
 // blocked on each kind of lock held by another, read from /proc and the lock's memory.
 #include "cause/lock_owner.h"
+#include "tests/keep_frame.h"
 
 #include <pthread.h>
 #include <semaphore.h>
@@ -43,7 +44,7 @@ bool WaitForCall(pid_t tid, SyscallWait want, DecodedWait* out) {
 }
 
 // The owner's body while it holds the lock: asleep in nanosleep until released.
-[[gnu::noinline, gnu::noipa]] void HoldAndSleep(const std::atomic<bool>* release) {
+HW_TEST_KEEP_FRAME void HoldAndSleep(const std::atomic<bool>* release) {
   while (!release->load()) {
     timespec ts{0, 2'000'000};
     nanosleep(&ts, nullptr);
@@ -437,7 +438,7 @@ TEST(SyscallDecodeTest, PollWithoutDescriptorsIsASleep) {
   EXPECT_STREQ(text, "syscall 100000(0x0, 0x3, 0x0)");
 }
 
-[[gnu::noinline, gnu::noipa]] void SleepOneSecondThenExit() {
+HW_TEST_KEEP_FRAME void SleepOneSecondThenExit() {
   timespec ts{1, 0};
   nanosleep(&ts, nullptr);
   _exit(0);

@@ -14,6 +14,7 @@
 #include "symbols/cfi_unwinder.h"
 #include "tests/cfi/cfi_test_util.h"
 #include "tests/cfi/nofp_lib.h"
+#include "tests/sanitizers.h"
 #include "tests/unwind/target_thread.h"
 #include "unwind/frame_walker.h"
 #include "unwind/signal_sampler.h"
@@ -311,9 +312,10 @@ TEST_F(CfiUnwinderTest, LeafWithoutFrameRecordShowsItsCaller) {
   for (size_t i = 0; i < capture_.num_frames; ++i) {
     fp.push_back(hangwatch::testing::NameOf(capture_.frames()[i], i > 0));
   }
-#if !defined(__SANITIZE_ADDRESS__)
-  // (Under ASan gcc gives the leaf a frame record, and the frame-pointer walk sees the caller.)
-  EXPECT_FALSE(HasChain(fp, {"cfi_leaf_caller"})) << "gcc gave SpinLeaf a frame record";
+#if !HW_TEST_ASAN
+  // (Under ASan the compiler gives the leaf a frame record, and the frame-pointer walk sees the
+  // caller.)
+  EXPECT_FALSE(HasChain(fp, {"cfi_leaf_caller"})) << "the compiler gave SpinLeaf a frame record";
 #endif
 }
 

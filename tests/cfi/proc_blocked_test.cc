@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "symbols/cfi_unwinder.h"
 #include "tests/cfi/cfi_test_util.h"
+#include "tests/sanitizers.h"
 #include "tests/unwind/target_thread.h"
 #include "unwind/proc_blocked_reader.h"
 #include "unwind/signal_sampler.h"
@@ -212,7 +213,7 @@ namespace {
 // left among the interceptor's locals (the caller, or RegisterCurrentThread: which one depends
 // on what ran before, such as whether the dynamic linker resolved read() on this thread). The
 // chain through it is checked in the plain build.
-#if defined(__SANITIZE_ADDRESS__)
+#if HW_TEST_ASAN
 constexpr bool kReadIsIntercepted = true;
 #else
 constexpr bool kReadIsIntercepted = false;

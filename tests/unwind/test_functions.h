@@ -6,13 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-// noinline alone lets GCC clone a function (foo.constprop.0) whose code is outside foo's symbol;
-// noipa forbids that too.
-#if defined(__clang__)
-#define HW_TEST_KEEP_FRAME __attribute__((noinline, used))
-#else
-#define HW_TEST_KEEP_FRAME __attribute__((noinline, noipa, used))
-#endif
+#include "tests/keep_frame.h"
 
 // Keeps a call out of tail position, so that the caller's frame stays on the stack.
 #define HW_TEST_NO_TAIL_CALL() asm volatile("" ::: "memory")

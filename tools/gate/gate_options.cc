@@ -80,13 +80,17 @@ void AddGateFlags(FlagParser* parser, bool baseline_lists, GateOptions* options)
                    &options->budgets.max_hang_ms},
         std::tuple{"--max-hangs", 0, " wants a number of hangs (0 or more), not '",
                    &options->budgets.max_hangs}}) {
-    parser->Value({flag}, [=](const std::string& v) -> std::string {
-      uint64_t n;
-      if (!ParseWholeNumber(v, min, UINT64_MAX, &n)) return flag + (wants + v) + "'";
-      *budget = n;
-      options->gating = true;
-      return "";
-    });
+    // Init-captures: a lambda may not name a structured binding before C++20 compilers that
+    // implement P1091 (clang 16).
+    parser->Value({flag},
+                  [options, flag = flag, min = min, wants = wants,
+                   budget = budget](const std::string& v) -> std::string {
+                    uint64_t n;
+                    if (!ParseWholeNumber(v, min, UINT64_MAX, &n)) return flag + (wants + v) + "'";
+                    *budget = n;
+                    options->gating = true;
+                    return "";
+                  });
   }
   parser->Value({"--max-p99-ms"}, [options](const std::string& v) -> std::string {
     double ms;
