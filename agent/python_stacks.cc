@@ -17,6 +17,7 @@
 #include "python/debug_offsets.h"
 #include "symbols/process_modules.h"
 #include "unwind/capture_hook.h"
+#include "unwind/self_memory.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -51,25 +52,20 @@ std::unique_ptr<PythonStacks> PythonStacks::Create(size_t max_frames, std::strin
   }
   // Not Python: one dynamic-symbol lookup, nothing more.
   if (dlsym(RTLD_DEFAULT, "_PyRuntime") == nullptr) return nullptr;
-  // Every read of the interpreter is a process_vm_readv of this process: where that call is
-  // refused (a seccomp filter; qemu-user, which does not implement it) there can be no Python
-  // frames, and one line must say so rather than the layout check retrying in silence.
-  {
-    const uint64_t probe = 0x70796672616d6573;  // "pyframes"
-    uint64_t copy = 0;
-    iovec local{&copy, sizeof(copy)};
-    iovec remote{const_cast<uint64_t*>(&probe), sizeof(probe)};
-    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != sizeof(copy) || copy != probe) {
-      *note = std::string(
-                  "no Python frames: this process cannot read its own memory with "
-                  "process_vm_readv (") +
-              std::strerror(errno) + ")";
-      return nullptr;
-    }
+  // Every read of the interpreter is a read of this process's own memory that cannot fault
+  // (unwind/self_memory.h): process_vm_readv, or /proc/self/mem where that call is refused (a
+  // seccomp filter; qemu-user, which does not implement it). Where neither works there can be
+  // no Python frames, and one line must say so rather than the layout check retrying in silence.
+  if (unwind::PrepareSelfMemory() == unwind::SelfMemoryMethod::kNone) {
+    *note = std::string(
+                "no Python frames: this process can read its own memory neither with "
+                "process_vm_readv nor from /proc/self/mem (") +
+            std::strerror(errno) + ")";
+    return nullptr;
   }
   absl::StatusOr<symbols::ProcessModules> modules = symbols::ReadProcessModules(getpid());
   if (!modules.ok()) return nullptr;
-  const python::ProcessMemoryReader self(getpid());
+  const python::SelfMemoryReader self;
   absl::StatusOr<python::InterpreterAddresses> addresses =
       python::LocateInterpreter(*modules, self);
   if (!addresses.ok()) return nullptr;
@@ -88,8 +84,6 @@ PythonStacks::PythonStacks(const python::InterpreterAddresses& addresses,
                            const python::PythonLayout& layout, size_t max_frames)
     : addresses_(addresses),
       layout_(layout),
-      pid_(getpid()),
-      self_(pid_),
       chain_(self_, layout_, addresses_),
       max_frames_(std::clamp<size_t>(max_frames, 1, kHookFrames)),
       hook_(ProcessHook(layout)),
@@ -208,7 +202,7 @@ size_t PythonStacks::CheckCodes(size_t count) {
   }
   if (asked == 0) return 0;
   // The kernel stops at the first range it cannot read: the frames before it are checked.
-  const ssize_t got = process_vm_readv(pid_, local_.get(), asked, remote_.get(), asked, 0);
+  const ssize_t got = unwind::ReadSelfV(local_.get(), asked, remote_.get(), asked);
   const size_t readable = got > 0 ? static_cast<size_t>(got) / size : 0;
   for (size_t i = 0; i < readable; ++i) {
     const unsigned char* bytes = headers_.get() + i * kCodeHeaderBytes;

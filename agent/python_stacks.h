@@ -4,8 +4,8 @@
 //
 // Split between the capture and the watchdog:
 //  - capture (python/capture_hook.h, installed as the process's unwind::CaptureHook): the
-//    chain's code object addresses and instructions, read with process_vm_readv on this
-//    process, nothing checked or named;
+//    chain's code object addresses and instructions, read from this process's own memory
+//    (unwind/self_memory.h), nothing checked or named;
 //  - watchdog (Merge): each code object checked (one read: its type is PyCode_Type) and
 //    identified (its co_filename and name objects and first line), the frames placed in the
 //    native stack (python/frame_placement.h) as words of python_frame_word.h, and each new word
@@ -37,8 +37,8 @@
 #include "python/frame_chain.h"
 #include "python/frame_placement.h"
 #include "python/interpreter_locator.h"
-#include "python/process_memory_reader.h"
 #include "python/python_layout.h"
+#include "python/self_memory_reader.h"
 
 namespace hangwatch::agent {
 
@@ -67,15 +67,14 @@ class PythonStacks final : public RuntimeFrames, public PythonNames {
   PythonStacks(const python::InterpreterAddresses& addresses, const python::PythonLayout& layout,
                size_t max_frames);
   void TryActivate();
-  // The code objects of frames_[0..count), read in one process_vm_readv (an iovec each): how
+  // The code objects of frames_[0..count), read in one unwind::ReadSelfV (an iovec each): how
   // many lead the chain as code objects; their identities into identities_.
   size_t CheckCodes(size_t count);
   void Name(uintptr_t word, const python::PythonFrame& frame, uint64_t identity);
 
   python::InterpreterAddresses addresses_;
   python::PythonLayout layout_;
-  pid_t pid_;
-  python::ProcessMemoryReader self_;
+  python::SelfMemoryReader self_;
   python::FrameChainReader chain_;
   size_t max_frames_;
   std::function<void(const std::string&)> note_;

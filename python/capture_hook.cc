@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "python/capture_chain.h"
+#include "unwind/self_memory.h"
 
 namespace hangwatch::python {
 namespace {
@@ -46,18 +47,8 @@ PythonCaptureHook::PythonCaptureHook(const PythonLayout& layout, size_t max_fram
       max_frames_(max_frames),
       frames_(new PythonFrame[max_frames > 0 ? max_frames : 1]) {}
 
-bool PythonCaptureHook::SelfReader::Read(uint64_t addr, void* out, size_t n) const {
-  if (n == 0) return true;
-  if (addr == 0 || addr + n < addr) return false;
-  iovec local{out, n};
-  iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), n};
-  return process_vm_readv(pid.load(std::memory_order_relaxed), &local, 1, &remote, 1, 0) ==
-         static_cast<ssize_t>(n);
-}
-
 void PythonCaptureHook::Watch(pid_t tid, uint64_t tstate) {
   tid_.store(0, std::memory_order_relaxed);
-  self_.pid.store(getpid(), std::memory_order_relaxed);
   tstate_.store(tstate, std::memory_order_release);
   tid_.store(tstate != 0 ? tid : 0, std::memory_order_release);
 }
@@ -85,8 +76,7 @@ uint64_t PythonCaptureHook::InnermostFrame(uint64_t tstate, const unwind::Memory
   iovec local[2] = {{ts, span}, {copy_.storage(), cached}};
   iovec remote[2] = {{reinterpret_cast<void*>(static_cast<uintptr_t>(tstate + lo)), span},
                      {reinterpret_cast<void*>(static_cast<uintptr_t>(chunk_)), cached}};
-  const ssize_t got = process_vm_readv(self_.pid.load(std::memory_order_relaxed), local,
-                                       cached > 0 ? 2 : 1, remote, cached > 0 ? 2 : 1, 0);
+  const ssize_t got = unwind::ReadSelfV(local, cached > 0 ? 2 : 1, remote, cached > 0 ? 2 : 1);
   if (got < static_cast<ssize_t>(span)) return 0;
   uint64_t cframe = 0;
   std::memcpy(&cframe, ts + (layout_.tstate_cframe - lo), 8);

@@ -5,16 +5,17 @@
 // mark (python/capture_chain.h): nothing is checked or named here; the watchdog decodes the
 // words (DecodeCaptureWords), checks each code object and names it.
 //
-// Cost (3.11+): one process_vm_readv of the thread state's few fields together with the data
+// Cost (3.11+): one read (process_vm_readv) of the thread state's few fields together with the data
 // stack chunk the last capture found (up to `copy_bytes` of it, into storage allocated here);
 // the C frame's current frame from the capture's stack copy (it is a local of the eval loop);
 // then the walk served from the chunk's copy. A chunk that changed costs one more read (of its
 // used part, the innermost end), a current frame outside the stack copy one more, a frame
 // outside the chunk (a generator's or a coroutine's, which live in their objects, or one in an
 // older chunk) one each. 3.10's frames are heap objects: one read per frame.
-// Every read is process_vm_readv on this process: a bad pointer fails with EFAULT, never
-// faults. No allocation, no lock (a busy flag: a second capture while one runs records
-// nothing), so it may run in a signal handler.
+// Every read is unwind::ReadSelfV (process_vm_readv on this process, or pread of
+// /proc/self/mem where that call is refused): a bad pointer fails the read, never faults. No
+// allocation, no lock (a busy flag: a second capture while one runs records nothing), so it may run
+// in a signal handler.
 #ifndef HANGWATCH_PYTHON_CAPTURE_HOOK_H_
 #define HANGWATCH_PYTHON_CAPTURE_HOOK_H_
 
@@ -28,6 +29,7 @@
 #include "python/copy_reader.h"
 #include "python/frame_chain.h"
 #include "python/python_layout.h"
+#include "python/self_memory_reader.h"
 #include "unwind/capture_hook.h"
 
 namespace hangwatch::python {
@@ -62,14 +64,8 @@ class PythonCaptureHook final : public unwind::CaptureHook {
 
   // This process's memory, by the pid Watch() was last called in (a child of fork() that
   // watches its own thread reads its own memory, never its parent's).
-  class SelfReader final : public MemoryReader {
-   public:
-    bool Read(uint64_t addr, void* out, size_t n) const override;
-    std::atomic<pid_t> pid{0};
-  };
-
   const PythonLayout layout_;
-  SelfReader self_;
+  SelfMemoryReader self_;
   CopyReader copy_;
   size_t max_frames_;
   std::unique_ptr<PythonFrame[]> frames_;

@@ -4,7 +4,7 @@
 // its frames) is copied once, so that walking 50 frames costs one system call, not 50.
 //
 // Allocation-free after construction; Load() and Read() are async-signal-safe when the
-// fallback's Read() is (ProcessMemoryReader: process_vm_readv).
+// fallback's Read() is (SelfMemoryReader in the agent).
 #ifndef HANGWATCH_PYTHON_COPY_READER_H_
 #define HANGWATCH_PYTHON_COPY_READER_H_
 

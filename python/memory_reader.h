@@ -3,8 +3,9 @@
 // may fail, and a failed read ends what was being read (a truncated stack), never a crash.
 //
 // Implementations: ProcessMemoryReader (another process, process_vm_readv: `hangwatch
-// snapshot`); later a guarded in-process reader for the agent's capture. Read() must not
-// allocate, so that the frame-chain reading above it can run while a thread is stopped.
+// snapshot`), SelfMemoryReader (this process: the agent), CopyReader (a copy made earlier, the
+// other reader behind it). Read() must not allocate, so that the frame-chain reading above it
+// can run while a thread is stopped.
 #ifndef HANGWATCH_PYTHON_MEMORY_READER_H_
 #define HANGWATCH_PYTHON_MEMORY_READER_H_
 

@@ -15,7 +15,7 @@ packages=(
   prometheus-cpp-dev prometheus
   e2fsprogs
   emacs-nox gunicorn xvfb xauth zenity python3-gi gir1.2-gtk-3.0 nginx tk tmux sqlite3 python3-tk
-  python3-psycopg2 fuse3 libfuse3-dev libpq-dev
+  python3-psycopg2 fuse3 libfuse3-dev libpq-dev libpython3.11-dev
 )
 # node and npm run the OTLP receiver of the `hangwatch export` tests and the HTML report's
 # browser test (puppeteer-core). A node that came from elsewhere (NodeSource, its own npm

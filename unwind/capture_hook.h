@@ -9,7 +9,8 @@
 //    sleeps in the kernel: between the two reads of its scheduling counters and system call
 //    line, so that a thread that ran meanwhile discards the whole capture.
 // Either way it must be async-signal-safe: no allocation, no lock, no access that can fault
-// (read other memory with process_vm_readv, which fails with EFAULT instead), bounded time.
+// (read other memory with ReadSelfV of unwind/self_memory.h, which fails instead), bounded
+// time.
 // What it writes goes into the capture's extra words (CaptureBuffer::extra()), decoded later
 // on the sampling side by whoever installed the hook.
 #ifndef HANGWATCH_UNWIND_CAPTURE_HOOK_H_

@@ -12,6 +12,7 @@
 #include "unwind/capture_hook.h"
 #include "unwind/internal/task_file.h"
 #include "unwind/proc_files.h"
+#include "unwind/self_memory.h"
 
 namespace hangwatch::unwind {
 
@@ -113,7 +114,7 @@ ProcReadStatus ReadBlocked(const ThreadInfo& target, CaptureBuffer* out,
     const size_t len = std::min<size_t>(target.stack.hi - sp, out->max_stack_bytes());
     iovec local{out->stack_storage(), len};
     iovec remote{reinterpret_cast<void*>(sp), len};
-    const ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    const ssize_t n = ReadSelfV(&local, 1, &remote, 1);
     if (n <= 0) return ProcReadStatus::kError;
     copied = static_cast<size_t>(n);
   }

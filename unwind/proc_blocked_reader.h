@@ -3,10 +3,10 @@
 // A signal makes nanosleep, epoll_wait, poll and select return EINTR even under SA_RESTART, so
 // a thread sleeping in the kernel is read through /proc instead: where it sleeps (syscall:
 // number, arguments, sp and pc; "running" for a thread that is not asleep), its state (stat), and a
-// copy of its stack made with process_vm_readv (which fails cleanly, instead of faulting, if the
-// stack went away). The copy is trusted only if the thread provably did not run meanwhile: its
-// schedstat (time on CPU and number of times it was scheduled) and its syscall line are read before
-// and after, and must be unchanged. Otherwise the caller falls back to the signal.
+// copy of its stack made with ReadSelfV (unwind/self_memory.h: fails cleanly, instead of faulting,
+// if the stack went away). The copy is trusted only if the thread provably did not run meanwhile:
+// its schedstat (time on CPU and number of times it was scheduled) and its syscall line are read
+// before and after, and must be unchanged. Otherwise the caller falls back to the signal.
 //
 // The frame pointer is not known this way (/proc gives pc and sp only) and the pc is in a libc
 // syscall wrapper without a frame record: such captures are unwound with CFI

@@ -82,8 +82,10 @@ class PythonFramesTest : public ::testing::TestWithParam<int> {
     }
   }
 
-  // Runs one scenario; its one hang (of at least 400 ms) into *out.
-  void Run(const std::string& scenario, HangRecord* out, std::vector<std::string> env = {}) {
+  // Runs one scenario; its one hang (of at least 400 ms) into *out. `launcher`: a program that
+  // starts python3 (its path and arguments follow).
+  void Run(const std::string& scenario, HangRecord* out, std::vector<std::string> env = {},
+           const std::string& launcher = "") {
     TempDir dir;
     const std::string report_path = dir.path() + "/hangs.jsonl";
     env.push_back("LD_PRELOAD=" HANGWATCH_PRELOAD_LIB);
@@ -92,7 +94,9 @@ class PythonFramesTest : public ::testing::TestWithParam<int> {
     env.push_back("HANGWATCH_REPORT=" + report_path);
     env.push_back("HANGWATCH_LOG=0");
     env.push_back("HANGWATCH_OPEN_HANG_DIR=" + dir.path());
-    ChildProcess child({python_, kProgram, scenario}, env);
+    std::vector<std::string> argv = {python_, kProgram, scenario};
+    if (!launcher.empty()) argv.insert(argv.begin(), launcher);
+    ChildProcess child(argv, env);
     std::string line;
     ASSERT_TRUE(child.ReadLine(&line, std::chrono::seconds(60)));
     EXPECT_EQ(line, "done");
@@ -140,6 +144,26 @@ TEST_P(PythonFramesTest, BusyFunctionIsNamedWithItsFileAndLine) {
   const int main_frame = FindPython(s, "main", static_cast<size_t>(scenario) + 1);
   ASSERT_GT(main_frame, scenario) << Describe(s);
   EXPECT_EQ(s.frames[static_cast<size_t>(main_frame)].line, MarkedLines("scenario").at(0));
+}
+
+// Where process_vm_readv is refused (here a seccomp filter; qemu-user does not implement it),
+// the agent reads its own memory from /proc/self/mem: the same frames, the busy loop and a
+// sleep read through /proc alike.
+TEST_P(PythonFramesTest, FramesAreReadWhereProcessVmReadvIsRefused) {
+  HangRecord h;
+  ASSERT_NO_FATAL_FAILURE(Run("busy", &h, {}, DENY_PROCESS_VM_READV));
+  const std::vector<int> lines = MarkedLines("busy-loop");
+  ASSERT_EQ(lines.size(), 2u);
+  for (const Stack& st : h.stacks) {
+    const int busy = FindPython(st, "busy");
+    ASSERT_GE(busy, 0) << Describe(st);
+    const Frame& f = st.frames[static_cast<size_t>(busy)];
+    EXPECT_TRUE(f.line == lines[0] || f.line == lines[1]) << f.line << "\n" << Describe(st);
+  }
+  EXPECT_GT(FindPython(*h.dominant(), "main"), FindPython(*h.dominant(), "scenario"));
+  HangRecord sleep;
+  ASSERT_NO_FATAL_FAILURE(Run("worker", &sleep, {}, DENY_PROCESS_VM_READV));
+  ASSERT_GE(FindPython(*sleep.dominant(), "main_with_worker"), 1) << Describe(*sleep.dominant());
 }
 
 TEST_P(PythonFramesTest, SleepIsReadThroughProcWithThePythonCaller) {
