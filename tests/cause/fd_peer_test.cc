@@ -257,7 +257,8 @@ TEST_F(FdPeerTest, DeadProcessIsUnknown) {
 TEST_F(FdPeerTest, HoldersFoundOnceAreVerifiedNotRescannedUntilTheyLetGo) {
   int p[2];
   ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
-  auto child = std::make_unique<PeerChild>("pipe-writer", [&] { close(p[0]); });
+  auto child = std::make_unique<PeerChild>(
+      "pipe-writer", [&] { close(p[0]); }, /*after_body=*/true);
   const pid_t child_pid = child->pid();
   close(p[1]);
   ASSERT_TRUE(DescribeFd(0, p[0], budget_, scratch_.get(), &d_));
@@ -308,7 +309,8 @@ TEST_F(FdPeerTest, UnreadableProcEntriesAreUnknownAndCounted) {
 TEST_F(FdPeerTest, BudgetCutsTheScanAndSaysSo) {
   int p[2];
   ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
-  PeerChild child("pipe-writer", [&] { close(p[0]); });
+  PeerChild child(
+      "pipe-writer", [&] { close(p[0]); }, /*after_body=*/true);
   close(p[1]);
   budget_.max_processes = 1;  // this process only: the child is never reached
   ASSERT_TRUE(DescribeFd(0, p[0], budget_, scratch_.get(), &d_));

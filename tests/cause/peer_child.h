@@ -17,17 +17,20 @@ class PeerChild {
  public:
   // `body` runs in the child after the rename; the child then sleeps until killed (at most
   // 60 s). Descriptors of the parent stay open in the child unless `body` closes them.
-  // The constructor returns once the child has its name (before `body` runs).
+  // The constructor returns once the child has its name (before `body` runs, which may block),
+  // or, with `after_body`, once `body` has returned (a body that closes descriptors: the test
+  // then sees the child's table as the body left it).
   template <typename F>
-  PeerChild(const char* name, F&& body) {
+  PeerChild(const char* name, F&& body, bool after_body = false) {
     int ready[2];
     if (pipe(ready) != 0) return;
     pid_ = fork();
     if (pid_ == 0) {
       prctl(PR_SET_NAME, name);
       close(ready[0]);
-      close(ready[1]);  // EOF: named
+      if (!after_body) close(ready[1]);  // EOF: named
       body();
+      if (after_body) close(ready[1]);
       for (int i = 0; i < 600; ++i) usleep(100'000);
       _exit(0);
     }

@@ -34,7 +34,8 @@ class WaitFdsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(pipe2(pipe_, O_CLOEXEC), 0);
-    child_ = std::make_unique<PeerChild>("pipe-writer", [this] { close(pipe_[0]); });
+    child_ = std::make_unique<PeerChild>(
+        "pipe-writer", [this] { close(pipe_[0]); }, /*after_body=*/true);
     close(pipe_[1]);
   }
   void TearDown() override {
