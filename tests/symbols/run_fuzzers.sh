@@ -1,41 +1,49 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ in a fuzz tree of the project (HANGWATCH_FUZZ: clang,
-# ASan + UBSan; the target hangwatch_fuzzers, so only the libraries they link) and runs each for
-# a fixed number of inputs (not a time: the same work on a fast or a busy machine) from seed
+# Runs the libFuzzer targets of fuzz/, built by the ASan tree that calls it (FUZZ_BIN_DIR), or
+# else built here in a fuzz tree of the project (HANGWATCH_FUZZ: clang, ASan + UBSan; the target
+# hangwatch_fuzzers, so only the libraries they link); each runs for a fixed number of inputs (not a time: the same work on a fast or a busy machine) from seed
 # corpora made here: real binaries (gcc/clang, DWARF 4/5, compressed, stripped, MiniDebugInfo) and
 # indexes built from them, files the targets write with the code they test (open-hang files,
 # Mach-O images, this binary's own stack), the line tables of the installed CPythons, small text
 # files, tests/tools/report_corpus and tests/report/corpus (the readers' conformance corpus).
 # Any crash, sanitizer report, leak or timeout fails the test.
-# Usage: run_fuzzers.sh SOURCE_DIR WORK_DIR HANGWATCH_CLI
+# Usage: run_fuzzers.sh SOURCE_DIR WORK_DIR HANGWATCH_CLI [FUZZ_BIN_DIR]
 #   FUZZ_RUNS_SCALE=N runs N times as many inputs per target (default 1);
 #   FUZZ_SECONDS=S runs each target for S seconds instead.
 set -euo pipefail
 src=$1
 work=$2
 cli=$3
+prebuilt=${4:-}
 scale=${FUZZ_RUNS_SCALE:-1}
 # The targets that read files write them here: memory, not the disk (the state file is fsynced).
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 mkdir -p "$work"
-log=$work/build.log
-# A tree configured from another source directory (before fuzz/ was part of the project, it was
-# a project of its own) cannot be configured again: start afresh.
-src_abs=$(cd "$src" && pwd)
-if [ -f "$work/build/CMakeCache.txt" ] &&
-   ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$src_abs" "$work/build/CMakeCache.txt"; then
-  rm -rf "$work/build"
+# build_fuzz_tree: configures (once) and builds the fuzz tree in $work/build.
+build_fuzz_tree() {
+  local log=$work/build.log src_abs
+  # A tree configured from another source directory (before fuzz/ was part of the project, it
+  # was a project of its own) cannot be configured again: start afresh.
+  src_abs=$(cd "$src" && pwd)
+  if [ -f "$work/build/CMakeCache.txt" ] &&
+     ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$src_abs" "$work/build/CMakeCache.txt"; then
+    rm -rf "$work/build"
+  fi
+  # Without -Werror: the warnings are enforced by the GCC build; clang's set differs by version.
+  if ! { cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_C_COMPILER=clang \
+           -DCMAKE_CXX_COMPILER=clang++ -DHANGWATCH_FUZZ=ON -DHANGWATCH_WERROR=OFF &&
+         cmake --build "$work/build" --target hangwatch_fuzzers; } > "$log" 2>&1; then
+    cat "$log"
+    echo "run_fuzzers: building the fuzz targets failed" >&2
+    exit 1
+  fi
+}
+if [ -n "$prebuilt" ]; then
+  bin=$prebuilt
+else
+  build_fuzz_tree
+  bin=$work/build/fuzz
 fi
-# Without -Werror: the warnings are enforced by the GCC build; clang's set differs by version.
-if ! { cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_C_COMPILER=clang \
-         -DCMAKE_CXX_COMPILER=clang++ -DHANGWATCH_FUZZ=ON -DHANGWATCH_WERROR=OFF &&
-       cmake --build "$work/build" --target hangwatch_fuzzers; } > "$log" 2>&1; then
-  cat "$log"
-  echo "run_fuzzers: building the fuzz targets failed" >&2
-  exit 1
-fi
-
-bin=$work/build/fuzz
 seeds=$work/seeds
 rm -rf "$work/corpus"
 mkdir -p "$seeds/elf" "$seeds/index" "$seeds/lines" "$seeds/dies"
