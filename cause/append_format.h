@@ -13,7 +13,7 @@ namespace hangwatch::cause {
 // Appends to buf[0, n) at *at (the length so far) and moves *at to the new end, n - 1 at most.
 // Does nothing once the buffer is full.
 __attribute__((format(printf, 4, 5))) inline void AppendFormat(char* buf, size_t n, size_t* at,
-                                                                const char* format, ...) {
+                                                               const char* format, ...) {
   if (*at + 1 >= n) return;
   va_list args;
   va_start(args, format);
