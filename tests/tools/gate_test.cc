@@ -482,7 +482,9 @@ TEST(GateReader, ScanAgreesWithTheDecoderOnMutatedCorpusLines) {
   auto check = [&](const std::string& m) {
     ScannedLine s;
     const bool scanned = ScanRecordLine(m, &s);
-    const bool object = nlohmann::json::accept(m) && nlohmann::json::parse(m).is_object();
+    // Valid JSON whose first token is '{': an object, known without building it (this test's own
+    // code is unoptimised, and building the value was most of its time under ASan).
+    const bool object = nlohmann::json::accept(m) && m[m.find_first_not_of(" \t\n\r")] == '{';
     if (object) {
       EXPECT_TRUE(scanned) << m;
     }
