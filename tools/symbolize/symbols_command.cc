@@ -15,7 +15,7 @@
 namespace hangwatch::tools {
 namespace {
 
-constexpr char kUsage[] =
+constexpr char kSymbolsUsage[] =
     "usage: hangwatch symbols index [--debug-dir DIR]... [--cache-dir DIR] [--threads N]\n"
     "                               BINARY...\n"
     "\n"
@@ -25,11 +25,11 @@ constexpr char kUsage[] =
     "Cache: --cache-dir, else $HANGWATCH_CACHE_DIR, $XDG_CACHE_HOME/hangwatch,\n"
     "~/.cache/hangwatch.\n";
 
-int Run(int argc, char** argv) {
+int RunSymbols(int argc, char** argv) {
   if (argc < 2)
     return Fail("hangwatch symbols", "missing subcommand (see hangwatch symbols --help)");
   if (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
-    std::fputs(kUsage, stdout);
+    std::fputs(kSymbolsUsage, stdout);
     return 0;
   }
   if (std::string_view(argv[1]) != "index") {
@@ -74,6 +74,6 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-const Command kSymbolsCommand = {"symbols",
-                                 "symbols index BINARY: build and cache the symbol index", Run};
+const Command kSymbolsCommand = {
+    "symbols", "symbols index BINARY: build and cache the symbol index", RunSymbols};
 }  // namespace hangwatch::tools
