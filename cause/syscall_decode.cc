@@ -244,12 +244,10 @@ size_t FormatCall(const DecodedWait& w, char* out, size_t size) {
     for (int i = 0; i < d.nargs && i < 6; ++i) {
       const char* sep = i > 0 ? ", " : "";
       const char* arg = d.args[i];
+      // Descriptors, process ids and timeouts: C ints, so the register's low 32 bits, signed.
       if (std::strcmp(arg, "fd") == 0 || std::strcmp(arg, "dirfd") == 0 ||
-          std::strcmp(arg, "epfd") == 0) {
-        AppendFormat(out, size, &n, "%s%s %d", sep, arg,
-                     static_cast<int32_t>(static_cast<uint32_t>(w.args[i])));
-      } else if (std::strcmp(arg, "pid") == 0 || std::strcmp(arg, "id") == 0 ||
-                 std::strcmp(arg, "timeout") == 0) {
+          std::strcmp(arg, "epfd") == 0 || std::strcmp(arg, "pid") == 0 ||
+          std::strcmp(arg, "id") == 0 || std::strcmp(arg, "timeout") == 0) {
         AppendFormat(out, size, &n, "%s%s %d", sep, arg,
                      static_cast<int32_t>(static_cast<uint32_t>(w.args[i])));
       } else if (std::strcmp(arg, "count") == 0 || std::strcmp(arg, "nfds") == 0 ||

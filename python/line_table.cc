@@ -26,7 +26,9 @@ bool LineTableCursor::Next(LineRange* out) {
 bool LineTableCursor::NextPairs(LineRange* out) {
   while (pos_ + 2 <= size_) {
     const unsigned bytes = table_[pos_];
-    const int delta = static_cast<int8_t>(table_[pos_ + 1]);
+    // A signed byte: two's complement spelled out.
+    const unsigned raw = table_[pos_ + 1];
+    const int delta = raw < 128 ? static_cast<int>(raw) : static_cast<int>(raw) - 256;
     pos_ += 2;
     int line = -1;
     bool ok = true;

@@ -4,10 +4,10 @@
 # 25 minutes on two shared cores, so by default it checks only the sources changed since main.
 #
 # Usage: scripts/tidy.sh [--all] [FILE...]
-#   (no argument)  the .cc files of agent/ report/ symbols/ unwind/ integrations/ tools/ that
-#                  differ from main (committed or not), and those that include a changed header
-#                  of those folders or include/ (one level of #include); every file when
-#                  .clang-tidy changed
+#   (no argument)  the .cc files of agent/ cause/ python/ report/ symbols/ unwind/
+#                  integrations/ tools/ that differ from main (committed or not), and those that
+#                  include a changed header of those folders or include/ (one level of
+#                  #include); every file when .clang-tidy changed
 #   --all          every .cc file of those folders
 #   FILE...        these files
 # HANGWATCH_TIDY_BASE=REV: what "changed" is measured against (default: main).
@@ -17,7 +17,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${HANGWATCH_TIDY_BUILD:-build}
-folders=(agent report symbols unwind integrations tools)
+folders=(agent cause python report symbols unwind integrations tools)
 
 if ! command -v clang-tidy >/dev/null 2>&1; then
   echo "tidy.sh: clang-tidy not found (scripts/bootstrap.sh installs it)" >&2
