@@ -1,6 +1,7 @@
-// The test executable scripts/cross/check-macos links for arm64 and x86_64 macOS: every piece of
-// the Mach build in one program, each of them used, so that a missing symbol, a Linux-only
-// call or an API misuse in any of them fails the link on Linux already.
+// The test executable scripts/cross/check-macos links for arm64 macOS (and compiles for x86_64,
+// whose symbols it checks without linking): every piece of the Mach build in one program, each
+// of them used, so that a missing symbol, a Linux-only call or an API misuse in any of them
+// fails on Linux already.
 //
 // Run on a Mac it is also a smoke test: a worker thread spins in a known function, the main
 // thread captures it with MachSampler a few times and prints what it got; exit 0 when a

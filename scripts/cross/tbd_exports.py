@@ -6,7 +6,10 @@ Usage: tbd_exports.py FILE.tbd TARGET   (TARGET as the stub spells it: x86_64-ma
 A stub that cannot be read, or that exports nothing for TARGET, is an error (exit 1)."""
 import sys
 
-import yaml
+try:
+    import yaml
+except ImportError:
+    sys.exit("tbd_exports.py: PyYAML is needed (Debian package python3-yaml)")
 
 
 def main():
