@@ -1,6 +1,7 @@
 #include "unwind/self_memory.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,9 +72,20 @@ bool ProbeProcSelfMem(int fd) {
          copy == probe;
 }
 
+// pthread_atfork's child handler (async-signal-safe: atomic stores). The pid chosen for is the
+// parent's, and a /proc/self/mem descriptor would read the parent's memory: readers take
+// getpid() again, the fallback fails until PrepareSelfMemory opens this process's own.
+void ForgetParentAfterFork() {
+  g_pid.store(0, std::memory_order_release);
+  SelfMemoryMethod expected = SelfMemoryMethod::kProcSelfMem;
+  g_method.compare_exchange_strong(expected, SelfMemoryMethod::kNone, std::memory_order_acq_rel);
+}
+
 }  // namespace
 
 SelfMemoryMethod PrepareSelfMemory() {
+  static const bool fork_handler = pthread_atfork(nullptr, nullptr, ForgetParentAfterFork) == 0;
+  (void)fork_handler;
   const pid_t pid = getpid();
   if (g_pid.load(std::memory_order_acquire) == pid) {
     return g_method.load(std::memory_order_acquire);

@@ -28,9 +28,12 @@ enum class SelfMemoryMethod : uint8_t {
 
 // Chooses the method: one process_vm_readv of a known word, and when that is refused,
 // /proc/self/mem opened (close-on-exec) and read the same way. Call before the first read from
-// a signal handler, and again in a forked child (the descriptor reads the memory of the
-// process that opened it; a call from another process than the last one chooses afresh).
-// Not async-signal-safe. On kNone, errno says why the last method tried failed.
+// a signal handler. Not async-signal-safe. On kNone, errno says why the last method tried failed.
+//
+// A forked child never reads its parent's memory: with process_vm_readv it reads its own at
+// once; with the fallback, whose descriptor reads the memory of the process that opened it,
+// every read fails until the child calls PrepareSelfMemory, which opens its own (a call from
+// another process than the last one chooses afresh).
 SelfMemoryMethod PrepareSelfMemory();
 
 // "process_vm_readv", "/proc/self/mem" or "none".
