@@ -9,6 +9,7 @@
 #include "cause/sock_diag.h"
 #include "cause/wait_fds.h"
 #include "unwind/proc_files.h"
+#include "unwind/self_memory.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -65,7 +66,7 @@ void ReadPathArgument(uint64_t addr, char (&out)[256]) {
   size_t got = 0;
   while (got < sizeof(out) - 1) {
     const size_t want = std::min<size_t>(sizeof(out) - 1 - got, got == 0 ? first : page);
-    if (!cause::ReadSelf(addr + got, out + got, want)) break;
+    if (!unwind::ReadSelf(addr + got, out + got, want)) break;
     if (memchr(out + got, '\0', want) != nullptr) return;
     got += want;
   }

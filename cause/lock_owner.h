@@ -1,5 +1,5 @@
 // Who holds the lock a thread waits for: from a futex wait's address, operation and expected
-// value (syscall_decode.h), the glibc lock around that address is read (with ReadSelf: guarded,
+// value (syscall_decode.h), the glibc lock around that address is read (with ReadProcess: guarded,
 // never dereferenced) and recognized, and its owner's thread id taken from the lock itself:
 //
 //   pthread_mutex_t (normal, recursive, error-checking, adaptive; std::mutex,

@@ -7,10 +7,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include "cause/append_format.h"
+#include "unwind/self_memory.h"
 
 namespace hangwatch::cause {
 namespace {
@@ -116,14 +118,19 @@ const char* FutexOpName(uint32_t op) {
 
 }  // namespace
 
-bool ReadSelf(uint64_t addr, void* out, size_t size) { return ReadProcess(0, addr, out, size); }
-
 bool ReadProcess(pid_t pid, uint64_t addr, void* out, size_t size) {
-  if (addr == 0 || size == 0) return false;
+  if (addr == 0) {
+    errno = EFAULT;
+    return false;
+  }
+  if (size == 0) return true;
   iovec local{out, size};
   iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), size};
-  return process_vm_readv(pid == 0 ? getpid() : pid, &local, 1, &remote, 1, 0) ==
-         static_cast<ssize_t>(size);
+  const ssize_t n = pid == 0 ? unwind::ReadSelfV(&local, 1, &remote, 1)
+                             : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n == static_cast<ssize_t>(size)) return true;
+  if (n >= 0) errno = EFAULT;
+  return false;
 }
 
 SyscallDesc DescribeSyscall(int64_t nr) {

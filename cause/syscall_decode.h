@@ -4,8 +4,8 @@
 //
 // The numbers are those of the architecture this is built for (x86_64 or aarch64: <sys/syscall.h>),
 // which is the one the agent's own threads run. libc only; no allocation: the names are static
-// strings. A pointer argument (nanosleep's timespec) is read with ReadSelf (process_vm_readv),
-// never dereferenced.
+// strings. A pointer argument (nanosleep's timespec) is read with ReadProcess (guarded reads:
+// unwind/self_memory.h for this process, process_vm_readv for another), never dereferenced.
 #ifndef HANGWATCH_CAUSE_SYSCALL_DECODE_H_
 #define HANGWATCH_CAUSE_SYSCALL_DECODE_H_
 
@@ -70,11 +70,10 @@ DecodedWait DecodeWait(const unwind::TaskSyscall& sys);
 // process's threads, whose sleeps' timespecs are read from that process.
 DecodedWait DecodeWaitOf(pid_t pid, const unwind::TaskSyscall& sys);
 
-// Copies `size` bytes at address `addr` of this process into `out` with process_vm_readv: an
-// unmapped or unreadable address fails (false) instead of faulting. Never a plain dereference.
-bool ReadSelf(uint64_t addr, void* out, size_t size);
-
-// ReadSelf from process `pid` (0: this one); needs permission to ptrace it when it is another.
+// Copies `size` bytes at address `addr` of process `pid` into `out`: an unmapped or unreadable
+// address fails (false, errno set; EFAULT for a short read) instead of faulting. pid 0 is this
+// process, read with unwind::ReadSelf (process_vm_readv, or /proc/self/mem where that call is
+// refused); another process with process_vm_readv, which needs permission to ptrace it.
 bool ReadProcess(pid_t pid, uint64_t addr, void* out, size_t size);
 
 // Writes "name(arg, arg...)" for a decoded wait into out (NUL-terminated, cut to size):

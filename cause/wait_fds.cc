@@ -4,7 +4,6 @@
 #include "cause/wait_fds.h"
 
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cause/syscall_decode.h"
+
 namespace hangwatch::cause {
 namespace {
 
@@ -20,25 +21,11 @@ namespace {
 #define SYS_epoll_pwait2 441
 #endif
 
-// Copies `size` bytes at `addr` of process `pid` (0: this one). False with errno on failure.
-bool ReadMemory(pid_t pid, uint64_t addr, void* out, size_t size) {
-  if (addr == 0) {
-    errno = EFAULT;
-    return false;
-  }
-  iovec local = {out, size};
-  iovec remote = {reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), size};
-  const ssize_t n = process_vm_readv(pid > 0 ? pid : getpid(), &local, 1, &remote, 1, 0);
-  if (n == static_cast<ssize_t>(size)) return true;
-  if (n >= 0) errno = EFAULT;
-  return false;
-}
-
 // A timespec (or timeval when `micro`) at addr as milliseconds; -1 for a null pointer.
 int64_t ReadTimeout(pid_t pid, uint64_t addr, bool micro) {
   if (addr == 0) return -1;
   int64_t t[2];
-  if (!ReadMemory(pid, addr, t, sizeof t)) return -2;
+  if (!ReadProcess(pid, addr, t, sizeof t)) return -2;
   return t[0] * 1000 + (micro ? t[1] / 1000 : t[1] / 1'000'000);
 }
 
@@ -69,7 +56,7 @@ bool ReadPoll(pid_t pid, const unwind::TaskSyscall& call, WaitFdsScratch* s, Wai
     return false;
   }
   const size_t n = nfds < 256 ? nfds : 256;
-  if (!ReadMemory(pid, call.args[0], s->polls, n * sizeof(pollfd))) return false;
+  if (!ReadProcess(pid, call.args[0], s->polls, n * sizeof(pollfd))) return false;
   for (size_t i = 0; i < n; ++i) {
     if (s->polls[i].fd >= 0) Add(out, s->polls[i].fd, static_cast<uint16_t>(s->polls[i].events));
   }
@@ -86,7 +73,7 @@ bool ReadSelect(pid_t pid, const unwind::TaskSyscall& call, WaitFdsScratch* s, W
     std::memset(s->fd_set_bits[set], 0, sizeof s->fd_set_bits[set]);
     const uint64_t addr = call.args[1 + set];
     if (addr == 0 || bytes == 0) continue;
-    if (!ReadMemory(pid, addr, s->fd_set_bits[set], bytes)) return false;
+    if (!ReadProcess(pid, addr, s->fd_set_bits[set], bytes)) return false;
   }
   for (uint64_t fd = 0; fd < nfds; ++fd) {
     for (int set = 0; set < 3; ++set) {

@@ -24,6 +24,8 @@
 
 #include "cause/child_wait.h"
 #include "cause/syscall_decode.h"
+#include "tests/deny_syscall.h"
+#include "unwind/self_memory.h"
 
 namespace hangwatch::cause {
 namespace {
@@ -296,6 +298,27 @@ TEST(LockOwnerTest, UnknownFutexAndUnmappedAddressGiveNoOwner) {
   w.futex_op = 6;
   info = ResolveFutexWait(w);
   EXPECT_EQ(info.owner, 0);
+}
+
+// Where process_vm_readv is refused (a seccomp policy; qemu-user does not implement it), the
+// lock word is read through /proc/self/mem (unwind/self_memory.h): the owner is still named.
+// In a forked child, the filter being irreversible; its exit status is the first check failed.
+TEST(LockWordReadTest, OwnerIsNamedWhereProcessVmReadvIsRefused) {
+  const pid_t child = fork();
+  if (child == 0) {
+    if (!testing::DenySyscall(SYS_process_vm_readv, EPERM)) _exit(100);
+    if (unwind::PrepareSelfMemory() != unwind::SelfMemoryMethod::kProcSelfMem) _exit(101);
+    std::mutex m;
+    const Outcome o = OwnerAndWaiter([&] { m.lock(); }, [&] { m.unlock(); }, [&] { m.lock(); },
+                                     [&] { m.unlock(); });
+    if (o.lock.type != LockType::kMutex) _exit(102);
+    _exit(o.lock.owner == o.owner_tid ? 0 : 103);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 // waiter -> A held by t2 -> B held by t3 (asleep in HoldAndSleep).
