@@ -62,8 +62,7 @@ class PythonCaptureHook final : public unwind::CaptureHook {
  private:
   uint64_t InnermostFrame(uint64_t tstate, const unwind::MemoryView& stack);
 
-  // This process's memory, by the pid Watch() was last called in (a child of fork() that
-  // watches its own thread reads its own memory, never its parent's).
+  // This process's memory (a forked child reads its own, never its parent's: unwind/self_memory.h).
   const PythonLayout layout_;
   SelfMemoryReader self_;
   CopyReader copy_;

@@ -64,7 +64,8 @@ class EmbeddedPython : public ::testing::Test {
     ASSERT_NE(mkdtemp(dir_template), nullptr);
     dir_ = dir_template;
     std::ofstream(dir_ + "/embedded_app.py") << kApp;
-    Py_InitializeEx(0);  // no signal handlers of its own
+    Py_DontWriteBytecodeFlag = 1;  // no __pycache__ left in the directory
+    Py_InitializeEx(0);            // no signal handlers of its own
     PyObject* sys_path = PySys_GetObject("path");
     PyObject* dir = PyUnicode_FromString(dir_.c_str());
     PyList_Insert(sys_path, 0, dir);
@@ -75,7 +76,7 @@ class EmbeddedPython : public ::testing::Test {
   static void TearDownTestSuite() {
     Py_XDECREF(app_);
     unlink((dir_ + "/embedded_app.py").c_str());
-    rmdir((dir_ + "/__pycache__").c_str());
+    rmdir(dir_.c_str());
   }
   void SetUp() override {
     ASSERT_NE(app_, nullptr) << "embedded_app.py did not import";

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of fuzz/, built by the ASan tree that calls it (FUZZ_BIN_DIR), or
 # else built here in a fuzz tree of the project (HANGWATCH_FUZZ: clang, ASan + UBSan; the target
-# hangwatch_fuzzers, so only the libraries they link); each runs for a fixed number of inputs (not a time: the same work on a fast or a busy machine) from seed
-# corpora made here: real binaries (gcc/clang, DWARF 4/5, compressed, stripped, MiniDebugInfo) and
-# indexes built from them, files the targets write with the code they test (open-hang files,
+# hangwatch_fuzzers, so only the libraries they link); each runs for a fixed number of inputs
+# (not a time: the same work on a fast or a busy machine) from seed corpora made here: real
+# binaries (gcc/clang, DWARF 4/5, compressed, stripped, MiniDebugInfo) and indexes built from
+# them, files the targets write with the code they test (open-hang files,
 # Mach-O images, this binary's own stack), the line tables of the installed CPythons, small text
 # files, tests/tools/report_corpus and tests/report/corpus (the readers' conformance corpus).
 # Any crash, sanitizer report, leak or timeout fails the test.
