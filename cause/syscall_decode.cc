@@ -133,6 +133,31 @@ bool ReadProcess(pid_t pid, uint64_t addr, void* out, size_t size) {
   return false;
 }
 
+bool IsRestartSyscall(int64_t nr) { return nr == SYS_restart_syscall; }
+
+int64_t RestartedCall(const char* wchan, const uint64_t args[6]) {
+  if (wchan == nullptr || wchan[0] == '\0' || std::strcmp(wchan, "0") == 0) return -1;
+  // futex_wait_queue_me (before 5.16), futex_wait_queue, futex_do_wait (6.17 on).
+  if (std::strncmp(wchan, "futex", 5) == 0) return SYS_futex;
+#ifdef SYS_poll
+  // poll_schedule_timeout, do_sys_poll: poll, the only call of the poll family restarted
+  // through restart_syscall (ppoll and select restart as themselves, epoll_wait returns EINTR).
+  if (std::strncmp(wchan, "poll_schedule_timeout", 21) == 0 ||
+      std::strncmp(wchan, "do_sys_poll", 11) == 0 || std::strncmp(wchan, "do_poll", 7) == 0) {
+    return SYS_poll;
+  }
+#endif
+  // The other calls restarted this way are the sleeps, and a restarted sleep's kernel frames
+  // are all scheduler or inlined ones (wchan "do_syscall_64", or "hrtimer_nanosleep" and
+  // "do_nanosleep" on other kernels). Only a relative sleep restarts this way (an absolute one
+  // restarts as itself): clock_nanosleep(clock, 0, req, rem) has a clock id (small, or negative
+  // for a CPU clock) and zero flags where nanosleep(req, rem) starts with a pointer.
+  const bool clock_id = args[0] < 64 || static_cast<int64_t>(args[0]) < 0;
+  if (clock_id && args[1] == 0 && args[2] >= 4096) return SYS_clock_nanosleep;
+  if (!clock_id && args[0] >= 4096) return SYS_nanosleep;
+  return -1;
+}
+
 SyscallDesc DescribeSyscall(int64_t nr) {
   for (const Row& row : kRows) {
     if (row.nr == nr) return row.desc;

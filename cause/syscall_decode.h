@@ -70,6 +70,20 @@ DecodedWait DecodeWait(const unwind::TaskSyscall& sys);
 // process's threads, whose sleeps' timespecs are read from that process.
 DecodedWait DecodeWaitOf(pid_t pid, const unwind::TaskSyscall& sys);
 
+// restart_syscall (x86_64 219, aarch64 128): what a thread runs when a wait with a timeout
+// (futex, nanosleep, relative clock_nanosleep; poll on x86_64) was interrupted by a stop (a
+// ptrace stop, SIGSTOP/SIGCONT) and resumed. The kernel keeps the wait's deadline in the
+// thread; the call's own number is gone from its registers, its arguments are not.
+bool IsRestartSyscall(int64_t nr);
+
+// The call a thread asleep in restart_syscall restarted, from what the kernel keeps of it: the
+// kernel function it sleeps in (`wchan`, /proc/PID/task/TID/wchan: "futex_wait_queue",
+// "poll_schedule_timeout"; a restarted sleep shows none of its own) tells the kind, and its
+// /proc syscall line's arguments (`args`: the original call's, still in the registers) tell a
+// sleep and nanosleep from clock_nanosleep. -1 when neither tells (wchan unreadable, or
+// arguments of no sleep).
+int64_t RestartedCall(const char* wchan, const uint64_t args[6]);
+
 // Copies `size` bytes at address `addr` of process `pid` into `out`: an unmapped or unreadable
 // address fails (false, errno set; EFAULT for a short read) instead of faulting. pid 0 is this
 // process, read with unwind::ReadSelf (process_vm_readv, or /proc/self/mem where that call is

@@ -116,6 +116,8 @@ class ThreadAdder {
     t.tid = tid;
     t.created_during_stop = during_stop;
     internal::ReadThreadInfo(pid_, task_dir_, &t);
+    // Not for a thread found inside the window: reading /proc there would lengthen the stop.
+    if (!during_stop) internal::ReadSyscallBefore(pid_, task_dir_, &t);
     t.stack.resize(options_.stack_bytes);
     snap_->threads.push_back(std::move(t));
   }

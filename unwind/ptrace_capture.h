@@ -1,8 +1,10 @@
 // PtraceCapture: every thread of ANOTHER process, stopped as briefly as possible.
 //
 // The snapshot is taken in three steps, and only the middle one stops the target:
-//   1. before the stop: list /proc/PID/task, read each thread's name, scheduler state and CPU
-//      time (a stopped thread would read as 't'), read /proc/PID/maps for stack bounds, attach
+//   1. before the stop: list /proc/PID/task, read each thread's name, scheduler state, CPU
+//      time (a stopped thread would read as 't') and the system call it sleeps in (the stop
+//      turns a timed wait into restart_syscall, which hides the call), read /proc/PID/maps for
+//      stack bounds, attach
 //      with PTRACE_SEIZE (which does not stop anything) and allocate every buffer;
 //   2. the stop window: PTRACE_INTERRUPT every thread, wait for each with a bound, re-list the
 //      tasks to catch threads created meanwhile, copy the registers (PTRACE_GETREGSET,
@@ -34,6 +36,7 @@
 #include <vector>
 
 #include "unwind/memory_view.h"
+#include "unwind/proc_files.h"
 #include "unwind/registers.h"
 
 namespace hangwatch::unwind {
@@ -100,6 +103,11 @@ struct PtraceThread {
   bool created_during_stop = false;  // found by re-listing the tasks inside the window
   int pending_signal = 0;            // a signal that stopped it instead; re-injected on detach
   uint64_t paused_ns = 0;            // how long we kept it stopped (its stop seen -> detach)
+  // /proc/PID/task/TID/syscall read just before the stop: the call the thread slept in and its
+  // arguments (fields 0 when it ran, the line was unreadable or the thread appeared during the
+  // stop). The stop makes a timed wait (futex with a timeout, nanosleep, poll) resume as
+  // restart_syscall, whose number no longer says which call it was; this still does.
+  TaskSyscall syscall_before;
 
   Registers regs;  // pc, sp, fp (and lr on arm64)
   uint64_t dwarf_regs[kMaxDwarfRegisters] = {};

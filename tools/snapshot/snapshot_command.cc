@@ -374,10 +374,12 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     python_name = python->Describe();
     timer.End("python");
   }
-  // After the stop: each thread back in the system call it sleeps in.
+  // After the stop: each thread back in the system call it sleeps in, told by what it slept in
+  // before the stop where the stop restarted it.
   std::vector<WaitQuery> queries;
   for (const OutThread& ot : threads) {
-    queries.push_back({ot.thread->tid, ot.thread->name, ot.thread->state});
+    const unwind::PtraceThread& t = *ot.thread;
+    queries.push_back({t.tid, t.name, t.state, t.syscall_before, t.syscall_nr});
   }
   const SnapshotWaits waits = ReadSnapshotWaits(o.pid, queries);
   timer.End("waits");

@@ -253,6 +253,7 @@ nlohmann::ordered_json WaitJson(const SnapshotWaits& waits, const ThreadWait& t)
   nlohmann::ordered_json j;
   j["syscall"] = t.call;
   j["summary"] = WaitLine(waits, t);
+  if (t.restart != Restart::kNo) j["restarted"] = RestartName(t.restart);
   if (t.wait.wait == cause::SyscallWait::kFutex) {
     j["lock"] = {{"type", cause::LockTypeKey(t.lock.type)}, {"addr", Hex(t.lock.addr)}};
     if (t.lock.owner != 0) j["owner"] = t.lock.owner;

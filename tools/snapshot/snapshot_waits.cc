@@ -3,6 +3,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
 #include <set>
 #include <utility>
 
@@ -13,20 +15,50 @@
 namespace hangwatch::tools {
 namespace {
 
-// Reads one thread's syscall line; false when it runs (or the line is unreadable).
-bool ReadWait(pid_t pid, ThreadWait* t) {
+// One thread's syscall line; false when it runs (or the line is unreadable).
+bool ReadSyscallLine(pid_t pid, pid_t tid, unwind::TaskSyscall* sys) {
   if (!unwind::ProcSyscallLinesAreOurs()) return false;  // the host's calls, under an emulator
   char path[64];
   char buf[256];
-  unwind::TaskPath(pid, t->tid, "syscall", path, sizeof(path));
+  unwind::TaskPath(pid, tid, "syscall", path, sizeof(path));
   const ssize_t n = unwind::ReadProcFile(path, buf, sizeof(buf));
-  unwind::TaskSyscall sys;
-  if (n <= 0 || !unwind::ParseTaskSyscall(buf, static_cast<size_t>(n), &sys)) return false;
+  return n > 0 && unwind::ParseTaskSyscall(buf, static_cast<size_t>(n), sys) && sys->fields == 9;
+}
+
+// The kernel function thread `tid` sleeps in ("" when unknown).
+void ReadWchan(pid_t pid, pid_t tid, char* out, size_t size) {
+  char path[64];
+  unwind::TaskPath(pid, tid, "wchan", path, sizeof(path));
+  if (unwind::ReadProcFile(path, out, size) <= 0) out[0] = '\0';
+}
+
+// Reads what one thread sleeps in now; false when it runs (or the line is unreadable). A call
+// restarted after a stop is decoded as the call it restarted (ChooseCall, then the kernel wait).
+bool ReadWait(pid_t pid, const WaitQuery& q, ThreadWait* t) {
+  unwind::TaskSyscall after;
+  if (!ReadSyscallLine(pid, q.tid, &after)) return false;
+  unwind::TaskSyscall sys = ChooseCall(q.before, q.stop_nr, after, &t->restart);
+  if (t->restart == Restart::kUnknown) {
+    char wchan[64];
+    ReadWchan(pid, q.tid, wchan, sizeof(wchan));
+    const int64_t nr = cause::RestartedCall(wchan, sys.args);
+    if (nr >= 0) {
+      sys.nr = nr;
+      t->restart = Restart::kKernelWait;
+    }
+  }
   t->wait = cause::DecodeWaitOf(pid, sys);
   if (t->wait.nr < 0) return false;
   t->in_syscall = true;
   char call[128];
-  cause::FormatCall(t->wait, call, sizeof(call));
+  if (t->restart == Restart::kUnknown) {
+    std::snprintf(call, sizeof(call), "restart_syscall(0x%llx, 0x%llx, 0x%llx)",
+                  static_cast<unsigned long long>(sys.args[0]),
+                  static_cast<unsigned long long>(sys.args[1]),
+                  static_cast<unsigned long long>(sys.args[2]));
+  } else {
+    cause::FormatCall(t->wait, call, sizeof(call));
+  }
   t->call = call;
   if (t->wait.wait == cause::SyscallWait::kFutex) t->lock = cause::ResolveFutexWaitOf(pid, t->wait);
   return true;
@@ -84,6 +116,39 @@ std::vector<std::vector<pid_t>> FindCycles(const SnapshotWaits& waits) {
 
 }  // namespace
 
+const char* RestartName(Restart r) {
+  switch (r) {
+    case Restart::kKnown:
+      return "known";
+    case Restart::kKernelWait:
+      return "kernel_wait";
+    case Restart::kUnknown:
+      return "unknown";
+    case Restart::kNo:
+      break;
+  }
+  return "";
+}
+
+unwind::TaskSyscall ChooseCall(const unwind::TaskSyscall& before, int64_t stop_nr,
+                               const unwind::TaskSyscall& after, Restart* restart) {
+  *restart = Restart::kNo;
+  if (!cause::IsRestartSyscall(after.nr)) return after;
+  unwind::TaskSyscall call = after;  // the restarted call's arguments, as the kernel kept them
+  const bool same_call =
+      before.fields == 9 && std::equal(std::begin(before.args), std::end(before.args), after.args);
+  if (same_call && before.nr >= 0 && !cause::IsRestartSyscall(before.nr)) {
+    call.nr = before.nr;
+    *restart = Restart::kKnown;
+  } else if (stop_nr >= 0 && !cause::IsRestartSyscall(stop_nr)) {
+    call.nr = stop_nr;  // x86_64's orig_rax at the stop: the call, before the kernel restarted it
+    *restart = Restart::kKnown;
+  } else {
+    *restart = Restart::kUnknown;
+  }
+  return call;
+}
+
 SnapshotWaits ReadSnapshotWaits(pid_t pid, const std::vector<WaitQuery>& threads) {
   SnapshotWaits waits;
   for (const WaitQuery& q : threads) {
@@ -93,7 +158,7 @@ SnapshotWaits ReadSnapshotWaits(pid_t pid, const std::vector<WaitQuery>& threads
     // A thread the snapshot's stop interrupted restarts its system call when it runs again;
     // it may still read as running for a moment.
     const int attempts = q.state == 'S' || q.state == 'D' ? 5 : 1;
-    for (int attempt = 1; !ReadWait(pid, &t) && attempt < attempts; ++attempt) {
+    for (int attempt = 1; !ReadWait(pid, q, &t) && attempt < attempts; ++attempt) {
       const timespec pause{0, 2'000'000};
       nanosleep(&pause, nullptr);
     }
@@ -105,6 +170,18 @@ SnapshotWaits ReadSnapshotWaits(pid_t pid, const std::vector<WaitQuery>& threads
 
 std::string WaitLine(const SnapshotWaits& waits, const ThreadWait& t) {
   if (!t.in_syscall) return "";
+  if (t.restart == Restart::kUnknown) {
+    return "in " + t.call + ": a call interrupted by a stop and restarted; which call is not known";
+  }
+  if (t.wait.wait == cause::SyscallWait::kSleep) {
+    std::string s = "sleeping in " + t.call;
+    if (t.wait.sleep_forever) return s + ", with no end";
+    if (t.wait.sleep_ns == 0) return s;
+    char asked[64];
+    std::snprintf(asked, sizeof(asked), ", asked for %.3f s",
+                  static_cast<double>(t.wait.sleep_ns) / 1e9);
+    return s + asked;
+  }
   if (t.wait.wait != cause::SyscallWait::kFutex) return "in " + t.call;
   const CauseLock lock = ToCauseLock(t.lock);
   if (t.lock.owner == 0) {

@@ -96,6 +96,20 @@ void ReadThreadInfo(pid_t pid, int task_fd, PtraceThread* t) {
   }
 }
 
+void ReadSyscallBefore(pid_t pid, int task_fd, PtraceThread* t) {
+  if (!ProcSyscallLinesAreOurs()) return;  // the host's calls, under an emulator
+  char path[64];
+  char buf[256];
+  if (task_fd >= 0) {
+    std::snprintf(path, sizeof(path), "%d/syscall", t->tid);
+  } else {
+    TaskPath(pid, t->tid, "syscall", path, sizeof(path));
+  }
+  const ssize_t n = ReadProcFileAt(task_fd, path, buf, sizeof(buf));
+  TaskSyscall sys;
+  if (n > 0 && ParseTaskSyscall(buf, static_cast<size_t>(n), &sys)) t->syscall_before = sys;
+}
+
 // PTRACE_GETREGSET with NT_PRSTATUS, into the frame-walk registers and DWARF numbering.
 bool ReadRegisters(PtraceThread* t) {
   user_regs_struct r{};

@@ -33,6 +33,10 @@ bool ListTasks(pid_t pid, std::vector<pid_t>* out);
 // `task_fd` is /proc/PID/task (or -1).
 void ReadThreadInfo(pid_t pid, int task_fd, PtraceThread* t);
 
+// The system call the thread sleeps in (/proc/PID/task/TID/syscall) into t->syscall_before,
+// read before the stop; left empty when it runs or the line is not this program's (emulator).
+void ReadSyscallBefore(pid_t pid, int task_fd, PtraceThread* t);
+
 // Registers of a stopped tracee. Returns false (errno set) on failure.
 bool ReadRegisters(PtraceThread* t);
 
