@@ -237,7 +237,7 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
       std::memcpy(p + frames_at + i * sizeof(uint64_t), &v, sizeof(v));
       const uint8_t tag = hang.stacks().tags(id)[i];
       if (methods) p[methods_at + i] = tag;  // a method, or Python
-      if (tag == kPythonFrameTag) NotePythonName(frames[i]);
+      if (IsPythonTag(tag)) NotePythonName(frames[i]);
     }
   } else {
     head.kind = 0;

@@ -156,9 +156,10 @@ uint64_t ReadSamples(int fd, const StaticHeader& sh, const LiveHeader& live, Han
       uint64_t v;
       std::memcpy(&v, p + sizeof(head) + k * sizeof(uint64_t), sizeof(v));
       frames[k] = static_cast<uintptr_t>(v);
-      // Format 5: a Python frame keeps its tag (materialized as an unnamed Python frame).
-      const bool python = sh.version >= 5 && method_bytes[k] == kPythonFrameTag;
-      methods[k] = python            ? static_cast<FrameMethod>(kPythonFrameTag)
+      // Format 5: a Python frame keeps its tag (materialized as an unnamed Python frame), and
+      // so does the outermost one of a chain read in part (the stack is partial).
+      const bool python = sh.version >= 5 && IsPythonTag(method_bytes[k]);
+      methods[k] = python            ? static_cast<FrameMethod>(method_bytes[k])
                    : sh.version >= 2 ? ToFrameMethod(method_bytes[k])
                                      : FrameMethod::kUnknown;
     }

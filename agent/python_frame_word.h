@@ -1,10 +1,12 @@
-// How a Python frame is stored in a hang's StackTable (issue 25): one word and one tag, like a
-// native frame, so that two samples with the same Python frames are one stack.
+// How a Python frame is stored in a hang's StackTable: one word and one tag, like a native
+// frame, so that two samples with the same Python frames are one stack.
 //
 // The word: bit 63 set (no native address has it), bits 48-62 the instruction + 1 (code units;
 // 0: not started; saturated at 0x7fff, so a function of more than 32766 code units shares one
 // word past that point), bits 0-47 the code object's address. The tag: kPythonFrameTag in
-// place of the native frame's FrameMethod.
+// place of the native frame's FrameMethod; kPythonPartialTag on the outermost Python frame of a
+// chain read only in part (python::ChainEnd other than kComplete: its outer frames are missing,
+// Stack::partial).
 #ifndef HANGWATCH_AGENT_PYTHON_FRAME_WORD_H_
 #define HANGWATCH_AGENT_PYTHON_FRAME_WORD_H_
 
@@ -13,6 +15,8 @@
 namespace hangwatch::agent {
 
 inline constexpr uint8_t kPythonFrameTag = 0x80;
+inline constexpr uint8_t kPythonPartialTag = 0x81;
+inline bool IsPythonTag(uint8_t tag) { return tag == kPythonFrameTag || tag == kPythonPartialTag; }
 inline constexpr uintptr_t kPythonWordBit = uintptr_t{1} << 63;
 inline constexpr uintptr_t kPythonCodeMask = (uintptr_t{1} << 48) - 1;
 

@@ -140,11 +140,13 @@ void PythonStacks::BeforeCapture() {
 size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) {
   if (state_ != State::kActive) return n;
   python::ChainEnd end = python::ChainEnd::kComplete;
-  size_t count =
+  const size_t read =
       python::DecodeCaptureWords(buf->extra(), buf->num_extra, frames_.get(), max_frames_, &end);
   // The capture checked nothing: a frame whose code is not a code object (a frame freed or
   // reused under the reader) ends the chain here.
-  count = CheckCodes(count);
+  const size_t count = CheckCodes(read);
+  // Read only in part: its outermost frame read is tagged so (Stack::partial).
+  const bool partial = end != python::ChainEnd::kComplete || count < read;
   if (count == 0) {
     // No Python frame, again and again: the thread state may have changed (the interpreter
     // finalized and initialized anew); look for the thread's again, now and then.
@@ -167,6 +169,7 @@ size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) 
   const python::Placement placement = python::PlacePythonFrames(
       marks_.get(), n, frames_.get(), count, placed_.get(), 2 * max_frames_);
   const size_t out = std::min(placement.size, buf->max_frames());
+  size_t outermost_python = out;
   for (size_t i = 0; i < out; ++i) {
     const python::PlacedFrame& p = placed_[i];
     if (p.python) {
@@ -174,11 +177,15 @@ size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) 
       merged_[i] = PythonFrameWord(f.code, f.instr);
       merged_tags_[i] = kPythonFrameTag;
       Name(merged_[i], f, identities_[p.index]);
+      if (outermost_python == out || p.index > placed_[outermost_python].index) {
+        outermost_python = i;
+      }
     } else {
       merged_[i] = frames[p.index];
       merged_tags_[i] = tags[p.index];
     }
   }
+  if (partial && outermost_python != out) merged_tags_[outermost_python] = kPythonPartialTag;
   std::copy_n(merged_.get(), out, frames);
   std::copy_n(merged_tags_.get(), out, tags);
   buf->num_frames = out;

@@ -50,6 +50,11 @@ size_t ReadCaptureChain(const MemoryReader& memory, const PythonLayout& layout, 
     out[n++] = MakePythonFrame(layout, bytes, frame, code);
     frame = fb.previous;
   }
+  // A thread's outermost Python frame began a native call of the eval loop (a layout that marks
+  // those): a chain that ends elsewhere lost its outer frames.
+  const bool marks_entries =
+      layout.frame_objects || layout.frame_is_entry != kNoField || layout.frame_owner != kNoField;
+  if (n > 0 && marks_entries && !out[n - 1].entry) *end = ChainEnd::kNoEntry;
   return n;
 }
 

@@ -20,7 +20,8 @@ namespace hangwatch::python {
 
 // The frames from `innermost` (a _PyInterpreterFrame or PyFrameObject address), innermost
 // first, into out[0..capacity); returns how many, *end says why it stopped (kNotCode: a frame
-// without code).
+// without code; kNoEntry: the chain ended at a frame that began no native eval-loop call, so
+// its outer part was not reached). Anything but kComplete means a partial chain.
 size_t ReadCaptureChain(const MemoryReader& memory, const PythonLayout& layout, uint64_t innermost,
                         PythonFrame* out, size_t capacity, ChainEnd* end);
 

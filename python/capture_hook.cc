@@ -28,8 +28,8 @@ size_t DecodeCaptureWords(const uint64_t* words, size_t n, PythonFrame* out, siz
   if (n == 0 || (words[0] >> 48) != kCaptureMagic) return 0;
   const size_t count = std::min<size_t>({words[0] & 0xffffffffu, (n - 1) / 2, capacity});
   const auto e = static_cast<uint8_t>((words[0] >> 32) & 0xff);
-  *end = e <= static_cast<uint8_t>(ChainEnd::kCycle) ? static_cast<ChainEnd>(e)
-                                                     : ChainEnd::kUnreadable;
+  *end = e <= static_cast<uint8_t>(ChainEnd::kNoEntry) ? static_cast<ChainEnd>(e)
+                                                       : ChainEnd::kUnreadable;
   for (size_t i = 0; i < count; ++i) {
     out[i].frame = 0;
     out[i].code = words[1 + 2 * i];

@@ -26,6 +26,8 @@ const char* ChainEndName(ChainEnd end) {
       return "not a code object";
     case ChainEnd::kCycle:
       return "cycle";
+    case ChainEnd::kNoEntry:
+      return "the outermost frame read began no call";
   }
   return "?";
 }

@@ -40,6 +40,10 @@ enum class ChainEnd : uint8_t {
   kUnreadable,  // a pointer led to memory that cannot be read
   kNotCode,     // a frame's code is not a code object (garbage or a freed frame)
   kCycle,       // a frame came back
+  // The chain ended (a null `previous`) at a frame that did not begin a native call of the eval
+  // loop (no `entry` mark), where a thread's outermost Python frame always does: a frame read
+  // while it was being pushed or popped, its outer frames not reached (the capture's reader).
+  kNoEntry,
 };
 const char* ChainEndName(ChainEnd end);
 

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <string>
 
+#include "report/frame_classifier.h"
+
 namespace hangwatch::report {
 namespace {
 
@@ -24,11 +26,6 @@ std::string LockWords(const std::string& key) {
   return key;  // mutex, rwlock, semaphore
 }
 
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 std::string CulpritLabel(const Culprit& c) {
   if (c.empty()) return "";
   // A Python culprit's offset is an instruction index, not worth printing: "?" without a name.
@@ -36,7 +33,7 @@ std::string CulpritLabel(const Culprit& c) {
                   : c.language == FrameLanguage::kPython ? std::string("?")
                                                          : Hex(c.offset);
   if (!c.file.empty()) {
-    s += " (" + BaseName(c.file);
+    s += " (" + std::string(ModuleFileName(c.file));
     if (c.line > 0) s += ":" + std::to_string(c.line);
     s += ")";
   }

@@ -158,7 +158,7 @@ FrameKind ClassifyFrame(const Frame& f) {
 }
 
 std::string_view ModuleFileName(std::string_view module) {
-  const size_t slash = module.rfind('/');
+  const size_t slash = module.find_last_of("/\\");
   return slash == module.npos ? module : module.substr(slash + 1);
 }
 

@@ -61,7 +61,9 @@ bool IsSystemModule(std::string_view module);
 // libnode.so.108, libjvm.so, libcoreclr.so).
 bool IsRuntimeModule(std::string_view module);
 
-// "libc.so.6" for "/usr/lib/x86_64-linux-gnu/libc.so.6".
+// The file name of a path, what follows its last '/' or '\\' (a Python file compiled on
+// Windows): "libc.so.6" for "/usr/lib/x86_64-linux-gnu/libc.so.6". The one base-name function
+// of the project (tools::BaseName is it as a string).
 std::string_view ModuleFileName(std::string_view module);
 
 }  // namespace hangwatch::report

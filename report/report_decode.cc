@@ -161,7 +161,7 @@ bool ParseStack(const json& j, Stack* s, std::string* error) {
   uint64_t cpu_ms = 0;
   if (!r.Int("id", &s->id) || !r.Int("count", &s->count) ||
       !r.Int("first_seen_ms", &s->first_seen_ms) || !r.Int("last_seen_ms", &s->last_seen_ms) ||
-      !r.Int("cpu_ms", &cpu_ms, true)) {
+      !r.Int("cpu_ms", &cpu_ms, true) || !r.Bool("partial", &s->partial, true)) {
     return false;
   }
   if (cpu_ms > std::numeric_limits<uint64_t>::max() / 1000) {

@@ -306,6 +306,10 @@ void AppendStacks(std::string* out, const HangRecord& r) {
     AppendUint(&o, s.last_seen_ms);
     Key(&o, "cpu_ms");
     AppendUint(&o, s.cpu_us / 1000);
+    if (s.partial) {
+      Key(&o, "partial");
+      o.append("true");
+    }
     Key(&o, "frames");
     o.push_back('[');
     for (size_t f = 0; f < s.frames.size(); ++f) {

@@ -1,6 +1,7 @@
 #include "report/stack_identity.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <span>
 #include <string_view>
@@ -164,9 +165,79 @@ Culprit CulpritAt(const Stack& s, int i, int stack) {
   return c;
 }
 
-std::string_view PathBaseName(std::string_view path) {
-  const size_t sep = path.find_last_of("/\\");
-  return sep == path.npos ? path : path.substr(sep + 1);
+// The candidate functions of a hang, for one tier of kinds: each frame's function identity
+// (empty for frames of other kinds); each function's weight (the samples of the stacks that
+// hold it) and the samples of the partial stacks that hold it; the functions in the order
+// first met (stacks in order, innermost frame first).
+struct CandidateIds {
+  std::vector<std::vector<std::string>> ids;
+  std::unordered_map<std::string, uint64_t> weight;
+  std::unordered_map<std::string, uint64_t> partial_weight;
+  std::vector<std::string> first_met;
+};
+
+CandidateIds CandidatesOf(std::span<const Stack> stacks,
+                          const std::vector<std::vector<FrameKind>>& kinds, FrameKind tier,
+                          const std::vector<bool>& partial) {
+  CandidateIds c;
+  c.ids.resize(stacks.size());
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    const Stack& s = stacks[k];
+    c.ids[k].resize(s.frames.size());
+    std::unordered_set<std::string> seen;
+    for (size_t i = 0; i < s.frames.size(); ++i) {
+      if (kinds[k][i] != tier || GivesWayToJit(s, i)) continue;
+      const std::string& id = c.ids[k][i] = FunctionIdentity(s.frames[i], i == 0);
+      if (c.weight.emplace(id, 0).second) c.first_met.push_back(id);
+      if (!seen.insert(id).second) continue;
+      c.weight[id] += s.count;
+      if (partial[k]) c.partial_weight[id] += s.count;
+    }
+  }
+  return c;
+}
+
+// Of the functions `shared` (in first-met order), the innermost: the one that is, in the samples
+// holding both, inside each other one at least as often as outside it (its innermost frame
+// nearer the leaf). Among several (functions never in one stack together), the one with the
+// most samples, then the first met; when none is (recursion through each other), the one with
+// the fewest samples. By position, not by weight: a caller missing from a sample whose chain
+// was cut short has fewer samples than its callee, and is still outside it.
+std::string Innermost(std::span<const Stack> stacks, const CandidateIds& c,
+                      const std::vector<std::string>& shared) {
+  const size_t n = shared.size();
+  std::unordered_map<std::string, size_t> index;
+  for (size_t j = 0; j < n; ++j) index.emplace(shared[j], j);
+  // inside[j * n + l]: samples in which shared[j] is inside shared[l].
+  std::vector<uint64_t> inside(n * n, 0);
+  std::vector<size_t> at(n);
+  constexpr size_t kAbsent = SIZE_MAX;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    std::fill(at.begin(), at.end(), kAbsent);
+    for (size_t i = 0; i < c.ids[k].size(); ++i) {
+      const auto it = c.ids[k][i].empty() ? index.end() : index.find(c.ids[k][i]);
+      if (it != index.end() && at[it->second] == kAbsent) at[it->second] = i;
+    }
+    for (size_t j = 0; j < n; ++j) {
+      for (size_t l = 0; l < n; ++l) {
+        if (j != l && at[j] != kAbsent && at[l] != kAbsent && at[j] < at[l]) {
+          inside[j * n + l] += stacks[k].count;
+        }
+      }
+    }
+  }
+  size_t best = kAbsent;
+  size_t lightest = 0;
+  for (size_t j = 0; j < n; ++j) {
+    const uint64_t w = c.weight.at(shared[j]);
+    if (w < c.weight.at(shared[lightest])) lightest = j;
+    bool innermost = true;
+    for (size_t l = 0; l < n && innermost; ++l) {
+      innermost = inside[j * n + l] >= inside[l * n + j];
+    }
+    if (innermost && (best == kAbsent || w > c.weight.at(shared[best]))) best = j;
+  }
+  return shared[best != kAbsent ? best : lightest];
 }
 
 }  // namespace
@@ -180,7 +251,7 @@ std::string PythonFunctionLabel(std::string_view qualname, std::string_view file
   std::string out(qualname.empty() ? std::string_view("?") : qualname);
   if (file.empty()) return out;
   out += " (";
-  out += PathBaseName(file);
+  out += ModuleFileName(file);
   if (line > 0) {
     out += ':';
     out += std::to_string(line);
@@ -216,54 +287,47 @@ Culprit HangCulprit(std::span<const Stack> stacks) {
   if (stacks.empty()) return Culprit{};
   const bool perf_map = HasPerfMapNames(stacks);
   std::vector<std::vector<FrameKind>> kinds(stacks.size());
-  uint64_t total = 0;
+  bool any_whole = false;
   for (size_t k = 0; k < stacks.size(); ++k) {
     kinds[k] = Kinds(stacks[k], perf_map);
-    if (!stacks[k].frames.empty()) total += stacks[k].count;
+    any_whole = any_whole || (!stacks[k].frames.empty() && !stacks[k].partial);
+  }
+  // A partial stack (Stack::partial: its outer frames were not read) counts for the functions
+  // it holds, and for no other: a function it lacks may be among the frames not read. (When no
+  // stack is whole, they count as whole ones.)
+  std::vector<bool> partial(stacks.size());
+  uint64_t whole = 0;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    partial[k] = any_whole && stacks[k].partial;
+    if (!partial[k] && !stacks[k].frames.empty()) whole += stacks[k].count;
   }
   // The application's functions first; a third-party package's (Python) only when no
   // application function is in half of the samples.
   for (const FrameKind tier : kCandidateKinds) {
-    // Each function's weight: the samples of the stacks that hold one of its frames of `tier`.
-    std::unordered_map<std::string, uint64_t> weight;
-    std::vector<std::vector<std::string>> ids(stacks.size());
-    for (size_t k = 0; k < stacks.size(); ++k) {
-      const Stack& s = stacks[k];
-      if (s.frames.empty()) continue;
-      ids[k].resize(s.frames.size());
-      std::unordered_set<std::string> seen;
-      for (size_t i = 0; i < s.frames.size(); ++i) {
-        if (kinds[k][i] != tier || GivesWayToJit(s, i)) continue;
-        ids[k][i] = FunctionIdentity(s.frames[i], i == 0);
-        if (seen.insert(ids[k][i]).second) weight[ids[k][i]] += s.count;
-      }
-    }
-    // The lightest function present in at least three quarters of the samples, else half of
-    // them (the innermost of a chain of callers, which are each present wherever their callee
-    // is); among equals, the first met in the stacks' order (most samples first), innermost
-    // frame first.
+    const CandidateIds c = CandidatesOf(stacks, kinds, tier, partial);
+    // The functions present in at least three quarters of the samples, else half of them.
     // Three quarters first: a helper function that holds about half of the samples (a C
     // builtin's inner loop, between runs 40% and 60%) would otherwise be the culprit in some
     // runs only.
-    uint64_t best = 0;
+    std::vector<std::string> shared;
     for (const uint64_t quarters : {3u, 2u}) {
-      for (const auto& [id, w] : weight) {
-        if (4 * w >= quarters * total && w > 0 && (best == 0 || w < best)) best = w;
+      for (const std::string& id : c.first_met) {
+        const uint64_t w = c.weight.at(id);
+        const auto p = c.partial_weight.find(id);
+        const uint64_t known = whole + (p == c.partial_weight.end() ? 0 : p->second);
+        if (w > 0 && 4 * w >= quarters * known) shared.push_back(id);
       }
-      if (best != 0) break;
+      if (!shared.empty()) break;
     }
-    if (best == 0) continue;
+    if (shared.empty()) continue;
+    const std::string id = Innermost(stacks, c, shared);
+    // The dominant stack's own frame of that function when it has one, so that readers that
+    // know only `frame` find it there; else the first stack that has one.
     for (size_t k = 0; k < stacks.size(); ++k) {
-      for (size_t i = 0; i < ids[k].size(); ++i) {
-        if (ids[k][i].empty() || weight[ids[k][i]] != best) continue;
-        // The dominant stack's own frame of that function when it has one, so that readers
-        // that know only `frame` find it there.
-        if (k != 0 && !stacks[0].frames.empty()) {
-          for (size_t j = 0; j < ids[0].size(); ++j) {
-            if (ids[0][j] == ids[k][i]) return CulpritAt(stacks[0], static_cast<int>(j), 0);
-          }
+      for (size_t i = 0; i < c.ids[k].size(); ++i) {
+        if (c.ids[k][i] == id) {
+          return CulpritAt(stacks[k], static_cast<int>(i), static_cast<int>(k));
         }
-        return CulpritAt(stacks[k], static_cast<int>(i), static_cast<int>(k));
       }
     }
   }

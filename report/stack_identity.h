@@ -31,13 +31,17 @@ namespace hangwatch::report {
 Culprit FindCulprit(const Stack& s);
 
 // A hang's culprit, from all its stacks (`stacks` as HangRecord::stacks: most samples first):
-// the application function (FunctionIdentity, application frames as FindCulprit judges them)
-// present in at least three quarters of the samples (else half of them) with the fewest
-// samples (library functions, FrameKind::kLibrary, when no application function is) (the innermost
-// of a chain of callers); among equals the first met in stack order, innermost frame first. The
-// culprit is that function's frame in the dominant stack when it has one, else in the first stack
-// that has (Culprit::stack). FindCulprit(stacks[0]) when no function is in half of the samples.
-// Bounded: one identity string per frame of the given stacks.
+// of the application functions (FunctionIdentity, application frames as FindCulprit judges
+// them) present in at least three quarters of the samples (else half of them), the innermost
+// (inside each of the others, in the samples that hold both, at least as often as outside it;
+// among several, the one with the most samples, then the first met in stack order, innermost
+// frame first). Library functions (FrameKind::kLibrary) when no application function is. A
+// partial stack (Stack::partial, while some stack is whole) counts for the functions it holds
+// and for no other: its chain was cut short, so a caller it lacks may have been there. The
+// culprit is that function's frame in the dominant stack when it has one, else in the first
+// stack that has (Culprit::stack). FindCulprit(stacks[0]) when no function is in half of the
+// samples. Bounded: one identity string per frame of the given stacks, and a table of pairs of
+// the functions in half of the samples.
 Culprit HangCulprit(std::span<const Stack> stacks);
 
 // What tells a frame's function from others: for a Python frame, its qualified name and the base

@@ -4,19 +4,12 @@
 #include <cstdio>
 #include <mutex>
 
+#include "report/frame_classifier.h"
 #include "report/stack_identity.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace hangwatch::agent {
-namespace {
-
-std::string Basename(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-}  // namespace
 
 std::shared_ptr<spdlog::logger> DefaultLogger() {
   static std::mutex mu;
@@ -49,7 +42,8 @@ std::string HangSummaryLine(const HangRecord& r) {
       line += " at " + r.culprit.file +
               (r.culprit.line > 0 ? ":" + std::to_string(r.culprit.line) : std::string());
     }
-    if (!r.culprit.module.empty()) line += " (" + Basename(r.culprit.module) + ")";
+    if (!r.culprit.module.empty())
+      line += " (" + std::string(report::ModuleFileName(r.culprit.module)) + ")";
   }
   if (!r.process_name.empty()) line += ", process " + r.process_name;
   return line;
@@ -62,7 +56,7 @@ std::string FrameLine(size_t index, const Frame& f) {
   line += f.symbol.empty() ? "??" : f.symbol;
   if (!f.module.empty()) {
     std::snprintf(buf, sizeof(buf), "+0x%" PRIx64 ")", f.offset);
-    line += " (" + Basename(f.module) + buf;
+    line += " (" + std::string(report::ModuleFileName(f.module)) + buf;
   }
   if (!f.file.empty()) {
     line += " " + f.file + ":" + std::to_string(f.line);

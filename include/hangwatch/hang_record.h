@@ -135,6 +135,9 @@ struct Stack {
   uint32_t last_seen_ms = 0;
   uint64_t cpu_us = 0;        // main-thread CPU time attributed to this stack
   std::vector<Frame> frames;  // innermost first; frames[0] is the interrupted instruction
+  // A runtime's chain of frames (Python's) was read only in part: frames outer than the last
+  // one read are missing. JSON: "partial": true (absent when false).
+  bool partial = false;
 };
 
 // Why the main thread waited (or did not run): the `cause` of a hang and of its samples

@@ -106,6 +106,52 @@ TEST(MaterializeTest, PythonFramesAreMaterializedAsPythonFrames) {
   EXPECT_EQ(f[3].method, FrameMethod::kCfi);
 }
 
+// Names of nap() and <module>, the two Python functions of a sleeping script.
+class NapNames final : public PythonNames {
+ public:
+  bool Find(uintptr_t word, PythonName* out) const override {
+    out->file = "/srv/nap.py";
+    out->symbol = PythonWordCode(word) == 0x7f00aa00 ? "nap" : "<module>";
+    out->line = PythonWordCode(word) == 0x7f00aa00 ? 3 : 9;
+    return true;
+  }
+};
+
+// 15 samples read the chain whole (nap <- <module>); one was cut short after nap, its outermost
+// frame read tagged kPythonPartialTag by the capture's merge: that stack is partial, and the
+// culprit is nap, in every sample and the innermost.
+TEST(MaterializeTest, AChainReadInPartMakesAPartialStack) {
+  HangData hang(HangLimits{});
+  const uintptr_t bias = 0x555500000000;
+  const uintptr_t whole[] = {bias + 0x1010, PythonFrameWord(0x7f00aa00, 12),
+                             PythonFrameWord(0x7f00bb00, 40), bias + 0x2222};
+  const uint8_t whole_tags[] = {static_cast<uint8_t>(FrameMethod::kPc), kPythonFrameTag,
+                                kPythonFrameTag, static_cast<uint8_t>(FrameMethod::kCfi)};
+  const uintptr_t cut[] = {bias + 0x1010, PythonFrameWord(0x7f00aa00, 12)};
+  const uint8_t cut_tags[] = {static_cast<uint8_t>(FrameMethod::kPc), kPythonPartialTag};
+  for (uint32_t i = 0; i < 16; ++i) {
+    const bool partial = i == 7;
+    hang.AddSample(50 + 30 * i, partial ? cut : whole, partial ? 2 : 4, bias + 0x1000, 0, 'S', true,
+                   reinterpret_cast<const FrameMethod*>(partial ? cut_tags : whole_tags));
+  }
+  NapNames names;
+  MaterializeOptions o;
+  o.modules = MapAt(bias);
+  o.symbolize = false;
+  o.python_names = &names;
+  const HangRecord r = Materialize(hang, o);
+  ASSERT_EQ(r.stacks.size(), 2u);
+  EXPECT_EQ(r.stacks[0].count, 15u);
+  EXPECT_FALSE(r.stacks[0].partial);
+  EXPECT_TRUE(r.stacks[1].partial);
+  ASSERT_EQ(r.stacks[1].frames.size(), 2u);
+  EXPECT_EQ(r.stacks[1].frames[1].language, FrameLanguage::kPython);
+  EXPECT_EQ(r.stacks[1].frames[1].symbol, "nap");
+  EXPECT_EQ(r.culprit.symbol, "nap");
+  EXPECT_EQ(r.culprit.stack, 0);
+  EXPECT_EQ(r.culprit.frame, 1);
+}
+
 TEST(MaterializeTest, ResolvesSortsAndRemapsTimeline) {
   HangData hang(HangLimits{});
   Fill(&hang, 0x555500000000, 0);

@@ -110,6 +110,28 @@ TEST(PythonCaptureHook, OtherThreadsAndTooLittleRoomRecordNothing) {
   EXPECT_EQ(r.frames[0].instr, 2);
 }
 
+// A thread's outermost Python frame began a native call of the eval loop (3.11: is_entry). A
+// chain that ends at a frame without that mark (read while frames were pushed or popped) lost
+// its outer frames: the frames read are recorded, and the capture says the chain is partial.
+TEST(PythonCaptureHook, AChainEndingAtAFrameThatBeganNoCallIsPartial) {
+  FakeThread t(3);
+  // The middle frame's previous is null, as if read before the push set it: the walk stops
+  // there, at a frame without the entry mark.
+  unsigned char* middle = t.frame_bytes(t.innermost() - kFrameStride);
+  Put<uint64_t>(middle, t.layout().frame_previous, 0);
+  PythonCaptureHook hook(t.layout(), 64, 64 * 1024);
+  hook.Watch(gettid(), t.tstate());
+  Recorded r = Capture(hook);
+  ASSERT_EQ(r.frames.size(), 2u);
+  EXPECT_EQ(r.end, ChainEnd::kNoEntry);
+  EXPECT_FALSE(r.frames[1].entry);
+  // Ending at the entry frame is whole.
+  Put<uint8_t>(middle, t.layout().frame_is_entry, 1);
+  r = Capture(hook);
+  ASSERT_EQ(r.frames.size(), 2u);
+  EXPECT_EQ(r.end, ChainEnd::kComplete);
+}
+
 TEST(PythonCaptureHook, ACycleIsBounded) {
   FakeThread t(4);
   // The outermost frame's previous points back at the innermost.

@@ -176,6 +176,14 @@ TEST(ReportCodec, PythonFramesRoundTripBetweenNativeOnes) {
   bad.replace(bad.find(R"("kind":"python")"), 15, R"("kind":"ruby")");
   EXPECT_FALSE(DecodeHang(bad, &out, &error));
   EXPECT_NE(error.find("kind"), std::string::npos) << error;
+  // A stack whose Python chain was read in part says so; a whole one writes nothing more.
+  EXPECT_EQ(line.find("partial"), std::string::npos) << line;
+  in.stacks[0].partial = true;
+  const std::string partial = Encode(in);
+  EXPECT_NE(partial.find(R"("partial":true,"frames":[)"), std::string::npos) << partial;
+  ASSERT_TRUE(DecodeHang(partial, &out, &error)) << error;
+  EXPECT_TRUE(out.stacks[0].partial);
+  EXPECT_EQ(Encode(out), partial);
 }
 
 TEST(ReportCodec, UnknownTypesAndBrokenLines) {

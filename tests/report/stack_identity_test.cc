@@ -469,5 +469,58 @@ TEST(StackIdentityTest, PythonHangCulpritIsTheFunctionTheSamplesShare) {
   EXPECT_EQ(HangSignature(stacks, c).size(), 16u);
 }
 
+// A blocked Python hang: a 500 ms time.sleep in nap(), 16 samples. 15 read the chain whole,
+// nap <- <module>; one was cut short after nap (marked partial). nap is in all 16 samples and is
+// the innermost: the culprit, though <module> has fewer samples.
+TEST(StackIdentityTest, PythonCulpritIsTheInnermostFunctionWhenAChainWasCutShort) {
+  auto sleep_in = [](std::vector<Frame> python) {
+    std::vector<Frame> frames = {F(kLibc, 0xea7fa, "clock_nanosleep"),
+                                 F(kPython, 0x5d64b4, "", "b1d-311")};
+    frames.insert(frames.end(), python.begin(), python.end());
+    frames.push_back(F(kPython, 0x62d000, "Py_BytesMain", "b1d-311"));
+    return S(frames);
+  };
+  std::vector<Stack> stacks = {
+      sleep_in({Py("nap", kApp, 3, 0x7f10000), Py("<module>", kApp, 9, 0x7f20000)}),
+      sleep_in({Py("nap", kApp, 3, 0x7f10000)})};
+  stacks[0].count = 15;
+  stacks[1].count = 1;
+  stacks[1].partial = true;
+  Culprit c = HangCulprit(stacks);
+  EXPECT_EQ(CulpritName(c), "nap (app.py:3)");
+  EXPECT_EQ(c.stack, 0);
+  EXPECT_EQ(c.frame, 2);
+  // The same when the cut went unnoticed: innermost by position, not by fewest samples.
+  stacks[1].partial = false;
+  EXPECT_EQ(CulpritName(HangCulprit(stacks)), "nap (app.py:3)");
+  // Partial samples do not count against the callers they lack: 3 whole samples in
+  // handle <- serve <- <module>, 5 cut after handle (partial). serve is in every whole sample:
+  // still inside <module>, and handle is inside both.
+  std::vector<Stack> cut = {
+      sleep_in({Py("handle", kApp, 20, 0x7f30000)}),
+      sleep_in({Py("handle", kApp, 20, 0x7f30000), Py("serve", kApp, 30, 0x7f40000),
+                Py("<module>", kApp, 9, 0x7f20000)})};
+  cut[0].count = 5;
+  cut[0].partial = true;
+  cut[1].count = 3;
+  EXPECT_EQ(CulpritName(HangCulprit(cut)), "handle (app.py:20)");
+  // A function only partial stacks lack is still shared by the samples that can say: the
+  // innermost application function of two, busy in other functions under serve.
+  std::vector<Stack> two = {
+      sleep_in({Py("parse", kApp, 40, 0x7f50000)}),
+      sleep_in({Py("render", kApp, 50, 0x7f60000), Py("serve", kApp, 30, 0x7f40000),
+                Py("<module>", kApp, 9, 0x7f20000)}),
+      sleep_in({Py("encode", kApp, 60, 0x7f70000), Py("serve", kApp, 30, 0x7f40000),
+                Py("<module>", kApp, 9, 0x7f20000)})};
+  two[0].count = 6;
+  two[0].partial = true;
+  two[1].count = 3;
+  two[2].count = 3;
+  EXPECT_EQ(CulpritName(HangCulprit(two)), "serve (app.py:30)");
+  // Counted as whole, the 6 cut samples would have voted serve and <module> under half.
+  two[0].partial = false;
+  EXPECT_EQ(CulpritName(HangCulprit(two)), "parse (app.py:40)");
+}
+
 }  // namespace
 }  // namespace hangwatch::report

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +29,7 @@
 #include "tools/common/terminal_text.h"
 #include "tools/gate/gate_options.h"
 #include "tools/gate/gate_output.h"
+#include "tools/reader/report_jit_names.h"
 #include "tools/reader/report_reader.h"
 #include "tools/reader/report_symbolize.h"
 #include "tools/report/formats/report_formats.h"
@@ -301,6 +303,9 @@ struct RunState {
   size_t unjudged_shutdown_hangs = 0;  // shutdown-phase hangs, without --judge-shutdown
   std::vector<const LaunchProcess*> still_running;
   std::vector<int64_t> locked;  // pids whose open-hang file is locked (alive)
+  // How the processes `run` reaped itself ended (pid -> wait status): the command, and orphans
+  // re-parented to it. An open hang of one that exited is not fatal (EndedByExit).
+  std::map<int64_t, int> reaped;
   bool keep_dir = false;
   bool report_not_created = false;  // --report was not there before, and nothing wrote it
   std::vector<WatchedProcess> watched;
@@ -382,6 +387,7 @@ void WaitForCommand(const RunOptions& o, RunState* run) {
     // Any child: orphans re-parented to `run` are reaped as they end.
     int st = 0;
     const pid_t pid = waitpid(-1, &st, 0);
+    if (pid > 0) run->reaped[pid] = st;
     if (pid == run->child) {
       run->status = st;
       break;
@@ -426,7 +432,16 @@ void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* 
     std::string error;
     if (!report_file->ReadAppended(&parser, &error)) run->report_unread = error;
   }
+  // Orphans that ended since: how they ended decides whether their open hang was fatal.
+  for (int st = 0;;) {
+    const pid_t pid = waitpid(-1, &st, WNOHANG);
+    if (pid <= 0) break;
+    run->reaped[pid] = st;
+  }
   for (HangRecord& fatal : TakeFatalHangs(run->tmpdir, is_live)) {
+    if (auto it = run->reaped.find(fatal.pid); it != run->reaped.end()) {
+      EndedByExit(&fatal, it->second);
+    }
     if (!run->own_report) {
       if (const int err = AppendToReport(o.report_path, fatal); err != 0) {
         run->log.AddUnwritten("hang", err);
@@ -434,6 +449,9 @@ void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* 
     }
     run->report.hangs.push_back(std::move(fatal));
   }
+  // JIT code of a runtime that writes its perf map at exit (the JVM's DumpPerfMapAtExit): the map
+  // is there now that the command has ended.
+  NameJitFrames(&run->report);
   // Hangs the report file did not take (a full disk): never "no hangs".
   run->lost_hangs = run->log.UnwrittenHangs();
   run->keep_dir = !run->still_running.empty() || !run->locked.empty();
