@@ -113,6 +113,7 @@ size_t PerfMap::Refresh() {
   }
   seen_ = true;
   inode_ = st.st_ino;
+  modified_unix_ms_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
   size_t added = 0;
   if (file_size > read_offset_) {
     const size_t want =
@@ -163,6 +164,11 @@ bool PerfMap::Find(uint64_t addr, std::string* name, uint64_t* function_offset) 
 size_t PerfMap::size() const {
   absl::MutexLock lock(&mu_);
   return entries_.size();
+}
+
+int64_t PerfMap::modified_unix_ms() const {
+  absl::MutexLock lock(&mu_);
+  return modified_unix_ms_;
 }
 
 PerfMap& PerfMapOfThisProcess() {

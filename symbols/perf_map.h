@@ -46,6 +46,10 @@ class PerfMap {
 
   size_t size() const;
   const std::string& path() const { return path_; }
+  // When the file was last modified (ms since the Unix epoch) as the last Refresh() that opened
+  // it saw; 0 before. A reader of another process's map after the fact compares it with when
+  // that process ran: a map older than the process is another's that had the same pid.
+  int64_t modified_unix_ms() const;
 
   // Parses one line (without its newline); false for garbage. Exposed for tests.
   static bool ParseLine(std::string_view line, uint64_t* start, uint64_t* size,
@@ -69,6 +73,7 @@ class PerfMap {
   uint64_t inode_ ABSL_GUARDED_BY(mu_) = 0;
   std::string head_ ABSL_GUARDED_BY(mu_);  // the file's first bytes, to notice a new file
   bool seen_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t modified_unix_ms_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The perf map of the calling process (/tmp/perf-<getpid()>.map), one per pid (a forked child

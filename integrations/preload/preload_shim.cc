@@ -26,7 +26,8 @@
 // Life cycle:
 //   - load (constructor): resolves the real calls, notes the main thread and the load time,
 //     whether this is a secure-execution process (AT_SECURE: its settings are the defaults and
-//     nothing is printed or written), notes the process in the launch log (launch_log.h). The
+//     nothing is printed or written), notes the process in the launch log (launch_log.h), and
+//     leaves a program whose threads wait without libc (Go: unseen_waits.h) off for good. The
 //     environment is left alone: a process that has not armed (a shell, a wrapper) passes the
 //     shim on to what it executes (preload_exec.cc).
 //   - first blocking wait on the main thread: the program reached its event loop. The agent
@@ -71,6 +72,7 @@
 
 #include "integrations/preload/launch_log.h"
 #include "integrations/preload/shim_state.h"
+#include "integrations/preload/unseen_waits.h"
 #include "integrations/preload/wait_wrapper.h"
 
 namespace hangwatch::preload {
@@ -226,7 +228,13 @@ __attribute__((constructor)) void LoadShim() {
   // dlopen on another thread, the shim cannot tell which thread is the main one: it stays off.
   if (syscall(SYS_gettid) == g_shim.pid) {
     g_shim.main_thread = pthread_self();
-    hangwatch::preload::SetPhase(hangwatch::preload::kUnarmed);
+    // A program whose loop waits without libc (Go) is never armed: a stray C wait of its main
+    // thread would turn the rest of its run into one pass (unseen_waits.h).
+    if (const char* why = hangwatch::preload::WhyWaitsAreUnseen()) {
+      hangwatch::preload::LaunchLogOff(why);
+    } else {
+      hangwatch::preload::SetPhase(hangwatch::preload::kUnarmed);
+    }
   }
   pthread_atfork(nullptr, nullptr, ForkChild);
 }

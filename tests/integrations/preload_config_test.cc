@@ -1,9 +1,15 @@
-// The preload shim's settings and its LD_PRELOAD rewriting.
+// The preload shim's settings, its LD_PRELOAD rewriting, and how it recognises a program whose
+// threads wait without libc (Go).
 #include "integrations/preload/preload_config.h"
 #include "integrations/preload/stderr_policy.h"
+#include "integrations/preload/unseen_waits.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -171,6 +177,39 @@ TEST(StderrPolicy, TerminalPipeOrHandedOverFileOnly) {
   for (const char* bad : {"5", "5:", ":77", "5:77x", "x5:77", "5:77:1", ""}) {
     EXPECT_FALSE(IsNamedFile(File(S_IFREG, false), bad)) << bad;
   }
+}
+
+// Go is recognised by its .go.buildinfo section, which `strip` keeps: a copy of this test
+// binary is not Go, the same copy with that section (allocated, as Go's linker makes it) is, and
+// still is once stripped; a file that is not ELF is not.
+TEST(UnseenWaits, GoBuildInfoSectionIsFoundEvenInAStrippedFile) {
+  char dir_template[] = "/tmp/hangwatch-unseen-waits.XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  auto has_go_section = [](const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0) << path;
+    const bool found = ElfHasSection(fd, ".go.buildinfo");
+    close(fd);
+    return found;
+  };
+  const std::string plain = dir + "/plain", go = dir + "/go", info = dir + "/info";
+  {
+    std::FILE* f = std::fopen(info.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("\xff Go buildinf:", f);
+    std::fclose(f);
+  }
+  const std::string commands = "cp /proc/" + std::to_string(getpid()) + "/exe " + plain +
+                               " && objcopy --add-section " + ".go.buildinfo=" + info +
+                               " --set-section-flags .go.buildinfo=alloc,data,contents " + plain +
+                               " " + go + " && strip " + go;
+  ASSERT_EQ(std::system(commands.c_str()), 0) << commands;
+  EXPECT_FALSE(has_go_section(plain));
+  EXPECT_TRUE(has_go_section(go));
+  EXPECT_FALSE(has_go_section(info)) << "not ELF";
+  EXPECT_EQ(WhyWaitsAreUnseen(), nullptr) << "this test is not a Go program";
+  EXPECT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
 }
 
 }  // namespace

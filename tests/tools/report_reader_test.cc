@@ -2,13 +2,18 @@
 #include "tools/reader/report_reader.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <iterator>
 #include <string>
 
 #include "cli_util.h"
 #include "hangwatch/hangwatch.h"
+#include "tools/reader/report_jit_names.h"
 #include "tools/reader/report_symbolize.h"
 
 namespace hangwatch::tools {
@@ -275,6 +280,57 @@ TEST(ReportSymbolize, PythonFramesAreNeverLookedUpAsNativeAddresses) {
   // The culprit, recomputed after symbolization, is the Python function.
   EXPECT_EQ(report.hangs[0].culprit.language, FrameLanguage::kPython);
   EXPECT_EQ(report.hangs[0].culprit.frame, 1);
+}
+
+// A hang in JIT code (frames in no module) of a process whose runtime named its code in a perf
+// map only after the record was written (the JVM's DumpPerfMapAtExit): the map under `dir`,
+// written after the hang began, names the frames and the culprit; the same map last modified
+// before the hang began is an earlier process's with the same pid, and is not read.
+TEST(ReportReader, JitFramesAreNamedFromAPerfMapWrittenAfterTheHangBegan) {
+  TempDir dir;
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  auto make_report = [&] {
+    Report report;
+    HangRecord h;
+    h.pid = 4242;
+    h.host = host;
+    h.start_unix_ms = now_ms - 5000;
+    Stack s;
+    s.count = 3;
+    for (uint64_t addr : {0x7f0000001010ull, 0x7f0000002040ull}) {
+      Frame f;  // in no module: its offset is its address
+      f.addr = f.offset = addr;
+      s.frames.push_back(f);
+    }
+    h.stacks.push_back(s);
+    h.dominant_stack = 0;
+    report.hangs.push_back(h);
+    return report;
+  };
+  WriteFile(dir / "perf-4242.map", "7f0000001000 40 Loop.busyFor\n7f0000002000 40 Loop.main\n");
+
+  Report fresh = make_report();
+  EXPECT_EQ(NameJitFrames(&fresh, dir.path()), 2u);
+  EXPECT_EQ(fresh.hangs[0].stacks[0].frames[0].symbol, "Loop.busyFor");
+  EXPECT_EQ(fresh.hangs[0].stacks[0].frames[1].symbol, "Loop.main");
+  EXPECT_EQ(fresh.hangs[0].culprit.symbol, "Loop.busyFor");
+
+  Report elsewhere = make_report();
+  elsewhere.hangs[0].host = std::string(host) + "-another-machine";
+  EXPECT_EQ(NameJitFrames(&elsewhere, dir.path()), 0u) << "a map of this machine only";
+
+  const std::string map = dir / "perf-4242.map";
+  const int64_t old_ms = now_ms - 60000;
+  const struct timespec times[2] = {{old_ms / 1000, (old_ms % 1000) * 1000000},
+                                    {old_ms / 1000, (old_ms % 1000) * 1000000}};
+  ASSERT_EQ(utimensat(AT_FDCWD, map.c_str(), times, 0), 0);
+  Report stale = make_report();
+  EXPECT_EQ(NameJitFrames(&stale, dir.path()), 0u);
+  EXPECT_TRUE(stale.hangs[0].stacks[0].frames[0].symbol.empty());
 }
 
 }  // namespace

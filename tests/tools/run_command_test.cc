@@ -93,6 +93,67 @@ TEST(RunCommand, HangThatKillsTheProcessIsReportedFatal) {
   EXPECT_EQ(killed.exit_code, 128 + 9) << killed.err;
 }
 
+// A process that exits in the middle of a pass through the raw exit_group system call (Go's
+// os.Exit does that), which no exit hook of the shim sees, leaves its open-hang file behind. It
+// exited with a status: the hang did not kill it, the pass ended with the process. A
+// shutdown-phase hang, never FATAL, not judged by --fail-on-hang.
+TEST(RunCommand, OpenHangOfAProcessThatExitedIsAShutdownHangNotAFatalOne) {
+  TempDir dir;
+  const auto r =
+      RunCommand({kCli, "run", "--threshold-ms", "100", "--sample-ms", "10", "--fail-on-hang",
+                  "--report", dir / "hangs.jsonl", "--", STALL_PROGRAM, "0", "600", "exit_group"},
+                 {"HANGWATCH_CACHE_DIR=" + dir / "cache"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(Has(r.err, "FATAL")) << r.err;
+  EXPECT_TRUE(Has(r.err, "in the shutdown phase")) << r.err;
+  EXPECT_TRUE(Has(r.err, "StallTheMainThread")) << r.err;
+  tools::Report report;
+  std::string error;
+  ASSERT_TRUE(tools::ReadReportFile(dir / "hangs.jsonl", &report, &error)) << error;
+  ASSERT_EQ(report.hangs.size(), 1u) << "the open hang is added to the report file";
+  EXPECT_FALSE(report.hangs[0].fatal);
+  EXPECT_EQ(report.hangs[0].phase, HangPhase::kShutdown);
+  EXPECT_GE(report.hangs[0].duration_ms, 300u);
+}
+
+// JIT code that its runtime names only when it exits (the JVM's DumpPerfMapAtExit): the record
+// cannot name it, `run` and `report` read the map that is there afterwards, and a map older than
+// the hang (an earlier process with the same pid) is not believed.
+TEST(RunCommand, JitCodeIsNamedFromAPerfMapWrittenAtExit) {
+  TempDir dir;
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "100", "--sample-ms", "10", "--report",
+                             dir / "hangs.jsonl", "--", JIT_PROGRAM, "600"},
+                            {"HANGWATCH_CACHE_DIR=" + dir / "cache"});
+  if (r.exit_code == 77) GTEST_SKIP() << "jit_program generates x86-64 code only";
+  tools::Report report;
+  std::string error;
+  ASSERT_TRUE(tools::ReadReportFile(dir / "hangs.jsonl", &report, &error)) << error << r.err;
+  ASSERT_EQ(report.hangs.size(), 1u) << r.err;
+  const HangRecord& hang = report.hangs[0];
+  const std::string map = "/tmp/perf-" + std::to_string(hang.pid) + ".map";
+  struct RemoveMap {
+    std::string path;
+    ~RemoveMap() { unlink(path.c_str()); }
+  } remove_map{map};
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(hang.culprit.symbol.empty()) << "the record was written before the map";
+  ASSERT_EQ(access(map.c_str(), F_OK), 0) << "jit_program wrote no map";
+  EXPECT_TRUE(Has(r.err, "Loop.busyFor")) << r.err;
+
+  const auto named = RunCommand({kCli, "report", dir / "hangs.jsonl"});
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_TRUE(Has(named.out, "Loop.busyFor")) << named.out;
+
+  // The same map, last written a minute before the hang began: another process's.
+  const int64_t old_ms = hang.start_unix_ms - 60000;
+  const struct timespec times[2] = {{old_ms / 1000, (old_ms % 1000) * 1000000},
+                                    {old_ms / 1000, (old_ms % 1000) * 1000000}};
+  ASSERT_EQ(utimensat(AT_FDCWD, map.c_str(), times, 0), 0);
+  const auto stale = RunCommand({kCli, "report", dir / "hangs.jsonl"});
+  EXPECT_EQ(stale.exit_code, 0) << stale.err;
+  EXPECT_FALSE(Has(stale.out, "Loop.busyFor")) << stale.out;
+}
+
 TEST(RunCommand, ReportFileIsAppendedAndOnlyThisRunIsSummarized) {
   TempDir dir;
   const std::string report = dir / "hangs.jsonl";

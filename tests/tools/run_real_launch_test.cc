@@ -3,6 +3,9 @@
 // named as unwatched under --no-inherit), and a tmux server, whose pane process executes its
 // command after tmux forked it (it must be listed under its own name, not as tmux). Names come
 // from the kernel (/proc/PID/comm) or argv[0] at load: npm renames its node process `npm`.
+// A Go program built with cgo loads the shim but waits without libc: it is never armed (a C
+// wait of its main thread must not turn the rest of its run into a made-up fatal hang), and
+// `run` says why it was not watched.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -135,6 +138,52 @@ TEST(RunRealLaunch, ProcessForkedByATmuxServerIsNamedAfterWhatItExecuted) {
   EXPECT_FALSE(std::regex_search(r.err, std::regex("pid [0-9]+ tmux[^,\n]* \\(not"))) << r.err;
   EXPECT_TRUE(Has(r.err, " executed `sh -c exec sleep 30` without hangwatch; it was not watched"))
       << r.err;
+}
+
+constexpr char kGo[] = "/usr/bin/go";
+
+// A cgo program whose main thread (the main goroutine, locked to it) waits once in C's poll, as
+// getaddrinfo or libcurl would, then works and idles in Go for 1.2 s and leaves with os.Exit (a raw
+// exit_group). Built by `go build` from the standard library only, offline, its caches in `dir`:
+// Debian's Go ships the standard library compiled, so this takes about a second.
+std::string BuildGoProgram(const TempDir& dir) {
+  WriteFile(dir / "go.mod", "module gowait\n\ngo 1.19\n");
+  WriteFile(dir / "main.go",
+            "package main\n\n"
+            "/*\n#include <poll.h>\nstatic void wait_once(void) { poll(0, 0, 50); }\n*/\n"
+            "import \"C\"\n\n"
+            "import (\n\t\"os\"\n\t\"runtime\"\n\t\"time\"\n)\n\n"
+            "func init() { runtime.LockOSThread() }\n\n"
+            "var sink int\n\n"
+            "func busyFor(d time.Duration) {\n"
+            "\tfor end := time.Now().Add(d); time.Now().Before(end); {\n"
+            "\t\tfor i := 0; i < 100000; i++ {\n\t\t\tsink += i\n\t\t}\n\t}\n}\n\n"
+            "func main() {\n\tC.wait_once()\n\tbusyFor(600 * time.Millisecond)\n"
+            "\ttime.Sleep(600 * time.Millisecond)\n\tos.Exit(0)\n}\n");
+  const auto built = RunCommand(
+      {"/bin/sh", "-c", "cd \"$0\" && exec " + std::string(kGo) + " build -o gowait .", dir.path()},
+      {"GOCACHE=" + dir / "gocache", "GOPATH=" + dir / "gopath", "HOME=" + dir.path(),
+       "GOFLAGS=-mod=mod", "GOPROXY=off", "CGO_ENABLED=1", "GOTOOLCHAIN=local"});
+  EXPECT_EQ(built.exit_code, 0) << built.out << built.err;
+  return dir / "gowait";
+}
+
+TEST(RunRealLaunch, GoProgramIsNotArmedByACWaitAndRunSaysWhy) {
+  if (access(kGo, X_OK) != 0) GTEST_SKIP() << "go missing";
+  TempDir dir;
+  const std::string program = BuildGoProgram(dir);
+  ASSERT_EQ(access(program.c_str(), X_OK), 0);
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "250", "--fail-on-hang", "--report",
+                             dir / "hangs.jsonl", "--", program},
+                            {"HANGWATCH_CACHE_DIR=" + dir / "cache"});
+  EXPECT_EQ(r.exit_code, 4) << "nothing was watched: " << r.err;
+  EXPECT_FALSE(Has(r.err, "FATAL")) << r.err;
+  EXPECT_FALSE(Has(r.err, " hang in ")) << r.err;
+  EXPECT_TRUE(Has(r.err,
+                  "hangwatch run: no process was watched: gowait could not be watched: a "
+                  "Go program: "))
+      << r.err;
+  EXPECT_TRUE(Has(r.err, "not through libc")) << r.err;
 }
 
 }  // namespace

@@ -1,19 +1,22 @@
 // A small event-loop program for the command-line tests.
 //
-//   stall_program [--agent REPORT.jsonl] EXIT STALL_MS [kill|die|exit|_exit]
+//   stall_program [--agent REPORT.jsonl] EXIT STALL_MS [kill|die|exit|_exit|exit_group]
 //
 // Waits for events (poll, 50 ms), stalls its main thread for STALL_MS in StallTheMainThread()
 // (a busy loop; 0: no stall), waits again, then exits with EXIT - or, with "kill", kills itself
 // with SIGTERM; with "die", another thread kills the process with SIGKILL two thirds into the
 // stall (a hang that kills its process, as a system watchdog would); with "exit" / "_exit" the
 // stall comes after the last wait, on the way out: main returns (exit()) or calls _exit()
-// right after it, so that its pass ends because the process exits (a shutdown-phase hang).
+// right after it, so that its pass ends because the process exits (a shutdown-phase hang);
+// "exit_group" is the same with the raw exit_group system call, which no exit hook sees (as Go's
+// os.Exit): the pass is still open when the process is gone.
 // Without --agent it is an
 // unmodified program for `hangwatch run` (the preload shim sees the polls); with --agent it embeds
 // the agent itself (threshold 100 ms, samples every 10 ms) and writes REPORT, which makes report
 // input without the shim.
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
   const bool die = argc - arg > 2 && std::strcmp(argv[arg + 2], "die") == 0;
   const bool stall_at_exit = argc - arg > 2 && std::strcmp(argv[arg + 2], "exit") == 0;
   const bool stall_at_underscore_exit = argc - arg > 2 && std::strcmp(argv[arg + 2], "_exit") == 0;
+  const bool stall_at_exit_group = argc - arg > 2 && std::strcmp(argv[arg + 2], "exit_group") == 0;
   if (report != nullptr) {
     hangwatch::Config config;
     config.threshold = std::chrono::milliseconds(100);
@@ -76,10 +80,11 @@ int main(int argc, char** argv) {
     }
   }
   poll(nullptr, 0, 50);
-  if (stall_at_exit || stall_at_underscore_exit) {
+  if (stall_at_exit || stall_at_underscore_exit || stall_at_exit_group) {
     poll(nullptr, 0, 50);
     StallTheMainThread(stall_ms);  // the pass after the last wait, ended by the exit
     if (stall_at_underscore_exit) _exit(exit_code);
+    if (stall_at_exit_group) syscall(SYS_exit_group, exit_code);
     return exit_code;
   }
   if (stall_ms > 0) {

@@ -10,6 +10,7 @@
 #include "symbols/batch_symbolizer.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/report_frames.h"
+#include "tools/reader/report_jit_names.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -50,6 +51,8 @@ void RefreshCauseCulprits(HangRecord* h) {
 
 void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
                      std::vector<std::string>* warnings) {
+  // JIT code first: a runtime that writes its perf map at exit left it after the records.
+  NameJitFrames(report);
   // The modules in (build-id, path) order, which is the order their batches run in.
   std::map<ModuleKey, size_t> ids;
   for (const HangRecord& h : report->hangs) {

@@ -20,8 +20,9 @@ struct ReportSymbolizeOptions {
 };
 
 // Replaces each frame that the symbolizer can answer by one frame per inlined function
-// (innermost first, same address), with symbol, file and line. Frames it cannot answer keep
-// what the report recorded. The files it gives frames are added to report->dwarf_source_files.
+// (innermost first, same address), with symbol, file and line; frames of JIT code are named from
+// the perf map their process left (NameJitFrames). Frames it cannot answer keep what the report
+// recorded. The files it gives frames are added to report->dwarf_source_files.
 // Warnings (missing binaries, rejected debug files) are appended to
 // *warnings, once each.
 void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,

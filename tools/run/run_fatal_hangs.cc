@@ -1,6 +1,7 @@
 #include "tools/run/run_fatal_hangs.h"
 
 #include <dirent.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -40,6 +41,13 @@ std::vector<HangRecord> TakeFatalHangs(const std::string& dir,
   }
   closedir(d);
   return out;
+}
+
+bool EndedByExit(HangRecord* hang, int wait_status) {
+  if (!WIFEXITED(wait_status)) return false;
+  hang->fatal = false;
+  hang->phase = HangPhase::kShutdown;
+  return true;
 }
 
 int AppendToReport(const std::string& path, const HangRecord& hang) {

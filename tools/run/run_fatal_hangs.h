@@ -19,6 +19,14 @@ namespace hangwatch::tools {
 std::vector<HangRecord> TakeFatalHangs(const std::string& dir,
                                        const std::function<bool(int64_t)>& live);
 
+// A hang left open by a process that `run` saw end with `wait_status` (waitpid's): when the process
+// exited (it was not killed by a signal), the hang did not kill it. The process ended its own pass
+// by exiting without the exit hooks the shim sees (Go's os.Exit and any raw exit_group system
+// call), as a pass that exit() ends: a shutdown-phase hang (HangPhase::kShutdown, not fatal),
+// judged as those are. True when the hang was changed so; a process killed by a signal keeps its
+// fatal hang.
+bool EndedByExit(HangRecord* hang, int wait_status);
+
 // Appends one hang to a JSON Lines report (one whole line, never through a symbolic link,
 // rotated at the agent's size). 0, or the errno of the failure.
 int AppendToReport(const std::string& path, const HangRecord& hang);
