@@ -216,6 +216,8 @@ void LaunchLogArmed() { Write("armed", ""); }
 
 void LaunchLogOff(const char* why) { Write("off", why != nullptr ? why : ""); }
 
+void LaunchLogMainJoined() { Write("join", ""); }
+
 void LaunchLogUnwritten(const char* type, int error_number) {
   Line detail;
   detail.AddField(type != nullptr ? type : "?", 64);

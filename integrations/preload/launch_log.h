@@ -8,7 +8,7 @@
 //
 //   EVENT PID PPID STARTTIME NAME\tDETAIL\n
 //
-//   EVENT      load | exec | spawn | execfail | armed | off | unwritten
+//   EVENT      load | exec | spawn | execfail | armed | off | unwritten | join
 //   STARTTIME  field 22 of /proc/PID/stat (clock ticks since boot): with PID it names the
 //              process even after the pid is reused
 //   NAME       the process name, at most 255 bytes, no tabs or newlines: the basename of
@@ -32,6 +32,8 @@
 //              armed: empty; off: why the agent could not start; unwritten: "TYPE ERRNO", a
 //              record (TYPE: hang, lag, startup_stall) the report file did not take (a full
 //              disk), so that `run` counts it instead of saying "no hangs"
+//              join: empty; the main thread called pthread_join before it waited for events
+//              (once per process: a runtime that runs the program on another thread, the JVM)
 //
 // The format is internal to one version of the shim and `hangwatch run` (the run directory
 // and its log belong to one run).
@@ -63,6 +65,8 @@ void LaunchLogExecFailed(int error_number);
 void LaunchLogArmed();
 // The agent could not start; `why` is Start()'s message.
 void LaunchLogOff(const char* why);
+// The main thread, not armed yet, waits for another thread to end (pthread_join).
+void LaunchLogMainJoined();
 // A record of `type` could not be written to the report (errno `error_number`).
 void LaunchLogUnwritten(const char* type, int error_number);
 

@@ -3,7 +3,12 @@
 //     hang in 3 to 4 runs of 8, failing --fail-on-hang: a pass the process's exit ends is a
 //     shutdown-phase hang, judged only with --judge-shutdown;
 //   - Xvfb, stopped by xvfb-run with SIGTERM, left a 726 KB open-hang file in a run directory
-//     kept for it: outside a hang the file holds nothing, and nothing is left once it exited.
+//     kept for it: outside a hang the file holds nothing, and nothing is left once it exited;
+//   - a Swing program under xvfb-run passed --fail-on-hang with only Xvfb watched (listed
+//     "still running", its run directory kept): java, whose status xvfb-run returns, is the
+//     program; it was not watched (its main thread waits in pthread_join while the JVM runs
+//     main() on another thread), which is exit 4 and the summary's first line, and Xvfb, which
+//     xvfb-run stops as it exits, is a helper that has ended.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -34,6 +39,8 @@ constexpr char kGunicorn[] = "/usr/bin/gunicorn";
 constexpr char kCurl[] = "/usr/bin/curl";
 constexpr char kXvfbRun[] = "/usr/bin/xvfb-run";
 constexpr char kXvfb[] = "/usr/bin/Xvfb";
+constexpr char kJava[] = "/usr/bin/java";
+constexpr char kJavac[] = "/usr/bin/javac";
 
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
@@ -238,6 +245,48 @@ TEST(RunExit, XvfbStoppedByXvfbRunLeavesNoOpenHangFile) {
   }
   EXPECT_EQ(left, "") << "Xvfb exited outside a hang: nothing of it is left";
   tools::RemoveRunDir(run_dir);  // what the next run would do
+}
+
+TEST(RunExit, SwingProgramUnderXvfbRunIsTheProgramNotXvfb) {
+  if (!Exists(kXvfbRun) || !Exists(kXvfb) || !Exists(kJava) || !Exists(kJavac)) {
+    GTEST_SKIP() << "needs Debian's xvfb and openjdk-17-jdk";
+  }
+  TempDir dir;
+  // A window, then 1.5 s of work on Swing's event thread, then exit.
+  WriteFile(dir / "SwingApp.java",
+            "import javax.swing.*;\n"
+            "public class SwingApp {\n"
+            "  public static void main(String[] args) throws Exception {\n"
+            "    SwingUtilities.invokeAndWait(() -> {\n"
+            "      JFrame f = new JFrame(\"app\");\n"
+            "      f.setSize(100, 100);\n"
+            "      f.setVisible(true);\n"
+            "    });\n"
+            "    SwingUtilities.invokeAndWait(() -> {\n"
+            "      try { Thread.sleep(1500); } catch (InterruptedException e) {}\n"
+            "    });\n"
+            "    System.exit(0);\n"
+            "  }\n"
+            "}\n");
+  const auto javac = RunCommand({kJavac, "-d", dir.path(), dir / "SwingApp.java"});
+  ASSERT_EQ(javac.exit_code, 0) << javac.err;
+  const auto run = RunCommand(
+      {kCli, "run", "--fail-on-hang", "--", kXvfbRun, "-a", "java", "-cp", dir.path(), "SwingApp"});
+  EXPECT_EQ(run.exit_code, 4) << run.err;
+  // The first line names the program and the real reason.
+  EXPECT_EQ(run.err.rfind("hangwatch run: the program was not watched: java (run by xvfb-run) "
+                          "never waited for events: its main thread waited in pthread_join",
+                          0),
+            0u)
+      << run.err;
+  EXPECT_TRUE(Has(run.err, "hangwatch run cannot watch a Java program yet")) << run.err;
+  // Xvfb is still listed, as a helper that ended with xvfb-run.
+  EXPECT_TRUE(std::regex_search(
+      run.err, std::regex("pid [0-9]+ Xvfb \\(/usr/bin/Xvfb\\): no hangs, a helper, not the "
+                          "program\n")))
+      << run.err;
+  EXPECT_FALSE(Has(run.err, "still running")) << run.err;
+  EXPECT_EQ(KeptRunDir(run.err), "") << run.err;
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // default (--no-inherit: not past a process that waited for events), what ran without it is
 // named in the summary, --explain prints the launch tree with every reason a process was not
 // watched, --quiet prints only what needs action, and a --report that nothing wrote is not left
-// behind as an empty file.
+// behind as an empty file. A wrapper's helpers watched do not make up for the program it ran:
+// the program is the one whose status the run returns.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -206,6 +207,46 @@ TEST(RunExplain, ReportThatNothingWroteIsNotLeftBehind) {
   const auto w = RunCommand({kCli, "run", "--report", watched, "--", STALL_PROGRAM, "0", "0"});
   EXPECT_EQ(w.exit_code, 0) << w.err;
   EXPECT_EQ(lstat(watched.c_str(), &st), 0) << w.err;
+}
+
+// A wrapper, like xvfb-run: starts a helper in the background (python3, which waits for events:
+// watched), runs its arguments and returns their status, then stops the helper. The program
+// it runs waits until the helper has armed (the launch log says so), then exits.
+TEST(RunExplain, WrappersHelperWatchedIsNotTheProgram) {
+  if (access(kPython, X_OK) != 0) GTEST_SKIP() << "python3 missing";
+  const std::string wait_armed = absl::StrCat(
+      "i=0; until grep -q '^armed ' \"$HANGWATCH_OPEN_HANG_DIR/", tools::kLaunchLogFile,
+      "\"; do i=$((i+1)); [ $i -gt 500 ] && exit 9; sleep 0.02; done");
+  const auto r = RunCommand(
+      {kCli, "run", "--fail-on-hang", "--", "/bin/sh", "-c",
+       "/usr/bin/python3 -c 'import select; select.select([], [], [], 30)' & h=$!; \"$@\"; s=$?; "
+       "kill $h; wait $h; exit $s",
+       "wrapper", "/bin/sh", "-c", wait_armed});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  // run's first line (the wrapper's shell said "Terminated" of its helper before it).
+  ASSERT_NE(r.err.find("hangwatch run: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("hangwatch run: the program was not watched: sh (run by sh) never waited "
+                       "for events; "),
+            r.err.find("hangwatch run: "))
+      << r.err;
+  EXPECT_TRUE(Has(r.err, "hangwatch run: no hangs in the helpers of /bin/sh")) << r.err;
+  EXPECT_TRUE(Has(r.err, "/usr/bin/python3.11): no hangs, a helper, not the program\n")) << r.err;
+  // Without --fail-on-hang: the program's status.
+  const auto plain = RunCommand(
+      {kCli, "run", "--", "/bin/sh", "-c", "\"$@\"", "wrapper", "/bin/sh", "-c", "exit 5"});
+  EXPECT_EQ(plain.exit_code, 5) << plain.err;
+}
+
+// A runner (make check, bash tests.sh) is the program: the tests it runs are processes it
+// started, and one of them watched is enough.
+TEST(RunExplain, RunnerWhoseTestWasWatchedPasses) {
+  TempDir dir;
+  WriteFile(dir / "tests.sh", absl::StrCat(STALL_PROGRAM, " 0 0\ntrue\n"));
+  const auto r = RunCommand({kCli, "run", "--fail-on-hang", "--", "/bin/sh", dir / "tests.sh"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.err, "hangwatch run: watched 1 process:")) << r.err;
+  EXPECT_FALSE(Has(r.err, "not the program")) << r.err;
+  EXPECT_FALSE(Has(r.err, "not watched")) << r.err;
 }
 
 }  // namespace

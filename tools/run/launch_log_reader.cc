@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tools/common/names.h"
+#include "tools/run/run_program.h"
 #include "unwind/proc_files.h"
 
 namespace hangwatch::tools {
@@ -198,7 +199,7 @@ LaunchLog ParseLaunchLog(std::string_view text) {
     uint64_t pid = 0, ppid = 0, start_time = 0;
     if (!ParseLine(line, &event, &pid, &ppid, &start_time, &name, &detail) ||
         (event != "load" && event != "exec" && event != "spawn" && event != "execfail" &&
-         event != "armed" && event != "off" && event != "unwritten")) {
+         event != "armed" && event != "off" && event != "unwritten" && event != "join")) {
       ++log.skipped_lines;
       continue;
     }
@@ -266,6 +267,8 @@ LaunchLog ParseLaunchLog(std::string_view text) {
       if (!image.execs.empty()) image.execs.back().failed = true;
     } else if (event == "armed") {
       image.armed = true;
+    } else if (event == "join") {
+      image.main_joined = true;
     } else {
       image.off = true;
       image.off_reason = std::string(detail);
@@ -380,7 +383,7 @@ std::string ExplainNothingWatched(const LaunchLog& log, int64_t root_pid,
     out = last.name + " never waited for events; it executed " + exec->path +
           WhyExecNotWatched(*exec, search_path);
   } else {
-    out = last.name + " never waited for events";
+    out = last.name + WhyImageNeverArmed(last, /*alive=*/false);
   }
   if (subject->images.size() > 1) {
     // How it got there: "sh executed /usr/bin/python3, which executed /usr/bin/true".

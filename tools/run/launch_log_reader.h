@@ -36,6 +36,9 @@ struct LaunchImage {
   bool armed = false;             // the agent started (the main thread waited for events)
   bool off = false;               // the agent could not start
   std::string off_reason;
+  // The main thread, not armed yet, waited for another thread to end (pthread_join): the
+  // program ran on other threads (the JVM runs main() on a thread it starts).
+  bool main_joined = false;
 
   // The last exec-family call that did not fail, or null.
   const LaunchExec* LastExec() const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tools/common/names.h"
+#include "tools/run/run_program.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -15,21 +16,6 @@ constexpr size_t kMaxCallsPerImage = 8;
 
 std::string Quoted(const LaunchExec& exec) {
   return "`" + (exec.argv.empty() ? exec.path : exec.argv) + "`";
-}
-
-// The process that started `child`: the newest process with its parent's pid that started no
-// later than it did (pids are reused), or -1.
-int ParentIndex(const LaunchLog& log, size_t child) {
-  const LaunchProcess& c = log.processes[child];
-  int best = -1;
-  for (size_t i = 0; i < log.processes.size(); ++i) {
-    const LaunchProcess& p = log.processes[i];
-    if (i == child || p.pid != c.parent_pid || p.start_time > c.start_time) continue;
-    if (best < 0 || p.start_time >= log.processes[static_cast<size_t>(best)].start_time) {
-      best = static_cast<int>(i);
-    }
-  }
-  return best;
 }
 
 // "executed `ARGV`" and, when that program was not watched, why.
@@ -72,7 +58,9 @@ std::string DescribeImage(const LaunchProcess& p, const LaunchImage& image, bool
   if (more > 0) parts.push_back("and " + std::to_string(more) + " more");
   const bool last = &image == &p.Last();
   if (!image.armed && !image.off && calls == 0) {
-    parts.push_back(last && alive ? "not waiting for events yet" : "never waited for events");
+    parts.push_back(image.main_joined ? WhyImageNeverArmed(image, last && alive).substr(1)
+                    : last && alive   ? "not waiting for events yet"
+                                      : "never waited for events");
   }
   std::string out;
   for (const std::string& part : parts) out += (out.empty() ? "" : "; ") + part;
@@ -101,6 +89,19 @@ void AddProcess(const LaunchLog& log, size_t index, size_t depth,
 }
 
 }  // namespace
+
+int ParentIndex(const LaunchLog& log, size_t child) {
+  const LaunchProcess& c = log.processes[child];
+  int best = -1;
+  for (size_t i = 0; i < log.processes.size(); ++i) {
+    const LaunchProcess& p = log.processes[i];
+    if (i == child || p.pid != c.parent_pid || p.start_time > c.start_time) continue;
+    if (best < 0 || p.start_time >= log.processes[static_cast<size_t>(best)].start_time) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
 
 std::vector<UnwatchedExec> UnwatchedExecs(const LaunchLog& log) {
   std::vector<UnwatchedExec> out;

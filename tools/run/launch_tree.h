@@ -14,6 +14,10 @@
 
 namespace hangwatch::tools {
 
+// The index of the process that started processes[child]: the newest process with its parent's
+// pid that started no later than it did (pids are reused), or -1.
+int ParentIndex(const LaunchLog& log, size_t child);
+
 // Programs that ran without the shim: executed (or spawned) with an environment that did not
 // hold it, by the launch rule (--no-inherit) or because the caller built one without it. The
 // same caller, arguments and cause are one entry, counted.

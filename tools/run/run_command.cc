@@ -39,6 +39,7 @@
 #include "tools/run/run_dir.h"
 #include "tools/run/run_fatal_hangs.h"
 #include "tools/run/run_processes.h"
+#include "tools/run/run_program.h"
 #include "tools/run/run_report_follower.h"
 #include "tools/run/run_shim.h"
 #include "tools/run/run_summary.h"
@@ -310,8 +311,12 @@ struct RunState {
   bool report_not_created = false;  // --report was not there before, and nothing wrote it
   std::vector<WatchedProcess> watched;
   bool stalled = false, none_watched = false;
+  // The program whose status the run returns (run_program.h); not watched, nor anything it
+  // started (none_watched, or a wrapper's helpers only).
+  RunProgram program;
+  bool program_unwatched = false;
   GateVerdict verdict;
-  std::string not_watched;  // why nothing was watched
+  std::string not_watched;  // why nothing (or not the program) was watched
 };
 
 // Forks and executes COMMAND (argv[o.command_at...]). The exit status when it could not start
@@ -417,6 +422,8 @@ void WaitForCommand(const RunOptions& o, RunState* run) {
 // process died; the processes it watched; whether the run directory stays (processes of this
 // run still alive, daemons, background children: it holds their open-hang files).
 void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* run) {
+  // A helper its wrapper stopped at the end (Xvfb under xvfb-run) is not still running.
+  WaitForLastProcesses(run->log, std::chrono::seconds(1));
   run->still_running = LiveProcesses(run->log);
   run->locked = LockedOpenHangFiles(run->tmpdir);
   auto is_live = [run](int64_t pid) {
@@ -471,6 +478,17 @@ void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* 
                  !run->report.startup_stalls.empty() || run->lost_hangs > 0 ||
                  !run->report_unread.empty();
   run->none_watched = run->watched.empty();
+  // A wrapper's helpers watched (Xvfb) do not make up for the program it ran.
+  run->program = FindRunProgram(run->log, run->child, run->suite);
+  run->program_unwatched =
+      run->none_watched || (run->program.handed_over && !ProgramWatched(run->log, run->program));
+  for (WatchedProcess& w : run->watched) {
+    for (const LaunchProcess& p : run->log.processes) {
+      if (p.pid == w.pid && p.start_time == w.start_time) {
+        w.helper = IsHelper(run->log, run->program, p);
+      }
+    }
+  }
 }
 
 // The exit status of a run that started. With gate flags, the gate judges the hangs: its
@@ -482,12 +500,14 @@ int Judge(const RunOptions& o, const GateInputs& gate_inputs, RunState* run) {
     run->verdict = ComputeVerdict(run->report, {}, 0,
                                   gate_inputs.has_baseline ? &gate_inputs.baseline : nullptr,
                                   gate_inputs.baseline_tallies, gate_inputs.allow, o.gate.budgets);
-    if (run->none_watched) return kExitNotWatched;
+    if (run->program_unwatched) return kExitNotWatched;
     return !run->verdict.passed || run->lost_hangs > 0 || !run->report_unread.empty() ||
                    (o.fail_on_hang && !run->report.startup_stalls.empty())
                ? kExitHang
                : run->exit_code;
   }
+  // The program not watched: 4, whatever its wrapper's helpers did (their hangs are listed).
+  if (o.fail_on_hang && run->program_unwatched && !run->none_watched) return kExitNotWatched;
   if (o.fail_on_hang && run->stalled) return kExitHang;
   if (o.fail_on_hang && run->none_watched) return kExitNotWatched;
   return run->exit_code;
@@ -500,10 +520,12 @@ void PrintHangs(const RunOptions& o, const RunState& run) {
                  "hangwatch run: %s: the hangs after that point of the report are not counted\n",
                  EscapeForTerminal(run.report_unread).c_str());
   }
+  // Only helpers were watched: the hangs are theirs, not the command's.
+  const std::string where = (run.program_unwatched ? "the helpers of " : "") + run.command;
   if (run.stalled || run.unjudged_shutdown_hangs > 0) {
     const size_t hangs = run.report.hangs.size() + run.lost_hangs;
     std::fprintf(stderr, "hangwatch run: %zu hang%s in %s (threshold %u ms)\n", hangs,
-                 hangs == 1 ? "" : "s", EscapeForTerminal(run.command).c_str(), o.threshold_ms);
+                 hangs == 1 ? "" : "s", EscapeForTerminal(where).c_str(), o.threshold_ms);
     if (const size_t n = run.unjudged_shutdown_hangs; n > 0) {
       std::fprintf(stderr,
                    "hangwatch run: %zu of them in the shutdown phase (a pass the process's exit "
@@ -516,7 +538,7 @@ void PrintHangs(const RunOptions& o, const RunState& run) {
     const bool so_far = std::any_of(run.watched.begin(), run.watched.end(),
                                     [](const WatchedProcess& w) { return w.running; });
     std::fprintf(stderr, "hangwatch run: no hangs in %s%s (threshold %u ms)\n",
-                 EscapeForTerminal(run.command).c_str(), so_far ? " so far" : "", o.threshold_ms);
+                 EscapeForTerminal(where).c_str(), so_far ? " so far" : "", o.threshold_ms);
   }
   const std::string list = FormatWatched(run.watched);
   std::fwrite(list.data(), 1, list.size(), stderr);
@@ -572,8 +594,14 @@ void PrintSummary(const RunOptions& o, int result, RunState* run) {
                        ExplainNothingWatched(run->log, run->child, run->command, run->search_path);
     // Printed even with --quiet: a gate that watched nothing must not pass in silence.
     std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(run->not_watched).c_str());
-  } else if (!o.quiet) {
-    PrintHangs(o, *run);
+  } else {
+    if (run->program_unwatched) {
+      // First, and even with --quiet: a green list of helpers must not hide it.
+      run->not_watched =
+          "the program was not watched: " + WhyProgramNotWatched(run->program, run->search_path);
+      std::fprintf(stderr, "hangwatch run: %s\n", EscapeForTerminal(run->not_watched).c_str());
+    }
+    if (!o.quiet) PrintHangs(o, *run);
   }
   if (!o.quiet) {
     // Programs that ran without the shim: a green run must not imply they were looked at.
@@ -589,7 +617,7 @@ void PrintSummary(const RunOptions& o, int result, RunState* run) {
   const std::string unwritten =
       EscapeForTerminal(FormatUnwritten(run->log.unwritten, o.report_path));
   std::fwrite(unwritten.data(), 1, unwritten.size(), stderr);
-  if (o.gate.gating && !run->none_watched && (!o.quiet || !run->verdict.passed)) {
+  if (o.gate.gating && !run->program_unwatched && (!o.quiet || !run->verdict.passed)) {
     PrintVerdict(run->verdict);
   }
   if (run->exit_code != 0 && (!o.quiet || result != run->exit_code)) {
@@ -611,15 +639,15 @@ void WriteOutputs(const RunOptions& o, const RunState& run) {
     // The hangs --fail-on-hang judges: shutdown-phase ones only with --judge-shutdown.
     Report judged = run.report;
     if (!gate.budgets.judge_shutdown) RemoveShutdownHangs(&judged.hangs);
-    WriteJunit(gate.junit, run.none_watched ? FormatJunitError(run.suite, "not-watched",
-                                                               run.not_watched, run.elapsed)
-                           : gate.gating    ? FormatGateJunit(run.verdict, run.suite, run.elapsed)
-                                            : FormatJunit(judged, run.suite, run.elapsed));
+    WriteJunit(gate.junit, run.program_unwatched ? FormatJunitError(run.suite, "not-watched",
+                                                                    run.not_watched, run.elapsed)
+                           : gate.gating ? FormatGateJunit(run.verdict, run.suite, run.elapsed)
+                                         : FormatJunit(judged, run.suite, run.elapsed));
   }
   if (!gate.gating) return;
   if (!gate.markdown.empty()) {
     std::ofstream md(gate.markdown, std::ios::binary | std::ios::app);
-    md << (run.none_watched
+    md << (run.program_unwatched
                ? "### hangwatch run: \xE2\x9D\x8C nothing was gated\n\n" + run.not_watched + "\n"
                : FormatGateMarkdown(run.verdict));
     md.close();
@@ -628,7 +656,7 @@ void WriteOutputs(const RunOptions& o, const RunState& run) {
                    EscapeForTerminal(gate.markdown).c_str());
     }
   }
-  if (gate.github && run.none_watched) {
+  if (gate.github && run.program_unwatched) {
     std::fprintf(stdout, "::error title=hangwatch%%3A nothing watched::%s\n",
                  EscapeForTerminal(run.not_watched).c_str());
     std::fflush(stdout);

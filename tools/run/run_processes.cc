@@ -47,4 +47,14 @@ bool WaitingToArm(const LaunchLog& log, const std::string& search_path) {
   return false;
 }
 
+void WaitForLastProcesses(const LaunchLog& log, std::chrono::milliseconds grace) {
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (;;) {
+    bool alive = false;
+    for (const auto& p : log.processes) alive = alive || IsAlive(p.pid, p.start_time);
+    if (!alive || std::chrono::steady_clock::now() >= deadline) return;
+    usleep(20000);
+  }
+}
+
 }  // namespace hangwatch::tools

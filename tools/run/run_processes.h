@@ -4,6 +4,7 @@
 #ifndef HANGWATCH_TOOLS_RUN_RUN_PROCESSES_H_
 #define HANGWATCH_TOOLS_RUN_RUN_PROCESSES_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -23,6 +24,11 @@ std::vector<std::pair<int64_t, uint64_t>> LingeringChildren();
 // `search_path` for a name without a slash), or it is a lingering child that has not logged
 // anything yet (it may be about to: a fork child writes its line when it first runs).
 bool WaitingToArm(const LaunchLog& log, const std::string& search_path);
+
+// Waits until no process of the run that loaded the shim is alive, `grace` at most (polling
+// /proc). A helper that its wrapper stops as it exits (Xvfb under xvfb-run: SIGTERM, then the
+// wrapper's own exit) ends a moment after the command: it is not "still running".
+void WaitForLastProcesses(const LaunchLog& log, std::chrono::milliseconds grace);
 
 }  // namespace hangwatch::tools
 

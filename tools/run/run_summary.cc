@@ -75,6 +75,7 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
       out += " (" + std::to_string(w.unwritten_hangs) + " not written)";
     }
     if (w.startup_stalls > 0) out += ", slow start-up";
+    if (w.helper) out += ", a helper, not the program";
     if (w.running) out += ", still running";
     out += "\n";
     if (w.lag_records > 0) {

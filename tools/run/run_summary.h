@@ -23,6 +23,7 @@ struct WatchedProcess {
   size_t startup_stalls = 0;
   size_t unwritten_hangs = 0;  // hangs and start-up stalls its report file did not take
   bool running = false;        // still alive when the summary was made
+  bool helper = false;         // a wrapper's helper, not the program or a process it started
   size_t lag_records = 0;      // its lag records in this run's report, and their passes:
   PassHistogram passes;
   HangRate hang_rate;  // its hangs against the time its lag records cover
@@ -32,7 +33,8 @@ struct WatchedProcess {
 // armed line (a shim that does not write a launch log), in order of appearance.
 std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report& report);
 
-// "  pid 1234 redis-server (/usr/bin/redis-check-rdb): 2 hangs, still running\n" per process,
+// "  pid 1234 redis-server (/usr/bin/redis-check-rdb): 2 hangs, still running\n" per process
+// (", a helper, not the program" after a helper's hangs),
 // each line prefixed with "hangwatch run: ", and for a process with lag records a second line,
 // "    lag: 3611 passes (busy 9.8 s), p50 ...; hang rate 12.3 s/h (...)".
 std::string FormatWatched(const std::vector<WatchedProcess>& watched);

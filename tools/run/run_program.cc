@@ -1,0 +1,186 @@
+#include "tools/run/run_program.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "tools/common/names.h"
+#include "tools/run/launch_tree.h"
+
+namespace hangwatch::tools {
+namespace {
+
+// An argument list the launch log cut short ("..." at the end): its tail is not known.
+bool Cut(const std::string& argv) {
+  return argv.size() >= 3 && argv.compare(argv.size() - 3, 3, "...") == 0;
+}
+
+// `tail` is the trailing words of `line`, and not all of it: what a wrapper runs ("java -cp .
+// App" of "xvfb-run -a java -cp . App").
+bool IsTrailingWords(const std::string& tail, const std::string& line) {
+  if (tail.empty() || line.size() <= tail.size() || Cut(tail) || Cut(line)) return false;
+  const size_t at = line.size() - tail.size();
+  return line[at - 1] == ' ' && line.compare(at, tail.size(), tail) == 0;
+}
+
+size_t IndexOf(const LaunchLog& log, const LaunchProcess* p) {
+  return static_cast<size_t>(p - log.processes.data());
+}
+
+// processes[index] descends from processes[ancestor] (not the same process); `parents`: each
+// process's ParentIndex().
+bool Descends(const std::vector<int>& parents, size_t index, size_t ancestor) {
+  int at = static_cast<int>(index);
+  // At most one step per process: a cycle of parents (pids reused) ends the walk.
+  for (size_t steps = 0; steps < parents.size(); ++steps) {
+    at = parents[static_cast<size_t>(at)];
+    if (at < 0) return false;
+    if (static_cast<size_t>(at) == ancestor) return true;
+  }
+  return false;
+}
+
+bool ArmedFrom(const LaunchProcess& p, size_t first_image) {
+  for (size_t k = first_image; k < p.images.size(); ++k) {
+    if (p.images[k].armed) return true;
+  }
+  return false;
+}
+
+// The command lines of `p`'s images from `first` on: what each was executed with (`line` for
+// the first: the command `run` started, or what a wrapper executed).
+std::vector<std::string> CommandLines(const LaunchProcess& p, size_t first,
+                                      const std::string& line) {
+  std::vector<std::string> out;
+  for (size_t k = first; k < p.images.size(); ++k) {
+    const LaunchExec* exec = k == first ? nullptr : p.images[k - 1].LastExec();
+    if (k == first) {
+      out.push_back(line);
+    } else if (exec != nullptr) {
+      out.push_back(exec->argv);
+    }
+  }
+  return out;
+}
+
+// The Java launcher (its executable or name), whose main thread joins the thread that runs
+// main().
+bool IsJava(const LaunchImage& image) {
+  return BaseName(image.exe) == "java" || image.exe.find("/jvm/") != std::string::npos ||
+         image.name == "java";
+}
+
+}  // namespace
+
+RunProgram FindRunProgram(const LaunchLog& log, int64_t root_pid, const std::string& command_line) {
+  RunProgram program;
+  for (const LaunchProcess& p : log.processes) {
+    if (p.pid == root_pid) {
+      program.process = &p;
+      break;
+    }
+  }
+  if (program.process == nullptr) return program;
+  const size_t n = log.processes.size();
+  std::vector<int> parents(n);
+  for (size_t i = 0; i < n; ++i) parents[i] = ParentIndex(log, i);
+  // The launch log joins arguments by spaces, with tabs and newlines as spaces.
+  std::string line = command_line;
+  for (char& c : line) c = c == '\t' || c == '\n' || c == '\r' ? ' ' : c;
+  // Each step hands over to a later process: at most one step per process.
+  for (size_t steps = 0; steps < n; ++steps) {
+    const LaunchProcess& current = *program.process;
+    if (ArmedFrom(current, program.first_image)) break;  // a watched program: its own
+    const std::vector<std::string> lines = CommandLines(current, program.first_image, line);
+    const size_t current_index = IndexOf(log, &current);
+    const LaunchProcess* next = nullptr;
+    size_t next_image = 0;
+    const std::string* wrapper_line = nullptr;
+    for (size_t i = 0; i < n; ++i) {
+      if (!Descends(parents, i, current_index)) continue;
+      const LaunchProcess& q = log.processes[i];
+      for (size_t k = 0; k < q.images.size(); ++k) {
+        const LaunchExec* exec = q.images[k].LastExec();
+        if (exec == nullptr) continue;
+        for (const std::string& l : lines) {
+          if (IsTrailingWords(exec->argv, l)) next = &q, next_image = k + 1, wrapper_line = &l;
+        }
+      }
+    }
+    if (next == nullptr) break;
+    // As it was invoked: a script's process is named after its interpreter.
+    program.wrapper = BaseName(wrapper_line->substr(0, wrapper_line->find(' ')));
+    program.process = next;
+    program.first_image = next_image;
+    program.handed_over = true;
+    line = next->images[next_image - 1].LastExec()->argv;
+  }
+  const size_t index = IndexOf(log, program.process);
+  program.started.assign(n, false);
+  for (size_t i = 0; i < n; ++i) program.started[i] = Descends(parents, i, index);
+  return program;
+}
+
+std::string ProgramName(const RunProgram& program) {
+  const LaunchProcess* p = program.process;
+  if (p == nullptr) return "";
+  const LaunchExec* became = p->Became();
+  return became != nullptr ? BaseName(became->path) : p->Last().name;
+}
+
+bool ProgramWatched(const LaunchLog& log, const RunProgram& program) {
+  if (program.process == nullptr) return log.AnyArmed();
+  if (ArmedFrom(*program.process, program.first_image)) return true;
+  for (size_t i = 0; i < program.started.size() && i < log.processes.size(); ++i) {
+    if (program.started[i] && log.processes[i].ArmedImage() != nullptr) return true;
+  }
+  return false;
+}
+
+bool IsHelper(const LaunchLog& log, const RunProgram& program, const LaunchProcess& p) {
+  if (!program.handed_over || &p == program.process) return false;
+  const size_t index = IndexOf(log, &p);
+  return index < program.started.size() && !program.started[index];
+}
+
+std::string WhyImageNeverArmed(const LaunchImage& image, bool alive) {
+  if (!image.main_joined) {
+    return alive ? " has not waited for events yet" : " never waited for events";
+  }
+  std::string out =
+      std::string(alive ? " has not waited for events" : " never waited for events") +
+      ": its main thread waited in pthread_join for another thread (the program ran on other "
+      "threads; hangwatch watches a process's main thread)";
+  if (IsJava(image)) {
+    out +=
+        "; the JVM runs main() and the UI's event thread on threads it starts: hangwatch run "
+        "cannot watch a Java program yet (hangwatch snapshot PID prints every thread of a "
+        "running JVM)";
+  }
+  return out;
+}
+
+std::string WhyProgramNotWatched(const RunProgram& program, const std::string& search_path) {
+  const LaunchProcess* p = program.process;
+  if (p == nullptr) return "";
+  std::string out = ProgramName(program);
+  if (!program.wrapper.empty()) out += " (run by " + program.wrapper + ")";
+  const LaunchExec* became = p->Became();
+  if (became != nullptr) {
+    out += " was not watched: " + p->Last().name + " executed " + became->path +
+           WhyExecNotWatched(*became, search_path);
+  } else if (p->Last().off) {
+    out += " could not be watched: " + p->Last().off_reason;
+  } else {
+    out += WhyImageNeverArmed(p->Last(), IsAlive(p->pid, p->start_time));
+  }
+  const size_t started =
+      static_cast<size_t>(std::count(program.started.begin(), program.started.end(), true));
+  if (started > 0) {
+    out += started == 1
+               ? "; the process it started was not watched either"
+               : "; none of the " + std::to_string(started) + " processes it started was watched";
+  }
+  return out;
+}
+
+}  // namespace hangwatch::tools
