@@ -30,7 +30,8 @@ namespace hangwatch::tools {
 enum class Restart : uint8_t {
   kNo = 0,      // not restarted: the call is the one the thread sleeps in
   kKnown,       // the call read before the stop (or in the registers at the stop)
-  kKernelWait,  // restarted before the snapshot: told from its kernel wait and arguments
+  kKernelWait,  // not read before its restart (restarted before this snapshot, or entered
+                // between the read and the stop): told from its kernel wait and arguments
   kUnknown,     // a restarted call nothing tells: shown as restart_syscall
 };
 const char* RestartName(Restart r);  // "known", "kernel_wait", "unknown"; "" for kNo
