@@ -8,7 +8,9 @@
 // reported as a hang with whatever the main thread ran when sampled. Such a program is not armed.
 //
 // Go is recognised by the `.go.buildinfo` section its linker writes into every executable (it
-// survives `strip`, which keeps allocated sections). Only the section headers and their name
+// survives `strip`, which keeps allocated sections). A C program linked with a Go library
+// (-buildmode=c-archive) carries the section too, and nothing cheap tells its C main thread from
+// Go's own: it is left unwatched as well (a limit the README states). Only the section headers and their name
 // table are read, from /proc/self/exe: libc only, no allocation, a few pread calls on stack
 // buffers (the shim's constructor calls it, before the program's own constructors).
 // Plain code, libc only (hangwatch_preload_plain).
