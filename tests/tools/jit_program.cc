@@ -29,7 +29,9 @@ void WritePerfMap() {
   char path[64];
   std::snprintf(path, sizeof path, "/tmp/perf-%d.map", static_cast<int>(getpid()));
   if (FILE* f = std::fopen(path, "w")) {
-    std::fprintf(f, "%lx %zx Loop.busyFor\n", reinterpret_cast<unsigned long>(g_code), kCodeSize);
+    // The JVM's format: "0x%016lx 0x%016lx RETURN_TYPE CLASS.METHOD(ARGS)".
+    std::fprintf(f, "0x%016lx 0x%016zx void Loop.busyFor(long)\n",
+                 reinterpret_cast<unsigned long>(g_code), kCodeSize);
     std::fclose(f);
   }
 }

@@ -283,9 +283,9 @@ TEST(ReportSymbolize, PythonFramesAreNeverLookedUpAsNativeAddresses) {
 }
 
 // A hang in JIT code (frames in no module) of a process whose runtime named its code in a perf
-// map only after the record was written (the JVM's DumpPerfMapAtExit): the map under `dir`,
-// written after the hang began, names the frames and the culprit; the same map last modified
-// before the hang began is an earlier process's with the same pid, and is not read.
+// map only after the record was written (the JVM's DumpPerfMapAtExit, whose lines these are): the
+// map under `dir`, written after the hang began, names the frames and the culprit; the same map
+// last modified before the hang began is an earlier process's with the same pid, and is not read.
 TEST(ReportReader, JitFramesAreNamedFromAPerfMapWrittenAfterTheHangBegan) {
   TempDir dir;
   char host[256] = {};
@@ -311,13 +311,15 @@ TEST(ReportReader, JitFramesAreNamedFromAPerfMapWrittenAfterTheHangBegan) {
     report.hangs.push_back(h);
     return report;
   };
-  WriteFile(dir / "perf-4242.map", "7f0000001000 40 Loop.busyFor\n7f0000002000 40 Loop.main\n");
+  WriteFile(dir / "perf-4242.map",
+            "0x00007f0000001000 0x0000000000000040 void Loop.busyFor(long)\n"
+            "0x00007f0000002000 0x0000000000000040 void Loop.main(java.lang.String[])\n");
 
   Report fresh = make_report();
   EXPECT_EQ(NameJitFrames(&fresh, dir.path()), 2u);
-  EXPECT_EQ(fresh.hangs[0].stacks[0].frames[0].symbol, "Loop.busyFor");
-  EXPECT_EQ(fresh.hangs[0].stacks[0].frames[1].symbol, "Loop.main");
-  EXPECT_EQ(fresh.hangs[0].culprit.symbol, "Loop.busyFor");
+  EXPECT_EQ(fresh.hangs[0].stacks[0].frames[0].symbol, "void Loop.busyFor(long)");
+  EXPECT_EQ(fresh.hangs[0].stacks[0].frames[1].symbol, "void Loop.main(java.lang.String[])");
+  EXPECT_EQ(fresh.hangs[0].culprit.symbol, "void Loop.busyFor(long)");
 
   Report elsewhere = make_report();
   elsewhere.hangs[0].host = std::string(host) + "-another-machine";
