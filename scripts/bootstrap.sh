@@ -16,6 +16,8 @@ packages=(
   e2fsprogs
   emacs-nox gunicorn xvfb xauth zenity python3-gi gir1.2-gtk-3.0 nginx tk tmux sqlite3 python3-tk
   python3-psycopg2 fuse3 libfuse3-dev libpq-dev libpython3.11-dev
+  # javac and java; openjdk-17-jre has AWT's X11 library (a Swing program under xvfb-run)
+  openjdk-17-jdk-headless openjdk-17-jre
 )
 # node and npm run the OTLP receiver of the `hangwatch export` tests and the HTML report's
 # browser test (puppeteer-core). A node that came from elsewhere (NodeSource, its own npm

@@ -1,6 +1,7 @@
 // The launch log: the shim's writers (integrations/preload/launch_log.cc) read back by
 // `hangwatch run`'s reader (tools/run/launch_log_reader.cc); /proc/PID/stat parsing; why a program
-// could not load the shim; the run directory's owner file and the clean-up of stale ones.
+// could not load the shim; the run directory's owner file and the clean-up of stale ones; the
+// program a run is for, past its wrappers (run_program.h).
 #include "integrations/preload/launch_log.h"
 
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include "cli_util.h"
 #include "tools/run/launch_log_reader.h"
 #include "tools/run/run_dir.h"
+#include "tools/run/run_program.h"
 #include "tools/run/run_summary.h"
 
 extern char* program_invocation_short_name;
@@ -382,6 +384,89 @@ TEST(RunSummary, JunitErrorAndWaitStatus) {
       << xml;
   EXPECT_EQ(tools::DescribeWaitStatus(3 << 8), "exited with status 3");
   EXPECT_EQ(tools::DescribeWaitStatus(9), "was killed by signal 9 (SIGKILL)");
+}
+
+// `timeout 60 xvfb-run -a java App` (pids and start times made up; the processes are gone):
+// timeout's child executes xvfb-run, whose shell forks Xvfb (it armed) and the subshell that
+// executes java, whose main thread joins.
+constexpr char kWrappedJava[] =
+    "load 100 1 500 timeout\t/usr/bin/timeout\n"
+    "load 101 100 501 timeout\t/usr/bin/timeout\n"
+    "exec 101 100 501 timeout\tkept\t/usr/bin/xvfb-run\txvfb-run -a java App\n"
+    "load 101 100 501 sh\t/usr/bin/dash\n"
+    "load 102 101 502 sh\t/usr/bin/dash\n"
+    "exec 102 101 502 sh\tkept\t/usr/bin/Xvfb\tXvfb :99 -screen 0 1280x1024x24\n"
+    "load 102 101 502 Xvfb\t/usr/bin/Xvfb\n"
+    "armed 102 101 502 Xvfb\t\n"
+    "load 103 101 503 sh\t/usr/bin/dash\n"
+    "exec 103 101 503 sh\tkept\t/usr/bin/xauth\txauth source -\n"
+    "load 104 101 504 sh\t/usr/bin/dash\n"
+    "exec 104 101 504 sh\tkept\t/usr/bin/java\tjava App\n"
+    "load 104 101 504 java\t/usr/lib/jvm/java-17-openjdk-amd64/bin/java\n"
+    "join 104 101 504 java\t\n";
+
+TEST(RunProgram, WrappersHandOverToTheCommandTheyRun) {
+  const LaunchLog log = ParseLaunchLog(kWrappedJava);
+  ASSERT_EQ(log.skipped_lines, 0u);
+  ASSERT_EQ(log.processes.size(), 5u);
+  EXPECT_TRUE(log.processes[4].Last().main_joined);
+  const tools::RunProgram program =
+      tools::FindRunProgram(log, 100, "/usr/bin/timeout 60 xvfb-run -a java App");
+  ASSERT_EQ(program.process, &log.processes[4]);
+  EXPECT_EQ(program.first_image, 1u);
+  EXPECT_TRUE(program.handed_over);
+  EXPECT_EQ(program.wrapper, "xvfb-run");
+  EXPECT_EQ(tools::ProgramName(program), "java");
+  EXPECT_FALSE(tools::ProgramWatched(log, program)) << "Xvfb is not a process java started";
+  EXPECT_TRUE(tools::IsHelper(log, program, log.processes[2]));
+  EXPECT_FALSE(tools::IsHelper(log, program, log.processes[4]));
+  const std::string why = tools::WhyProgramNotWatched(program, "/usr/bin");
+  EXPECT_EQ(why.rfind("java (run by xvfb-run) never waited for events: its main thread waited in "
+                      "pthread_join for another thread",
+                      0),
+            0u)
+      << why;
+  EXPECT_TRUE(Has(why, "hangwatch run cannot watch a Java program yet")) << why;
+  // Nothing watched at all: the same reason for java alone.
+  const LaunchLog alone = ParseLaunchLog(
+      "load 200 1 600 java\t/usr/lib/jvm/java-17-openjdk-amd64/bin/java\n"
+      "join 200 1 600 java\t\n");
+  EXPECT_TRUE(Has(tools::ExplainNothingWatched(alone, 200, "java", "/usr/bin"),
+                  "java never waited for events: its main thread waited in pthread_join"));
+  // A program that never joined keeps the plain reason.
+  const LaunchLog plain = ParseLaunchLog("load 300 1 700 true\t/usr/bin/true\n");
+  EXPECT_EQ(tools::ExplainNothingWatched(plain, 300, "true", "/usr/bin"),
+            "true never waited for events");
+}
+
+TEST(RunProgram, RunnersAndUnknownTailsAreTheProgram) {
+  // `make check`: the test it runs is a process it started; make is the program.
+  const LaunchLog make = ParseLaunchLog(
+      "load 100 1 500 make\t/usr/bin/make\n"
+      "load 101 100 501 make\t/usr/bin/make\n"
+      "exec 101 100 501 make\tkept\t/bin/sh\tsh -c ./unit_test\n"
+      "load 101 100 501 sh\t/usr/bin/dash\n"
+      "exec 101 100 501 sh\tkept\t./unit_test\t./unit_test\n"
+      "load 101 100 501 unit_test\t/src/unit_test\n"
+      "armed 101 100 501 unit_test\t\n");
+  const tools::RunProgram program = tools::FindRunProgram(make, 100, "make check");
+  EXPECT_EQ(program.process, &make.processes[0]);
+  EXPECT_FALSE(program.handed_over);
+  EXPECT_TRUE(tools::ProgramWatched(make, program));
+  EXPECT_FALSE(tools::IsHelper(make, program, make.processes[1]));
+  // A wrapper's command line cut short by the log ("..."): its tail is unknown, so no hand-over.
+  const LaunchLog cut = ParseLaunchLog(
+      "load 100 1 500 sh\t/usr/bin/dash\n"
+      "load 101 100 501 sh\t/usr/bin/dash\n"
+      "exec 101 100 501 sh\tkept\t/bin/prog\tprog a...\n");
+  EXPECT_FALSE(tools::FindRunProgram(cut, 100, "sh wrap.sh prog a...").handed_over);
+  // The trailing words must be whole words: `xprog` does not end with the word `prog`.
+  const LaunchLog partial = ParseLaunchLog(
+      "load 100 1 500 sh\t/usr/bin/dash\n"
+      "load 101 100 501 sh\t/usr/bin/dash\n"
+      "exec 101 100 501 sh\tkept\t/bin/prog\tprog\n");
+  EXPECT_FALSE(tools::FindRunProgram(partial, 100, "sh xprog").handed_over);
+  EXPECT_TRUE(tools::FindRunProgram(partial, 100, "sh -c prog").handed_over);
 }
 
 }  // namespace

@@ -268,7 +268,10 @@ TEST(RunExit, SwingProgramUnderXvfbRunIsTheProgramNotXvfb) {
             "    System.exit(0);\n"
             "  }\n"
             "}\n");
-  const auto javac = RunCommand({kJavac, "-d", dir.path(), dir / "SwingApp.java"});
+  WriteFile(dir / "Quick.java",
+            "public class Quick { public static void main(String[] args) {} }\n");
+  const auto javac =
+      RunCommand({kJavac, "-d", dir.path(), dir / "SwingApp.java", dir / "Quick.java"});
   ASSERT_EQ(javac.exit_code, 0) << javac.err;
   const auto run = RunCommand(
       {kCli, "run", "--fail-on-hang", "--", kXvfbRun, "-a", "java", "-cp", dir.path(), "SwingApp"});
@@ -287,6 +290,15 @@ TEST(RunExit, SwingProgramUnderXvfbRunIsTheProgramNotXvfb) {
       << run.err;
   EXPECT_FALSE(Has(run.err, "still running")) << run.err;
   EXPECT_EQ(KeptRunDir(run.err), "") << run.err;
+
+  // java alone: nothing was watched, for the same reason.
+  const auto alone =
+      RunCommand({kCli, "run", "--fail-on-hang", "--", kJava, "-cp", dir.path(), "Quick"});
+  EXPECT_EQ(alone.exit_code, 4) << alone.err;
+  EXPECT_TRUE(Has(alone.err,
+                  "hangwatch run: no process was watched: java never waited for "
+                  "events: its main thread waited in pthread_join"))
+      << alone.err;
 }
 
 }  // namespace

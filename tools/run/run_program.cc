@@ -107,8 +107,17 @@ RunProgram FindRunProgram(const LaunchLog& log, int64_t root_pid, const std::str
       }
     }
     if (next == nullptr) break;
-    // As it was invoked: a script's process is named after its interpreter.
-    program.wrapper = BaseName(wrapper_line->substr(0, wrapper_line->find(' ')));
+    // The wrapper is the program that forked it (xvfb-run under `timeout 60 xvfb-run -a CMD`),
+    // named as it was invoked: a script's process is named after its interpreter.
+    const int parent = parents[IndexOf(log, next)];
+    std::string wrapper = *wrapper_line;
+    if (parent >= 0 && static_cast<size_t>(parent) != current_index) {
+      const LaunchProcess& by = log.processes[static_cast<size_t>(parent)];
+      const LaunchExec* exec =
+          by.images.size() > 1 ? by.images[by.images.size() - 2].LastExec() : nullptr;
+      if (exec != nullptr) wrapper = exec->argv;
+    }
+    program.wrapper = BaseName(wrapper.substr(0, wrapper.find(' ')));
     program.process = next;
     program.first_image = next_image;
     program.handed_over = true;
