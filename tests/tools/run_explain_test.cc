@@ -217,11 +217,19 @@ TEST(RunExplain, WrappersHelperWatchedIsNotTheProgram) {
   const std::string wait_armed = absl::StrCat(
       "i=0; until grep -q '^armed ' \"$HANGWATCH_OPEN_HANG_DIR/", tools::kLaunchLogFile,
       "\"; do i=$((i+1)); [ $i -gt 500 ] && exit 9; sleep 0.02; done");
-  const auto r = RunCommand(
-      {kCli, "run", "--fail-on-hang", "--", "/bin/sh", "-c",
-       "/usr/bin/python3 -c 'import select; select.select([], [], [], 30)' & h=$!; \"$@\"; s=$?; "
-       "kill $h; wait $h; exit $s",
-       "wrapper", "/bin/sh", "-c", wait_armed});
+  const std::vector<std::string> wrapper = {
+      "/bin/sh",
+      "-c",
+      "/usr/bin/python3 -c 'import select; select.select([], [], [], 30)' & h=$!; \"$@\"; s=$?; "
+      "kill $h; wait $h; exit $s",
+      "wrapper",
+      "/bin/sh",
+      "-c",
+      wait_armed};
+  TempDir dir;
+  const std::string junit = dir / "junit.xml";
+  const auto r =
+      RunCommand(Concat({kCli, "run", "--fail-on-hang", "--junit", junit, "--"}, wrapper));
   EXPECT_EQ(r.exit_code, 4) << r.err;
   // run's first line (the wrapper's shell said "Terminated" of its helper before it).
   ASSERT_NE(r.err.find("hangwatch run: "), std::string::npos) << r.err;
@@ -230,7 +238,15 @@ TEST(RunExplain, WrappersHelperWatchedIsNotTheProgram) {
             r.err.find("hangwatch run: "))
       << r.err;
   EXPECT_TRUE(Has(r.err, "hangwatch run: no hangs in the helpers of /bin/sh")) << r.err;
-  EXPECT_TRUE(Has(r.err, "/usr/bin/python3.11): no hangs, a helper, not the program\n")) << r.err;
+  EXPECT_TRUE(Has(r.err, "python3 (")) << r.err;
+  EXPECT_TRUE(Has(r.err, "): no hangs, a helper, not the program\n")) << r.err;
+  EXPECT_TRUE(Has(ReadFile(junit),
+                  "type=\"not-watched\" message=\"the program was not watched: sh "
+                  "(run by sh) never waited for events"))
+      << ReadFile(junit);
+  // The gate flags: the same status.
+  const auto gate = RunCommand(Concat({kCli, "run", "--max-hangs", "0", "--"}, wrapper));
+  EXPECT_EQ(gate.exit_code, 4) << gate.err;
   // Without --fail-on-hang: the program's status.
   const auto plain = RunCommand(
       {kCli, "run", "--", "/bin/sh", "-c", "\"$@\"", "wrapper", "/bin/sh", "-c", "exit 5"});
