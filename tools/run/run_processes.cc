@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace hangwatch::tools {
@@ -49,11 +50,17 @@ bool WaitingToArm(const LaunchLog& log, const std::string& search_path) {
 
 void WaitForLastProcesses(const LaunchLog& log, std::chrono::milliseconds grace) {
   const auto deadline = std::chrono::steady_clock::now() + grace;
-  for (;;) {
-    bool alive = false;
-    for (const auto& p : log.processes) alive = alive || IsAlive(p.pid, p.start_time);
-    if (!alive || std::chrono::steady_clock::now() >= deadline) return;
+  // Only those alive now are looked at again (a build logs thousands that have ended).
+  std::vector<const LaunchProcess*> alive;
+  for (const auto& p : log.processes) {
+    if (IsAlive(p.pid, p.start_time)) alive.push_back(&p);
+  }
+  while (!alive.empty() && std::chrono::steady_clock::now() < deadline) {
     usleep(20000);
+    alive.erase(
+        std::remove_if(alive.begin(), alive.end(),
+                       [](const LaunchProcess* p) { return !IsAlive(p->pid, p->start_time); }),
+        alive.end());
   }
 }
 
