@@ -9,17 +9,27 @@
 //     interposed function) and the caller's stack pointer at the call (the canonical frame
 //     address, __builtin_dwarf_cfa: the same for every interposer called from one frame, so
 //     libuv's epoll_pwait and epoll_wait, made from one function, sit at one depth).
-//   - A call site becomes one of the loop's (a small fixed table) when a wait made there, taken
-//     as idle, timed out: a loop idles with a timer; a handler's wait answers. The loop's depth
-//     is the shallowest such wait's.
+//   - A call site becomes one of the loop's (a small fixed table) in either of two ways:
+//       * a wait made there, taken as idle, timed out: a loop idles with a timer; a handler's
+//         wait answers;
+//       * it is where the first wait after arming was made, and the main thread came back to
+//         wait there kReturnsToLearn times, with every wait from another site made deeper in
+//         the stack than the shallowest of these: a loop under constant load (its waits always
+//         return ready events) or with no timer never times out, but it returns to its wait
+//         after each pass, and its handlers run below it. A wait from another site that is no
+//         deeper (another loop beside it, a loop whose own wait sits below its handlers')
+//         rules the first wait out: only a time-out teaches from then on.
+//     The loop's depth is the shallowest learned wait's.
 //   - Once the loop is known, a wait from a site that is not one of its own and made deeper in
 //     the stack than the loop's wait is inside the pass: the handler runs below the loop. The
 //     loop's own site at any depth (a GTK dialog's nested main loop) is idle, as is any wait no
 //     deeper than the loop's.
-//   - Until a site is learned (the first waits, a loop with no timer), after the table is full,
-//     and in a runtime whose loop waits in its own function (wait_wrapper.h), every wait is
-//     taken as the loop's, as the shim always did: idle time is never reported as a hang. A
-//     start-up wait (Xlib's round trip in XOpenDisplay: a reply, no time-out) is never learned.
+//   - Until a site is learned (the first waits), after the table is full, and in a runtime whose
+//     loop waits in its own function (wait_wrapper.h), every wait is taken as the loop's, as the
+//     shim always did: idle time is never reported as a hang. A start-up wait (Xlib's round
+//     trip in XOpenDisplay: a reply, no time-out) that arms the shim is ruled out by the loop's
+//     own, shallower, wait; it would be learned only if it came back kReturnsToLearn times
+//     before any wait no deeper than it.
 //   - Why the depth, not the call site alone: a second loop at another site, outside the
 //     first (a program that runs a set-up loop, returns, then its main loop), is no deeper,
 //     so it stays idle. The cost: a loop whose own wait is deeper than its handlers' (Python's
@@ -36,10 +46,19 @@ namespace hangwatch::preload {
 
 struct LoopWaitSites {
   static constexpr int kCapacity = 8;
+  // How often the first wait after arming must come back, with only deeper waits in between,
+  // to be the loop's: more than a start-up exchange repeats from one frame, and a loop under
+  // load gets there in a few milliseconds.
+  static constexpr int kReturnsToLearn = 16;
   const void* sites[kCapacity];
   int count;           // sites learned; 0: the loop is not known yet
   bool full;           // a ninth site timed out: unsure from then on, every wait is the loop's
   uintptr_t loop_cfa;  // the caller's stack pointer at the shallowest learned wait
+  // Until the loop is known: the first wait taken as idle (site null: none yet) and how often
+  // the main thread came back to it; -1 once a wait no deeper than it ruled it out.
+  const void* first_site;
+  uintptr_t first_cfa;
+  int first_returns;
 };
 // Defined in preload_shim.cc; zeroed by the fork child handler.
 extern LoopWaitSites g_loop_wait_sites;
@@ -58,7 +77,7 @@ inline bool WaitIsInsidePass(const void* site, uintptr_t cfa) {
   return cfa < g_loop_wait_sites.loop_cfa && !IsLoopWaitSite(site);
 }
 
-// A wait taken as idle (with a time-out) timed out: its site is the loop's.
+// `site` at `cfa` is one of the loop's waits.
 inline void LearnLoopWaitSite(const void* site, uintptr_t cfa) {
   LoopWaitSites& s = g_loop_wait_sites;
   if (s.count == 0 || cfa > s.loop_cfa) s.loop_cfa = cfa;
@@ -68,6 +87,34 @@ inline void LearnLoopWaitSite(const void* site, uintptr_t cfa) {
     return;
   }
   s.sites[s.count++] = site;
+}
+
+// Before the loop is known: follows the first wait taken as idle (see above). Out of line: it
+// runs only until the loop is learned or the first wait is ruled out.
+__attribute__((noinline)) inline void FollowFirstWait(const void* site, uintptr_t cfa) {
+  LoopWaitSites& s = g_loop_wait_sites;
+  if (s.first_site == nullptr) {
+    s.first_site = site;
+    s.first_cfa = cfa;
+  } else if (site == s.first_site) {
+    // At any depth: an interpreter calls the same wait from a shallower frame once it has
+    // specialised the call (Python 3.11 calls select.epoll.poll straight from its eval loop
+    // after a few passes), and a nested loop calls it from deeper.
+    if (cfa > s.first_cfa) s.first_cfa = cfa;
+    if (++s.first_returns == LoopWaitSites::kReturnsToLearn) LearnLoopWaitSite(site, s.first_cfa);
+  } else if (cfa >= s.first_cfa) {
+    s.first_returns = -1;  // a wait beside or above it: the first wait may not be the loop's
+  }
+}
+
+// A wait taken as idle returned `result`; `blocking`: it had a time-out that was not zero.
+inline void NoteIdleWait(bool blocking, int result, const void* site, uintptr_t cfa) {
+  if (__builtin_expect(result == 0, 0) && blocking) {
+    LearnLoopWaitSite(site, cfa);  // timed out: the loop idling on its timer
+  } else if (__builtin_expect(g_loop_wait_sites.count == 0, 0) &&
+             g_loop_wait_sites.first_returns >= 0) {
+    FollowFirstWait(site, cfa);
+  }
 }
 
 // The fork child handler: the child's loop may not be its parent's.

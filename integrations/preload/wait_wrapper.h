@@ -32,8 +32,9 @@ extern bool g_loop_waits_in_runtime;
 // is not zero); the agent arms at the first such call on the main thread, a program that only
 // ever polls with a zero timeout has not reached an event loop yet. `site` and `cfa`: where it
 // was called from and the caller's stack pointer (loop_wait_sites.h): a wait that is not the
-// loop's is part of the pass (no about_to_wait / woke_up), a blocking one taken as idle that
-// times out (result 0: poll, select and epoll alike) teaches the loop's site. Other threads, and
+// loop's is part of the pass (no about_to_wait / woke_up), one taken as idle teaches the loop's
+// site when it times out (result 0: poll, select and epoll alike) or comes back as a loop's
+// wait does (NoteIdleWait). Other threads, and
 // the main thread while it arms, go straight to `call`. Its result and errno are returned
 // untouched.
 template <typename Call>
@@ -54,7 +55,7 @@ inline __attribute__((always_inline)) int Interpose(bool blocking, const void* s
   g_shim.about_to_wait();
   const int result = call();
   g_shim.woke_up();
-  if (__builtin_expect(result == 0, 0) && blocking) LearnLoopWaitSite(site, cfa);
+  NoteIdleWait(blocking, result, site, cfa);
   return result;
 }
 

@@ -3,6 +3,7 @@
 //
 //   preload_handler_wait_fixture HANDLER_MS
 //   preload_handler_wait_fixture --fork
+//   preload_handler_wait_fixture --busy HANDLER_MS
 //
 // Its loop polls a pipe with a 100 ms timer. After three idle ticks an event arrives (a byte on
 // the pipe); its handler polls another pipe, which nothing writes, for HANDLER_MS: a synchronous
@@ -11,6 +12,12 @@
 // With --fork, the handler forks instead: the child runs a loop of its own, from another call
 // site deeper in the stack, idle for 800 ms (100 ms ticks), and exits; the parent's loop ticks
 // until the child closed its end of a pipe, then reaps it and exits 0.
+//
+// With --busy, the loop never idles: its event pipe is filled before the loop starts with more
+// events than it handles, so its poll (still with a 100 ms timer) returns ready every time and
+// never times out. Every handler first asks a peer that answers at once (a poll from the
+// handler, deeper than the loop's, that returns ready); the 300th asks the peer that does not
+// answer, for HANDLER_MS. After 600 events, exit 0.
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,7 +64,33 @@ int WatchChild(pid_t child, int alive) {
 
 }  // namespace
 
+// The loop under constant load (--busy): one byte per event, each handler waits for a peer.
+int BusyLoop(int handler_ms) {
+  constexpr int kEvents = 600;
+  int events[2], answering[2], silent[2];
+  if (pipe(events) != 0 || pipe(answering) != 0 || pipe(silent) != 0) return 3;
+  char bytes[kEvents];
+  std::memset(bytes, 'e', sizeof bytes);
+  // A pipe holds 64 KiB: both writes complete at once.
+  if (write(events[1], bytes, sizeof bytes) != kEvents) return 3;
+  if (write(answering[1], bytes, sizeof bytes) != kEvents) return 3;
+  for (int handled = 0; handled < kEvents;) {
+    struct pollfd p = {events[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) return 5;  // it never idles: a time-out is a broken fixture
+    ++handled;
+    if (handled == kEvents / 2) {
+      HandleEvent(events[0], silent[0], handler_ms);
+    } else {
+      HandleEvent(events[0], answering[0], 1000);
+      char byte;
+      if (read(answering[0], &byte, 1) != 1) return 3;
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--busy") == 0) return BusyLoop(std::atoi(argv[2]));
   if (argc != 2) return 2;
   const bool fork_child = std::strcmp(argv[1], "--fork") == 0;
   const int handler_ms = std::atoi(argv[1]);

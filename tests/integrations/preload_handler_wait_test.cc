@@ -111,6 +111,33 @@ TEST(PreloadHandlerWait, PythonUrlopenInsideASelectorsHandlerIsABlockedHang) {
                               << ReadFile(report_path);
 }
 
+// The same loop under constant load: 600 events queued before it starts, so its selector
+// returns ready every time and never times out; the 300th handler fetches from the server that
+// answers after 1 s. One blocked hang. Before the loop's wait was learned from its returns (a
+// loop that never idles never taught it), no hang at all.
+TEST(PreloadHandlerWait, PythonUrlopenInALoopThatNeverIdlesIsABlockedHang) {
+  if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
+  TempDir dir;
+  ChildProcess upstream({kPython, HANGWATCH_TEST_DATA_DIR "/upstream_http_server.py", "1"}, {});
+  std::string line;
+  ASSERT_TRUE(upstream.ReadLine(&line, std::chrono::seconds(20)));
+  const std::string url = "http://127.0.0.1:" + line + "/";
+  ChildProcess loop({kPython, HANGWATCH_TEST_DATA_DIR "/selectors_urlopen_loop.py", "--busy", url},
+                    ShimEnv(dir, "300"));
+  ASSERT_TRUE(loop.ReadLine(&line, std::chrono::seconds(20)));
+  EXPECT_EQ(line, "done");
+  ASSERT_EQ(loop.Wait(), 0);
+  const std::string report_path = dir.path() + "/hangs.jsonl";
+  const tools::Report report = ReadReport(report_path);
+  ASSERT_EQ(report.hangs.size(), 1u) << ReadFile(report_path);
+  const HangRecord& h = report.hangs[0];
+  EXPECT_EQ(h.tid, loop.pid()) << "the main thread";
+  EXPECT_GE(h.duration_ms, 800u);
+  EXPECT_LT(h.duration_ms, 5000u);
+  EXPECT_EQ(h.hang_class, HangClass::kBlocked);
+  EXPECT_TRUE(StackHas(h, "poll")) << ReadFile(report_path);
+}
+
 // The same kind of loop whose handler runs SELECT pg_sleep(1) with psycopg2 against a real
 // PostgreSQL (tests/postgres_server.h): libpq polls its Unix socket for the answer, a wait
 // inside the pass. One blocked hang whose cause is ipc, naming the backend that runs the query.
@@ -170,6 +197,28 @@ TEST(PreloadHandlerWait, CHandlerPollingAPeerIsABlockedHang) {
   EXPECT_GE(h.duration_ms, 550u);
   EXPECT_EQ(h.hang_class, HangClass::kBlocked);
   EXPECT_TRUE(StackHas(h, "WaitForThePeer")) << ReadFile(report_path);
+}
+
+// A C loop under constant load: its poll returns ready every time and never times out (no
+// idle tick to learn the loop's wait from), and every handler polls a peer from deeper in the
+// stack. The 300th handler's peer does not answer for 900 ms: one blocked hang, in that poll.
+// Before the loop's wait was learned from its returns, the handler's poll was taken as the loop
+// idling: no hang at all.
+TEST(PreloadHandlerWait, HandlerWaitInALoopThatNeverIdlesIsABlockedHang) {
+  TempDir dir;
+  ChildProcess fixture({PRELOAD_HANDLER_WAIT_FIXTURE, "--busy", "900"}, ShimEnv(dir, "300"));
+  ASSERT_EQ(fixture.Wait(), 0);
+  const std::string report_path = dir.path() + "/hangs.jsonl";
+  const tools::Report report = ReadReport(report_path);
+  ASSERT_EQ(report.hangs.size(), 1u) << ReadFile(report_path);
+  const HangRecord& h = report.hangs[0];
+  EXPECT_EQ(h.tid, fixture.pid());
+  EXPECT_GE(h.duration_ms, 850u);
+  EXPECT_LT(h.duration_ms, 5000u);
+  EXPECT_EQ(h.hang_class, HangClass::kBlocked);
+  EXPECT_TRUE(StackHas(h, "WaitForThePeer")) << ReadFile(report_path);
+  ASSERT_EQ(report.lags.size(), 1u) << ReadFile(report_path);
+  EXPECT_GE(report.lags[0].passes.passes(), 590u) << "each event a pass of its own";
 }
 
 // A child forked inside a handler runs an idle loop of its own, at a call site deeper than its
