@@ -18,7 +18,7 @@
 extern "C" {
 
 // Bumped whenever a table below changes.
-#define HANGWATCH_PRELOAD_ABI 2
+#define HANGWATCH_PRELOAD_ABI 3
 // The agent library's one exported symbol: HangwatchPreloadAgentInit.
 #define HANGWATCH_PRELOAD_AGENT_INIT "hangwatch_preload_agent_init"
 // The agent library's file name; the loader looks for it in its own directory.
@@ -43,6 +43,10 @@ struct HangwatchPreloadServices {
   // OpenHangFileOutOfReach() (shim_state.h): nonzero when this process changed user and cannot
   // create its open-hang file `path` (then it is watched without one).
   int (*open_hang_file_out_of_reach)(const char* path);
+  // The value of the setting `name` (a HANGWATCH_* variable): from the environment, else as it
+  // was when the loader was loaded (load_environment.h: a program may have replaced its
+  // environment since, as nginx's workers do). NULL when unset; always NULL under `secure`.
+  const char* (*setting)(const char* name);
 };
 
 // What arm() did.

@@ -21,6 +21,7 @@
 #include "agent/kept_files.h"
 #include "integrations/preload/agent_entry.h"
 #include "integrations/preload/launch_log.h"
+#include "integrations/preload/load_environment.h"
 #include "integrations/preload/shim_state.h"
 #include "integrations/preload/shim_stderr.h"
 
@@ -99,6 +100,7 @@ const HangwatchPreloadServices kServices = {
     LaunchLogUnwritten,
     DupKeptFileForAgent,
     OpenHangFileOutOfReachForAgent,
+    ShimSetting,
 };
 HangwatchPreloadServices g_services;  // kServices with `secure` filled in at the first load
 

@@ -17,6 +17,7 @@
 
 #include "agent/exit_flush.h"
 #include "agent/kept_files.h"
+#include "agent/labels.h"
 #include "agent/sinks/jsonl_sink.h"
 #include "hangwatch/hangwatch.h"
 #include "integrations/preload/agent_entry.h"
@@ -111,7 +112,7 @@ void Prepare() {
   g_config = new PreloadConfig(
       g_services->secure != 0
           ? SecureExecutionConfig()
-          : ReadPreloadConfig([](const char* name) -> const char* { return secure_getenv(name); },
+          : ReadPreloadConfig([](const char* name) { return g_services->setting(name); },
                               &warnings));
   for (const auto& w : warnings) PrintLine("hangwatch preload: " + w);
   // Records the report file did not take reach `hangwatch run` through the launch log.
@@ -160,6 +161,16 @@ void Arm(uint64_t load_ns, uint64_t first_wait_ns, HangwatchPreloadArmed* out) {
   config.time_every_pass = c.time_passes;
   config.lag_interval = std::chrono::milliseconds(c.lag_interval_ms);
   config.open_hang_path = OpenHangPath(c.open_hang_dir);
+  // The agent reads HANGWATCH_LABELS from the environment; a program that replaced its
+  // environment (nginx's workers) has them only as they were at load.
+  if (agent::LabelsVariable() == nullptr) {
+    if (const char* labels = g_services->setting("HANGWATCH_LABELS")) {
+      std::string error;
+      if (!agent::ParseLabels(labels, &config.labels, &error)) {
+        PrintLine("hangwatch preload: HANGWATCH_LABELS: " + error);
+      }
+    }
+  }
   const Status status = Start(config);
   out->inherit = c.inherit ? 1 : 0;
   out->armed = status.ok() ? 1 : 0;
@@ -198,7 +209,7 @@ hangwatch_preload_agent_init(const HangwatchPreloadServices* services) {
   if (services == nullptr || services->abi != HANGWATCH_PRELOAD_ABI ||
       services->print_line == nullptr || services->stderr_usable == nullptr ||
       services->launch_log_unwritten == nullptr || services->dup_kept_file == nullptr ||
-      services->open_hang_file_out_of_reach == nullptr) {
+      services->open_hang_file_out_of_reach == nullptr || services->setting == nullptr) {
     return nullptr;
   }
   hangwatch::preload::g_services = services;

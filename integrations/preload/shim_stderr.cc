@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "integrations/preload/load_environment.h"
 #include "integrations/preload/stderr_policy.h"
 
 namespace hangwatch::preload {
@@ -33,7 +34,7 @@ StderrFile DescribeStderr() {
 
 void DecideStderr(bool allowed) {
   const StderrFile f = DescribeStderr();
-  const char* handed_over[] = {secure_getenv("HANGWATCH_STDERR"), secure_getenv("JOURNAL_STREAM")};
+  const char* handed_over[] = {ShimSetting("HANGWATCH_STDERR"), ShimSetting("JOURNAL_STREAM")};
   const bool ok = allowed && MayPrintOn(f, handed_over, 2);
   g_dev.store(static_cast<uint64_t>(f.dev), std::memory_order_relaxed);
   g_ino.store(static_cast<uint64_t>(f.ino), std::memory_order_relaxed);
