@@ -204,59 +204,113 @@ void HangScheduling::End(pid_t tid, WaitCause* cause) {
   }
 }
 
+namespace {
+
+// Time off the CPU and not waiting for one (asleep: in a busy hang, outside any system call,
+// reading pages in or reclaiming memory); 0 without the run delay.
+uint64_t BlockedNs(const cause::SchedPressure& p) {
+  if (!p.has_run_delay || p.duration_ns <= 0) return 0;
+  const uint64_t d = static_cast<uint64_t>(p.duration_ns);
+  const uint64_t used = p.cpu_ns + p.run_delay_ns;
+  return used >= d ? 0 : d - used;
+}
+
+bool Material(uint64_t part_ns, int64_t duration_ns) {
+  return duration_ns > 0 &&
+         part_ns * 1000 >= kMaterialPermille * static_cast<uint64_t>(duration_ns);
+}
+
+// The resource the machine stalled on most, of those listed from `first` (0 cpu, 1 memory,
+// 2 io), its "some" stall at least `permille` of the interval; nullptr when none.
+const cause::SchedPressure::Resource* Worst(const cause::SchedPressure& p, size_t first,
+                                            uint32_t permille, const char** name) {
+  const cause::SchedPressure::Resource* all[] = {&p.cpu, &p.memory, &p.io};
+  const char* names[] = {"cpu", "memory", "io"};
+  const cause::SchedPressure::Resource* worst = nullptr;
+  for (size_t i = first; i < 3; ++i) {
+    if (all[i]->present && all[i]->some_permille >= permille &&
+        (worst == nullptr || all[i]->some_permille > worst->some_permille)) {
+      worst = all[i];
+      *name = names[i];
+    }
+  }
+  return worst;
+}
+
+void SetPressure(const char* name, const cause::SchedPressure::Resource* r, WaitCause* cause) {
+  CopyText(name, cause->pressure_resource);
+  cause->pressure_some_avg10_centi = r != nullptr ? static_cast<uint32_t>(r->some_avg10 * 100) : 0;
+  cause->pressure_full_avg10_centi = r != nullptr ? static_cast<uint32_t>(r->full_avg10 * 100) : 0;
+}
+
+// A busy hang's kind by the counters, or kNone when they explain nothing (a computation).
+CauseKind BusyKind(const cause::SchedPressure& p, const char** pressure_name,
+                   const cause::SchedPressure::Resource** pressure) {
+  // A throttled thread waits on its run queue while its cgroup has no quota left: that wait is
+  // the quota's (throttled), not other load's (starved), when the cgroup was throttled for at
+  // least half of it.
+  const bool quota_wait = p.throttled && p.throttled_usec * 2000 >= p.run_delay_ns;
+  const uint64_t blocked = BlockedNs(p);
+  // A faulting thread that also waited for a CPU: the larger share of the pass names it.
+  // Reading pages in (off the CPU, not waiting for it, with major faults) is the fault when that
+  // time is at least its wait for a CPU and its time on the CPU.
+  const bool faulted = p.has_faults && p.major_faults > 0;
+  if (faulted && (!p.has_run_delay || (blocked >= p.run_delay_ns && blocked >= p.cpu_ns))) {
+    return CauseKind::kFault;
+  }
+  if (p.starved && !quota_wait) return CauseKind::kStarved;
+  if (p.throttled) return CauseKind::kThrottled;
+  // The machine's pressure, when it accounts for a material part of the pass: the thread's own
+  // wait for a CPU (under half of it: that is starved), or its time blocked off the CPU while
+  // the machine stalled on memory or I/O for as long a share.
+  if (p.has_run_delay && Material(p.run_delay_ns, p.duration_ns)) {
+    *pressure_name = "cpu";
+    *pressure = p.cpu.present ? &p.cpu : nullptr;
+    return CauseKind::kPressure;
+  }
+  if (Material(blocked, p.duration_ns)) {
+    *pressure = Worst(p, 1, kMaterialPermille, pressure_name);
+    if (*pressure != nullptr) return CauseKind::kPressure;
+  }
+  return CauseKind::kNone;
+}
+
+}  // namespace
+
 void RefineBySchedule(const cause::SchedPressure& p, WaitCause* cause) {
   const bool busy = cause->kind == CauseKind::kNone || cause->kind == CauseKind::kCpu;
   const bool io = cause->kind == CauseKind::kIo;
   if (io && p.has_faults) cause->major_faults = p.major_faults;
   if (!busy && !io) return;
-  // The resource the machine stalled on most; an io hang is explained by the machine's I/O or
-  // memory stalls, not by its CPU's.
-  const cause::SchedPressure::Resource* worst = nullptr;
+  // The resource the machine stalled on most (10 % of the interval or more), a figure; an io
+  // hang is explained by the machine's I/O or memory stalls, not by its CPU's.
   const char* worst_name = "";
-  const cause::SchedPressure::Resource* all[] = {&p.cpu, &p.memory, &p.io};
-  const char* names[] = {"cpu", "memory", "io"};
-  for (size_t i = busy ? 0 : 1; i < 3; ++i) {
-    if (all[i]->present && all[i]->some_permille >= 100 &&
-        (worst == nullptr || all[i]->some_permille > worst->some_permille)) {
-      worst = all[i];
-      worst_name = names[i];
-    }
-  }
-  if (busy) {
-    // A throttled thread waits on its run queue while its cgroup has no quota left: that wait
-    // is the quota's (throttled), not other load's (starved), when the cgroup was throttled for
-    // at least half of it.
-    const bool quota_wait = p.throttled && p.throttled_usec * 2000 >= p.run_delay_ns;
-    if (p.starved && !quota_wait) {
-      cause->kind = CauseKind::kStarved;
-    } else if (!p.starved && p.has_faults && p.major_faults > 0 &&
-               (!p.has_run_delay || p.cpu_ns * 2 < static_cast<uint64_t>(p.duration_ns))) {
-      // Off the CPU, not waiting for it, outside any system call: reading pages in.
-      cause->kind = CauseKind::kFault;
-      cause->major_faults = p.major_faults;
-      return;
-    } else if (p.throttled) {
-      cause->kind = CauseKind::kThrottled;
-    } else if (worst != nullptr) {
+  const cause::SchedPressure::Resource* worst = Worst(p, busy ? 0 : 1, 100, &worst_name);
+  if (!busy) {
+    if (worst != nullptr) {
       cause->kind = CauseKind::kPressure;
-    } else {
-      return;
+      SetPressure(worst_name, worst, cause);
     }
-    // Every figure that applies, whatever the kind: a starved hang on a machine short of CPU
-    // says so too ("was it us or the machine?").
-    cause->run_delay_ns = p.run_delay_ns;
-    cause->runnable_threads = p.runnable_others;
-    if (p.throttled) {
-      cause->throttled_ns = p.throttled_usec * 1000;
-      cause->nr_throttled = p.nr_throttled;
-    }
-  } else if (worst != nullptr) {
-    cause->kind = CauseKind::kPressure;
+    return;
   }
-  if (worst != nullptr) {
-    CopyText(worst_name, cause->pressure_resource);
-    cause->pressure_some_avg10_centi = static_cast<uint32_t>(worst->some_avg10 * 100);
-    cause->pressure_full_avg10_centi = static_cast<uint32_t>(worst->full_avg10 * 100);
+  const char* pressure_name = "";
+  const cause::SchedPressure::Resource* pressure = nullptr;
+  const CauseKind kind = BusyKind(p, &pressure_name, &pressure);
+  if (kind == CauseKind::kNone) return;
+  cause->kind = kind;
+  // Every figure that applies, whatever the kind: a starved hang on a machine short of CPU
+  // says so too ("was it us or the machine?"), and so does one that faulted.
+  cause->run_delay_ns = p.run_delay_ns;
+  cause->runnable_threads = p.runnable_others;
+  if (p.throttled) {
+    cause->throttled_ns = p.throttled_usec * 1000;
+    cause->nr_throttled = p.nr_throttled;
+  }
+  if (p.has_faults) cause->major_faults = p.major_faults;
+  if (kind == CauseKind::kPressure) {
+    SetPressure(pressure_name, pressure, cause);
+  } else if (worst != nullptr) {
+    SetPressure(worst_name, worst, cause);
   }
 }
 

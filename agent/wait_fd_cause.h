@@ -87,14 +87,26 @@ class HangScheduling {
   bool cold_listed_ = false;
 };
 
+// The share of a hang (per mille of the interval its counters cover) that the machine's
+// pressure must account for to be named its cause: the thread's own wait for a CPU, or its time
+// blocked off the CPU while the machine stalled on memory or I/O. Under it, the machine's state
+// explains too little of the pass (a busy hang that kept its CPU on a loaded machine is a
+// computation).
+inline constexpr uint32_t kMaterialPermille = 200;
+
 // What a hang's scheduling counters `p` (from its first sample to its end) say of *cause:
-//   a busy hang (no cause) becomes, by the first that holds: throttled, when the cgroup's
-//   quota kept it off the CPU for at least half of its wait for one; starved (it waited for a
-//   CPU for half the hang or more); fault (off the CPU with major faults); throttled; pressure
-//   (the machine stalled on some resource for 10 % of the time or more). Whatever the kind, it
-//   carries every figure that applies: run delay, throttling, the machine's worst pressure.
-//   An io hang carries its major faults, and becomes pressure when the machine stalled on I/O
-//   or memory. Other kinds are left as they are.
+//   a busy hang (no cause) becomes, by the first that holds: fault (major faults, and its time
+//   blocked off the CPU, reading pages in, is at least its wait for a CPU and its time on the
+//   CPU: the larger share names a faulting thread that also waited for a CPU); starved (it
+//   waited for a CPU for half the hang or more, and that wait was not its cgroup's quota's:
+//   throttled for less than half of it); throttled (its cgroup's quota ran out at all);
+//   pressure, resource cpu (it waited for a CPU for kMaterialPermille of the hang or more);
+//   pressure, resource memory or io (it was blocked off the CPU for kMaterialPermille of the
+//   hang or more while the machine stalled on that resource for as long a share, the larger
+//   one). Else it stays a computation. Whatever the kind, it carries every figure that applies:
+//   run delay, throttling, major faults, the machine's worst pressure (10 % of the time or
+//   more). An io hang carries its major faults, and becomes pressure when the machine stalled
+//   on I/O or memory for 10 % of the time or more. Other kinds are left as they are.
 void RefineBySchedule(const cause::SchedPressure& p, WaitCause* cause);
 
 }  // namespace hangwatch::agent

@@ -41,15 +41,17 @@ std::string CulpritLabel(const Culprit& c) {
 }
 
 // "machine pressure: cpu (some avg10 45.0 %)": the resource the machine stalled on most during
-// the hang, with its 10-second average at the end.
+// the hang, with its 10-second average at the end (left out when it is 0: no /proc/pressure).
 std::string MachinePressure(const Cause& c) {
+  std::string s = "machine pressure: " + c.pressure_resource;
+  if (c.pressure_some_avg10 <= 0) return s;
   char avg[32];
   std::snprintf(avg, sizeof(avg), "%.1f", c.pressure_some_avg10);
-  return "machine pressure: " + c.pressure_resource + " (some avg10 " + avg + " %)";
+  return s + " (some avg10 " + avg + " %)";
 }
 
 // The figures of a busy hang's refinements other than its kind's own, as "; ..." clauses: a
-// starved hang in a throttled cgroup or on a machine short of CPU says so.
+// starved hang in a throttled cgroup, on a machine short of CPU or with major faults says so.
 std::string OtherSchedulingFigures(const Cause& c) {
   std::string s;
   if (c.kind != CauseKind::kThrottled && c.nr_throttled > 0) {
@@ -58,6 +60,9 @@ std::string OtherSchedulingFigures(const Cause& c) {
   }
   if (c.kind != CauseKind::kPressure && !c.pressure_resource.empty())
     s += "; " + MachinePressure(c);
+  if (c.kind != CauseKind::kFault && c.major_faults > 0) {
+    s += "; " + std::to_string(c.major_faults) + " major page faults";
+  }
   return s;
 }
 
@@ -150,7 +155,9 @@ std::string DescribeCause(const Cause& c, uint64_t duration_ms) {
     case CauseKind::kFault: {
       std::string s = std::to_string(c.major_faults) + " major page faults";
       if (!c.mapping.empty()) s += " in " + c.mapping;
-      return s + ": the main thread waited for pages read in";
+      s += ": the main thread waited for pages read in";
+      if (c.run_delay_ms > 0) s += "; waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
+      return s + OtherSchedulingFigures(c);
     }
     case CauseKind::kStarved: {
       std::string s =
@@ -169,7 +176,14 @@ std::string DescribeCause(const Cause& c, uint64_t duration_ms) {
       return s + OtherSchedulingFigures(c);
     }
     case CauseKind::kPressure:
-      return MachinePressure(c) + ": the machine was short of " + c.pressure_resource;
+      // A busy hang's CPU pressure is its own wait for a CPU (a material part of the hang, under
+      // half of it); an io hang's, or memory's, the machine's stall while it was blocked.
+      if (c.pressure_resource == "cpu" && c.run_delay_ms > 0) {
+        return MachinePressure(c) + ": waited " + std::to_string(c.run_delay_ms) + " ms for a CPU" +
+               OtherSchedulingFigures(c);
+      }
+      return MachinePressure(c) + ": the machine was short of " + c.pressure_resource +
+             OtherSchedulingFigures(c);
     case CauseKind::kOther:
       return "in " + c.syscall;
     default:

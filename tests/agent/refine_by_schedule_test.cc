@@ -44,6 +44,21 @@ void Pressure(cause::SchedPressure::Resource* r, uint32_t permille, double avg10
   r->full_avg10 = avg10 / 2;
 }
 
+// One second of a busy hang: `cpu_ms` on the CPU, `run_delay_ms` waiting for one, the rest
+// blocked off the CPU (asleep outside any system call: a fault, memory reclaim).
+cause::SchedPressure Pass(uint64_t cpu_ms, uint64_t run_delay_ms, uint64_t major_faults = 0) {
+  cause::SchedPressure p;
+  p.duration_ns = kSecond;
+  p.has_run_delay = true;
+  p.cpu_ns = cpu_ms * 1'000'000;
+  p.run_delay_ns = run_delay_ms * 1'000'000;
+  p.run_delay_permille = static_cast<uint32_t>(run_delay_ms);
+  p.starved = p.run_delay_permille >= 500;
+  p.has_faults = true;
+  p.major_faults = major_faults;
+  return p;
+}
+
 WaitCause Refined(const cause::SchedPressure& p, CauseKind kind = CauseKind::kNone) {
   WaitCause c;
   c.kind = kind;
@@ -79,16 +94,92 @@ TEST(RefineByScheduleTest, AWaitForACpuMostlyNotTheQuotasIsStarvedAndSaysTheRest
   EXPECT_EQ(c.pressure_full_avg10_centi, 2250u);
 }
 
-TEST(RefineByScheduleTest, AThreadThatKeptItsCpuOnAMachineShortOfCpuIsPressure) {
+// The machine was short of CPU (its pressure "some" at 50 % of the hang) but the main thread
+// kept its CPU: the machine's state explains nothing of the pass, a computation.
+TEST(RefineByScheduleTest, AThreadThatKeptItsCpuOnAMachineShortOfCpuIsAComputation) {
   cause::SchedPressure p = Busy(990);
   Pressure(&p.cpu, 500, 12.5);
-  const WaitCause c = Refined(p);
-  EXPECT_EQ(c.kind, CauseKind::kPressure);
-  EXPECT_STREQ(c.pressure_resource, "cpu");
-  EXPECT_EQ(c.pressure_some_avg10_centi, 1250u);
+  EXPECT_EQ(Refined(p).kind, CauseKind::kNone);
+  // Waiting for a CPU for 15 % of the hang: not yet a material part of it.
+  p = Busy(850);
+  Pressure(&p.cpu, 500, 40.0);
+  EXPECT_EQ(Refined(p).kind, CauseKind::kNone);
   // Throttled without waiting much still says throttled (its quota was reached).
   Throttle(&p, 1, 3);
   EXPECT_EQ(Refined(p).kind, CauseKind::kThrottled);
+}
+
+// A busy hang that waited for a CPU for a material part of it (20 % or more, under the half of
+// starved) is the machine's CPU pressure, whatever the machine's 10-second average says, and
+// its summary says how long it waited.
+TEST(RefineByScheduleTest, AMaterialWaitForACpuIsCpuPressure) {
+  cause::SchedPressure p = Busy(700);  // waited 300 ms
+  Pressure(&p.cpu, 320, 7.9);
+  p.runnable_others = 1;
+  const WaitCause c = Refined(p);
+  EXPECT_EQ(c.kind, CauseKind::kPressure);
+  EXPECT_STREQ(c.pressure_resource, "cpu");
+  EXPECT_EQ(c.run_delay_ns, 300'000'000u);
+  EXPECT_EQ(c.pressure_some_avg10_centi, 790u);
+  Cause out;
+  out.kind = CauseKind::kPressure;
+  out.pressure_resource = c.pressure_resource;
+  out.pressure_some_avg10 = 7.9;
+  out.run_delay_ms = 300;
+  EXPECT_EQ(report::DescribeCause(out, 1000),
+            "machine pressure: cpu (some avg10 7.9 %): waited 300 ms for a CPU");
+  // Without /proc/pressure the thread's own wait still tells it.
+  p.cpu = {};
+  EXPECT_EQ(Refined(p).kind, CauseKind::kPressure);
+  out.pressure_some_avg10 = 0;
+  EXPECT_EQ(report::DescribeCause(out, 1000), "machine pressure: cpu: waited 300 ms for a CPU");
+}
+
+// Blocked off the CPU (no system call, no major fault: reclaiming memory) while the machine
+// stalled on memory: memory pressure when both are a material part of the hang.
+TEST(RefineByScheduleTest, BlockedWhileTheMachineStalledOnMemoryIsMemoryPressure) {
+  cause::SchedPressure p = Pass(650, 50);  // blocked 300 ms
+  Pressure(&p.memory, 350, 20.0);
+  Pressure(&p.cpu, 150, 3.0);
+  const WaitCause c = Refined(p);
+  EXPECT_EQ(c.kind, CauseKind::kPressure);
+  EXPECT_STREQ(c.pressure_resource, "memory");
+  // The machine's memory stall under a fifth of the hang, or the thread blocked for less: no.
+  Pressure(&p.memory, 150, 20.0);
+  EXPECT_EQ(Refined(p).kind, CauseKind::kNone);
+  p = Pass(850, 50);  // blocked 100 ms
+  Pressure(&p.memory, 600, 20.0);
+  EXPECT_EQ(Refined(p).kind, CauseKind::kNone);
+}
+
+// A thread that faults on a loaded machine also waits for a CPU after each fault. The larger
+// share names it: reading pages in (blocked off the CPU), or waiting for a CPU.
+TEST(RefineByScheduleTest, AFaultingThreadThatAlsoWaitedForACpuIsNamedByTheLargerShare) {
+  // 250 ms on the CPU, 300 ms waiting for it, 450 ms reading pages in: fault, and it says the
+  // wait for a CPU too.
+  WaitCause c = Refined(Pass(250, 300, 16000));
+  EXPECT_EQ(c.kind, CauseKind::kFault);
+  EXPECT_EQ(c.major_faults, 16000u);
+  EXPECT_EQ(c.run_delay_ns, 300'000'000u);
+  Cause out;
+  out.kind = CauseKind::kFault;
+  out.major_faults = 16000;
+  out.run_delay_ms = 300;
+  EXPECT_EQ(report::DescribeCause(out, 1000),
+            "16000 major page faults: the main thread waited for pages read in; waited 300 ms "
+            "for a CPU");
+  // 160 ms on the CPU, 570 ms waiting for it, 270 ms reading pages in (a 2-core machine with
+  // two more busy programs): starved, and it says the faults.
+  c = Refined(Pass(160, 570, 15000));
+  EXPECT_EQ(c.kind, CauseKind::kStarved);
+  EXPECT_EQ(c.major_faults, 15000u);
+  out.kind = CauseKind::kStarved;
+  out.major_faults = 15000;
+  out.run_delay_ms = 570;
+  EXPECT_EQ(report::DescribeCause(out, 1000),
+            "runnable but not running: waited 570 ms for a CPU; 15000 major page faults");
+  // Mostly on the CPU, with a few faults: a computation, not a fault.
+  EXPECT_EQ(Refined(Pass(700, 50, 40)).kind, CauseKind::kNone);
 }
 
 TEST(RefineByScheduleTest, QuietCountersLeaveABusyHangAComputationAndOtherKindsAlone) {
@@ -125,7 +216,11 @@ TEST(RefineByScheduleTest, TheSummarySaysEveryFigure) {
             "runnable; machine pressure: cpu (some avg10 45.0 %)");
   c.kind = CauseKind::kPressure;
   EXPECT_EQ(report::DescribeCause(c, 1000),
-            "machine pressure: cpu (some avg10 45.0 %): the machine was short of cpu");
+            "machine pressure: cpu (some avg10 45.0 %): waited 800 ms for a CPU");
+  c.pressure_resource = "memory";
+  EXPECT_EQ(report::DescribeCause(c, 1000),
+            "machine pressure: memory (some avg10 45.0 %): the machine was short of memory");
+  c.pressure_resource = "cpu";
   c.kind = CauseKind::kThrottled;
   c.nr_throttled = 90;
   c.throttled_ms = 850;
