@@ -4,6 +4,7 @@
 //   preload_handler_wait_fixture HANDLER_MS
 //   preload_handler_wait_fixture --fork
 //   preload_handler_wait_fixture --busy HANDLER_MS
+//   preload_handler_wait_fixture --busy-nested HANDLER_MS
 //
 // Its loop polls a pipe with a 100 ms timer. After three idle ticks an event arrives (a byte on
 // the pipe); its handler polls another pipe, which nothing writes, for HANDLER_MS: a synchronous
@@ -17,7 +18,9 @@
 // events than it handles, so its poll (still with a 100 ms timer) returns ready every time and
 // never times out. Every handler first asks a peer that answers at once (a poll from the
 // handler, deeper than the loop's, that returns ready); the 300th asks the peer that does not
-// answer, for HANDLER_MS. After 600 events, exit 0.
+// answer, for HANDLER_MS. After 600 events, exit 0. With --busy-nested, the 300th handler then
+// runs a nested loop (the same loop's wait, from deeper: a modal dialog's), idle for 600 ms in
+// ticks that time out, and the 450th asks the peer that does not answer.
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,10 +65,27 @@ int WatchChild(pid_t child, int alive) {
                                                                                               : 4;
 }
 
-}  // namespace
+// One wait of the busy loop, at one call site whatever the depth it is called from.
+__attribute__((noinline)) int BusyLoopWait(int fd, int ms) {
+  struct pollfd p = {fd, POLLIN, 0};
+  const int n = poll(&p, 1, ms);
+  __asm__ volatile("" ::: "memory");
+  return n;
+}
 
-// The loop under constant load (--busy): one byte per event, each handler waits for a peer.
-int BusyLoop(int handler_ms) {
+// A nested run of the loop, from a handler: 4 idle ticks of 150 ms at the loop's own call site.
+// 0 when each timed out.
+__attribute__((noinline)) int ModalLoop(int fd) {
+  int ready = 0;
+  for (int tick = 0; tick < 4; ++tick) ready += BusyLoopWait(fd, 150) != 0;
+  __asm__ volatile("" ::: "memory");
+  return ready;
+}
+
+// The loop under constant load (--busy, --busy-nested): one byte per event, each handler waits
+// for a peer. `nested`: the 300th handler runs a nested loop of the same loop (a modal dialog's),
+// at the loop's own call site, idle for 4 ticks of 150 ms; the 450th waits for the silent peer.
+int BusyLoop(int handler_ms, bool nested) {
   constexpr int kEvents = 600;
   int events[2], answering[2], silent[2];
   if (pipe(events) != 0 || pipe(answering) != 0 || pipe(silent) != 0) return 3;
@@ -74,23 +94,29 @@ int BusyLoop(int handler_ms) {
   // A pipe holds 64 KiB: both writes complete at once.
   if (write(events[1], bytes, sizeof bytes) != kEvents) return 3;
   if (write(answering[1], bytes, sizeof bytes) != kEvents) return 3;
+  const int slow_event = nested ? kEvents * 3 / 4 : kEvents / 2;
   for (int handled = 0; handled < kEvents;) {
-    struct pollfd p = {events[0], POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) return 5;  // it never idles: a time-out is a broken fixture
+    // It never idles: a time-out is a broken fixture.
+    if (BusyLoopWait(events[0], 100) <= 0) return 5;
     ++handled;
-    if (handled == kEvents / 2) {
+    if (handled == slow_event) {
       HandleEvent(events[0], silent[0], handler_ms);
-    } else {
-      HandleEvent(events[0], answering[0], 1000);
-      char byte;
-      if (read(answering[0], &byte, 1) != 1) return 3;
+      continue;
     }
+    HandleEvent(events[0], answering[0], 1000);
+    char byte;
+    if (read(answering[0], &byte, 1) != 1) return 3;
+    if (nested && handled == kEvents / 2 && ModalLoop(silent[0]) != 0) return 5;
   }
   return 0;
 }
 
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc == 3 && std::strcmp(argv[1], "--busy") == 0) return BusyLoop(std::atoi(argv[2]));
+  if (argc == 3 && std::strncmp(argv[1], "--busy", 6) == 0) {
+    return BusyLoop(std::atoi(argv[2]), std::strcmp(argv[1], "--busy-nested") == 0);
+  }
   if (argc != 2) return 2;
   const bool fork_child = std::strcmp(argv[1], "--fork") == 0;
   const int handler_ms = std::atoi(argv[1]);

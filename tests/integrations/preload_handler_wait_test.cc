@@ -221,6 +221,22 @@ TEST(PreloadHandlerWait, HandlerWaitInALoopThatNeverIdlesIsABlockedHang) {
   EXPECT_GE(report.lags[0].passes.passes(), 590u) << "each event a pass of its own";
 }
 
+// The same loop whose 300th handler runs a nested loop of its own (the loop's wait, from deeper
+// in the stack: a modal dialog's), idle for 600 ms: idle, not a hang. The 450th handler's wait
+// for the silent peer is the one hang.
+TEST(PreloadHandlerWait, NestedLoopInALoopThatNeverIdlesIsIdle) {
+  TempDir dir;
+  ChildProcess fixture({PRELOAD_HANDLER_WAIT_FIXTURE, "--busy-nested", "900"}, ShimEnv(dir, "300"));
+  ASSERT_EQ(fixture.Wait(), 0);
+  const std::string report_path = dir.path() + "/hangs.jsonl";
+  const tools::Report report = ReadReport(report_path);
+  ASSERT_EQ(report.hangs.size(), 1u) << ReadFile(report_path);
+  EXPECT_GE(report.hangs[0].duration_ms, 850u);
+  EXPECT_LT(report.hangs[0].duration_ms, 5000u);
+  EXPECT_TRUE(StackHas(report.hangs[0], "WaitForThePeer")) << ReadFile(report_path);
+  EXPECT_FALSE(StackHas(report.hangs[0], "ModalLoop")) << ReadFile(report_path);
+}
+
 // A child forked inside a handler runs an idle loop of its own, at a call site deeper than its
 // parent's loop: it learns its own loop's wait (the parent's is forgotten at the fork), so its
 // idle is not taken for a handler's wait.
