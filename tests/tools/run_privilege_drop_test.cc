@@ -6,8 +6,8 @@
 // requests and `nginx -s quit` make no hang, `run` exits with nginx's status, and each worker
 // wrote its last lag record, with the passes that served the requests: nginx rebuilds a
 // worker's environment before its loop, and the settings come from the environment as it was
-// when the shim was loaded (integrations/preload/load_environment.h). Needs root (the switch)
-// and nginx; real_component.
+// when the shim was loaded (integrations/preload/load_environment.h), labels included. Needs
+// root (the switch) and nginx; real_component.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -155,7 +155,8 @@ TEST_P(RunPrivilegeDrop, NginxWorkersAreWatchedAndWriteTheirLagRecords) {
   std::atomic<bool> finished{false};
   std::thread run([&] {
     r = RunCommand(
-        {kCli, "run", "--report", report_path, "--", kNginx, "-p", d, "-c", dir / "nginx.conf"});
+        {kCli, "run", "--report", report_path, "--", kNginx, "-p", d, "-c", dir / "nginx.conf"},
+        {"HANGWATCH_LABELS=service=web"});
     finished = true;
   });
   KillAtEnd cleanup;
@@ -217,7 +218,10 @@ TEST_P(RunPrivilegeDrop, NginxWorkersAreWatchedAndWriteTheirLagRecords) {
   for (int64_t w : workers) {
     uint64_t of_worker = 0;
     for (const auto& lag : report.lags) {
-      if (lag.pid == w) of_worker += lag.passes.passes();
+      if (lag.pid != w) continue;
+      of_worker += lag.passes.passes();
+      EXPECT_EQ(lag.labels.count("service") ? lag.labels.at("service") : "", "web")
+          << "HANGWATCH_LABELS, as the worker's environment had it at start";
     }
     EXPECT_GT(of_worker, 0u) << "no lag record of worker " << w << ":\n" << ReadFile(report_path);
     passes += of_worker;
