@@ -324,6 +324,9 @@ TEST(ReportReader, JitFramesAreNamedFromAPerfMapWrittenAfterTheHangBegan) {
   Report elsewhere = make_report();
   elsewhere.hangs[0].host = std::string(host) + "-another-machine";
   EXPECT_EQ(NameJitFrames(&elsewhere, dir.path()), 0u) << "a map of this machine only";
+  Report undated = make_report();
+  undated.hangs[0].start_unix_ms = 0;
+  EXPECT_EQ(NameJitFrames(&undated, dir.path()), 0u) << "no start: the map may be another's";
 
   const std::string map = dir / "perf-4242.map";
   const int64_t old_ms = now_ms - 60000;

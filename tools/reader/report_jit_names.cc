@@ -47,7 +47,8 @@ size_t NameJitFrames(Report* report, const std::string& dir) {
   std::map<int64_t, std::unique_ptr<symbols::PerfMap>> maps;  // by pid, read once each
   size_t named = 0;
   for (HangRecord& h : report->hangs) {
-    if (h.pid <= 0 || (!h.host.empty() && h.host != host)) continue;
+    // Without a start time nothing shows the map is this process's.
+    if (h.pid <= 0 || h.start_unix_ms <= 0 || (!h.host.empty() && h.host != host)) continue;
     bool wanted = false;
     ForEachFrameList(h, [&](std::vector<Frame>& frames) { wanted |= HasUnnamedJit(frames); });
     if (!wanted) continue;
