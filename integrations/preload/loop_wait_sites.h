@@ -29,7 +29,12 @@
 //     shim always did: idle time is never reported as a hang. A start-up wait (Xlib's round
 //     trip in XOpenDisplay: a reply, no time-out) that arms the shim is ruled out by the loop's
 //     own, shallower, wait; it would be learned only if it came back kReturnsToLearn times
-//     before any wait no deeper than it.
+//     before any wait no deeper than it. The limit of learning from returns: a start-up
+//     exchange that waits that often at one site before the loop starts (a handshake read
+//     piece by piece from main()), with no shallower wait in between, is taken for the loop;
+//     if the loop's own wait then sits deeper in the stack, that wait is taken as a handler's
+//     and its idle time counted as work (as with a set-up loop, shallower than the main loop,
+//     whose wait timed out: a wait inside a pass never teaches).
 //   - Why the depth, not the call site alone: a second loop at another site, outside the
 //     first (a program that runs a set-up loop, returns, then its main loop), is no deeper,
 //     so it stays idle. The cost: a loop whose own wait is deeper than its handlers' (Python's
