@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "hangwatch/hangwatch.h"
@@ -40,9 +41,11 @@ HW_TEST_KEEP_FRAME void QsortCaller() {
   int values[4] = {3, 1, 2, 0};
   qsort(values, 4, sizeof(int), SpinningCompare);
 }
+// Sleeps of 75 ms: the first sample (at half the 100 ms threshold) finds the thread asleep,
+// mid-sleep, not waking up.
 HW_TEST_KEEP_FRAME void NanosleepCaller() {
   while (!EnoughSamples()) {
-    timespec ts{0, 50 * 1000 * 1000};
+    timespec ts{0, 75 * 1000 * 1000};
     if (nanosleep(&ts, nullptr) != 0 && errno == EINTR) g_eintr.fetch_add(1);
   }
 }
@@ -79,6 +82,17 @@ double ShareOfSamplesBy(const HangRecord& h, SampleMethod m) {
   size_t samples = 0;
   const size_t by = SamplesBy(h, m, &samples);
   return samples > 0 ? static_cast<double>(by) / static_cast<double>(samples) : 0;
+}
+
+// Whether some stack's first sample (the one whose frames the stack keeps) was taken by `m`.
+bool FirstSampleOfSomeStackBy(const HangRecord& h, SampleMethod m) {
+  std::vector<bool> seen(h.stacks.size());
+  for (const TimelineEntry& t : h.timeline) {
+    if (t.stack < 0 || static_cast<size_t>(t.stack) >= seen.size() || seen[t.stack]) continue;
+    seen[t.stack] = true;
+    if (t.method == m) return true;
+  }
+  return false;
 }
 
 bool AnyStackMentions(const HangRecord& h, const char* name) {
@@ -182,7 +196,15 @@ TEST_F(CfiE2eTest, SleepingMainThreadIsReadWithoutEintr) {
   EXPECT_GT(ShareOfSamplesBy(h, SampleMethod::kProc), 0.5);
   for (const Stack& s : h.stacks) EXPECT_TRUE(EveryFrameHasItsMethod(s));
   EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kCfi));
-  EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kFramePointerScan));
+  // A stack is stored once, its frames' methods as its first sample found them: the scan shows
+  // in a stack first met by a /proc sample. (On a loaded machine the first sample can find the
+  // thread awake, runnable between two sleeps: a signal sample, its frame pointer known, and
+  // later /proc samples of the same stack add only to its count.)
+  if (FirstSampleOfSomeStackBy(h, SampleMethod::kProc)) {
+    EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kFramePointerScan));
+  } else {
+    EXPECT_TRUE(AnyFrameBy(h, FrameMethod::kFramePointer));
+  }
 }
 
 }  // namespace

@@ -247,6 +247,9 @@ TEST(PythonProcessOpen, NotPython) {
   PythonChild child;
   ASSERT_TRUE(child.Start({"/bin/sh", "-c", "echo ready $$ 0; exec sleep 1000"}));
   ASSERT_TRUE(child.WaitReady());
+  // The shell prints before it executes sleep: its modules are read once sleep runs, asleep in
+  // its system call, not while the exec replaces the shell's image.
+  ASSERT_TRUE(child.WaitAsleep(child.pid()));
   absl::StatusOr<symbols::ProcessModules> modules = symbols::ReadProcessModules(child.pid());
   ASSERT_TRUE(modules.ok());
   absl::StatusOr<std::unique_ptr<PythonProcess>> p = PythonProcess::Open(child.pid(), *modules);
