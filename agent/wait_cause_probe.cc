@@ -1,6 +1,7 @@
 // The Linux WaitCauseProbe: cause/ reads the main thread's system call, the lock behind a futex
 // and its chain of owners, a child's state, a descriptor's other side or a file (through
-// wait_fd_cause.h); each owner is captured with the agent's sampler.
+// wait_fd_cause.h); each owner is captured with the agent's sampler. A thread in restart_syscall
+// (a timed wait that a stop interrupted) is decoded as the call it restarted (cause/call_memory.h).
 // Linux only (cmake/apple_sources.cmake leaves it out of Apple builds).
 #include "agent/wait_cause_probe.h"
 
@@ -10,6 +11,7 @@
 #include <memory>
 
 #include "agent/wait_fd_cause.h"
+#include "cause/call_memory.h"
 #include "cause/child_wait.h"
 #include "cause/lock_owner.h"
 #include "cause/syscall_decode.h"
@@ -58,6 +60,7 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
       sys.fields = 9;
       sys.nr = sampled.syscall_nr;
       std::memcpy(sys.args, sampled.syscall_args, sizeof(sys.args));
+      calls_.Resolve(main.tid, &sys);  // a timed wait a stop restarted: the call it restarted
       w = cause::DecodeWait(sys);
     } else {
       w = cause::ReadThreadWait(main.tid);
@@ -106,6 +109,7 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
 
   void HangStarted(const unwind::ThreadInfo& main) override {
     fds_.Forget();
+    calls_.Forget();
     scheduling_.Start(main.tid);
   }
 
@@ -166,6 +170,7 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
         sys.fields = 9;
         sys.nr = seen.syscall_nr;
         std::memcpy(sys.args, seen.syscall_args, sizeof(sys.args));
+        probe->calls_.Resolve(link->tid, &sys);
         link->wait = cause::DecodeWait(sys);
       }
     }
@@ -243,6 +248,7 @@ class LinuxWaitCauseProbe final : public WaitCauseProbe {
   cause::WaitChain chain_;
   FdWaitResolver fds_;         // ipc, io: their scratch allocated here, before Start returns
   HangScheduling scheduling_;  // starved, throttled, pressure, fault
+  cause::CallMemory calls_;    // the calls seen in this hang, for a wait a stop restarted
   CapturingReader reader_;
   static constexpr size_t kKnownNames = 8;
   struct KnownName {

@@ -265,6 +265,7 @@ DecodedWait ReadThreadWait(pid_t tid, uint64_t* sp, char* state) {
   unwind::TaskSyscall sys;
   if (n <= 0 || !unwind::ParseTaskSyscall(buf, static_cast<size_t>(n), &sys)) return {};
   if (sp != nullptr) *sp = sys.sp;
+  TellRestartedCall(0, tid, &sys);  // a timed wait a stop restarted: told by its kernel wait
   return DecodeWait(sys);
 }
 

@@ -78,7 +78,9 @@ bool ReadThreadName(pid_t tid, char* out, size_t size);
 
 // The system call thread `tid` of this process sleeps in (its syscall line, decoded); wait
 // kUnknown when it runs, when the line is unreadable, or when it is an emulator's host line
-// (unwind::ProcSyscallLinesAreOurs). *sp (when not null) gets its stack pointer.
+// (unwind::ProcSyscallLinesAreOurs). *sp (when not null) gets its stack pointer. A thread in
+// restart_syscall is decoded as the call it restarted when its kernel wait tells
+// (TellRestartedCall).
 DecodedWait ReadThreadWait(pid_t tid, uint64_t* sp = nullptr, char* state = nullptr);
 
 inline constexpr int kMaxChain = 4;

@@ -158,6 +158,19 @@ int64_t RestartedCall(const char* wchan, const uint64_t args[6]) {
   return -1;
 }
 
+bool TellRestartedCall(pid_t pid, pid_t tid, unwind::TaskSyscall* sys) {
+  if (sys->fields != 9 || !IsRestartSyscall(sys->nr)) return false;
+  char path[64];
+  char wchan[64];
+  unwind::TaskPath(pid, tid, "wchan", path, sizeof(path));
+  const ssize_t n = unwind::ReadProcFile(path, wchan, sizeof(wchan));
+  if (n <= 0) return false;
+  const int64_t nr = RestartedCall(wchan, sys->args);
+  if (nr < 0) return false;
+  sys->nr = nr;
+  return true;
+}
+
 SyscallDesc DescribeSyscall(int64_t nr) {
   for (const Row& row : kRows) {
     if (row.nr == nr) return row.desc;

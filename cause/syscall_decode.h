@@ -84,6 +84,11 @@ bool IsRestartSyscall(int64_t nr);
 // arguments of no sleep).
 int64_t RestartedCall(const char* wchan, const uint64_t args[6]);
 
+// A restart_syscall line `sys` of thread `tid` of process `pid` (0: this one) turned into the
+// call it restarted, as RestartedCall tells from the thread's /proc wchan: sys->nr replaced and
+// true. False (sys unchanged) when the line is no restart or nothing tells.
+bool TellRestartedCall(pid_t pid, pid_t tid, unwind::TaskSyscall* sys);
+
 // Copies `size` bytes at address `addr` of process `pid` into `out`: an unmapped or unreadable
 // address fails (false, errno set; EFAULT for a short read) instead of faulting. pid 0 is this
 // process, read with unwind::ReadSelf (process_vm_readv, or /proc/self/mem where that call is

@@ -1,6 +1,8 @@
 // End to end: the main thread waits, and the hang names why (issue "why it waited"): a lock's
 // owner with its stack captured in the same sample, a deadlock (live, and read back after the
-// process was killed), a child, a sleep; and hangwatch's own pause of the main thread.
+// process was killed), a child, a sleep; and hangwatch's own pause of the main thread; a timed
+// lock and a timed sleep that a stop (SIGSTOP, SIGCONT) turned into restart_syscall.
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -13,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -206,7 +209,7 @@ TEST(WaitCauseE2eTest, SleepAndChildAreNamed) {
   ASSERT_TRUE(collector.WaitFor(2));
   Stop();
   const HangRecord sleep = collector.hangs()[0];
-  ASSERT_EQ(sleep.cause.kind, CauseKind::kSleep) << sleep.cause.summary;
+  EXPECT_EQ(sleep.cause.kind, CauseKind::kSleep) << sleep.cause.summary;
   EXPECT_EQ(sleep.cause.sleep_ms, 400u);
   EXPECT_NE(sleep.cause.summary.find("slept 400 ms on the main thread"), std::string::npos)
       << sleep.cause.summary;
@@ -302,6 +305,206 @@ TEST(WaitCauseE2eTest, DeadlockLiveAndAfterKill) {
         << h->cause.summary;
     EXPECT_NE(h->cause.summary.find("\"worker-b\""), std::string::npos) << h->cause.summary;
   }
+}
+
+// ---- waits restarted by a stop ----
+
+// The system call number thread `tid` of this process sleeps in (-1: running or unreadable).
+int64_t SyscallOf(pid_t tid) {
+  char path[64];
+  char buf[256];
+  unwind::TaskPath(0, tid, "syscall", path, sizeof(path));
+  const ssize_t n = unwind::ReadProcFile(path, buf, sizeof(buf));
+  unwind::TaskSyscall sys;
+  if (n <= 0 || !unwind::ParseTaskSyscall(buf, static_cast<size_t>(n), &sys) || sys.fields != 9) {
+    return -1;
+  }
+  return sys.nr;
+}
+
+bool WaitForSyscall(pid_t tid, int64_t nr) {
+  return testing::WaitUntil([&] { return SyscallOf(tid) == nr; });
+}
+
+// Reads exactly n bytes, each read bounded by `ms`: false on EOF, error or timeout.
+bool ReadFully(int fd, void* out, size_t n, int ms = 20000) {
+  char* p = static_cast<char*>(out);
+  while (n > 0) {
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, ms) != 1) return false;
+    const ssize_t r = read(fd, p, n);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void OnUsr1(int) {}
+
+// The owner's body: holds the lock while asleep for up to 30 s (a timed wait that the stop
+// restarts too), until SIGUSR1 ends its sleep.
+HW_TEST_KEEP_FRAME void FlushJournalForLong() {
+  timespec ts{30, 0};
+  nanosleep(&ts, nullptr);
+}
+
+struct RestartResult {
+  bool lock_restarted = false;   // the main thread's timed lock was seen in restart_syscall
+  bool sleep_restarted = false;  // and so was its sleep
+  pid_t owner_tid = 0;
+  uint32_t hangs = 0;
+};
+
+// The forked child: a timed lock held by "db-writer", then a 5 s sleep, both on the main thread
+// and both inside a pass. Before each, 'L' / 'S' tells the parent to stop and continue us; a
+// watcher thread waits for the restart, lets the agent take 10 more samples, then ends the
+// wait (SIGUSR1 ends the owner's sleep, then the main thread's). The hangs go up the pipe as
+// JSON lines.
+[[noreturn]] void RunRestartedChild(int to_parent) {
+  Config c = CauseConfig();
+  if (!Start(c).ok()) _exit(10);
+  struct sigaction sa {};
+  sa.sa_handler = OnUsr1;
+  sigaction(SIGUSR1, &sa, nullptr);
+  const pid_t main_tid = Tid();
+  static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  static RestartResult r;
+  std::atomic<bool> held{false};
+  std::thread owner([&] {
+    pthread_setname_np(pthread_self(), "db-writer");
+    r.owner_tid = Tid();
+    pthread_mutex_lock(&m);
+    held = true;
+    FlushJournalForLong();
+    pthread_mutex_unlock(&m);
+  });
+  while (!held) std::this_thread::sleep_for(1ms);
+  auto stop_then_ten_samples = [&](char what, int64_t nr) {
+    if (!WaitForSyscall(main_tid, nr)) return false;
+    if (write(to_parent, &what, 1) != 1) return false;
+    if (!WaitForSyscall(main_tid, SYS_restart_syscall)) return false;
+    const uint64_t before = GetStats().samples;
+    return testing::WaitUntil([&] { return GetStats().samples >= before + 10; });
+  };
+  std::thread watcher([&] {
+    r.lock_restarted = stop_then_ten_samples('L', SYS_futex);
+    syscall(SYS_tgkill, getpid(), r.owner_tid, SIGUSR1);
+    r.sleep_restarted = stop_then_ten_samples('S', SYS_clock_nanosleep);
+    syscall(SYS_tgkill, getpid(), main_tid, SIGUSR1);
+  });
+  timespec deadline{};
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 30;
+  BeginWork();
+  const int locked = pthread_mutex_timedlock(&m, &deadline);
+  if (locked == 0) pthread_mutex_unlock(&m);
+  EndWork();
+  BeginWork();
+  timespec five{5, 0};
+  nanosleep(&five, nullptr);  // glibc: clock_nanosleep(CLOCK_REALTIME, 0, ...)
+  EndWork();
+  watcher.join();
+  owner.join();
+  Stop();
+  const std::vector<HangRecord> hangs = RecentHangs();
+  r.hangs = static_cast<uint32_t>(hangs.size());
+  if (write(to_parent, &r, sizeof(r)) != sizeof(r)) _exit(12);
+  for (const HangRecord& h : hangs) {
+    const std::string line = report::Encode(h);
+    const uint32_t n = static_cast<uint32_t>(line.size());
+    if (write(to_parent, &n, sizeof(n)) != sizeof(n)) _exit(13);
+    if (write(to_parent, line.data(), n) != static_cast<ssize_t>(n)) _exit(14);
+  }
+  _exit(0);
+}
+
+// Stops the child (SIGSTOP, seen stopped) and continues it.
+void StopAndContinue(pid_t pid) {
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+}
+
+// Ctrl-Z then fg (or a debugger attaching) during a timed wait: the wait resumes as
+// restart_syscall, whose syscall line keeps the arguments but not the number. The lock's owner
+// and the sleep's length are still named, in the hang and in every sample.
+TEST(WaitCauseE2eTest, TimedLockAndSleepRestartedByAStopKeepTheirCauses) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
+  int up[2];
+  ASSERT_EQ(pipe(up), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(up[0]);
+    RunRestartedChild(up[1]);
+  }
+  ASSERT_GT(pid, 0);
+  close(up[1]);
+  char c = 0;
+  for (char expected : {'L', 'S'}) {
+    if (!ReadFully(up[0], &c, 1) || c != expected) break;
+    StopAndContinue(pid);
+  }
+  RestartResult r;
+  std::vector<HangRecord> hangs;
+  const bool read_all = ReadFully(up[0], &r, sizeof(r));
+  for (uint32_t i = 0; read_all && i < r.hangs; ++i) {
+    uint32_t n = 0;
+    std::string line;
+    if (!ReadFully(up[0], &n, sizeof(n))) break;
+    line.resize(n);
+    if (!ReadFully(up[0], line.data(), n)) break;
+    HangRecord h;
+    std::string error;
+    EXPECT_TRUE(report::DecodeHang(line, &h, &error)) << error;
+    hangs.push_back(h);
+  }
+  close(up[0]);
+  EXPECT_EQ(testing::WaitForChild(pid, 20s), 0);
+  ASSERT_TRUE(read_all) << "the child sent nothing (it stopped at '" << c << "')";
+  ASSERT_TRUE(r.lock_restarted) << "the timed lock was never seen in restart_syscall";
+  ASSERT_TRUE(r.sleep_restarted) << "the sleep was never seen in restart_syscall";
+  ASSERT_EQ(hangs.size(), 2u);
+
+  const HangRecord& lock = hangs[1];  // newest first
+  EXPECT_EQ(lock.cause.kind, CauseKind::kLock) << lock.cause.summary;
+  EXPECT_EQ(lock.cause.lock.type, "mutex");
+  EXPECT_TRUE(lock.cause.has_owner) << lock.cause.summary;
+  EXPECT_EQ(lock.cause.owner.tid, r.owner_tid);
+  EXPECT_EQ(lock.cause.owner.name, "db-writer");
+  // The owner's own sleep was restarted by the same stop: named as the sleep it is.
+  EXPECT_NE(lock.cause.owner.syscall.find("nanosleep("), std::string::npos)
+      << lock.cause.owner.syscall;
+  EXPECT_NE(
+      lock.cause.summary.find("held by thread " + std::to_string(r.owner_tid) + " \"db-writer\""),
+      std::string::npos)
+      << lock.cause.summary;
+  // Every sample that found the main thread waiting says lock (one may find the owner letting
+  // go: no owner then), and the 10 taken after the restart name the owner.
+  size_t naming_owner = 0, other = 0;
+  for (const TimelineEntry& t : lock.timeline) {
+    if (t.cause == CauseKind::kNone) continue;
+    other += t.cause != CauseKind::kLock;
+    naming_owner += t.cause == CauseKind::kLock && t.cause_tid == r.owner_tid;
+  }
+  EXPECT_EQ(other, 0u) << "samples with another cause";
+  EXPECT_GE(naming_owner, 10u);
+
+  const HangRecord& sleep = hangs[0];
+  EXPECT_EQ(sleep.cause.kind, CauseKind::kSleep) << sleep.cause.summary;
+  EXPECT_EQ(sleep.cause.sleep_ms, 5000u) << sleep.cause.summary;
+  EXPECT_NE(sleep.cause.syscall.find("clock_nanosleep("), std::string::npos) << sleep.cause.syscall;
+  size_t sleeping = 0;
+  other = 0;
+  for (const TimelineEntry& t : sleep.timeline) {
+    if (t.cause == CauseKind::kNone) continue;
+    other += t.cause != CauseKind::kSleep;
+    sleeping += t.cause == CauseKind::kSleep;
+  }
+  EXPECT_EQ(other, 0u) << "samples with another cause";
+  EXPECT_GE(sleeping, 10u);
 }
 
 }  // namespace

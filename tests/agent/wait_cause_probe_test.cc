@@ -1,6 +1,7 @@
 // The Linux WaitCauseProbe on real threads: a lock sample, its owner captured, allocates
 // nothing (the watchdog's rule after Start()), nor does a hang on a pipe (its other end looked
-// for in /proc, the scheduling counters at its start and end); a running thread gives no cause.
+// for in /proc, the scheduling counters at its start and end); a running thread gives no cause;
+// a sample in restart_syscall is decoded as the call it restarted.
 #include "agent/wait_cause_probe.h"
 #include "tests/keep_frame.h"
 
@@ -204,6 +205,137 @@ TEST(WaitCauseProbeTest, AThreadThatDidNotRunIsUnchangedSinceItsLastRead) {
   EXPECT_TRUE(same);
   EXPECT_FALSE(after_running);
   EXPECT_FALSE(other_thread);
+}
+
+// The syscall line of thread `tid` once it sleeps in call `nr` (fields 0 after 10 s).
+unwind::TaskSyscall WaitForCall(pid_t tid, int64_t nr) {
+  unwind::TaskSyscall sys;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    char path[64];
+    char buf[256];
+    unwind::TaskPath(0, tid, "syscall", path, sizeof(path));
+    const ssize_t n = unwind::ReadProcFile(path, buf, sizeof(buf));
+    if (n > 0 && unwind::ParseTaskSyscall(buf, static_cast<size_t>(n), &sys) && sys.fields == 9 &&
+        sys.nr == nr) {
+      return sys;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return unwind::TaskSyscall{};
+}
+
+// What a sample of a thread asleep in `sys` saw, with the number `nr` in place of the call's.
+SampledThread SampleAs(const unwind::TaskSyscall& sys, int64_t nr) {
+  SampledThread s;
+  s.state = 'S';
+  s.syscall_known = true;
+  s.syscall_nr = nr;
+  s.syscall_args = sys.args;
+  return s;
+}
+
+// A timed lock that a stop restarted reads restart_syscall with the futex call's arguments. A
+// probe that never saw the call tells it from the thread's kernel wait (a futex wait) and still
+// names the owner. The waiter here sleeps in the futex call itself, whose kernel wait is the
+// same: the sample is given restart_syscall's number.
+TEST(WaitCauseProbeTest, ARestartedTimedLockIsToldByItsKernelWait) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
+  ProcCapturer capturer;
+  auto cause = std::make_unique<WaitCause>();
+  static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  std::atomic<bool> held{false}, release{false};
+  std::atomic<pid_t> owner_tid{0}, waiter_tid{0};
+  std::thread owner([&] {
+    owner_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    pthread_mutex_lock(&m);
+    held = true;
+    HoldAndSleep(&release);
+    pthread_mutex_unlock(&m);
+  });
+  while (!held) std::this_thread::sleep_for(1ms);
+  unwind::ThreadInfo waiter_info;
+  std::thread waiter([&] {
+    unwind::RegisterCurrentThread(&waiter_info);
+    waiter_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    timespec deadline{};
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 30;
+    if (pthread_mutex_timedlock(&m, &deadline) == 0) pthread_mutex_unlock(&m);
+  });
+  while (waiter_tid == 0) std::this_thread::sleep_for(1ms);
+  const unwind::TaskSyscall line = WaitForCall(waiter_tid, SYS_futex);
+  bool probed = false;
+  if (line.fields == 9) {
+    auto probe = MakeLinuxWaitCauseProbe();
+    probe->HangStarted(waiter_info);
+    probed = probe->Probe(waiter_info, SampleAs(line, SYS_restart_syscall), &capturer, cause.get());
+  }
+  release = true;
+  owner.join();
+  waiter.join();
+  ASSERT_EQ(line.fields, 9) << "the waiter never slept in futex";
+  ASSERT_TRUE(probed);
+  EXPECT_EQ(cause->kind, CauseKind::kLock) << cause->call.text;
+  EXPECT_EQ(cause->lock.addr, reinterpret_cast<uint64_t>(&m));
+  EXPECT_EQ(cause->owner_tid(), owner_tid);
+  EXPECT_EQ(std::strncmp(cause->call.text, "futex(", 6), 0) << cause->call.text;
+}
+
+// A call seen earlier in the hang is what a restart_syscall with its arguments restarted, even
+// where the kernel wait tells nothing. A read on a pipe stands for such a call (a read is not
+// restarted this way, and its kernel wait says no futex, poll or sleep): a probe that saw it
+// names it after the restart; one that did not, or that forgot it at a new hang's start, or a
+// restart with other arguments, does not.
+TEST(WaitCauseProbeTest, ARestartedCallSeenBeforeIsThatCall) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
+  auto cause = std::make_unique<WaitCause>();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  unwind::ThreadInfo reader_info;
+  std::atomic<pid_t> reader_tid{0};
+  std::thread reader([&] {
+    unwind::RegisterCurrentThread(&reader_info);
+    reader_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    char c;
+    (void)!read(fds[0], &c, 1);
+  });
+  while (reader_tid == 0) std::this_thread::sleep_for(1ms);
+  const unwind::TaskSyscall line = WaitForCall(reader_tid, SYS_read);
+  CauseKind seen = CauseKind::kNone, restarted = CauseKind::kNone, never_seen = CauseKind::kNone,
+            forgotten = CauseKind::kNone, other_args = CauseKind::kNone;
+  char restarted_call[sizeof(cause->call.text)] = {};
+  if (line.fields == 9) {
+    auto probe = MakeLinuxWaitCauseProbe();
+    probe->HangStarted(reader_info);
+    probe->Probe(reader_info, SampleAs(line, SYS_read), nullptr, cause.get());
+    seen = cause->kind;
+    probe->Probe(reader_info, SampleAs(line, SYS_restart_syscall), nullptr, cause.get());
+    restarted = cause->kind;
+    std::memcpy(restarted_call, cause->call.text, sizeof(restarted_call));
+    unwind::TaskSyscall moved = line;
+    moved.args[2] += 1;
+    probe->Probe(reader_info, SampleAs(moved, SYS_restart_syscall), nullptr, cause.get());
+    other_args = cause->kind;
+    probe->HangStarted(reader_info);
+    probe->Probe(reader_info, SampleAs(line, SYS_restart_syscall), nullptr, cause.get());
+    forgotten = cause->kind;
+    auto fresh = MakeLinuxWaitCauseProbe();
+    fresh->HangStarted(reader_info);
+    fresh->Probe(reader_info, SampleAs(line, SYS_restart_syscall), nullptr, cause.get());
+    never_seen = cause->kind;
+  }
+  ASSERT_EQ(write(fds[1], "x", 1), 1);
+  reader.join();
+  close(fds[0]);
+  close(fds[1]);
+  ASSERT_EQ(line.fields, 9) << "the reader never slept in read";
+  EXPECT_EQ(seen, CauseKind::kIpc);
+  EXPECT_EQ(restarted, CauseKind::kIpc) << restarted_call;
+  EXPECT_EQ(std::strncmp(restarted_call, "read(", 5), 0) << restarted_call;
+  EXPECT_EQ(other_args, CauseKind::kOther);
+  EXPECT_EQ(forgotten, CauseKind::kOther);
+  EXPECT_EQ(never_seen, CauseKind::kOther);
 }
 
 }  // namespace
