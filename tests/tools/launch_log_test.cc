@@ -267,6 +267,22 @@ TEST(LaunchLogReader, ExplainsWhyNothingWasWatched) {
       "off 100 1 5 prog\tsignal 34 is in use\n");
   EXPECT_EQ(ExplainNothingWatched(off, 100, "prog", ""),
             "prog could not be watched: signal 34 is in use");
+  // Another process that could not be watched says why, not "never waited for events".
+  const LaunchLog go_child = ParseLaunchLog(
+      "load 100 1 5 sh\t/usr/bin/dash\n"
+      "load 101 100 6 gowait\t/tmp/gowait\n"
+      "off 101 100 6 gowait\ta Go program: no libc waits\n");
+  EXPECT_EQ(ExplainNothingWatched(go_child, 100, "sh", ""),
+            "sh never waited for events; 1 other process loaded the shim: gowait could not be "
+            "watched: a Go program: no libc waits");
+  const LaunchLog go_and_true = ParseLaunchLog(
+      "load 100 1 5 sh\t/usr/bin/dash\n"
+      "load 101 100 6 true\t/usr/bin/true\n"
+      "load 102 100 7 gowait\t/tmp/gowait\n"
+      "off 102 100 7 gowait\ta Go program: no libc waits\n");
+  EXPECT_EQ(ExplainNothingWatched(go_and_true, 100, "sh", ""),
+            "sh never waited for events; 2 other processes loaded the shim, none waited for "
+            "events (gowait could not be watched: a Go program: no libc waits)");
 }
 
 TEST(RunSummary, WatchedProcessesCountHangsByPid) {

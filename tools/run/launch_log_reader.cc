@@ -401,12 +401,14 @@ std::string ExplainNothingWatched(const LaunchLog& log, int64_t root_pid,
   // The others: children and daemons.
   size_t others = 0, running = 0;
   const LaunchProcess* first_running = nullptr;
+  const LaunchImage* first_off = nullptr;  // one that could not be watched says why (Go)
   for (const auto& p : log.processes) {
     if (&p == subject) continue;
     ++others;
     if (IsAlive(p.pid, p.start_time)) {
       if (running++ == 0) first_running = &p;
     }
+    if (first_off == nullptr && p.Last().off) first_off = &p.Last();
   }
   if (others > 0) {
     out += "; " + Plural(others, "other process", "other processes") + " loaded the shim";
@@ -415,7 +417,15 @@ std::string ExplainNothingWatched(const LaunchLog& log, int64_t root_pid,
              (running > 1 ? " and " + std::to_string(running - 1) + " more" : "") +
              " still running)";
     }
-    out += others == 1 ? " and never waited for events either" : ", none waited for events";
+    const std::string off =
+        first_off != nullptr ? first_off->name + " could not be watched: " + first_off->off_reason
+                             : "";
+    if (others == 1 && first_off != nullptr) {
+      out += ": " + off;
+    } else {
+      out += others == 1 ? " and never waited for events either" : ", none waited for events";
+      if (first_off != nullptr) out += " (" + off + ")";
+    }
   }
   return out;
 }
