@@ -1,4 +1,4 @@
-// The capture's pause with and without the Python frames (issue 25), in one run.
+// The capture's pause with and without the Python frames, in one run.
 //
 // An embedded CPython (libpython3.X, python3-embed) runs, on a thread of its own, a function
 // 50 Python frames deep that spins; the benchmark thread captures that thread with the

@@ -1,5 +1,5 @@
 // CaptureHook: a language runtime's own state of the captured thread (the Python frames of a
-// CPython thread, issue 25), read at the same moment as its registers and stack, without
+// CPython thread), read at the same moment as its registers and stack, without
 // unwind/ knowing what it reads.
 //
 // One hook per process (SetCaptureHook). It is run:

@@ -1,4 +1,4 @@
-// Out of address space on the watchdog thread (issue 27, item 5): a process that lowers
+// Out of address space on the watchdog thread: a process that lowers
 // RLIMIT_AS to what it already uses makes every new mapping fail. The watchdog's CFI unwinding
 // (libdwfl loads each module's ELF file and its .eh_frame lazily) then fails to allocate; that
 // must end the sample (frame-pointer frames, or none), never the process.

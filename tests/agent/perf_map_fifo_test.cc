@@ -1,4 +1,4 @@
-// Another user plants a FIFO at /tmp/perf-PID.map (issue 27, item 1). The agent reads that file
+// Another user plants a FIFO at /tmp/perf-PID.map. The agent reads that file
 // on its watchdog thread when a hang has frames outside every module (JIT code): opening a FIFO
 // without O_NONBLOCK waits for a writer that never comes, with the lock that fork() and Stop()
 // take held. The hang must still be reported (its JIT frames unnamed), and fork() and Stop()

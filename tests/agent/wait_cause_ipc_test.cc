@@ -1,4 +1,4 @@
-// End to end, the causes the cause/ resolvers give a hang (issue "why it waited"): a read on a
+// End to end, the causes the cause/ resolvers give a hang: a read on a
 // pipe names the child that holds its other end (ipc), a main thread sharing its CPU with three
 // busy threads is starved, a mapped file read back from disk page by page is a fault. Each
 // peer is started here and killed and reaped at the end.

@@ -1,4 +1,4 @@
-// Python frames in the hangs of a CPython program under the preload shim (issue 25): Debian's
+// Python frames in the hangs of a CPython program under the preload shim: Debian's
 // /usr/bin/python3.11, and 3.10, 3.12 and 3.13 where they are installed (skipped by name where they
 // are not), run data/python_frames.py, one scenario per process, each a hang of one pass of an
 // asyncio loop. The Python functions, files and lines stand in place of the

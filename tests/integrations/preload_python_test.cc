@@ -158,7 +158,7 @@ TEST(PreloadPython, BlockingRequestIsReportedWithTheHandlersFrames) {
 // although CPython 3.11 specializes the call site after a few calls and then reaches time.sleep
 // from another instruction of its eval loop, through fewer C frames (cfunction_vectorcall_O and
 // PyObject_Vectorcall are skipped): two fingerprints before the fix. The culprit is the Python
-// function that made the call (issue 25).
+// function that made the call.
 TEST(PreloadPython, TheSameBlockingCallHasOneFingerprintAcrossCalls) {
   TempDir dir;
   const std::string report = dir.path() + "/hangs.jsonl";

@@ -156,7 +156,7 @@ TEST(InProcessSymbolizerTest, LibcExportsAndDlopenedLibrary) {
   dlclose(handle);
 }
 
-// Out of address space while a module's table is read (issue 27, item 5): the lookup fails,
+// Out of address space while a module's table is read: the lookup fails,
 // the process lives on, and the same module is named once memory is back (a table that could
 // not be loaded is not remembered as "no names", and no once-flag is left stuck half-way).
 // In a forked child, bounded by a deadline.

@@ -1,4 +1,4 @@
-// The symbol cache is believed as it is, so it must be this user's (issue 27, item 16): an index
+// The symbol cache is believed as it is, so it must be this user's: an index
 // planted in a directory another user can write, or a cache file another user owns or can write,
 // is not used (one warning); an unset HOME never means a directory under /tmp; writes never
 // follow a symbolic link planted in the cache.

@@ -659,7 +659,7 @@ TEST(OtlpEncode, TheCauseKindAndSummaryAreAttributes) {
   EXPECT_EQ(bodies[1].find("waiting"), std::string::npos) << bodies[1];
 }
 
-// A Python culprit (issue 25): the function attribute is its qualified name, file and line
+// A Python culprit: the function attribute is its qualified name, file and line
 // where it is, as for a native function with debug information.
 TEST(OtlpEncode, APythonCulpritIsItsFunctionFileAndLine) {
   const std::vector<HangRecord> hangs = {hangwatch::testing::PythonHang()};

@@ -1,5 +1,5 @@
-// A report names its modules' paths, and the offline tools open those files to symbolize (issue
-// 27, item 12). A hostile report can name a FIFO (open(2) waits for a writer forever) or a
+// A report names its modules' paths, and the offline tools open those files to symbolize. A
+// hostile report can name a FIFO (open(2) waits for a writer forever) or a
 // device (/dev/zero never ends): `report` in every format, `top` and `gate` must end promptly
 // with those frames unsymbolized. Each command runs under timeout(1), so a command that blocks
 // is killed (exit 137) instead of hanging the suite.

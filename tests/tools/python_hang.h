@@ -1,4 +1,4 @@
-// A hang of a Python program as the agent records it (issue 25): Debian's python3.11 running a
+// A hang of a Python program as the agent records it: Debian's python3.11 running a
 // request handler asleep in time.sleep, its Python frames in place of the eval loop's native
 // frames, between native frames of /usr/bin/python3.11 and libc. Built in the test, written with
 // report::Encode: no checked-in file.

@@ -274,7 +274,7 @@ TEST(ReportFormats, SvgIsWellFormedAndSelfContained) {
   EXPECT_FALSE(Has(svg, "href")) << "no external references";
 }
 
-// A Python hang (issue 25) read back from its JSON Lines line: every format names its Python
+// A Python hang read back from its JSON Lines line: every format names its Python
 // frames as py-spy does, by function, file and line, never by the code object's address.
 Report PythonReport() {
   Report r;

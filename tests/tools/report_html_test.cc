@@ -157,7 +157,7 @@ std::vector<std::string> StackNames(const json& data, int id) {
   return names;
 }
 
-// A Python hang (issue 25): its Python frames are frames of the table named as the culprit is
+// A Python hang: its Python frames are frames of the table named as the culprit is
 // ("Handler.handle_request (app.py:42)"), with their files and lines, the standard library's
 // drawn as the runtime's; the stack's top (the culprit) is the application's Python function.
 TEST(ReportHtml, PythonFramesAreNamedByFunctionFileAndLine) {

@@ -164,7 +164,7 @@ TEST_F(ReportPprof, BinaryOutputWantsAFileOnATerminalOnly) {
   EXPECT_EQ(static_cast<unsigned char>(r.out[1]), 0x8b);
 }
 
-// A Python hang (issue 25), written by the test: each Python frame is a location without a
+// A Python hang, written by the test: each Python frame is a location without a
 // mapping or an address, with its function, file and line, which Go's pprof reads as such; the
 // native frames around them keep their mappings.
 TEST(ReportPprofPython, PythonFramesAreFunctionsWithFilesAndLinesWithoutMapping) {

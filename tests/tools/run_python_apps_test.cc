@@ -1,5 +1,5 @@
 // `hangwatch run` on real Python applications from Debian's packages, on /usr/bin/python3.11
-// (issue 25, section 4; real_component), each started by the test: the hang's culprit is the
+// (real_component), each started by the test: the hang's culprit is the
 // application's own Python function, file and line.
 //   - gunicorn with two sync workers forked from its master: each worker is watched under its
 //     own pid, and each busy route's hang is named by that route's function; so is a worker

@@ -1,4 +1,4 @@
-// `hangwatch run` on Debian's python3.11 (issue 25): the hang's stacks in the --report file hold
+// `hangwatch run` on Debian's python3.11: the hang's stacks in the --report file hold
 // the program's Python frames (function, file, line) in place of the interpreter's eval loop,
 // as the embedded agent records them (tests/integrations/preload_python_frames_test.cc has
 // every shape of Python hang; this one checks that `run`'s launch carries them through).

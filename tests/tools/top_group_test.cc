@@ -489,7 +489,7 @@ TEST(TopAggregator, GroupsByCauseKindAndCountsTheKindsOfEachGroup) {
   EXPECT_EQ(Kind(Line(odd)), LineKind::kHang);
 }
 
-// Python hangs (issue 25) of three runs: their code objects elsewhere each time, the third busy
+// Python hangs of three runs: their code objects elsewhere each time, the third busy
 // at another line of the same function. One group by signature, one by culprit (the function,
 // every line of it), named as py-spy names a function, never by a code object's address.
 TEST(TopAggregator, PythonHangsOfSeveralRunsAreOneGroup) {

@@ -1,5 +1,5 @@
 # Python hangs of every shape, one per pass of an asyncio loop (every scenario runs inside the
-# main task's coroutine), for the preload shim's Python frames (issue 25). The test finds the
+# main task's coroutine), for the preload shim's Python frames. The test finds the
 # lines below by their "# mark:" comments.
 import asyncio
 import json

@@ -271,7 +271,7 @@ TEST(RecordCounterTest, CountsHangsAndLagAndSkipsWhatItCannotRead) {
       Value(registry, "hangwatch_exporter_lines_skipped_total", {{"reason", "other_version"}}), 1);
 }
 
-// A Python culprit (issue 25) read from its line: the culprit label is the function and its
+// A Python culprit read from its line: the culprit label is the function and its
 // file's base name, the same series for every line of it and every run (code objects move).
 TEST(RecordCounterTest, PythonCulpritLabelIsItsFunction) {
   prometheus::Registry registry;
