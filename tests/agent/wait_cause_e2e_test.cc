@@ -1,7 +1,8 @@
 // End to end: the main thread waits, and the hang names why: a lock's
 // owner with its stack captured in the same sample, a deadlock (live, and read back after the
 // process was killed), a child, a sleep; and hangwatch's own pause of the main thread; a timed
-// lock and a timed sleep that a stop (SIGSTOP, SIGCONT) turned into restart_syscall.
+// lock, a timed sleep and a deadlock of timed locks that a stop (SIGSTOP, SIGCONT) turned into
+// restart_syscall.
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -505,6 +506,76 @@ TEST(WaitCauseE2eTest, TimedLockAndSleepRestartedByAStopKeepTheirCauses) {
   }
   EXPECT_EQ(other, 0u) << "samples with another cause";
   EXPECT_GE(sleeping, 10u);
+}
+
+timespec In30s() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_sec += 30;
+  return t;
+}
+
+// A deadlock of timed locks (it ends only at their deadline): the worker's wait was restarted
+// by a stop before the main thread's began, so every sample reads the worker in restart_syscall.
+// It is still the other half of the cycle.
+TEST(WaitCauseE2eTest, TimedLockDeadlockWithARestartedThreadIsADeadlock) {
+  HANGWATCH_SKIP_WITHOUT_OUR_SYSCALL_LINES();
+  const std::string path = TempPath("restarted_deadlock");
+  int up[2];
+  ASSERT_EQ(pipe(up), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(up[0]);
+    Config c = CauseConfig();
+    c.open_hang_path = path;
+    if (!Start(c).ok()) _exit(10);
+    static pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER, b = PTHREAD_MUTEX_INITIALIZER;
+    std::atomic<pid_t> worker_tid{0};
+    pthread_mutex_lock(&a);
+    std::thread worker([&] {
+      pthread_setname_np(pthread_self(), "worker-b");
+      pthread_mutex_lock(&b);
+      worker_tid = Tid();
+      const timespec deadline = In30s();
+      pthread_mutex_timedlock(&a, &deadline);
+      _exit(12);
+    });
+    while (worker_tid == 0) std::this_thread::sleep_for(1ms);
+    if (!WaitForSyscall(worker_tid, SYS_futex)) _exit(13);
+    if (write(up[1], "D", 1) != 1) _exit(14);  // the parent stops and continues us
+    if (!WaitForSyscall(worker_tid, SYS_restart_syscall)) _exit(15);
+    BeginWork();
+    const timespec deadline = In30s();
+    pthread_mutex_timedlock(&b, &deadline);
+    _exit(11);
+  }
+  ASSERT_GT(pid, 0);
+  close(up[1]);
+  char c = 0;
+  if (ReadFully(up[0], &c, 1) && c == 'D') StopAndContinue(pid);
+  close(up[0]);
+  // Until the open hang has 10 samples with a cause (or the child ended: it failed).
+  HangRecord live;
+  std::string error;
+  const bool seen = testing::WaitUntil(
+      [&] {
+        if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+        return ReadOpenHangFile(path, &live, &error) == OpenHangReadStatus::kFound &&
+               live.samples >= 10 && live.cause.kind != CauseKind::kNone;
+      },
+      20s);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  unlink(path.c_str());
+  ASSERT_EQ(c, 'D') << "the child did not reach its deadlock";
+  ASSERT_TRUE(seen) << "no open hang with a cause in " << path << " " << error;
+  ASSERT_EQ(live.cause.kind, CauseKind::kDeadlock) << live.cause.summary;
+  ASSERT_EQ(live.cause.cycle.size(), 2u) << live.cause.summary;
+  EXPECT_EQ(live.cause.cycle[0].tid, pid);
+  EXPECT_EQ(live.cause.cycle[1].name, "worker-b");
+  EXPECT_NE(live.cause.cycle[1].syscall.find("futex("), std::string::npos)
+      << live.cause.cycle[1].syscall;
+  EXPECT_EQ(live.cause.cycle[1].wants.addr, live.cause.cycle[0].holds.addr);
 }
 
 }  // namespace
