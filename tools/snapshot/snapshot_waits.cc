@@ -25,27 +25,14 @@ bool ReadSyscallLine(pid_t pid, pid_t tid, unwind::TaskSyscall* sys) {
   return n > 0 && unwind::ParseTaskSyscall(buf, static_cast<size_t>(n), sys) && sys->fields == 9;
 }
 
-// The kernel function thread `tid` sleeps in ("" when unknown).
-void ReadWchan(pid_t pid, pid_t tid, char* out, size_t size) {
-  char path[64];
-  unwind::TaskPath(pid, tid, "wchan", path, sizeof(path));
-  if (unwind::ReadProcFile(path, out, size) <= 0) out[0] = '\0';
-}
-
 // Reads what one thread sleeps in now; false when it runs (or the line is unreadable). A call
 // restarted after a stop is decoded as the call it restarted (ChooseCall, then the kernel wait).
 bool ReadWait(pid_t pid, const WaitQuery& q, ThreadWait* t) {
   unwind::TaskSyscall after;
   if (!ReadSyscallLine(pid, q.tid, &after)) return false;
   unwind::TaskSyscall sys = ChooseCall(q.before, q.stop_nr, after, &t->restart);
-  if (t->restart == Restart::kUnknown) {
-    char wchan[64];
-    ReadWchan(pid, q.tid, wchan, sizeof(wchan));
-    const int64_t nr = cause::RestartedCall(wchan, sys.args);
-    if (nr >= 0) {
-      sys.nr = nr;
-      t->restart = Restart::kKernelWait;
-    }
+  if (t->restart == Restart::kUnknown && cause::TellRestartedCall(pid, q.tid, &sys)) {
+    t->restart = Restart::kKernelWait;
   }
   t->wait = cause::DecodeWaitOf(pid, sys);
   if (t->wait.nr < 0) return false;

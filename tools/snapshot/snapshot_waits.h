@@ -10,7 +10,7 @@
 // thread is decoded as the call read before the stop (PtraceThread::syscall_before) or, on
 // x86_64, the number in its registers at the stop; when both already said restart_syscall (a
 // thread an earlier snapshot or stop restarted), as the call its kernel wait (wchan) and
-// arguments tell (cause::RestartedCall); else it is said to be a restarted call.
+// arguments tell (cause::TellRestartedCall); else it is said to be a restarted call.
 #ifndef HANGWATCH_TOOLS_SNAPSHOT_WAITS_H_
 #define HANGWATCH_TOOLS_SNAPSHOT_WAITS_H_
 
