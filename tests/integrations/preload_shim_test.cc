@@ -109,8 +109,8 @@ TEST(PreloadShim, ExportsTheInterposedCalls) {
   EXPECT_NE(s.poll, nullptr);
   EXPECT_NE(s.epoll_wait, nullptr);
   EXPECT_NE(s.select, nullptr);
-  for (const char* name :
-       {"ppoll", "pselect", "epoll_pwait", "epoll_pwait2", "__poll_chk", "Tcl_WaitForEvent"}) {
+  for (const char* name : {"ppoll", "pselect", "epoll_pwait", "epoll_pwait2", "__poll_chk",
+                           "Tcl_WaitForEvent", "pthread_join"}) {
     EXPECT_NE(dlsym(s.handle, name), nullptr) << name;
   }
   // Nothing of the agent leaks out of the shim.
