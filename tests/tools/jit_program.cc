@@ -4,11 +4,11 @@
 //
 //   jit_program STALL_MS
 //
-// Waits for events (poll, 50 ms), then calls the generated function Loop.busyFor, which spins
-// until another thread sets a flag STALL_MS later (x86-64 code; elsewhere the program exits 77),
-// waits again, and exits 0. The map is written by an exit handler registered before the first
-// wait, so that it runs after the preload shim's own (which writes the hang): the hang's record
-// cannot name the code, only a reader that comes later can.
+// Prints "jit_program pid PID", waits for events (poll, 50 ms), then calls the generated function
+// Loop.busyFor, which spins until another thread sets a flag STALL_MS later (x86-64 code; elsewhere
+// the program exits 77), waits again, and exits 0. The map is written by an exit handler registered
+// before the first wait, so that it runs after the preload shim's own (which writes the hang): the
+// hang's record cannot name the code, only a reader that comes later can.
 #include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int stall_ms = std::atoi(argv[1]);
+  // The test removes the map this process leaves in /tmp, by its pid.
+  std::printf("jit_program pid %d\n", static_cast<int>(getpid()));
+  std::fflush(stdout);
   // spin: mov (%rdi),%eax; test %eax,%eax; jz spin; ret
   static const unsigned char kSpin[] = {0x8b, 0x07, 0x85, 0xc0, 0x74, 0xfa, 0xc3};
   g_code = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <regex>
 #include <string>
 
@@ -125,16 +126,20 @@ TEST(RunCommand, JitCodeIsNamedFromAPerfMapWrittenAtExit) {
                              dir / "hangs.jsonl", "--", JIT_PROGRAM, "600"},
                             {"HANGWATCH_CACHE_DIR=" + dir / "cache"});
   if (r.exit_code == 77) GTEST_SKIP() << "jit_program generates x86-64 code only";
+  // Its map is removed whatever happens next (jit_program prints its pid first).
+  int pid = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "jit_program pid %d", &pid), 1) << r.out << r.err;
+  const std::string map = "/tmp/perf-" + std::to_string(pid) + ".map";
+  struct RemoveMap {
+    std::string path;
+    ~RemoveMap() { unlink(path.c_str()); }
+  } remove_map{map};
   tools::Report report;
   std::string error;
   ASSERT_TRUE(tools::ReadReportFile(dir / "hangs.jsonl", &report, &error)) << error << r.err;
   ASSERT_EQ(report.hangs.size(), 1u) << r.err;
   const HangRecord& hang = report.hangs[0];
-  const std::string map = "/tmp/perf-" + std::to_string(hang.pid) + ".map";
-  struct RemoveMap {
-    std::string path;
-    ~RemoveMap() { unlink(path.c_str()); }
-  } remove_map{map};
+  EXPECT_EQ(hang.pid, pid);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(hang.culprit.symbol.empty()) << "the record was written before the map";
   ASSERT_EQ(access(map.c_str(), F_OK), 0) << "jit_program wrote no map";
