@@ -485,5 +485,123 @@ TEST(RunProgram, RunnersAndUnknownTailsAreTheProgram) {
   EXPECT_TRUE(tools::FindRunProgram(partial, 100, "sh -c prog").handed_over);
 }
 
+// `npm --prefix /app start` whose start script is `sleep 0.3` (made up like kWrappedJava): the
+// kernel runs npm's `#!/usr/bin/env node`, env executes node, whose loop arms; npm forks the
+// script's shell, which forks sleep. `script_armed`: the script's program armed instead.
+std::string NpmStartLog(const std::string& script_program, bool script_armed) {
+  std::string log =
+      "load 100 1 500 env\t/usr/bin/env\n"
+      "exec 100 1 500 env\tkept\tnode\tnode /usr/bin/npm --prefix /app start\n"
+      "load 100 1 500 node\t/usr/bin/node\n"
+      "armed 100 1 500 npm\t\n"
+      "load 101 100 501 npm start\t/usr/bin/node\n"
+      "exec 101 100 501 npm start\tkept\tsh\tsh -c " +
+      script_program +
+      "\n"
+      "load 101 100 501 sh\t/usr/bin/dash\n"
+      "load 102 101 502 sh\t/usr/bin/dash\n"
+      "exec 102 101 502 sh\tkept\t" +
+      script_program + "\t" + script_program +
+      "\n"
+      "load 102 101 502 prog\t/usr/bin/prog\n";
+  if (script_armed) log += "armed 102 101 502 prog\t\n";
+  return log;
+}
+
+TEST(RunProgram, NpmHandsOverToTheProgramItsScriptRuns) {
+  const LaunchLog log = ParseLaunchLog(NpmStartLog("prog", false));
+  ASSERT_EQ(log.skipped_lines, 0u);
+  ASSERT_EQ(log.processes.size(), 3u);
+  const tools::RunProgram program = tools::FindRunProgram(log, 100, "npm --prefix /app start");
+  ASSERT_EQ(program.process, &log.processes[2]) << "npm armed, but it is a wrapper";
+  EXPECT_EQ(program.first_image, 1u);
+  EXPECT_TRUE(program.handed_over);
+  EXPECT_EQ(program.wrapper, "npm") << "the script's shell is npm's";
+  EXPECT_FALSE(tools::ProgramWatched(log, program));
+  EXPECT_TRUE(tools::IsHelper(log, program, log.processes[0])) << "npm's own process";
+  EXPECT_EQ(tools::WhyProgramNotWatched(program, ""), "prog (run by npm) never waited for events");
+  // The script's program armed: watched.
+  const LaunchLog armed = ParseLaunchLog(NpmStartLog("prog", true));
+  const tools::RunProgram watched = tools::FindRunProgram(armed, 100, "npm --prefix /app start");
+  EXPECT_EQ(watched.process, &armed.processes[2]);
+  EXPECT_TRUE(tools::ProgramWatched(armed, watched));
+  // node running npm's script by its path, npx, yarn: the same.
+  for (const char* line :
+       {"node /usr/lib/node_modules/npm/bin/npm-cli.js run dev",
+        "nodejs --max-old-space-size=512 /usr/bin/npx prog",
+        "node /usr/share/nodejs/yarn/bin/yarn.js dev", "node /x/pnpm.cjs test"}) {
+    std::string text = NpmStartLog("prog", false);
+    text.replace(text.find("node /usr/bin/npm --prefix /app start"),
+                 std::string("node /usr/bin/npm --prefix /app start").size(), line);
+    const LaunchLog other = ParseLaunchLog(text);
+    const tools::RunProgram p = tools::FindRunProgram(other, 100, "runner");
+    EXPECT_EQ(p.process, &other.processes[2]) << line;
+  }
+}
+
+TEST(RunProgram, NpmThatRanNoScriptOrInstallsIsTheProgram) {
+  // `npm --version`: no process of its own; npm is the program, watched.
+  const LaunchLog version = ParseLaunchLog(
+      "load 100 1 500 env\t/usr/bin/env\n"
+      "exec 100 1 500 env\tkept\tnode\tnode /usr/bin/npm --version\n"
+      "load 100 1 500 node\t/usr/bin/node\n"
+      "armed 100 1 500 npm\t\n");
+  const tools::RunProgram alone = tools::FindRunProgram(version, 100, "npm --version");
+  EXPECT_EQ(alone.process, &version.processes[0]);
+  EXPECT_FALSE(alone.handed_over);
+  EXPECT_TRUE(tools::ProgramWatched(version, alone));
+  // `npm ci`: the install scripts of dependencies it runs are not the program.
+  std::string text = NpmStartLog("prog", false);
+  text.replace(text.find("--prefix /app start"), std::string("--prefix /app start").size(), "ci");
+  const LaunchLog ci = ParseLaunchLog(text);
+  const tools::RunProgram install = tools::FindRunProgram(ci, 100, "npm ci");
+  EXPECT_EQ(install.process, &ci.processes[0]);
+  EXPECT_TRUE(tools::ProgramWatched(ci, install));
+  // A program named like a script that node runs as an option's value is not npm.
+  text = NpmStartLog("prog", false);
+  text.replace(text.find("node /usr/bin/npm"), std::string("node /usr/bin/npm").size(),
+               "node server.js /usr/bin/npm");
+  const LaunchLog server = ParseLaunchLog(text);
+  EXPECT_EQ(tools::FindRunProgram(server, 100, "node server.js").process, &server.processes[0]);
+}
+
+// `npm start` with prestart and poststart scripts: three shells, run one after the other. The
+// start script's server armed; the hooks' programs did not: the server is the program.
+TEST(RunProgram, NpmLifecycleHooksDoNotHideTheWatchedScript) {
+  const LaunchLog log = ParseLaunchLog(
+      "load 100 1 500 node\t/usr/bin/node\n"
+      "armed 100 1 500 npm\t\n"
+      "load 101 100 501 npm start\t/usr/bin/node\n"
+      "exec 101 100 501 npm start\tkept\tsh\tsh -c tsc\n"
+      "load 101 100 501 sh\t/usr/bin/dash\n"
+      "load 102 100 502 npm start\t/usr/bin/node\n"
+      "exec 102 100 502 npm start\tkept\tsh\tsh -c node server.js\n"
+      "load 102 100 502 sh\t/usr/bin/dash\n"
+      "load 103 102 503 sh\t/usr/bin/dash\n"
+      "exec 103 102 503 sh\tkept\tnode\tnode server.js\n"
+      "load 103 102 503 node\t/usr/bin/node\n"
+      "armed 103 102 503 node\t\n"
+      "load 104 100 504 npm start\t/usr/bin/node\n"
+      "exec 104 100 504 npm start\tkept\tsh\tsh -c echo done\n"
+      "load 104 100 504 sh\t/usr/bin/dash\n");
+  const tools::RunProgram program = tools::FindRunProgram(log, 100, "/usr/bin/npm start");
+  EXPECT_EQ(program.process, &log.processes[3]);
+  EXPECT_EQ(program.wrapper, "npm");
+  EXPECT_TRUE(tools::ProgramWatched(log, program));
+  // Nothing watched but npm: the last script's program is named.
+  std::string text = "load 100 1 500 node\t/usr/bin/node\narmed 100 1 500 npm\t\n";
+  text +=
+      "load 101 100 501 npm start\t/usr/bin/node\n"
+      "exec 101 100 501 npm start\tstripped\t/bin/sh\tsh -c java App\n";
+  const LaunchLog stripped = ParseLaunchLog(text);
+  const tools::RunProgram p = tools::FindRunProgram(stripped, 100, "/usr/bin/npm start");
+  EXPECT_EQ(p.process, &stripped.processes[1]);
+  EXPECT_EQ(p.first_image, 1u) << "it executed a program without the shim";
+  EXPECT_FALSE(tools::ProgramWatched(stripped, p));
+  EXPECT_EQ(tools::WhyProgramNotWatched(p, ""),
+            "sh (run by npm) was not watched: npm start executed /bin/sh without the shim (the "
+            "launch rule: --no-inherit)");
+}
+
 }  // namespace
 }  // namespace hangwatch::testing

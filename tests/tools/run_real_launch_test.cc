@@ -1,9 +1,10 @@
 // `hangwatch run` on real launchers from Debian: npm, whose own event loop arms before the server
 // it starts through `sh -c` (the runner problem: the server must be watched by default, and
-// named as unwatched under --no-inherit), and a tmux server, whose pane process executes its
-// command after tmux forked it (it must be listed under its own name, not as tmux). Names come
-// from the kernel (/proc/PID/comm) or argv[0] at load: npm renames its node process `npm`.
-// A Go program built with cgo loads the shim but waits without libc: it is never armed (a C
+// named as unwatched under --no-inherit; npm is a wrapper: the program is what its script runs,
+// and --fail-on-hang exits 4 when that was not watched), and a tmux server, whose pane process
+// executes its command after tmux forked it (it must be listed under its own name, not as tmux).
+// Names come from the kernel (/proc/PID/comm) or argv[0] at load: npm renames its node process
+// `npm`. A Go program built with cgo loads the shim but waits without libc: it is never armed (a C
 // wait of its main thread must not turn the rest of its run into a made-up fatal hang), and
 // `run` says why it was not watched.
 #include <gtest/gtest.h>
@@ -65,20 +66,71 @@ TEST(RunRealLaunch, NpmStartWatchesTheServerItStartsAndNamesNpmAndNode) {
   EXPECT_TRUE(std::regex_search(r.err, std::regex("hangwatch run:   pid [0-9]+ node "
                                                   "\\(/usr/bin/node[^)]*\\): 1 hang")))
       << r.err;
-  // npm's own node process, which renamed itself, is listed as npm.
+  // npm's own node process, which renamed itself, is listed as npm: a helper of the server.
   EXPECT_TRUE(std::regex_search(r.err, std::regex("hangwatch run:   pid [0-9]+ npm[^(]* "
-                                                  "\\(/usr/bin/node[^)]*\\): no hangs")))
+                                                  "\\(/usr/bin/node[^)]*\\): no hangs, a "
+                                                  "helper, not the program\n")))
       << r.err;
+  EXPECT_FALSE(Has(r.err, "not watched")) << r.err;
   EXPECT_FALSE(Has(r.err, "without hangwatch")) << r.err;
 
-  // --no-inherit: npm armed first, so the server ran without the shim; the summary says so.
+  // --no-inherit: npm armed first, so the start script's shell ran without the shim: the
+  // program was not watched (npm's own process is a helper), and the first line says so.
   const auto no = RunCommand(NpmStart(dir, {"--threshold-ms", "250", "--no-inherit"}), NpmEnv(dir));
   EXPECT_EQ(no.exit_code, 0) << no.err;
-  EXPECT_TRUE(Has(no.err, "hangwatch run: no hangs in /usr/bin/npm")) << no.err;
+  EXPECT_TRUE(std::regex_search(
+      no.err, std::regex("^hangwatch run: the program was not watched: sh \\(run by npm\\) was not "
+                         "watched: npm[^\n]* executed sh without the shim \\(the launch rule: "
+                         "--no-inherit\\)\n")))
+      << no.err;
+  EXPECT_TRUE(Has(no.err, "hangwatch run: no hangs in the helpers of /usr/bin/npm")) << no.err;
   EXPECT_TRUE(std::regex_search(
       no.err, std::regex("hangwatch run: npm[^\n]* executed `sh -c node server.js` without "
                          "hangwatch; it was not watched \\(the launch rule: --no-inherit\\)\n")))
       << no.err;
+}
+
+// A package in `dir` whose start script is `script` (no prestart: npm runs nothing else).
+void WriteStartScript(const TempDir& dir, const std::string& script) {
+  WriteFile(dir / "package.json",
+            "{\"name\": \"start-script\", \"version\": \"1.0.0\", \"private\": true,\n"
+            " \"scripts\": {\"start\": \"" +
+                script + "\"}}\n");
+}
+
+// npm is a wrapper: its own loop arms, but the program is what its start script runs. A script
+// whose program never waits for events fails --fail-on-hang with 4 and is named; npm's process
+// is listed as a helper.
+TEST(RunRealLaunch, NpmStartScriptThatIsNotWatchedIsTheProgramNotNpm) {
+  if (access(kNpm, X_OK) != 0 || access(kNode, X_OK) != 0) GTEST_SKIP() << "npm or node missing";
+  TempDir dir;
+  WriteStartScript(dir, "sleep 0.3");
+  const auto r = RunCommand(NpmStart(dir, {"--fail-on-hang"}), NpmEnv(dir));
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(r.err.rfind("hangwatch run: the program was not watched: sleep (run by npm) never "
+                        "waited for events\n",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("hangwatch run:   pid [0-9]+ npm[^(]* "
+                                                  "\\(/usr/bin/node[^)]*\\): no hangs, a helper, "
+                                                  "not the program")))
+      << r.err;
+}
+
+// The rule's other side: a start script whose program is an event loop (node waiting on a timer)
+// is watched, so npm passes.
+TEST(RunRealLaunch, NpmStartScriptThatIsWatchedPasses) {
+  if (access(kNpm, X_OK) != 0 || access(kNode, X_OK) != 0) GTEST_SKIP() << "npm or node missing";
+  TempDir dir;
+  WriteStartScript(dir, "node -e 'setTimeout(() => {}, 200)'");
+  const auto r = RunCommand(NpmStart(dir, {"--fail-on-hang"}), NpmEnv(dir));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(Has(r.err, "not watched")) << r.err;
+  EXPECT_TRUE(Has(r.err, "hangwatch run: no hangs in /usr/bin/npm")) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("hangwatch run:   pid [0-9]+ node "
+                                                  "\\(/usr/bin/node[^)]*\\): no hangs\n")))
+      << r.err;
 }
 
 // Runs tmux with its own socket, configuration and shell; at the end, kills its server (which

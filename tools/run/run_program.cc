@@ -1,6 +1,8 @@
 #include "tools/run/run_program.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "tools/common/names.h"
@@ -62,6 +64,97 @@ std::vector<std::string> CommandLines(const LaunchProcess& p, size_t first,
   return out;
 }
 
+// The words of a command line as the launch log joined them.
+std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < line.size();) {
+    const size_t end = std::min(line.find(' ', at), line.size());
+    if (end > at) out.push_back(line.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// A package manager that runs a project's scripts, by the file node runs ("npm-cli.js") or the
+// command's name: its name, else "".
+std::string PackageManager(const std::string& word) {
+  static constexpr const char* kFiles[][2] = {
+      {"npm", "npm"},   {"npm-cli.js", "npm"}, {"npx", "npx"},      {"npx-cli.js", "npx"},
+      {"yarn", "yarn"}, {"yarnpkg", "yarn"},   {"yarn.js", "yarn"}, {"yarn.cjs", "yarn"},
+      {"pnpm", "pnpm"}, {"pnpm.cjs", "pnpm"},  {"pnpx", "pnpx"},    {"pnpx.cjs", "pnpx"}};
+  const std::string base = BaseName(word);
+  for (const auto& [file, name] : kFiles) {
+    if (base == file) return name;
+  }
+  return "";
+}
+
+// A package manager's command that installs packages: the scripts it runs are the dependencies'
+// (install scripts), not what the user ran.
+bool InstallsPackages(const std::string& word) {
+  static constexpr const char* kCommands[] = {
+      "install", "i",      "in",     "ins",       "inst",   "insta",   "instal",
+      "isnt",    "isnta",  "isntal", "isntall",   "add",    "ci",      "clean-install",
+      "ic",      "update", "up",     "upgrade",   "udpate", "rebuild", "rb",
+      "link",    "ln",     "remove", "uninstall", "rm",     "r",       "un",
+      "unlink",  "prune",  "dedupe", "ddp",       "audit",  "pack",    "publish"};
+  return std::find(std::begin(kCommands), std::end(kCommands), word) != std::end(kCommands);
+}
+
+// `image`, executed with `command_line`, is a package manager running a script (npm start, npm
+// test, npm run X, npm exec, npx, yarn X, pnpm X): node running npm's script (or the command
+// itself, when node was its interpreter) with a command that does not install packages. Its
+// name, else "".
+std::string ScriptRunner(const LaunchImage& image, const std::string& command_line) {
+  if (BaseName(image.exe).rfind("node", 0) != 0) return "";
+  const std::vector<std::string> words = Words(command_line);
+  size_t at = 0;
+  if (!words.empty() && PackageManager(words[0]).empty()) {
+    // node's own options come before the script it runs.
+    for (at = 1; at < words.size() && words[at][0] == '-'; ++at) {
+    }
+  }
+  if (at >= words.size()) return "";
+  const std::string name = PackageManager(words[at]);
+  if (name == "npx" || name == "pnpx") return name;
+  // Its arguments up to "--" (the script's own arguments follow).
+  for (size_t k = at + 1; k < words.size() && words[k] != "--"; ++k) {
+    if (InstallsPackages(words[k])) return "";
+  }
+  return name;
+}
+
+// The command line the newest image of `p` was executed with (`line` when it is `first`), or ""
+// when not known.
+std::string NewestCommandLine(const LaunchProcess& p, size_t first, const std::string& line) {
+  const size_t newest = p.images.size() - 1;
+  if (newest == first) return line;
+  const LaunchExec* exec = newest > first ? p.images[newest - 1].LastExec() : nullptr;
+  return exec != nullptr ? exec->argv : "";
+}
+
+// The process a package manager's process (processes[runner]) forked to run a script: a child
+// that executed a program (the script's shell); `*first_image` is that program's image. npm
+// start runs prestart, start and poststart one after the other: the last whose program or a
+// process it started armed (the hooks' build steps and echo are not the program), else the last.
+const LaunchProcess* ScriptProcess(const LaunchLog& log, const std::vector<int>& parents,
+                                   size_t runner, size_t* first_image) {
+  const LaunchProcess* last = nullptr;
+  const LaunchProcess* last_watched = nullptr;
+  for (size_t i = 0; i < log.processes.size(); ++i) {
+    const LaunchProcess& q = log.processes[i];
+    if (parents[i] != static_cast<int>(runner) || q.images[0].LastExec() == nullptr) continue;
+    last = &q;
+    bool watched = ArmedFrom(q, 1);
+    for (size_t j = 0; j < log.processes.size() && !watched; ++j) {
+      watched = Descends(parents, j, i) && log.processes[j].ArmedImage() != nullptr;
+    }
+    if (watched) last_watched = &q;
+  }
+  *first_image = 1;
+  return last_watched != nullptr ? last_watched : last;
+}
+
 // The Java launcher (its executable or name), whose main thread joins the thread that runs
 // main().
 bool IsJava(const LaunchImage& image) {
@@ -86,12 +179,31 @@ RunProgram FindRunProgram(const LaunchLog& log, int64_t root_pid, const std::str
   // The launch log joins arguments by spaces, with tabs and newlines as spaces.
   std::string line = command_line;
   for (char& c : line) c = c == '\t' || c == '\n' || c == '\r' ? ' ' : c;
+  // The script's shell that a package manager ran is named after the package manager.
+  bool script_shell = false;
   // Each step hands over to a later process: at most one step per process.
   for (size_t steps = 0; steps < n; ++steps) {
     const LaunchProcess& current = *program.process;
+    const size_t current_index = IndexOf(log, &current);
+    // A package manager running a script (npm start) hands over to it, though its own loop armed.
+    if (program.first_image < current.images.size()) {
+      const std::string runner =
+          ScriptRunner(current.Last(), NewestCommandLine(current, program.first_image, line));
+      size_t image = 0;
+      const LaunchProcess* script =
+          runner.empty() ? nullptr : ScriptProcess(log, parents, current_index, &image);
+      if (script != nullptr) {
+        program.wrapper = runner;
+        program.process = script;
+        program.first_image = image;
+        program.handed_over = true;
+        line = script->images[image - 1].LastExec()->argv;
+        script_shell = true;
+        continue;
+      }
+    }
     if (ArmedFrom(current, program.first_image)) break;  // a watched program: its own
     const std::vector<std::string> lines = CommandLines(current, program.first_image, line);
-    const size_t current_index = IndexOf(log, &current);
     const LaunchProcess* next = nullptr;
     size_t next_image = 0;
     const std::string* wrapper_line = nullptr;
@@ -117,7 +229,8 @@ RunProgram FindRunProgram(const LaunchLog& log, int64_t root_pid, const std::str
           by.images.size() > 1 ? by.images[by.images.size() - 2].LastExec() : nullptr;
       if (exec != nullptr) wrapper = exec->argv;
     }
-    program.wrapper = BaseName(wrapper.substr(0, wrapper.find(' ')));
+    if (!script_shell) program.wrapper = BaseName(wrapper.substr(0, wrapper.find(' ')));
+    script_shell = false;
     program.process = next;
     program.first_image = next_image;
     program.handed_over = true;
