@@ -557,7 +557,7 @@ TEST(RunProgram, NpmThatRanNoScriptOrInstallsIsTheProgram) {
   const tools::RunProgram install = tools::FindRunProgram(ci, 100, "npm ci");
   EXPECT_EQ(install.process, &ci.processes[0]);
   EXPECT_TRUE(tools::ProgramWatched(ci, install));
-  // A program named like a script that node runs as an option's value is not npm.
+  // node running another script, with npm's path among that script's arguments, is not npm.
   text = NpmStartLog("prog", false);
   text.replace(text.find("node /usr/bin/npm"), std::string("node /usr/bin/npm").size(),
                "node server.js /usr/bin/npm");

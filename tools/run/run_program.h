@@ -11,6 +11,14 @@
 // executed "java -cp . App", "sh -c 'make test'" to the one that executed "make test". When
 // several did, the last one logged (a shell's last command sets its status). Processes that
 // wrappers started with posix_spawn are not followed (shells and coreutils fork and execute).
+//
+// A package manager running a script (node running npm, npx, yarn or pnpm: `npm start`, `npm
+// test`, `npm run X`, `npx cmd`) is a wrapper whether or not its own loop armed: it hands over
+// to the process it forked to run the script (which executed the script's shell, followed from
+// there like any wrapper's command), and its own process is a helper. Of several such processes
+// (prestart, start, poststart), the last whose program or a process it started armed, else the
+// last. One that installs packages (npm ci: the scripts are the dependencies') or ran no script
+// (npm --version) is the program.
 #ifndef HANGWATCH_TOOLS_RUN_RUN_PROGRAM_H_
 #define HANGWATCH_TOOLS_RUN_RUN_PROGRAM_H_
 
