@@ -1,12 +1,12 @@
 #include "tools/run/run_program.h"
 
 #include <algorithm>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "tools/common/names.h"
 #include "tools/run/launch_tree.h"
+#include "tools/run/package_manager.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -64,66 +64,6 @@ std::vector<std::string> CommandLines(const LaunchProcess& p, size_t first,
   return out;
 }
 
-// The words of a command line as the launch log joined them.
-std::vector<std::string> Words(const std::string& line) {
-  std::vector<std::string> out;
-  for (size_t at = 0; at < line.size();) {
-    const size_t end = std::min(line.find(' ', at), line.size());
-    if (end > at) out.push_back(line.substr(at, end - at));
-    at = end + 1;
-  }
-  return out;
-}
-
-// A package manager that runs a project's scripts, by the file node runs ("npm-cli.js") or the
-// command's name: its name, else "".
-std::string PackageManager(const std::string& word) {
-  static constexpr const char* kFiles[][2] = {
-      {"npm", "npm"},   {"npm-cli.js", "npm"}, {"npx", "npx"},      {"npx-cli.js", "npx"},
-      {"yarn", "yarn"}, {"yarnpkg", "yarn"},   {"yarn.js", "yarn"}, {"yarn.cjs", "yarn"},
-      {"pnpm", "pnpm"}, {"pnpm.cjs", "pnpm"},  {"pnpx", "pnpx"},    {"pnpx.cjs", "pnpx"}};
-  const std::string base = BaseName(word);
-  for (const auto& [file, name] : kFiles) {
-    if (base == file) return name;
-  }
-  return "";
-}
-
-// A package manager's command that installs packages: the scripts it runs are the dependencies'
-// (install scripts), not what the user ran.
-bool InstallsPackages(const std::string& word) {
-  static constexpr const char* kCommands[] = {
-      "install", "i",      "in",     "ins",       "inst",   "insta",   "instal",
-      "isnt",    "isnta",  "isntal", "isntall",   "add",    "ci",      "clean-install",
-      "ic",      "update", "up",     "upgrade",   "udpate", "rebuild", "rb",
-      "link",    "ln",     "remove", "uninstall", "rm",     "r",       "un",
-      "unlink",  "prune",  "dedupe", "ddp",       "audit",  "pack",    "publish"};
-  return std::find(std::begin(kCommands), std::end(kCommands), word) != std::end(kCommands);
-}
-
-// `image`, executed with `command_line`, is a package manager running a script (npm start, npm
-// test, npm run X, npm exec, npx, yarn X, pnpm X): node running npm's script (or the command
-// itself, when node was its interpreter) with a command that does not install packages. Its
-// name, else "".
-std::string ScriptRunner(const LaunchImage& image, const std::string& command_line) {
-  if (BaseName(image.exe).rfind("node", 0) != 0) return "";
-  const std::vector<std::string> words = Words(command_line);
-  size_t at = 0;
-  if (!words.empty() && PackageManager(words[0]).empty()) {
-    // node's own options come before the script it runs.
-    for (at = 1; at < words.size() && words[at][0] == '-'; ++at) {
-    }
-  }
-  if (at >= words.size()) return "";
-  const std::string name = PackageManager(words[at]);
-  if (name == "npx" || name == "pnpx") return name;
-  // Its arguments up to "--" (the script's own arguments follow).
-  for (size_t k = at + 1; k < words.size() && words[k] != "--"; ++k) {
-    if (InstallsPackages(words[k])) return "";
-  }
-  return name;
-}
-
 // The command line the newest image of `p` was executed with (`line` when it is `first`), or ""
 // when not known.
 std::string NewestCommandLine(const LaunchProcess& p, size_t first, const std::string& line) {
@@ -134,11 +74,11 @@ std::string NewestCommandLine(const LaunchProcess& p, size_t first, const std::s
 }
 
 // The process a package manager's process (processes[runner]) forked to run a script: a child
-// that executed a program (the script's shell); `*first_image` is that program's image. npm
+// that executed a program (the script's shell; its image 1 is that program's). npm
 // start runs prestart, start and poststart one after the other: the last whose program or a
 // process it started armed (the hooks' build steps and echo are not the program), else the last.
 const LaunchProcess* ScriptProcess(const LaunchLog& log, const std::vector<int>& parents,
-                                   size_t runner, size_t* first_image) {
+                                   size_t runner) {
   const LaunchProcess* last = nullptr;
   const LaunchProcess* last_watched = nullptr;
   for (size_t i = 0; i < log.processes.size(); ++i) {
@@ -151,7 +91,6 @@ const LaunchProcess* ScriptProcess(const LaunchLog& log, const std::vector<int>&
     }
     if (watched) last_watched = &q;
   }
-  *first_image = 1;
   return last_watched != nullptr ? last_watched : last;
 }
 
@@ -189,15 +128,14 @@ RunProgram FindRunProgram(const LaunchLog& log, int64_t root_pid, const std::str
     if (program.first_image < current.images.size()) {
       const std::string runner =
           ScriptRunner(current.Last(), NewestCommandLine(current, program.first_image, line));
-      size_t image = 0;
       const LaunchProcess* script =
-          runner.empty() ? nullptr : ScriptProcess(log, parents, current_index, &image);
+          runner.empty() ? nullptr : ScriptProcess(log, parents, current_index);
       if (script != nullptr) {
         program.wrapper = runner;
         program.process = script;
-        program.first_image = image;
+        program.first_image = 1;
         program.handed_over = true;
-        line = script->images[image - 1].LastExec()->argv;
+        line = script->images[0].LastExec()->argv;
         script_shell = true;
         continue;
       }
