@@ -2,8 +2,10 @@
 # compare-cli-output.sh OLD_DIR NEW_DIR [REPORT...]: runs every command of two builds of the
 # command line (OLD_DIR/hangwatch and NEW_DIR/hangwatch, each with its hangwatch-top) over the
 # same inputs, with every output format, and compares what they print and write, byte for
-# byte, with their exit statuses. For changes that must not change behaviour (issue: "every
-# output stays byte-identical"): exit 0 when all agree, 1 with the differing cases listed.
+# byte, with their exit statuses: exit 0 when all agree, 1 with the differing cases listed.
+# A tool for refactors, not a CI gate: it compares two builds (the tree before a change that must
+# not change behaviour, and after it), and CI has one. Run it by hand for such a change, against
+# a build of the commit before it (docs/building-and-testing.md).
 #
 # Inputs: tests/tools/report_corpus/*.jsonl and the REPORTs given (real reports: run
 # `hangwatch run --report R -- PROGRAM` once and pass R to both). Every case runs in the same

@@ -2,6 +2,8 @@
 # Runs clang-tidy with the repository's .clang-tidy over the product's sources and fails on any
 # finding (WarningsAsErrors). Not part of scripts/test.sh: over every file it takes about
 # 25 minutes on two shared cores, so by default it checks only the sources changed since main.
+# Its function-length rule (150 lines) runs in CI all the same: scripts/check-function-length.py,
+# from the sources alone, in a second (scripts/test.sh).
 #
 # Usage: scripts/tidy.sh [--all] [FILE...]
 #   (no argument)  the .cc files of agent/ cause/ python/ report/ symbols/ unwind/
