@@ -10,9 +10,10 @@
 // Go is recognised by the `.go.buildinfo` section its linker writes into every executable (it
 // survives `strip`, which keeps allocated sections). A C program linked with a Go library
 // (-buildmode=c-archive) carries the section too, and nothing cheap tells its C main thread from
-// Go's own: it is left unwatched as well (a limit the README states). Only the section headers and their name
-// table are read, from /proc/self/exe: libc only, no allocation, a few pread calls on stack
-// buffers (the shim's constructor calls it, before the program's own constructors).
+// Go's own: it is left unwatched as well (a limit docs/run.md states). Only the section headers
+// and their name table are read, from /proc/self/exe: libc only, no allocation, a few pread
+// calls on stack buffers (the shim's constructor calls it, before the program's own
+// constructors).
 // Plain code, libc only (hangwatch_preload_plain).
 #ifndef HANGWATCH_INTEGRATIONS_PRELOAD_UNSEEN_WAITS_H_
 #define HANGWATCH_INTEGRATIONS_PRELOAD_UNSEEN_WAITS_H_

@@ -179,7 +179,7 @@ TEST_F(PostgresTest, BusyQueryIsOneBusyHangInItsBackendAndPgSleepIsIdle) {
   // One session: pg_sleep first (a latch wait in epoll: the backend's first blocking wait, so
   // it arms there; idle, not a hang), then the busy query in the same backend. (A backend that
   // finds its first query already waiting never waits before running it, and work before a
-  // process's first wait is not watched: see the README's launch rules.)
+  // process's first wait is not watched: see the launch rules in docs/run.md.)
   const testing::Output out =
       Query({"select pg_sleep(1.5)",
              "select pg_backend_pid(), count(*) from generate_series(1, 8000000) g "

@@ -3,7 +3,7 @@
 // here). The page is made from a real program's hang (stall_program, symbolized offline, with
 // its source line) and 300 synthetic hangs (report_html_fixture), busy and blocked ones sharing
 // a signature among them. The screenshots land in SCREENSHOT_DIR; report-light.png is the one
-// in the README (docs/images/report-html.png).
+// docs/reports.md shows (docs/images/report-html.png).
 //
 // A second page of 10k synthetic hangs is loaded a few times; the time until it is
 // interactive is printed, not asserted (bench/report_html_bench.sh measures it too).

@@ -269,7 +269,7 @@ async function interact(file, outDir) {
     out.long.cell = await page.$eval('#table .row .cell:last-child', c =>
         ({text: c.textContent, title: c.title, truncated: c.scrollWidth > c.clientWidth}));
 
-    // The README's screenshot: the real hang, light theme, with the whole table beside it.
+    // The screenshot docs/reports.md shows: the real hang, light theme, with the whole table beside it.
     await filterBy(page, 'StallTheMainThread');
     await clickRow(page);
     await page.click('#filter');
