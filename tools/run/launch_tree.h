@@ -34,7 +34,7 @@ std::vector<UnwatchedExec> UnwatchedExecs(const LaunchLog& log);
 // line for the rest. Not escaped (the caller escapes what it prints).
 std::string FormatUnwatchedExecs(const std::vector<UnwatchedExec>& execs, size_t max_lines);
 
-// The launch tree (README, "Why was my process not watched?"), each line prefixed with
+// The launch tree (docs/run.md, "Why was my process not watched?"), each line prefixed with
 // "hangwatch run: ":
 //
 //   launch tree (every process that loaded the shim, under its parent):
