@@ -1,4 +1,5 @@
 // libFuzzer target: the gate's reader (tools/gate/gate_reader.h), which scans each report line
+// (report/record_scan.h)
 // without decoding it and decodes only the longest hang of each signature. The input is a
 // report file: each line goes through the scanner alone, then the file through
 // ReadReportsForGate, whose tallies must stay parallel to the hangs.
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
+#include "report/record_scan.h"
 #include "tools/gate/gate_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -16,12 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t at = 0; at < size;) {
     size_t nl = text.find('\n', at);
     if (nl == text.npos) nl = size;
-    ScannedLine scanned;
-    if (ScanRecordLine(text.substr(at, nl - at), &scanned)) {
-      // The views point into the line.
-      if (!scanned.signature.empty() &&
-          (scanned.signature.data() < text.data() + at ||
-           scanned.signature.data() + scanned.signature.size() > text.data() + nl)) {
+    hangwatch::report::ScannedLine scanned;
+    hangwatch::report::ScanLine(text.substr(at, nl - at), &scanned);
+    // The views point into the line.
+    for (std::string_view v : scanned.values) {
+      if (!v.empty() && (v.data() < text.data() + at || v.data() + v.size() > text.data() + nl)) {
         __builtin_trap();
       }
     }

@@ -1,4 +1,4 @@
-// libFuzzer target: the scanner of `hangwatch top` (tools/top/top_scan.h, simdjson On-Demand), on
+// libFuzzer target: the scanner of `hangwatch top` (tools/top/top_scan.h, report/record_scan.h), on
 // report files from any host of a fleet. The input is a JSON Lines file: scanned whole (the
 // core the file reader uses, reading up to the end of the buffer, which then holds no padding),
 // again with padding after it, and each line parsed alone with and without labels.

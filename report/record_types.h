@@ -1,7 +1,7 @@
 // The names every writer and reader of a JSON Lines report (docs/report-format.md) agrees on:
 // the format version, the record types and the hang classes, with the rules that turn a line's
 // top-level "type" and "format_version" into what the line is. The encoder, the decoder
-// (report_decode.h) and the fast scanners of `gate` and `top` all read them from here, so that
+// (report_decode.h) and the fast scanner (record_scan.h) all read them from here, so that
 // a reader cannot call a line a hang that another calls bad.
 //
 // Header only, standard library only: linked into the agent as well as the tools.
@@ -57,16 +57,31 @@ inline constexpr std::string_view kPhaseRun = "run";
 inline constexpr std::string_view kPhaseStartup = "startup";
 inline constexpr std::string_view kPhaseShutdown = "shutdown";
 
-// The JSON type of a top-level field's value, as a fast scanner sees it from its first bytes:
-// an integer (digits, optionally after '-'), any number, a string, a boolean, an object, an
-// array.
-enum class ValueKind : uint8_t { kInteger, kNumber, kString, kBoolean, kObject, kArray };
+// The JSON type of a top-level field's value and the range the decoder accepts for it (the C++
+// type of its member): an integer of one of four ranges, any number, a lag's busy milliseconds
+// (a number from 0 to 1e15), a string, a boolean, an object, an object of strings (labels), an
+// array, a culprit (an object with its fields' types, or null), an object or null (the cause).
+enum class ValueKind : uint8_t {
+  kInt64,
+  kInt32,
+  kUint64,
+  kUint32,
+  kNumber,
+  kBusyMs,
+  kString,
+  kBoolean,
+  kObject,
+  kLabels,
+  kArray,
+  kCulprit,
+  kObjectOrNull,
+};
 
 // The top-level fields of each record type (docs/report-format.md): the JSON type of each and
 // whether it is required. A line whose required fields are all present and whose known fields
 // all have their types is that record as far as the top level goes; what is inside the arrays
-// and objects (frames, timeline entries, modules, buckets) is checked by the readers that use
-// it. Fields not listed (a lag record's figures, written for people) are not read.
+// and objects (frames, timeline entries, modules, buckets, the cause) is checked by the readers
+// that use it. Fields not listed (a lag record's figures, written for people) are not read.
 struct TopLevelField {
   std::string_view name;
   ValueKind kind;
@@ -75,50 +90,52 @@ struct TopLevelField {
 // In the order the encoder writes them (a scanner that expects the next row finds each field
 // of an agent's line at the first try).
 inline constexpr TopLevelField kHangFields[] = {
-    {"pid", ValueKind::kInteger, true},
-    {"tid", ValueKind::kInteger, true},
+    {"pid", ValueKind::kInt64, true},
+    {"tid", ValueKind::kInt64, true},
     {"process", ValueKind::kString, false},
     {"process_name", ValueKind::kString, false},
     {"host", ValueKind::kString, false},
-    {"labels", ValueKind::kObject, false},
-    {"hang_id", ValueKind::kInteger, false},
-    {"start_unix_ms", ValueKind::kInteger, true},
-    {"duration_ms", ValueKind::kInteger, true},
-    {"cpu_ms", ValueKind::kInteger, true},
-    {"cpu_percent", ValueKind::kInteger, false},
+    {"labels", ValueKind::kLabels, false},
+    {"hang_id", ValueKind::kUint64, false},
+    {"start_unix_ms", ValueKind::kInt64, true},
+    {"duration_ms", ValueKind::kUint64, true},
+    {"cpu_ms", ValueKind::kUint64, true},
+    {"cpu_percent", ValueKind::kUint32, false},
     {"class", ValueKind::kString, false},
-    {"stopped_ms", ValueKind::kInteger, false},
-    {"threshold_ms", ValueKind::kInteger, false},
-    {"sample_interval_ms", ValueKind::kInteger, false},
-    {"samples", ValueKind::kInteger, true},
-    {"failed_samples", ValueKind::kInteger, false},
-    {"dropped_stacks", ValueKind::kInteger, false},
+    {"stopped_ms", ValueKind::kUint64, false},
+    {"threshold_ms", ValueKind::kUint32, false},
+    {"sample_interval_ms", ValueKind::kUint32, false},
+    {"samples", ValueKind::kUint32, true},
+    {"failed_samples", ValueKind::kUint32, false},
+    {"dropped_stacks", ValueKind::kUint32, false},
     {"fatal", ValueKind::kBoolean, false},
     {"phase", ValueKind::kString, false},
     {"fingerprint", ValueKind::kString, false},
     {"signature", ValueKind::kString, false},
-    {"culprit", ValueKind::kObject, false},  // or null
-    {"dominant_stack", ValueKind::kInteger, false},
+    {"culprit", ValueKind::kCulprit, false},
+    {"dominant_stack", ValueKind::kInt32, false},
     {"stacks", ValueKind::kArray, true},
     {"timeline", ValueKind::kArray, false},
     {"timeline_truncated", ValueKind::kBoolean, false},
     {"modules", ValueKind::kArray, false},
-    {"cause", ValueKind::kObject, false},  // or null
-    {"monitor_pause_us", ValueKind::kInteger, false},
+    {"cause", ValueKind::kObjectOrNull, false},
+    {"monitor_pause_us", ValueKind::kUint64, false},
 };
 
 inline constexpr TopLevelField kLagFields[] = {
-    {"pid", ValueKind::kInteger, true},         {"start_unix_ms", ValueKind::kInteger, true},
-    {"end_unix_ms", ValueKind::kInteger, true}, {"busy_ms", ValueKind::kNumber, true},
+    {"pid", ValueKind::kInt64, true},           {"start_unix_ms", ValueKind::kInt64, true},
+    {"end_unix_ms", ValueKind::kInt64, true},   {"busy_ms", ValueKind::kBusyMs, true},
     {"buckets", ValueKind::kArray, true},       {"process_name", ValueKind::kString, false},
-    {"host", ValueKind::kString, false},        {"labels", ValueKind::kObject, false},
+    {"host", ValueKind::kString, false},        {"labels", ValueKind::kLabels, false},
     {"slow_passes", ValueKind::kObject, false},
 };
 
 inline constexpr TopLevelField kStartupStallFields[] = {
-    {"pid", ValueKind::kInteger, true},           {"start_unix_ms", ValueKind::kInteger, true},
-    {"duration_ms", ValueKind::kInteger, true},   {"process", ValueKind::kString, false},
-    {"threshold_ms", ValueKind::kInteger, false},
+    {"pid", ValueKind::kInt64, true},
+    {"start_unix_ms", ValueKind::kInt64, true},
+    {"duration_ms", ValueKind::kUint64, true},
+    {"process", ValueKind::kString, false},
+    {"threshold_ms", ValueKind::kUint64, false},
 };
 
 }  // namespace hangwatch::report

@@ -1,9 +1,11 @@
 // Every reader of the JSON Lines format over one corpus (tests/report/corpus/: real records,
 // and lines by hand for each class) and the lines made here by mutating the real ones: the
 // report decoder (report/report_decode.h), the report reader that `report`, `run` and `export`
-// read through (tools/reader/report_reader.h), the gate's scanner (tools/gate/gate_reader.h,
-// whose fast path and fallback are both exercised) and top's (tools/top/top_scan.h) must put
-// each line in the class docs/report-format.md's reading rules give it.
+// read through (tools/reader/report_reader.h), the gate's reader (tools/gate/gate_reader.h:
+// report/record_scan.h's scanner, then the decoder for some lines; both paths exercised) and
+// top's (tools/top/top_scan.h: the same scanner, through the line parser the Prometheus
+// exporter also classifies its lines with) must put each line in the class
+// docs/report-format.md's reading rules give it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -190,6 +192,40 @@ std::vector<Case> Mutations(const std::string& line) {
   j = real;
   j["future_field"] = ojson::array({1, "two", ojson::object()});
   add(j, c, "an unknown field");
+  // An unknown field whose value is not JSON: the line is not one JSON object.
+  out.push_back({line.substr(0, line.size() - 1) + R"(,"future_field":tru})", Class::kBad,
+                 "an unknown field that is not JSON"});
+  out.push_back({line.substr(0, line.size() - 1) + R"(,"future_field":"\q"})", Class::kBad,
+                 "an escape JSON does not have"});
+  // Ranges of the top-level integers (the decoder's: the C++ type of each field).
+  for (const report::TopLevelField& f : Fields(c)) {
+    if (f.kind == report::ValueKind::kUint32 || f.kind == report::ValueKind::kUint64) {
+      j = real;
+      j[std::string(f.name)] = -1;
+      add(j, Class::kBad, std::string(f.name) + " negative");
+    }
+    if (f.kind == report::ValueKind::kUint32 || f.kind == report::ValueKind::kInt32) {
+      j = real;
+      j[std::string(f.name)] = uint64_t{1} << 32;
+      add(j, Class::kBad, std::string(f.name) + " past 32 bits");
+    }
+  }
+  if (real.contains("labels")) {
+    j = real;
+    j["labels"]["a_number"] = 3;
+    add(j, Class::kBad, "a label that is not a string");
+  }
+  if (real.contains("culprit") && real["culprit"].is_object()) {
+    j = real;
+    j["culprit"]["kind"] = "cobol";
+    add(j, Class::kBad, "a culprit of an unknown kind");
+    j = real;
+    j["culprit"]["line"] = -2;
+    add(j, Class::kBad, "a culprit line out of range");
+    j = real;
+    j["culprit"]["symbol"] = 5;
+    add(j, Class::kBad, "a culprit symbol not a string");
+  }
   for (const report::TopLevelField& f : Fields(c)) {
     if (!f.required) continue;
     j = real;

@@ -32,12 +32,12 @@ void Append(const std::string& path, const std::string& text) {
   out << text;
 }
 
-TEST(ReportFollower, LinesAcrossARotationAreNumberedInTheOrderTheFilesWereFound) {
+TEST(RunReportFollower, LinesAcrossARotationAreNumberedInTheOrderTheFilesWereFound) {
   TempDir dir;
   const std::string path = dir.path() + "/report.jsonl";
   const std::string hang = OneHangLine();
   Append(path, hang + "\n");  // before the run: not the run's
-  ReportFollower follower(path);
+  RunReportFollower follower(path);
   // The run: a hang, then a line torn by the rotation.
   Append(path, hang + "\n{\"type\":\"ha");
   ASSERT_EQ(rename(path.c_str(), (path + ".1").c_str()), 0);
@@ -52,11 +52,11 @@ TEST(ReportFollower, LinesAcrossARotationAreNumberedInTheOrderTheFilesWereFound)
   EXPECT_EQ(report.first_error.rfind("line 2: ", 0), 0u) << report.first_error;
 }
 
-TEST(ReportFollower, ALineOverTheLimitIsSkippedAndSaid) {
+TEST(RunReportFollower, ALineOverTheLimitIsSkippedAndSaid) {
   TempDir dir;
   const std::string path = dir.path() + "/report.jsonl";
   Append(path, "");
-  ReportFollower follower(path);
+  RunReportFollower follower(path);
   std::string text(kMaxLineBytes + 1, 'x');
   text += '\n';
   text += OneHangLine();
@@ -72,11 +72,11 @@ TEST(ReportFollower, ALineOverTheLimitIsSkippedAndSaid) {
   EXPECT_EQ(report.first_error, "line 1: longer than 64 MiB");
 }
 
-TEST(ReportFollower, ARunThatAppendedNothingGivesNoLines) {
+TEST(RunReportFollower, ARunThatAppendedNothingGivesNoLines) {
   TempDir dir;
   const std::string path = dir.path() + "/report.jsonl";
   Append(path, OneHangLine() + "\n");
-  ReportFollower follower(path);
+  RunReportFollower follower(path);
   Report report;
   JsonLinesParser parser(&report);
   std::string error;

@@ -18,7 +18,7 @@
 #include "tools/exporter/exporter_command.h"
 #include "tools/exporter/process_metrics.h"
 #include "tools/exporter/record_counter.h"
-#include "tools/exporter/report_tail.h"
+#include "tools/reader/report_follower.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -101,10 +101,10 @@ int Run(int argc, char** argv) {
   std::fprintf(stderr, "hangwatch exporter: serving http://%s:%d/metrics\n", host.c_str(),
                ports.empty() ? 0 : ports.front());
 
-  ReportTail tail(flags.positional());
+  ReportFollower tail(flags.positional());
   RecordCounter counter(&metrics);
   const auto on_line = [&](std::string_view line) { counter.Count(line); };
-  const auto on_skip = [&](std::string_view reason) { metrics.Skip(reason); };
+  const auto on_skip = [&](ReportFollower::Event event) { metrics.Skip(SkipReason(event)); };
   const timespec wait = {static_cast<time_t>(poll_ms / 1000),
                          static_cast<long>(poll_ms % 1000) * 1'000'000};
   for (;;) {

@@ -14,8 +14,8 @@ void RecordCounter::Count(std::string_view line) {
   TopHang h;
   switch (parser_.ParseUnpadded(line, &h)) {
     case LineKind::kHang: {
-      // The fields the metrics read (hang_metrics.h): names, labels, duration, class, fatal,
-      // culprit.
+      // The fields the metrics read (hangwatch_prometheus_metrics.h): names, labels, duration,
+      // class, fatal, culprit.
       hang_.pid = h.pid;
       hang_.process.assign(h.process);
       hang_.process_name.assign(h.process_name);
@@ -64,6 +64,18 @@ void RecordCounter::Count(std::string_view line) {
     case LineKind::kEmpty:
       break;
   }
+}
+
+std::string_view SkipReason(ReportFollower::Event event) {
+  switch (event) {
+    case ReportFollower::Event::kUnreadable:
+      return kSkipUnreadable;
+    case ReportFollower::Event::kTorn:
+      return kSkipTorn;
+    case ReportFollower::Event::kTooLong:
+      return kSkipTooLong;
+  }
+  return kSkipTorn;
 }
 
 }  // namespace hangwatch::tools

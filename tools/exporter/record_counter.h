@@ -1,5 +1,5 @@
 // One line of a report into the exporter's metrics. Lines are classified by the format's reading
-// rules with `top`'s line parser (tools/top/top_scan.h: simdjson On-Demand over the top-level
+// rules with `top`'s line parser (tools/top/top_scan.h: report/record_scan.h over the top-level
 // fields, the stacks, timeline and modules skipped, not decoded: what lets the exporter follow
 // 100 MB/s on one core); hangs are counted from those fields, lag records (a few per process a
 // minute) decoded in full by report/'s decoder for their buckets, and everything else counted as
@@ -11,6 +11,7 @@
 
 #include "hangwatch/hang_record.h"
 #include "hangwatch_prometheus_metrics.h"
+#include "tools/reader/report_follower.h"
 #include "tools/top/top_scan.h"
 
 namespace hangwatch::tools {
@@ -27,6 +28,10 @@ class RecordCounter {
   HangMetrics* metrics_;
   HangRecord hang_;  // reused: its strings keep their capacity
 };
+
+// The metrics' skip reason (hangwatch_prometheus_metrics.h's kSkip*) of what the follower said
+// of a file or line.
+std::string_view SkipReason(ReportFollower::Event event);
 
 }  // namespace hangwatch::tools
 

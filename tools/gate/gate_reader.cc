@@ -10,6 +10,7 @@
 #include <utility>
 #include <variant>
 
+#include "report/record_scan.h"
 #include "report/record_types.h"
 #include "report/report_decode.h"
 #include "tools/reader/input_file.h"
@@ -18,115 +19,12 @@
 namespace hangwatch::tools {
 namespace {
 
-// Inside a record: a line of JSON Lines. '\n' ends it, so it is never white space here (a
-// string or object that reaches it is a torn line).
-bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+constexpr size_t kSignature = report::KeyIndex("signature");
+constexpr size_t kDuration = report::KeyIndex("duration_ms");
+constexpr size_t kPhase = report::KeyIndex("phase");
 
-const char* SkipWs(const char* p, const char* e) {
-  while (p < e && IsWs(*p)) ++p;
-  return p;
-}
-
-// Bytes the scanning loops stop at: in a string, '"', '\\' and control characters; in an
-// object or array, strings, brackets and control characters other than tab and CR.
-struct StopTables {
-  bool in_string[256] = {};
-  bool in_object[256] = {};
-  constexpr StopTables() {
-    for (int c = 0; c < 0x20; ++c) in_string[c] = in_object[c] = true;
-    in_object[static_cast<int>('\t')] = in_object[static_cast<int>('\r')] = false;
-    in_string[static_cast<int>('"')] = in_string[static_cast<int>('\\')] = true;
-    for (char c : {'"', '{', '[', '}', ']'}) in_object[static_cast<unsigned char>(c)] = true;
-  }
-};
-constexpr StopTables kStop;
-
-// The bytes of an 8-byte word (little-endian) that a string stops at: '"', '\\' or a control
-// character. Only the lowest flagged byte is exact (a borrow can flag bytes above it), which is
-// the only one used.
-inline uint64_t StringStops(uint64_t x) {
-  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-  const uint64_t quote = x ^ (kOnes * '"'), backslash = x ^ (kOnes * '\\');
-  return (((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
-          ((x - kOnes * 0x20) & ~x)) &
-         kHigh;
-}
-
-// p is on a string's opening quote: returns the position after its closing quote (nullptr
-// when there is none before the line ends, or it holds a control character). Eight bytes at a
-// time, then byte by byte at a stop.
-const char* SkipString(const char* p, const char* e) {
-  ++p;
-  for (;;) {
-    while (std::endian::native == std::endian::little && e - p >= 8) {
-      uint64_t word;
-      std::memcpy(&word, p, 8);
-      const uint64_t stops = StringStops(word);
-      if (stops != 0) {
-        p += __builtin_ctzll(stops) / 8;
-        break;
-      }
-      p += 8;
-    }
-    while (p < e && !kStop.in_string[static_cast<unsigned char>(*p)]) ++p;
-    if (p >= e) return nullptr;
-    if (*p == '"') return p + 1;
-    if (*p != '\\' || p + 1 >= e || static_cast<unsigned char>(p[1]) < 0x20) return nullptr;
-    p += 2;  // the backslash and the escaped character
-  }
-}
-
-// One value: a string, an object or array (brackets matched, strings skipped), or a number or
-// literal (its characters). Returns the position after it, nullptr when it is malformed.
-const char* SkipValue(const char* p, const char* e) {
-  if (p >= e) return nullptr;
-  if (*p == '"') return SkipString(p, e);
-  if (*p == '{' || *p == '[') {
-    char stack[128];
-    size_t depth = 0;
-    while (p < e) {
-      const char c = *p;
-      if (!kStop.in_object[static_cast<unsigned char>(c)]) {
-        ++p;
-        continue;
-      }
-      if (c == '"') {
-        p = SkipString(p, e);
-        if (p == nullptr) return nullptr;
-        continue;
-      }
-      if (c == '{' || c == '[') {
-        if (depth == sizeof stack) return nullptr;
-        stack[depth++] = c == '{' ? '}' : ']';
-      } else if (c == '}' || c == ']') {
-        if (depth == 0 || stack[depth - 1] != c) return nullptr;
-        if (--depth == 0) return p + 1;
-      } else {
-        return nullptr;  // a control character: '\n' ends the line inside the value
-      }
-      ++p;
-    }
-    return nullptr;
-  }
-  const char* start = p;
-  while (p < e && *p != ',' && *p != '}' && *p != ']' && !IsWs(*p)) {
-    const char c = *p;
-    if (!((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || (c >= 'a' && c <= 'z') ||
-          (c >= 'A' && c <= 'Z'))) {
-      return nullptr;
-    }
-    ++p;
-  }
-  return p > start ? p : nullptr;
-}
-
-// A string value without escapes, as a view (the gate's keys and values never need one).
-bool RawString(const char* p, const char* end_quote_next, std::string_view* out) {
-  const std::string_view v(p + 1, static_cast<size_t>(end_quote_next - p - 2));
-  if (v.find('\\') != std::string_view::npos) return false;
-  *out = v;
-  return true;
-}
+using report::scan_internal::IsWs;
+using report::scan_internal::SkipWs;
 
 // Files each decoded record into its list of the report; lag records are added into the first
 // one at once (keeping ten thousand 14 KiB histograms alive costs more than reading them).
@@ -174,160 +72,6 @@ bool ReadSlowly(const std::vector<std::string>& paths, Report* out, std::vector<
 
 namespace {
 
-bool IsInteger(std::string_view v) {
-  if (!v.empty() && v[0] == '-') v.remove_prefix(1);
-  if (v.empty() || v.size() > 19) return false;
-  for (char c : v) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
-// Whether a raw scalar, object or array `value` (well formed: SkipValue found it) has the kind
-// of report::kHangFields.
-bool HasKind(std::string_view value, report::ValueKind kind) {
-  const char c = value[0];
-  switch (kind) {
-    case report::ValueKind::kInteger:
-      return IsInteger(value);
-    case report::ValueKind::kNumber:
-      return c == '-' || (c >= '0' && c <= '9');
-    case report::ValueKind::kString:
-      return c == '"';
-    case report::ValueKind::kBoolean:
-      return value == "true" || value == "false";
-    case report::ValueKind::kObject:
-      return c == '{';
-    case report::ValueKind::kArray:
-      return c == '[';
-  }
-  return false;
-}
-
-// The bits of report::kHangFields' required rows.
-constexpr uint32_t RequiredHangFields() {
-  uint32_t bits = 0;
-  for (size_t i = 0; i < std::size(report::kHangFields); ++i) {
-    if (report::kHangFields[i].required) bits |= 1u << i;
-  }
-  return bits;
-}
-static_assert(std::size(report::kHangFields) <= 32);
-
-// Checks one top-level member against report::kHangFields: *seen gets the bit of its row; false
-// when a known field has another type. *next is the row after the previous field: the agent
-// writes them in the table's order, so the first comparison finds the row.
-bool CheckHangField(std::string_view key, std::string_view value, uint32_t* seen, size_t* next) {
-  constexpr size_t n = std::size(report::kHangFields);
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = (*next + k) % n;
-    const report::TopLevelField& f = report::kHangFields[i];
-    if (f.name.size() != key.size() || f.name != key) continue;
-    *seen |= 1u << i;
-    *next = i + 1;
-    return HasKind(value, f.kind) ||
-           ((f.name == "culprit" || f.name == "cause") && value == "null");
-  }
-  return true;
-}
-
-// One record from p (white space, then an object, then white space) up to the end of its line
-// ('\n' or e). Returns the end of the line, nullptr when the line is not one JSON object.
-const char* ScanRecord(const char* p, const char* e, ScannedLine* out) {
-  p = SkipWs(p, e);
-  if (p >= e || *p != '{') return nullptr;
-  p = SkipWs(p + 1, e);
-  auto line_end = [e](const char* q) -> const char* {
-    q = SkipWs(q, e);
-    return q == e || *q == '\n' ? q : nullptr;
-  };
-  uint32_t seen = 0;
-  size_t next_field = 0;
-  bool typed = true;
-  const auto done = [&](const char* q) {
-    constexpr uint32_t kRequired = RequiredHangFields();
-    out->hang_fields_ok = typed && (seen & kRequired) == kRequired;
-    return line_end(q);
-  };
-  if (p < e && *p == '}') return done(p + 1);
-  for (;;) {
-    if (p >= e || *p != '"') return nullptr;
-    const char* key_end = SkipString(p, e);
-    if (key_end == nullptr) return nullptr;
-    const std::string_view key(p + 1, static_cast<size_t>(key_end - p - 2));
-    p = SkipWs(key_end, e);
-    if (p >= e || *p != ':') return nullptr;
-    p = SkipWs(p + 1, e);
-    const char* value_end = SkipValue(p, e);
-    if (value_end == nullptr) return nullptr;
-    const std::string_view value(p, static_cast<size_t>(value_end - p));
-    if (key == "type" || key == "signature" || key == "phase") {
-      std::string_view v;
-      if (*p == '"' && RawString(p, value_end, &v)) {
-        (key == "type" ? out->type : key == "signature" ? out->signature : out->phase) = v;
-      }
-      if (key == "type") out->has_type = true;
-      if (key == "signature" || key == "phase") typed &= *p == '"';
-    } else if (key == "format_version") {
-      out->this_version = value == "1";
-    } else if (!CheckHangField(key, value, &seen, &next_field)) {
-      typed = false;
-    }
-    if (key == "duration_ms") {
-      uint64_t v = 0;
-      bool digits = value_end - p <= 19;
-      for (const char* d = p; d < value_end && digits; ++d) {
-        digits = *d >= '0' && *d <= '9';
-        v = v * 10 + static_cast<uint64_t>(*d - '0');
-      }
-      out->has_duration = digits;
-      out->duration_ms = v;
-    }
-    p = SkipWs(value_end, e);
-    if (p < e && *p == ',') {
-      p = SkipWs(p + 1, e);
-      continue;
-    }
-    if (p < e && *p == '}') return done(p + 1);
-    return nullptr;
-  }
-}
-
-// Calls fn(key, value) for each member of `object`, a JSON object that ScanRecord (or
-// SkipValue) has already found well formed. Keys are raw (escapes not decoded).
-template <typename Fn>
-void ForEachMember(std::string_view object, Fn fn) {
-  const char* p = object.data();
-  const char* e = p + object.size();
-  p = SkipWs(p, e);
-  if (p >= e || *p != '{') return;
-  p = SkipWs(p + 1, e);
-  while (p < e && *p == '"') {
-    const char* key_end = SkipString(p, e);
-    if (key_end == nullptr) return;
-    const std::string_view key(p + 1, static_cast<size_t>(key_end - p - 2));
-    p = SkipWs(key_end, e);
-    if (p >= e || *p != ':') return;
-    p = SkipWs(p + 1, e);
-    const char* value_end = SkipValue(p, e);
-    if (value_end == nullptr) return;
-    fn(key, std::string_view(p, static_cast<size_t>(value_end - p)));
-    p = SkipWs(value_end, e);
-    if (p < e && *p == ',') p = SkipWs(p + 1, e);
-  }
-}
-
-bool ParseUnsigned(std::string_view v, uint64_t* out) {
-  if (v.empty() || v.size() > 19) return false;
-  uint64_t n = 0;
-  for (char c : v) {
-    if (c < '0' || c > '9') return false;
-    n = n * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = n;
-  return true;
-}
-
 bool ParseNumber(std::string_view v, double* out) {
   if (v.empty() || !((v[0] >= '0' && v[0] <= '9') || v[0] == '-')) return false;
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
@@ -338,40 +82,13 @@ bool ParseNumber(std::string_view v, double* out) {
 // *into: what report/report_decode.cc's ParseLag reads, with the same checks (required fields
 // and their types, ranges). False, with *into untouched, for anything it does not expect: the
 // caller then decodes the line in full.
-bool AddLagLine(std::string_view line, PassHistogram* into) {
-  std::string_view pid, start, end, busy, buckets, slow, labels, name, host;
-  ForEachMember(line, [&](std::string_view key, std::string_view value) {
-    if (key == "pid")
-      pid = value;
-    else if (key == "start_unix_ms")
-      start = value;
-    else if (key == "end_unix_ms")
-      end = value;
-    else if (key == "busy_ms")
-      busy = value;
-    else if (key == "buckets")
-      buckets = value;
-    else if (key == "slow_passes")
-      slow = value;
-    else if (key == "labels")
-      labels = value;
-    else if (key == "process_name")
-      name = value;
-    else if (key == "host")
-      host = value;
-  });
+bool AddLagLine(const report::ScannedLine& line, PassHistogram* into) {
+  // ScanLine has checked the top-level fields (types and ranges): what is left is inside.
+  const std::string_view busy = line[report::KeyIndex("busy_ms")];
+  const std::string_view buckets = line[report::KeyIndex("buckets")];
+  const std::string_view slow = line[report::KeyIndex("slow_passes")];
   double busy_ms = 0;
-  if (!IsInteger(pid) || !IsInteger(start) || !IsInteger(end) || !ParseNumber(busy, &busy_ms) ||
-      !(busy_ms >= 0 && busy_ms < 1e15) || (!name.empty() && name[0] != '"') ||
-      (!host.empty() && host[0] != '"') || buckets.empty() || buckets[0] != '[') {
-    return false;
-  }
-  if (!labels.empty()) {
-    if (labels[0] != '{') return false;
-    bool strings = true;
-    ForEachMember(labels, [&](std::string_view, std::string_view v) { strings &= v[0] == '"'; });
-    if (!strings) return false;
-  }
+  if (!ParseNumber(busy, &busy_ms)) return false;
   // [[upper_us, count], ...]
   std::pair<int, uint64_t> parsed[pass_histogram::kBuckets];
   size_t n = 0;
@@ -392,7 +109,7 @@ bool AddLagLine(std::string_view line, PassHistogram* into) {
     const char* b_end = close;
     while (b_end > b && IsWs(b_end[-1])) --b_end;
     if (!ParseNumber(std::string_view(a, static_cast<size_t>(a_end - a)), &upper_us) ||
-        !ParseUnsigned(std::string_view(b, static_cast<size_t>(b_end - b)), &count) ||
+        !report::ParseUint64(std::string_view(b, static_cast<size_t>(b_end - b)), &count) ||
         !(upper_us > 0 && upper_us < 1e15)) {
       return false;
     }
@@ -405,10 +122,10 @@ bool AddLagLine(std::string_view line, PassHistogram* into) {
   if (!slow.empty()) {
     if (slow[0] != '{') return false;
     bool ok = true;
-    ForEachMember(slow, [&](std::string_view key, std::string_view v) {
+    report::ForEachMember(slow, [&](std::string_view key, std::string_view v) {
       for (int t = 0; t < kSlowPassThresholds; ++t) {
         if (key == std::to_string(kSlowPassThresholdsMs[t]))
-          ok &= ParseUnsigned(v, &slow_counts[t]);
+          ok &= report::ParseUint64(v, &slow_counts[t]);
       }
     });
     if (!ok) return false;
@@ -420,11 +137,6 @@ bool AddLagLine(std::string_view line, PassHistogram* into) {
 }
 
 }  // namespace
-
-bool ScanRecordLine(std::string_view line, ScannedLine* out) {
-  if (line.find('\n') != std::string_view::npos) return false;
-  return ScanRecord(line.data(), line.data() + line.size(), out) != nullptr;
-}
 
 bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
                         std::vector<HangTally>* tallies, size_t* lag_records, std::string* error) {
@@ -460,47 +172,53 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
       }
       if (line.empty() && !next.too_long) continue;
       ++nonempty;
-      ScannedLine s;
-      const bool ok =
-          !next.too_long && ScanRecord(line.data(), line.data() + line.size(), &s) != nullptr;
-      if (!ok) {
+      if (next.too_long) {
         if (first_error.empty()) {
-          first_error =
-              "line " + std::to_string(line_no) +
-              (next.too_long ? ": longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB"
-                             : std::string(": not a JSON object"));
+          first_error = "line " + std::to_string(line_no) + ": longer than " +
+                        std::to_string(kMaxLineBytes >> 20) + " MiB";
         }
         ++out->skipped_lines;
         continue;
       }
-      // The fast path takes only lines that are plainly hangs by report/record_types.h's
-      // rules; everything else goes to the decoder, which decides by the same rules.
-      if ((!s.has_type || s.type == report::kHangType) && s.this_version && s.hang_fields_ok &&
-          !s.signature.empty() && s.has_duration) {
+      report::ScannedLine s;
+      const report::LineKind kind = report::ScanLine(line, &s);
+      // Hangs with a signature are tallied from what the scanner read; lag records added into
+      // one histogram; everything else goes to the decoder, which the scanner agrees with on
+      // what the line is (and which says why a bad line is bad).
+      std::string signature_text;
+      const std::string_view signature = kind == report::LineKind::kHang
+                                             ? report::StringValue(s[kSignature], &signature_text)
+                                             : std::string_view();
+      if (!signature.empty()) {
+        uint64_t duration_ms = 0;
+        report::ParseUint64(s[kDuration], &duration_ms);
         // Shutdown-phase hangs are tallied apart (the gate may leave them unjudged); the
         // decoder reads any other phase as "run", so they share a tally.
-        std::string key(s.signature);
-        if (s.phase == report::kPhaseShutdown) key += "/shutdown";
+        std::string phase_text;
+        std::string key(signature);
+        if (report::StringValue(s[kPhase], &phase_text) == report::kPhaseShutdown) {
+          key += "/shutdown";
+        }
         auto [it, inserted] = index.try_emplace(std::move(key), entries.size());
-        if (inserted) entries.emplace_back(std::string(s.signature), Tally{});
+        if (inserted) entries.emplace_back(std::string(signature), Tally{});
         Tally& t = entries[it->second].second;
-        if (t.tally.count == 0 || s.duration_ms > t.max_duration_ms) {
+        if (t.tally.count == 0 || duration_ms > t.max_duration_ms) {
           t.line.assign(line);
-          t.max_duration_ms = s.duration_ms;
+          t.max_duration_ms = duration_ms;
         }
         ++t.tally.count;
-        t.tally.total_duration_ms += s.duration_ms;
+        t.tally.total_duration_ms += duration_ms;
         ++valid;
         continue;
       }
-      if (s.type == report::kLagType && s.this_version) {
+      if (kind == report::LineKind::kLag) {
         bool added;
         if (out->lags.empty()) {
           Lag first;
-          added = AddLagLine(line, &first.passes);
+          added = AddLagLine(s, &first.passes);
           if (added) out->lags.push_back(std::move(first));
         } else {
-          added = AddLagLine(line, &out->lags[0].passes);
+          added = AddLagLine(s, &out->lags[0].passes);
         }
         if (added) {
           ++*lag_records;
@@ -510,8 +228,12 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
       }
       std::string why;
       report::Record record;
-      if (!report::Decode(line, &record, &why)) {
-        if (first_error.empty()) first_error = "line " + std::to_string(line_no) + ": " + why;
+      const bool decoded = report::Decode(line, &record, &why);
+      if (kind == report::LineKind::kBad || !decoded) {
+        if (first_error.empty()) {
+          first_error =
+              "line " + std::to_string(line_no) + ": " + (why.empty() ? "not a JSON object" : why);
+        }
         ++out->skipped_lines;
         continue;
       }

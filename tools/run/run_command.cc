@@ -432,7 +432,7 @@ void WaitForCommand(const RunOptions& o, RunState* run) {
 // What the run left: the hangs it appended to the report, plus hangs that were open when a
 // process died; the processes it watched; whether the run directory stays (processes of this
 // run still alive, daemons, background children: it holds their open-hang files).
-void CollectResults(const RunOptions& o, ReportFollower* report_file, RunState* run) {
+void CollectResults(const RunOptions& o, RunReportFollower* report_file, RunState* run) {
   // A helper its wrapper stopped at the end (Xvfb under xvfb-run) is not still running.
   WaitForLastProcesses(run->log, std::chrono::seconds(1));
   run->still_running = LiveProcesses(run->log);
@@ -699,7 +699,7 @@ int Run(int argc, char** argv) {
   run.launch_log = run.tmpdir + "/" + kLaunchLogFile;
   run.own_report = o.report_path.empty();
   if (run.own_report) o.report_path = run.tmpdir + "/report.jsonl";
-  ReportFollower report_file(o.report_path);  // the run's hangs, across rotations
+  RunReportFollower report_file(o.report_path);  // the run's hangs, across rotations
   std::vector<std::string> env =
       ChildEnvironment(o, shim, run.tmpdir, run.launch_log, &run.search_path);
   for (int k = o.command_at; k < argc; ++k) {

@@ -1,32 +1,44 @@
-// TopLineParser (simdjson On-Demand over one line) and ScanTopFiles (pread, slices, threads).
+// TopLineParser (report/record_scan.h's scanner, the top-level fields `top` uses read from what
+// it kept) and ScanTopFiles (pread, slices, threads).
 #include "tools/top/top_scan.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <simdjson.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <thread>
 
-#include "absl/strings/numbers.h"
+#include "report/record_scan.h"
 #include "report/record_types.h"
 #include "report/utf8.h"
 #include "tools/reader/input_file.h"
 
 namespace hangwatch::tools {
 
-static_assert(TopLineParser::kPadding == simdjson::SIMDJSON_PADDING);
-
 struct TopLineParser::Impl {
-  simdjson::ondemand::parser parser;
   bool want_labels = false;
-  std::string repaired;  // a line with bytes that are not UTF-8, repaired (and padded)
+  report::ScannedLine scanned;
+  // The text of string values that had escapes or bytes that are not UTF-8 (the hang's views
+  // then point here); reused line after line.
+  std::deque<std::string> texts;
+  size_t used = 0;
+
+  std::string_view Text(std::string_view raw) {
+    if (used == texts.size()) texts.emplace_back();
+    return report::StringValue(raw, &texts[used++]);
+  }
+  // A raw key (escapes not decoded) as text.
+  std::string_view KeyText(std::string_view key) {
+    if (key.find('\\') == std::string_view::npos && report::IsValidUtf8(key)) return key;
+    const std::string quoted = "\"" + std::string(key) + "\"";
+    if (used == texts.size()) texts.emplace_back();
+    return report::StringValue(quoted, &texts[used++]);  // decoded into texts, not into quoted
+  }
 };
 
 TopLineParser::TopLineParser(bool want_labels) : impl_(std::make_unique<Impl>()) {
@@ -36,100 +48,6 @@ TopLineParser::~TopLineParser() = default;
 
 namespace {
 
-using simdjson::ondemand::field;
-using simdjson::ondemand::json_type;
-using simdjson::ondemand::object;
-using simdjson::ondemand::value;
-
-bool IsBlank(std::string_view s) {
-  for (char c : s) {
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  }
-  return true;
-}
-
-// "0x1234" -> 0x1234; false for anything else (the report format writes offsets so).
-bool ParseHex(std::string_view s, uint64_t* out) {
-  return s.size() >= 3 && s.size() <= 18 && s[0] == '0' && s[1] == 'x' &&
-         std::isxdigit(static_cast<unsigned char>(s[2])) != 0 &&
-         absl::SimpleHexAtoi(absl::string_view(s.data() + 2, s.size() - 2), out);
-}
-
-// The culprit object's fields; false when it is mistyped.
-bool ReadCulprit(value v, TopHang* h) {
-  json_type type;
-  if (v.type().get(type)) return false;
-  if (type == json_type::null) {
-    bool is_null = false;
-    return !v.is_null().get(is_null) && is_null;
-  }
-  object o;
-  if (v.get_object().get(o)) return false;
-  for (auto f : o) {
-    if (f.error()) return false;
-    field& fl = f.value_unsafe();
-    std::string_view key;
-    if (fl.unescaped_key().get(key)) return false;
-    if (key == "symbol") {
-      if (fl.value().get_string().get(h->culprit_symbol)) return false;
-    } else if (key == "kind") {
-      std::string_view kind;
-      if (fl.value().get_string().get(kind)) return false;
-      h->culprit_python = kind == "python";
-    } else if (key == "module") {
-      if (fl.value().get_string().get(h->culprit_module)) return false;
-    } else if (key == "file") {
-      if (fl.value().get_string().get(h->culprit_file)) return false;
-    } else if (key == "line") {
-      if (fl.value().get_int64().get(h->culprit_line)) return false;
-    } else if (key == "offset") {
-      std::string_view hex;
-      if (fl.value().get_string().get(hex) || !ParseHex(hex, &h->culprit_offset)) return false;
-    }
-  }
-  h->has_culprit = true;
-  return true;
-}
-
-// The cause object's kind (docs/report-format.md, "cause"); null is no cause. False when the
-// field itself is mistyped (neither an object nor null); inside the object, as for every object
-// the scanner meets (the format's reading rule 5), nothing is checked: a kind that is not a
-// string reads as none.
-bool ReadCause(value v, TopHang* h) {
-  json_type type;
-  if (v.type().get(type)) return false;
-  if (type == json_type::null) {
-    bool is_null = false;
-    return !v.is_null().get(is_null) && is_null;
-  }
-  object o;
-  if (v.get_object().get(o)) return false;
-  for (auto f : o) {
-    if (f.error()) return false;
-    field& fl = f.value_unsafe();
-    std::string_view key;
-    if (fl.unescaped_key().get(key)) return false;
-    if (key == "kind") {
-      std::string_view kind;
-      if (!fl.value().get_string().get(kind)) h->cause_kind = kind;
-    }
-  }
-  return true;
-}
-
-bool ReadLabels(value v, TopHang* h) {
-  object o;
-  if (v.get_object().get(o)) return false;
-  for (auto f : o) {
-    if (f.error()) return false;
-    field& fl = f.value_unsafe();
-    std::string_view key, val;
-    if (fl.unescaped_key().get(key) || fl.value().get_string().get(val)) return false;
-    h->labels.emplace_back(key, val);
-  }
-  return true;
-}
-
 int ClassValue(std::string_view s) {
   if (s == report::kClassBusy) return 1;
   if (s == report::kClassBlocked) return 2;
@@ -137,183 +55,81 @@ int ClassValue(std::string_view s) {
   return 0;
 }
 
-// The top-level fields the scanner knows, as bits: which were seen, which were mistyped. A key
-// has the same JSON type in every record type that has it.
-enum Field : uint32_t {
-  kPid = 1u << 0,
-  kTid = 1u << 1,
-  kStart = 1u << 2,
-  kDuration = 1u << 3,
-  kCpu = 1u << 4,
-  kSamples = 1u << 5,
-  kStacks = 1u << 6,
-  kHangId = 1u << 7,
-  kClass = 1u << 8,
-  kEnd = 1u << 9,
-  kBusy = 1u << 10,
-  kBuckets = 1u << 11,
-  kProcess = 1u << 12,
-  kProcessName = 1u << 13,
-  kHost = 1u << 14,
-  kLabels = 1u << 15,
-  kThreshold = 1u << 16,
-  kHangOptional = 1u << 17,  // the hang's other optional fields (fatal, culprit, timeline, ...)
-  kSlowPasses = 1u << 18,
-};
-// report/record_types.h's kHangFields, kLagFields and kStartupStallFields as masks: the fields
-// each record type requires, and every top-level field it has (whose type is checked when
-// present). Values inside them (frames, timeline entries, modules, buckets) are not checked.
-constexpr uint32_t kHangRequired = kPid | kTid | kStart | kDuration | kCpu | kSamples | kStacks;
-constexpr uint32_t kHangMask = kHangRequired | kHangId | kClass | kProcess | kProcessName | kHost |
-                               kLabels | kThreshold | kHangOptional;
-constexpr uint32_t kLagRequired = kPid | kStart | kEnd | kBusy | kBuckets;
-constexpr uint32_t kLagMask = kLagRequired | kProcessName | kHost | kLabels | kSlowPasses;
-constexpr uint32_t kStallRequired = kPid | kStart | kDuration;
-constexpr uint32_t kStallMask = kStallRequired | kProcess | kThreshold;
+consteval size_t TopKey(std::string_view name) { return report::KeyIndex(name); }
 
-bool IsType(value v, json_type want) {
-  json_type type;
-  return !v.type().get(type) && type == want;
-}
-
-bool IsInt64(value v) {
-  int64_t n = 0;
-  return !v.get_int64().get(n);
-}
-
-bool IsUnsigned64(value v) {
-  uint64_t n = 0;
-  return !v.get_uint64().get(n);
-}
-
-bool IsUnsigned32(value v) {
-  uint64_t n = 0;
-  return !v.get_uint64().get(n) && n <= UINT32_MAX;
-}
-
-// Reads one top-level field into *out (the fields `top` uses) and says which it is and whether
-// its value has the field's type. Unknown keys are skipped (bit 0).
-uint32_t ReadField(std::string_view key, value v, bool want_labels, TopHang* out, bool* ok) {
-  if (key == "pid") return *ok = !v.get_int64().get(out->pid), kPid;
-  if (key == "hang_id") return *ok = !v.get_uint64().get(out->hang_id), kHangId;
-  if (key == "start_unix_ms") return *ok = !v.get_int64().get(out->start_unix_ms), kStart;
-  if (key == "duration_ms") return *ok = !v.get_uint64().get(out->duration_ms), kDuration;
-  if (key == "cpu_ms") return *ok = !v.get_uint64().get(out->cpu_ms), kCpu;
-  if (key == "class") {
-    std::string_view c;
-    *ok = !v.get_string().get(c);
-    out->hang_class = ClassValue(c);
-    return kClass;
-  }
-  if (key == "fatal") return *ok = !v.get_bool().get(out->fatal), kHangOptional;
-  if (key == "process") return *ok = !v.get_string().get(out->process), kProcess;
-  if (key == "process_name") return *ok = !v.get_string().get(out->process_name), kProcessName;
-  if (key == "host") return *ok = !v.get_string().get(out->host), kHost;
-  if (key == "fingerprint") return *ok = !v.get_string().get(out->fingerprint), kHangOptional;
-  if (key == "signature") return *ok = !v.get_string().get(out->signature), kHangOptional;
-  if (key == "culprit") return *ok = ReadCulprit(v, out), kHangOptional;
-  if (key == "cause") return *ok = ReadCause(v, out), kHangOptional;
-  if (key == "labels") {
-    *ok = want_labels ? ReadLabels(v, out) : IsType(v, json_type::object);
-    return kLabels;
-  }
-  if (key == "tid") return *ok = IsInt64(v), kTid;
-  if (key == "samples") return *ok = IsUnsigned32(v), kSamples;
-  if (key == "stacks") return *ok = IsType(v, json_type::array), kStacks;
-  if (key == "threshold_ms") return *ok = IsUnsigned32(v), kThreshold;
-  if (key == "end_unix_ms") return *ok = !v.get_int64().get(out->end_unix_ms), kEnd;
-  if (key == "busy_ms") return *ok = IsType(v, json_type::number), kBusy;
-  if (key == "buckets") return *ok = IsType(v, json_type::array), kBuckets;
-  if (key == "slow_passes") return *ok = IsType(v, json_type::object), kSlowPasses;
-  if (key == "cpu_percent" || key == "sample_interval_ms" || key == "failed_samples" ||
-      key == "dropped_stacks") {
-    return *ok = IsUnsigned32(v), kHangOptional;
-  }
-  if (key == "stopped_ms") return *ok = IsUnsigned64(v), kHangOptional;
-  if (key == "dominant_stack") return *ok = IsInt64(v), kHangOptional;
-  if (key == "timeline_truncated") return *ok = IsType(v, json_type::boolean), kHangOptional;
-  if (key == "phase") return *ok = IsType(v, json_type::string), kHangOptional;
-  if (key == "timeline" || key == "modules") {
-    return *ok = IsType(v, json_type::array), kHangOptional;
-  }
-  return *ok = true, 0;
+template <typename T, typename Parse>
+void ReadNumber(std::string_view raw, T* out, Parse parse) {
+  if (!raw.empty()) parse(raw, out);
 }
 
 }  // namespace
 
-// One rule for every reader (report/record_types.h, docs/report-format.md "Reading rules"):
-// not one complete JSON object, or a mistyped "format_version": bad; another version: counted
-// as such; a type this build does not know (or not a string): unknown; a known type with a
-// missing or mistyped top-level field of its own: bad. No "type" is a hang, no
-// "format_version" version 1.
+// One rule for every reader (report/record_scan.h, docs/report-format.md "Reading rules"): the
+// scanner says what the line is and has checked the types and ranges of its top-level fields;
+// this reads the ones `top` uses.
 LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
-  if (IsBlank(line)) return LineKind::kEmpty;
-  *out = TopHang{};
-  simdjson::ondemand::document doc;
-  auto error =
-      impl_->parser
-          .iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding))
-          .get(doc);
-  if (error == simdjson::UTF8_ERROR) {
-    // Raw bytes that are not UTF-8 (agents before the format's UTF-8 rule): read as U+FFFD, as
-    // report/report_decode.cc does. The hang's views then point into `repaired`.
-    impl_->repaired = report::ValidUtf8(line);
-    const size_t size = impl_->repaired.size();
-    impl_->repaired.append(kPadding, ' ');
-    line = std::string_view(impl_->repaired.data(), size);
-    error =
-        impl_->parser
-            .iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding))
-            .get(doc);
-  }
-  if (error) return LineKind::kBad;
-  object obj;
-  if (doc.get_object().get(obj)) return LineKind::kBad;
-  uint32_t seen = 0, mistyped = 0;
-  bool has_type = false, has_version = false, bad_version = false;
-  std::string_view type;
-  int64_t version = 0;
-  for (auto f : obj) {
-    if (f.error()) return LineKind::kBad;
-    field& fl = f.value_unsafe();
-    std::string_view key;
-    if (fl.unescaped_key().get(key)) return LineKind::kBad;
-    if (key == "type") {
-      has_type = true;
-      // Not a string: "", a type this build does not know (as report/report_decode.cc reads it).
-      if (!IsType(fl.value(), json_type::string) || fl.value().get_string().get(type)) type = "";
-    } else if (key == "format_version") {
-      has_version = true;
-      bad_version = fl.value().get_int64().get(version) != simdjson::SUCCESS;
-    } else {
-      bool ok = true;
-      const uint32_t bit = ReadField(key, fl.value(), impl_->want_labels, out, &ok);
-      seen |= bit;
-      if (!ok) mistyped |= bit;
-    }
-    // Any other field (stacks, timeline, modules, ...) is skipped by the next iteration.
-  }
-  // Complete: the iterator must have consumed the whole line (no second value after it).
-  const char* at = nullptr;
-  if (!doc.current_location().get(at)) return LineKind::kBad;
-  if (bad_version) return LineKind::kBad;
-  if (!report::IsThisVersion(has_version, version)) return LineKind::kOtherVersion;
-  uint32_t required = kHangRequired, fields = kHangMask;
-  switch (report::KindOfType(has_type, type)) {
-    case report::RecordKind::kHang:
-      break;
-    case report::RecordKind::kLag:
-      required = kLagRequired, fields = kLagMask;
-      break;
-    case report::RecordKind::kStartupStall:
-      required = kStallRequired, fields = kStallMask;
-      break;
-    case report::RecordKind::kUnknown:
+  report::ScannedLine& s = impl_->scanned;
+  switch (report::ScanLine(line, &s)) {
+    case report::LineKind::kEmpty:
+      return LineKind::kEmpty;
+    case report::LineKind::kBad:
+      return LineKind::kBad;
+    case report::LineKind::kOtherVersion:
+      return LineKind::kOtherVersion;
+    case report::LineKind::kUnknownType:
       return LineKind::kUnknownType;
+    case report::LineKind::kStartupStall:
+      return LineKind::kOtherRecord;
+    case report::LineKind::kHang:
+    case report::LineKind::kLag:
+      break;
   }
-  if ((seen & required) != required || (mistyped & fields) != 0) return LineKind::kBad;
-  if (required == kLagRequired) out->lag = true;
-  if (required != kHangRequired) return LineKind::kOtherRecord;
+  *out = TopHang{};
+  impl_->used = 0;
+  ReadNumber(s[TopKey("pid")], &out->pid, report::ParseInt64);
+  ReadNumber(s[TopKey("start_unix_ms")], &out->start_unix_ms, report::ParseInt64);
+  out->process_name = impl_->Text(s[TopKey("process_name")]);
+  out->host = impl_->Text(s[TopKey("host")]);
+  if (impl_->want_labels) {
+    report::ForEachMember(s[TopKey("labels")], [&](std::string_view key, std::string_view value) {
+      out->labels.emplace_back(impl_->KeyText(key), impl_->Text(value));
+    });
+  }
+  if (s.kind == report::LineKind::kLag) {
+    out->lag = true;
+    ReadNumber(s[TopKey("end_unix_ms")], &out->end_unix_ms, report::ParseInt64);
+    return LineKind::kOtherRecord;
+  }
+  ReadNumber(s[TopKey("hang_id")], &out->hang_id, report::ParseUint64);
+  ReadNumber(s[TopKey("duration_ms")], &out->duration_ms, report::ParseUint64);
+  ReadNumber(s[TopKey("cpu_ms")], &out->cpu_ms, report::ParseUint64);
+  out->hang_class = ClassValue(impl_->Text(s[TopKey("class")]));
+  out->fatal = s[TopKey("fatal")] == "true";
+  out->process = impl_->Text(s[TopKey("process")]);
+  out->fingerprint = impl_->Text(s[TopKey("fingerprint")]);
+  out->signature = impl_->Text(s[TopKey("signature")]);
+  const std::string_view culprit = s[TopKey("culprit")];
+  out->has_culprit = !culprit.empty() && culprit != "null";
+  report::ForEachMember(culprit, [&](std::string_view key, std::string_view value) {
+    if (key == "symbol") {
+      out->culprit_symbol = impl_->Text(value);
+    } else if (key == "kind") {
+      out->culprit_python = impl_->Text(value) == "python";
+    } else if (key == "module") {
+      out->culprit_module = impl_->Text(value);
+    } else if (key == "file") {
+      out->culprit_file = impl_->Text(value);
+    } else if (key == "line") {
+      report::ParseInt64(value, &out->culprit_line);
+    } else if (key == "offset") {
+      report::ParseHexString(impl_->Text(value), &out->culprit_offset);
+    }
+  });
+  // The cause's kind; inside the cause nothing else is checked (the reading rules' rule 5): a
+  // kind that is not a string reads as none.
+  report::ForEachMember(s[TopKey("cause")], [&](std::string_view key, std::string_view value) {
+    if (key == "kind") out->cause_kind = impl_->Text(value);
+  });
   if (out->process_name.empty()) {
     // Older agents: the file name of the executable.
     const size_t slash = out->process.rfind('/');
@@ -323,10 +139,9 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   return LineKind::kHang;
 }
 
+// The scanner needs no padding after the line; the name stays for the callers that copy.
 LineKind TopLineParser::ParseUnpadded(std::string_view line, TopHang* out) {
-  copy_.assign(line.data(), line.size());
-  copy_.append(kPadding, ' ');
-  return Parse(std::string_view(copy_.data(), line.size()), out);
+  return Parse(line, out);
 }
 
 void ScanStats::Add(const ScanStats& o) {

@@ -1,13 +1,13 @@
-// Reading hang reports for `hangwatch top`: the top-level fields of each hang line, parsed with
-// simdjson's On-Demand API (the stacks, timeline and modules are skipped, not decoded), from
-// files read in chunks (never whole) in parallel: across files, and within a large file in
-// slices cut at newlines.
+// Reading hang reports for `hangwatch top`: the top-level fields of each hang line, read with
+// the report scanner (report/record_scan.h: the stacks, timeline and modules are skipped, not
+// decoded), from files read in chunks (never whole) in parallel: across files, and within a
+// large file in slices cut at newlines.
 //
-// Each line is classified by the format's reading rules (docs/report-format.md, report/
-// record_types.h), as every reader does: its top-level structure (a complete JSON object,
-// nothing after it), "type", "format_version", and the top-level fields of its record type
-// (required ones present, known ones of their type); the values it skips (stacks, timeline,
-// modules) are not validated further. Bad lines, records of unknown types and of another
+// Each line is classified by the scanner, by the format's reading rules (docs/report-format.md),
+// as every reader does: its top-level structure (a complete JSON object, nothing after it),
+// "type", "format_version", and the top-level fields of its record type (required ones present,
+// known ones of their type and range); the values it skips (stacks, timeline, modules, the
+// cause) are not validated further. Bad lines, records of unknown types and of another
 // format version are counted in the file's ScanStats and skipped; a file that cannot be read,
 // or is gzip or zstd compressed, is counted and skipped as a whole.
 #ifndef HANGWATCH_TOOLS_TOP_SCAN_H_
@@ -68,7 +68,7 @@ enum class LineKind {
   kEmpty,         // whitespace only
 };
 
-// Parses lines one at a time; one per thread (it owns simdjson's buffers).
+// Parses lines one at a time; one per thread (it owns the buffers the hang's views point into).
 class TopLineParser {
  public:
   explicit TopLineParser(bool want_labels);
@@ -76,19 +76,18 @@ class TopLineParser {
   TopLineParser(const TopLineParser&) = delete;
   TopLineParser& operator=(const TopLineParser&) = delete;
 
-  // `line` (without its newline) must be followed by at least kPadding readable bytes
-  // (line.data() + line.size() + kPadding is still inside the same buffer or mapping).
+  // `line` is without its newline.
   LineKind Parse(std::string_view line, TopHang* out);
-
-  // Copies a line that lacks the padding (the end of a file) into a padded buffer first.
+  // The same (the scanner reads nothing past the line; callers of a parser that needed padding
+  // after the line called this for lines without it).
   LineKind ParseUnpadded(std::string_view line, TopHang* out);
 
-  static constexpr size_t kPadding = 64;  // SIMDJSON_PADDING
+  // Bytes the file reader keeps free after its buffer (no longer needed by the parser).
+  static constexpr size_t kPadding = 64;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::string copy_;
 };
 
 // What reading one file gave.

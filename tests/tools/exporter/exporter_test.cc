@@ -1,7 +1,7 @@
 // `hangwatch exporter`'s parts without a server: the metrics computed from records
 // (hangwatch_prometheus_metrics.h), the skip reasons of the line counter (record_counter.h) and the
-// follower (report_tail.h) on files appended to, rotated, truncated and created while it follows
-// them.
+// follower (tools/reader/report_follower.h) on files appended to, rotated, truncated and created
+// while it follows them.
 #include <prometheus/registry.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 #include "tests/tools/cli_util.h"
 #include "tests/tools/python_hang.h"
 #include "tools/exporter/record_counter.h"
-#include "tools/exporter/report_tail.h"
+#include "tools/reader/report_follower.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -290,15 +290,21 @@ TEST(RecordCounterTest, PythonCulpritLabelIsItsFunction) {
   EXPECT_EQ(Value(registry, "hangwatch_hangs_total"), 3);
 }
 
-// Collects what a ReportTail hands over.
+// Collects what the exporter's ReportFollower (tools/reader/report_follower.h) hands over.
 struct Seen {
   std::vector<std::string> lines;
   std::map<std::string, int> skipped;
-  void Poll(ReportTail& tail) {
+  void Poll(ReportFollower& tail) {
     tail.Poll([&](std::string_view l) { lines.emplace_back(l); },
-              [&](std::string_view r) { ++skipped[std::string(r)]; });
+              [&](ReportFollower::Event e) { ++skipped[std::string(SkipReason(e))]; });
   }
 };
+
+ReportFollower::Options Grace(std::chrono::milliseconds grace) {
+  ReportFollower::Options o;
+  o.grace = grace;
+  return o;
+}
 
 void Append(const std::string& path, const std::string& text) {
   FILE* f = std::fopen(path.c_str(), "a");
@@ -307,11 +313,11 @@ void Append(const std::string& path, const std::string& text) {
   std::fclose(f);
 }
 
-TEST(ReportTailTest, ReadsAppendsAndWaitsForTheEndOfAPartialLine) {
+TEST(ReportFollowerTest, ReadsAppendsAndWaitsForTheEndOfAPartialLine) {
   TempDir dir;
   const std::string path = dir / "r.jsonl";
   Append(path, "one\ntw");
-  ReportTail tail({path});
+  ReportFollower tail({path});
   Seen seen;
   seen.Poll(tail);
   EXPECT_EQ(seen.lines, (std::vector<std::string>{"one"}));
@@ -323,11 +329,11 @@ TEST(ReportTailTest, ReadsAppendsAndWaitsForTheEndOfAPartialLine) {
   EXPECT_TRUE(seen.skipped.empty());
 }
 
-TEST(ReportTailTest, FollowsARotationToDotOneAndTheNewFile) {
+TEST(ReportFollowerTest, FollowsARotationToDotOneAndTheNewFile) {
   TempDir dir;
   const std::string path = dir / "r.jsonl";
   Append(path, "a1\n");
-  ReportTail tail({path}, std::chrono::milliseconds(0));
+  ReportFollower tail({path}, Grace(std::chrono::milliseconds(0)));
   Seen seen;
   seen.Poll(tail);
   // Rotation between two polls: lines appended before it to the old file are still read.
@@ -344,11 +350,11 @@ TEST(ReportTailTest, FollowsARotationToDotOneAndTheNewFile) {
   EXPECT_EQ(seen.lines.size(), 4u);
 }
 
-TEST(ReportTailTest, ARotatedFileIsReadDuringTheGracePeriodAndItsTornTailCounted) {
+TEST(ReportFollowerTest, ARotatedFileIsReadDuringTheGracePeriodAndItsTornTailCounted) {
   TempDir dir;
   const std::string path = dir / "r.jsonl";
   Append(path, "a1\n");
-  ReportTail tail({path}, std::chrono::milliseconds(60'000));
+  ReportFollower tail({path}, Grace(std::chrono::milliseconds(60'000)));
   Seen seen;
   seen.Poll(tail);
   ASSERT_EQ(rename(path.c_str(), (path + ".1").c_str()), 0);
@@ -362,7 +368,7 @@ TEST(ReportTailTest, ARotatedFileIsReadDuringTheGracePeriodAndItsTornTailCounted
   // Without a grace period, a file closed with half a line counts it as torn.
   const std::string other = dir / "s.jsonl";
   Append(other, "x1\nx2-half");
-  ReportTail quick({other}, std::chrono::milliseconds(0));
+  ReportFollower quick({other}, Grace(std::chrono::milliseconds(0)));
   Seen q;
   q.Poll(quick);
   ASSERT_EQ(unlink(other.c_str()), 0);
@@ -372,11 +378,11 @@ TEST(ReportTailTest, ARotatedFileIsReadDuringTheGracePeriodAndItsTornTailCounted
   EXPECT_EQ(quick.files(), 0u);
 }
 
-TEST(ReportTailTest, WithAGlobTheRotatedFileIsNotReadTwice) {
+TEST(ReportFollowerTest, WithAGlobTheRotatedFileIsNotReadTwice) {
   TempDir dir;
   const std::string path = dir / "r.jsonl";
   Append(path, "a1\n");
-  ReportTail tail({dir / "r.jsonl*"}, std::chrono::milliseconds(0));
+  ReportFollower tail({dir / "r.jsonl*"}, Grace(std::chrono::milliseconds(0)));
   Seen seen;
   seen.Poll(tail);
   ASSERT_EQ(rename(path.c_str(), (path + ".1").c_str()), 0);
@@ -388,11 +394,11 @@ TEST(ReportTailTest, WithAGlobTheRotatedFileIsNotReadTwice) {
   EXPECT_EQ(tail.files(), 2u);
 }
 
-TEST(ReportTailTest, StartsOverAfterTruncation) {
+TEST(ReportFollowerTest, StartsOverAfterTruncation) {
   TempDir dir;
   const std::string path = dir / "r.jsonl";
   Append(path, "first line\nsecond line\n");
-  ReportTail tail({path});
+  ReportFollower tail({path});
   Seen seen;
   seen.Poll(tail);
   ASSERT_EQ(truncate(path.c_str(), 0), 0);  // copytruncate
@@ -401,9 +407,9 @@ TEST(ReportTailTest, StartsOverAfterTruncation) {
   EXPECT_EQ(seen.lines, (std::vector<std::string>{"first line", "second line", "new"}));
 }
 
-TEST(ReportTailTest, FilesAppearingLaterThroughAGlobAreReadFromTheirStart) {
+TEST(ReportFollowerTest, FilesAppearingLaterThroughAGlobAreReadFromTheirStart) {
   TempDir dir;
-  ReportTail tail({dir / "*.jsonl", dir / "missing.jsonl"});
+  ReportFollower tail({dir / "*.jsonl", dir / "missing.jsonl"});
   Seen seen;
   seen.Poll(tail);
   EXPECT_TRUE(seen.lines.empty());
@@ -418,12 +424,12 @@ TEST(ReportTailTest, FilesAppearingLaterThroughAGlobAreReadFromTheirStart) {
   EXPECT_EQ(seen.lines.back(), "m");
 }
 
-TEST(ReportTailTest, UnreadableFilesAreCountedOnceAndDoNotStopTheOthers) {
+TEST(ReportFollowerTest, UnreadableFilesAreCountedOnceAndDoNotStopTheOthers) {
   TempDir dir;
   Append(dir / "gz.jsonl", std::string("\x1f\x8b\x08\x00rest", 8));
   ASSERT_EQ(mkdir((dir / "d.jsonl").c_str(), 0755), 0);
   Append(dir / "ok.jsonl", "fine\n");
-  ReportTail tail({dir / "*.jsonl"});
+  ReportFollower tail({dir / "*.jsonl"});
   Seen seen;
   seen.Poll(tail);
   seen.Poll(tail);
