@@ -449,6 +449,23 @@ TEST(GateReader, ScanReadsTopLevelFieldsOfWellFormedObjectsOnly) {
   }
 }
 
+// The readers' one decimal parser (gate, top, the exporter, run's launch log).
+TEST(GateReader, DecimalsAreDigitsWithinTheirType) {
+  uint64_t u = 0;
+  EXPECT_TRUE(report::ParseUint64("18446744073709551615", &u));
+  EXPECT_EQ(u, UINT64_MAX);
+  for (const char* bad : {"18446744073709551616", "", "-1", "+1", "1.0", "1e3", " 1", "0x10"}) {
+    EXPECT_FALSE(report::ParseUint64(bad, &u)) << bad;
+  }
+  int64_t i = 0;
+  EXPECT_TRUE(report::ParseInt64("-9223372036854775808", &i));
+  EXPECT_EQ(i, INT64_MIN);
+  EXPECT_TRUE(report::ParseInt64("9223372036854775807", &i));
+  EXPECT_EQ(i, INT64_MAX);
+  EXPECT_FALSE(report::ParseInt64("9223372036854775808", &i));
+  EXPECT_FALSE(report::ParseInt64("-", &i));
+}
+
 TEST(GateReader, ScanFindsStringEndsAtEveryOffset) {
   // Strings are skipped eight bytes at a time: an escaped quote, a backslash pair or a control
   // character at any offset must be seen.

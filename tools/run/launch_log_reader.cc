@@ -12,22 +12,12 @@
 #include <sstream>
 
 #include "tools/common/names.h"
+#include "report/record_scan.h"
 #include "tools/run/run_program.h"
 #include "unwind/proc_files.h"
 
 namespace hangwatch::tools {
 namespace {
-
-bool ParseNumber(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 19) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
 
 // Splits "EVENT PID PPID STARTTIME NAME\tDETAIL" (without the newline).
 bool ParseLine(std::string_view line, std::string_view* event, uint64_t* pid, uint64_t* ppid,
@@ -45,8 +35,8 @@ bool ParseLine(std::string_view line, std::string_view* event, uint64_t* pid, ui
   }
   *event = fields[0];
   *name = head;
-  return ParseNumber(fields[1], pid) && ParseNumber(fields[2], ppid) &&
-         ParseNumber(fields[3], start_time) && *pid != 0;
+  return report::ParseUint64(fields[1], pid) && report::ParseUint64(fields[2], ppid) &&
+         report::ParseUint64(fields[3], start_time) && *pid != 0;
 }
 
 // "SHIM\tPATH\tARGV" of an exec or spawn line.
@@ -208,7 +198,7 @@ LaunchLog ParseLaunchLog(std::string_view text) {
       // "TYPE ERRNO": counted for the run; it says nothing of the process's images.
       const size_t sp = detail.find(' ');
       if (sp == std::string_view::npos || sp == 0 ||
-          !ParseNumber(detail.substr(sp + 1), &error_number) || error_number > 4095) {
+          !report::ParseUint64(detail.substr(sp + 1), &error_number) || error_number > 4095) {
         ++log.skipped_lines;
         continue;
       }
