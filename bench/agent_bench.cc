@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/exit_flush.h"
-#include "agent/stack_table.h"
+#include "agent/core/exit_flush.h"
+#include "hang/model/stack_table.h"
 #include "hangwatch/hangwatch.h"
 
 namespace {

@@ -1,5 +1,5 @@
-// The cost of naming a blocked sample's cause (agent/wait_cause_probe.h), side by side with the
-// sample it follows, in one binary:
+// The cost of naming a blocked sample's cause (agent/samplers/wait_cause_probe.h), side by side
+// with the sample it follows, in one binary:
 //
 //   BM_Sample/blocked/plain    one capture of a thread asleep in nanosleep (ProcFirstSampler,
 //                              as the agent samples a blocked main thread: /proc, 64 KiB stack)
@@ -32,7 +32,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/wait_cause_probe.h"
+#include "agent/samplers/wait_cause_probe.h"
 #include "unwind/proc_blocked_reader.h"
 #include "unwind/signal_sampler.h"
 

@@ -9,7 +9,7 @@
 //   pressure   the machine stalled on CPU, memory or I/O for >= 10 % of the interval
 //              (/proc/pressure/{cpu,memory,io} "some" totals; absent without CONFIG_PSI): a
 //              figure, the machine's; whether it is a hang's cause is the thread's own share
-//              (agent/wait_fd_cause.h, RefineBySchedule: a fifth of the hang or more);
+//              (agent/samplers/wait_fd_cause.h, RefineBySchedule: a fifth of the hang or more);
 //   faults     the thread's major and minor page faults (stat fields 12 and 10).
 //
 // Runs on the watchdog thread. libc and unwind/proc_files.h only; SchedProbe::Init reads

@@ -72,6 +72,28 @@ function(hangwatch_layer target folder)
   endif()
 endfunction()
 
+# Rooms: a folder split into subfolders that are libraries of their own (agent/core,
+# agent/samplers, agent/sinks; hang/files, hang/model, hang/open_hang). Each room is a layer of
+# its own: its library's sources see the room's private tree, and whatever links it sees the
+# room's headers only, so one room's include of another room it does not link fails to compile.
+#
+# hangwatch_room(<target> <folder> [LINKS <library>...]): <target> is built from <folder>
+# (hangwatch_layer) and links the <library>s publicly. Every <library> that is a room must be
+# defined already, in the order of the rooms below it: a room may depend only on the rooms
+# made before it, so no two rooms can depend on each other (static libraries would allow that
+# cycle silently).
+function(hangwatch_room target folder)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "LINKS")
+  foreach(room ${arg_LINKS})
+    if(room MATCHES "^hangwatch_" AND NOT TARGET ${room})
+      message(FATAL_ERROR "${target} (${folder}) links ${room}, which is not made yet: a room "
+                          "may depend only on the rooms below it, made before it")
+    endif()
+  endforeach()
+  hangwatch_layer(${target} ${folder})
+  target_link_libraries(${target} PUBLIC ${arg_LINKS})
+endfunction()
+
 # The installed API (include/hangwatch/): visible to every layer.
 add_library(hangwatch_api_headers INTERFACE)
 target_include_directories(hangwatch_api_headers INTERFACE

@@ -1,7 +1,7 @@
-// libFuzzer target: ReadOpenHangFile (agent/open_hang_file.h), which the agent runs at start and
-// `hangwatch report` / `gate` run on a file left by a process that died (a file in a directory
-// others may write). Each input is read twice: as it is, and with every checksum recomputed so
-// that mutations get past them to the layout, the counts and the records behind them.
+// libFuzzer target: ReadOpenHangFile (hang/open_hang/open_hang_file.h), which the agent runs at
+// start and `hangwatch report` / `gate` run on a file left by a process that died (a file in a
+// directory others may write). Each input is read twice: as it is, and with every checksum
+// recomputed so that mutations get past them to the layout, the counts and the records behind them.
 // Seeds: files written by OpenHangFile itself, formats 1 to 6 (HANGWATCH_FUZZ_WRITE_SEEDS=DIR).
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,16 +14,16 @@
 #include <string>
 #include <string_view>
 
-#include "agent/hang_data.h"
-#include "agent/open_hang_file.h"
 #include "fuzz/fuzz_util.h"
+#include "hang/model/hang_data.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hang_record.h"
 
 namespace {
 
 using hangwatch::agent::OpenHangFile;
 
-// The file's checksum: FNV-1a, 64 bits (agent/open_hang_file.cc).
+// The file's checksum: FNV-1a, 64 bits (hang/open_hang/open_hang_file.cc).
 uint64_t Checksum(const unsigned char* p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
@@ -41,12 +41,12 @@ void SetChecksum(std::string* s, size_t at, size_t covered_from) {
   std::memcpy(s->data() + at, &sum, sizeof sum);
 }
 
-// Recomputes the checksums of the layout in agent/open_hang_file.cc, wherever the counts and
-// offsets the file states fit in it: the static header's (bytes [0, 72), stored at 72); for each
-// live header (at 256 and 512) that says a hang is open (u32 at +8), the sum of its module table
-// (u32 count at +76, sum at +80) and of the sample records it counts (u32 at +12; each record's
-// last 8 bytes); each live header's own (bytes [0, 104), stored at +104, from format 6 (u32 at
-// 8) on, whose header has the Python names' bytes at +96; bytes [0, 96), stored at +96, in
+// Recomputes the checksums of the layout in hang/open_hang/open_hang_file.cc, wherever the counts
+// and offsets the file states fit in it: the static header's (bytes [0, 72), stored at 72); for
+// each live header (at 256 and 512) that says a hang is open (u32 at +8), the sum of its module
+// table (u32 count at +76, sum at +80) and of the sample records it counts (u32 at +12; each
+// record's last 8 bytes); each live header's own (bytes [0, 104), stored at +104, from format 6
+// (u32 at 8) on, whose header has the Python names' bytes at +96; bytes [0, 96), stored at +96, in
 // formats 4 and 5, whose header has the pause at +88; bytes [0, 88), stored at +88, before).
 // (The Python names region's entries carry their own checksums: a fuzzed one is not fixed.) The
 // seeds, written by OpenHangFile, must come out unchanged (WriteSeeds checks), so a change of the
@@ -143,7 +143,7 @@ void WriteSeeds(const std::string& dir) {
     if (fixed != seed) {
       std::fprintf(stderr,
                    "open_hang_file_fuzzer: the checksums are not where FixChecksums "
-                   "puts them: update it to the layout of agent/open_hang_file.cc\n");
+                   "puts them: update it to the layout of hang/open_hang/open_hang_file.cc\n");
       std::abort();
     }
     hangwatch::fuzz::WriteFile(dir + "/open" + std::to_string(i++), seed);

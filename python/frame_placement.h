@@ -1,6 +1,6 @@
 // Where a thread's Python frames go in its native stack, in place of the interpreter's
 // eval-loop frames (`_PyEval_EvalFrameDefault`): shared by `hangwatch snapshot`
-// (tools/snapshot/snapshot_python.h) and the agent (agent/python_stacks.h).
+// (tools/snapshot/snapshot_python.h) and the agent (agent/samplers/python_stacks.h).
 //
 // One native call of the eval loop runs one or more Python frames (3.11+: a Python-to-Python
 // call stays in the same C frame; a generator, a C function calling back into Python, a new

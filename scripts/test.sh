@@ -41,7 +41,7 @@ trap 'kill "$cross" 2>/dev/null || true' EXIT  # not left running when a later s
 
 phase "ASan + UBSan build"
 # Built with clang, the GCC build above being the one whose warnings and code ship: with both
-# sanitizers clang compiles a file in 0.57 of GCC's time (agent/agent.cc: 15.5 s against
+# sanitizers clang compiles a file in 0.57 of GCC's time (agent/core/agent.cc: 15.5 s against
 # 27.4 s; GCC's UBSan alone doubles its time), and with clang the tree builds the fuzzers of
 # fuzz/ too. -O1 with line tables, as AddressSanitizer's own documentation suggests: they are
 # all its reports need. Only what its ctest run below needs (hangwatch_tests:

@@ -1,7 +1,7 @@
 // "CFI, else frame pointers": one captured thread's frames, from the hybrid CFI walk
 // (CfiUnwinder, Mode::kHybrid) when it finds at least as much as the frame-pointer walk the
 // capture already made, else from that frame-pointer walk. Used by the agent's watchdog
-// (agent/stall_monitor.cc, the frame records walked in the signal handler or /proc reader) and
+// (agent/core/stall_monitor.cc, the frame records walked in the signal handler or /proc reader) and
 // by `hangwatch snapshot` (tools/snapshot/snapshot_unwind.cc, the records walked in the stack
 // copy).
 //

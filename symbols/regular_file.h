@@ -10,7 +10,7 @@
 //   - optional rules: owned by this process's effective user (or writable by no one else),
 //     at most `max_bytes` long.
 // The one way this code base opens such files for reading (grep for it before writing another;
-// the agent's own output files are created through agent/regular_file.h).
+// the agent's own output files are created through hang/files/regular_file.h).
 // Not for the capture path (it allocates on error).
 #ifndef HANGWATCH_SYMBOLS_REGULAR_FILE_H_
 #define HANGWATCH_SYMBOLS_REGULAR_FILE_H_

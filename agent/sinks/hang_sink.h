@@ -1,8 +1,9 @@
-// HangSink: where the agent's records go. The Agent (agent.cc) holds a list of sinks, made in
-// Agent::Init() from the Config, and hands every record to each of them on the watchdog thread.
-// Today's sinks: SpdlogSink (spdlog_reporter.h), JsonlSink (jsonl_sink.h), CallbackSink
-// (callback_sink.h). A new in-process sink is one class implementing this interface, plus the
-// line in Agent::Init() that adds it (its settings go in Config).
+// HangSink: where the agent's records go. The Agent (agent/core/agent.cc) holds a list of sinks,
+// made from the Config by SinksFromConfig() (sinks_from_config.h) when the agent starts, and
+// hands every record to each of them on the watchdog thread. Today's sinks: SpdlogSink
+// (spdlog_reporter.h), JsonlSink (jsonl_sink.h), CallbackSink (callback_sink.h). A new
+// in-process sink is one class implementing this interface, plus the line in SinksFromConfig()
+// that adds it (its settings go in Config).
 //
 // Locking (agent.cc, docs/architecture.md "fork"): the watchdog holds the agent's busy lock
 // while it works, so that fork() in another thread waits until the watchdog holds none of

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "agent/sinks/hang_sink.h"
-#include "agent/sinks/jsonl_writer.h"
+#include "hang/files/jsonl_writer.h"
 
 namespace hangwatch::agent {
 

@@ -36,7 +36,7 @@ struct HangwatchPreloadServices {
   int (*stderr_usable)(void);
   // A record the report file did not take (launch_log.h, "unwritten").
   void (*launch_log_unwritten)(const char* type, int error_number);
-  // agent::DupKeptFile() of the loader's table (agent/kept_files.h): the loader keeps the
+  // agent::DupKeptFile() of the loader's table (hang/files/kept_files.h): the loader keeps the
   // descriptors before the program changes user (privilege_drop.cc), the agent library's
   // writers use them. A new close-on-exec descriptor, or -1. System calls only.
   int (*dup_kept_file)(const char* path);

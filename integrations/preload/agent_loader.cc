@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/kept_files.h"
+#include "hang/files/kept_files.h"
 #include "integrations/preload/agent_entry.h"
 #include "integrations/preload/launch_log.h"
 #include "integrations/preload/load_environment.h"

@@ -2,7 +2,7 @@
 // The file is opened for each event and closed again, so no descriptor outlives an event: a
 // forked child, an executed program or a daemon that closes every descriptor it did not open
 // never holds (or loses) one. The exception is a process about to change user (LaunchLogKeep):
-// one descriptor is kept (agent/kept_files.h) and used when the name no longer opens.
+// one descriptor is kept (hang/files/kept_files.h) and used when the name no longer opens.
 #include "integrations/preload/launch_log.h"
 
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/kept_files.h"
+#include "hang/files/kept_files.h"
 #include "unwind/proc_files.h"
 
 extern char* program_invocation_short_name;  // glibc: basename of argv[0]

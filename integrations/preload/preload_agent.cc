@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/exit_flush.h"
-#include "agent/kept_files.h"
-#include "agent/labels.h"
+#include "agent/core/exit_flush.h"
+#include "agent/core/labels.h"
 #include "agent/sinks/jsonl_sink.h"
+#include "hang/files/kept_files.h"
 #include "hangwatch/hangwatch.h"
 #include "integrations/preload/agent_entry.h"
 #include "integrations/preload/agent_stderr_logger.h"
@@ -185,7 +185,7 @@ void AboutToWaitEntry() { AboutToWait(); }
 void WokeUpEntry() { WokeUp(); }
 
 // From _exit()/_Exit(), any thread, maybe a signal handler: atomic loads and stores, a futex
-// wake and a bounded nanosleep poll (agent/exit_flush.h), lstat and unlink.
+// wake and a bounded nanosleep poll (agent/core/exit_flush.h), lstat and unlink.
 // FlushBeforeExit() ends the pass under way when it runs on the watched thread (a shutdown-phase
 // pass, counted in the last interval): `on_main_thread` is the loader's view of the same fact.
 void BeforeExit(int /*on_main_thread*/) {
@@ -214,7 +214,7 @@ hangwatch_preload_agent_init(const HangwatchPreloadServices* services) {
   }
   hangwatch::preload::g_services = services;
   // One table of kept descriptors per process: the loader's, filled before the program changed
-  // user (agent/kept_files.h). This library's own copy stays empty.
+  // user (hang/files/kept_files.h). This library's own copy stays empty.
   hangwatch::agent::SetKeptFileSource(services->dup_kept_file);
   return &hangwatch::preload::kEntries;
 }

@@ -45,14 +45,14 @@
 //     and daemons (which fork before or after their loop) are watched.
 //   - user change (privilege_drop.cc): at the first setuid/setgid/setgroups/initgroups (or a
 //     variant) in a process, before the real call, the report, the launch log and the process's
-//     open-hang file are opened and their descriptors kept (agent/kept_files.h: the loader's
+//     open-hang file are opened and their descriptors kept (hang/files/kept_files.h: the loader's
 //     table, which the agent library reads through it), and the agent library is loaded, so
 //     that a server that drops root (nginx's workers) is still watched and its files stay the
 //     watcher's.
 //   - exit: hangwatch::Stop() so that a hang that just ended is written out. _exit() and
 //     _Exit() (forked workers, Python's os._exit, signal handlers) run no atexit handler: the
 //     shim interposes them too and has the watchdog write the open hang and the lag interval
-//     first (agent/exit_flush.h: safe in a signal handler, never holds the exit up for long).
+//     first (agent/core/exit_flush.h: safe in a signal handler, never holds the exit up for long).
 //
 // Every symbol but the interposed calls is hidden (version script), in both libraries, so the
 // shim does not clash with a program that links libhangwatch itself.

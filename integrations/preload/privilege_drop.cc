@@ -6,7 +6,7 @@
 // After the switch the process cannot open what the shim writes: the report and the launch log
 // are 0600 files of the user who started the watch, the open-hang files live in a 0700
 // directory of that user. So, on the first such call in a process and before the real call,
-// the shim opens them and keeps the descriptors (agent/kept_files.h; close-on-exec, so an
+// the shim opens them and keeps the descriptors (hang/files/kept_files.h; close-on-exec, so an
 // executed program never inherits them):
 //   - the report (HANGWATCH_REPORT) and the launch log (HANGWATCH_LAUNCH_LOG): opened for
 //     appending (created 0600 when missing);
@@ -42,7 +42,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "agent/kept_files.h"
+#include "hang/files/kept_files.h"
 #include "integrations/preload/launch_log.h"
 #include "integrations/preload/open_hang_path.h"
 #include "integrations/preload/shim_state.h"
@@ -86,7 +86,7 @@ bool g_changed_user = false;
 // The open-hang file kept by this process ("" when none): forgotten by a forked child.
 char g_open_hang_kept[4096];
 
-// open() by the agent's rules for its files (agent/regular_file.h): never through a symbolic
+// open() by the agent's rules for its files (hang/files/regular_file.h): never through a symbolic
 // link, never a FIFO or a device, close-on-exec. -1 with errno set.
 int OpenRegular(const char* path, int flags, mode_t mode) {
   struct stat st {};
@@ -115,7 +115,7 @@ void KeepOpenHangFile(const char* dir) {
   char path[sizeof g_open_hang_kept];
   if (dir[0] != '/' || !FormatOpenHangPath(dir, getpid(), path, sizeof path)) return;
   // A file there already is the armed agent's (it has its descriptor), or a dead process's,
-  // left for the agent to read and replace (agent/open_hang_file.h): not taken over.
+  // left for the agent to read and replace (hang/open_hang/open_hang_file.h): not taken over.
   struct stat st {};
   if (lstat(path, &st) == 0 || errno != ENOENT) return;
   const int fd = OpenRegular(path, O_RDWR | O_CREAT | O_EXCL, 0600);

@@ -22,8 +22,8 @@
 #include <sstream>
 #include <string>
 
-#include "agent/agent_internal.h"
-#include "agent/exit_flush.h"
+#include "agent/core/agent_internal.h"
+#include "agent/core/exit_flush.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 

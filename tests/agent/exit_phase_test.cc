@@ -1,5 +1,5 @@
 // The process exits in the middle of a pass, as the preload shim tells the agent (exit():
-// StopAtProcessExit, _exit(): FlushBeforeExit; agent/exit_flush.h): real agent, real clock,
+// StopAtProcessExit, _exit(): FlushBeforeExit; agent/core/exit_flush.h): real agent, real clock,
 // passes timed. On the watched thread the pass ends there, is the last lag record's longest
 // and, being a hang, is tagged "phase": "shutdown" with the duration the thread measured. From
 // another thread, the watched thread's pass is cut short: counted as it stands in the last lag
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/exit_flush.h"
+#include "agent/core/exit_flush.h"
 #include "hangwatch/hangwatch.h"
 #include "report/report_decode.h"
 

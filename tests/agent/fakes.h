@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "agent/stall_monitor.h"
-#include "agent/watchdog_env.h"
+#include "agent/core/stall_monitor.h"
+#include "agent/core/watchdog_env.h"
 #include "unwind/thread_capture.h"
 
 namespace hangwatch::agent::testing {

@@ -15,9 +15,9 @@
 #include <fstream>
 #include <string>
 
-#include "agent/hang_data.h"
-#include "agent/open_hang_file.h"
-#include "agent/python_frame_word.h"
+#include "hang/model/hang_data.h"
+#include "hang/model/python_frame_word.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 #include "tests/keep_frame.h"
@@ -325,7 +325,7 @@ TEST(OpenHangFileTest, ReadsTheFormatAnOlderAgentWrote) {
   unlink(path.c_str());
 }
 
-// A Python frame (agent/python_frame_word.h) of a fatal hang reads back as a Python frame, its
+// A Python frame (hang/model/python_frame_word.h) of a fatal hang reads back as a Python frame, its
 // code object and instruction kept (unnamed here: no names were given to the writer;
 // open_hang_python_names_test.cc has them), never
 // as a native address; the native frames around it keep their methods.

@@ -22,7 +22,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/agent_internal.h"
+#include "agent/core/agent_internal.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 #include "tests/frozen_file_system.h"

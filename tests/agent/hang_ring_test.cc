@@ -1,4 +1,4 @@
-#include "agent/hang_ring.h"
+#include "agent/core/hang_ring.h"
 
 #include <gtest/gtest.h>
 

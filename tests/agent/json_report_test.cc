@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/sinks/jsonl_writer.h"
+#include "hang/files/jsonl_writer.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 

@@ -1,7 +1,7 @@
-// Descriptors kept for files a process may lose the right to open by name (agent/kept_files.h):
-// a copy is handed out only while the kept number still refers to the file it was kept for, and
-// the JSON Lines writer uses one when the name no longer opens (after a switch to `nobody`, in
-// a forked child: needs root), without rotating the file.
+// Descriptors kept for files a process may lose the right to open by name
+// (hang/files/kept_files.h): a copy is handed out only while the kept number still refers to the
+// file it was kept for, and the JSON Lines writer uses one when the name no longer opens (after a
+// switch to `nobody`, in a forked child: needs root), without rotating the file.
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -16,8 +16,8 @@
 #include <sstream>
 #include <string>
 
-#include "agent/kept_files.h"
-#include "agent/sinks/jsonl_writer.h"
+#include "hang/files/jsonl_writer.h"
+#include "hang/files/kept_files.h"
 
 namespace hangwatch::agent {
 namespace {

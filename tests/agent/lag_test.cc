@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/exit_flush.h"
+#include "agent/core/exit_flush.h"
 #include "hangwatch/hangwatch.h"
 #include "report/report_decode.h"
 #include "spdlog/sinks/ostream_sink.h"

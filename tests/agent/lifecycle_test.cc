@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/agent_internal.h"
+#include "agent/core/agent_internal.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 

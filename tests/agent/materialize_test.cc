@@ -1,7 +1,7 @@
 // Materialization: module / build-id / offset resolution, stack order and id remapping, the
 // fingerprint's stability (across load addresses, pcs within a function, and real runs of this
 // binary), and the spdlog report's shape.
-#include "agent/materialize.h"
+#include "hang/model/materialize.h"
 #include "tests/keep_frame.h"
 
 #include <stdio.h>
@@ -18,10 +18,10 @@
 #include <string>
 #include <thread>
 
-#include "agent/hang_data.h"
-#include "agent/python_frame_word.h"
-#include "agent/python_names.h"
 #include "agent/sinks/spdlog_reporter.h"
+#include "hang/model/hang_data.h"
+#include "hang/model/python_frame_word.h"
+#include "hang/model/python_names.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"

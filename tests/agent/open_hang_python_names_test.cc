@@ -1,6 +1,6 @@
 // The open-hang file keeps the names of a hang's Python frames (format 6,
-// agent/open_hang_python_names.h): a fatal hang read back names them as the live hang did, so
-// its culprit, signature and fingerprint are the live hang's. A torn or corrupt entry, a full
+// hang/open_hang/open_hang_python_names.h): a fatal hang read back names them as the live hang did,
+// so its culprit, signature and fingerprint are the live hang's. A torn or corrupt entry, a full
 // region or a truncated file leave frames unnamed or the file refused, never a wrong name.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "agent/hang_data.h"
-#include "agent/materialize.h"
-#include "agent/open_hang_file.h"
-#include "agent/python_frame_word.h"
-#include "agent/python_names.h"
+#include "hang/model/hang_data.h"
+#include "hang/model/materialize.h"
+#include "hang/model/python_frame_word.h"
+#include "hang/model/python_names.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hang_record.h"
 #include "symbols/module_map.h"
 

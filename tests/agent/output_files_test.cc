@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/hang_data.h"
-#include "agent/open_hang_file.h"
+#include "hang/model/hang_data.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 

@@ -1,5 +1,5 @@
-// agent/process_name: the process_name of a report, from argv[0] as programs rewrite it.
-#include "agent/process_name.h"
+// hang/model/process_name: the process_name of a report, from argv[0] as programs rewrite it.
+#include "hang/model/process_name.h"
 
 #include <gtest/gtest.h>
 

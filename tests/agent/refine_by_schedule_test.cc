@@ -1,14 +1,14 @@
-// RefineBySchedule (agent/wait_fd_cause.h): which kind a hang's scheduling counters give a busy
-// or io hang, with every figure that applies, and how the summary says them
+// RefineBySchedule (agent/samplers/wait_fd_cause.h): which kind a hang's scheduling counters give a
+// busy or io hang, with every figure that applies, and how the summary says them
 // (report/cause_text.h). The counters are made up here; the end-to-end tests
 // (wait_cause_sched_test.cc, wait_cause_ipc_test.cc) read real ones.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "agent/wait_cause.h"
-#include "agent/wait_fd_cause.h"
+#include "agent/samplers/wait_fd_cause.h"
 #include "cause/sched_pressure.h"
+#include "hang/model/wait_cause.h"
 #include "report/cause_text.h"
 
 namespace hangwatch::agent {

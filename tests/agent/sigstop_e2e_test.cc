@@ -11,7 +11,7 @@
 #include <chrono>
 #include <thread>
 
-#include "agent/agent_internal.h"
+#include "agent/core/agent_internal.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 

@@ -1,4 +1,4 @@
-#include "agent/stack_table.h"
+#include "hang/model/stack_table.h"
 
 #include <gtest/gtest.h>
 

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "agent/agent_internal.h"
-#include "agent/stall_monitor.h"
-#include "agent/watchdog_env.h"
+#include "agent/core/agent_internal.h"
+#include "agent/core/stall_monitor.h"
+#include "agent/core/watchdog_env.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"

@@ -1,5 +1,5 @@
 // The watchdog's logic against a fake clock and a scripted sampler: every duration is exact.
-#include "agent/stall_monitor.h"
+#include "agent/core/stall_monitor.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/python_frame_word.h"
-#include "agent/runtime_frames.h"
+#include "agent/samplers/runtime_frames.h"
+#include "hang/model/python_frame_word.h"
 #include "tests/agent/fakes.h"
 
 // Counts every operator new of the test binary: the memory test asserts there is none. The

@@ -21,7 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/open_hang_file.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
 #include "report/report_decode.h"
 #include "report/report_record.h"

@@ -2,7 +2,7 @@
 // nothing (the watchdog's rule after Start()), nor does a hang on a pipe (its other end looked
 // for in /proc, the scheduling counters at its start and end); a running thread gives no cause;
 // a sample in restart_syscall is decoded as the call it restarted.
-#include "agent/wait_cause_probe.h"
+#include "agent/samplers/wait_cause_probe.h"
 #include "tests/keep_frame.h"
 
 #include <pthread.h>

@@ -9,9 +9,9 @@
 #include <cstring>
 #include <string>
 
-#include "agent/hang_data.h"
-#include "agent/open_hang_cause.h"
-#include "agent/open_hang_file.h"
+#include "hang/model/hang_data.h"
+#include "hang/open_hang/open_hang_cause.h"
+#include "hang/open_hang/open_hang_file.h"
 
 namespace hangwatch::agent {
 namespace {

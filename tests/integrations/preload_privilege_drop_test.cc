@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/open_hang_file.h"
 #include "child_process.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {

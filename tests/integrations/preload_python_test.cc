@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/open_hang_file.h"
 #include "child_process.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
 #include "tools/reader/report_reader.h"
 
@@ -130,7 +130,7 @@ TEST(PreloadPython, BlockingRequestIsReportedWithTheHandlersFrames) {
   EXPECT_GE(b.duration_ms, 900u);
   EXPECT_LT(b.duration_ms, 3000u);
   // The handler's Python loop: its Python frames, in place of the interpreter's eval loop
-  // (agent/python_stacks.h).
+  // (agent/samplers/python_stacks.h).
   bool handler = false;
   bool eval_loop = false;
   for (const Stack& s : b.stacks) {
@@ -188,7 +188,8 @@ TEST(PreloadPython, TheSameBlockingCallHasOneFingerprintAcrossCalls) {
     EXPECT_EQ(h->signature, sleeps[0]->signature);
     EXPECT_EQ(h->process_name, "python3");
     // The Python function that blocks, at the same line whichever instruction the specialized
-    // call ran from (its instruction, the frame's offset, may differ: agent/python_stacks.h).
+    // call ran from (its instruction, the frame's offset, may differ:
+    // agent/samplers/python_stacks.h).
     EXPECT_EQ(h->culprit.symbol, "blocked") << ReadFile(report);
     EXPECT_EQ(h->culprit.line, sleeps[0]->culprit.line);
     EXPECT_NE(h->culprit.file.find("same_call_repeated.py"), std::string::npos) << h->culprit.file;

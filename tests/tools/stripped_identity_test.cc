@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/open_hang_file.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "report/stack_identity.h"
 #include "tests/integrations/child_process.h"
 #include "tests/tools/gunicorn_server.h"

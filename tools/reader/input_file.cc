@@ -7,7 +7,7 @@
 #include <cstring>
 #include <utility>
 
-#include "agent/open_hang_file.h"
+#include "hang/open_hang/open_hang_file.h"
 
 namespace hangwatch::tools {
 

@@ -25,7 +25,7 @@ namespace hangwatch::tools {
 // What a report file holds, by its first bytes.
 enum class InputFormat {
   kJsonLines,  // anything else: read as JSON Lines, line by line
-  kOpenHang,   // agent/open_hang_file.h's magic
+  kOpenHang,   // hang/open_hang/open_hang_file.h's magic
   kGzip,       // rotated logs are often compressed by logrotate
   kZstd,
 };

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "agent/open_hang_file.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "tools/reader/input_file.h"
 #include "tools/reader/report_reader.h"
 

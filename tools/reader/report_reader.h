@@ -1,6 +1,6 @@
 // Reading hang reports: JSON Lines files (docs/report-format.md) and open-hang files (a hang
-// that was still open when its process died, agent/open_hang_file.h), for `hangwatch report`
-// and `hangwatch run`.
+// that was still open when its process died, hang/open_hang/open_hang_file.h), for `hangwatch
+// report` and `hangwatch run`.
 //
 // Readers follow the format's rules: a line that is not a JSON object (a torn write) or not a
 // well-formed record is skipped without invalidating the others, unknown fields are ignored,

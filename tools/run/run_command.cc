@@ -21,9 +21,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/open_hang_file.h"
-#include "agent/regular_file.h"
-#include "agent/sinks/jsonl_writer.h"
+#include "hang/files/jsonl_writer.h"
+#include "hang/files/regular_file.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
 #include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
@@ -148,8 +148,8 @@ void Forward(int sig) {
 
 // Fails unless `path` can be appended to (created when missing, never truncated). A file this
 // check created is removed again unless `keep_created`. The report (kept) is opened by the rules
-// the shim writes it with (agent/regular_file.h: no symbolic link, FIFO or device), so that what
-// the shim would refuse stops the run here, before anything is created through a planted link.
+// the shim writes it with (hang/files/regular_file.h: no symbolic link, FIFO or device), so that
+// what the shim would refuse stops the run here, before anything is created through a planted link.
 bool CheckWritable(const std::string& path, bool keep_created, const std::string& flag,
                    std::string* error) {
   struct stat st;

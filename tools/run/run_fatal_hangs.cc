@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "agent/open_hang_file.h"
-#include "agent/sinks/jsonl_writer.h"
+#include "hang/files/jsonl_writer.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/report_reader.h"

@@ -1,6 +1,6 @@
 // The hangs that killed processes of a run: read back from the open-hang files of a run
-// directory (agent/open_hang_file.h), named offline, and appended to the report as the shim
-// writes its hangs.
+// directory (hang/open_hang/open_hang_file.h), named offline, and appended to the report as the
+// shim writes its hangs.
 #ifndef HANGWATCH_TOOLS_RUN_RUN_FATAL_HANGS_H_
 #define HANGWATCH_TOOLS_RUN_RUN_FATAL_HANGS_H_
 

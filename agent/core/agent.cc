@@ -1,0 +1,679 @@
+// The public API (include/hangwatch/hangwatch.h): the agent object, its watchdog thread, and
+// the list of sinks it reports to (sinks/hang_sink.h).
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <new>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "agent/core/agent_internal.h"
+#include "agent/core/config_options.h"
+#include "agent/core/exit_flush.h"
+#include "agent/core/hang_ring.h"
+#include "agent/core/labels.h"
+#include "agent/core/lag_reporter.h"
+#include "agent/core/memory_headroom.h"
+#include "agent/core/pass_timer.h"
+#include "agent/core/stall_monitor.h"
+#include "agent/core/watchdog_sleep.h"
+#include "agent/samplers/platform_sampler.h"
+#include "agent/sinks/callback_sink.h"
+#include "agent/sinks/hang_sink.h"
+#include "agent/sinks/jsonl_sink.h"
+#include "agent/sinks/sinks_from_config.h"
+#include "agent/sinks/spdlog_reporter.h"
+#include "hang/model/materialize.h"
+#include "hang/model/process_name.h"
+#include "hang/open_hang/open_hang_file.h"
+#include "hangwatch/hangwatch.h"
+#include "spdlog/spdlog.h"
+#include "symbols/cfi_unwinder.h"
+#include "symbols/module_map.h"
+#include "unwind/thread_capture.h"
+
+namespace hangwatch {
+namespace internal {
+std::atomic<uint64_t> g_run_loop_state{0};
+}  // namespace internal
+
+namespace agent {
+namespace {
+
+constexpr uint64_t kNsPerMs = 1'000'000;
+constexpr uint64_t kLivenessCheckNs = 1'000'000'000;
+
+class Agent final : public MonitorListener {
+ public:
+  Agent(const Config& config, const MonitorOptions& options)
+      : config_(config), options_(options), ring_(config.ring_capacity, options.limits) {}
+
+  ~Agent() override { StopThread(); }
+
+  // fork() from another thread waits, in PrepareFork(), until the watchdog is between two
+  // ticks: then it holds no lock of ours, of libc's stdio, of spdlog or of the symbolizer's
+  // caches, and the child inherits none of them locked. User callbacks run outside (they may
+  // wait for the thread that forks).
+  void LockForFork() { busy_mu_.lock(); }
+  void UnlockAfterFork() { busy_mu_.unlock(); }
+
+  // In the child of fork(): this agent is the parent's. Its watchdog thread does not exist
+  // here, its mutexes and condition variable may be held or waited on by threads that do not
+  // exist either, so it is never touched again and never destroyed (its destructor would wait
+  // forever). What it holds of the process (the sampling signal, descriptors) is given back.
+  // Async-signal-safe: system calls and atomic stores only.
+  void AbandonAfterFork() {
+    stop_.store(true);  // the forking thread may be the watchdog itself (a callback that forks)
+    if (signal_sampler_ != nullptr) {
+      ForgetPlatformSamplerAfterFork();
+    }
+    for (const auto& sink : sinks_) {
+      sink->ReleaseAfterFork();
+    }
+    if (open_file_ != nullptr) {
+      open_file_->ReleaseAfterFork();
+    }
+  }
+
+  Status Init(StartHooks hooks) {
+    initial_state_ = internal::RunLoopState(internal::g_run_loop_state);
+    if (!unwind::RegisterCurrentThread(&main_)) {
+      return Status::Error("hangwatch: cannot register the calling thread for sampling");
+    }
+    process_ = MainExecutablePath();
+    logger_ = config_.logger;
+    if (logger_ == nullptr && config_.log_hangs) {
+      logger_ = DefaultLogger();
+    }
+    host_ = HostName();
+    if (const char* env = LabelsVariable(); env != nullptr) {
+      std::string error;
+      if (!ParseLabels(env, &labels_, &error) && logger_) {
+        logger_->warn("hangwatch: HANGWATCH_LABELS: {}", error);
+      }
+    }
+    for (const auto& [k, v] : config_.labels) labels_[k] = v;
+
+    if (std::string error; !SinksFromConfig(config_, logger_, &sinks_, &error)) {
+      return Status::Error("hangwatch: " + error);
+    }
+    if (!config_.open_hang_path.empty()) {
+      HangRecord fatal;
+      std::string error;
+      switch (ReadOpenHangFile(config_.open_hang_path, &fatal, &error)) {
+        case OpenHangReadStatus::kFound:
+          fatal_ = std::move(fatal);
+          break;
+        case OpenHangReadStatus::kInvalid:
+          if (logger_) {
+            logger_->warn("hangwatch: ignoring the open-hang file: {}", error);
+          }
+          break;
+        case OpenHangReadStatus::kNoOpenHang:
+          break;
+      }
+      open_file_ = OpenHangFile::Create(config_.open_hang_path, options_.limits, &error);
+      if (open_file_ == nullptr) {
+        return Status::Error("hangwatch: " + error);
+      }
+    }
+
+    env_ = hooks.env ? std::move(hooks.env) : MakeSystemWatchdogEnv();
+    normalizer_ = hooks.normalizer ? std::move(hooks.normalizer) : MakeSymbolizingLeafNormalizer();
+    if (hooks.sampler) {
+      sampler_ = std::move(hooks.sampler);
+    } else {
+      // This platform's (platform_sampler.h): a signal behind /proc reads on Linux, Mach
+      // thread suspension on Apple.
+      PlatformSampler platform;
+      if (std::string error; !MakePlatformSampler(config_, &platform, &error)) {
+        return Status::Error("hangwatch: " + error);
+      }
+      signal_ = platform.signal;
+      signal_sampler_ = std::move(platform.signal_sampler);
+      sampler_ = std::move(platform.sampler);
+      cause_probe_ = std::move(platform.cause_probe);
+      other_sampler_ = std::move(platform.other_sampler);
+      runtime_frames_ = std::move(platform.runtime_frames);
+      for (const std::string& note : platform.notes) {
+        if (logger_) logger_->warn("hangwatch: {}", note);
+      }
+    }
+    if (config_.stack_copy_bytes > 0) {
+      // CFI over the stack copies, on the watchdog thread (symbols/cfi_unwinder.h). Without
+      // it (libdwfl could not read this process's modules) the frame-pointer frames stay.
+      auto cfi = symbols::CfiUnwinder::ForSelf();
+      if (cfi.ok()) cfi_ = std::move(*cfi);
+    }
+    monitor_ = std::make_unique<StallMonitor>(options_, &internal::g_run_loop_state, main_,
+                                              sampler_.get(), env_.get(), normalizer_.get(), &ring_,
+                                              this, &stats_, config_.stack_copy_bytes);
+    monitor_->set_cfi_unwinder(cfi_.get());
+    monitor_->set_shutdown_pass(ShutdownPassState());
+    monitor_->set_wait_cause_probe(cause_probe_.get());
+    monitor_->set_other_thread_sampler(other_sampler_.get());
+    if (runtime_frames_ != nullptr) {
+      runtime_frames_->Watch(main_);
+      runtime_frames_->set_note([logger = logger_](const std::string& note) {
+        if (logger) logger->warn("hangwatch: {}", note);
+      });
+      monitor_->set_runtime_frames(runtime_frames_.get());
+      // A fatal hang read back names its Python frames as this process does.
+      if (open_file_ != nullptr) open_file_->set_python_names(runtime_frames_->names());
+    }
+    if (config_.time_every_pass) {
+      // On the watched thread: the pass under way, if any, is timed from now.
+      EnablePassTimer();
+      report::Lag identity;
+      identity.pid = options_.pid;
+      identity.process_name = ThisProcessName();
+      identity.host = host_;
+      identity.labels = labels_;
+      lag_.emplace(std::move(identity),
+                   static_cast<uint64_t>(config_.lag_interval.count()) * kNsPerMs);
+      lag_->Begin(ReadPassTimer(), MonotonicNs(), UnixMs());
+    }
+    return Status::Ok();
+  }
+
+  void StartThread() {
+    // Armed before the thread runs: an _exit() right after Start() finds a watchdog to ask
+    // (which sees the request before its first tick).
+    ExitFlushArm(pthread_self());
+    // The watchdog must not take the application's process-directed signals: block every
+    // asynchronous signal in it (the new thread inherits the mask).
+    sigset_t all, old;
+    sigfillset(&all);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) {
+      sigdelset(&all, s);
+    }
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    thread_ = std::thread([this] { Run(); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+
+  // Joins the watchdog and uninstalls the sampler (restoring the signal's disposition).
+  void StopThread() {
+    if (thread_.joinable() && thread_.get_id() == std::this_thread::get_id()) {
+      // The watchdog itself, in exit(): when the watched thread ended with pthread_exit() and
+      // the watchdog, having noticed, was the last thread to return, glibc calls exit(0) on
+      // it, and the exit handlers and static destructors run here. Its loop is over.
+      thread_.detach();
+    }
+    if (thread_.joinable()) {
+      stop_.store(true, std::memory_order_release);
+      WakeWatchdog();
+      thread_.join();
+      if (lag_) DisablePassTimer();
+      final_state_.store(internal::RunLoopState(internal::g_run_loop_state),
+                         std::memory_order_relaxed);
+    }
+    // Everything but the ring and the counters (kept for RecentHangs() and GetStats() until
+    // the next Start()) goes now: no descriptor or mapping outlives Stop(). Under busy_mu_, so
+    // that a fork() meanwhile sees each of them whole or gone.
+    std::lock_guard<std::mutex> busy(busy_mu_);
+    monitor_.reset();
+    cause_probe_.reset();
+    other_sampler_.reset();
+    sampler_.reset();
+    signal_sampler_.reset();
+    cfi_.reset();
+    open_file_.reset();
+    for (const auto& sink : sinks_) {
+      sink->Flush();
+    }
+    sinks_.clear();
+    env_.reset();
+    normalizer_.reset();
+    signal_ = 0;
+  }
+
+  std::thread::id watchdog_id() const { return thread_.get_id(); }
+  int signal() const { return signal_.load(); }
+
+  std::vector<HangRecord> Recent() {
+    // Copy out under the ring's lock, symbolize outside it (the watchdog may be pushing).
+    std::vector<std::unique_ptr<HangData>> copies;
+    ring_.ForEachNewestFirst([&](const HangData& h) {
+      copies.push_back(std::make_unique<HangData>(h.limits()));
+      copies.back()->CopyFrom(h);
+    });
+    std::vector<HangRecord> out;
+    const MaterializeOptions mo = LocalOptions();
+    out.reserve(copies.size() + 1);
+    for (const auto& h : copies) {
+      out.push_back(Materialize(*h, mo));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fatal_reported_) {
+      out.push_back(*fatal_reported_);  // the oldest: it happened before us
+    }
+    return out;
+  }
+
+  Stats GetStats() const {
+    Stats s = stats_.Snapshot();
+    // Passes straight from the pass counter, so the count is exact even between the
+    // watchdog's looks; frozen when the watchdog stops.
+    const uint64_t state = final_state_.load(std::memory_order_relaxed) != kNoState
+                               ? final_state_.load(std::memory_order_relaxed)
+                               : internal::RunLoopState(internal::g_run_loop_state);
+    s.passes_seen = (state + 1) / 2 - (initial_state_ + 1) / 2;
+    // Every pass since Start() (lag_->SinceBegin reads only what Init() wrote).
+    if (lag_) s.lag = lag_->SinceBegin(ReadPassTimer()).Figures();
+    return s;
+  }
+  uint64_t TrackedState() const { return stats_.tracked_state.load(std::memory_order_relaxed); }
+  std::shared_ptr<spdlog::logger> logger() const { return logger_; }
+
+  // ---- MonitorListener (watchdog thread) ----
+  void OnHangOpened(const HangData& hang) override {
+    if (open_file_) {
+      open_file_->Open(hang);
+    }
+  }
+  void OnHangSample(const HangData& hang) override {
+    if (open_file_) {
+      open_file_->AddLastSample(hang);
+    }
+  }
+  void OnHangDiscarded() override {
+    if (open_file_) {
+      open_file_->Clear();
+    }
+  }
+  void OnSamplingSignalTaken() override {
+    if (logger_) {
+      logger_->warn(
+          "hangwatch: the application replaced the handler of signal {} (hangwatch's sampling "
+          "signal); running threads are no longer sampled, threads asleep in the kernel still are",
+          signal_.load());
+    }
+  }
+  void OnHangClosed(const HangData& hang) override {
+    if (open_file_) {
+      open_file_->Clear();
+    }
+    if (!HasSinks()) {
+      return;
+    }
+    // Out of memory (an address-space limit, a process at its end), the hang is still told
+    // unnamed, or not at all: never an exception out of the watchdog thread (std::terminate).
+    std::optional<HangRecord> record;
+    MaterializeOptions mo = LocalOptions();
+    mo.symbolize = !NearMemoryLimit();  // memory_headroom.h
+    try {
+      record.emplace(Materialize(hang, mo));
+    } catch (const std::bad_alloc&) {
+      mo.symbolize = false;  // the symbol tables are what needs memory
+      try {
+        record.emplace(Materialize(hang, mo));
+      } catch (const std::bad_alloc&) {
+        stats_.hangs_unreported.fetch_add(1, std::memory_order_relaxed);
+        // hangwatch run counts it as lost. The note is file I/O: with busy_mu_ released, as
+        // Dispatch() writes, so that a fork() never waits for it.
+        busy_mu_.unlock();
+        NotifyUnwrittenRecord("hang", ENOMEM);
+        busy_mu_.lock();
+        return;
+      }
+    }
+    Report(*record);
+  }
+
+ private:
+  MaterializeOptions LocalOptions() const {
+    MaterializeOptions mo;
+    mo.modules = symbols::CurrentModuleMap();
+    mo.addresses_are_local = true;
+    mo.process = process_;
+    mo.host = host_;
+    mo.labels = labels_;
+    mo.python_names = runtime_frames_ != nullptr ? runtime_frames_->names() : nullptr;
+    return mo;
+  }
+
+  bool HasSinks() const {
+    for (const auto& sink : sinks_) {
+      if (sink->Wants()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Hands a record to every sink (`give(sink, errors)`). Called with busy_mu_ held (by the
+  // watchdog). Released around the sinks that may block for long without holding any lock in
+  // user space (the file write: a FIFO, a hung network file system; the user's callbacks), so
+  // that a fork() never waits for them. What failed is logged once busy_mu_ is held again.
+  // A sink that runs out of memory misses this record (counted); the others still get it, and
+  // busy_mu_ is held again whatever happened.
+  template <typename Give>
+  void Dispatch(const Give& give) {
+    SinkErrors errors;
+    auto give_one = [&](HangSink& sink) {
+      try {
+        give(sink, &errors);
+      } catch (const std::bad_alloc&) {
+        stats_.hangs_unreported.fetch_add(1, std::memory_order_relaxed);
+      }
+    };
+    for (const auto& sink : sinks_) {
+      if (!sink->MayBlock()) give_one(*sink);
+    }
+    busy_mu_.unlock();
+    for (const auto& sink : sinks_) {
+      if (sink->MayBlock()) give_one(*sink);
+    }
+    busy_mu_.lock();
+    if (logger_) {
+      try {
+        for (const std::string& error : errors) logger_->error("hangwatch: {}", error);
+      } catch (const std::bad_alloc&) {
+      }
+    }
+  }
+  void Report(const HangRecord& record) {
+    Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnHang(record, errors); });
+  }
+  // The lag record of the interval ending now, if it had passes, to every sink (busy_mu_
+  // held). `with_running_pass`: the process is exiting, and the watched thread's pass under
+  // way, if any (exit() called on another thread), ends with it: counted as it stands.
+  void ReportLag(bool with_running_pass = false) {
+    PassHistogram passes = ReadPassTimer();
+    const uint64_t state = internal::RunLoopState(internal::g_run_loop_state);
+    if (uint64_t ns = 0; with_running_pass && (state & 1) != 0 && env_->RunningPassNs(state, &ns)) {
+      passes.Add(ns);
+    }
+    std::optional<report::Lag> record = lag_->Close(passes, MonotonicNs(), UnixMs());
+    if (record) {
+      Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnLag(*record, errors); });
+    }
+  }
+
+  static uint64_t MonotonicNs() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  }
+  static int64_t UnixMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  void Run() {
+    NameWatchdogThread();
+    if (fatal_) {
+      // A hang of this machine's last run: it had the labels it has now, or none.
+      if (fatal_->host.empty()) fatal_->host = host_;
+      if (fatal_->labels.empty()) fatal_->labels = labels_;
+      stats_.fatal_hangs.fetch_add(1, std::memory_order_relaxed);
+      {
+        std::lock_guard<std::mutex> busy(busy_mu_);
+        Report(*fatal_);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      fatal_reported_ = std::move(fatal_);
+      fatal_.reset();
+    }
+    uint64_t next_liveness_ns = 0;
+    bool watched_thread_exited = false;
+    // Stop() and an _exit() that asks for the last records (exit_flush.h) both wake the sleep
+    // (watchdog_sleep.h) and end the loop.
+    for (;;) {
+      const uint32_t wakeups = WatchdogWakeups();
+      if (stop_.load(std::memory_order_acquire) || ExitFlushRequested()) break;
+      // The watched thread can end without Stop(): a main thread that calls pthread_exit()
+      // leaves the process to its other threads, and when the watchdog is the last of them
+      // (blocking every signal) the process would never end nor take a SIGTERM. Looked at
+      // once a second; a watchdog whose thread is gone ends as at Stop().
+      if (MonotonicNs() >= next_liveness_ns) {
+        if (env_->ThreadExited(main_)) {
+          watched_thread_exited = true;
+          break;
+        }
+        next_liveness_ns = MonotonicNs() + kLivenessCheckNs;
+      }
+      uint64_t next;
+      {
+        std::lock_guard<std::mutex> busy(busy_mu_);
+        next = monitor_->Tick();
+        if (lag_ && MonotonicNs() >= lag_->due_ns()) ReportLag();
+        if (lag_) next = std::min(next, lag_->due_ns());
+      }
+      next = std::min(next, next_liveness_ns);
+      if (stop_.load(std::memory_order_acquire) || ExitFlushRequested()) break;
+      WatchdogSleepUntil(next, wakeups);
+    }
+    std::lock_guard<std::mutex> busy(busy_mu_);
+    if (watched_thread_exited && logger_) {
+      logger_->warn("hangwatch: the watched thread {} has exited; the watchdog stops", main_.tid);
+    }
+    monitor_->Finish(watched_thread_exited);
+    if (lag_) ReportLag(ExitNoted());  // the last interval, however short
+    if (ExitFlushRequested()) ExitFlushDone();
+    ExitFlushDisarm();
+  }
+
+  const Config config_;
+  const MonitorOptions options_;
+  unwind::ThreadInfo main_;
+  std::string process_;
+  std::shared_ptr<spdlog::logger> logger_;  // the spdlog sink's, and where sink errors go
+  std::string host_;
+  std::map<std::string, std::string> labels_;  // HANGWATCH_LABELS, then Config::labels
+  std::optional<LagReporter> lag_;             // with Config::time_every_pass
+  std::vector<std::unique_ptr<HangSink>> sinks_;
+  std::unique_ptr<OpenHangFile> open_file_;
+  std::optional<HangRecord> fatal_;           // read at Start, reported by the watchdog
+  std::optional<HangRecord> fatal_reported_;  // kept for RecentHangs()
+  std::unique_ptr<WatchdogEnv> env_;
+  std::unique_ptr<LeafNormalizer> normalizer_;
+  std::unique_ptr<unwind::ThreadSampler> signal_sampler_;  // behind sampler_ (ProcFirstSampler)
+  std::unique_ptr<unwind::ThreadSampler> sampler_;
+  std::unique_ptr<WaitCauseProbe> cause_probe_;  // why blocked samples wait (null: no causes)
+  std::unique_ptr<OwnerSampler> other_sampler_;  // lock owners' (over signal_sampler_)
+  // The Python frames of a CPython process (python_stacks.h); null: none.
+  std::unique_ptr<RuntimeFrames> runtime_frames_;
+  std::unique_ptr<symbols::CfiUnwinder> cfi_;
+  std::atomic<int> signal_{0};  // read by SamplingSignal() from any thread
+  HangRing ring_;
+  MonitorStats stats_;
+  static constexpr uint64_t kNoState = ~uint64_t{0};
+  uint64_t initial_state_ = 0;                   // g_run_loop_state at Init()
+  std::atomic<uint64_t> final_state_{kNoState};  // g_run_loop_state when the watchdog stopped
+  std::unique_ptr<StallMonitor> monitor_;
+
+  std::mutex mu_;  // fatal_reported_
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex busy_mu_;  // held by the watchdog while it works (LockForFork)
+};
+
+// Start/Stop are serialized by g_lifecycle; g_agent (the running or last agent) by g_mu, held
+// only to copy the pointer.
+std::mutex g_lifecycle;
+std::mutex g_mu;
+std::shared_ptr<Agent> g_agent;
+bool g_running = false;
+std::atomic<std::thread::id> g_watchdog_id{};
+
+std::shared_ptr<Agent> CurrentAgent() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_agent;
+}
+
+bool OnWatchdogThread() { return g_watchdog_id.load() == std::this_thread::get_id(); }
+
+// ---- fork ----
+// The agent whose watchdog PrepareFork() paused, between the prepare and the after-fork
+// handlers of one fork().
+std::shared_ptr<Agent> g_fork_agent;
+// Where the child puts the references to its parent's agent: constructed over, never
+// destroyed, so the agent stays alive (and untouched) until the child exits.
+alignas(std::shared_ptr<Agent>) unsigned char g_abandoned[2][sizeof(std::shared_ptr<Agent>)];
+
+void PrepareFork() {
+  if (OnWatchdogThread()) {
+    return;  // a callback forks: the watchdog is in a callback, outside its busy section
+  }
+  std::shared_ptr<Agent> agent = CurrentAgent();
+  if (agent != nullptr) {
+    agent->LockForFork();
+    g_fork_agent = std::move(agent);
+  }
+}
+
+void ParentAfterFork() {
+  if (g_fork_agent != nullptr) {
+    g_fork_agent->UnlockAfterFork();
+    g_fork_agent.reset();
+  }
+}
+
+// The child has one thread, the one that called fork(). The parent's agent is abandoned (see
+// Agent::AbandonAfterFork) and our locks are made new, since any of them may have been held by
+// a thread that does not exist here. The child starts unwatched: Start() works again, Stop()
+// is a no-op.
+void ChildAfterFork() {
+  new (&g_lifecycle) std::mutex;
+  new (&g_mu) std::mutex;
+  new (&Callbacks().mu) std::mutex;
+  DisablePassTimer();  // an atomic store; a Start() in the child enables it again
+  ExitFlushDisarm();   // no watchdog polls here
+  if (g_agent != nullptr) {
+    g_agent->AbandonAfterFork();
+  }
+  new (g_abandoned[0]) std::shared_ptr<Agent>(std::move(g_agent));
+  new (g_abandoned[1]) std::shared_ptr<Agent>(std::move(g_fork_agent));
+  g_running = false;
+  g_watchdog_id.store(std::thread::id{});
+}
+
+void InstallForkHandlers() {
+  static const bool installed = pthread_atfork(PrepareFork, ParentAfterFork, ChildAfterFork) == 0;
+  (void)installed;
+}
+
+}  // namespace
+
+Status StartWithHooks(const Config& config, StartHooks hooks) {
+  if (OnWatchdogThread()) {
+    return Status::Error("hangwatch: Start() called from a hang callback");
+  }
+  InstallForkHandlers();
+  std::lock_guard<std::mutex> lifecycle(g_lifecycle);
+  if (g_running) {
+    return Status::Error("hangwatch: already running; call Stop() first");
+  }
+  if (Status s = Validate(config); !s.ok()) {
+    return s;
+  }
+  auto agent = std::make_shared<Agent>(config, OptionsFrom(config));
+  if (Status s = agent->Init(std::move(hooks)); !s.ok()) {
+    return s;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_agent = agent;  // the previous (stopped) agent goes away here
+  }
+  agent->StartThread();
+  g_watchdog_id.store(agent->watchdog_id());
+  g_running = true;
+  return Status::Ok();
+}
+
+bool WatchdogSeesCurrentPass() {
+  auto agent = CurrentAgent();
+  const uint64_t state = internal::RunLoopState(internal::g_run_loop_state);
+  return agent != nullptr && (state & 1) != 0 && agent->TrackedState() == state;
+}
+
+int SamplingSignal() {
+  auto agent = CurrentAgent();
+  return agent ? agent->signal() : 0;
+}
+
+}  // namespace agent
+
+Status Start(const Config& config) { return agent::StartWithHooks(config, agent::StartHooks{}); }
+
+void Stop() {
+  if (agent::OnWatchdogThread()) {
+    return;  // cannot join itself; documented
+  }
+  std::lock_guard<std::mutex> lifecycle(agent::g_lifecycle);
+  if (!agent::g_running) {
+    return;
+  }
+  auto a = agent::CurrentAgent();
+  if (a) {
+    a->StopThread();
+  }
+  agent::g_watchdog_id.store(std::thread::id{});
+  agent::g_running = false;
+}
+
+bool IsRunning() {
+  std::lock_guard<std::mutex> lifecycle(agent::g_lifecycle);
+  return agent::g_running;
+}
+
+std::vector<HangRecord> RecentHangs() {
+  auto a = agent::CurrentAgent();
+  return a ? a->Recent() : std::vector<HangRecord>{};
+}
+
+int AddHangCallback(HangCallback callback) {
+  auto& r = agent::Callbacks();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const int id = r.next_id++;
+  r.callbacks.emplace_back(id, std::make_shared<HangCallback>(std::move(callback)));
+  return id;
+}
+
+bool RemoveHangCallback(int id) {
+  auto& r = agent::Callbacks();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (auto it = r.callbacks.begin(); it != r.callbacks.end(); ++it) {
+    if (it->first == id) {
+      r.callbacks.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void DumpRecentHangs(spdlog::logger* logger) {
+  auto a = agent::CurrentAgent();
+  std::shared_ptr<spdlog::logger> keep;
+  if (logger == nullptr) {
+    keep = a && a->logger() ? a->logger() : agent::DefaultLogger();
+    logger = keep.get();
+  }
+  std::vector<HangRecord> hangs = RecentHangs();
+  logger->info("hangwatch: {} recent hang{}", hangs.size(), hangs.size() == 1 ? "" : "s");
+  for (auto it = hangs.rbegin(); it != hangs.rend(); ++it) {
+    agent::LogHang(*logger, *it);
+  }
+}
+
+Stats GetStats() {
+  auto a = agent::CurrentAgent();
+  return a ? a->GetStats() : Stats{};
+}
+
+PassHistogram PassDurations() { return agent::ReadPassTimer(); }
+
+}  // namespace hangwatch

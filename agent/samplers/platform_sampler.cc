@@ -1,0 +1,43 @@
+// MakePlatformSampler for Linux (the Apple one is agent/samplers/mach/mach_platform_sampler.cc).
+#include "agent/samplers/platform_sampler.h"
+
+#include <chrono>
+
+#include "agent/samplers/python_stacks.h"
+#include "unwind/proc_blocked_reader.h"
+#include "unwind/signal_sampler.h"
+
+namespace hangwatch::agent {
+
+bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string* error) {
+  unwind::SignalSamplerOptions so;
+  so.signal = config.signal;
+  so.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(config.capture_timeout);
+  so.max_frames = config.max_frames;
+  so.max_stack_bytes = config.stack_copy_bytes;
+  // ProcFirstSampler reads the scheduler state right before falling back to the signal; a
+  // second read would only lengthen the round trip (README, Performance).
+  so.read_sched_state = false;
+  // A CPython process: its Python frames, recorded by a capture hook (python_stacks.h).
+  std::string note;
+  std::unique_ptr<PythonStacks> python = PythonStacks::Create(config.max_frames, &note);
+  if (!note.empty()) out->notes.push_back(note);
+  so.max_extra_words = python != nullptr ? python->extra_words() : 0;
+  auto sampler = unwind::SignalSampler::Create(so, error);
+  if (sampler == nullptr) {
+    return false;
+  }
+  out->signal = sampler->signal_number();
+  // Threads sleeping in the kernel are read through /proc (no signal, no EINTR); running ones
+  // are interrupted (unwind/proc_blocked_reader.h).
+  out->signal_sampler = std::move(sampler);
+  out->sampler = std::make_unique<unwind::ProcFirstSampler>(out->signal_sampler.get());
+  out->cause_probe = MakeLinuxWaitCauseProbe();
+  out->other_sampler = MakeLinuxOwnerSampler(out->signal_sampler.get());
+  out->runtime_frames = std::move(python);
+  return true;
+}
+
+void ForgetPlatformSamplerAfterFork() { unwind::SignalSampler::ForgetAfterFork(); }
+
+}  // namespace hangwatch::agent
