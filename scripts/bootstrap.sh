@@ -11,7 +11,7 @@ packages=(
   elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
   libxml2-utils chromium redis-server redis-tools postgresql-15
   libcurl4-openssl-dev libdebuginfod-dev debuginfod python3-yaml
-  libsimdjson-dev protobuf-compiler libprotobuf-dev golang-go golang-github-google-pprof-dev jq
+  protobuf-compiler libprotobuf-dev golang-go golang-github-google-pprof-dev jq
   prometheus-cpp-dev prometheus
   e2fsprogs
   emacs-nox gunicorn xvfb xauth zenity python3-gi gir1.2-gtk-3.0 nginx tk tmux sqlite3 python3-tk

@@ -72,7 +72,7 @@ constexpr char kUsage[] =
     "  --jobs N, -j N     reading threads (default: one per CPU)\n"
     "  --output FILE, -o FILE   write there instead of stdout\n"
     "\n"
-    "Files are read in parallel, large ones in slices, with simdjson; stacks are skipped, not\n"
+    "Files are read in parallel, large ones in slices; stacks are skipped, not\n"
     "decoded. Bad lines (torn writes), records of unknown types or of another format version,\n"
     "and whole files that cannot be read or are compressed are counted and skipped with a note\n"
     "on stderr; so is a culprit whose hang cannot be read again (the file changed), shown as\n"

@@ -1,8 +1,7 @@
 // `hangwatch top` in the main CLI: runs `hangwatch-top`, the program beside it that holds the
-// command (top_command.cc). `top` parses with simdjson, which Debian ships as a shared library
-// only; kept in a program of its own, it leaves every other command a static binary that starts
-// in a fraction of a millisecond (docs/performance.md) instead of loading libsimdjson and
-// libstdc++ on each run.
+// command (top_command.cc). `top` parsed with simdjson, which Debian ships as a shared library
+// only, so it became a program of its own; it now scans with report/record_scan.h, as every
+// command does, and the program stays apart until it joins the static CLI.
 #include <unistd.h>
 
 #include <cerrno>
