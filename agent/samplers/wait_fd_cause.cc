@@ -58,6 +58,10 @@ void FillFromFd(const cause::FdDescription& d, WaitCause* out) {
   }
 }
 
+// The /proc scan for the other end of `d` stopped at a bound of its budget: the holders it
+// lists (none, often) are only those found before it stopped.
+bool ScanCutShort(const cause::FdDescription& d) { return IsIpc(d.kind) && !d.scan.complete; }
+
 // The path argument at `addr` of this process (guarded reads, never past its page).
 void ReadPathArgument(uint64_t addr, char (&out)[256]) {
   out[0] = '\0';
@@ -75,8 +79,9 @@ void ReadPathArgument(uint64_t addr, char (&out)[256]) {
 
 }  // namespace
 
-FdWaitResolver::FdWaitResolver()
-    : scratch_(std::make_unique<cause::WaitFdsScratch>()),
+FdWaitResolver::FdWaitResolver(const cause::ScanBudget& budget)
+    : budget_(budget),
+      scratch_(std::make_unique<cause::WaitFdsScratch>()),
       wait_fds_(std::make_unique<cause::WaitFds>()),
       fd_(std::make_unique<cause::FdDescription>()),
       kernel_(std::make_unique<cause::KernelWait>()),
@@ -103,12 +108,18 @@ void FdWaitResolver::CopyCached(const WaitCause& from, WaitCause* to) {
 }
 
 void FdWaitResolver::Resolve(pid_t tid, char state, const cause::DecodedWait& w, WaitCause* out) {
-  if (cached_valid_ && cached_tid_ == tid && cached_state_ == state && cached_nr_ == w.nr &&
-      std::memcmp(cached_args_, w.args, sizeof(cached_args_)) == 0) {
+  const bool same = cached_valid_ && cached_tid_ == tid && cached_state_ == state &&
+                    cached_nr_ == w.nr &&
+                    std::memcmp(cached_args_, w.args, sizeof(cached_args_)) == 0;
+  // A description whose scan was cut short is tried again on the next samples (a scan that ran
+  // out of time on a loaded machine usually finishes on another try), a bounded number of times
+  // so that a machine where it never fits pays a few budgets per hang, not one per sample.
+  if (same && (cached_complete_ || redescriptions_ >= kMaxRedescriptions)) {
     CopyCached(*cached_, out);
     return;
   }
-  Describe(tid, state, w, out);
+  redescriptions_ = same ? redescriptions_ + 1 : 0;
+  cached_complete_ = Describe(tid, state, w, out);
   ++descriptions_;
   CopyCached(*out, cached_.get());
   cached_valid_ = true;
@@ -118,23 +129,24 @@ void FdWaitResolver::Resolve(pid_t tid, char state, const cause::DecodedWait& w,
   std::memcpy(cached_args_, w.args, sizeof(cached_args_));
 }
 
-void FdWaitResolver::Describe(pid_t tid, char state, const cause::DecodedWait& w, WaitCause* out) {
+bool FdWaitResolver::Describe(pid_t tid, char state, const cause::DecodedWait& w, WaitCause* out) {
   // A thread in uninterruptible sleep waits for I/O whatever the call; otherwise what the
   // descriptor is decides.
   out->kind = state == 'D' ? CauseKind::kIo : CauseKind::kOther;
-  const cause::ScanBudget budget;
+  bool complete = true;
   if (w.wait == cause::SyscallWait::kDescriptors) {
     unwind::TaskSyscall sys;
     sys.fields = 9;
     sys.nr = w.nr;
     std::memcpy(sys.args, w.args, sizeof(sys.args));
     *wait_fds_ = cause::WaitFds{};
-    if (cause::DescribeWaitFds(0, sys, budget, scratch_.get(), wait_fds_.get())) {
+    if (cause::DescribeWaitFds(0, sys, budget_, scratch_.get(), wait_fds_.get())) {
       const cause::WaitFds& wf = *wait_fds_;
       out->num_fds = 0;
       for (size_t i = 0; i < wf.count && out->num_fds < kCauseMaxFds; ++i) {
         out->fds[out->num_fds++] = wf.fds[i].fd;
       }
+      for (size_t i = 0; i < wf.count; ++i) complete = complete && !ScanCutShort(wf.described[i]);
       // The first descriptor with another side names it; a file otherwise.
       for (size_t i = 0; i < wf.count; ++i) {
         if (IsIpc(wf.described[i].kind)) {
@@ -153,7 +165,8 @@ void FdWaitResolver::Describe(pid_t tid, char state, const cause::DecodedWait& w
     out->fds[0] = w.fd;
     out->num_fds = 1;
     *fd_ = cause::FdDescription{};
-    if (cause::DescribeFd(0, w.fd, budget, &scratch_->peer, fd_.get())) FillFromFd(*fd_, out);
+    if (cause::DescribeFd(0, w.fd, budget_, &scratch_->peer, fd_.get())) FillFromFd(*fd_, out);
+    complete = !ScanCutShort(*fd_);
   } else if (w.wait == cause::SyscallWait::kFile && w.path_addr != 0) {
     ReadPathArgument(w.path_addr, out->path);
     if (out->path[0] != '\0') out->kind = CauseKind::kIo;
@@ -165,6 +178,7 @@ void FdWaitResolver::Describe(pid_t tid, char state, const cause::DecodedWait& w
       if (kernel_->stack_readable) CopyText(kernel_->stack, out->kernel_stack);
     }
   }
+  return complete;
 }
 
 HangScheduling::HangScheduling()

@@ -14,6 +14,7 @@
 
 #include <memory>
 
+#include "cause/scan_budget.h"
 #include "cause/syscall_decode.h"
 #include "hang/model/wait_cause.h"
 
@@ -33,10 +34,15 @@ namespace hangwatch::agent {
 
 // A descriptor is described once per hang, and again only when the thread's system call line
 // (number, arguments) or its state changes: describing one scans /proc (milliseconds), while a
-// repeated sample of the same wait costs one comparison and a copy.
+// repeated sample of the same wait costs one comparison and a copy. A description whose /proc
+// scan for the other end was cut short by its budget (a loaded machine stretches the scan past
+// its time) is not an answer: the next samples describe the wait again, up to
+// kMaxRedescriptions times per wait, then keep the last description.
 class FdWaitResolver {
  public:
-  FdWaitResolver();
+  static constexpr int kMaxRedescriptions = 4;
+  // `budget` bounds each description's scans (tests give smaller or larger ones).
+  explicit FdWaitResolver(const cause::ScanBudget& budget = {});
   ~FdWaitResolver();
   // A new hang: what was described, and the peers' caches, are forgotten.
   void Forget();
@@ -47,8 +53,11 @@ class FdWaitResolver {
   uint64_t descriptions() const { return descriptions_; }
 
  private:
-  void Describe(pid_t tid, char state, const cause::DecodedWait& w, WaitCause* out);
+  // Returns false when a scan for a descriptor's other end was cut short by the budget.
+  bool Describe(pid_t tid, char state, const cause::DecodedWait& w, WaitCause* out);
   static void CopyCached(const WaitCause& from, WaitCause* to);
+
+  cause::ScanBudget budget_;
 
   std::unique_ptr<cause::WaitFdsScratch> scratch_;
   std::unique_ptr<cause::WaitFds> wait_fds_;
@@ -56,6 +65,8 @@ class FdWaitResolver {
   std::unique_ptr<cause::KernelWait> kernel_;
   std::unique_ptr<WaitCause> cached_;  // the last description, with its key below
   bool cached_valid_ = false;
+  bool cached_complete_ = false;  // its scans finished: an answer for the rest of the hang
+  int redescriptions_ = 0;        // of the cached wait, after cut scans
   pid_t cached_tid_ = 0;
   char cached_state_ = 0;
   int64_t cached_nr_ = -1;

@@ -1,11 +1,14 @@
 // End to end, the causes the cause/ resolvers give a hang: a read on a
 // pipe names the child that holds its other end (ipc), a main thread sharing its CPU with three
 // busy threads is starved, a mapped file read back from disk page by page is a fault. Each
-// peer is started here and killed and reaped at the end.
+// peer is started here and killed and reaped at the end. And what the agent's FdWaitResolver
+// keeps between the samples of one wait: a description whose scan for the other end was cut
+// short by its budget is not kept as the answer.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,10 +19,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "agent/samplers/wait_fd_cause.h"
 #include "hangwatch/hangwatch.h"
 #include "report/report_decode.h"
 #include "report/report_record.h"
@@ -278,6 +283,117 @@ TEST(WaitCauseFaultTest, MappedFileDroppedFromThePageCacheIsAFault) {
   EXPECT_NE(h.cause.summary.find(std::to_string(h.cause.major_faults) + " major page faults"),
             std::string::npos)
       << h.cause.summary;
+}
+
+// A thread of this process in read() on `fd`, as the probe decodes it.
+cause::DecodedWait ReadOn(int fd) {
+  cause::DecodedWait w;
+  w.wait = cause::SyscallWait::kFile;
+  w.nr = SYS_read;
+  w.fd = fd;
+  w.args[0] = static_cast<uint64_t>(fd);
+  return w;
+}
+
+// Sends descriptor `fd` over Unix socket `via` (async-signal-safe: a PeerChild's body).
+void SendFd(int via, int fd) {
+  char byte = 'f';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  (void)!sendmsg(via, &msg, 0);
+}
+
+int ReceiveFd(int via) {
+  char byte;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (recvmsg(via, &msg, 0) != 1) return -1;
+  const cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;
+  int fd;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return fd;
+}
+
+// A budget that stops every /proc scan after this process's descriptors (as a loaded machine
+// stops one at its time bound): a peer socket held by a child only is not reached.
+cause::ScanBudget ThisProcessOnly() {
+  cause::ScanBudget b;
+  b.max_processes = 1;
+  return b;
+}
+
+// The first sample of a wait on a Unix socket scans /proc for the peer's holder and is cut
+// short; the next sample, once the peer is within the budget's reach (this process holds it
+// too), names it. Remembering the cut scan kept "no peer" for the whole hang.
+TEST(FdWaitResolverTest, AScanCutShortIsTriedAgainOnTheNextSample) {
+  int sv[2], ctl[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl), 0);
+  // The child holds the peer end and hands it over when asked.
+  testing::PeerChild child("peer-end", [&] {
+    char c;
+    if (read(ctl[1], &c, 1) == 1) SendFd(ctl[1], sv[1]);
+  });
+  close(sv[1]);
+  close(ctl[1]);
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  agent::FdWaitResolver resolver(ThisProcessOnly());
+  agent::WaitCause first, second;
+  resolver.Resolve(tid, 'S', ReadOn(sv[0]), &first);
+  EXPECT_EQ(first.kind, CauseKind::kIpc);
+  EXPECT_EQ(first.num_peers, 0) << "the child is out of the budget's reach";
+  ASSERT_EQ(write(ctl[0], "?", 1), 1);
+  const int peer = ReceiveFd(ctl[0]);
+  ASSERT_GE(peer, 0);
+  resolver.Resolve(tid, 'S', ReadOn(sv[0]), &second);
+  EXPECT_EQ(resolver.descriptions(), 2u) << "the cut scan was kept as the answer";
+  EXPECT_EQ(second.kind, CauseKind::kIpc);
+  ASSERT_EQ(second.num_peers, 1);
+  EXPECT_EQ(second.peers[0].pid, getpid());
+  close(peer);
+  close(sv[0]);
+  close(ctl[0]);
+}
+
+// Scans that never fit their budget cost a bounded number of descriptions per wait; one that
+// finishes is an answer for the rest of the hang.
+TEST(FdWaitResolverTest, CutScansAreRetriedABoundedNumberOfTimesAFinishedOneIsKept) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  testing::PeerChild child("peer-end", [] {});
+  close(sv[1]);
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  agent::WaitCause cause;
+  agent::FdWaitResolver cut(ThisProcessOnly());
+  for (int i = 0; i < 20; ++i) cut.Resolve(tid, 'S', ReadOn(sv[0]), &cause);
+  EXPECT_EQ(cut.descriptions(), 1u + agent::FdWaitResolver::kMaxRedescriptions);
+  EXPECT_EQ(cause.num_peers, 0);
+  // No time bound to run out on a busy machine: the scan finishes and names the child.
+  cause::ScanBudget unhurried;
+  unhurried.max_ns = 60'000'000'000;
+  agent::FdWaitResolver whole(unhurried);
+  for (int i = 0; i < 20; ++i) whole.Resolve(tid, 'S', ReadOn(sv[0]), &cause);
+  EXPECT_EQ(whole.descriptions(), 1u);
+  ASSERT_EQ(cause.num_peers, 1);
+  EXPECT_EQ(cause.peers[0].pid, child.pid());
+  EXPECT_STREQ(cause.peers[0].name, "peer-end");
+  close(sv[0]);
 }
 
 }  // namespace
