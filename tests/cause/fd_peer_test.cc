@@ -318,6 +318,15 @@ TEST_F(FdPeerTest, BudgetCutsTheScanAndSaysSo) {
   EXPECT_EQ(d_.peers.count, 0);
   EXPECT_FALSE(d_.scan.complete);
   EXPECT_NE(Summary(d_).find("scan cut"), std::string::npos) << Summary(d_);
+  // The cut scan is not remembered as "nobody holds it": the next description, within a budget
+  // that reaches the child (and no time bound a busy machine could run out), scans again and
+  // names it.
+  budget_ = ScanBudget{};
+  budget_.max_ns = 60'000'000'000;
+  ASSERT_TRUE(DescribeFd(0, p[0], budget_, scratch_.get(), &d_));
+  EXPECT_FALSE(d_.scan.cached);
+  ASSERT_EQ(d_.peers.count, 1) << Summary(d_);
+  EXPECT_EQ(d_.peers.peers[0].pid, child.pid());
   close(p[0]);
 }
 
