@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "report/cause_kinds.h"
 #include "report/frame_classifier.h"
 
 namespace hangwatch::report {
@@ -82,113 +83,126 @@ std::string DescribeActivity(const CauseThread& t) {
 }
 
 std::string DescribeCause(const Cause& c, uint64_t duration_ms) {
-  switch (c.kind) {
-    case CauseKind::kLock: {
-      if (!c.has_owner) {
-        const std::string why = c.lock.type == "condition_variable" || c.lock.type == "semaphore"
-                                    ? "no owner: any thread may signal it"
-                                    : "owner unknown";
-        return "waiting on " + DescribeLock(c.lock) + " (" + why + ")";
-      }
-      std::string s = "waiting for " + DescribeLock(c.lock);
-      for (size_t i = 0; i < c.chain.size(); ++i) {
-        const CauseThread& t = c.chain[i];
-        s += " held by " + DescribeThread(t) + ", which ";
-        if (i + 1 < c.chain.size()) {
-          s += "waits for " + DescribeLock(t.wants);
-        } else {
-          s += "is " + DescribeActivity(t);
-        }
-      }
-      if (c.chain_truncated) s += " (the chain goes on)";
-      return s;
-    }
-    case CauseKind::kDeadlock: {
-      std::string s = "deadlock of " + std::to_string(c.cycle.size()) + " threads: ";
-      for (size_t i = 0; i < c.cycle.size(); ++i) {
-        const CauseThread& t = c.cycle[i];
-        const CauseThread& next = c.cycle[(i + 1) % c.cycle.size()];
-        s += (i == 0 ? DescribeThread(t) : std::string(", which")) + " wants " +
-             DescribeLock(t.wants) + " held by " + DescribeThread(next);
-      }
-      return s;
-    }
-    case CauseKind::kChild: {
-      if (c.child.pid == 0) return "waiting for a child process (" + c.syscall + ")";
-      std::string s =
-          "waiting for child " + std::to_string(c.child.pid) + " \"" + c.child.name + "\"";
-      if (c.child.state != '?' && c.child.state != 0) {
-        s += " (state ";
-        s.push_back(c.child.state);
-        s += ")";
-      }
-      return s;
-    }
-    case CauseKind::kSleep: {
-      if (c.sleep_forever) return "sleeping on the main thread with no timeout (" + c.syscall + ")";
-      const uint64_t ms = c.sleep_ms > 0 ? c.sleep_ms : duration_ms;
-      return "slept " + std::to_string(ms) + " ms on the main thread (" + c.syscall + ")";
-    }
-    case CauseKind::kIo: {
-      std::string s = "waiting for I/O";
-      if (!c.path.empty()) s += " on " + c.path;
-      if (!c.syscall.empty()) s += " in " + c.syscall;
-      if (!c.wchan.empty()) s += " (kernel: " + c.wchan + ")";
-      if (c.major_faults > 0) s += ", " + std::to_string(c.major_faults) + " major page faults";
-      return s;
-    }
-    case CauseKind::kIpc: {
-      std::string s = "waiting for ";
-      if (c.peers.empty()) s += "the other end";
-      for (size_t i = 0; i < c.peers.size(); ++i) {
-        if (i > 0) s += ", ";
-        s += "process " + std::to_string(c.peers[i].pid) + " \"" + c.peers[i].name + "\"";
-      }
-      if (!c.remote_address.empty()) {
-        s += " over " + c.local_address + " -> " + c.remote_address;
-      } else if (!c.path.empty()) {
-        s += " over " + c.path;
-      }
-      if (!c.syscall.empty()) s += " in " + c.syscall;
-      return s;
-    }
-    case CauseKind::kFault: {
-      std::string s = std::to_string(c.major_faults) + " major page faults";
-      if (!c.mapping.empty()) s += " in " + c.mapping;
-      s += ": the main thread waited for pages read in";
-      if (c.run_delay_ms > 0) s += "; waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
-      return s + OtherSchedulingFigures(c);
-    }
-    case CauseKind::kStarved: {
-      std::string s =
-          "runnable but not running: waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
-      if (c.runnable_threads > 0) {
-        s += ", " + std::to_string(c.runnable_threads) + " other thread" +
-             (c.runnable_threads == 1 ? "" : "s") + " of the process runnable";
-      }
-      return s + OtherSchedulingFigures(c);
-    }
-    case CauseKind::kThrottled: {
-      std::string s = "the cgroup's CPU quota throttled the process " +
-                      std::to_string(c.nr_throttled) + " times, for " +
-                      std::to_string(c.throttled_ms) + " ms";
-      if (c.run_delay_ms > 0) s += ": waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
-      return s + OtherSchedulingFigures(c);
-    }
-    case CauseKind::kPressure:
-      // A busy hang's CPU pressure is its own wait for a CPU (a material part of the hang, under
-      // half of it); an io hang's, or memory's, the machine's stall while it was blocked.
-      if (c.pressure_resource == "cpu" && c.run_delay_ms > 0) {
-        return MachinePressure(c) + ": waited " + std::to_string(c.run_delay_ms) + " ms for a CPU" +
-               OtherSchedulingFigures(c);
-      }
-      return MachinePressure(c) + ": the machine was short of " + c.pressure_resource +
-             OtherSchedulingFigures(c);
-    case CauseKind::kOther:
-      return "in " + c.syscall;
-    default:
-      return CauseKindName(c.kind);
-  }
+  const CauseKindRow* row = FindCauseKind(c.kind);
+  return row != nullptr ? row->text(c, duration_ms) : "";
 }
+
+namespace cause_text {
+
+std::string Cpu(const Cause&, uint64_t) { return "cpu"; }
+
+std::string Lock(const Cause& c, uint64_t) {
+  if (!c.has_owner) {
+    const std::string why = c.lock.type == "condition_variable" || c.lock.type == "semaphore"
+                                ? "no owner: any thread may signal it"
+                                : "owner unknown";
+    return "waiting on " + DescribeLock(c.lock) + " (" + why + ")";
+  }
+  std::string s = "waiting for " + DescribeLock(c.lock);
+  for (size_t i = 0; i < c.chain.size(); ++i) {
+    const CauseThread& t = c.chain[i];
+    s += " held by " + DescribeThread(t) + ", which ";
+    if (i + 1 < c.chain.size()) {
+      s += "waits for " + DescribeLock(t.wants);
+    } else {
+      s += "is " + DescribeActivity(t);
+    }
+  }
+  if (c.chain_truncated) s += " (the chain goes on)";
+  return s;
+}
+
+std::string Deadlock(const Cause& c, uint64_t) {
+  std::string s = "deadlock of " + std::to_string(c.cycle.size()) + " threads: ";
+  for (size_t i = 0; i < c.cycle.size(); ++i) {
+    const CauseThread& t = c.cycle[i];
+    const CauseThread& next = c.cycle[(i + 1) % c.cycle.size()];
+    s += (i == 0 ? DescribeThread(t) : std::string(", which")) + " wants " + DescribeLock(t.wants) +
+         " held by " + DescribeThread(next);
+  }
+  return s;
+}
+
+std::string Child(const Cause& c, uint64_t) {
+  if (c.child.pid == 0) return "waiting for a child process (" + c.syscall + ")";
+  std::string s = "waiting for child " + std::to_string(c.child.pid) + " \"" + c.child.name + "\"";
+  if (c.child.state != '?' && c.child.state != 0) {
+    s += " (state ";
+    s.push_back(c.child.state);
+    s += ")";
+  }
+  return s;
+}
+
+std::string Sleep(const Cause& c, uint64_t duration_ms) {
+  if (c.sleep_forever) return "sleeping on the main thread with no timeout (" + c.syscall + ")";
+  const uint64_t ms = c.sleep_ms > 0 ? c.sleep_ms : duration_ms;
+  return "slept " + std::to_string(ms) + " ms on the main thread (" + c.syscall + ")";
+}
+
+std::string Io(const Cause& c, uint64_t) {
+  std::string s = "waiting for I/O";
+  if (!c.path.empty()) s += " on " + c.path;
+  if (!c.syscall.empty()) s += " in " + c.syscall;
+  if (!c.wchan.empty()) s += " (kernel: " + c.wchan + ")";
+  if (c.major_faults > 0) s += ", " + std::to_string(c.major_faults) + " major page faults";
+  return s;
+}
+
+std::string Ipc(const Cause& c, uint64_t) {
+  std::string s = "waiting for ";
+  if (c.peers.empty()) s += "the other end";
+  for (size_t i = 0; i < c.peers.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += "process " + std::to_string(c.peers[i].pid) + " \"" + c.peers[i].name + "\"";
+  }
+  if (!c.remote_address.empty()) {
+    s += " over " + c.local_address + " -> " + c.remote_address;
+  } else if (!c.path.empty()) {
+    s += " over " + c.path;
+  }
+  if (!c.syscall.empty()) s += " in " + c.syscall;
+  return s;
+}
+
+std::string Fault(const Cause& c, uint64_t) {
+  std::string s = std::to_string(c.major_faults) + " major page faults";
+  if (!c.mapping.empty()) s += " in " + c.mapping;
+  s += ": the main thread waited for pages read in";
+  if (c.run_delay_ms > 0) s += "; waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
+  return s + OtherSchedulingFigures(c);
+}
+
+std::string Starved(const Cause& c, uint64_t) {
+  std::string s =
+      "runnable but not running: waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
+  if (c.runnable_threads > 0) {
+    s += ", " + std::to_string(c.runnable_threads) + " other thread" +
+         (c.runnable_threads == 1 ? "" : "s") + " of the process runnable";
+  }
+  return s + OtherSchedulingFigures(c);
+}
+
+std::string Throttled(const Cause& c, uint64_t) {
+  std::string s = "the cgroup's CPU quota throttled the process " + std::to_string(c.nr_throttled) +
+                  " times, for " + std::to_string(c.throttled_ms) + " ms";
+  if (c.run_delay_ms > 0) s += ": waited " + std::to_string(c.run_delay_ms) + " ms for a CPU";
+  return s + OtherSchedulingFigures(c);
+}
+
+std::string Pressure(const Cause& c, uint64_t) {
+  // A busy hang's CPU pressure is its own wait for a CPU (a material part of the hang, under
+  // half of it); an io hang's, or memory's, the machine's stall while it was blocked.
+  if (c.pressure_resource == "cpu" && c.run_delay_ms > 0) {
+    return MachinePressure(c) + ": waited " + std::to_string(c.run_delay_ms) + " ms for a CPU" +
+           OtherSchedulingFigures(c);
+  }
+  return MachinePressure(c) + ": the machine was short of " + c.pressure_resource +
+         OtherSchedulingFigures(c);
+}
+
+std::string Other(const Cause& c, uint64_t) { return "in " + c.syscall; }
+
+}  // namespace cause_text
 
 }  // namespace hangwatch::report

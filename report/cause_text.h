@@ -12,7 +12,8 @@
 
 namespace hangwatch::report {
 
-// `duration_ms`: the hang's, for a sleep whose length is unknown.
+// `duration_ms`: the hang's, for a sleep whose length is unknown. The text of the cause's kind
+// (cause_kinds.h); "" for no cause.
 std::string DescribeCause(const Cause& c, uint64_t duration_ms);
 
 // "thread 1636 \"db-writer\"".
@@ -23,6 +24,22 @@ std::string DescribeLock(const CauseLock& l);
 
 // What a thread does: "in fsync(fd 3) <- Journal::Flush (journal.cc:88)", "running <- ...".
 std::string DescribeActivity(const CauseThread& t);
+
+// The text of each kind: the `text` column of kCauseKinds (cause_kinds.h).
+namespace cause_text {
+std::string Cpu(const Cause& c, uint64_t duration_ms);
+std::string Starved(const Cause& c, uint64_t duration_ms);
+std::string Throttled(const Cause& c, uint64_t duration_ms);
+std::string Pressure(const Cause& c, uint64_t duration_ms);
+std::string Lock(const Cause& c, uint64_t duration_ms);
+std::string Deadlock(const Cause& c, uint64_t duration_ms);
+std::string Io(const Cause& c, uint64_t duration_ms);
+std::string Fault(const Cause& c, uint64_t duration_ms);
+std::string Ipc(const Cause& c, uint64_t duration_ms);
+std::string Child(const Cause& c, uint64_t duration_ms);
+std::string Sleep(const Cause& c, uint64_t duration_ms);
+std::string Other(const Cause& c, uint64_t duration_ms);
+}  // namespace cause_text
 
 }  // namespace hangwatch::report
 

@@ -157,11 +157,6 @@ FrameKind ClassifyFrame(const Frame& f) {
   return ClassifyFrame(f.module, f.symbol);
 }
 
-std::string_view ModuleFileName(std::string_view module) {
-  const size_t slash = module.find_last_of("/\\");
-  return slash == module.npos ? module : module.substr(slash + 1);
-}
-
 bool IsSystemModule(std::string_view module) {
   const std::string_view f = ModuleFileName(module);
   if (f.empty()) return false;

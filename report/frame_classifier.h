@@ -37,6 +37,7 @@
 #include <string_view>
 
 #include "hangwatch/hang_record.h"
+#include "report/names.h"  // ModuleFileName: classification is by file name
 
 namespace hangwatch::report {
 
@@ -60,11 +61,6 @@ bool IsSystemModule(std::string_view module);
 // The module hosts an interpreter or a managed runtime (python3.11, libpython3.12.so.1.0, node,
 // libnode.so.108, libjvm.so, libcoreclr.so).
 bool IsRuntimeModule(std::string_view module);
-
-// The file name of a path, what follows its last '/' or '\\' (a Python file compiled on
-// Windows): "libc.so.6" for "/usr/lib/x86_64-linux-gnu/libc.so.6". The one base-name function
-// of the project (tools::BaseName is it as a string).
-std::string_view ModuleFileName(std::string_view module);
 
 }  // namespace hangwatch::report
 

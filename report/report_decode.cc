@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "nlohmann/json.hpp"
+#include "report/cause_kinds.h"
 #include "report/utf8.h"
 
 namespace hangwatch::report {
@@ -217,13 +218,6 @@ bool ParseCulprit(const json& j, Culprit* cu, std::string* error) {
   return true;
 }
 
-CauseKind CauseKindFromName(const std::string& name) {
-  for (uint8_t k = 1; k <= static_cast<uint8_t>(CauseKind::kOther); ++k) {
-    if (name == CauseKindName(static_cast<CauseKind>(k))) return static_cast<CauseKind>(k);
-  }
-  return CauseKind::kNone;
-}
-
 char StateLetter(const std::string& s) { return s.size() == 1 ? s[0] : '?'; }
 
 // {"type", "addr"} or null.
@@ -327,7 +321,7 @@ bool ParseCause(const json& j, Cause* c, std::string* error) {
       !f.Number("pressure_full_avg10", &c->pressure_full_avg10, true)) {
     return false;
   }
-  c->kind = CauseKindFromName(kind);
+  c->kind = CauseKindFromKey(kind);
   if (auto it = j.find("owner"); it != j.end() && !it->is_null()) {
     if (!ParseCauseThread(*it, &c->owner, error)) return false;
     c->has_owner = true;
@@ -430,7 +424,7 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       }
       std::string cause;
       if (!t.Str("cause", &cause, true)) return false;
-      e.cause = CauseKindFromName(cause);
+      e.cause = CauseKindFromKey(cause);
       e.method = SampleMethodFromName(method);
       if (e.stack < -1 || e.stack >= static_cast<int>(h->stacks.size())) e.stack = -1;
       e.state = state.size() == 1 ? state[0] : '?';

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "report/cause_kinds.h"
 #include "report/report_record.h"
 #include "report/utf8.h"
 
@@ -425,7 +426,8 @@ void AppendProcess(std::string* out, const CauseProcess& p) {
   out->push_back('}');
 }
 
-// "cause": why the hang waited, or null. Each kind writes its own evidence fields.
+// "cause": why the hang waited, or null. Each kind writes the evidence its row names
+// (cause_kinds.h), group by group in one order.
 void AppendCause(std::string* out, const Cause& c) {
   std::string& o = *out;
   Key(&o, "cause");
@@ -440,86 +442,79 @@ void AppendCause(std::string* out, const Cause& c) {
   AppendString(&o, c.summary);
   Key(&o, "syscall");
   AppendString(&o, c.syscall);
-  switch (c.kind) {
-    case CauseKind::kLock:
-    case CauseKind::kDeadlock:
-      Key(&o, "lock");
-      AppendLock(&o, c.lock);
-      Key(&o, "owner");
-      if (c.has_owner) {
-        AppendCauseThread(&o, c.owner);
-      } else {
-        o.append("null");
-      }
-      AppendThreads(&o, "chain", c.chain);
-      Key(&o, "chain_truncated");
-      o.append(c.chain_truncated ? "true" : "false");
-      if (c.kind == CauseKind::kDeadlock) AppendThreads(&o, "cycle", c.cycle);
-      break;
-    case CauseKind::kChild:
-      Key(&o, "child");
-      AppendProcess(&o, c.child);
-      break;
-    case CauseKind::kSleep:
-      Key(&o, "sleep_ms");
-      AppendUint(&o, c.sleep_ms);
-      Key(&o, "sleep_forever");
-      o.append(c.sleep_forever ? "true" : "false");
-      break;
-    case CauseKind::kIo:
-    case CauseKind::kFault:
-    case CauseKind::kIpc:
-      Key(&o, "path");
-      AppendString(&o, c.path);
-      Key(&o, "wchan");
-      AppendString(&o, c.wchan);
-      if (!c.kernel_stack.empty()) {
-        Key(&o, "kernel_stack");
-        AppendString(&o, c.kernel_stack);
-      }
-      Key(&o, "major_faults");
-      AppendUint(&o, c.major_faults);
-      Key(&o, "mapping");
-      AppendString(&o, c.mapping);
-      Key(&o, "fds");
-      o.push_back('[');
-      for (size_t i = 0; i < c.fds.size(); ++i) {
-        if (i > 0) o.push_back(',');
-        AppendInt(&o, c.fds[i]);
-      }
-      o.push_back(']');
-      Key(&o, "peers");
-      o.push_back('[');
-      for (size_t i = 0; i < c.peers.size(); ++i) {
-        if (i > 0) o.push_back(',');
-        AppendProcess(&o, c.peers[i]);
-      }
-      o.push_back(']');
-      Key(&o, "local_address");
-      AppendString(&o, c.local_address);
-      Key(&o, "remote_address");
-      AppendString(&o, c.remote_address);
-      break;
-    case CauseKind::kStarved:
-    case CauseKind::kThrottled:
-    case CauseKind::kPressure:
-      Key(&o, "run_delay_ms");
-      AppendUint(&o, c.run_delay_ms);
-      Key(&o, "runnable_threads");
-      AppendUint(&o, c.runnable_threads);
-      Key(&o, "throttled_ms");
-      AppendUint(&o, c.throttled_ms);
-      Key(&o, "nr_throttled");
-      AppendUint(&o, c.nr_throttled);
-      Key(&o, "pressure_resource");
-      AppendString(&o, c.pressure_resource);
-      Key(&o, "pressure_some_avg10");
-      AppendFixed3(&o, c.pressure_some_avg10);
-      Key(&o, "pressure_full_avg10");
-      AppendFixed3(&o, c.pressure_full_avg10);
-      break;
-    default:
-      break;
+  const CauseKindRow* row = FindCauseKind(c.kind);
+  const uint8_t evidence = row != nullptr ? row->evidence : kEvidenceNone;
+  if (evidence & kEvidenceLocks) {
+    Key(&o, "lock");
+    AppendLock(&o, c.lock);
+    Key(&o, "owner");
+    if (c.has_owner) {
+      AppendCauseThread(&o, c.owner);
+    } else {
+      o.append("null");
+    }
+    AppendThreads(&o, "chain", c.chain);
+    Key(&o, "chain_truncated");
+    o.append(c.chain_truncated ? "true" : "false");
+  }
+  if (evidence & kEvidenceCycle) AppendThreads(&o, "cycle", c.cycle);
+  if (evidence & kEvidenceChild) {
+    Key(&o, "child");
+    AppendProcess(&o, c.child);
+  }
+  if (evidence & kEvidenceSleep) {
+    Key(&o, "sleep_ms");
+    AppendUint(&o, c.sleep_ms);
+    Key(&o, "sleep_forever");
+    o.append(c.sleep_forever ? "true" : "false");
+  }
+  if (evidence & kEvidenceFiles) {
+    Key(&o, "path");
+    AppendString(&o, c.path);
+    Key(&o, "wchan");
+    AppendString(&o, c.wchan);
+    if (!c.kernel_stack.empty()) {
+      Key(&o, "kernel_stack");
+      AppendString(&o, c.kernel_stack);
+    }
+    Key(&o, "major_faults");
+    AppendUint(&o, c.major_faults);
+    Key(&o, "mapping");
+    AppendString(&o, c.mapping);
+    Key(&o, "fds");
+    o.push_back('[');
+    for (size_t i = 0; i < c.fds.size(); ++i) {
+      if (i > 0) o.push_back(',');
+      AppendInt(&o, c.fds[i]);
+    }
+    o.push_back(']');
+    Key(&o, "peers");
+    o.push_back('[');
+    for (size_t i = 0; i < c.peers.size(); ++i) {
+      if (i > 0) o.push_back(',');
+      AppendProcess(&o, c.peers[i]);
+    }
+    o.push_back(']');
+    Key(&o, "local_address");
+    AppendString(&o, c.local_address);
+    Key(&o, "remote_address");
+    AppendString(&o, c.remote_address);
+  }
+  if (evidence & kEvidenceScheduling) {
+    Key(&o, "run_delay_ms");
+    AppendUint(&o, c.run_delay_ms);
+    Key(&o, "runnable_threads");
+    AppendUint(&o, c.runnable_threads);
+    Key(&o, "throttled_ms");
+    AppendUint(&o, c.throttled_ms);
+    Key(&o, "nr_throttled");
+    AppendUint(&o, c.nr_throttled);
+    Key(&o, "pressure_resource");
+    AppendString(&o, c.pressure_resource);
+    Key(&o, "pressure_some_avg10");
+    AppendFixed3(&o, c.pressure_some_avg10);
+    Key(&o, "pressure_full_avg10");
+    AppendFixed3(&o, c.pressure_full_avg10);
   }
   o.push_back('}');
 }

@@ -10,7 +10,6 @@
 #define HANGWATCH_REPORT_REPORT_RECORD_H_
 
 #include <cstdint>
-#include <map>
 #include <string>
 
 #include "hangwatch/hang_record.h"
@@ -30,18 +29,9 @@ struct StartupStall {
   uint64_t threshold_ms = 0;  // HANGWATCH_STARTUP_MS
 };
 
-// {"type":"lag"}: the durations of every run-loop pass in one interval of one process. Each
-// record covers its own interval, so records of many intervals, processes and hosts merge by
-// adding their histograms.
-struct Lag {
-  int64_t pid = 0;
-  std::string process_name;
-  std::string host;
-  std::map<std::string, std::string> labels;
-  int64_t start_unix_ms = 0;  // the interval: [start, end)
-  int64_t end_unix_ms = 0;
-  PassHistogram passes;  // figures (percentiles, slow passes) come from passes.Figures()
-};
+// {"type":"lag"}: hangwatch::LagRecord (include/hangwatch/pass_histogram.h), the type that
+// AddLagCallback() hands to callbacks, under the name the codec's other record types use.
+using Lag = LagRecord;
 
 // One record as one line, without the trailing newline. A new record type is one more struct
 // above and one more overload here (and its decoder in report_decode.cc).

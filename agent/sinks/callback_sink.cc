@@ -56,17 +56,9 @@ void CallbackSink::OnHang(const HangRecord& record, SinkErrors* errors) {
 void CallbackSink::OnLag(const report::Lag& record, SinkErrors* errors) {
   const auto callbacks = Callbacks().CopyLag();
   if (callbacks.empty()) return;
-  LagRecord lag;
-  lag.pid = record.pid;
-  lag.process_name = record.process_name;
-  lag.host = record.host;
-  lag.labels = record.labels;
-  lag.start_unix_ms = record.start_unix_ms;
-  lag.end_unix_ms = record.end_unix_ms;
-  lag.passes = record.passes;
   for (const auto& cb : callbacks) {
     try {
-      (*cb)(lag);
+      (*cb)(record);
     } catch (const std::exception& e) {
       errors->push_back(std::string("a lag callback threw: ") + e.what());
     } catch (...) {

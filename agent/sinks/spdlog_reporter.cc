@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "report/cause_kinds.h"
 #include "report/frame_classifier.h"
 #include "report/stack_identity.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -79,8 +80,7 @@ void LogHang(spdlog::logger& logger, const HangRecord& r) {
     }
   }
   // The threads of the cause (a lock's owner, a deadlock's cycle), each like a second thread.
-  const bool deadlock = r.cause.kind == CauseKind::kDeadlock;
-  for (const CauseThread& t : deadlock ? r.cause.cycle : r.cause.chain) {
+  for (const CauseThread& t : report::CauseHasCycle(r.cause.kind) ? r.cause.cycle : r.cause.chain) {
     if (t.tid == r.tid) continue;  // the main thread: the stack above
     logger.info("  thread {} \"{}\" ({}):", t.tid, t.name,
                 t.syscall.empty() ? std::string("running") : "in " + t.syscall);

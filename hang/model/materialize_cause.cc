@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "report/cause_kinds.h"
 #include "report/cause_text.h"
 #include "report/stack_identity.h"
 
@@ -58,7 +59,11 @@ Cause MaterializeCause(const HangData& hang, const HangRecord& record,
   c.kind = w.kind;
   if (w.kind == CauseKind::kNone) return c;
   c.syscall = w.call.text;
-  if (w.kind == CauseKind::kLock || w.kind == CauseKind::kDeadlock) {
+  // The evidence of the kind's row (report/cause_kinds.h); the figures below are copied for
+  // every kind (the encoder writes those of the row's groups).
+  const report::CauseKindRow* row = report::FindCauseKind(w.kind);
+  const uint8_t evidence = row != nullptr ? row->evidence : report::kEvidenceNone;
+  if ((evidence & report::kEvidenceLocks) != 0) {
     c.lock = LockOf(w.lock);
     if (c.lock.empty()) c.lock = CauseLock{"unknown", 0};
     const size_t n = w.num_threads < kCauseMaxThreads ? w.num_threads : kCauseMaxThreads;
@@ -69,7 +74,7 @@ Cause MaterializeCause(const HangData& hang, const HangRecord& record,
     c.chain_truncated = w.chain_truncated;
     c.has_owner = !c.chain.empty();
     if (c.has_owner) c.owner = c.chain[0];
-    if (w.kind == CauseKind::kDeadlock && n > 0) {
+    if ((evidence & report::kEvidenceCycle) != 0 && n > 0) {
       // The last thread of the chain wants a lock held by the first of the cycle.
       const WaitLock& closing = w.threads[n - 1].wants;
       if (w.cycle_from < 0) {
@@ -83,7 +88,7 @@ Cause MaterializeCause(const HangData& hang, const HangRecord& record,
       }
     }
   }
-  if (w.kind == CauseKind::kChild) {
+  if ((evidence & report::kEvidenceChild) != 0) {
     c.child = CauseProcess{w.child.pid, w.child.name, w.child.state};
   }
   c.sleep_ms = w.sleep_ns / 1'000'000;

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "hang/open_hang/open_hang_layout.h"
+#include "report/cause_kinds.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -31,7 +32,7 @@ FrameMethod SafeMethod(FrameMethod m) {
 
 // Every count and string of a cause read from a file, made safe to use.
 void Sanitize(WaitCause* c) {
-  if (static_cast<uint8_t>(c->kind) > static_cast<uint8_t>(CauseKind::kOther)) {
+  if (!report::IsKnownCauseKind(static_cast<uint8_t>(c->kind))) {
     *c = WaitCause{};
     return;
   }

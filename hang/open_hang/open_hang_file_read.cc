@@ -16,6 +16,7 @@
 #include "hang/open_hang/open_hang_cause.h"
 #include "hang/open_hang/open_hang_layout.h"
 #include "hang/open_hang/open_hang_python_names.h"
+#include "report/cause_kinds.h"
 #include "symbols/module_map.h"
 
 namespace hangwatch::agent {
@@ -167,7 +168,7 @@ uint64_t ReadSamples(int fd, const StaticHeader& sh, const LiveHeader& live, Han
     hang->AddSample(head.t_ms, head.kind == 1 ? frames.data() : nullptr, head.kind == 1 ? n : 0,
                     static_cast<uintptr_t>(head.leaf_key), uint64_t{head.cpu_us} * 1000, head.state,
                     ok, methods.data(), ToSampleMethod(sh.version >= 2 ? head.method : 0));
-    if (sh.version >= 3 && head.cause <= static_cast<uint8_t>(CauseKind::kOther)) {
+    if (sh.version >= 3 && report::IsKnownCauseKind(head.cause)) {
       WaitCause kind_only;  // the sample's kind; the hang's cause is read whole afterwards
       kind_only.kind = static_cast<CauseKind>(head.cause);
       hang->NoteCause(kind_only);

@@ -46,17 +46,7 @@ namespace hangwatch {
 
 using HangCallback = std::function<void(const HangRecord&)>;
 
-// The run-loop pass durations of one interval of one process: what a {"type":"lag"} record of
-// the JSON Lines report holds (docs/report-format.md), for AddLagCallback().
-struct LagRecord {
-  int64_t pid = 0;
-  std::string process_name;
-  std::string host;
-  std::map<std::string, std::string> labels;
-  int64_t start_unix_ms = 0;  // the interval: [start, end)
-  int64_t end_unix_ms = 0;
-  PassHistogram passes;
-};
+// LagRecord (hangwatch/pass_histogram.h): one interval's run-loop pass durations.
 using LagCallback = std::function<void(const LagRecord&)>;
 
 struct Config {

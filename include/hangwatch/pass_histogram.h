@@ -16,6 +16,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "hangwatch/export.h"
@@ -97,6 +99,21 @@ class HANGWATCH_EXPORT PassHistogram {
   std::vector<uint64_t> counts_;  // kBuckets
   uint64_t busy_ns_ = 0;
   uint64_t slow_[kSlowPassThresholds] = {};
+};
+
+// The run-loop pass durations of one interval of one process: what a {"type":"lag"} record of
+// the JSON Lines report holds (docs/report-format.md), for AddLagCallback(). Each record covers
+// its own interval, so records of many intervals, processes and hosts merge by adding their
+// histograms. The report's encoder and decoder use this type itself (report::Lag is its name
+// there), so the record a callback receives and the one written to the file are the same.
+struct LagRecord {
+  int64_t pid = 0;
+  std::string process_name;
+  std::string host;
+  std::map<std::string, std::string> labels;
+  int64_t start_unix_ms = 0;  // the interval: [start, end)
+  int64_t end_unix_ms = 0;
+  PassHistogram passes;  // figures (percentiles, slow passes) come from passes.Figures()
 };
 
 }  // namespace hangwatch

@@ -9,8 +9,11 @@ namespace hangwatch {
 void RegisterMetrics(prometheus::Registry& registry, const HangMetricsOptions& options) {
   // Owned by the callbacks, which the agent keeps for the rest of the process.
   auto metrics = std::make_shared<HangMetrics>(registry, options);
-  // A hang record has no cause yet: "unknown" (the exporter reads a report's cause.kind).
-  AddHangCallback([metrics](const HangRecord& hang) { metrics->AddHang(hang, ""); });
+  // The cause label is the cause's kind in JSON, as `hangwatch exporter` reads it from the
+  // report ("" without a cause: "unknown").
+  AddHangCallback([metrics](const HangRecord& hang) {
+    metrics->AddHang(hang, CauseKindName(hang.cause.kind));
+  });
   AddLagCallback([metrics](const LagRecord& lag) {
     metrics->AddLag(lag.process_name, lag.host, lag.labels, lag.start_unix_ms, lag.end_unix_ms,
                     lag.passes);

@@ -27,6 +27,8 @@ std::string CulpritName(const Culprit& c) {
   return c.module.substr(c.module.rfind('/') + 1) + offset;
 }
 
+// report::ProcessName's rule (report/names.h), restated: this adapter sees the public API only
+// (docs/architecture.md, Layers), so it cannot include the report's headers.
 std::string ProcessOf(const HangRecord& hang) {
   if (!hang.process_name.empty()) return hang.process_name;
   return hang.process.substr(hang.process.rfind('/') + 1);

@@ -1,9 +1,9 @@
 // A program that embeds the agent and serves its metrics through hangwatch::RegisterMetrics
 // (integrations/prometheus/) on its own prometheus-cpp Exposer, for
 // prometheus_registry_test.cc. Usage: prometheus_embed_program REPORT STALLS STALL_MS
-// It prints "port P" once serving, makes STALLS busy passes of STALL_MS between short passes,
-// lets the agent write the last lag record, prints "done", and waits for SIGTERM (then stops
-// the agent and exits 0). The agent also writes REPORT, the records the test compares with.
+// It prints "port P" once serving, makes STALLS passes of STALL_MS between short passes (busy,
+// the last one asleep in poll), lets the agent write the last lag record, prints "done", and
+// waits for SIGTERM (then stops the agent and exits 0). The agent also writes REPORT, the records the test compares with.
 #include <poll.h>
 #include <signal.h>
 
@@ -66,7 +66,11 @@ int main(int argc, char** argv) {
       Busy(2);
     }
     hangwatch::WorkScope pass;
-    Busy(stall_ms);
+    if (i + 1 < stalls) {
+      Busy(stall_ms);
+    } else {
+      poll(nullptr, 0, stall_ms);  // the last stall sleeps: a hang whose cause is "sleep"
+    }
   }
   // No pass from here on: the agent writes the interval's lag record within lag_interval.
   poll(nullptr, 0, 3 * 200);

@@ -73,6 +73,14 @@ TEST(PrometheusRegistryTest, TheEmbeddedAgentsMetricsAreTheRecordsItWrote) {
   ASSERT_TRUE(seconds.has_value());
   EXPECT_NEAR(*seconds, static_cast<double>(hang_ms) / 1000.0, 1e-9);
   EXPECT_EQ(prometheus.Query("count(hangwatch_hangs_total{class=\"busy\",build=\"7\"} > 0)"), 1.0);
+  // The cause label is the record's cause.kind, as `hangwatch exporter` labels the same line.
+  const auto asleep =
+      std::count_if(records.hangs.begin(), records.hangs.end(),
+                    [](const HangRecord& h) { return h.cause.kind == CauseKind::kSleep; });
+  EXPECT_EQ(asleep, 1);
+  EXPECT_TRUE(WaitFor([&] {
+    return prometheus.Query("sum(hangwatch_hangs_total{cause=\"sleep\",build=\"7\"})") == 1.0;
+  })) << prometheus.Query("sum(hangwatch_hangs_total{cause=\"sleep\"})").value_or(-1);
   const auto watched = prometheus.Query("sum(hangwatch_watched_seconds_total)");
   ASSERT_TRUE(watched.has_value());
   EXPECT_NEAR(*watched, static_cast<double>(watched_ms) / 1000.0, 1e-9);

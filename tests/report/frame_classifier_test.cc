@@ -128,5 +128,14 @@ TEST(FrameClassifierTest, ModuleFileName) {
   EXPECT_EQ(ModuleFileName(""), "");
 }
 
+// One rule for every reader and writer (report/names.h): the recorded name, else the
+// executable's file name (records of older agents have no process_name).
+TEST(FrameClassifierTest, ProcessNameIsTheRecordedNameElseTheExecutablesFileName) {
+  EXPECT_EQ(ProcessName("", "/usr/bin/python3"), "python3");
+  EXPECT_EQ(ProcessName("nginx: worker process", "/usr/sbin/nginx"), "nginx: worker process");
+  EXPECT_EQ(ProcessName("", ""), "");
+  static_assert(ProcessName("", "/opt/app/server") == "server", "a view, usable by the scanners");
+}
+
 }  // namespace
 }  // namespace hangwatch::report

@@ -1,10 +1,13 @@
 // The report codec: the bytes of each record type, and each decoded back to what was encoded.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <map>
 #include <string>
+#include <type_traits>
 #include <variant>
 
+#include "report/cause_kinds.h"
 #include "report/report_decode.h"
 #include "report/report_record.h"
 #include "report/utf8.h"
@@ -350,6 +353,60 @@ TEST(ReportCodec, LagRoundTripsAndRecordsMergeByAddition) {
   EXPECT_FALSE(Decode(R"({"type":"lag","pid":1,"start_unix_ms":0,"end_unix_ms":1,"busy_ms":0})",
                       &out, &error));
   EXPECT_EQ(error, "field 'buckets' is missing");
+}
+
+// Each kind of cause is one row of kCauseKinds: its key reads back as the kind, a cause of it
+// encodes the evidence its row names and decodes back with its text, and its resolver exists.
+TEST(ReportCodec, EveryCauseKindIsOneRowThatEveryReaderFollows) {
+  std::string root = __FILE__;  // .../tests/report/report_codec_test.cc
+  root.resize(root.rfind("/tests/report/"));
+  EXPECT_EQ(CauseKindFromKey("no-such-kind"), CauseKind::kNone);
+  EXPECT_EQ(FindCauseKind(CauseKind::kNone), nullptr);
+  EXPECT_EQ(FindCauseKind(static_cast<CauseKind>(kNumCauseKinds + 1)), nullptr);
+  EXPECT_FALSE(IsKnownCauseKind(kNumCauseKinds + 1));
+  for (const CauseKindRow& row : kCauseKinds) {
+    SCOPED_TRACE(std::string(row.key));
+    EXPECT_EQ(CauseKindFromKey(row.key), row.kind);
+    EXPECT_TRUE(IsKnownCauseKind(static_cast<uint8_t>(row.kind)));
+    const std::string resolver(row.resolver.substr(0, row.resolver.find_first_of(" ,")));
+    if (resolver.find('/') != std::string::npos) {
+      EXPECT_EQ(access((root + "/" + resolver).c_str(), R_OK), 0) << resolver;
+    }
+    HangRecord in;
+    in.pid = 1;
+    in.cause.kind = row.kind;
+    in.cause.syscall = "nanosleep(...)";
+    in.cause.summary = DescribeCause(in.cause, 300);
+    EXPECT_FALSE(in.cause.summary.empty());
+    const std::string line = Encode(in);
+    EXPECT_NE(line.find("\"kind\":\"" + std::string(row.key) + "\""), std::string::npos);
+    EXPECT_EQ(line.find("\"cycle\"") != std::string::npos, (row.evidence & kEvidenceCycle) != 0);
+    EXPECT_EQ(line.find("\"chain\"") != std::string::npos, (row.evidence & kEvidenceLocks) != 0);
+    EXPECT_EQ(line.find("\"child\"") != std::string::npos, (row.evidence & kEvidenceChild) != 0);
+    EXPECT_EQ(line.find("\"sleep_ms\"") != std::string::npos, (row.evidence & kEvidenceSleep) != 0);
+    EXPECT_EQ(line.find("\"wchan\"") != std::string::npos, (row.evidence & kEvidenceFiles) != 0);
+    EXPECT_EQ(line.find("\"run_delay_ms\"") != std::string::npos,
+              (row.evidence & kEvidenceScheduling) != 0);
+    HangRecord out;
+    std::string error;
+    ASSERT_TRUE(DecodeHang(line, &out, &error)) << error;
+    EXPECT_EQ(out.cause.kind, row.kind);
+    EXPECT_EQ(DescribeCause(out.cause, 300), in.cause.summary);
+  }
+}
+
+TEST(ReportCodec, TheLagRecordOfCallbacksIsTheRecordWritten) {
+  // AddLagCallback()'s LagRecord and the codec's Lag are one type: a record read back from a
+  // file is what a callback receives, with no copy between two look-alike structs to go stale.
+  static_assert(std::is_same_v<Lag, hangwatch::LagRecord>);
+  hangwatch::LagRecord in = KnownLag();
+  Record out;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(in), &out, &error)) << error;
+  ASSERT_TRUE(std::holds_alternative<hangwatch::LagRecord>(out));
+  const hangwatch::LagRecord& read = std::get<hangwatch::LagRecord>(out);
+  EXPECT_EQ(read.process_name, "app");
+  EXPECT_EQ(read.passes.passes(), 2000u);
 }
 
 }  // namespace

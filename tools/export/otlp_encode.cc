@@ -8,6 +8,7 @@
 
 #include "nlohmann/json.hpp"
 #include "report/cause_text.h"
+#include "report/names.h"
 #include "report/stack_identity.h"
 #include "report/utf8.h"
 #include "tools/common/names.h"
@@ -32,7 +33,7 @@ std::string CulpritFunction(const Culprit& c) {
 }
 
 std::string ServiceName(const HangRecord& h) {
-  const std::string name = ProcessName(h.process_name, h.process);
+  const std::string name(report::ProcessName(h.process_name, h.process));
   return name.empty() ? "unknown_service"
                       : name;  // the OpenTelemetry default for a service without a name
 }
@@ -171,7 +172,8 @@ std::string HangSummary(const HangRecord& h) {
   s += ")";
   if (!h.culprit.empty()) {
     s += " in " + CulpritFunction(h.culprit);
-    if (!h.culprit.file.empty()) s += " at " + FileLine(BaseName(h.culprit.file), h.culprit.line);
+    if (!h.culprit.file.empty())
+      s += " at " + FileLine(report::ModuleFileName(h.culprit.file), h.culprit.line);
   }
   if (!h.cause.empty()) s += "; " + CauseSummary(h);
   // One line, whatever the symbol names hold.

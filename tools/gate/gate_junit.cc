@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "report/names.h"
 #include "tools/common/junit_writer.h"
-#include "tools/common/names.h"
 #include "tools/gate/gate_output.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
@@ -21,7 +21,7 @@ bool Failed(const JunitCase& c) { return c.outcome == JunitCase::Outcome::kFailu
 
 std::string GroupMessage(const HangGroup& g) {
   const HangRecord& h = *g.longest;
-  const std::string process = ProcessName(h.process_name, h.process);
+  const std::string process(report::ProcessName(h.process_name, h.process));
   const std::string where = CulpritLocation(g.culprit);
   return "main thread of " + (process.empty() ? std::string("?") : process) + " stalled " +
          std::to_string(g.count) + (g.count == 1 ? " time" : " times") + ", longest " +

@@ -4,6 +4,7 @@
 
 #include "nlohmann/json.hpp"
 #include "report/cause_text.h"
+#include "report/names.h"
 #include "tools/common/terminal_text.h"
 #include "tools/gate/gate_output.h"
 #include "tools/reader/report_frames.h"
@@ -19,7 +20,7 @@ std::string Plural(size_t n, const char* one, const char* many) {
 
 std::string ProcessOf(const HangGroup& g) {
   if (g.longest == nullptr) return "";
-  return ProcessName(g.longest->process_name, g.longest->process);
+  return std::string(report::ProcessName(g.longest->process_name, g.longest->process));
 }
 
 std::string AllowedText(const AllowEntry& e) {

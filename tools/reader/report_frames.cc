@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "report/names.h"
 #include "report/stack_identity.h"
 
 namespace hangwatch::tools {
@@ -19,7 +20,7 @@ std::string FrameName(const Frame& f) {
     return report::PythonFunctionLabel(f.symbol, f.file, f.line);
   }
   if (!f.symbol.empty()) return f.symbol;
-  if (!f.module.empty()) return BaseName(f.module) + "+" + Hex(f.offset);
+  if (!f.module.empty()) return std::string(report::ModuleFileName(f.module)) + "+" + Hex(f.offset);
   return Hex(f.addr);
 }
 

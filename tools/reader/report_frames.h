@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "hangwatch/hang_record.h"
-#include "tools/common/names.h"  // BaseName, for the formats
+#include "tools/common/names.h"  // FileLine, for the formats
 
 namespace hangwatch::tools {
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "report/cause_text.h"
+#include "report/names.h"
 #include "report/stack_identity.h"
 #include "symbols/batch_symbolizer.h"
 #include "tools/common/terminal_text.h"
@@ -87,7 +88,8 @@ void SymbolizeReport(const ReportSymbolizeOptions& options, Report* report,
       [&](size_t done, size_t total, size_t module) {
         if (!options.progress) return;
         std::fprintf(stderr, "\rhangwatch %s: symbolizing %zu/%zu %-40.40s", options.command, done,
-                     total, EscapeForTerminal(BaseName(keys[module]->second)).c_str());
+                     total,
+                     EscapeForTerminal(report::ModuleFileName(keys[module]->second)).c_str());
         std::fflush(stderr);
       },
       [&](size_t, const absl::Status& status) { warn(std::string(status.message())); });

@@ -1,5 +1,6 @@
 #include "tools/run/junit.h"
 
+#include "report/names.h"
 #include "report/stack_identity.h"
 
 #include <cstdio>
@@ -7,7 +8,6 @@
 #include <vector>
 
 #include "tools/common/junit_writer.h"
-#include "tools/common/names.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
 
@@ -43,7 +43,7 @@ std::string FormatJunit(const Report& report, const std::string& suite, double e
     const std::string culprit = c.empty() ? "unknown" : CulpritFunctionName(c);
     const std::string location = CulpritLocation(c);
     const std::string where = location.empty() ? "" : " at " + location;
-    const std::string process = ProcessName(longest->process_name, longest->process);
+    const std::string process(report::ProcessName(longest->process_name, longest->process));
     Report one;
     one.hangs.push_back(*longest);
     char msg[512];

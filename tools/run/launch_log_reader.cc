@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tools/common/names.h"
+#include "report/names.h"
 #include "report/record_scan.h"
 #include "tools/run/run_program.h"
 #include "unwind/proc_files.h"
@@ -143,7 +143,7 @@ std::string LaunchProcess::NewestName() const {
       if (!name.empty()) return name;
     }
   }
-  return BaseName(exec->path);
+  return std::string(report::ModuleFileName(exec->path));
 }
 
 const LaunchProcess* LaunchLog::Find(int64_t pid) const {
@@ -355,7 +355,8 @@ std::string WhyExecNotWatched(const LaunchExec& exec, const std::string& search_
 std::string ExplainNothingWatched(const LaunchLog& log, int64_t root_pid,
                                   const std::string& command, const std::string& search_path) {
   if (log.processes.empty()) {
-    return BaseName(command) + " did not load the shim" + WhyNotLoaded(command, search_path);
+    return std::string(report::ModuleFileName(command)) + " did not load the shim" +
+           WhyNotLoaded(command, search_path);
   }
   const LaunchProcess* root = nullptr;
   for (const auto& p : log.processes) {
@@ -387,7 +388,8 @@ std::string ExplainNothingWatched(const LaunchLog& log, int64_t root_pid,
     }
     out += ")";
   }
-  if (root == nullptr) out = BaseName(command) + " did not load the shim; " + out;
+  if (root == nullptr)
+    out = std::string(report::ModuleFileName(command)) + " did not load the shim; " + out;
   // The others: children and daemons.
   size_t others = 0, running = 0;
   const LaunchProcess* first_running = nullptr;

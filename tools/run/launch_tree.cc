@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "tools/common/names.h"
+#include "report/names.h"
 #include "tools/run/run_program.h"
 
 namespace hangwatch::tools {
@@ -151,8 +151,9 @@ std::string FormatLaunchTree(const LaunchLog& log, int64_t root_pid, const std::
   const bool root_logged = std::any_of(log.processes.begin(), log.processes.end(),
                                        [&](const LaunchProcess& p) { return p.pid == root_pid; });
   if (!root_logged) {
-    out += std::string(kPrefix) + "  pid " + std::to_string(root_pid) + " " + BaseName(command) +
-           ": did not load the shim" + WhyNotLoaded(command, search_path) + "\n";
+    out += std::string(kPrefix) + "  pid " + std::to_string(root_pid) + " " +
+           std::string(report::ModuleFileName(command)) + ": did not load the shim" +
+           WhyNotLoaded(command, search_path) + "\n";
   }
   const size_t n = log.processes.size();
   std::vector<std::vector<size_t>> children(n);

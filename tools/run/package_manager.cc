@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/common/names.h"
+#include "report/names.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -28,7 +28,7 @@ std::string PackageManager(const std::string& word) {
       {"npm", "npm"},   {"npm-cli.js", "npm"}, {"npx", "npx"},      {"npx-cli.js", "npx"},
       {"yarn", "yarn"}, {"yarnpkg", "yarn"},   {"yarn.js", "yarn"}, {"yarn.cjs", "yarn"},
       {"pnpm", "pnpm"}, {"pnpm.cjs", "pnpm"},  {"pnpx", "pnpx"},    {"pnpx.cjs", "pnpx"}};
-  const std::string base = BaseName(word);
+  const std::string base(report::ModuleFileName(word));
   for (const auto& [file, name] : kFiles) {
     if (base == file) return name;
   }
@@ -50,7 +50,7 @@ bool InstallsPackages(const std::string& word) {
 }  // namespace
 
 std::string ScriptRunner(const LaunchImage& image, const std::string& command_line) {
-  if (BaseName(image.exe).rfind("node", 0) != 0) return "";
+  if (report::ModuleFileName(image.exe).rfind("node", 0) != 0) return "";
   const std::vector<std::string> words = Words(command_line);
   size_t at = 0;
   if (!words.empty() && PackageManager(words[0]).empty()) {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/common/names.h"
+#include "report/names.h"
 #include "tools/run/launch_tree.h"
 #include "tools/run/package_manager.h"
 
@@ -97,8 +97,8 @@ const LaunchProcess* ScriptProcess(const LaunchLog& log, const std::vector<int>&
 // The Java launcher (its executable or name), whose main thread joins the thread that runs
 // main().
 bool IsJava(const LaunchImage& image) {
-  return BaseName(image.exe) == "java" || image.exe.find("/jvm/") != std::string::npos ||
-         image.name == "java";
+  return report::ModuleFileName(image.exe) == "java" ||
+         image.exe.find("/jvm/") != std::string::npos || image.name == "java";
 }
 
 }  // namespace
@@ -167,7 +167,8 @@ RunProgram FindRunProgram(const LaunchLog& log, int64_t root_pid, const std::str
           by.images.size() > 1 ? by.images[by.images.size() - 2].LastExec() : nullptr;
       if (exec != nullptr) wrapper = exec->argv;
     }
-    if (!script_shell) program.wrapper = BaseName(wrapper.substr(0, wrapper.find(' ')));
+    if (!script_shell)
+      program.wrapper = std::string(report::ModuleFileName(wrapper.substr(0, wrapper.find(' '))));
     script_shell = false;
     program.process = next;
     program.first_image = next_image;
@@ -184,7 +185,7 @@ std::string ProgramName(const RunProgram& program) {
   const LaunchProcess* p = program.process;
   if (p == nullptr) return "";
   const LaunchExec* became = p->Became();
-  return became != nullptr ? BaseName(became->path) : p->Last().name;
+  return became != nullptr ? std::string(report::ModuleFileName(became->path)) : p->Last().name;
 }
 
 bool ProgramWatched(const LaunchLog& log, const RunProgram& program) {

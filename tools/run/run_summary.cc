@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "report/names.h"
 #include "tools/common/junit_writer.h"
-#include "tools/common/names.h"
 #include "tools/common/terminal_text.h"
 
 namespace hangwatch::tools {
@@ -39,7 +39,7 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
     if (WatchedProcess* w = FindPid(&out, pid)) return *w;
     WatchedProcess& w = out.emplace_back();
     w.pid = pid;
-    w.name = BaseName(process);
+    w.name = std::string(report::ModuleFileName(process));
     w.exe = process;
     return w;
   };

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "nlohmann/json.hpp"
+#include "report/names.h"
 #include "report/stack_identity.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/report_frames.h"
@@ -37,7 +38,7 @@ std::string CulpritText(const TopGroup& g, size_t width) {
   std::string name =
       c.python ? (c.symbol.empty() ? "?" : c.symbol) : report::CulpritName(c.AsCulprit());
   std::string where;
-  if (!c.file.empty()) where = " (" + FileLine(BaseName(c.file), c.line) + ")";
+  if (!c.file.empty()) where = " (" + FileLine(report::ModuleFileName(c.file), c.line) + ")";
   if (where.size() + 12 > width) where = "";
   if (name.size() + where.size() > width) name = name.substr(0, width - where.size() - 2) + "..";
   return name + where;

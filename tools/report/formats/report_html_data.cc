@@ -15,8 +15,10 @@
 
 #include "hangwatch/pass_histogram.h"
 #include "nlohmann/json.hpp"
+#include "report/cause_kinds.h"
 #include "report/cause_text.h"
 #include "report/frame_classifier.h"
+#include "report/names.h"
 #include "report/stack_identity.h"
 #include "tools/reader/hang_rate.h"
 #include "tools/reader/input_file.h"
@@ -307,7 +309,8 @@ void AddCause(const HangRecord& h, Tables* t, std::map<std::string, json>* col) 
           ? 0
           : t->String(c.summary.empty() ? report::DescribeCause(c, h.duration_ms) : c.summary));
   std::vector<const CauseThread*> threads;
-  if (c.kind == CauseKind::kDeadlock) {
+  const bool cycle = report::CauseHasCycle(c.kind);
+  if (cycle) {
     for (const CauseThread& th : c.cycle) threads.push_back(&th);
   } else if (!c.chain.empty()) {
     for (const CauseThread& th : c.chain) threads.push_back(&th);
@@ -317,7 +320,7 @@ void AddCause(const HangRecord& h, Tables* t, std::map<std::string, json>* col) 
   json out = json::array();
   for (const CauseThread* th : threads) {
     std::string role;
-    if (c.kind == CauseKind::kDeadlock && !th->wants.empty()) {
+    if (cycle && !th->wants.empty()) {
       role = "wants " + report::DescribeLock(th->wants);
     }
     if (!th->holds.empty()) {
@@ -354,7 +357,7 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   std::string chunk;                // the hangs since the last full chunk
   size_t chunk_size = 0;
   for (const HangRecord& h : report.hangs) {
-    const std::string process = ProcessName(h.process_name, h.process);
+    const std::string process(report::ProcessName(h.process_name, h.process));
     col["process"].push_back(t.String(process.empty() ? "?" : process));
     col["pid"].push_back(h.pid);
     col["hang_id"].push_back(h.hang_id);

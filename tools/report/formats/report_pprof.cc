@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "profile.pb.h"
+#include "report/names.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
 
@@ -45,7 +46,7 @@ class ProfileBuilder {
   }
 
   void AddHang(const HangRecord& h) {
-    const std::string process = ProcessName(h.process_name, h.process);
+    const std::string process(report::ProcessName(h.process_name, h.process));
     for (const Stack& s : h.stacks) {
       if (s.count == 0 || s.frames.empty()) continue;
       pp::Sample* sample = profile_.add_sample();

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "hangwatch/hangwatch.h"
+#include "report/cause_kinds.h"
 #include "report/cause_text.h"
+#include "report/names.h"
 #include "report/report_record.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/hang_rate.h"
@@ -42,16 +44,18 @@ void AppendFrameLine(std::string* out, size_t index, const Frame& f, const char*
   }
   // A frame found by scanning the stack is a good guess, not a certainty: say so.
   const bool guessed = f.method == FrameMethod::kFramePointerScan;
-  Appendf(out, "%s#%-2zu %-28s %-18s %s%s%s%s\n", prefix, index, BaseName(f.module).c_str(),
-          Hex(f.addr).c_str(), FrameName(f).c_str(), loc.empty() ? "" : "  ", loc.c_str(),
+  Appendf(out, "%s#%-2zu %-28s %-18s %s%s%s%s\n", prefix, index,
+          std::string(report::ModuleFileName(f.module)).c_str(), Hex(f.addr).c_str(),
+          FrameName(f).c_str(), loc.empty() ? "" : "  ", loc.c_str(),
           guessed ? "  [found by stack scan]" : "");
 }
 
 void AppendHeader(std::string* out, const HangRecord& h) {
   // The name users know it by, when it is not the executable's (a symlink, a rewritten title).
-  const std::string name = h.process_name.empty() || h.process_name == BaseName(h.process)
-                               ? ""
-                               : " (" + h.process_name + ")";
+  const std::string name =
+      h.process_name.empty() || h.process_name == report::ModuleFileName(h.process)
+          ? ""
+          : " (" + h.process_name + ")";
   Appendf(out, "Process:          %s [%lld]%s\n", h.process.empty() ? "?" : h.process.c_str(),
           static_cast<long long>(h.pid), name.c_str());
   Appendf(out, "Thread:           %lld (main thread)\n", static_cast<long long>(h.tid));
@@ -61,7 +65,7 @@ void AppendHeader(std::string* out, const HangRecord& h) {
           h.fingerprint.empty() ? "-" : h.fingerprint.c_str());
   if (const Culprit c = HangCulprit(h); !c.empty()) {
     Appendf(out, "Culprit:          %s%s%s\n", CulpritLabel(c).c_str(),
-            c.module.empty() ? "" : " in ", BaseName(c.module).c_str());
+            c.module.empty() ? "" : " in ", std::string(report::ModuleFileName(c.module)).c_str());
   }
   if (!h.cause.empty()) {
     // The summary may be longer than Appendf's buffer.
@@ -99,7 +103,7 @@ void AppendHeader(std::string* out, const HangRecord& h) {
 // owner (and the owners after it), or every thread of a deadlock.
 void AppendCauseThreads(std::string* out, const HangRecord& h, size_t max_frames) {
   const Cause& c = h.cause;
-  const bool deadlock = c.kind == CauseKind::kDeadlock;
+  const bool deadlock = report::CauseHasCycle(c.kind);
   const std::vector<CauseThread>& threads = deadlock ? c.cycle : c.chain;
   if (threads.empty()) return;
   if (deadlock) Appendf(out, "\nDeadlock: %zu threads wait for each other\n", threads.size());
@@ -227,7 +231,8 @@ void AppendImages(std::string* out, const HangRecord& h) {
   std::sort(mods.begin(), mods.end(),
             [](const ModuleInfo& a, const ModuleInfo& b) { return a.base < b.base; });
   for (const ModuleInfo& m : mods) {
-    Appendf(out, "  %18s  %-28s <%s>  %s\n", Hex(m.base).c_str(), BaseName(m.path).c_str(),
+    Appendf(out, "  %18s  %-28s <%s>  %s\n", Hex(m.base).c_str(),
+            std::string(report::ModuleFileName(m.path)).c_str(),
             m.build_id.empty() ? "no build-id" : m.build_id.c_str(), m.path.c_str());
   }
 }
@@ -325,8 +330,8 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
             : h.phase == HangPhase::kStartup ? "startup-phase "
                                              : "",
             static_cast<unsigned long long>(h.duration_ms),
-            ProcessName(h.process_name, h.process).c_str(), static_cast<long long>(h.pid),
-            HangCulprit(h).empty() ? "" : " at ",
+            std::string(report::ProcessName(h.process_name, h.process)).c_str(),
+            static_cast<long long>(h.pid), HangCulprit(h).empty() ? "" : " at ",
             HangCulprit(h).empty() ? "" : CulpritLabel(HangCulprit(h)).c_str(),
             HangClassName(h.hang_class), h.cpu_percent, h.samples,
             h.fingerprint.empty() ? "-" : h.fingerprint.c_str());

@@ -8,6 +8,7 @@
 
 #include "nlohmann/json.hpp"
 #include "report/cause_text.h"
+#include "report/names.h"
 #include "report/stack_identity.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
@@ -115,8 +116,8 @@ std::string FormatTrace(const Report& report) {
                         {"pid", h.pid},
                         {"tid", h.tid},
                         {"args",
-                         {{"name", ProcessName(h.process_name, h.process) + " [" +
-                                       std::to_string(h.pid) + "]"}}}});
+                         {{"name", std::string(report::ProcessName(h.process_name, h.process)) +
+                                       " [" + std::to_string(h.pid) + "]"}}}});
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
                         {"pid", h.pid},
