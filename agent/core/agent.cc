@@ -133,8 +133,8 @@ class Agent final : public MonitorListener {
     if (hooks.sampler) {
       sampler_ = std::move(hooks.sampler);
     } else {
-      // This platform's (platform_sampler.h): a signal behind /proc reads on Linux, Mach
-      // thread suspension on Apple.
+      // This platform's (agent/samplers/platform_sampler.h): a signal behind /proc reads on Linux,
+      // Mach thread suspension on Apple.
       PlatformSampler platform;
       if (std::string error; !MakePlatformSampler(config_, &platform, &error)) {
         return Status::Error("hangwatch: " + error);
@@ -484,7 +484,7 @@ class Agent final : public MonitorListener {
   std::unique_ptr<unwind::ThreadSampler> sampler_;
   std::unique_ptr<WaitCauseProbe> cause_probe_;  // why blocked samples wait (null: no causes)
   std::unique_ptr<OwnerSampler> other_sampler_;  // lock owners' (over signal_sampler_)
-  // The Python frames of a CPython process (python_stacks.h); null: none.
+  // The Python frames of a CPython process (agent/samplers/python_stacks.h); null: none.
   std::unique_ptr<RuntimeFrames> runtime_frames_;
   std::unique_ptr<symbols::CfiUnwinder> cfi_;
   std::atomic<int> signal_{0};  // read by SamplingSignal() from any thread

@@ -62,7 +62,7 @@ StallMonitor::StallMonitor(const MonitorOptions& options,
       ring_(ring),
       listener_(listener),
       stats_(stats),
-      // Room for a runtime's words (runtime_frames.h): two per frame and a header.
+      // Room for a runtime's words (agent/samplers/runtime_frames.h): two per frame and a header.
       buffer_(options.limits.max_frames, stack_copy_bytes, 1 + 2 * options.limits.max_frames),
       hang_(options.limits),
       cfi_frames_(new uintptr_t[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),

@@ -122,16 +122,16 @@ class StallMonitor final : private OtherThreadCapturer {
   // and its frames replaced by the result. nullptr (default): the capture's own frame-pointer
   // frames are kept. Borrowed; set before the first Tick().
   void set_cfi_unwinder(symbols::CfiUnwinder* unwinder) { cfi_ = unwinder; }
-  // Why a blocked sample waited (wait_cause_probe.h): asked after each sample that found the
-  // main thread asleep; lock owners are captured with the same sampler and unwinder. nullptr
-  // (default): no cause. Borrowed; set before the first Tick().
+  // Why a blocked sample waited (agent/samplers/wait_cause_probe.h): asked after each sample that
+  // found the main thread asleep; lock owners are captured with the same sampler and unwinder.
+  // nullptr (default): no cause. Borrowed; set before the first Tick().
   void set_wait_cause_probe(WaitCauseProbe* probe) { cause_probe_ = probe; }
   // The sampler of the other threads (lock owners): a second one keeps the main thread's and
   // the owner's /proc files open between samples, and tells when an owner has not run since its
   // last capture (whose frames are then used again). nullptr: the main thread's sampler.
   void set_other_thread_sampler(OwnerSampler* sampler) { other_sampler_ = sampler; }
-  // A language runtime's frames (the Python frames, python_stacks.h) merged into each sample
-  // of the watched thread after it is unwound. nullptr (default): native frames only.
+  // A language runtime's frames (the Python frames, agent/samplers/python_stacks.h) merged into
+  // each sample of the watched thread after it is unwound. nullptr (default): native frames only.
   // Borrowed; set before the first Tick().
   void set_runtime_frames(RuntimeFrames* runtime) { runtime_ = runtime; }
   // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).

@@ -1,8 +1,8 @@
 // The sampler that captures the watched thread on this platform, made from the Config. One
-// definition per platform, as MakeSystemWatchdogEnv (watchdog_env.h) has: platform_sampler.cc
-// (Linux: threads asleep in the kernel read through /proc, running ones interrupted by a
-// signal) and mach/mach_platform_sampler.cc (Apple: the thread suspended, its registers and
-// stack copied), so that the agent itself has no platform branches.
+// definition per platform, as MakeSystemWatchdogEnv (agent/core/watchdog_env.h) has:
+// platform_sampler.cc (Linux: threads asleep in the kernel read through /proc, running ones
+// interrupted by a signal) and mach/mach_platform_sampler.cc (Apple: the thread suspended, its
+// registers and stack copied), so that the agent itself has no platform branches.
 #ifndef HANGWATCH_AGENT_SAMPLERS_PLATFORM_SAMPLER_H_
 #define HANGWATCH_AGENT_SAMPLERS_PLATFORM_SAMPLER_H_
 

@@ -8,8 +8,8 @@
 //    (unwind/self_memory.h), nothing checked or named;
 //  - watchdog (Merge): each code object checked (one read: its type is PyCode_Type) and
 //    identified (its co_filename and name objects and first line), the frames placed in the
-//    native stack (python/frame_placement.h) as words of python_frame_word.h (a chain read
-//    only in part, python::ChainEnd other than kComplete or a frame that is no code object,
+//    native stack (python/frame_placement.h) as words of hang/model/python_frame_word.h (a chain
+//    read only in part, python::ChainEnd other than kComplete or a frame that is no code object,
 //    tagged kPythonPartialTag on its outermost frame read: Stack::partial), and each new word
 //    named (function, file, line: python/code_resolver.h) while the code object is alive, into
 //    a cache of at most kMaxNames words (names cut at 256 bytes, files at 512: 3 MiB at the

@@ -16,7 +16,7 @@ namespace hangwatch::agent {
 
 // Callbacks registered with AddHangCallback() and AddLagCallback(), by id.
 struct CallbackRegistry {
-  std::mutex mu;  // constructed anew in a forked child (agent.cc, ChildAfterFork)
+  std::mutex mu;  // constructed anew in a forked child (agent/core/agent.cc, ChildAfterFork)
   int next_id = 1;
   std::vector<std::pair<int, std::shared_ptr<HangCallback>>> callbacks;
   std::vector<std::pair<int, std::shared_ptr<LagCallback>>> lag_callbacks;

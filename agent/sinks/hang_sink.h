@@ -5,8 +5,8 @@
 // in-process sink is one class implementing this interface, plus the line in SinksFromConfig()
 // that adds it (its settings go in Config).
 //
-// Locking (agent.cc, docs/architecture.md "fork"): the watchdog holds the agent's busy lock
-// while it works, so that fork() in another thread waits until the watchdog holds none of
+// Locking (agent/core/agent.cc, docs/architecture.md "fork"): the watchdog holds the agent's busy
+// lock while it works, so that fork() in another thread waits until the watchdog holds none of
 // ours, of stdio's or spdlog's locks. Sinks whose calls may block for long (a file system, user
 // code) say so with MayBlock(): they are called with the busy lock released, after the others.
 // Calls of a sink that does not block run inside the busy section.
@@ -46,8 +46,8 @@ class HangSink {
   // spdlog logger's flushing stays with its owner), so the default does nothing.
   virtual void Flush() {}
 
-  // In a forked child (agent.cc, AbandonAfterFork): gives back the descriptors this sink holds
-  // of the process. System calls and atomic stores only; the sink is never used again.
+  // In a forked child (agent/core/agent.cc, AbandonAfterFork): gives back the descriptors this sink
+  // holds of the process. System calls and atomic stores only; the sink is never used again.
   virtual void ReleaseAfterFork() {}
 };
 

@@ -1,6 +1,6 @@
 // JsonlSink: the JSON Lines file sink (Config::json_path). Each record is encoded by the report
-// codec (report/report_record.h) and appended by a JsonlWriter (jsonl_writer.h: one write(2)
-// per line, mode 0600, rotation, torn-line recovery). The preload shim writes its start-up
+// codec (report/report_record.h) and appended by a JsonlWriter (hang/files/jsonl_writer.h: one
+// write(2) per line, mode 0600, rotation, torn-line recovery). The preload shim writes its start-up
 // stalls through one too, so every line of the file goes through the same writer.
 #ifndef HANGWATCH_AGENT_SINKS_JSONL_SINK_H_
 #define HANGWATCH_AGENT_SINKS_JSONL_SINK_H_

@@ -1,7 +1,8 @@
 // PythonNames: what Materialize asks to name a Python frame of a hang (python_frame_word.h):
 // the function, file and line resolved on the watchdog while the code object was alive
-// (python_stacks.h), by the frame's word. A hang read back from an open-hang file has those the
-// process stored in it (open_hang_python_names.h; none before format 6: unnamed frames).
+// (agent/samplers/python_stacks.h), by the frame's word. A hang read back from an open-hang file
+// has those the process stored in it (open_hang_python_names.h; none before format 6: unnamed
+// frames).
 #ifndef HANGWATCH_HANG_MODEL_PYTHON_NAMES_H_
 #define HANGWATCH_HANG_MODEL_PYTHON_NAMES_H_
 

@@ -1,7 +1,7 @@
 // WaitCause: why one blocked sample of the main thread waited, in fixed-size storage (no
 // pointers, no allocation: copied by value into the hang, the ring and the open-hang file).
-// Filled on the watchdog thread by a WaitCauseProbe (wait_cause_probe.h; Linux: cause/) and turned
-// into the public hangwatch::Cause (hang_record.h) by materialize.cc.
+// Filled on the watchdog thread by a WaitCauseProbe (agent/samplers/wait_cause_probe.h; Linux:
+// cause/) and turned into the public hangwatch::Cause (hang_record.h) by materialize.cc.
 //
 // It has room for every kind, including those whose resolvers fill descriptors' peers (io, ipc)
 // and scheduler figures (starved, throttled, pressure): a resolver's result is copied into the

@@ -66,9 +66,9 @@ class OpenHangFile {
   OpenHangFile(const OpenHangFile&) = delete;
   OpenHangFile& operator=(const OpenHangFile&) = delete;
 
-  // Where the names of the hang's Python frames come from (python_stacks.h; nullptr: none).
-  // Each Python frame of a sample written is looked up there, on the watchdog thread, and its
-  // name stored in the file with the sample (format 6). Must outlive this object's writes.
+  // Where the names of the hang's Python frames come from (agent/samplers/python_stacks.h; nullptr:
+  // none). Each Python frame of a sample written is looked up there, on the watchdog thread, and
+  // its name stored in the file with the sample (format 6). Must outlive this object's writes.
   void set_python_names(const PythonNames* names) { python_names_source_ = names; }
 
   // The hang crossed the threshold: sizes and maps the file, writes the module table and every

@@ -1,7 +1,7 @@
 // The open-hang file's Python names region (open_hang_file.h, format 6): the function, file and
 // line of each Python frame word (python_frame_word.h) its samples hold, as the watchdog had
-// resolved them (python_stacks.h), so that a fatal hang read back names its Python frames as the
-// live hang did and keeps its culprit, signature and fingerprint.
+// resolved them (agent/samplers/python_stacks.h), so that a fatal hang read back names its Python
+// frames as the live hang did and keeps its culprit, signature and fingerprint.
 //
 // A fixed region of kOpenHangPythonNamesBytes, filled from its start by entries appended on the
 // watchdog thread (never in a signal handler), each whole in itself:
@@ -25,7 +25,7 @@
 namespace hangwatch::agent {
 
 inline constexpr size_t kOpenHangPythonNamesBytes = 256 * 1024;
-// Longest symbol and file kept (python_stacks.h cuts them at 256 and 512 already).
+// Longest symbol and file kept (agent/samplers/python_stacks.h cuts them at 256 and 512 already).
 inline constexpr size_t kOpenHangPythonSymbolBytes = 1024;
 inline constexpr size_t kOpenHangPythonFileBytes = 1024;
 
