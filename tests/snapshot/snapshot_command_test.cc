@@ -494,6 +494,10 @@ TEST_F(SnapshotTest, ThreadNameWithParenthesesAndSpaces) {
   char byte = 0;
   ASSERT_EQ(read(ready[0], &byte, 1), 1);  // named
   close(ready[0]);
+  // Named, but on a busy machine it may not have reached pause() yet: wait (bounded) until it
+  // sleeps there, the state the snapshot must show.
+  for (int i = 0; i < 10000 && ThreadStates(child) != "S"; ++i) usleep(1000);
+  ASSERT_EQ(ThreadStates(child), "S");
   CliResult r = RunCli({std::to_string(child), "--json", "--no-symbols"});
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
