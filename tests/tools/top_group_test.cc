@@ -122,6 +122,12 @@ TEST(TopLineParser, SortsBadLinesFromOthers) {
   EXPECT_FALSE(t.has_culprit);
   EXPECT_EQ(t.process_name, "b");
   EXPECT_EQ(t.hang_class, 3);
+  // The executable's file name as every reader names it (report::ProcessName, as `hangwatch
+  // report` does): a backslash ends a directory too.
+  Kind(R"({"type":"hang","format_version":1,"pid":3,"tid":3,"hang_id":0,"start_unix_ms":1,)"
+       R"("duration_ms":5,"cpu_ms":0,"samples":1,"stacks":[],"process":"/opt/app\\tool.exe"})",
+       &t);
+  EXPECT_EQ(t.process_name, "tool.exe");
 }
 
 // Reads `text` the way the scanner does (not padded: the end is copied).

@@ -13,6 +13,7 @@
 #include <deque>
 #include <thread>
 
+#include "report/names.h"
 #include "report/record_scan.h"
 #include "report/record_types.h"
 #include "report/utf8.h"
@@ -130,12 +131,8 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   report::ForEachMember(s[TopKey("cause")], [&](std::string_view key, std::string_view value) {
     if (key == "kind") out->cause_kind = impl_->Text(value);
   });
-  if (out->process_name.empty()) {
-    // Older agents: the file name of the executable.
-    const size_t slash = out->process.rfind('/');
-    out->process_name =
-        slash == std::string_view::npos ? out->process : out->process.substr(slash + 1);
-  }
+  // Older agents wrote no process_name: the file name of the executable.
+  out->process_name = report::ProcessName(out->process_name, out->process);
   return LineKind::kHang;
 }
 
