@@ -1,5 +1,5 @@
 // `hangwatch exporter --listen ADDR:PORT FILE...`: hang and lag metrics of JSON Lines reports,
-// followed as they grow (report_tail.h), served on /metrics by prometheus-cpp
+// followed as they grow (tools/reader/report_follower.h), served on /metrics by prometheus-cpp
 // (hangwatch_prometheus_metrics.h).
 #include <signal.h>
 
