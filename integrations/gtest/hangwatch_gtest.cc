@@ -18,6 +18,11 @@ int SlowPassIndex(int ms) {
   return -1;
 }
 
+// A path's file name, by report::ModuleFileName's rule (report/names.h), restated: this adapter
+// sees the public API only (docs/architecture.md, Layers), so it cannot include the report's
+// headers.
+std::string FileName(const std::string& path) { return path.substr(path.find_last_of("/\\") + 1); }
+
 std::string Ms(double ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", ms);
@@ -217,7 +222,7 @@ std::string DescribeHang(const HangRecord& h, size_t max_frames) {
     char offset[32];
     std::snprintf(offset, sizeof offset, "0x%llx",
                   static_cast<unsigned long long>(h.culprit.offset));
-    const std::string module = h.culprit.module.substr(h.culprit.module.rfind('/') + 1);
+    const std::string module = FileName(h.culprit.module);
     out += "\nin " + (!h.culprit.symbol.empty() ? h.culprit.symbol
                       : module.empty()          ? std::string(offset)
                                                 : module + "+" + offset);
@@ -233,7 +238,7 @@ std::string DescribeHang(const HangRecord& h, size_t max_frames) {
     std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(f.addr));
     out += "\n  #" + std::to_string(i) + " " + (f.symbol.empty() ? addr : f.symbol);
     if (!f.file.empty()) out += " at " + f.file + ":" + std::to_string(f.line);
-    if (!f.module.empty()) out += " (" + f.module.substr(f.module.rfind('/') + 1) + ")";
+    if (!f.module.empty()) out += " (" + FileName(f.module) + ")";
   }
   return out;
 }
