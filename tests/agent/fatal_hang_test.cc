@@ -97,8 +97,11 @@ TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
   EXPECT_EQ(h.threshold_ms, 100u);
   ASSERT_FALSE(h.stacks.empty());
   if (!testing::kTsan) {  // under TSan the innermost frames are its runtime's
-    // (A capture the starved child did not answer in time is a failed sample, without stack.)
-    EXPECT_EQ(h.stacks[0].count + h.failed_samples, h.samples) << "one function, one stack";
+    // A capture the starved child did not answer in time is a failed sample: in the timeline
+    // without a stack, counted in failed_samples and not in samples (the captures counted in
+    // stacks, docs/report-format.md).
+    EXPECT_EQ(h.stacks[0].count, h.samples) << "one function, one stack";
+    EXPECT_EQ(h.timeline.size(), h.samples + h.failed_samples);
     EXPECT_TRUE(testing::StackMentions(h.stacks[0], "StuckForever", 1))
         << "symbolized through the build-id of this (same) binary: "
         << h.stacks[0].frames[0].symbol;
@@ -185,6 +188,69 @@ void Corrupt(const std::string& path, size_t offset) {
 off_t FileSize(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 ? st.st_size : -1;
+}
+
+// The copy of the live header written last (the one with the higher generation).
+size_t NewestLiveHeaderOffset(const std::string& path) {
+  uint64_t generation[2] = {0, 0};
+  const int fd = open(path.c_str(), O_RDONLY);
+  for (int copy = 0; copy < 2 && fd >= 0; ++copy) {
+    const off_t at = static_cast<off_t>(agent::OpenHangFileLiveHeaderOffset(copy));
+    if (pread(fd, &generation[copy], sizeof(uint64_t), at) != sizeof(uint64_t))
+      generation[copy] = 0;
+  }
+  if (fd >= 0) close(fd);
+  return agent::OpenHangFileLiveHeaderOffset(generation[1] > generation[0] ? 1 : 0);
+}
+
+// A failed capture (the thread did not answer in time) reads back as the live hang counted it:
+// in the timeline without a stack and in failed_samples, never in samples, which are the
+// captures counted in stacks. A kill after a sample's record and before the live header that
+// counts it leaves the previous state, whose counts agree as well.
+TEST(OpenHangFileTest, AFailedCaptureIsCountedApartFromTheSamplesWhenReadBack) {
+  const std::string path = TempPath("failed_capture");
+  agent::HangLimits limits;
+  limits.max_frames = 8;
+  limits.max_timeline = 32;
+  std::string error;
+  auto file = agent::OpenHangFile::Create(path, limits, &error);
+  ASSERT_NE(file, nullptr) << error;
+  agent::HangData hang(limits);
+  FillHang(&hang, 0);
+  const uintptr_t frames[] = {0x3000, 0x2000};
+  auto add = [&](uint32_t t_ms, bool ok) {
+    hang.AddSample(t_ms, ok ? frames : nullptr, ok ? 2 : 0, ok ? frames[0] : 0, 10'000'000, 'R',
+                   ok);
+  };
+  add(50, true);
+  file->Open(hang);
+  for (uint32_t i = 1; i < 6; ++i) {
+    add(50 + 10 * i, i != 3);  // the fourth capture fails
+    file->AddLastSample(hang);
+  }
+  ASSERT_EQ(hang.summary.samples, 5u);
+  ASSERT_EQ(hang.summary.failed_samples, 1u);
+  HangRecord r;
+  ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  EXPECT_EQ(r.samples, 5u);
+  EXPECT_EQ(r.failed_samples, 1u);
+  ASSERT_EQ(r.stacks.size(), 1u);
+  EXPECT_EQ(r.stacks[0].count, r.samples);
+  ASSERT_EQ(r.timeline.size(), r.samples + r.failed_samples);
+  EXPECT_EQ(r.timeline[3].stack, -1);
+
+  // One more failed capture, its record written and its live header torn by the kill.
+  add(110, false);
+  file->AddLastSample(hang);
+  Corrupt(path, NewestLiveHeaderOffset(path) + 9);
+  ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  EXPECT_EQ(r.samples, 5u);
+  EXPECT_EQ(r.failed_samples, 1u);
+  ASSERT_EQ(r.stacks.size(), 1u);
+  EXPECT_EQ(r.stacks[0].count, r.samples);
+  EXPECT_EQ(r.timeline.size(), r.samples + r.failed_samples);
+  file.reset();
+  unlink(path.c_str());
 }
 
 // Outside a hang the file holds nothing (0 bytes): a process that ends outside a hang, even
