@@ -2,6 +2,9 @@
 // cost of decoding everything:
 //   BM_Gate/read_floor: mapping the report and its baseline and finding their lines (memchr):
 //     what any reader of the files pays;
+//   BM_Gate/scan_floor, BM_Gate/scan_lines: the report's lines found in memory (memchr, what
+//     `wc -l` does), and report::ScanLine on each (what top, the exporter and the gate pay per
+//     line); HANGWATCH_BENCH_REPORT=FILE scans FILE instead;
 //   BM_Gate/report_reader: reading and decoding both in full (ReadReportFile, as `hangwatch
 //     report` does); the gate decodes only the longest hang of each signature
 //     (tools/gate/gate_reader.h);
@@ -24,9 +27,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "report/record_scan.h"
 #include "report/report_record.h"
 #include "tools/gate/gate_options.h"
 #include "tools/gate/gate_output.h"
@@ -180,6 +186,55 @@ void BM_ReadFloor(benchmark::State& state) {
   state.counters["lines"] = static_cast<double>(lines);
 }
 BENCHMARK(BM_ReadFloor)->Name("BM_Gate/read_floor")->Unit(benchmark::kMillisecond);
+
+// The report's bytes in memory, for the scanner's benchmarks: the generated report, or the file
+// HANGWATCH_BENCH_REPORT names (e.g. bench/gen_hang_reports.py's, with 1-3 stacks of 8-32
+// frames per hang and long timelines).
+const std::string& ReportBytes() {
+  static const std::string bytes = [] {
+    const char* path = std::getenv("HANGWATCH_BENCH_REPORT");
+    std::ifstream f(path != nullptr ? path : GetInputs().report.c_str(), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }();
+  return bytes;
+}
+
+// Calls fn on each line of text (memchr for the newlines, as `wc -l` finds them).
+template <typename Fn>
+size_t ForEachLine(std::string_view text, Fn&& fn) {
+  size_t lines = 0;
+  for (const char *p = text.data(), *e = p + text.size(); p < e; ++lines) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(e - p)));
+    if (nl == nullptr) nl = e;
+    fn(std::string_view(p, static_cast<size_t>(nl - p)));
+    p = nl + 1;
+  }
+  return lines;
+}
+
+// The floor of the scanner: finding the lines of the report in memory.
+void BM_ScanFloor(benchmark::State& state) {
+  const std::string& bytes = ReportBytes();
+  for (auto _ : state) benchmark::DoNotOptimize(ForEachLine(bytes, [](std::string_view) {}));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes.size()));
+}
+BENCHMARK(BM_ScanFloor)->Name("BM_Gate/scan_floor")->Unit(benchmark::kMillisecond);
+
+// report::ScanLine on each of those lines: what top, the exporter and the gate pay per line.
+void BM_ScanLines(benchmark::State& state) {
+  const std::string& bytes = ReportBytes();
+  size_t hangs = 0;
+  for (auto _ : state) {
+    hangs = 0;
+    ForEachLine(bytes, [&](std::string_view line) {
+      report::ScannedLine scanned;
+      hangs += report::ScanLine(line, &scanned) == report::LineKind::kHang;
+    });
+  }
+  state.counters["hangs"] = static_cast<double>(hangs);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes.size()));
+}
+BENCHMARK(BM_ScanLines)->Name("BM_Gate/scan_lines")->Unit(benchmark::kMillisecond);
 
 void BM_DecodeFloor(benchmark::State& state) {
   const Inputs& in = GetInputs();
