@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "hangwatch/culprit_label.h"
 #include "report/cause_kinds.h"
 #include "report/frame_classifier.h"
 
@@ -25,20 +26,6 @@ std::string LockWords(const std::string& key) {
   if (key == "condition_variable") return "condition variable";
   if (key == "unknown" || key.empty()) return "futex";
   return key;  // mutex, rwlock, semaphore
-}
-
-std::string CulpritLabel(const Culprit& c) {
-  if (c.empty()) return "";
-  // A Python culprit's offset is an instruction index, not worth printing: "?" without a name.
-  std::string s = !c.symbol.empty()                      ? c.symbol
-                  : c.language == FrameLanguage::kPython ? std::string("?")
-                                                         : Hex(c.offset);
-  if (!c.file.empty()) {
-    s += " (" + std::string(ModuleFileName(c.file));
-    if (c.line > 0) s += ":" + std::to_string(c.line);
-    s += ")";
-  }
-  return s;
 }
 
 // "machine pressure: cpu (some avg10 45.0 %)": the resource the machine stalled on most during
@@ -77,8 +64,8 @@ std::string DescribeThread(const CauseThread& t) {
 
 std::string DescribeActivity(const CauseThread& t) {
   std::string s = t.syscall.empty() ? "running" : "in " + t.syscall;
-  const std::string culprit = CulpritLabel(t.culprit);
-  if (!culprit.empty()) s += " \u2190 " + culprit;
+  if (!t.culprit.empty())
+    s += " \u2190 " + CulpritLabel(t.culprit, CulpritLabelStyle::kBaseFileLine);
   return s;
 }
 

@@ -334,16 +334,6 @@ Culprit HangCulprit(std::span<const Stack> stacks) {
   return CulpritAt(stacks[0], CulpritIndex(stacks[0], kinds[0]), 0);
 }
 
-std::string CulpritName(const Culprit& c) {
-  if (c.empty()) return "?";
-  if (c.language == FrameLanguage::kPython) return PythonFunctionLabel(c.symbol, c.file, c.line);
-  if (!c.symbol.empty()) return c.symbol;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(c.offset));
-  if (c.module.empty()) return buf;
-  return std::string(ModuleFileName(c.module)) + "+" + buf;
-}
-
 std::string NormalizeForSignature(const std::string& symbol) {
   std::string_view s = symbol;
   // V8's perf map names: "LazyCompile:*busy /tmp/app.js:3:18", "JS:~busy ...": the tier (and

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "hangwatch/culprit_label.h"  // CulpritLabel, how a culprit is printed
 #include "hangwatch/hang_record.h"
 
 namespace hangwatch::report {
@@ -51,10 +52,6 @@ Culprit HangCulprit(std::span<const Stack> stacks);
 // (Frame::function_start), or, when the start is unknown, "@0x" + the frame's offset for a
 // return address (a call site) and nothing for the interrupted instruction (`leaf`).
 std::string FunctionIdentity(const Frame& f, bool leaf);
-
-// How a culprit is printed: its symbol, else "module-file+0xoffset", else "0xoffset"; "?" when
-// empty. A Python culprit: PythonFunctionLabel(symbol, file, line), "handle_request (app.py:42)".
-std::string CulpritName(const Culprit& c);
 
 // A Python function as py-spy prints it: "Handler.handle (app.py:42)" (the file's base name;
 // without ":line" when `line` is 0, without the parentheses when `file` is empty; "?" for an

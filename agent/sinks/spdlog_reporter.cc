@@ -38,7 +38,7 @@ std::string HangSummaryLine(const HangRecord& r) {
     line += " (" + std::to_string(r.stopped_ms) + " ms stopped, not counted)";
   }
   if (!r.culprit.empty()) {
-    line += ", in " + report::CulpritName(r.culprit);
+    line += ", in " + CulpritLabel(r.culprit, CulpritLabelStyle::kName);
     if (!r.culprit.file.empty()) {
       line += " at " + r.culprit.file +
               (r.culprit.line > 0 ? ":" + std::to_string(r.culprit.line) : std::string());

@@ -4,28 +4,14 @@
 #include <cctype>
 #include <cstdio>
 
+#include "hangwatch/culprit_label.h"
+
 namespace hangwatch {
 namespace {
 
 constexpr std::string_view kOwnLabels[] = {"process", "host", "class",  "cause",
                                            "culprit", "le",   "reason", "quantile"};
 constexpr size_t kMaxCulpritsTracked = 10000;
-
-// The function to blame, or module+0xoffset when its name is unknown (as report::CulpritName
-// names it, without the tools' dependencies). A Python function: its qualified name and its
-// file's base name, "Handler.handle (app.py)", without the line, so that every line of a
-// function is one series.
-std::string CulpritName(const Culprit& c) {
-  if (c.language == FrameLanguage::kPython) {
-    std::string name = c.symbol.empty() ? "?" : c.symbol;
-    if (!c.file.empty()) name += " (" + c.file.substr(c.file.find_last_of("/\\") + 1) + ")";
-    return name;
-  }
-  if (!c.symbol.empty()) return c.symbol;
-  char offset[32];
-  std::snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(c.offset));
-  return c.module.substr(c.module.rfind('/') + 1) + offset;
-}
 
 // report::ProcessName's rule (report/names.h), restated: this adapter sees the public API only
 // (docs/architecture.md, Layers), so it cannot include the report's headers.
@@ -132,7 +118,8 @@ bool HangMetrics::LabelsOf(const std::string& process, const std::string& host,
 
 std::string HangMetrics::CulpritLabel(const HangRecord& hang) {
   if (hang.culprit.empty()) return "none";
-  const std::string name = CulpritName(hang.culprit);
+  // Every line of a Python function is one series: "Handler.handle (app.py)".
+  const std::string name = hangwatch::CulpritLabel(hang.culprit, CulpritLabelStyle::kSeries);
   auto it = culprit_hangs_.find(name);
   if (it == culprit_hangs_.end()) {
     if (culprit_hangs_.size() >= kMaxCulpritsTracked) return "other";

@@ -8,7 +8,10 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "report/cause_text.h"
 
 namespace hangwatch::report {
 namespace {
@@ -49,27 +52,77 @@ TEST(StackIdentityTest, CulpritIsTheInnermostFrameOutsideTheSystem) {
   EXPECT_EQ(c.module, kRedis);
   EXPECT_EQ(c.offset, 0x10a3f1u);
   EXPECT_EQ(c.frame, 2);
-  EXPECT_EQ(CulpritName(c), "debugCommand");
+  EXPECT_EQ(CulpritLabel(c, CulpritLabelStyle::kName), "debugCommand");
 }
 
 TEST(StackIdentityTest, CulpritWithoutNameIsModulePlusOffsetAndAllSystemFallsBackToLeaf) {
   Culprit c = FindCulprit(S({F(kLibc, 0xcf545, "clock_nanosleep"), F(kPython, 0x5d64b4),
                              F(kPython, 0x52b9e0, "_PyEval_EvalFrameDefault")}));
   EXPECT_EQ(c.frame, 1);
-  EXPECT_EQ(CulpritName(c), "python3.11+0x5d64b4");
+  EXPECT_EQ(CulpritLabel(c, CulpritLabelStyle::kName), "python3.11+0x5d64b4");
   c = FindCulprit(S({F(kLibc, 0x10, "epoll_wait"), F(kLibc, 0x20, "__libc_start_main")}));
   EXPECT_EQ(c.frame, 0);
   EXPECT_EQ(c.symbol, "epoll_wait");
   c = FindCulprit(S({F("", 0x7f0012345678, "LazyCompile:*busy /tmp/app.js:1:15"),
                      F("/usr/bin/node", 0x1d0000, "Builtins_InterpreterEntryTrampoline")}));
   EXPECT_EQ(c.frame, 0);
-  EXPECT_EQ(CulpritName(c), "LazyCompile:*busy /tmp/app.js:1:15");
+  EXPECT_EQ(CulpritLabel(c, CulpritLabelStyle::kName), "LazyCompile:*busy /tmp/app.js:1:15");
   EXPECT_TRUE(FindCulprit(Stack{}).empty());
-  EXPECT_EQ(CulpritName(Culprit{}), "?");
+  EXPECT_EQ(CulpritLabel(Culprit{}, CulpritLabelStyle::kName), "?");
   Culprit jit;
   jit.frame = 0;
   jit.offset = 0x7f00aa;
-  EXPECT_EQ(CulpritName(jit), "0x7f00aa");
+  EXPECT_EQ(CulpritLabel(jit, CulpritLabelStyle::kName), "0x7f00aa");
+}
+
+// The styles of a culprit's label differ only in where the function is (its file's base name or
+// whole path, with or without the line); the function is named by one rule in all of them.
+TEST(StackIdentityTest, CulpritLabelStylesDifferOnlyInWhereTheFunctionIs) {
+  Culprit native;
+  native.frame = 0;
+  native.module = "C:\\app\\tool.exe";
+  native.offset = 0x10;
+  native.file = "/src/debug.c";
+  native.line = 1033;
+  Culprit python;
+  python.frame = 0;
+  python.language = FrameLanguage::kPython;
+  python.symbol = "Handler.handle";
+  python.offset = 7;
+  python.file = "/srv/app.py";
+  python.line = 42;
+  const std::pair<CulpritLabelStyle, std::vector<std::string>> expected[] = {
+      {CulpritLabelStyle::kFunction, {"tool.exe+0x10", "Handler.handle", "?"}},
+      {CulpritLabelStyle::kBaseFileLine,
+       {"tool.exe+0x10 (debug.c:1033)", "Handler.handle (app.py:42)", "?"}},
+      {CulpritLabelStyle::kPathFileLine,
+       {"tool.exe+0x10 (/src/debug.c:1033)", "Handler.handle (/srv/app.py:42)", "?"}},
+      {CulpritLabelStyle::kName, {"tool.exe+0x10", "Handler.handle (app.py:42)", "?"}},
+      {CulpritLabelStyle::kSeries, {"tool.exe+0x10", "Handler.handle (app.py)", "?"}},
+  };
+  for (const auto& [style, labels] : expected) {
+    EXPECT_EQ(CulpritLabel(native, style), labels[0]);
+    EXPECT_EQ(CulpritLabel(python, style), labels[1]);
+    EXPECT_EQ(CulpritLabel(Culprit{}, style), labels[2]);
+  }
+  python.symbol.clear();
+  python.line = 0;
+  EXPECT_EQ(CulpritLabel(python, CulpritLabelStyle::kBaseFileLine), "? (app.py)");
+}
+
+// The cause text names another thread's culprit by the same rule: an unnamed function in a
+// module is its module's file name and offset (the cause text printed the offset alone).
+TEST(StackIdentityTest, TheCauseTextNamesAThreadsCulpritByTheSameRule) {
+  CauseThread t;
+  t.syscall = "read";
+  t.culprit.frame = 0;
+  t.culprit.module = "/usr/lib/libfoo.so";
+  t.culprit.offset = 0x5d64b4;
+  t.culprit.file = "/src/foo.c";
+  t.culprit.line = 7;
+  EXPECT_EQ(DescribeActivity(t), "in read \u2190 libfoo.so+0x5d64b4 (foo.c:7)");
+  t.culprit = Culprit{};
+  EXPECT_EQ(DescribeActivity(t), "in read");
 }
 
 // CPython 3.11 before a call site is specialized: time.sleep is reached through
@@ -191,7 +244,7 @@ std::vector<Stack> SpreadSamples(bool reordered) {
 TEST(StackIdentityTest, HangCulpritIsTheInnermostFunctionMostSamplesShare) {
   const std::vector<Stack> stacks = SpreadSamples(false);
   const Culprit c = HangCulprit(stacks);
-  EXPECT_EQ(c.offset, 0x647d97u) << CulpritName(c);
+  EXPECT_EQ(c.offset, 0x647d97u) << CulpritLabel(c, CulpritLabelStyle::kName);
   EXPECT_EQ(c.stack, 0);
   EXPECT_EQ(c.frame, 3);
   // Another dominant stack (another run): the same culprit and signature.
@@ -332,14 +385,14 @@ TEST(StackIdentityTest, PythonCulpritIsTheInnermostApplicationPythonFunction) {
   EXPECT_EQ(c.symbol, "Handler.handle_request");
   EXPECT_EQ(c.file, kApp);
   EXPECT_EQ(c.line, 42);
-  EXPECT_EQ(CulpritName(c), "Handler.handle_request (app.py:42)");
+  EXPECT_EQ(CulpritLabel(c, CulpritLabelStyle::kName), "Handler.handle_request (app.py:42)");
   c = HangCulprit(std::span<const Stack>(&s, 1));
   EXPECT_EQ(c.frame, 4);
   EXPECT_EQ(c.language, FrameLanguage::kPython);
   // Without Python frames the same stack's culprit is the interpreter's anonymous builtin.
   Stack native = s;
   native.frames.erase(native.frames.begin() + 4, native.frames.begin() + 8);
-  EXPECT_EQ(CulpritName(FindCulprit(native)), "python3.11+0x5d64b4");
+  EXPECT_EQ(CulpritLabel(FindCulprit(native), CulpritLabelStyle::kName), "python3.11+0x5d64b4");
 }
 
 TEST(StackIdentityTest, PythonFunctionLabelAndIdentity) {
@@ -382,20 +435,23 @@ TEST(StackIdentityTest, PythonLibraryFramesGiveWayToTheApplications) {
          Py("fetch_prices", "/srv/shop/views.py", 17), Py("SyncWorker.handle_request", kSync, 178),
          Py("SyncWorker.run_for_one", kSync, 72), Py("<module>", "/usr/bin/gunicorn", 8),
          F(kPython, 0x62d000, "Py_BytesMain")});
-  EXPECT_EQ(CulpritName(FindCulprit(in_app)), "fetch_prices (views.py:17)");
+  EXPECT_EQ(CulpritLabel(FindCulprit(in_app), CulpritLabelStyle::kName),
+            "fetch_prices (views.py:17)");
   const Stack idle =
       S({F(kLibc, 0x11e0f0, "epoll_wait"), F(kPython, 0x5d0000),
          Py("EpollSelector.select", "/usr/lib/python3.11/selectors.py", 468),
          Py("SyncWorker.wait", kSync, 37), Py("SyncWorker.run_for_one", kSync, 72),
          Py("<module>", "/usr/bin/gunicorn", 8), F(kPython, 0x62d000, "Py_BytesMain")});
-  EXPECT_EQ(CulpritName(FindCulprit(idle)), "SyncWorker.wait (sync.py:37)");
-  EXPECT_EQ(CulpritName(HangCulprit(std::span<const Stack>(&idle, 1))),
+  EXPECT_EQ(CulpritLabel(FindCulprit(idle), CulpritLabelStyle::kName),
+            "SyncWorker.wait (sync.py:37)");
+  EXPECT_EQ(CulpritLabel(HangCulprit(std::span<const Stack>(&idle, 1)), CulpritLabelStyle::kName),
             "SyncWorker.wait (sync.py:37)");
   // Only the standard library: its innermost Python frame, not libc's.
   const Stack stdlib = S({F(kLibc, 0x11e0f0, "epoll_wait"),
                           Py("EpollSelector.select", "/usr/lib/python3.11/selectors.py", 468),
                           Py("<module>", "<frozen runpy>", 1)});
-  EXPECT_EQ(CulpritName(FindCulprit(stdlib)), "EpollSelector.select (selectors.py:468)");
+  EXPECT_EQ(CulpritLabel(FindCulprit(stdlib), CulpritLabelStyle::kName),
+            "EpollSelector.select (selectors.py:468)");
 }
 
 // A C++ program that runs Python callbacks (an embedded interpreter, a GTK main loop through
@@ -408,12 +464,12 @@ TEST(StackIdentityTest, PythonCallbackInsideANativeProgram) {
        F("/usr/lib/x86_64-linux-gnu/libffi.so.8", 0x7000, "ffi_call"), F(kGtk, 0x3000, "gtk_main"),
        Py("main", "/srv/gui.py", 40), F(kPython, 0x62d000, "Py_BytesMain")});
   const Culprit c = HangCulprit(std::span<const Stack>(&s, 1));
-  EXPECT_EQ(CulpritName(c), "on_timeout (gui.py:21)");
+  EXPECT_EQ(CulpritLabel(c, CulpritLabelStyle::kName), "on_timeout (gui.py:21)");
   const Stack embedded = S({F(kLibc, 0x10, "clock_nanosleep"), Py("plugin_tick", "/srv/p.py", 5),
                             F("/usr/lib/libpython3.11.so.1.0", 0x1000, "PyObject_Call"),
                             F("/opt/app/bin/editor", 0x2000, "Plugins::Tick"),
                             F("/opt/app/bin/editor", 0x2100, "MainLoop::Run")});
-  EXPECT_EQ(CulpritName(FindCulprit(embedded)), "plugin_tick (p.py:5)");
+  EXPECT_EQ(CulpritLabel(FindCulprit(embedded), CulpritLabelStyle::kName), "plugin_tick (p.py:5)");
   EXPECT_NE(Signature(embedded, 1), Signature(S({Py("plugin_tick", "/srv/p.py", 5)})))
       << "the program's frames around the callback are in the signature";
 }
@@ -465,7 +521,7 @@ TEST(StackIdentityTest, PythonHangCulpritIsTheFunctionTheSamplesShare) {
   EXPECT_EQ(c.symbol, "checksum");
   EXPECT_EQ(c.frame, 1);
   EXPECT_EQ(c.stack, 0);
-  EXPECT_EQ(CulpritName(c), "checksum (app.py:12)");
+  EXPECT_EQ(CulpritLabel(c, CulpritLabelStyle::kName), "checksum (app.py:12)");
   EXPECT_EQ(HangSignature(stacks, c).size(), 16u);
 }
 
@@ -487,12 +543,12 @@ TEST(StackIdentityTest, PythonCulpritIsTheInnermostFunctionWhenAChainWasCutShort
   stacks[1].count = 1;
   stacks[1].partial = true;
   Culprit c = HangCulprit(stacks);
-  EXPECT_EQ(CulpritName(c), "nap (app.py:3)");
+  EXPECT_EQ(CulpritLabel(c, CulpritLabelStyle::kName), "nap (app.py:3)");
   EXPECT_EQ(c.stack, 0);
   EXPECT_EQ(c.frame, 2);
   // The same when the cut went unnoticed: innermost by position, not by fewest samples.
   stacks[1].partial = false;
-  EXPECT_EQ(CulpritName(HangCulprit(stacks)), "nap (app.py:3)");
+  EXPECT_EQ(CulpritLabel(HangCulprit(stacks), CulpritLabelStyle::kName), "nap (app.py:3)");
   // Partial samples do not count against the callers they lack: 3 whole samples in
   // handle <- serve <- <module>, 5 cut after handle (partial). serve is in every whole sample:
   // still inside <module>, and handle is inside both.
@@ -503,7 +559,7 @@ TEST(StackIdentityTest, PythonCulpritIsTheInnermostFunctionWhenAChainWasCutShort
   cut[0].count = 5;
   cut[0].partial = true;
   cut[1].count = 3;
-  EXPECT_EQ(CulpritName(HangCulprit(cut)), "handle (app.py:20)");
+  EXPECT_EQ(CulpritLabel(HangCulprit(cut), CulpritLabelStyle::kName), "handle (app.py:20)");
   // A function only partial stacks lack is still shared by the samples that can say: the
   // innermost application function of two, busy in other functions under serve.
   std::vector<Stack> two = {
@@ -516,10 +572,10 @@ TEST(StackIdentityTest, PythonCulpritIsTheInnermostFunctionWhenAChainWasCutShort
   two[0].partial = true;
   two[1].count = 3;
   two[2].count = 3;
-  EXPECT_EQ(CulpritName(HangCulprit(two)), "serve (app.py:30)");
+  EXPECT_EQ(CulpritLabel(HangCulprit(two), CulpritLabelStyle::kName), "serve (app.py:30)");
   // Counted as whole, the 6 cut samples would have voted serve and <module> under half.
   two[0].partial = false;
-  EXPECT_EQ(CulpritName(HangCulprit(two)), "parse (app.py:40)");
+  EXPECT_EQ(CulpritLabel(HangCulprit(two), CulpritLabelStyle::kName), "parse (app.py:40)");
 }
 
 }  // namespace

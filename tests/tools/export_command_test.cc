@@ -659,6 +659,24 @@ TEST(OtlpEncode, TheCauseKindAndSummaryAreAttributes) {
   EXPECT_EQ(bodies[1].find("waiting"), std::string::npos) << bodies[1];
 }
 
+// Code outside any module (JIT code) is named by its offset alone, "0x7f00aa", as every other
+// reader names it (the exporter said "??+0x7f00aa").
+TEST(OtlpEncode, ACulpritOutsideAnyModuleIsItsOffset) {
+  std::vector<HangRecord> hangs = {hangwatch::testing::PythonHang()};
+  hangs[0].culprit = Culprit{};
+  hangs[0].culprit.offset = 0x7f00aa;
+  hangs[0].culprit.frame = 0;
+  const json request = json::parse(tools::EncodeOtlpJson(tools::HangsToOtlpLogs(hangs, 1)));
+  const json& lr = request["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0];
+  std::string function;
+  for (const json& kv : lr["attributes"]) {
+    if (kv["key"] == "hang.culprit.function") function = kv["value"]["stringValue"];
+  }
+  EXPECT_EQ(function, "0x7f00aa");
+  const std::string body = lr["body"]["stringValue"];
+  EXPECT_NE(body.find(" in 0x7f00aa"), std::string::npos) << body;
+}
+
 // A Python culprit: the function attribute is its qualified name, file and line
 // where it is, as for a native function with debug information.
 TEST(OtlpEncode, APythonCulpritIsItsFunctionFileAndLine) {

@@ -110,7 +110,7 @@ std::string OnlySignature(const WatchedRun& run, const std::string& what) {
 }
 
 std::string CulpritOf(const HangRecord& h) {
-  return absl::StrCat(report::CulpritName(h.culprit), " in ", h.culprit.module);
+  return absl::StrCat(CulpritLabel(h.culprit, CulpritLabelStyle::kName), " in ", h.culprit.module);
 }
 
 // The culprit as "the same culprit" means it across runs: for a Python function, its qualified
@@ -121,7 +121,7 @@ std::string CulpritOf(const HangRecord& h) {
 std::string CulpritFunctionOf(const HangRecord& h) {
   Culprit c = h.culprit;
   if (c.language == FrameLanguage::kPython) c.line = 0;
-  return absl::StrCat(report::CulpritName(c), " in ", c.module);
+  return absl::StrCat(CulpritLabel(c, CulpritLabelStyle::kName), " in ", c.module);
 }
 
 bool HavePython() { return access(kPython, X_OK) == 0; }

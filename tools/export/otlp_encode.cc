@@ -16,20 +16,9 @@
 namespace hangwatch::tools {
 namespace {
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
-// The culprit's function as a person reads it: its name, else module+offset.
+// The culprit's function alone: hang.culprit.file and .line say where.
 std::string CulpritFunction(const Culprit& c) {
-  // A Python function: its qualified name (hang.culprit.file and .line say where).
-  if (c.language == FrameLanguage::kPython) return c.symbol.empty() ? "?" : c.symbol;
-  // Code outside any module is "??+0x..." here (llvm-symbolizer's word for unknown), where
-  // report::CulpritName leaves the module out.
-  if (c.symbol.empty() && c.module.empty()) return "??+" + Hex(c.offset);
-  return report::CulpritName(c);
+  return CulpritLabel(c, CulpritLabelStyle::kFunction);
 }
 
 std::string ServiceName(const HangRecord& h) {

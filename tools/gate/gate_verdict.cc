@@ -190,7 +190,8 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
   for (HangGroup& g : groups) {
     g.culprit = HangCulprit(*g.longest);
     // A Python culprit's qualified name: its file and line are printed beside it.
-    g.culprit_name = g.culprit.empty() ? "(no stack)" : CulpritFunctionName(g.culprit);
+    g.culprit_name =
+        g.culprit.empty() ? "(no stack)" : CulpritLabel(g.culprit, CulpritLabelStyle::kFunction);
   }
   return groups;
 }
@@ -235,10 +236,10 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   }
   for (HangGroup& g : current) {
     seen.insert(g.signature);
-    g.allowed =
-        FindAllowEntry(allow, g.signature, g.culprit_name,
-                       g.culprit.language == FrameLanguage::kPython ? report::CulpritName(g.culprit)
-                                                                    : std::string());
+    g.allowed = FindAllowEntry(allow, g.signature, g.culprit_name,
+                               g.culprit.language == FrameLanguage::kPython
+                                   ? CulpritLabel(g.culprit, CulpritLabelStyle::kName)
+                                   : std::string());
     (in_baseline.count(g.signature) ? v.known : v.new_hangs).push_back(std::move(g));
   }
   for (HangGroup& g : before) {

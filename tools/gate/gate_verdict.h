@@ -49,7 +49,7 @@ bool ParseAllowList(std::string_view text, std::vector<AllowEntry>* out, std::st
 
 // The first entry that allows a hang with this signature and culprit name (HangGroup's
 // culprit_name: a Python culprit's qualified name "Handler.handle"; or `python_label`, its
-// report::CulpritName "Handler.handle (app.py:42)", matches a glob); nullptr when none.
+// CulpritLabel kName "Handler.handle (app.py:42)", matches a glob); nullptr when none.
 const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std::string& signature,
                                  const std::string& culprit_name,
                                  const std::string& python_label = "");
@@ -75,7 +75,7 @@ struct HangGroup {
   uint64_t total_duration_ms = 0;
   const HangRecord* longest = nullptr;  // its culprit names the group
   Culprit culprit;
-  std::string culprit_name;  // CulpritFunctionName (report_frames.h), "(no stack)" without one
+  std::string culprit_name;  // CulpritLabel kFunction, "(no stack)" without one
   // A readable name unique among the groups of one verdict: the culprit's function, followed by
   // its callers ("f ← g") when another group has the same culprit, "#2"... as a last resort.
   std::string name;

@@ -31,21 +31,7 @@ Culprit HangCulprit(const HangRecord& h) {
   return report::HangCulprit(h.stacks);
 }
 
-std::string CulpritFunctionName(const Culprit& c) {
-  if (c.language == FrameLanguage::kPython && !c.empty()) return c.symbol.empty() ? "?" : c.symbol;
-  return report::CulpritName(c);
-}
-
 std::string CulpritLocation(const Culprit& c) { return FileLine(c.file, c.line); }
-
-std::string CulpritLabel(const Culprit& c) {
-  const std::string where = CulpritLocation(c);
-  // CulpritName has the file's base name and line already: the whole path instead.
-  if (c.language == FrameLanguage::kPython) {
-    return CulpritFunctionName(c) + (where.empty() ? "" : " (" + where + ")");
-  }
-  return report::CulpritName(c) + (where.empty() ? "" : " (" + where + ")");
-}
 
 void RefreshHangIdentity(HangRecord* h) {
   const Stack* d = h->dominant();

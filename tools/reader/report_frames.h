@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hangwatch/culprit_label.h"  // CulpritLabel, for the formats
 #include "hangwatch/hang_record.h"
 #include "tools/common/names.h"  // FileLine, for the formats
 
@@ -25,16 +26,8 @@ std::string FrameLocation(const Frame& f);
 // an older agent; report::HangCulprit). Empty when there is no stack.
 Culprit HangCulprit(const HangRecord& h);
 
-// The culprit's function where its file and line are printed beside it: a Python culprit's
-// qualified name ("Handler.handle", "?" when unknown), else report::CulpritName.
-std::string CulpritFunctionName(const Culprit& c);
-
 // "file:line" of a culprit ("file" without a line), "" when unknown.
 std::string CulpritLocation(const Culprit& c);
-
-// The culprit's name ("debugCommand", "python3.11+0x1d64b4", "?") with " (file:line)" when
-// known; a Python culprit "Handler.handle (/srv/app.py:42)" (the whole path).
-std::string CulpritLabel(const Culprit& c);
 
 // Recomputes each hang's culprit from its stacks (report::HangCulprit, after offline symbolization
 // has added names, files, lines and inlined frames), and its signature when the record had none.

@@ -40,7 +40,8 @@ std::string FormatJunit(const Report& report, const std::string& suite, double e
       if (h->duration_ms > longest->duration_ms) longest = h;
     }
     const Culprit c = HangCulprit(*longest);
-    const std::string culprit = c.empty() ? "unknown" : CulpritFunctionName(c);
+    const std::string culprit =
+        c.empty() ? "unknown" : CulpritLabel(c, CulpritLabelStyle::kFunction);
     const std::string location = CulpritLocation(c);
     const std::string where = location.empty() ? "" : " at " + location;
     const std::string process(report::ProcessName(longest->process_name, longest->process));

@@ -34,11 +34,10 @@ std::string ByName(TopBy by, const std::string& label) {
 std::string CulpritText(const TopGroup& g, size_t width) {
   if (!g.culprit) return "(no stack)";
   const TopCulprit& c = *g.culprit;
-  // A Python culprit's CulpritName has its file and line already: its qualified name here.
-  std::string name =
-      c.python ? (c.symbol.empty() ? "?" : c.symbol) : report::CulpritName(c.AsCulprit());
-  std::string where;
-  if (!c.file.empty()) where = " (" + FileLine(report::ModuleFileName(c.file), c.line) + ")";
+  const Culprit culprit = c.AsCulprit();
+  std::string name = CulpritLabel(culprit, CulpritLabelStyle::kFunction);
+  // What kBaseFileLine adds to the function, " (debug.c:1033)": kept whole when the name is cut.
+  std::string where = CulpritLabel(culprit, CulpritLabelStyle::kBaseFileLine).substr(name.size());
   if (where.size() + 12 > width) where = "";
   if (name.size() + where.size() > width) name = name.substr(0, width - where.size() - 2) + "..";
   return name + where;

@@ -55,7 +55,8 @@ void SymbolizeTopCulprits(const std::vector<std::string>& paths,
     if (!ReadLineAt(path, g.culprit_line->offset, &line) || !SameHang(&parser, line, *g.culprit)) {
       notes->push_back(path + ": the hang at byte " + std::to_string(g.culprit_line->offset) +
                        " cannot be read again (the file changed?): culprit " +
-                       CulpritLabel(g.culprit->AsCulprit()) + " as recorded");
+                       CulpritLabel(g.culprit->AsCulprit(), CulpritLabelStyle::kPathFileLine) +
+                       " as recorded");
       continue;
     }
     // A line that top reads but the report decoder does not (a hang line without the fields

@@ -290,6 +290,24 @@ TEST(RecordCounterTest, PythonCulpritLabelIsItsFunction) {
   EXPECT_EQ(Value(registry, "hangwatch_hangs_total"), 3);
 }
 
+// A culprit without a name is labelled as every reader names it: module file name and offset,
+// and its offset alone outside any module (the adapter said "+0x7f00aa").
+TEST(HangMetricsTest, UnnamedCulpritsAreLabelledByModuleAndOffset) {
+  prometheus::Registry registry;
+  HangMetricsOptions options;
+  options.culprit_top = 2;
+  HangMetrics metrics(registry, options);
+  HangRecord jit;
+  jit.culprit.offset = 0x7f00aa;
+  jit.culprit.frame = 0;
+  HangRecord in_module = jit;
+  in_module.culprit.module = "/usr/lib/libfoo.so";
+  metrics.AddHang(jit, "");
+  metrics.AddHang(in_module, "");
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"culprit", "0x7f00aa"}}), 1);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"culprit", "libfoo.so+0x7f00aa"}}), 1);
+}
+
 // Collects what the exporter's ReportFollower (tools/reader/report_follower.h) hands over.
 struct Seen {
   std::vector<std::string> lines;

@@ -392,8 +392,8 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
       f.module = c.module;
       f.symbol = c.symbol;
       f.file = c.file;
-      culprit =
-          t.FrameId(report::CulpritName(c), c.module, c.file, c.line, report::ClassifyFrame(f));
+      culprit = t.FrameId(CulpritLabel(c, CulpritLabelStyle::kName), c.module, c.file, c.line,
+                          report::ClassifyFrame(f));
     }
     col["culprit"].push_back(culprit);
     if (culprit >= 0 && !source_done[culprit]) {

@@ -124,7 +124,7 @@ std::string FormatSvg(const Report& report, const std::string& title) {
   for (const HangRecord& h : report.hangs) {
     const Culprit c = HangCulprit(h);
     if (c.empty()) continue;
-    std::string name = report::CulpritName(c);
+    std::string name = CulpritLabel(c, CulpritLabelStyle::kName);
     for (char& ch : name) {
       if (ch == ';') ch = ':';  // as in the folded stacks (report_folded.h)
       if (ch == '\n' || ch == '\r') ch = ' ';

@@ -64,7 +64,8 @@ void AppendHeader(std::string* out, const HangRecord& h) {
           h.fatal ? " (FATAL: the process died in it)" : "",
           h.fingerprint.empty() ? "-" : h.fingerprint.c_str());
   if (const Culprit c = HangCulprit(h); !c.empty()) {
-    Appendf(out, "Culprit:          %s%s%s\n", CulpritLabel(c).c_str(),
+    Appendf(out, "Culprit:          %s%s%s\n",
+            CulpritLabel(c, CulpritLabelStyle::kPathFileLine).c_str(),
             c.module.empty() ? "" : " in ", std::string(report::ModuleFileName(c.module)).c_str());
   }
   if (!h.cause.empty()) {
@@ -332,7 +333,9 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
             static_cast<unsigned long long>(h.duration_ms),
             std::string(report::ProcessName(h.process_name, h.process)).c_str(),
             static_cast<long long>(h.pid), HangCulprit(h).empty() ? "" : " at ",
-            HangCulprit(h).empty() ? "" : CulpritLabel(HangCulprit(h)).c_str(),
+            HangCulprit(h).empty()
+                ? ""
+                : CulpritLabel(HangCulprit(h), CulpritLabelStyle::kPathFileLine).c_str(),
             HangClassName(h.hang_class), h.cpu_percent, h.samples,
             h.fingerprint.empty() ? "-" : h.fingerprint.c_str());
     std::string dominant;

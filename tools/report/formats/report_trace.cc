@@ -37,12 +37,13 @@ void AddHang(const HangRecord& h, json* events) {
   const Culprit culprit = HangCulprit(h);
   json hang =
       Slice("hang " + std::to_string(h.duration_ms) + " ms (" + HangClassName(h.hang_class) + ")" +
-                (culprit.empty() ? "" : " in " + report::CulpritName(culprit)),
+                (culprit.empty() ? "" : " in " + CulpritLabel(culprit, CulpritLabelStyle::kName)),
             "hang", start, dur, h.pid, h.tid);
   hang["args"] = {{"fingerprint", h.fingerprint}, {"cpu_ms", h.cpu_ms},
                   {"cpu_percent", h.cpu_percent}, {"class", HangClassName(h.hang_class)},
                   {"samples", h.samples},         {"fatal", h.fatal}};
-  if (!culprit.empty()) hang["args"]["culprit"] = CulpritLabel(culprit);
+  if (!culprit.empty())
+    hang["args"]["culprit"] = CulpritLabel(culprit, CulpritLabelStyle::kPathFileLine);
   if (!h.signature.empty()) hang["args"]["signature"] = h.signature;
   if (!h.process_name.empty()) hang["args"]["process_name"] = h.process_name;
   if (!h.cause.empty()) {
