@@ -227,6 +227,19 @@ TEST_P(PythonFramesTest, GeneratorFrameSitsBetweenItsCallerAndCallee) {
   EXPECT_GT(FindPython(s, "scenario", static_cast<size_t>(gen) + 1), gen) << Describe(s);
 }
 
+// A loaded machine can run the program so late that the loop's first waits find their timers
+// due and poll with zero timeouts, which do not arm the shim: the scenario would run unwatched,
+// as start-up. The script's first wait blocks however late it runs (data/python_frames.py,
+// first_wait); PYTHON_FRAMES_STARVED_START keeps the loop busy past its timers before it, as
+// such a machine would (without first_wait: no hang at all). One interpreter is enough.
+TEST_P(PythonFramesTest, TheScenarioIsWatchedWhenTheLoopStartsLate) {
+  if (GetParam() != 11) GTEST_SKIP() << "checked with python3.11";
+  HangRecord h;
+  ASSERT_NO_FATAL_FAILURE(Run("busy", &h, {"PYTHON_FRAMES_STARVED_START=1"}));
+  EXPECT_GT(FindPython(*h.dominant(), "scenario"), FindPython(*h.dominant(), "busy"))
+      << Describe(*h.dominant());
+}
+
 TEST_P(PythonFramesTest, AsyncioCoroutineFrameSitsBetweenItsCallerAndCallee) {
   HangRecord h;
   ASSERT_NO_FATAL_FAILURE(Run("coroutine", &h));

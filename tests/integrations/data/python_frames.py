@@ -3,6 +3,8 @@
 # lines below by their "# mark:" comments.
 import asyncio
 import json
+import os
+import platform
 import sys
 import threading
 import time
@@ -75,7 +77,36 @@ async def scenario(name):
         t.join()
 
 
+# The epoll waits' system call numbers, as /proc/TID/syscall shows them.
+EPOLL_WAITS = {"aarch64": {"22", "441"}}.get(platform.machine(), {"232", "281", "441"})
+
+
+def wake_when_waiting(loop, woken, tid):
+    # Resolves `woken` once the main thread sleeps in the loop's epoll wait, so that wait is
+    # one that blocks (no timer due, nothing ready): the preload shim arms at the first wait
+    # that may block, and a process run late on a loaded machine finds every asyncio.sleep
+    # already due, polls with zero timeouts and would run its first scenario before arming.
+    while True:
+        with open(f"/proc/self/task/{tid}/syscall") as f:
+            if f.read().split()[0] in EPOLL_WAITS:
+                break
+        time.sleep(0.005)
+    loop.call_soon_threadsafe(woken.set_result, None)
+
+
+async def first_wait():
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
+    args = (loop, woken, threading.get_native_id())
+    threading.Thread(target=wake_when_waiting, args=args).start()
+    await woken
+
+
 async def main():
+    if os.environ.get("PYTHON_FRAMES_STARVED_START"):
+        # As a loaded machine runs it: the loop busy before its first wait, past every timer.
+        asyncio.get_running_loop().call_soon(busy, time.monotonic() + 0.1)
+    await first_wait()
     for name in sys.argv[1:]:
         await asyncio.sleep(0.05)  # the loop's wait: the pass before the scenario ends here
         await scenario(name)  # mark: scenario
