@@ -22,6 +22,10 @@
 // live header copy that is NOT the newest is rewritten with generation + 1 and its checksum.
 // A reader takes the valid copy with the highest generation and stops at the first sample
 // whose checksum fails, so a write torn by the process dying loses at most that sample.
+// What a reader returns is one state: the live header copy it took (its samples and
+// failed_samples counters) and the sample records that copy counts; a kill between a sample's
+// record and the header counting it loses that sample whole, never mixes two states. As in a
+// live hang, samples counts the captures with a stack and failed_samples the failed ones.
 #ifndef HANGWATCH_HANG_OPEN_HANG_OPEN_HANG_FILE_H_
 #define HANGWATCH_HANG_OPEN_HANG_OPEN_HANG_FILE_H_
 
