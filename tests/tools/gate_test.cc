@@ -489,6 +489,35 @@ TEST(GateReader, ScanFindsStringEndsAtEveryOffset) {
   }
 }
 
+TEST(GateReader, ScanFindsNestedStringsAndBracketsAcrossBlocks) {
+  // Nested values are read 64 bytes at a time, strings by the parity of the quotes before each
+  // byte: an escaped quote, a bracket in a string, a control character or the value's end at any
+  // offset of two blocks must be seen.
+  for (size_t n = 0; n < 140; ++n) {
+    for (size_t k = 0; k < n; k += 1 + k / 64) {
+      std::string text(n, 'x');
+      text.replace(k, 1, "\\\"]");  // \"] : an escaped quote, then a bracket that is text
+      report::ScannedLine s;
+      const std::string head = R"({"type":"t","stacks":[{"frames":[{"symbol":")" + text;
+      const std::string line = head + R"(\\"}]},{"id":1}],"duration_ms":7})";
+      ASSERT_EQ(report::ScanLine(line, &s), report::LineKind::kUnknownType) << line;
+      EXPECT_EQ(Raw(s, "duration_ms"), "7") << line;
+      const size_t stacks = line.find("[{\"frames");
+      EXPECT_EQ(Raw(s, "stacks"), line.substr(stacks, line.find(",\"duration_ms") - stacks));
+      std::string bad = line;
+      bad[head.size() - n + k + 3] = '\t';  // a tab is white space outside strings only
+      EXPECT_EQ(report::ScanLine(bad, &s), report::LineKind::kBad) << bad;
+      std::string spaced = line;
+      spaced.insert(head.size() + 5, "\t");  // between "]" and "}": outside the strings
+      EXPECT_EQ(report::ScanLine(spaced, &s), report::LineKind::kUnknownType) << spaced;
+      EXPECT_EQ(report::ScanLine(head + R"(\\"}]})", &s), report::LineKind::kBad);  // torn
+      std::string unmatched = line;
+      unmatched[head.size() + 3] = ')';  // "}]}" -> ")]}": the frame's object is not closed
+      EXPECT_EQ(report::ScanLine(unmatched, &s), report::LineKind::kBad) << unmatched;
+    }
+  }
+}
+
 // The scanner against the decoder on every line of the fuzz corpus, cut at every length and with
 // JSON punctuation written over each byte: a hang the decoder reads is a hang for the scanner,
 // with the signature and duration the decoder read.
