@@ -6,18 +6,21 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
 #include "cli_util.h"
 #include "tools/run/launch_log_reader.h"
 #include "tools/run/run_dir.h"
+#include "tools/run/run_processes.h"
 #include "tools/run/run_program.h"
 #include "tools/run/run_summary.h"
 
@@ -167,6 +170,63 @@ TEST_F(LaunchLogTest, ConcurrentWritersNeverInterleave) {
     EXPECT_EQ(p.Last().execs.size(), static_cast<size_t>(kLines));
     for (const auto& e : p.Last().execs) ASSERT_EQ(e.path, long_path);
   }
+}
+
+// A process of the run (armed, alive) forks a child that has not run yet, so has not written
+// its load line: `run` waits for it (on a busy machine the child of a tmux server may get the CPU
+// only after the command ended). Once the child executes a program without writing a line, it
+// runs without the shim and never will: not waited for.
+TEST_F(LaunchLogTest, UnloggedForkChildOfALiveProcessIsWaitedForUntilItExecutes) {
+  const std::string path = dir_ / "launch.log";
+  UseLog(path);
+  int to_parent[2], go[2];
+  ASSERT_EQ(pipe(to_parent), 0);
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t parent = fork();
+  if (parent == 0) {
+    LaunchLogLoaded();
+    LaunchLogArmed();
+    const pid_t child = fork();  // no shim here: the child writes nothing
+    if (child == 0) {
+      char c;
+      if (read(go[0], &c, 1) == 1) execl("/usr/bin/sleep", "sleep", "30", nullptr);
+      _exit(127);
+    }
+    if (write(to_parent[1], &child, sizeof child) != sizeof child) _exit(1);
+    for (;;) pause();  // alive until the test kills it
+  }
+  close(to_parent[1]);
+  pid_t child = 0;
+  // Both end with the test, whatever failed.
+  struct KillBoth {
+    const pid_t& parent;
+    const pid_t& child;
+    ~KillBoth() {
+      if (child > 0) kill(child, SIGKILL);
+      kill(parent, SIGKILL);
+      WaitExit(parent);
+    }
+  } kill_both{parent, child};
+  ASSERT_EQ(read(to_parent[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  const LaunchLog log = ReadLaunchLog(path);
+  ASSERT_EQ(log.processes.size(), 1u) << ReadFile(path);
+  EXPECT_TRUE(tools::WaitingToArm(log, "")) << "the fork child is about to write its load line";
+
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string exe;
+  while (exe != "/usr/bin/sleep" && std::chrono::steady_clock::now() < deadline) {
+    char buf[256];
+    const ssize_t n =
+        readlink(("/proc/" + std::to_string(child) + "/exe").c_str(), buf, sizeof buf - 1);
+    exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    usleep(20000);
+  }
+  ASSERT_EQ(exe, "/usr/bin/sleep");
+  EXPECT_FALSE(tools::WaitingToArm(log, "")) << "it runs sleep without the shim";
+  close(go[0]);
+  close(go[1]);
+  close(to_parent[0]);
 }
 
 TEST(LaunchLogReader, ImagesFollowExecsThatLoadedAgain) {

@@ -22,7 +22,10 @@ std::vector<std::pair<int64_t, uint64_t>> LingeringChildren();
 // A process of the run is alive and may still arm: it loaded the shim and has neither armed,
 // given up nor executed a program that runs without the shim (WhyNotLoaded() of the file, with
 // `search_path` for a name without a slash), or it is a lingering child that has not logged
-// anything yet (it may be about to: a fork child writes its line when it first runs).
+// anything yet (it may be about to: a fork child writes its line when it first runs), or a child
+// of a live process of the run that has not logged anything yet and still runs its parent's
+// program (a fork child that has not run yet; one that executed another program without a line
+// runs without the shim).
 bool WaitingToArm(const LaunchLog& log, const std::string& search_path);
 
 // Waits until no process of the run that loaded the shim is alive, `grace` at most (polling
