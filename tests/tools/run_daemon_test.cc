@@ -15,8 +15,10 @@
 #include <thread>
 
 #include "cli_util.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "tools/reader/report_reader.h"
 #include "tools/run/launch_log_reader.h"
+#include "tools/run/run_dir.h"
 
 namespace hangwatch::testing {
 namespace {
@@ -77,10 +79,10 @@ class KillAtEnd {
 // A daemon the classic way: fork, setsid, fork again; the first parent returns once the daemon
 // is in its loop (readiness through a pipe, as forking services do), or at once when a start-up
 // time (seconds the daemon spends before its loop) is given as the third argument. The daemon reads
-// commands from a FIFO: "stall" blocks its main thread for 0.5 s, "die" blocks it until another
-// thread kills the process (SIGKILL, as a system watchdog would), "exit" ends it.
+// commands from a FIFO: "stall" blocks its main thread for 0.5 s, "die" blocks it until the test
+// kills the process (SIGKILL, as a system watchdog would), "exit" ends it.
 constexpr char kPythonDaemon[] =
-    "import os, sys, select, threading, time\n"
+    "import os, sys, select, time\n"
     "fifo, pidfile = sys.argv[1], sys.argv[2]\n"
     "r, w = os.pipe()\n"
     "if os.fork() > 0:\n"
@@ -113,8 +115,7 @@ constexpr char kPythonDaemon[] =
     "            end = time.monotonic() + 0.5\n"
     "            while time.monotonic() < end: pass\n"
     "        elif line == b'die':\n"
-    "            threading.Timer(0.4, os.kill, (os.getpid(), 9)).start()\n"
-    "            end = time.monotonic() + 5\n"
+    "            end = time.monotonic() + 60\n"
     "            while time.monotonic() < end: pass\n"
     "        elif line == b'exit':\n"
     "            sys.exit(0)\n";
@@ -217,8 +218,23 @@ TEST(RunDaemon, DaemonKilledDuringAHangIsReportedByTheNextRun) {
   const std::string run_dir = KeptRunDir(r.err);
   ASSERT_FALSE(run_dir.empty()) << r.err;
 
+  // Killed once its open-hang file holds the hang, 200 ms long (on a busy machine the watchdog
+  // may write it late: a kill at a fixed time could come before it).
   Send(fifo, "die");
-  ASSERT_TRUE(WaitFor([&] { return !Alive(daemon, guard.start_time()); }));
+  const std::string open_hang = run_dir + "/open-hang." + std::to_string(daemon);
+  ASSERT_TRUE(WaitFor([&] {
+    HangRecord open;
+    std::string error;
+    return agent::ReadOpenHangFile(open_hang, &open, &error) == agent::OpenHangReadStatus::kFound &&
+           open.duration_ms >= 200;
+  }));
+  kill(static_cast<pid_t>(daemon), SIGKILL);
+  // Gone once its last thread has exited: its main thread is a zombie before the others have
+  // closed its files, and the open-hang file stays locked (in use: the next run leaves it) until
+  // then.
+  ASSERT_TRUE(WaitFor([&] {
+    return !Alive(daemon, guard.start_time()) && tools::LockedOpenHangFiles(run_dir).empty();
+  }));
   EXPECT_TRUE(ReadHangs(report).hangs.empty()) << "the hang never closed";
   // The next run finds the dead daemon's open hang and adds it to that run's report. (Another
   // test's run may do it first: then the report has it all the same.)
