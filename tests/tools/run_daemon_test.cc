@@ -58,6 +58,13 @@ std::string KeptRunDir(const std::string& err) {
 
 bool Alive(int64_t pid, uint64_t start_time) { return tools::IsAlive(pid, start_time); }
 
+// The process has ended and its files are closed: its main thread is a zombie before its other
+// threads have closed them, and until then its open-hang file in `run_dir` stays locked (in use:
+// the next run leaves the directory).
+bool Gone(int64_t pid, uint64_t start_time, const std::string& run_dir) {
+  return !Alive(pid, start_time) && tools::LockedOpenHangFiles(run_dir).empty();
+}
+
 // Kills a process the test started if it is still alive when the test ends (a failed
 // assertion must not leave a daemon behind).
 class KillAtEnd {
@@ -163,7 +170,7 @@ TEST(RunDaemon, PythonDoubleForkDaemonIsWatchedAndItsDirectoryKeptUntilItExits) 
 
   // Once the daemon has exited, the next run removes it.
   Send(fifo, "exit");
-  ASSERT_TRUE(WaitFor([&] { return !Alive(daemon, guard.start_time()); }));
+  ASSERT_TRUE(WaitFor([&] { return Gone(daemon, guard.start_time(), run_dir); }));
   const auto next = RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_FALSE(Exists(run_dir)) << run_dir << " should have been cleaned up";
@@ -229,12 +236,7 @@ TEST(RunDaemon, DaemonKilledDuringAHangIsReportedByTheNextRun) {
            open.duration_ms >= 200;
   }));
   kill(static_cast<pid_t>(daemon), SIGKILL);
-  // Gone once its last thread has exited: its main thread is a zombie before the others have
-  // closed its files, and the open-hang file stays locked (in use: the next run leaves it) until
-  // then.
-  ASSERT_TRUE(WaitFor([&] {
-    return !Alive(daemon, guard.start_time()) && tools::LockedOpenHangFiles(run_dir).empty();
-  }));
+  ASSERT_TRUE(WaitFor([&] { return Gone(daemon, guard.start_time(), run_dir); }));
   EXPECT_TRUE(ReadHangs(report).hangs.empty()) << "the hang never closed";
   // The next run finds the dead daemon's open hang and adds it to that run's report. (Another
   // test's run may do it first: then the report has it all the same.)
@@ -326,7 +328,7 @@ TEST(RunDaemon, RedisServerDaemonizedIsWatched) {
 
   // Shut down: the daemon's directory goes with the next run.
   RunCommand({kRedisCli, "-s", sock, "SHUTDOWN", "NOSAVE"});
-  ASSERT_TRUE(WaitFor([&] { return !Alive(daemon, guard.start_time()); }));
+  ASSERT_TRUE(WaitFor([&] { return Gone(daemon, guard.start_time(), run_dir); }));
   const auto next = RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_FALSE(Exists(run_dir)) << run_dir << " should have been cleaned up";
@@ -356,7 +358,7 @@ TEST(RunDaemon, BackgroundProcessThatNeverWaitsIsNamedAndNotWatched) {
   const std::string run_dir = KeptRunDir(r.err);
   ASSERT_FALSE(run_dir.empty()) << r.err;
   kill(static_cast<pid_t>(sleeper), SIGKILL);
-  ASSERT_TRUE(WaitFor([&] { return !Alive(sleeper, guard.start_time()); }));
+  ASSERT_TRUE(WaitFor([&] { return Gone(sleeper, guard.start_time(), run_dir); }));
   const auto next = RunCommand({kCli, "run", "--", STALL_PROGRAM, "0", "0"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_FALSE(Exists(run_dir));
