@@ -3,7 +3,8 @@
 // prometheus_registry_test.cc. Usage: prometheus_embed_program REPORT STALLS STALL_MS
 // It prints "port P" once serving, makes STALLS passes of STALL_MS between short passes (busy,
 // the last one asleep in poll), lets the agent write the last lag record, prints "done", and
-// waits for SIGTERM (then stops the agent and exits 0). The agent also writes REPORT, the records the test compares with.
+// waits for SIGTERM (then stops the agent and exits 0). The agent also writes REPORT, the records
+// the test compares with.
 #include <poll.h>
 #include <signal.h>
 

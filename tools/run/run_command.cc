@@ -43,6 +43,7 @@
 #include "tools/run/run_report_follower.h"
 #include "tools/run/run_shim.h"
 #include "tools/run/run_summary.h"
+#include "tools/run/run_usage.h"
 #include "unwind/proc_files.h"
 
 extern char** environ;
@@ -54,81 +55,6 @@ constexpr int kExitHang = 3;
 constexpr int kExitNotWatched = 4;
 constexpr int kExitCannotExecute = 127;
 constexpr char kRunDirParent[] = "/tmp";
-
-constexpr char kUsage[] =
-    "usage: hangwatch run [options] -- COMMAND [ARGS...]\n"
-    "\n"
-    "Runs COMMAND with libhangwatch_preload.so injected (LD_PRELOAD) into it and into every\n"
-    "program it starts, whatever starts it (runners such as npm, make or ctest included):\n"
-    "each process is watched from the moment its main thread first waits for events\n"
-    "(epoll_wait, poll, select, ...). When COMMAND ends, stderr lists the processes watched\n"
-    "(pid, name, hangs), summarizes the hangs and names the programs that ran without the\n"
-    "shim; when no process reached an event loop, one line says what happened instead.\n"
-    "The program is the one whose status run returns: a wrapper (xvfb-run, timeout, env,\n"
-    "sh -c, a script running \"$@\") hands over to the command it was given, and what it\n"
-    "starts on the side (Xvfb) is a helper; npm, npx, yarn or pnpm running a script (npm\n"
-    "start, npm test, npx) hand over to what the script runs, their own process a helper;\n"
-    "a runner (make check, bash tests.sh) is the program, the tests it starts its\n"
-    "processes. When neither the program nor a process it started was watched, the first\n"
-    "line says so and why, whatever helpers were watched.\n"
-    "Processes still running a second after COMMAND ended (daemons) stay watched: their\n"
-    "hangs go to the report, and their directory in /tmp is kept until they exit.\n"
-    "\n"
-    "Exits with COMMAND's status (128+N when killed by signal N); with --fail-on-hang, 3 when\n"
-    "a hang was seen and 4 when the program and the processes it started were not watched\n"
-    "(whatever helpers were; a failing COMMAND is still named).\n"
-    "\n"
-    "  --threshold-ms N   a run-loop pass longer than N ms is a hang (default 250)\n"
-    "  --sample-ms N      sample a slow pass every N ms (default threshold / 10)\n"
-    "  --report FILE      append the hangs to FILE as JSON Lines (see hangwatch report); a\n"
-    "                     FILE that did not exist is not left empty when nothing was watched\n"
-    "  --fail-on-hang     exit 3 when a hang (or a start-up stall) was seen, 4 when the\n"
-    "                     program was not watched (above); a hang in the shutdown phase (a\n"
-    "                     pass the process's exit ended) only with --judge-shutdown (below)\n"
-    "  --junit FILE       write JUnit XML: one test case per hang fingerprint, or with the\n"
-    "                     gate flags below one per signature (an error when the program\n"
-    "                     was not watched)\n"
-    "  --startup-ms N     reaching the event loop later than N ms after start is a start-up\n"
-    "                     stall (default 2000)\n"
-    "  --no-startup-stall do not report slow start-ups\n"
-    "  --max-frames N     keep at most N frames per stack (1..1024, default 64; a deep\n"
-    "                     Python recursion needs more)\n"
-    "  --no-python        name CPython's eval-loop frames instead of the Python functions\n"
-    "                     they ran (HANGWATCH_PYTHON=0)\n"
-    "  --no-inherit       a process that waited for events no longer passes the shim on:\n"
-    "                     what it executes runs unwatched (the plain LD_PRELOAD rule)\n"
-    "  --inherit          pass the shim on to everything (the default; kept for old scripts)\n"
-    "  --explain          after the summary, print the launch tree: every process that\n"
-    "                     loaded the shim, under its parent, what it executed, whether it\n"
-    "                     was watched and why not (never waited for events, waited only\n"
-    "                     in pthread_join for another thread as the JVM does, a statically\n"
-    "                     linked or set-user-ID program, an environment cleared of the shim,\n"
-    "                     the launch rule of --no-inherit, the agent's own reason)\n"
-    "  --live             log each hang on stderr as it happens, too\n"
-    "  --quiet            print only what needs action: that the program was not watched,\n"
-    "                     hangs the report did not take, a failed gate's verdict, and\n"
-    "                     COMMAND's status when the exit status replaced it (and\n"
-    "                     --explain's tree)\n"
-    "\n"
-    "Gate flags: with any of these, the run's report is judged as by hangwatch gate (its\n"
-    "verdict on stderr): exit 3 when the gate fails (whatever hangs --fail-on-hang alone would\n"
-    "count), 4 when the program was not watched, otherwise COMMAND's status. A lag budget fails "
-    "the\n"
-    "gate when the run wrote no lag records. --baseline takes one file and is repeatable.\n"
-    "--judge-shutdown (alone, not a gate flag) also applies to --fail-on-hang.\n";
-
-constexpr char kUsageTail[] =
-    "\n"
-    "The shim is looked for next to this program, in ../lib, ../lib64 and ../lib/<multiarch>\n"
-    "relative to it, and in the build tree; $HANGWATCH_PRELOAD_LIB may name another file in\n"
-    "those directories, nowhere else. It, its directory and the directories above them must\n"
-    "belong to root, to you or to the owner of this program and be writable by no one else\n"
-    "(a sticky directory such as /tmp above its own excepted): it is loaded into every\n"
-    "process COMMAND starts, as root under sudo.\n"
-    "\n"
-    "Exit status 2: bad usage, the shim is missing or refused, or --report / --junit cannot\n"
-    "be written (checked before COMMAND starts; so are the baseline and allow files); 127:\n"
-    "COMMAND cannot be executed.\n";
 
 // Every message of `run` goes through EscapeForTerminal (Fail does): process names and paths
 // come from the launch log, reports and open-hang files, which the watched processes wrote.
@@ -195,7 +121,7 @@ struct RunOptions {
 // Reads the options before COMMAND. The exit status when `run` is done (--help, bad usage).
 std::optional<int> ParseRunOptions(int argc, char** argv, RunOptions* o) {
   FlagParser flags(kCommand);
-  flags.Help({kUsage, kGateFlagsUsage, kUsageTail});
+  flags.Help({kRunUsage, kGateFlagsUsage, kRunUsageTail});
   AddGateFlags(&flags, /*baseline_lists=*/false, &o->gate);
   for (auto [flag, out] :
        {std::pair{"--threshold-ms", &o->threshold_ms}, std::pair{"--sample-ms", &o->sample_ms},
