@@ -303,7 +303,12 @@ struct Cause {
 
 struct HangRecord {
   int64_t pid = 0;
-  int64_t tid = 0;
+  int64_t tid = 0;  // the thread that hung
+  // Which thread that was (hangwatch/threads.h): its own name (comm, at most 15 bytes) and the
+  // role it was watched under ("main" for the thread that called Start(); empty in records of
+  // agents that watched only it, read as "main").
+  std::string thread_name;
+  std::string thread_role;
   std::string process;       // main executable path
   std::string process_name;  // how users name the process: argv[0]'s file name, else comm
   std::string host;          // the machine's host name

@@ -113,6 +113,12 @@ struct LagRecord {
   std::map<std::string, std::string> labels;
   int64_t start_unix_ms = 0;  // the interval: [start, end)
   int64_t end_unix_ms = 0;
+  // The thread whose passes these are (hangwatch/threads.h): each watched thread has its own
+  // lag records. thread_role "main" for the thread that called Start(); empty in records of
+  // agents that watched only it (read as "main").
+  int64_t tid = 0;
+  std::string thread_name;  // the thread's own name (comm, at most 15 bytes)
+  std::string thread_role;  // the watch's role
   PassHistogram passes;  // figures (percentiles, slow passes) come from passes.Figures()
 };
 
