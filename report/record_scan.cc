@@ -330,6 +330,23 @@ bool IsCulprit(std::string_view v) {
   return ok;
 }
 
+// A thread: an object whose "tid" is a 64-bit integer and whose "name" and "role" are strings.
+bool IsThread(std::string_view v) {
+  if (v[0] != '{') return false;
+  bool ok = true;
+  bool has_tid = false;
+  ForEachMember(v, [&](std::string_view key, std::string_view x) {
+    if (key == "tid") {
+      int64_t n = 0;
+      has_tid = true;
+      ok &= IsInteger(x) && ParseInt64(x, &n);
+    } else if (key == "name" || key == "role") {
+      ok &= x[0] == '"';
+    }
+  });
+  return ok && has_tid;
+}
+
 // Whether a raw value (well formed) has `kind`'s JSON type and range.
 bool HasKind(std::string_view v, ValueKind kind) {
   int64_t i = 0;
@@ -364,6 +381,8 @@ bool HasKind(std::string_view v, ValueKind kind) {
       return IsCulprit(v);
     case ValueKind::kObjectOrNull:
       return v[0] == '{' || v == "null";
+    case ValueKind::kThread:
+      return IsThread(v);
   }
   return false;
 }
@@ -526,7 +545,7 @@ LineKind ScanLine(std::string_view line, ScannedLine* out) {
     if (!(IsInteger(version) && ParseUint64(version, &u))) return out->kind = LineKind::kBad;
     v = 0;
   }
-  if (!IsThisVersion(!version.empty(), v)) return out->kind = LineKind::kOtherVersion;
+  if (!IsReadableVersion(!version.empty(), v)) return out->kind = LineKind::kOtherVersion;
   // A "type" that is not a string is a type this build does not know.
   const std::string_view type = out->values[kTypeKey];
   if (!type.empty() && type[0] != '"') return out->kind = LineKind::kUnknownType;

@@ -26,7 +26,7 @@ namespace hangwatch::report {
 enum class LineKind : uint8_t {
   kEmpty,         // white space only
   kBad,           // not one JSON object, or a known record with a field missing or mistyped
-  kOtherVersion,  // a record of another format_version (whatever its type)
+  kOtherVersion,  // a record of a format_version this build does not read (whatever its type)
   kUnknownType,   // a record of a type this build does not know, or whose type is not a string
   kHang,
   kLag,
@@ -36,41 +36,18 @@ enum class LineKind : uint8_t {
 // Every top-level key the scanner keeps: "type", "format_version" and the fields of the record
 // types' tables (record_types.h). ScannedLine::values is indexed by a key's row here (KeyIndex).
 inline constexpr std::string_view kScanKeys[] = {
-    "type",
-    "format_version",
-    "pid",
-    "tid",
-    "process",
-    "process_name",
-    "host",
-    "labels",
-    "hang_id",
-    "start_unix_ms",
-    "duration_ms",
-    "cpu_ms",
-    "cpu_percent",
-    "class",
-    "stopped_ms",
-    "threshold_ms",
-    "sample_interval_ms",
-    "samples",
-    "failed_samples",
-    "dropped_stacks",
-    "fatal",
-    "phase",
-    "fingerprint",
-    "signature",
-    "culprit",
-    "dominant_stack",
-    "stacks",
-    "timeline",
-    "timeline_truncated",
-    "modules",
-    "cause",
-    "monitor_pause_us",
-    "end_unix_ms",
-    "busy_ms",
-    "buckets",
+    "type",         "format_version", "pid",
+    "tid",          "thread",         "process",
+    "process_name", "host",           "labels",
+    "hang_id",      "start_unix_ms",  "duration_ms",
+    "cpu_ms",       "cpu_percent",    "class",
+    "stopped_ms",   "threshold_ms",   "sample_interval_ms",
+    "samples",      "failed_samples", "dropped_stacks",
+    "fatal",        "phase",          "fingerprint",
+    "signature",    "culprit",        "dominant_stack",
+    "stacks",       "timeline",       "timeline_truncated",
+    "modules",      "cause",          "monitor_pause_us",
+    "end_unix_ms",  "busy_ms",        "buckets",
     "slow_passes",
 };
 inline constexpr size_t kScanKeyCount = std::size(kScanKeys);

@@ -14,8 +14,26 @@
 namespace hangwatch::report {
 
 // The "format_version" every record carries. A record without one is of version 1 (the first
-// agents wrote none).
+// agents wrote none). Version 2 is the same format, written for the records (hangs, lag) of a
+// watched thread whose role is not "main" (hangwatch/threads.h): readers of version 1 only skip
+// them, so that they never add a render thread's passes or hangs to the main thread's figures.
+// The records of the main thread stay version 1. This build reads both.
 inline constexpr int kFormatVersion = 1;
+inline constexpr int kThreadFormatVersion = 2;
+
+// The role of the thread that called Start() ("thread": {"role"}); a record without "thread",
+// or with an empty role, is of that thread (agents that watched only it).
+inline constexpr std::string_view kMainRole = "main";
+
+// The role a reader groups and judges a record under: `role`, "main" when empty.
+constexpr std::string_view RoleOrMain(std::string_view role) {
+  return role.empty() ? kMainRole : role;
+}
+
+// The "format_version" a writer gives a record of the thread watched under `role`.
+constexpr int FormatVersionForRole(std::string_view role) {
+  return RoleOrMain(role) == kMainRole ? kFormatVersion : kThreadFormatVersion;
+}
 
 // The values of "type". A line without "type" is a hang (files of the first agents).
 inline constexpr std::string_view kHangType = "hang";
@@ -38,11 +56,12 @@ constexpr RecordKind KindOfType(bool has_type, std::string_view type) {
   return RecordKind::kUnknown;
 }
 
-// The rule for "format_version": absent is this version; an integer other than kFormatVersion
-// is another version (the line is counted and skipped, never read as this version's record).
-// A value that is not an integer makes the line bad, as any mistyped field does.
-constexpr bool IsThisVersion(bool has_version, int64_t version) {
-  return !has_version || version == kFormatVersion;
+// The rule for "format_version": absent is version 1; 1 and 2 are the versions this build reads;
+// any other integer is another version (the line is counted and skipped, never read as a record
+// of these versions). A value that is not an integer makes the line bad, as any mistyped field
+// does.
+constexpr bool IsReadableVersion(bool has_version, int64_t version) {
+  return !has_version || version == kFormatVersion || version == kThreadFormatVersion;
 }
 
 // The values of a hang's "class" (HangClass, include/hangwatch/hang_record.h); any other value
@@ -75,6 +94,7 @@ enum class ValueKind : uint8_t {
   kArray,
   kCulprit,
   kObjectOrNull,
+  kThread,
 };
 
 // The top-level fields of each record type (docs/report-format.md): the JSON type of each and
@@ -92,6 +112,7 @@ struct TopLevelField {
 inline constexpr TopLevelField kHangFields[] = {
     {"pid", ValueKind::kInt64, true},
     {"tid", ValueKind::kInt64, true},
+    {"thread", ValueKind::kThread, false},
     {"process", ValueKind::kString, false},
     {"process_name", ValueKind::kString, false},
     {"host", ValueKind::kString, false},
@@ -127,7 +148,7 @@ inline constexpr TopLevelField kLagFields[] = {
     {"end_unix_ms", ValueKind::kInt64, true},   {"busy_ms", ValueKind::kBusyMs, true},
     {"buckets", ValueKind::kArray, true},       {"process_name", ValueKind::kString, false},
     {"host", ValueKind::kString, false},        {"labels", ValueKind::kLabels, false},
-    {"slow_passes", ValueKind::kObject, false},
+    {"slow_passes", ValueKind::kObject, false}, {"thread", ValueKind::kThread, false},
 };
 
 inline constexpr TopLevelField kStartupStallFields[] = {

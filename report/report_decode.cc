@@ -356,6 +356,28 @@ bool ParseCause(const json& j, Cause* c, std::string* error) {
   return true;
 }
 
+// "thread": {"tid", "name", "role"}; absent in records of agents that watched only the main
+// thread, which reads as role "main" and *tid left as it is. An empty role reads as "main" too.
+bool ParseThread(const json& j, int64_t* tid, std::string* name, std::string* role,
+                 std::string* error) {
+  auto it = j.find("thread");
+  if (it == j.end()) {
+    *role = kMainRole;
+    return true;
+  }
+  if (!it->is_object()) {
+    *error = "field 'thread' is not an object";
+    return false;
+  }
+  Fields t{*it, error};
+  if (!t.Int("tid", tid) || !t.Str("name", name, true) || !t.Str("role", role, true)) {
+    *error = "field 'thread': " + *error;
+    return false;
+  }
+  if (role->empty()) *role = kMainRole;
+  return true;
+}
+
 bool ParseHang(const json& j, HangRecord* h, std::string* error) {
   Fields r{j, error};
   std::string cls, phase;
@@ -375,6 +397,9 @@ bool ParseHang(const json& j, HangRecord* h, std::string* error) {
       !r.Str("phase", &phase, true) || !r.Int("monitor_pause_us", &h->monitor_pause_us, true)) {
     return false;
   }
+  // The thread's own tid is the top-level "tid" (which "thread" repeats).
+  int64_t thread_tid = h->tid;
+  if (!ParseThread(j, &thread_tid, &h->thread_name, &h->thread_role, error)) return false;
   // "cause": absent in files of older agents.
   if (auto it = j.find("cause"); it != j.end() && !ParseCause(*it, &h->cause, error)) {
     return false;
@@ -468,7 +493,8 @@ bool ParseLag(const json& j, Lag* l, std::string* error) {
   if (!r.Int("pid", &l->pid) || !r.Str("process_name", &l->process_name, true) ||
       !r.Str("host", &l->host, true) || !r.Labels("labels", &l->labels) ||
       !r.Int("start_unix_ms", &l->start_unix_ms) || !r.Int("end_unix_ms", &l->end_unix_ms) ||
-      !r.Number("busy_ms", &busy_ms)) {
+      !r.Number("busy_ms", &busy_ms) ||
+      !ParseThread(j, &l->tid, &l->thread_name, &l->thread_role, error)) {
     return false;
   }
   if (!(busy_ms >= 0 && busy_ms < 1e15)) {
@@ -543,17 +569,22 @@ bool ParseObject(std::string_view line, json* j, std::string* error) {
 }
 
 // The record's "format_version" by record_types.h's rule: false with *error when it is not an
-// integer; *this_version false for an integer other than kFormatVersion.
+// integer; *this_version false for an integer this build does not read (IsReadableVersion).
 bool ReadVersion(const json& j, bool* this_version, std::string* error) {
   auto it = j.find("format_version");
   if (it != j.end() && !it->is_number_integer()) {
     *error = "field 'format_version' is not an integer";
     return false;
   }
-  *this_version =
-      it == j.end() ||
-      (it->is_number_unsigned() ? it->get<uint64_t>() == static_cast<uint64_t>(kFormatVersion)
-                                : it->get<int64_t>() == kFormatVersion);
+  if (it == j.end()) {
+    *this_version = true;
+  } else if (it->is_number_unsigned()) {
+    const uint64_t v = it->get<uint64_t>();
+    *this_version =
+        v <= static_cast<uint64_t>(INT64_MAX) && IsReadableVersion(true, static_cast<int64_t>(v));
+  } else {
+    *this_version = IsReadableVersion(true, it->get<int64_t>());
+  }
   return true;
 }
 

@@ -7,7 +7,8 @@
 // build does not know is returned as UnknownRecord (readers count it and skip it), and a line
 // that is not a JSON object or a record with a missing or mistyped field is an error for that
 // line only. A line without "type" is a hang and a record without "format_version" is of
-// version 1 (files of the first agents); a record of another version is an UnknownRecord
+// version 1 (files of the first agents); versions 1 and 2 are read (2: a record of a thread
+// other than main, record_types.h), a record of another version is an UnknownRecord
 // (record_types.h has these rules, docs/report-format.md "Reading rules" all of them).
 #ifndef HANGWATCH_REPORT_REPORT_DECODE_H_
 #define HANGWATCH_REPORT_REPORT_DECODE_H_
@@ -25,7 +26,7 @@ namespace hangwatch::report {
 // or a record of another "format_version" (record_types.h's rule), whatever its type.
 struct UnknownRecord {
   std::string type;            // "" when "type" is not a string
-  bool other_version = false;  // "format_version" is an integer other than kFormatVersion
+  bool other_version = false;  // "format_version" is an integer this build does not read
 };
 
 // Every record a line can hold. A new record type adds its struct here.

@@ -91,14 +91,30 @@ void Key(std::string* out, const char* key, bool first = false) {
 char SafeState(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? c : '?'; }
 
 // `{"type":"TYPE","format_version":N`: how every record starts.
-void Begin(std::string* out, std::string_view type) {
+void Begin(std::string* out, std::string_view type, int version = kFormatVersion) {
   out->push_back('{');
   Key(out, "type", true);
   out->push_back('"');  // the type names of record_types.h need no escaping
   out->append(type);
   out->push_back('"');
   Key(out, "format_version");
-  AppendInt(out, kFormatVersion);
+  AppendInt(out, version);
+}
+
+// `"thread":{"tid":N,"name":"...","role":"..."}`: the name left out when empty, an empty role
+// written as "main" (record_types.h).
+void AppendThread(std::string* out, int64_t tid, const std::string& name, const std::string& role) {
+  Key(out, "thread");
+  out->push_back('{');
+  Key(out, "tid", true);
+  AppendInt(out, tid);
+  if (!name.empty()) {
+    Key(out, "name");
+    AppendString(out, name);
+  }
+  Key(out, "role");
+  AppendString(out, std::string(RoleOrMain(role)));
+  out->push_back('}');
 }
 
 // `{"k":"v",...}`, keys in order.
@@ -121,7 +137,7 @@ std::string Encode(const Lag& r) {
   const LagFigures f = r.passes.Figures();
   std::string o;
   o.reserve(512);
-  Begin(&o, kLagType);
+  Begin(&o, kLagType, FormatVersionForRole(r.thread_role));
   Key(&o, "pid");
   AppendInt(&o, r.pid);
   Key(&o, "process_name");
@@ -130,6 +146,7 @@ std::string Encode(const Lag& r) {
   AppendString(&o, r.host);
   Key(&o, "labels");
   AppendLabels(&o, r.labels);
+  AppendThread(&o, r.tid, r.thread_name, r.thread_role);
   Key(&o, "start_unix_ms");
   AppendInt(&o, r.start_unix_ms);
   Key(&o, "end_unix_ms");
@@ -546,11 +563,12 @@ void AppendModules(std::string* out, const HangRecord& r) {
 std::string Encode(const HangRecord& r) {
   std::string o;
   o.reserve(1024 + r.stacks.size() * 512 + r.timeline.size() * 48);
-  Begin(&o, kHangType);
+  Begin(&o, kHangType, FormatVersionForRole(r.thread_role));
   Key(&o, "pid");
   AppendInt(&o, r.pid);
   Key(&o, "tid");
   AppendInt(&o, r.tid);
+  AppendThread(&o, r.tid, r.thread_name, r.thread_role);
   Key(&o, "process");
   AppendString(&o, r.process);
   Key(&o, "process_name");

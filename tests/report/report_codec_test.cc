@@ -309,7 +309,8 @@ Lag KnownLag() {
 TEST(ReportCodec, LagLineHasTheFiguresOfItsPasses) {
   const std::string line = Encode(KnownLag());
   EXPECT_EQ(line.rfind(R"({"type":"lag","format_version":1,"pid":42,"process_name":"app",)"
-                       R"("host":"h1","labels":{"build":"17"},"start_unix_ms":1763700000000,)"
+                       R"("host":"h1","labels":{"build":"17"},"thread":{"tid":0,"role":"main"},)"
+                       R"("start_unix_ms":1763700000000,)"
                        R"("end_unix_ms":1763700060000,"passes":2000,"busy_ms":4300.000,)",
                        0),
             0u)

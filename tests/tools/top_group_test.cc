@@ -102,9 +102,9 @@ TEST(TopLineParser, SortsBadLinesFromOthers) {
   EXPECT_EQ(Kind(mistyped), LineKind::kBad);
   EXPECT_EQ(Kind(R"({"type":"fancy_new","format_version":1,"pid":"x","hang_id":[1]})"),
             LineKind::kUnknownType);
-  std::string v2 = good;
-  v2.replace(v2.find("\"format_version\":1"), 18, "\"format_version\":2");
-  EXPECT_EQ(Kind(v2), LineKind::kOtherVersion);
+  std::string v3 = good;
+  v3.replace(v3.find("\"format_version\":1"), 18, "\"format_version\":3");
+  EXPECT_EQ(Kind(v3), LineKind::kOtherVersion);
   EXPECT_EQ(Kind(R"({"type":"lag","format_version":1,"pid":7,"start_unix_ms":1,)"
                  R"("end_unix_ms":2,"busy_ms":0.5,"buckets":[],"passes":3})"),
             LineKind::kOtherRecord);

@@ -255,7 +255,7 @@ TEST(RecordCounterTest, CountsHangsAndLagAndSkipsWhatItCannotRead) {
   CountLine(R"({"type":"hang","format_version":1,"pid":1,"tid)", &metrics);  // torn
   CountLine("not json", &metrics);
   CountLine(R"({"type":"gc_pause","format_version":1})", &metrics);
-  CountLine(R"({"type":"hang","format_version":2,"pid":1})", &metrics);
+  CountLine(R"({"type":"hang","format_version":3,"pid":1})", &metrics);
   CountLine(R"({"type":"startup_stall","pid":1,"start_unix_ms":1,"duration_ms":9})", &metrics);
 
   EXPECT_EQ(Value(registry, "hangwatch_hangs_total"), 3);
