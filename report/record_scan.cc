@@ -563,6 +563,14 @@ LineKind ScanLine(std::string_view line, ScannedLine* out) {
   return out->kind = LineKind::kUnknownType;
 }
 
+std::string_view ScannedRole(const ScannedLine& line, std::string* scratch) {
+  std::string_view role;
+  ForEachMember(line[KeyIndex("thread")], [&](std::string_view key, std::string_view v) {
+    if (key == "role") role = StringValue(v, scratch);
+  });
+  return RoleOrMain(role);
+}
+
 bool ParseUint64(std::string_view digits, uint64_t* out) {
   if (digits.empty()) return false;
   uint64_t n = 0;

@@ -86,6 +86,10 @@ const char* SkipJsonValue(const char* p, const char* e);
 template <typename Fn>
 void ForEachMember(std::string_view object, Fn&& fn);
 
+// The thread role of a scanned hang or lag line: its "thread"'s "role", "main" when it has none
+// (record_types.h's RoleOrMain), into *scratch only when needed.
+std::string_view ScannedRole(const ScannedLine& line, std::string* scratch);
+
 // The one decimal parser of the readers: an optional '-' (ParseInt64 only) and digits, nothing
 // else; false when out of range.
 bool ParseUint64(std::string_view digits, uint64_t* out);

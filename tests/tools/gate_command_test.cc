@@ -195,7 +195,7 @@ TEST(GateCommand, LinesItCannotJudgeAreSaid) {
   std::string newer = report::Encode(Hang(kLoad, {"Load", "main"}, 300));
   const size_t v = newer.find("\"format_version\":1");
   ASSERT_NE(v, std::string::npos);
-  newer.replace(v, 18, "\"format_version\":2");
+  newer.replace(v, 18, "\"format_version\":3");
   WriteFile(path, report::Encode(Hang(kRender, {"Render", "main"}, 300)) + "\n" + no_tid + "\n" +
                       newer + "\n");
   const auto r = Gate({path, "--max-hangs", "1"});

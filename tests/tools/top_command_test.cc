@@ -191,7 +191,7 @@ TEST_F(TopCommand, FleetJsonAcrossFilesAndFilters) {
 TEST_F(TopCommand, BadFilesAreCountedAndSkippedWithANote) {
   std::string mixed = ReadFile(fleet_);
   mixed += "{\"type\":\"hang\",\"format_version\":1,\"pid\":1,\"stac\n";  // torn
-  mixed += "{\"type\":\"hang\",\"format_version\":2,\"pid\":1}\n";
+  mixed += "{\"type\":\"hang\",\"format_version\":3,\"pid\":1}\n";
   mixed += "{\"type\":\"new_kind\",\"format_version\":1}\n";
   mixed += "\x01\x02 binary junk\n";
   WriteFile(*dir_ / "mixed.jsonl", mixed);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "report/record_types.h"
 #include "tools/gate/gate_output.h"
 #include "tools/gate/gate_reader.h"
 #include "tools/reader/input_file.h"
@@ -27,6 +28,29 @@ bool ParseMs(const std::string& s, double* out) {
   *out = v;
   return true;
 }
+
+// A budget flag's value: "VALUE" (the main thread's) or "ROLE=VALUE", several comma-separated
+// ("render=50,main=250"). Calls fn(role, value) for each; false, with *bad the item, when one has
+// an empty role or value, or fn refuses it.
+template <typename Fn>
+bool ForEachRoleValue(std::string_view v, std::string* bad, Fn&& fn) {
+  while (true) {
+    const size_t comma = v.find(',');
+    const std::string_view item = v.substr(0, comma);
+    const size_t eq = item.find('=');
+    const std::string role(eq == std::string_view::npos ? report::kMainRole : item.substr(0, eq));
+    const std::string_view value = eq == std::string_view::npos ? item : item.substr(eq + 1);
+    if (role.empty() || value.empty() || !fn(role, std::string(value))) {
+      *bad = std::string(item);
+      return false;
+    }
+    if (comma == std::string_view::npos) return true;
+    v.remove_prefix(comma + 1);
+  }
+}
+
+// A value without a role (its error message is the one of the flag before roles).
+bool IsPlain(std::string_view v) { return v.find_first_of("=,") == std::string_view::npos; }
 
 // The same rule as the reports (tools/reader/input_file.h): a FIFO or a device is refused, not
 // waited on.
@@ -51,6 +75,11 @@ const char kGateFlagsUsage[] =
     "                     exceed N ms\n"
     "  --max-slow-passes MS:N   at most N passes longer than MS ms (16, 33, 50, 100, 250,\n"
     "                     500, 1000); repeatable\n"
+    "                     Each budget is the main thread's; ROLE=VALUE[,ROLE=VALUE...] gives\n"
+    "                     the budgets of watched threads by role (--max-hang-ms render=50,\n"
+    "                     main=250; --max-slow-passes render=16:0). Lag is judged per role,\n"
+    "                     never summed across roles; with hang budgets, a role without one\n"
+    "                     is listed, not judged\n"
     "  --judge-shutdown   judge shutdown-phase hangs too (a pass the process's exit ended:\n"
     "                     its own shutdown work, \"phase\": \"shutdown\"); without it they\n"
     "                     are counted, never fail the gate\n"
@@ -75,50 +104,84 @@ void AddGateFlags(FlagParser* parser, bool baseline_lists, GateOptions* options)
     options->gating = true;
     return "";
   });
-  for (auto [flag, min, wants, budget] :
-       {std::tuple{"--max-hang-ms", 1, " wants a number of milliseconds (1 or more), not '",
-                   &options->budgets.max_hang_ms},
-        std::tuple{"--max-hangs", 0, " wants a number of hangs (0 or more), not '",
-                   &options->budgets.max_hangs}}) {
+  // Hang budgets: whole numbers, per role.
+  for (auto [flag, min, wants, member] :
+       {std::tuple{"--max-hang-ms", 1, " wants a number of milliseconds (1 or more)",
+                   &RoleBudgets::max_hang_ms},
+        std::tuple{"--max-hangs", 0, " wants a number of hangs (0 or more)",
+                   &RoleBudgets::max_hangs}}) {
     // Init-captures: a lambda may not name a structured binding before C++20 compilers that
     // implement P1091 (clang 16).
     parser->Value({flag},
                   [options, flag = flag, min = min, wants = wants,
-                   budget = budget](const std::string& v) -> std::string {
-                    uint64_t n;
-                    if (!ParseWholeNumber(v, min, UINT64_MAX, &n)) return flag + (wants + v) + "'";
-                    *budget = n;
+                   member = member](const std::string& v) -> std::string {
+                    std::string bad;
+                    const bool ok = ForEachRoleValue(
+                        v, &bad, [&](const std::string& role, const std::string& value) {
+                          uint64_t n;
+                          if (!ParseWholeNumber(value, min, UINT64_MAX, &n)) return false;
+                          options->budgets.MutableForRole(role)->*member = n;
+                          return true;
+                        });
+                    if (!ok) {
+                      return flag + (wants +
+                                     std::string(IsPlain(v) ? ""
+                                                            : " or ROLE=N,... "
+                                                              "(render=50,main=250)") +
+                                     ", not '" + bad + "'");
+                    }
                     options->gating = true;
                     return "";
                   });
   }
   parser->Value({"--max-p99-ms"}, [options](const std::string& v) -> std::string {
-    double ms;
-    if (!ParseMs(v, &ms))
-      return "--max-p99-ms wants milliseconds (e.g. 16 or 8.5), not '" + v + "'";
-    options->budgets.max_p99_ms = ms;
+    std::string bad;
+    if (!ForEachRoleValue(v, &bad, [&](const std::string& role, const std::string& value) {
+          double ms;
+          if (!ParseMs(value, &ms)) return false;
+          options->budgets.MutableForRole(role)->max_p99_ms = ms;
+          return true;
+        })) {
+      return std::string("--max-p99-ms wants milliseconds (e.g. 16 or 8.5)") +
+             (IsPlain(v) ? "" : " or ROLE=MS,... (render=16.7)") + ", not '" + bad + "'";
+    }
     options->gating = true;
     return "";
   });
   parser->Value({"--max-slow-passes"}, [options](const std::string& v) -> std::string {
-    const size_t colon = v.find(':');
-    uint64_t ms = 0, n = 0;
-    int t = -1;
-    if (colon != std::string::npos &&
-        ParseWholeNumber(std::string_view(v).substr(0, colon), 1, UINT64_MAX, &ms)) {
-      for (int k = 0; k < kSlowPassThresholds; ++k) {
-        if (static_cast<uint64_t>(kSlowPassThresholdsMs[k]) == ms) t = k;
-      }
+    std::string bad, twice;
+    const bool ok =
+        ForEachRoleValue(v, &bad, [&](const std::string& role, const std::string& value) {
+          const size_t colon = value.find(':');
+          uint64_t ms = 0, n = 0;
+          int t = -1;
+          if (colon != std::string::npos &&
+              ParseWholeNumber(std::string_view(value).substr(0, colon), 1, UINT64_MAX, &ms)) {
+            for (int k = 0; k < kSlowPassThresholds; ++k) {
+              if (static_cast<uint64_t>(kSlowPassThresholdsMs[k]) == ms) t = k;
+            }
+          }
+          if (t < 0 ||
+              !ParseWholeNumber(std::string_view(value).substr(colon + 1), 0, UINT64_MAX, &n)) {
+            return false;
+          }
+          RoleBudgets* b = options->budgets.MutableForRole(role);
+          for (auto& [k, budget] : b->max_slow_passes) {
+            if (k == t) {
+              twice = (role == report::kMainRole ? "" : role + "=") + std::to_string(ms);
+              return true;
+            }
+          }
+          b->max_slow_passes.emplace_back(t, n);
+          return true;
+        });
+    if (!ok) {
+      return std::string(
+                 "--max-slow-passes wants MS:N with MS one of 16, 33, 50, 100, 250, "
+                 "500, 1000 (e.g. 50:10)") +
+             (IsPlain(v) ? "" : ", or ROLE=MS:N (render=16:0)") + ", not '" + bad + "'";
     }
-    if (t < 0 || !ParseWholeNumber(std::string_view(v).substr(colon + 1), 0, UINT64_MAX, &n)) {
-      return "--max-slow-passes wants MS:N with MS one of 16, 33, 50, 100, 250, 500, 1000 "
-             "(e.g. 50:10), not '" +
-             v + "'";
-    }
-    for (auto& [k, budget] : options->budgets.max_slow_passes) {
-      if (k == t) return "--max-slow-passes " + std::to_string(ms) + ":... is given twice";
-    }
-    options->budgets.max_slow_passes.emplace_back(t, n);
+    if (!twice.empty()) return "--max-slow-passes " + twice + ":... is given twice";
     options->gating = true;
     return "";
   });
@@ -176,14 +239,25 @@ bool EvaluateGate(const std::vector<std::string>& reports, const GateOptions& op
                   GateVerdict* verdict, std::vector<std::string>* warnings, std::string* error) {
   std::vector<HangTally> tallies;
   size_t lag_records = 0;
-  if (!ReadReportsForGate(reports, report, &tallies, &lag_records, error)) return false;
-  if (options.budgets.HasLagBudget() && report->lags.empty()) {
-    *error = std::string(options.budgets.max_p99_ms ? "--max-p99-ms" : "--max-slow-passes") +
-             " needs lag records, and " +
+  std::map<std::string, size_t> lag_records_by_role;
+  if (!ReadReportsForGate(reports, report, &tallies, &lag_records, error, &lag_records_by_role)) {
+    return false;
+  }
+  // A lag budget of a role wants lag records of that role.
+  auto refuse_lag_budget = [&](const std::string& role, const RoleBudgets& b) {
+    if (!b.HasLag() || lag_records_by_role.count(role)) return false;
+    const std::string flag = std::string(b.max_p99_ms ? "--max-p99-ms" : "--max-slow-passes") +
+                             (role == report::kMainRole ? "" : " " + role + "=...");
+    *error = flag + " needs lag records" +
+             (role == report::kMainRole ? "" : " of thread role " + role) + ", and " +
              (reports.size() == 1 ? reports[0] + " has none" : "the reports have none") +
              " (an agent writes them when it times every pass: under hangwatch run, "
              "or with Config::time_every_pass)";
-    return false;
+    return true;
+  };
+  if (refuse_lag_budget(std::string(report::kMainRole), options.budgets)) return false;
+  for (const auto& [role, b] : options.budgets.other_roles) {
+    if (refuse_lag_budget(role, b)) return false;
   }
   // Lines the gate could not judge are said, not silently left out of the verdict.
   if (report->skipped_lines > 0) {
@@ -198,9 +272,9 @@ bool EvaluateGate(const std::vector<std::string>& reports, const GateOptions& op
                         "reads them");
   }
   if (symbolize != nullptr) SymbolizeReport(*symbolize, report, warnings);
-  *verdict = ComputeVerdict(*report, tallies, lag_records,
-                            inputs.has_baseline ? &inputs.baseline : nullptr,
-                            inputs.baseline_tallies, inputs.allow, options.budgets);
+  *verdict = ComputeVerdict(
+      *report, tallies, lag_records, inputs.has_baseline ? &inputs.baseline : nullptr,
+      inputs.baseline_tallies, inputs.allow, options.budgets, lag_records_by_role);
   return true;
 }
 

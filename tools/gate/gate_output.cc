@@ -5,6 +5,7 @@
 #include "nlohmann/json.hpp"
 #include "report/cause_text.h"
 #include "report/names.h"
+#include "report/record_types.h"
 #include "tools/common/terminal_text.h"
 #include "tools/gate/gate_output.h"
 #include "tools/reader/report_frames.h"
@@ -16,6 +17,23 @@ using Json = nlohmann::ordered_json;
 
 std::string Plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+bool IsMain(std::string_view role) { return report::RoleOrMain(role) == report::kMainRole; }
+
+// The lag summaries of the verdict, main's first, each with its role's budgets (nullptr: none).
+struct RoleLag {
+  std::string role;
+  const LagSummary* lag;
+  const RoleBudgets* budgets;
+};
+std::vector<RoleLag> RoleLags(const GateVerdict& v) {
+  std::vector<RoleLag> out;
+  if (v.lag) out.push_back({std::string(report::kMainRole), &*v.lag, &v.budgets});
+  for (const auto& [role, lag] : v.other_lags) {
+    out.push_back({role, &lag, v.budgets.ForRole(role)});
+  }
+  return out;
 }
 
 std::string ProcessOf(const HangGroup& g) {
@@ -44,8 +62,8 @@ void TextGroups(const char* title, const std::vector<HangGroup>& groups, size_t 
     *out += "  " + g.name + (where.empty() ? "" : " at " + where) + ": " +
             Plural(g.count, "hang", "hangs") + ", longest " +
             FormatMs(static_cast<double>(g.max_duration_ms)) +
-            (process.empty() ? "" : ", " + process) + ", signature " +
-            (g.signature.empty() ? "(none)" : g.signature);
+            (process.empty() ? "" : ", " + process) + (IsMain(g.role) ? "" : ", thread " + g.role) +
+            ", signature " + (g.signature.empty() ? "(none)" : g.signature);
     if (g.allowed != nullptr) *out += ", " + AllowedText(*g.allowed);
     if (g.failed) *out += "  FAILS";
     *out += "\n";
@@ -54,7 +72,7 @@ void TextGroups(const char* title, const std::vector<HangGroup>& groups, size_t 
 
 std::string SlowKey(int t) { return std::to_string(kSlowPassThresholdsMs[t]); }
 
-const uint64_t* SlowBudget(const GateBudgets& b, int t) {
+const uint64_t* SlowBudget(const RoleBudgets& b, int t) {
   for (const auto& [k, n] : b.max_slow_passes) {
     if (k == t) return &n;
   }
@@ -101,9 +119,10 @@ void MarkdownGroups(const std::vector<HangGroup>& groups, bool with_status, std:
                                              : "\xE2\x9A\xA0\xEF\xB8\x8F within budget") +
           " ";
     }
-    *out += "| " + Code(g.name) + " | " + Code(CulpritLocation(g.culprit)) + " | " +
-            std::to_string(g.count) + " | " + FormatMs(static_cast<double>(g.max_duration_ms)) +
-            " | " + Cell(ProcessOf(g)) + " | " + Code(g.signature) + " |\n";
+    *out += "| " + Code(g.name) + (IsMain(g.role) ? "" : " (thread " + Cell(g.role) + ")") + " | " +
+            Code(CulpritLocation(g.culprit)) + " | " + std::to_string(g.count) + " | " +
+            FormatMs(static_cast<double>(g.max_duration_ms)) + " | " + Cell(ProcessOf(g)) + " | " +
+            Code(g.signature) + " |\n";
   }
 }
 
@@ -162,15 +181,18 @@ std::string FormatGateText(const GateVerdict& v, size_t max_listed) {
     out += Plural(v.shutdown_hangs, "shutdown-phase hang", "shutdown-phase hangs") +
            " (the process's own exit; not judged without --judge-shutdown)\n";
   }
-  if (v.lag) {
-    const LagFigures& f = v.lag->figures;
-    out += "lag: " + Plural(f.passes, "pass", "passes") + " in " +
-           Plural(v.lag->records, "record", "records") + ": p50 " + FormatMs(f.p50_ms) + ", p90 " +
+  static const RoleBudgets kNone;
+  for (const RoleLag& r : RoleLags(v)) {
+    const LagFigures& f = r.lag->figures;
+    const RoleBudgets& b = r.budgets != nullptr ? *r.budgets : kNone;
+    out += (IsMain(r.role) ? std::string("lag: ") : "lag of thread " + r.role + ": ") +
+           Plural(f.passes, "pass", "passes") + " in " +
+           Plural(r.lag->records, "record", "records") + ": p50 " + FormatMs(f.p50_ms) + ", p90 " +
            FormatMs(f.p90_ms) + ", p95 " + FormatMs(f.p95_ms) + ", p99 " + FormatMs(f.p99_ms) +
-           (v.budgets.max_p99_ms ? " (budget " + FormatMs(*v.budgets.max_p99_ms) + ")" : "") +
-           ", max " + FormatMs(f.max_ms) + "\n  slow passes:";
+           (b.max_p99_ms ? " (budget " + FormatMs(*b.max_p99_ms) + ")" : "") + ", max " +
+           FormatMs(f.max_ms) + "\n  slow passes:";
     for (int t = 0; t < kSlowPassThresholds; ++t) {
-      const uint64_t* budget = SlowBudget(v.budgets, t);
+      const uint64_t* budget = SlowBudget(b, t);
       out += " >" + SlowKey(t) + " ms " + std::to_string(f.slow_passes[t]) +
              (budget ? " (budget " + std::to_string(*budget) + ")" : "") +
              (t + 1 < kSlowPassThresholds ? "," : "\n");
@@ -192,6 +214,7 @@ std::string FormatGateJson(const GateVerdict& v) {
     j["max_duration_ms"] = g.max_duration_ms;
     j["total_duration_ms"] = g.total_duration_ms;
     j["process"] = ProcessOf(g);
+    if (!IsMain(g.role)) j["role"] = g.role;  // absent: the main thread's
     j["failed"] = g.failed;
     if (g.allowed != nullptr) {
       j["allowed"] = {{"pattern", g.allowed->pattern},
@@ -225,6 +248,7 @@ std::string FormatGateJson(const GateVerdict& v) {
   for (const GateViolation& x : v.violations) {
     Json e = {{"kind", x.kind}, {"message", x.message}};
     if (!x.signature.empty()) e["signature"] = x.signature;
+    if (!IsMain(x.role)) e["role"] = x.role;
     if (x.kind != "no_lag" && x.kind != "new_hang") {
       e["value"] = x.value;
       e["budget"] = x.budget;
@@ -233,25 +257,39 @@ std::string FormatGateJson(const GateVerdict& v) {
   }
   j["violations"] = std::move(violations);
   j["has_baseline"] = v.has_baseline;
-  Json budgets = Json::object();
-  if (v.budgets.max_hang_ms) budgets["max_hang_ms"] = *v.budgets.max_hang_ms;
-  if (v.budgets.max_hangs) budgets["max_hangs"] = *v.budgets.max_hangs;
-  if (v.budgets.max_p99_ms) budgets["max_p99_ms"] = *v.budgets.max_p99_ms;
-  if (!v.budgets.max_slow_passes.empty()) {
-    Json slow = Json::object();
-    for (const auto& [t, n] : v.budgets.max_slow_passes) slow[SlowKey(t)] = n;
-    budgets["max_slow_passes"] = std::move(slow);
-  }
-  j["budgets"] = std::move(budgets);
-  if (v.lag) {
-    const LagFigures& f = v.lag->figures;
+  auto budgets_json = [](const RoleBudgets& b) {
+    Json budgets = Json::object();
+    if (b.max_hang_ms) budgets["max_hang_ms"] = *b.max_hang_ms;
+    if (b.max_hangs) budgets["max_hangs"] = *b.max_hangs;
+    if (b.max_p99_ms) budgets["max_p99_ms"] = *b.max_p99_ms;
+    if (!b.max_slow_passes.empty()) {
+      Json slow = Json::object();
+      for (const auto& [t, n] : b.max_slow_passes) slow[SlowKey(t)] = n;
+      budgets["max_slow_passes"] = std::move(slow);
+    }
+    return budgets;
+  };
+  auto lag_json = [](const LagSummary& lag) {
+    const LagFigures& f = lag.figures;
     Json slow = Json::object();
     for (int t = 0; t < kSlowPassThresholds; ++t) slow[SlowKey(t)] = f.slow_passes[t];
-    j["lag"] = {{"records", v.lag->records}, {"passes", f.passes}, {"busy_ms", f.busy_ms},
-                {"p50_ms", f.p50_ms},        {"p90_ms", f.p90_ms}, {"p95_ms", f.p95_ms},
-                {"p99_ms", f.p99_ms},        {"max_ms", f.max_ms}, {"slow_passes", slow}};
-  } else {
-    j["lag"] = nullptr;
+    return Json{{"records", lag.records}, {"passes", f.passes}, {"busy_ms", f.busy_ms},
+                {"p50_ms", f.p50_ms},     {"p90_ms", f.p90_ms}, {"p95_ms", f.p95_ms},
+                {"p99_ms", f.p99_ms},     {"max_ms", f.max_ms}, {"slow_passes", slow}};
+  };
+  // The main thread's budgets and lag where they always were; other roles' beside them.
+  Json budgets = budgets_json(v.budgets);
+  if (!v.budgets.other_roles.empty()) {
+    Json roles = Json::object();
+    for (const auto& [role, b] : v.budgets.other_roles) roles[role] = budgets_json(b);
+    budgets["roles"] = std::move(roles);
+  }
+  j["budgets"] = std::move(budgets);
+  j["lag"] = v.lag ? lag_json(*v.lag) : Json(nullptr);
+  if (!v.other_lags.empty()) {
+    Json roles = Json::object();
+    for (const auto& [role, lag] : v.other_lags) roles[role] = lag_json(lag);
+    j["lag_by_role"] = std::move(roles);
   }
   j["startup_stalls"] = v.startup_stalls;
   j["shutdown_hangs"] = v.shutdown_hangs;
@@ -295,34 +333,39 @@ std::string FormatGateMarkdown(const GateVerdict& v) {
     out += "\n</details>\n\n";
   }
   out += "#### Lag\n\n";
-  if (!v.lag) {
+  const std::vector<RoleLag> lags = RoleLags(v);
+  if (lags.empty()) {
     out += "No lag records.\n";
     return EscapeForTerminal(out);
   }
-  const LagFigures& f = v.lag->figures;
-  out += Plural(f.passes, "run-loop pass", "run-loop passes") + " in " +
-         Plural(v.lag->records, "lag record", "lag records") + ", " + FormatMs(f.busy_ms) +
-         " busy.\n\n| | value | budget |\n|---|---:|---:|\n";
-  auto row = [&](const std::string& name, const std::string& value, const std::string& budget,
-                 bool over) {
-    out += "| " + name + " | " + value + " | " + budget +
-           (budget.empty() ? ""
-            : over         ? " \xE2\x9D\x8C"
-                           : " \xE2\x9C\x85") +
-           " |\n";
-  };
-  row("p50", FormatMs(f.p50_ms), "", false);
-  row("p90", FormatMs(f.p90_ms), "", false);
-  row("p95", FormatMs(f.p95_ms), "", false);
-  row("p99", FormatMs(f.p99_ms),
-      v.budgets.max_p99_ms ? "\xE2\x89\xA4 " + FormatMs(*v.budgets.max_p99_ms) : "",
-      v.budgets.max_p99_ms && f.p99_ms > *v.budgets.max_p99_ms);
-  row("max", FormatMs(f.max_ms), "", false);
-  for (int t = 0; t < kSlowPassThresholds; ++t) {
-    const uint64_t* budget = SlowBudget(v.budgets, t);
-    row("passes &gt; " + SlowKey(t) + " ms", std::to_string(f.slow_passes[t]),
-        budget ? "\xE2\x89\xA4 " + std::to_string(*budget) : "",
-        budget && f.slow_passes[t] > *budget);
+  static const RoleBudgets kNone;
+  for (const RoleLag& r : lags) {
+    const LagFigures& f = r.lag->figures;
+    const RoleBudgets& b = r.budgets != nullptr ? *r.budgets : kNone;
+    if (!IsMain(r.role)) out += "\nThread " + Code(r.role) + ": ";
+    out += Plural(f.passes, "run-loop pass", "run-loop passes") + " in " +
+           Plural(r.lag->records, "lag record", "lag records") + ", " + FormatMs(f.busy_ms) +
+           " busy.\n\n| | value | budget |\n|---|---:|---:|\n";
+    auto row = [&](const std::string& name, const std::string& value, const std::string& budget,
+                   bool over) {
+      out += "| " + name + " | " + value + " | " + budget +
+             (budget.empty() ? ""
+              : over         ? " \xE2\x9D\x8C"
+                             : " \xE2\x9C\x85") +
+             " |\n";
+    };
+    row("p50", FormatMs(f.p50_ms), "", false);
+    row("p90", FormatMs(f.p90_ms), "", false);
+    row("p95", FormatMs(f.p95_ms), "", false);
+    row("p99", FormatMs(f.p99_ms), b.max_p99_ms ? "\xE2\x89\xA4 " + FormatMs(*b.max_p99_ms) : "",
+        b.max_p99_ms && f.p99_ms > *b.max_p99_ms);
+    row("max", FormatMs(f.max_ms), "", false);
+    for (int t = 0; t < kSlowPassThresholds; ++t) {
+      const uint64_t* budget = SlowBudget(b, t);
+      row("passes &gt; " + SlowKey(t) + " ms", std::to_string(f.slow_passes[t]),
+          budget ? "\xE2\x89\xA4 " + std::to_string(*budget) : "",
+          budget && f.slow_passes[t] > *budget);
+    }
   }
   return EscapeForTerminal(out);
 }
@@ -354,8 +397,9 @@ std::string FormatGateGithub(const GateVerdict& v, const std::string& workspace)
                                                 "(within budget)");
     const std::string process = ProcessOf(g);
     out += "::" +
-           EscapeData("main thread" + (process.empty() ? "" : " of " + process) + " stalled in " +
-                      g.name + ": " + Plural(g.count, "hang", "hangs") + ", longest " +
+           EscapeData((IsMain(g.role) ? std::string("main thread") : "thread " + g.role) +
+                      (process.empty() ? "" : " of " + process) + " stalled in " + g.name + ": " +
+                      Plural(g.count, "hang", "hangs") + ", longest " +
                       FormatMs(static_cast<double>(g.max_duration_ms)) + " (signature " +
                       g.signature + ")" +
                       (g.longest == nullptr || g.longest->cause.empty()

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -26,19 +27,32 @@ constexpr size_t kPhase = report::KeyIndex("phase");
 using report::scan_internal::IsWs;
 using report::scan_internal::SkipWs;
 
-// Files each decoded record into its list of the report; lag records are added into the first
-// one at once (keeping ten thousand 14 KiB histograms alive costs more than reading them).
+// The one lag record of `role` in report->lags, which the role's records are added into;
+// nullptr when there is none yet.
+Lag* LagOfRole(Report* report, std::string_view role) {
+  for (Lag& l : report->lags) {
+    if (report::RoleOrMain(l.thread_role) == role) return &l;
+  }
+  return nullptr;
+}
+
+// Files each decoded record into its list of the report; lag records are added into the one of
+// their role at once (keeping ten thousand 14 KiB histograms alive costs more than reading them).
 struct AddTo {
   Report* report;
   size_t* lag_records;
+  std::map<std::string, size_t>* by_role;
   void operator()(HangRecord&& h) const { report->hangs.push_back(std::move(h)); }
   void operator()(StartupStall&& s) const { report->startup_stalls.push_back(std::move(s)); }
   void operator()(Lag&& l) const {
     ++*lag_records;
-    if (report->lags.empty()) {
-      report->lags.push_back(std::move(l));
+    const std::string role(report::RoleOrMain(l.thread_role));
+    ++(*by_role)[role];
+    if (Lag* into = LagOfRole(report, role)) {
+      into->passes.Merge(l.passes);
     } else {
-      report->lags[0].passes.Merge(l.passes);
+      l.thread_role = role;
+      report->lags.push_back(std::move(l));
     }
   }
   void operator()(report::UnknownRecord&& u) const {
@@ -54,7 +68,7 @@ struct Tally {
 };
 
 bool ReadSlowly(const std::vector<std::string>& paths, Report* out, std::vector<HangTally>* tallies,
-                size_t* lag_records, std::string* error) {
+                size_t* lag_records, std::map<std::string, size_t>* by_role, std::string* error) {
   *out = Report{};
   tallies->clear();
   for (const std::string& path : paths) {
@@ -65,6 +79,8 @@ bool ReadSlowly(const std::vector<std::string>& paths, Report* out, std::vector<
   // One tally per hang, as every caller expects them parallel (a baseline's too).
   for (const HangRecord& h : out->hangs) tallies->push_back({1, h.duration_ms});
   *lag_records = out->lags.size();
+  by_role->clear();
+  for (const Lag& l : out->lags) ++(*by_role)[std::string(report::RoleOrMain(l.thread_role))];
   return true;
 }
 
@@ -139,7 +155,12 @@ bool AddLagLine(const report::ScannedLine& line, PassHistogram* into) {
 }  // namespace
 
 bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
-                        std::vector<HangTally>* tallies, size_t* lag_records, std::string* error) {
+                        std::vector<HangTally>* tallies, size_t* lag_records, std::string* error,
+                        std::map<std::string, size_t>* lag_records_by_role) {
+  std::map<std::string, size_t> unused_by_role;
+  std::map<std::string, size_t>* by_role =
+      lag_records_by_role != nullptr ? lag_records_by_role : &unused_by_role;
+  by_role->clear();
   *lag_records = 0;
   std::unordered_map<std::string, size_t> index;  // signature -> entries
   std::vector<std::pair<std::string, Tally>> entries;
@@ -199,6 +220,13 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
         if (report::StringValue(s[kPhase], &phase_text) == report::kPhaseShutdown) {
           key += "/shutdown";
         }
+        // Each thread role's hangs apart: the gate judges them by its own budgets.
+        std::string role_text;
+        if (const std::string_view role = report::ScannedRole(s, &role_text);
+            role != report::kMainRole) {
+          key += '\n';
+          key += role;
+        }
         auto [it, inserted] = index.try_emplace(std::move(key), entries.size());
         if (inserted) entries.emplace_back(std::string(signature), Tally{});
         Tally& t = entries[it->second].second;
@@ -213,15 +241,19 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
       }
       if (kind == report::LineKind::kLag) {
         bool added;
-        if (out->lags.empty()) {
+        std::string role_text;
+        const std::string_view role = report::ScannedRole(s, &role_text);
+        if (Lag* into = LagOfRole(out, role)) {
+          added = AddLagLine(s, &into->passes);
+        } else {
           Lag first;
+          first.thread_role = role;
           added = AddLagLine(s, &first.passes);
           if (added) out->lags.push_back(std::move(first));
-        } else {
-          added = AddLagLine(s, &out->lags[0].passes);
         }
         if (added) {
           ++*lag_records;
+          ++(*by_role)[std::string(role)];
           ++valid;
           continue;
         }
@@ -240,7 +272,7 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
       if (const HangRecord* h = std::get_if<HangRecord>(&record)) {
         untallied.push_back({1, h->duration_ms});
       }
-      std::visit(AddTo{out, lag_records}, std::move(record));
+      std::visit(AddTo{out, lag_records, by_role}, std::move(record));
       ++valid;
     }
     if (reader.error() != 0) {
@@ -266,7 +298,7 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
     // A well-formed line that is not a valid hang record: read everything as the report
     // reader does, which skips it.
     if (!report::DecodeHang(t.line, &h, &why))
-      return ReadSlowly(paths, out, tallies, lag_records, error);
+      return ReadSlowly(paths, out, tallies, lag_records, by_role, error);
     out->hangs.push_back(std::move(h));
     tallies->push_back(t.tally);
   }

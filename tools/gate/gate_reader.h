@@ -13,6 +13,7 @@
 #ifndef HANGWATCH_TOOLS_GATE_READER_H_
 #define HANGWATCH_TOOLS_GATE_READER_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,11 +24,13 @@ namespace hangwatch::tools {
 
 // Reads report files (JSON Lines or open-hang files) into *out, whose hangs are one record per
 // signature and phase (shutdown or not: the gate judges them apart; the longest) followed by every
-// hang without a signature, with *tallies parallel to out->hangs. The lag records are added
-// together into out->lags[0] as they are read; *lag_records counts them. False with a one-line
+// hang without a signature, with *tallies parallel to out->hangs. The lag records of each thread
+// role are added together into one record of out->lags as they are read (never across roles);
+// *lag_records counts them, *lag_records_by_role (when given) per role. False with a one-line
 // *error for a file that is missing, unreadable, or has content but no valid record.
 bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
-                        std::vector<HangTally>* tallies, size_t* lag_records, std::string* error);
+                        std::vector<HangTally>* tallies, size_t* lag_records, std::string* error,
+                        std::map<std::string, size_t>* lag_records_by_role = nullptr);
 
 }  // namespace hangwatch::tools
 

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "report/frame_classifier.h"
+#include "report/record_types.h"
 #include "report/stack_identity.h"
 #include "tools/reader/report_frames.h"
 
@@ -102,7 +103,47 @@ void SortGroups(std::vector<HangGroup>* groups) {
   });
 }
 
+// The key of a group: its signature for the main thread (as before threads had roles), the role
+// and the signature for another role.
+std::string GroupKey(std::string_view role, const std::string& signature) {
+  return role == report::kMainRole ? signature : std::string(role) + '\n' + signature;
+}
+
 }  // namespace
+
+const RoleBudgets* GateBudgets::ForRole(std::string_view role) const {
+  role = report::RoleOrMain(role);
+  if (role == report::kMainRole) return this;
+  auto it = other_roles.find(std::string(role));
+  return it == other_roles.end() ? nullptr : &it->second;
+}
+
+RoleBudgets* GateBudgets::MutableForRole(std::string_view role) {
+  role = report::RoleOrMain(role);
+  if (role == report::kMainRole) return this;
+  return &other_roles[std::string(role)];
+}
+
+bool GateBudgets::HasHangBudget() const {
+  if (HasHang()) return true;
+  for (const auto& [role, b] : other_roles) {
+    if (b.HasHang()) return true;
+  }
+  return false;
+}
+
+bool GateBudgets::HasLagBudget() const {
+  if (HasLag()) return true;
+  for (const auto& [role, b] : other_roles) {
+    if (b.HasLag()) return true;
+  }
+  return false;
+}
+
+std::string RoleSuffix(std::string_view role) {
+  role = report::RoleOrMain(role);
+  return role == report::kMainRole ? "" : " (thread " + std::string(role) + ")";
+}
 
 bool ParseAllowList(std::string_view text, std::vector<AllowEntry>* out, std::string* error) {
   int line_no = 0;
@@ -169,10 +210,12 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
       computed = report::HangSignature(h.stacks, report::HangCulprit(h.stacks));
     }
     const std::string& sig = h.signature.empty() ? computed : h.signature;
-    auto [it, inserted] = index.try_emplace(sig, groups.size());
+    const std::string_view role = report::RoleOrMain(h.thread_role);
+    auto [it, inserted] = index.try_emplace(GroupKey(role, sig), groups.size());
     if (inserted) {
       groups.emplace_back();
       groups.back().signature = sig;
+      groups.back().role = role;
     }
     HangGroup& g = groups[it->second];
     if (tallies.empty()) {
@@ -214,7 +257,8 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* 
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& report_tallies,
                            size_t lag_records, const std::vector<HangRecord>* baseline,
                            const std::vector<HangTally>& baseline_tallies,
-                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
+                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets,
+                           const std::map<std::string, size_t>& lag_records_by_role) {
   GateVerdict v;
   v.budgets = budgets;
   v.has_baseline = baseline != nullptr;
@@ -232,18 +276,19 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   std::vector<HangGroup> before;
   if (baseline != nullptr) {
     before = GroupHangs(*baseline, baseline_tallies);
-    for (const HangGroup& g : before) in_baseline.insert(g.signature);
+    for (const HangGroup& g : before) in_baseline.insert(GroupKey(g.role, g.signature));
   }
   for (HangGroup& g : current) {
-    seen.insert(g.signature);
+    const std::string key = GroupKey(g.role, g.signature);
+    seen.insert(key);
     g.allowed = FindAllowEntry(allow, g.signature, g.culprit_name,
                                g.culprit.language == FrameLanguage::kPython
                                    ? CulpritLabel(g.culprit, CulpritLabelStyle::kName)
                                    : std::string());
-    (in_baseline.count(g.signature) ? v.known : v.new_hangs).push_back(std::move(g));
+    (in_baseline.count(key) ? v.known : v.new_hangs).push_back(std::move(g));
   }
   for (HangGroup& g : before) {
-    if (!seen.count(g.signature)) v.fixed.push_back(std::move(g));
+    if (!seen.count(GroupKey(g.role, g.signature))) v.fixed.push_back(std::move(g));
   }
   SortGroups(&v.new_hangs);
   SortGroups(&v.known);
@@ -254,24 +299,26 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   }
   NameGroups(all);
 
-  // Hang budgets: the new hangs nothing allows.
+  // Hang budgets: the new hangs nothing allows, per role.
   std::vector<HangGroup*> judged;
-  uint64_t counted = 0;
+  std::map<std::string, std::vector<HangGroup*>> judged_by_role;
   for (HangGroup& g : v.new_hangs) {
     if (g.allowed != nullptr) continue;
     judged.push_back(&g);
-    counted += g.count;
+    judged_by_role[g.role].push_back(&g);
   }
   auto hang_violation = [&](const std::string& kind, const HangGroup& g, const std::string& what,
                             double value, double budget) {
     GateViolation x;
     x.kind = kind;
     x.signature = g.signature;
+    x.role = g.role;
     x.value = value;
     x.budget = budget;
     const std::string where = CulpritLocation(g.culprit);
-    x.message = what + " in " + g.name + (where.empty() ? "" : " (" + where + ")") + ": " +
-                std::to_string(g.count) + (g.count == 1 ? " hang" : " hangs") + ", longest " +
+    x.message = what + RoleSuffix(g.role) + " in " + g.name +
+                (where.empty() ? "" : " (" + where + ")") + ": " + std::to_string(g.count) +
+                (g.count == 1 ? " hang" : " hangs") + ", longest " +
                 FormatMs(static_cast<double>(g.max_duration_ms));
     v.violations.push_back(std::move(x));
   };
@@ -281,66 +328,111 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
       hang_violation("new_hang", *g, "new hang", static_cast<double>(g->count), 0);
     }
   } else {
-    if (budgets.max_hang_ms) {
-      for (HangGroup* g : judged) {
-        if (g->max_duration_ms <= *budgets.max_hang_ms) continue;
-        g->failed = true;
-        hang_violation(
-            "hang_duration", *g,
-            "new hang longer than " + FormatMs(static_cast<double>(*budgets.max_hang_ms)),
-            static_cast<double>(g->max_duration_ms), static_cast<double>(*budgets.max_hang_ms));
-      }
+    // Main's groups first, then the other roles' in the order of their names (std::map).
+    std::vector<std::string> roles;
+    if (judged_by_role.count(std::string(report::kMainRole))) {
+      roles.emplace_back(report::kMainRole);
     }
-    if (budgets.max_hangs && counted > *budgets.max_hangs) {
-      for (HangGroup* g : judged) g->failed = true;
-      GateViolation x;
-      x.kind = "hang_count";
-      x.value = static_cast<double>(counted);
-      x.budget = static_cast<double>(*budgets.max_hangs);
-      x.message = std::to_string(counted) + " new hangs (" + std::to_string(judged.size()) +
-                  (judged.size() == 1 ? " signature" : " signatures") + "), budget " +
-                  std::to_string(*budgets.max_hangs);
-      v.violations.push_back(std::move(x));
+    for (const auto& [role, groups] : judged_by_role) {
+      if (role != report::kMainRole) roles.push_back(role);
+    }
+    for (const std::string& role : roles) {
+      const RoleBudgets* b = budgets.ForRole(role);
+      if (b == nullptr) continue;  // a role without budgets is listed, not judged
+      const std::vector<HangGroup*>& groups = judged_by_role[role];
+      if (b->max_hang_ms) {
+        for (HangGroup* g : groups) {
+          if (g->max_duration_ms <= *b->max_hang_ms) continue;
+          g->failed = true;
+          hang_violation("hang_duration", *g,
+                         "new hang longer than " + FormatMs(static_cast<double>(*b->max_hang_ms)),
+                         static_cast<double>(g->max_duration_ms),
+                         static_cast<double>(*b->max_hang_ms));
+        }
+      }
+      uint64_t counted = 0;
+      for (const HangGroup* g : groups) counted += g->count;
+      if (b->max_hangs && counted > *b->max_hangs) {
+        for (HangGroup* g : groups) g->failed = true;
+        GateViolation x;
+        x.kind = "hang_count";
+        x.role = role;
+        x.value = static_cast<double>(counted);
+        x.budget = static_cast<double>(*b->max_hangs);
+        x.message = std::to_string(counted) + " new hangs" + RoleSuffix(role) + " (" +
+                    std::to_string(groups.size()) +
+                    (groups.size() == 1 ? " signature" : " signatures") + "), budget " +
+                    std::to_string(*b->max_hangs);
+        v.violations.push_back(std::move(x));
+      }
     }
   }
 
-  // Lag: every record added.
+  // Lag: the records of each role added up, never across roles.
   if (!report.lags.empty()) {
-    LagSummary s;
-    s.records = lag_records != 0 ? lag_records : report.lags.size();
-    for (const Lag& l : report.lags) s.passes.Merge(l.passes);
-    s.figures = s.passes.Figures();
-    v.lag = std::move(s);
-  }
-  if (budgets.HasLagBudget()) {
-    if (!v.lag) {
-      GateViolation x;
-      x.kind = "no_lag";
-      x.message = "no lag records to check the lag budget against";
-      v.violations.push_back(std::move(x));
-    } else {
-      const LagFigures& f = v.lag->figures;
-      if (budgets.max_p99_ms && f.p99_ms > *budgets.max_p99_ms) {
-        GateViolation x;
-        x.kind = "p99";
-        x.value = f.p99_ms;
-        x.budget = *budgets.max_p99_ms;
-        x.message = "p99 pass duration " + FormatMs(f.p99_ms) + " over the budget of " +
-                    FormatMs(*budgets.max_p99_ms) + " (" + std::to_string(f.passes) + " passes)";
-        v.violations.push_back(std::move(x));
+    std::map<std::string, LagSummary> by_role;
+    for (const Lag& l : report.lags) {
+      LagSummary& s = by_role[std::string(report::RoleOrMain(l.thread_role))];
+      ++s.records;
+      s.passes.Merge(l.passes);
+    }
+    for (auto& [role, s] : by_role) {
+      if (auto it = lag_records_by_role.find(role); it != lag_records_by_role.end()) {
+        s.records = it->second;
+      } else if (lag_records != 0 && by_role.size() == 1) {
+        s.records = lag_records;
       }
-      for (const auto& [t, n] : budgets.max_slow_passes) {
-        if (f.slow_passes[t] <= n) continue;
-        GateViolation x;
-        x.kind = "slow_passes";
-        x.value = static_cast<double>(f.slow_passes[t]);
-        x.budget = static_cast<double>(n);
-        x.message = std::to_string(f.slow_passes[t]) + " passes longer than " +
-                    std::to_string(kSlowPassThresholdsMs[t]) + " ms, budget " + std::to_string(n);
-        v.violations.push_back(std::move(x));
+      s.figures = s.passes.Figures();
+      if (role == report::kMainRole) {
+        v.lag = std::move(s);
+      } else {
+        v.other_lags.emplace(role, std::move(s));
       }
     }
   }
+  auto judge_lag = [&](const std::string& role, const RoleBudgets& b) {
+    if (!b.HasLag()) return;
+    const LagSummary* lag = nullptr;
+    if (role == report::kMainRole) {
+      lag = v.lag ? &*v.lag : nullptr;
+    } else if (auto it = v.other_lags.find(role); it != v.other_lags.end()) {
+      lag = &it->second;
+    }
+    if (lag == nullptr) {
+      GateViolation x;
+      x.kind = "no_lag";
+      x.role = role;
+      x.message = "no lag records" + RoleSuffix(role) + " to check the lag budget against";
+      v.violations.push_back(std::move(x));
+      return;
+    }
+    const LagFigures& f = lag->figures;
+    if (b.max_p99_ms && f.p99_ms > *b.max_p99_ms) {
+      GateViolation x;
+      x.kind = "p99";
+      x.role = role;
+      x.value = f.p99_ms;
+      x.budget = *b.max_p99_ms;
+      x.message = "p99 pass duration" + RoleSuffix(role) + " " + FormatMs(f.p99_ms) +
+                  " over the budget of " + FormatMs(*b.max_p99_ms) + " (" +
+                  std::to_string(f.passes) + " passes)";
+      v.violations.push_back(std::move(x));
+    }
+    for (const auto& [t, n] : b.max_slow_passes) {
+      if (f.slow_passes[t] <= n) continue;
+      GateViolation x;
+      x.kind = "slow_passes";
+      x.role = role;
+      x.value = static_cast<double>(f.slow_passes[t]);
+      x.budget = static_cast<double>(n);
+      x.message = std::to_string(f.slow_passes[t]) + " passes" + RoleSuffix(role) +
+                  " longer than " + std::to_string(kSlowPassThresholdsMs[t]) + " ms, budget " +
+                  std::to_string(n);
+      v.violations.push_back(std::move(x));
+    }
+  };
+  judge_lag(std::string(report::kMainRole), budgets);
+  for (const auto& [role, b] : budgets.other_roles) judge_lag(role, b);
   v.passed = v.violations.empty();
   return v;
 }

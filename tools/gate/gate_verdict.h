@@ -12,13 +12,18 @@
 //   - hangs of the shutdown phase (a pass that ended because the process exited: the program's
 //     own shutdown work, "phase": "shutdown") are not judged unless --judge-shutdown: they are
 //     counted (GateVerdict::shutdown_hangs);
-//   - lag budgets judge the pass durations of all lag records added together: --max-p99-ms
-//     and --max-slow-passes MS:N.
+//   - lag budgets judge the pass durations of all lag records of one thread role added together:
+//     --max-p99-ms and --max-slow-passes MS:N;
+//   - every budget is per thread role (the record's "thread": "main", "render", ...): a plain
+//     value is main's, ROLE=VALUE (comma-separated) another role's. Hangs are grouped by role and
+//     signature, lag records added up per role, never across roles. With hang budgets, the
+//     hangs of a role without one are listed, not judged.
 #ifndef HANGWATCH_TOOLS_GATE_VERDICT_H_
 #define HANGWATCH_TOOLS_GATE_VERDICT_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,23 +59,38 @@ const AllowEntry* FindAllowEntry(const std::vector<AllowEntry>& allow, const std
                                  const std::string& culprit_name,
                                  const std::string& python_label = "");
 
-struct GateBudgets {
+// The budgets of one thread role.
+struct RoleBudgets {
   std::optional<uint64_t> max_hang_ms;  // a new, not allowed hang longer than this fails
   std::optional<uint64_t> max_hangs;    // more new, not allowed hangs (records) than this fail
   std::optional<double> max_p99_ms;     // the merged p99 pass duration
   // (index into kSlowPassThresholdsMs, N): more than N passes longer than that many ms fail.
   std::vector<std::pair<int, uint64_t>> max_slow_passes;
+
+  bool HasHang() const { return max_hang_ms.has_value() || max_hangs.has_value(); }
+  bool HasLag() const { return max_p99_ms.has_value() || !max_slow_passes.empty(); }
+};
+
+// The base: the main thread's budgets (a plain value of a flag, or main=VALUE); other_roles: the
+// budgets of ROLE=VALUE for every other role.
+struct GateBudgets : RoleBudgets {
+  std::map<std::string, RoleBudgets> other_roles;
   // --judge-shutdown: shutdown-phase hangs are judged like the others (else only counted).
   bool judge_shutdown = false;
 
-  bool HasHangBudget() const { return max_hang_ms.has_value() || max_hangs.has_value(); }
-  bool HasLagBudget() const { return max_p99_ms.has_value() || !max_slow_passes.empty(); }
+  // The budgets of `role` ("" or "main": the base); nullptr when it has none.
+  const RoleBudgets* ForRole(std::string_view role) const;
+  RoleBudgets* MutableForRole(std::string_view role);
+  // Any role has one.
+  bool HasHangBudget() const;
+  bool HasLagBudget() const;
 };
 
-// The hangs of one signature.
+// The hangs of one signature on threads of one role.
 struct HangGroup {
-  std::string signature;  // "" for hangs without a stack
-  size_t count = 0;       // records
+  std::string signature;      // "" for hangs without a stack
+  std::string role = "main";  // the thread role of its hangs (report::RoleOrMain)
+  size_t count = 0;           // records
   uint64_t max_duration_ms = 0;
   uint64_t total_duration_ms = 0;
   const HangRecord* longest = nullptr;  // its culprit names the group
@@ -90,10 +110,10 @@ struct HangTally {
   uint64_t total_duration_ms = 0;
 };
 
-// Groups hangs by signature (a hang without one gets it computed from its dominant stack when
-// it has one, as RefreshHangIdentity does), in order of first appearance. `tallies`: empty
-// (each hang is one record) or one per hang. `skip_shutdown`: shutdown-phase hangs are left
-// out.
+// Groups hangs by thread role and signature (a hang without one gets it computed from its
+// dominant stack when it has one, as RefreshHangIdentity does), in order of first appearance.
+// `tallies`: empty (each hang is one record) or one per hang. `skip_shutdown`: shutdown-phase hangs
+// are left out.
 std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
                                   const std::vector<HangTally>& tallies = {},
                                   bool skip_shutdown = false);
@@ -101,7 +121,8 @@ std::vector<HangGroup> GroupHangs(const std::vector<HangRecord>& hangs,
 struct GateViolation {
   std::string kind;  // "new_hang", "hang_duration", "hang_count", "p99", "slow_passes", "no_lag"
   std::string message;
-  std::string signature;  // for the hang kinds that concern one group
+  std::string signature;      // for the hang kinds that concern one group
+  std::string role = "main";  // the thread role whose budget it broke
   double value = 0;
   double budget = 0;
 };
@@ -118,7 +139,9 @@ struct GateVerdict {
   // Each sorted by longest hang, longest first (then signature).
   std::vector<HangGroup> new_hangs, known, fixed;
   std::vector<GateViolation> violations;
-  std::optional<LagSummary> lag;  // when the reports had lag records
+  std::optional<LagSummary> lag;  // the main thread's, when the reports had lag records of it
+  // The lag records of each other role, added up per role (never into `lag`).
+  std::map<std::string, LagSummary> other_lags;
   GateBudgets budgets;
   size_t startup_stalls = 0;  // listed, never judged
   // Records of shutdown-phase hangs left unjudged (0 with --judge-shutdown, which judges them).
@@ -134,11 +157,16 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* 
 
 // The same with hangs tallied per signature (tools/gate/gate_reader.h): `report_tallies` parallel
 // to report.hangs, `baseline_tallies` to *baseline (each may be empty: one record per hang);
-// `lag_records`: how many lag records report.lags stands for (0: report.lags.size()).
+// `lag_records`: how many lag records report.lags stands for (0: report.lags.size()), or when
+// report.lags holds one merged record per role, `lag_records_by_role` (role -> records).
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& report_tallies,
                            size_t lag_records, const std::vector<HangRecord>* baseline,
                            const std::vector<HangTally>& baseline_tallies,
-                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets);
+                           const std::vector<AllowEntry>& allow, const GateBudgets& budgets,
+                           const std::map<std::string, size_t>& lag_records_by_role = {});
+
+// "" for the main thread, " (thread ROLE)" for another role: what the messages add.
+std::string RoleSuffix(std::string_view role);
 
 // How many of `hangs` are of the shutdown phase (HangPhase::kShutdown); takes them out.
 size_t CountShutdownHangs(const std::vector<HangRecord>& hangs);
