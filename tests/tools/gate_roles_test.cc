@@ -9,43 +9,19 @@
 
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
+#include "thread_lines.h"
 
 namespace hangwatch::testing {
 namespace {
 
 const std::string kCli = HANGWATCH_CLI;
 
-// A hang line of thread `role` (format_version 2 unless main) whose one stack is `symbol`.
 std::string HangLine(const std::string& role, const std::string& signature,
                      const std::string& symbol, uint64_t duration_ms) {
-  const bool main = role == "main";
-  const std::string tid = main ? "7" : "8";
-  return std::string(R"({"type":"hang","format_version":)") + (main ? "1" : "2") +
-         R"(,"pid":7,"tid":)" + tid + R"(,"thread":{"tid":)" + tid + R"(,"name":")" +
-         (main ? "app" : "RenderThread") + R"(","role":")" + role +
-         R"("},"process":"/srv/app","process_name":"app","start_unix_ms":1,"duration_ms":)" +
-         std::to_string(duration_ms) + R"(,"cpu_ms":0,"samples":1,"signature":")" + signature +
-         R"(","culprit":{"symbol":")" + symbol +
-         R"(","module":"/srv/app","offset":"0x1080","file":"","line":0,"frame":0},)"
-         R"("dominant_stack":0,"stacks":[{"id":0,"count":1,"first_seen_ms":0,"last_seen_ms":0,)"
-         R"("frames":[{"addr":"0x560000001080","module":"/srv/app","build_id":"",)"
-         R"("offset":"0x1080","symbol":")" +
-         symbol + R"("}]}]})" + "\n";
+  return ThreadHangLine(role, signature, symbol, duration_ms);
 }
-
-// A lag line of thread `role`: `n` passes of about `ms` milliseconds.
 std::string LagLine(const std::string& role, uint64_t n, double ms) {
-  const bool main = role == "main";
-  char bucket[64];
-  std::snprintf(bucket, sizeof bucket, "[[%.3f,%llu]]", ms * 1000 * 1.005,
-                static_cast<unsigned long long>(n));
-  const uint64_t over16 = ms > 16 ? n : 0;
-  return std::string(R"({"type":"lag","format_version":)") + (main ? "1" : "2") +
-         R"(,"pid":7,"process_name":"app","host":"h","labels":{},"thread":{"tid":)" +
-         (main ? "7" : "8") + R"(,"role":")" + role +
-         R"("},"start_unix_ms":0,"end_unix_ms":60000,"busy_ms":)" +
-         std::to_string(static_cast<double>(n) * ms) + R"(,"slow_passes":{"16":)" +
-         std::to_string(over16) + R"(,"33":0},"buckets":)" + bucket + "}\n";
+  return ThreadLagLine(role, n, ms);
 }
 
 constexpr char kMainSig[] = "1111111111111111";

@@ -6,16 +6,19 @@
 
 namespace hangwatch::tools {
 
-HangRate HangRateOf(const std::vector<HangRecord>& hangs, const std::vector<report::Lag>& lags) {
+HangRate HangRateOf(const std::vector<HangRecord>& hangs, const std::vector<report::Lag>& lags,
+                    std::string_view role) {
   HangRate rate;
   std::set<std::pair<std::string, int64_t>> watched;  // host, pid
   for (const report::Lag& l : lags) {
+    if (report::RoleOrMain(l.thread_role) != report::RoleOrMain(role)) continue;
     if (l.end_unix_ms > l.start_unix_ms) {
       rate.watched_ms += static_cast<uint64_t>(l.end_unix_ms - l.start_unix_ms);
     }
     watched.emplace(l.host, l.pid);
   }
   for (const HangRecord& h : hangs) {
+    if (report::RoleOrMain(h.thread_role) != report::RoleOrMain(role)) continue;
     if (watched.count({h.host, h.pid}) == 0) continue;
     rate.hang_ms += h.duration_ms;
     ++rate.hangs;

@@ -2,12 +2,15 @@
 // figure Apple's Organizer and Firefox's hang reporter give. Watched time is what the lag
 // records cover (each record's end_unix_ms - start_unix_ms); the hangs counted are those of the
 // same processes (host and pid of a lag record), so a process without lag records adds to
-// neither side. `report` and `run` print it next to the lag figures.
+// neither side. Per thread role: the hangs and lag records of one role only (a render thread's
+// records would otherwise add its watched time to main's). `report` and `run` print it next to
+// the lag figures.
 #ifndef HANGWATCH_TOOLS_READER_HANG_RATE_H_
 #define HANGWATCH_TOOLS_READER_HANG_RATE_H_
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hangwatch/hang_record.h"
@@ -25,8 +28,10 @@ struct HangRate {
   }
 };
 
-// Of the hangs and lag records of one report (or of one process: pass its records only).
-HangRate HangRateOf(const std::vector<HangRecord>& hangs, const std::vector<report::Lag>& lags);
+// Of the hangs and lag records of one report (or of one process: pass its records only), of the
+// threads of one role (report::RoleOrMain): a render thread's hangs and watched time are its own.
+HangRate HangRateOf(const std::vector<HangRecord>& hangs, const std::vector<report::Lag>& lags,
+                    std::string_view role = report::kMainRole);
 
 // "hang rate 12.3 s/h (4.1 s of hang in 20.0 min watched)"; "" when nothing was watched.
 std::string DescribeHangRate(const HangRate& rate);

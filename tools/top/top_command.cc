@@ -24,7 +24,7 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hangwatch top FILE... [--by signature|fingerprint|culprit|cause|label:NAME]\n"
+    "usage: hangwatch top FILE... [--by signature|fingerprint|culprit|cause|thread|label:NAME]\n"
     "                     [--format text|json]\n"
     "                     [--label K=V]... [--since TIME] [--until TIME] [options]\n"
     "\n"
@@ -37,6 +37,8 @@ constexpr char kUsage[] =
     "  --by cause         the same kind of cause: why the hangs waited (lock, deadlock, io,\n"
     "                     fault, ipc, child, sleep, starved, throttled, pressure, other; \"-\"\n"
     "                     for hangs without one)\n"
+    "  --by thread        the same thread role (main, or a watched thread's: render, io...);\n"
+    "                     by any key, each role's hangs are grouped apart (THREAD column)\n"
     "  --by label:NAME    the same value of label NAME (HANGWATCH_LABELS): compare builds\n"
     "                     with --by label:build\n"
     "For each group: hangs, hosts and processes (distinct host+pid) it was seen in, of all\n"
@@ -126,11 +128,14 @@ int Run(int argc, char** argv) {
       query.by = TopBy::kCulprit;
     } else if (v == "cause") {
       query.by = TopBy::kCause;
+    } else if (v == "thread") {
+      query.by = TopBy::kThread;
     } else if (v.rfind("label:", 0) == 0 && v.size() > 6) {
       query.by = TopBy::kLabel;
       query.by_label = v.substr(6);
     } else {
-      return "--by wants signature, fingerprint, culprit, cause or label:NAME, not '" + v + "'";
+      return "--by wants signature, fingerprint, culprit, cause, thread or label:NAME, not '" + v +
+             "'";
     }
     return "";
   });

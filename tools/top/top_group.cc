@@ -9,12 +9,14 @@
 #include <tuple>
 
 #include "report/frame_classifier.h"
+#include "report/record_types.h"
 #include "report/stack_identity.h"
 
 namespace hangwatch::tools {
 namespace {
 
-constexpr char kSep = '\x1f';  // between the fields of a culprit's key
+constexpr char kSep = '\x1f';      // between the fields of a culprit's key
+constexpr char kRoleSep = '\x1e';  // between a group's key and its thread role
 
 // "symbol in module", or "module+0xoffset", or "0xoffset": the --by culprit key. A Python
 // function: "Handler.handle (app.py)", every line of it.
@@ -223,6 +225,15 @@ void TopAggregator::GroupKey(const TopHang& h) {
         if (k == query_.by_label) key_.assign(v);
       }
       break;
+    case TopBy::kThread:
+      key_.assign(h.role);
+      break;
+  }
+  // Another role's hangs are grouped apart from main's (and each role's from the others').
+  group_key_ = key_;
+  if (h.role != report::kMainRole && query_.by != TopBy::kThread) {
+    group_key_ += kRoleSep;
+    group_key_.append(h.role);
   }
 }
 
@@ -231,10 +242,11 @@ void TopAggregator::AddLag(const TopHang& lag) {
   Touch(lag.host, lag.pid);
   if (lag.end_unix_ms <= lag.start_unix_ms) return;
   const auto ms = static_cast<uint64_t>(lag.end_unix_ms - lag.start_unix_ms);
-  watched_ms_ += ms;
+  if (lag.role == report::kMainRole) watched_ms_ += ms;
+  Count(&watched_by_role_, lag.role, ms);
   if (query_.by == TopBy::kLabel) {
     GroupKey(lag);
-    Count(&watched_by_key_, key_, ms);
+    Count(&watched_by_key_, group_key_, ms);
   }
 }
 
@@ -245,8 +257,12 @@ void TopAggregator::Add(const TopHang& h) {
   }
   ++hangs_;
   GroupKey(h);
-  auto it = groups_.find(std::string_view(key_));
-  if (it == groups_.end()) it = groups_.emplace(key_, Acc{}).first;
+  auto it = groups_.find(std::string_view(group_key_));
+  if (it == groups_.end()) {
+    it = groups_.emplace(group_key_, Acc{}).first;
+    it->second.key = key_;
+    it->second.role = h.role;
+  }
   Acc& a = it->second;
   ++a.count;
   a.total += h.duration_ms;
@@ -293,6 +309,7 @@ void TopAggregator::Merge(TopAggregator&& other) {
   filtered_ += other.filtered_;
   watched_ms_ += other.watched_ms_;
   for (const auto& [k, ms] : other.watched_by_key_) Count(&watched_by_key_, k, ms);
+  for (const auto& [k, ms] : other.watched_by_role_) Count(&watched_by_role_, k, ms);
   std::vector<uint32_t> host_of(other.all_hosts_.size());
   for (const auto& [host, index] : other.all_hosts_) {
     auto h = all_hosts_.find(std::string_view(host));
@@ -368,7 +385,8 @@ std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
   out.reserve(groups_.size());
   for (const auto& [key, a] : groups_) {
     TopGroup g;
-    g.key = key;
+    g.key = a.key;
+    g.role = a.role;
     g.count = a.count;
     g.hosts = a.hosts.size();
     g.processes = a.processes.size();
@@ -417,7 +435,8 @@ std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
     g.first_unix_ms = a.first;
     g.last_unix_ms = a.last;
     g.examples = a.examples;
-    uint64_t watched = watched_ms_;
+    const auto by_role = watched_by_role_.find(std::string_view(a.role));
+    uint64_t watched = by_role == watched_by_role_.end() ? 0 : by_role->second;
     if (query_.by == TopBy::kLabel) {
       const auto w = watched_by_key_.find(std::string_view(key));
       watched = w == watched_by_key_.end() ? 0 : w->second;
@@ -432,7 +451,7 @@ std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
     if (sort == TopSort::kTotal && x.total_ms != y.total_ms) return x.total_ms > y.total_ms;
     if (x.count != y.count) return x.count > y.count;
     if (x.total_ms != y.total_ms) return x.total_ms > y.total_ms;
-    return x.key < y.key;
+    return x.key != y.key ? x.key < y.key : x.role < y.role;
   });
   return out;
 }

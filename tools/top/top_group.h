@@ -26,7 +26,7 @@
 
 namespace hangwatch::tools {
 
-enum class TopBy { kSignature, kFingerprint, kCulprit, kCause, kLabel };
+enum class TopBy { kSignature, kFingerprint, kCulprit, kCause, kLabel, kThread };
 enum class TopSort { kCount, kTotal };
 
 struct TopQuery {
@@ -74,15 +74,18 @@ struct TopLineRef {
   }
 };
 
+// Hangs of different thread roles are never in one group: by any key, the main thread's hangs
+// and each other role's are grouped apart (TopGroup::role); --by thread groups by role alone.
 struct TopGroup {
-  std::string key;  // the signature, fingerprint, culprit name or cause kind; "" for hangs
-                    // without stacks (or, by cause, without a cause)
+  std::string key;  // the signature, fingerprint, culprit name, cause kind or thread role; ""
+                    // for hangs without stacks (or, by cause, without a cause)
+  std::string role = "main";  // the thread role of its hangs
   uint64_t count = 0;
   uint64_t hosts = 0;      // distinct host names ("" counts as one)
   uint64_t processes = 0;  // distinct processes: (host, pid)
   // Seconds of hang per hour watched (docs/report-format.md, "Hang rate"): the group's hang time
-  // over the time the lag records cover (with --by label:NAME, those with the group's value);
-  // nullopt without lag records.
+  // over the time the lag records of its thread role cover (with --by label:NAME, those with the
+  // group's value); nullopt without such lag records.
   std::optional<double> hang_seconds_per_hour;
   std::vector<std::pair<std::string, uint64_t>> process_names;  // most hangs first
   // The kinds of the hangs' causes ("lock", "io", ...; "" for none), most hangs first.
@@ -121,7 +124,8 @@ class TopAggregator : public TopSink {
   // the groups' and the lag records' put together when asked (not per hang: the scan's cost).
   uint64_t hosts_total() const;
   uint64_t processes_total() const;
-  uint64_t watched_ms() const { return watched_ms_; }  // the lag records' intervals
+  // The intervals of the main thread's lag records (other roles' are their groups' own).
+  uint64_t watched_ms() const { return watched_ms_; }
   std::vector<TopGroup> Groups(TopSort sort) const;
 
  private:
@@ -142,6 +146,7 @@ class TopAggregator : public TopSink {
     }
   };
   struct Acc {
+    std::string key, role;  // TopGroup's
     uint64_t count = 0, total = 0, max = 0, cpu = 0, fatal = 0;
     uint64_t classes[4] = {};
     int64_t first = INT64_MAX, last = INT64_MIN;
@@ -154,7 +159,7 @@ class TopAggregator : public TopSink {
   };
   static void Count(StringMap<uint64_t>* m, std::string_view key, uint64_t n);
   bool Filtered(const TopHang& h) const;
-  void GroupKey(const TopHang& h);                 // into key_
+  void GroupKey(const TopHang& h);  // into key_ (TopGroup::key) and group_key_ (groups_' key)
   void Touch(std::string_view host, int64_t pid);  // a lag record's host and process
   static void AddExample(std::vector<TopExample>* examples, TopExample e);
 
@@ -162,10 +167,11 @@ class TopAggregator : public TopSink {
   StringMap<Acc> groups_;
   uint64_t hangs_ = 0, filtered_ = 0;
   uint64_t watched_ms_ = 0;
-  StringMap<uint64_t> watched_by_key_;          // --by label:NAME: label value -> watched ms
+  StringMap<uint64_t> watched_by_key_;          // --by label:NAME: group key -> watched ms
+  StringMap<uint64_t> watched_by_role_;         // role -> watched ms
   StringMap<uint32_t> all_hosts_;               // of the lag records: host -> index
   std::unordered_set<uint64_t> all_processes_;  // of the lag records: host index << 32 | pid
-  std::string key_, culprit_key_;               // reused buffers
+  std::string key_, group_key_, culprit_key_;   // reused buffers
 };
 
 }  // namespace hangwatch::tools

@@ -23,6 +23,8 @@ std::string ByName(TopBy by, const std::string& label) {
       return "culprit";
     case TopBy::kCause:
       return "cause";
+    case TopBy::kThread:
+      return "thread";
     case TopBy::kSignature:
       break;
   }
@@ -45,6 +47,11 @@ std::string CulpritText(const TopGroup& g, size_t width) {
 
 std::string Cut(const std::string& s, size_t width) {
   return s.size() <= width ? s : s.substr(0, width - 2) + "..";
+}
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
 }
 
 // The group's most common cause kind, "+N" when its hangs have N other kinds too; "-" when
@@ -96,9 +103,15 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
                                 " watched (lag records; S/H: seconds of hang per watched hour)\n"
                           : ", no lag records (no hang rate)\n";
   if (groups.empty()) return EscapeForTerminal(out);
-  std::snprintf(buf, sizeof buf, "%7s %9s %11s %7s %7s %7s %8s %7s %5s %5s  %-10s %-44s %-16s %s\n",
-                "COUNT", "HOSTS", "PROCS", "P50", "P95", "MAX", "TOTAL", "S/H", "BUSY", "BLOCK",
-                "CAUSE", "CULPRIT (FILE:LINE)", "PROCESS", ByName(o.by, o.by_label).c_str());
+  // A THREAD column (the role) when a group is not the main thread's (as before roles without).
+  bool roles = false;
+  for (const TopGroup& g : groups) roles |= g.role != "main";
+  roles &= o.by != TopBy::kThread;
+  std::snprintf(buf, sizeof buf,
+                "%7s %9s %11s %7s %7s %7s %8s %7s %5s %5s  %-10s %-44s %-16s %s%s\n", "COUNT",
+                "HOSTS", "PROCS", "P50", "P95", "MAX", "TOTAL", "S/H", "BUSY", "BLOCK", "CAUSE",
+                "CULPRIT (FILE:LINE)", "PROCESS", roles ? "THREAD     " : "",
+                ByName(o.by, o.by_label).c_str());
   out += buf;
   const size_t n = o.limit == 0 ? groups.size() : std::min(o.limit, groups.size());
   for (size_t i = 0; i < n; ++i) {
@@ -114,12 +127,13 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
     if (g.hang_seconds_per_hour) std::snprintf(rate, sizeof rate, "%.1f", *g.hang_seconds_per_hour);
     std::snprintf(buf, sizeof buf,
                   "%7" PRIu64 " %9s %11s %7s %7s %7s %8s %7s %5" PRIu64 " %5" PRIu64
-                  "  %-10s %-44s %-16s %s\n",
+                  "  %-10s %-44s %-16s %s%s\n",
                   g.count, hosts.c_str(), procs.c_str(), FormatTopDuration(g.p50_ms).c_str(),
                   FormatTopDuration(g.p95_ms).c_str(), FormatTopDuration(g.max_ms).c_str(),
                   FormatTopDuration(g.total_ms).c_str(), rate, g.busy, g.blocked,
                   Cut(CauseText(g), 10).c_str(), CulpritText(g, 44).c_str(),
-                  Cut(process, 16).c_str(), Cut(key, 60).c_str());
+                  Cut(process, 16).c_str(), roles ? (Pad(Cut(g.role, 10), 10) + " ").c_str() : "",
+                  Cut(key, 60).c_str());
     out += buf;
   }
   if (n < groups.size()) {
@@ -138,6 +152,7 @@ std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t 
     nlohmann::json j;
     j["by"] = ByName(by, by_label);
     j["key"] = g.key;
+    if (g.role != "main") j["role"] = g.role;  // absent: the main thread's
     j["count"] = g.count;
     j["hosts"] = g.hosts;
     j["processes"] = g.processes;

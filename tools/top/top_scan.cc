@@ -91,6 +91,10 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   ReadNumber(s[TopKey("start_unix_ms")], &out->start_unix_ms, report::ParseInt64);
   out->process_name = impl_->Text(s[TopKey("process_name")]);
   out->host = impl_->Text(s[TopKey("host")]);
+  report::ForEachMember(s[TopKey("thread")], [&](std::string_view key, std::string_view value) {
+    if (key == "role") out->role = impl_->Text(value);
+  });
+  out->role = report::RoleOrMain(out->role);
   if (impl_->want_labels) {
     report::ForEachMember(s[TopKey("labels")], [&](std::string_view key, std::string_view value) {
       out->labels.emplace_back(impl_->KeyText(key), impl_->Text(value));

@@ -47,6 +47,8 @@ struct TopHang {
   // The cause's kind ("lock", "io", ...): top's --by cause, `hangwatch exporter`'s label; ""
   // when null or absent.
   std::string_view cause_kind;
+  // The thread role of the hang or lag record ("thread": {"role"}): "main" when absent.
+  std::string_view role = "main";
   // The labels, when the parser was asked for them (label filters), in file order.
   std::vector<std::pair<std::string_view, std::string_view>> labels;
   // Where the line is, for reading it again (top_symbolize.h): the index of its file in

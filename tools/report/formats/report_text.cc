@@ -14,6 +14,7 @@
 #include "report/cause_kinds.h"
 #include "report/cause_text.h"
 #include "report/names.h"
+#include "report/record_types.h"
 #include "report/report_record.h"
 #include "tools/common/terminal_text.h"
 #include "tools/reader/hang_rate.h"
@@ -50,6 +51,10 @@ void AppendFrameLine(std::string* out, size_t index, const Frame& f, const char*
           guessed ? "  [found by stack scan]" : "");
 }
 
+bool IsMainThread(const HangRecord& h) {
+  return report::RoleOrMain(h.thread_role) == report::kMainRole;
+}
+
 void AppendHeader(std::string* out, const HangRecord& h) {
   // The name users know it by, when it is not the executable's (a symlink, a rewritten title).
   const std::string name =
@@ -58,7 +63,13 @@ void AppendHeader(std::string* out, const HangRecord& h) {
           : " (" + h.process_name + ")";
   Appendf(out, "Process:          %s [%lld]%s\n", h.process.empty() ? "?" : h.process.c_str(),
           static_cast<long long>(h.pid), name.c_str());
-  Appendf(out, "Thread:           %lld (main thread)\n", static_cast<long long>(h.tid));
+  if (IsMainThread(h)) {
+    Appendf(out, "Thread:           %lld (main thread)\n", static_cast<long long>(h.tid));
+  } else {
+    // A watched thread other than main (hangwatch/threads.h): its role, tid and own name.
+    out->append("Thread:           " + h.thread_role + " (tid " + std::to_string(h.tid) +
+                (h.thread_name.empty() ? "" : ", name " + h.thread_name) + ")\n");
+  }
   Appendf(out, "Hang:             #%llu%s, fingerprint %s\n",
           static_cast<unsigned long long>(h.hang_id),
           h.fatal ? " (FATAL: the process died in it)" : "",
@@ -96,8 +107,9 @@ void AppendHeader(std::string* out, const HangRecord& h) {
   }
   Appendf(out, "Samples:          %u every %u ms (%u failed, %u not stored), %zu unique stacks\n",
           h.samples, h.sample_interval_ms, h.failed_samples, h.dropped_stacks, h.stacks.size());
-  Appendf(out, "Monitor pause:    %llu us (the main thread's, for hangwatch's captures)\n",
-          static_cast<unsigned long long>(h.monitor_pause_us));
+  Appendf(out, "Monitor pause:    %llu us (the %s thread's, for hangwatch's captures)\n",
+          static_cast<unsigned long long>(h.monitor_pause_us),
+          std::string(report::RoleOrMain(h.thread_role)).c_str());
 }
 
 // The threads of the cause, each printed like a second thread of a crash report: a lock's
@@ -110,7 +122,9 @@ void AppendCauseThreads(std::string* out, const HangRecord& h, size_t max_frames
   if (deadlock) Appendf(out, "\nDeadlock: %zu threads wait for each other\n", threads.size());
   for (const CauseThread& t : threads) {
     std::string title = "\nThread " + std::to_string(t.tid) + " \"" + t.name + "\"";
-    if (t.tid == h.tid) title += " (main thread)";
+    if (t.tid == h.tid) {
+      title += IsMainThread(h) ? " (main thread)" : " (the " + h.thread_role + " thread)";
+    }
     if (!t.holds.empty()) title += ", holds " + report::DescribeLock(t.holds);
     if (!t.wants.empty()) title += ", wants " + report::DescribeLock(t.wants);
     title += ", " + (t.syscall.empty() ? std::string("running") : "in " + t.syscall) + ":\n";
@@ -249,37 +263,51 @@ void AppendStartupStalls(std::string* out, const Report& r) {
   }
 }
 
-// Every lag record of the report added up, and per process when there are several, each with
-// its hang rate (hang_rate.h).
+// The lag records of the report added up per thread role (never across roles: a render thread's
+// passes are not the main thread's), main's first, and per process when there are several, each
+// with its hang rate (hang_rate.h) over the hangs of that role.
 void AppendLag(std::string* out, const Report& r) {
   if (r.lags.empty()) return;
-  PassHistogram all;
-  std::vector<std::pair<int64_t, PassHistogram>> by_pid;
+  std::vector<std::string> roles;
   for (const Lag& l : r.lags) {
-    all.Merge(l.passes);
-    auto it =
-        std::find_if(by_pid.begin(), by_pid.end(), [&](const auto& p) { return p.first == l.pid; });
-    if (it == by_pid.end()) it = by_pid.insert(by_pid.end(), {l.pid, PassHistogram()});
-    it->second.Merge(l.passes);
+    const std::string role(report::RoleOrMain(l.thread_role));
+    if (std::find(roles.begin(), roles.end(), role) == roles.end()) roles.push_back(role);
   }
+  std::stable_partition(roles.begin(), roles.end(),
+                        [](const std::string& role) { return role == report::kMainRole; });
   const auto with_rate = [](std::string lag, const HangRate& rate) {
     if (rate.known()) lag += "; " + DescribeHangRate(rate);
     return lag;
   };
-  Appendf(out, "Lag: %s\n",
-          with_rate(report::DescribeLag(all.Figures()), HangRateOf(r.hangs, r.lags)).c_str());
-  if (by_pid.size() > 1) {
-    for (const auto& [pid, passes] : by_pid) {
-      std::vector<HangRecord> hangs;
-      std::vector<Lag> lags;
-      for (const HangRecord& h : r.hangs) {
-        if (h.pid == pid) hangs.push_back(h);
+  for (const std::string& role : roles) {
+    PassHistogram all;
+    std::vector<std::pair<int64_t, PassHistogram>> by_pid;
+    for (const Lag& l : r.lags) {
+      if (report::RoleOrMain(l.thread_role) != role) continue;
+      all.Merge(l.passes);
+      auto it = std::find_if(by_pid.begin(), by_pid.end(),
+                             [&](const auto& p) { return p.first == l.pid; });
+      if (it == by_pid.end()) it = by_pid.insert(by_pid.end(), {l.pid, PassHistogram()});
+      it->second.Merge(l.passes);
+    }
+    const std::string title = role == report::kMainRole ? "Lag" : "Lag of thread " + role;
+    out->append(title + ": " +
+                with_rate(report::DescribeLag(all.Figures()), HangRateOf(r.hangs, r.lags, role)) +
+                "\n");
+    if (by_pid.size() > 1) {
+      for (const auto& [pid, passes] : by_pid) {
+        std::vector<HangRecord> hangs;
+        std::vector<Lag> lags;
+        for (const HangRecord& h : r.hangs) {
+          if (h.pid == pid) hangs.push_back(h);
+        }
+        for (const Lag& l : r.lags) {
+          if (l.pid == pid) lags.push_back(l);
+        }
+        Appendf(out, "  pid %lld: %s\n", static_cast<long long>(pid),
+                with_rate(report::DescribeLag(passes.Figures()), HangRateOf(hangs, lags, role))
+                    .c_str());
       }
-      for (const Lag& l : r.lags) {
-        if (l.pid == pid) lags.push_back(l);
-      }
-      Appendf(out, "  pid %lld: %s\n", static_cast<long long>(pid),
-              with_rate(report::DescribeLag(passes.Figures()), HangRateOf(hangs, lags)).c_str());
     }
   }
   out->push_back('\n');
@@ -324,7 +352,7 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
   AppendStartupStalls(&out, report);
   for (const HangRecord& h : report.hangs) {
     Appendf(&out,
-            "hangwatch: %s%s%llu ms hang in %s [%lld]%s%s, %s, CPU %u%%, %u samples, "
+            "hangwatch: %s%s%llu ms hang in %s [%lld]%s%s%s, %s, CPU %u%%, %u samples, "
             "fingerprint %s\n",
             h.fatal ? "FATAL " : "",
             h.phase == HangPhase::kShutdown  ? "shutdown-phase "
@@ -332,7 +360,9 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
                                              : "",
             static_cast<unsigned long long>(h.duration_ms),
             std::string(report::ProcessName(h.process_name, h.process)).c_str(),
-            static_cast<long long>(h.pid), HangCulprit(h).empty() ? "" : " at ",
+            static_cast<long long>(h.pid),
+            IsMainThread(h) ? "" : (" thread " + h.thread_role).c_str(),
+            HangCulprit(h).empty() ? "" : " at ",
             HangCulprit(h).empty()
                 ? ""
                 : CulpritLabel(HangCulprit(h), CulpritLabelStyle::kPathFileLine).c_str(),

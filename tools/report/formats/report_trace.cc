@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "report/cause_text.h"
 #include "report/names.h"
+#include "report/record_types.h"
 #include "report/stack_identity.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
@@ -104,6 +105,15 @@ void AddHang(const HangRecord& h, json* events) {
   close_from(0, end);
 }
 
+// The track's name: "main thread", or a watched thread's role and its own name ("render thread
+// (RenderThread)").
+std::string ThreadTitle(const HangRecord& h) {
+  const std::string role(report::RoleOrMain(h.thread_role));
+  return role + " thread" +
+         (role == report::kMainRole || h.thread_name.empty() ? std::string()
+                                                             : " (" + h.thread_name + ")");
+}
+
 }  // namespace
 
 std::string FormatTrace(const Report& report) {
@@ -123,7 +133,7 @@ std::string FormatTrace(const Report& report) {
                         {"ph", "M"},
                         {"pid", h.pid},
                         {"tid", h.tid},
-                        {"args", {{"name", "main thread"}}}});
+                        {"args", {{"name", ThreadTitle(h)}}}});
     }
     AddHang(h, &events);
   }
