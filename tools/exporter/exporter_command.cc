@@ -41,6 +41,8 @@ constexpr char kUsage[] =
     "  --listen ADDR:PORT   where to serve (port 0: any free port, printed on stderr)\n"
     "  --culprit-top N      label hangs by culprit for the N culprits with the most hangs\n"
     "                       (others: culprit=\"other\"); default 0: no culprit label\n"
+    "  --max-roles N        thread roles with a role label of their own (default 16; later\n"
+    "                       ones: role=\"other\"); the main thread's series have no role label\n"
     "  --max-series N       distinct label sets at most (default 10000); records beyond are\n"
     "                       counted as skipped (reason series_limit)\n"
     "  --poll-ms N          how often the files are read (default 250)\n"
@@ -71,6 +73,8 @@ int Run(int argc, char** argv) {
     return CheckListen(v);
   });
   flags.Number({"--culprit-top"}, 0, 1000, &options.culprit_top);
+  size_t max_roles = kDefaultMaxRoles;
+  flags.Number({"--max-roles"}, 0, 1000, &max_roles);
   flags.Number({"--max-series"}, 1, 10'000'000, &options.max_label_sets);
   flags.Number({"--poll-ms"}, 1, 60'000, &poll_ms);
   if (auto done = flags.Parse(argc, argv)) return *done;
@@ -102,7 +106,7 @@ int Run(int argc, char** argv) {
                ports.empty() ? 0 : ports.front());
 
   ReportFollower tail(flags.positional());
-  RecordCounter counter(&metrics);
+  RecordCounter counter(&metrics, max_roles);
   const auto on_line = [&](std::string_view line) { counter.Count(line); };
   const auto on_skip = [&](ReportFollower::Event event) { metrics.Skip(SkipReason(event)); };
   const timespec wait = {static_cast<time_t>(poll_ms / 1000),

@@ -3,12 +3,30 @@
 #include <string>
 #include <variant>
 
+#include "report/record_types.h"
 #include "report/report_decode.h"
 
 namespace hangwatch::tools {
 
-RecordCounter::RecordCounter(HangMetrics* metrics)
-    : parser_(/*want_labels=*/true), metrics_(metrics) {}
+RecordCounter::RecordCounter(HangMetrics* metrics, size_t max_roles)
+    : parser_(/*want_labels=*/true), metrics_(metrics), max_roles_(max_roles) {}
+
+void RecordCounter::AddRoleLabel(std::string_view role,
+                                 std::map<std::string, std::string>* labels) {
+  if (role == report::kMainRole) return;
+  if (auto it = labels->find("role"); it != labels->end()) {
+    (*labels)["label_role"] = std::move(it->second);
+    labels->erase(it);
+  }
+  if (roles_.find(role) == roles_.end()) {
+    if (roles_.size() >= max_roles_) {
+      (*labels)["role"] = "other";
+      return;
+    }
+    roles_.emplace(role);
+  }
+  (*labels)["role"] = std::string(role);
+}
 
 void RecordCounter::Count(std::string_view line) {
   TopHang h;
@@ -22,6 +40,7 @@ void RecordCounter::Count(std::string_view line) {
       hang_.host.assign(h.host);
       hang_.labels.clear();
       for (const auto& [k, v] : h.labels) hang_.labels[std::string(k)] = std::string(v);
+      AddRoleLabel(h.role, &hang_.labels);
       hang_.duration_ms = h.duration_ms;
       hang_.hang_class = static_cast<HangClass>(h.hang_class & 3);
       hang_.fatal = h.fatal;
@@ -42,12 +61,14 @@ void RecordCounter::Count(std::string_view line) {
       if (!h.lag) break;  // a start-up stall: no metric of its own
       report::Record record;
       std::string error;
-      const auto* lag =
+      auto* lag =
           report::Decode(line, &record, &error) ? std::get_if<report::Lag>(&record) : nullptr;
       if (lag == nullptr) {
         metrics_->Skip(kSkipTorn);  // its buckets are not what the format says
         break;
       }
+      // Each role's passes are series of their own, never added to main's.
+      AddRoleLabel(report::RoleOrMain(lag->thread_role), &lag->labels);
       metrics_->AddLag(lag->process_name, lag->host, lag->labels, lag->start_unix_ms,
                        lag->end_unix_ms, lag->passes);
       break;

@@ -17,6 +17,7 @@
 #include "report/report_record.h"
 #include "tests/tools/cli_util.h"
 #include "tests/tools/python_hang.h"
+#include "tests/tools/thread_lines.h"
 #include "tools/exporter/record_counter.h"
 #include "tools/reader/report_follower.h"
 
@@ -454,6 +455,60 @@ TEST(ReportFollowerTest, UnreadableFilesAreCountedOnceAndDoNotStopTheOthers) {
   EXPECT_EQ(seen.lines, (std::vector<std::string>{"fine"}));
   EXPECT_EQ(seen.skipped["unreadable"], 2);
   EXPECT_EQ(tail.bytes(), 5u);
+}
+
+}  // namespace
+}  // namespace hangwatch::tools
+
+namespace hangwatch::tools {
+namespace {
+
+// Series of a label: how many series of `name` carry `label` (any value).
+size_t SeriesWithLabel(prometheus::Registry& registry, const std::string& name,
+                       const std::string& label) {
+  size_t n = 0;
+  for (const auto& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const auto& m : family.metric) {
+      for (const auto& l : m.label) n += l.name == label;
+    }
+  }
+  return n;
+}
+
+// Records of watched threads (issue 39): hangs and lag of a role other than main get a `role`
+// label (bounded by --max-roles), lag of each role is its own series, never added to main's;
+// the main thread's series keep their labels (no role).
+TEST(RecordCounterTest, ThreadRolesAreALabelAndLagIsNeverSummedAcrossRoles) {
+  prometheus::Registry registry;
+  HangMetrics metrics(registry, {});
+  RecordCounter counter(&metrics, /*max_roles=*/2);
+  const auto count = [&](const std::string& line) {  // without its newline, as the follower
+    counter.Count(std::string_view(line).substr(0, line.size() - 1));
+  };
+  count(testing::ThreadHangLine("main", "1111111111111111", "Parse", 200));
+  count(testing::ThreadHangLine("render", "2222222222222222", "Draw", 60));
+  count(testing::ThreadHangLine("render", "2222222222222222", "Draw", 70));
+  count(testing::ThreadLagLine("main", 1000, 1.0));
+  count(testing::ThreadLagLine("render", 100, 30.0));
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total"), 3);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"role", "render"}}), 2);
+  EXPECT_DOUBLE_EQ(Value(registry, "hangwatch_hang_seconds_total", {{"role", "render"}}), 0.13);
+  EXPECT_EQ(Value(registry, "hangwatch_passes_total", {{"role", "render"}}), 100);
+  EXPECT_EQ(Value(registry, "hangwatch_passes_total"), 1100);  // two series: main's has 1000
+  EXPECT_EQ(
+      Value(registry, "hangwatch_pass_duration_seconds", {{"role", "render"}, {"le", "0.016"}}), 0);
+  EXPECT_EQ(Value(registry, "hangwatch_watched_seconds_total", {{"role", "render"}}), 60);
+  // Main's series: no role label at all.
+  EXPECT_EQ(SeriesWithLabel(registry, "hangwatch_passes_total", "role"), 1u);
+  EXPECT_EQ(Series(registry, "hangwatch_passes_total"), 2u);
+  // Bounded: past two roles, "other".
+  count(testing::ThreadHangLine("io", "3333333333333333", "Read", 90));
+  count(testing::ThreadHangLine("gc", "4444444444444444", "Mark", 90));
+  count(testing::ThreadHangLine("audio", "5555555555555555", "Mix", 90));
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"role", "io"}}), 1);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"role", "other"}}), 2);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"role", "gc"}}), 0);
 }
 
 }  // namespace
