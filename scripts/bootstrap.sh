@@ -7,7 +7,7 @@ packages=(
   g++ clang clang-tidy lld cmake ninja-build pkg-config make python3 git file
   libabsl-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdw-dev libelf-dev libunwind-dev libzstd-dev liblzma-dev zlib1g-dev libbz2-dev
-  libuv1-dev libglib2.0-dev nlohmann-json3-dev
+  libuv1-dev libglib2.0-dev nlohmann-json3-dev qtbase5-dev qt6-base-dev libasio-dev
   elfutils gdb llvm binutils llvm-14-dev xz-utils libclang-rt-14-dev
   libxml2-utils chromium redis-server redis-tools postgresql-15
   libcurl4-openssl-dev libdebuginfod-dev debuginfod python3-yaml

@@ -1,10 +1,20 @@
 #include "hangwatch_uv.h"
 
+#include <utility>
+
 #include "hangwatch/hangwatch.h"
 
 namespace hangwatch {
 
 UvLoopWatch::~UvLoopWatch() { Detach(); }
+
+int UvLoopWatch::Attach(uv_loop_t* loop, std::string_view role, const ThreadOptions& options) {
+  if (loop_ != nullptr) return UV_EBUSY;
+  ThreadWatch watch = WatchThread(role, options);
+  if (int rc = Attach(loop); rc != 0) return rc;  // `watch` stops with the failed attach
+  thread_watch_ = std::move(watch);
+  return 0;
+}
 
 int UvLoopWatch::Attach(uv_loop_t* loop) {
   if (loop_ != nullptr) return UV_EBUSY;
@@ -32,6 +42,7 @@ void UvLoopWatch::Detach() {
   uv_run(loop_, UV_RUN_NOWAIT);
   loop_ = nullptr;
   hangwatch::EndWork();
+  thread_watch_.Stop();
 }
 
 }  // namespace hangwatch

@@ -1,20 +1,34 @@
-// hangwatch for libuv: feeds the agent the run-loop activity of a uv_loop_t.
+// hangwatch for libuv: feeds the agent the run-loop activity of a uv_loop_t, on the loop's
+// thread.
 //
 //   uv_loop_t* loop = uv_default_loop();
-//   hangwatch::Start(config);                 // on the loop's thread
+//   hangwatch::Start(config);                 // the main thread
 //   hangwatch::UvLoopWatch watch;
 //   watch.Attach(loop);                       // right before uv_run
 //   uv_run(loop, UV_RUN_DEFAULT);
 //   watch.Detach();                           // the loop is idle again: not a hang
 //
+//   void IoThread(uv_loop_t* io_loop) {       // a loop on a thread of its own
+//     hangwatch::UvLoopWatch watch;
+//     watch.Attach(io_loop, "io");            // watches this thread under "io"
+//     uv_run(io_loop, UV_RUN_DEFAULT);
+//     watch.Detach();                         // stops watching it
+//   }
+//
 // A uv_prepare handle runs right before the loop blocks for I/O (about to wait) and a uv_check
 // handle right after (woke up); everything else the loop does - timers, I/O callbacks, idle
 // and close callbacks - lies between a check and the next prepare, inside a run-loop pass.
-// Both handles are unreferenced: they never keep the loop alive.
+// Both handles are unreferenced: they never keep the loop alive. Their callbacks run on the
+// loop's thread, so the marks act on that thread's watch (hangwatch/threads.h): the thread that
+// called Start(), or the one Attach() registered with a role.
 #ifndef HANGWATCH_INTEGRATIONS_LIBUV_HANGWATCH_UV_H_
 #define HANGWATCH_INTEGRATIONS_LIBUV_HANGWATCH_UV_H_
 
 #include <uv.h>
+
+#include <string_view>
+
+#include "hangwatch/threads.h"
 
 namespace hangwatch {
 
@@ -27,11 +41,16 @@ class UvLoopWatch {
   UvLoopWatch(const UvLoopWatch&) = delete;
   UvLoopWatch& operator=(const UvLoopWatch&) = delete;
 
-  // Starts watching `loop`, which must run on the thread hangwatch::Start() watches. Marks the
-  // thread busy: what runs before the loop's first wait belongs to a pass. Returns 0 or a
-  // negative libuv error code.
+  // Starts watching `loop`; call it on the thread that runs the loop, which must be watched
+  // already (the thread that called hangwatch::Start(), or one that called WatchThread()).
+  // Marks the thread busy: what runs before the loop's first wait belongs to a pass. Returns 0
+  // or a negative libuv error code.
   int Attach(uv_loop_t* loop);
-  // Stops the handles, closes them, and marks the thread idle. Idempotent.
+  // The same, first watching the calling thread under `role` (hangwatch::WatchThread(role,
+  // options); on a thread already watched, such as the main one, it keeps its watch).
+  int Attach(uv_loop_t* loop, std::string_view role, const ThreadOptions& options = {});
+  // Stops the handles, closes them, and marks the thread idle; stops watching the thread when
+  // Attach() registered it. Call it on the loop's thread. Idempotent.
   void Detach();
   bool attached() const { return loop_ != nullptr; }
 
@@ -39,6 +58,7 @@ class UvLoopWatch {
   uv_loop_t* loop_ = nullptr;
   uv_prepare_t prepare_{};
   uv_check_t check_{};
+  ThreadWatch thread_watch_;  // the loop thread's, when Attach() registered it
 };
 
 }  // namespace hangwatch

@@ -1,0 +1,192 @@
+#include "hangwatch_qt.h"
+
+#include <QtCore/QAbstractEventDispatcher>
+#include <QtCore/QCoreApplication>
+#include <QtCore/QEvent>
+#include <QtCore/QMetaObject>
+#include <QtCore/QObject>
+#include <QtCore/QThread>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "hangwatch/hangwatch.h"
+#include "loop_thread_watch.h"
+
+#if HANGWATCH_QT_WITH_GLIB
+#include <glib.h>
+
+#include "hangwatch_glib.h"
+#endif
+
+// The tools' hook table of QtCore (Qt's private qhooks_p.h, which the Qt packages for
+// applications do not ship): [0] the table's version, [1] its size, [3] a function called with
+// every QObject at the end of QObject's constructor. Unchanged from Qt 5.4 to Qt 6.
+QT_BEGIN_NAMESPACE
+extern Q_CORE_EXPORT quintptr qtHookData[];
+QT_END_NAMESPACE
+
+namespace hangwatch {
+namespace {
+
+constexpr int kHookDataVersion = 0;
+constexpr int kHookDataSize = 1;
+constexpr int kAddQObject = 3;
+using AddQObjectCallback = void (*)(QObject*);
+
+std::atomic<bool> g_active{false};
+AddQObjectCallback g_previous_hook = nullptr;  // called first by ours
+QtWatchOptions g_options;                      // written before the hook is installed
+
+// Whether the calling thread is in a pass, as the dispatcher's signals last said (signals path).
+thread_local bool t_in_pass = false;
+
+// On the GUI thread, with a dispatcher watched through its signals: QEventDispatcherUNIX
+// activates timers and socket notifiers after its wait and before its next awake(); their events
+// reach the GUI thread's objects through the application's event filters, so the first event
+// after aboutToBlock() begins the pass that awake() would have.
+class EventsAfterTheWait : public QObject {
+ public:
+  bool eventFilter(QObject*, QEvent*) override {
+    if (!t_in_pass) {
+      t_in_pass = true;
+      BeginWork();
+    }
+    return false;
+  }
+};
+
+// What watches the calling thread's loop, so that its thread can undo it.
+struct ThreadLoopWatch {
+#if HANGWATCH_QT_WITH_GLIB
+  std::unique_ptr<GMainContextWatch> glib;
+#endif
+  QMetaObject::Connection awake;
+  QMetaObject::Connection about_to_block;
+  std::unique_ptr<EventsAfterTheWait> events_after_the_wait;  // the GUI thread's
+};
+thread_local ThreadLoopWatch t_loop_watch;
+
+// On a thread whose event dispatcher exists: marks its passes from now on, registering the
+// thread under `role` at its loop's first wait.
+void WatchThisThreadsLoop(const std::string& role, const ThreadOptions& options) {
+  QAbstractEventDispatcher* dispatcher = QAbstractEventDispatcher::instance();
+  if (dispatcher == nullptr) return;
+  ThreadLoopWatch& w = t_loop_watch;
+#if HANGWATCH_QT_WITH_GLIB
+  if (dispatcher->inherits("QEventDispatcherGlib")) {
+    // The dispatcher's context is the thread's default one (Qt pushes it on the thread).
+    GMainContext* context = g_main_context_ref_thread_default();
+    w.glib = std::make_unique<GMainContextWatch>(context, role, options);
+    g_main_context_unref(context);
+    return;
+  }
+#endif
+  w.awake = QObject::connect(
+      dispatcher, &QAbstractEventDispatcher::awake, dispatcher,
+      [role, options] {
+        loop_thread::WatchLoopThread(role, options);
+        t_in_pass = true;
+        BeginWork();
+      },
+      Qt::DirectConnection);
+  w.about_to_block = QObject::connect(
+      dispatcher, &QAbstractEventDispatcher::aboutToBlock, dispatcher,
+      [role, options] {
+        loop_thread::WatchLoopThread(role, options);
+        t_in_pass = false;
+        EndWork();
+      },
+      Qt::DirectConnection);
+  QCoreApplication* app = QCoreApplication::instance();
+  if (app != nullptr && app->thread() == QThread::currentThread()) {
+    w.events_after_the_wait = std::make_unique<EventsAfterTheWait>();
+    app->installEventFilter(w.events_after_the_wait.get());
+  }
+}
+
+// On the same thread: stops marking its passes, ends the one under way and stops the thread's
+// watch when the adapter registered it.
+void StopWatchingThisThreadsLoop() {
+  ThreadLoopWatch& w = t_loop_watch;
+#if HANGWATCH_QT_WITH_GLIB
+  if (w.glib != nullptr) {
+    w.glib.reset();  // restores the poll function, ends the pass and the watch
+    return;
+  }
+#endif
+  if (!w.awake && !w.about_to_block) return;
+  QObject::disconnect(w.awake);
+  QObject::disconnect(w.about_to_block);
+  w.events_after_the_wait.reset();  // a destroyed filter is removed from the application's
+  t_in_pass = false;
+  loop_thread::UnwatchLoopThread();
+}
+
+std::string RoleOf(const QThread* thread) {
+  const std::string name = thread->objectName().toStdString();
+  return name.empty() ? std::string("qthread") : name;
+}
+
+// Runs `f` on the next emission of `signal` by `thread` only (on the emitting thread).
+template <typename Signal, typename F>
+void OnNext(QThread* thread, Signal signal, F f) {
+  auto connection = std::make_shared<QMetaObject::Connection>();
+  *connection = QObject::connect(
+      thread, signal, thread,
+      [connection, f] {
+        QObject::disconnect(*connection);  // also frees this functor's hold on `connection`
+        f();
+      },
+      Qt::DirectConnection);
+}
+
+// QtCore calls it with every new QObject, on the thread that makes it. The first one of a
+// QThread's run is its event dispatcher, made before the thread emits started().
+void OnQObjectAdded(QObject* object) {
+  if (g_previous_hook != nullptr) g_previous_hook(object);
+  thread_local bool t_seen = false;
+  if (t_seen) return;
+  t_seen = true;  // before currentThread(), which may make a QObject (QAdoptedThread)
+  QThread* thread = QThread::currentThread();
+  const QCoreApplication* app = QCoreApplication::instance();
+  if (thread == nullptr || (app != nullptr && thread == app->thread())) return;
+  const ThreadOptions options = g_options.thread_options;
+  OnNext(thread, &QThread::started, [thread, options] {
+    WatchThisThreadsLoop(RoleOf(thread), options);
+    OnNext(thread, &QThread::finished, [] { StopWatchingThisThreadsLoop(); });
+  });
+}
+
+quintptr& HookSlot() { return qtHookData[kAddQObject]; }
+
+}  // namespace
+
+QtWatch::QtWatch(const QtWatchOptions& options) {
+  const QCoreApplication* app = QCoreApplication::instance();
+  if (app == nullptr || qtHookData[kHookDataVersion] < 1 ||
+      qtHookData[kHookDataSize] <= static_cast<quintptr>(kAddQObject)) {
+    return;
+  }
+  if (g_active.exchange(true)) return;
+  active_ = true;
+  g_options = options;
+  g_previous_hook = reinterpret_cast<AddQObjectCallback>(HookSlot());
+  __atomic_store_n(&HookSlot(), reinterpret_cast<quintptr>(&OnQObjectAdded), __ATOMIC_RELEASE);
+  if (options.gui_thread && QThread::currentThread() == app->thread()) {
+    watches_gui_thread_ = true;
+    WatchThisThreadsLoop("main", {});  // the thread that called Start() keeps its watch
+  }
+}
+
+QtWatch::~QtWatch() {
+  if (!active_) return;
+  if (HookSlot() == reinterpret_cast<quintptr>(&OnQObjectAdded)) {
+    __atomic_store_n(&HookSlot(), reinterpret_cast<quintptr>(g_previous_hook), __ATOMIC_RELEASE);
+  }
+  if (watches_gui_thread_) StopWatchingThisThreadsLoop();
+  g_active.store(false);
+}
+
+}  // namespace hangwatch
