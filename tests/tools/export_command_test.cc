@@ -266,7 +266,9 @@ TEST_F(ExportCommand, RecordsAndAttributesArriveDecodedByTheOfficialSchema) {
                                                   {"hang.class", "busy"},
                                                   {"hang.signature", "1111111111111111"},
                                                   {"hang.fingerprint", "00000000000000aa"},
-                                                  {"hang.samples", "12"}}));
+                                                  {"hang.samples", "12"},
+                                                  {"thread.id", "1001"},
+                                                  {"hang.thread.role", "main"}}));
     EXPECT_EQ(f.record["severityNumber"], 21);
     EXPECT_EQ(f.record["severityText"], "FATAL");
     EXPECT_EQ(f.record["timeUnixNano"], "1763700000007000000");
@@ -618,6 +620,48 @@ TEST_F(ExportCommand, AnErrorAnswerCannotWriteControlSequencesToTheTerminal) {
 }
 
 // ---- the pieces alone ----
+
+// The thread of a hang (issue 39): thread.id and thread.name (OpenTelemetry's semantic
+// conventions) and hang.thread.role; the body names the role's thread.
+TEST(OtlpEncode, TheThreadAndItsRoleAreAttributes) {
+  std::vector<HangRecord> hangs(2);
+  for (HangRecord& h : hangs) {
+    h.pid = 7;
+    h.tid = 7;
+    h.process = "/srv/app";
+    h.process_name = "app";
+    h.duration_ms = 60;
+    h.hang_class = HangClass::kBlocked;
+  }
+  hangs[1].tid = 8;
+  hangs[1].thread_name = "RenderThread";
+  hangs[1].thread_role = "render";
+  const json request = json::parse(tools::EncodeOtlpJson(tools::HangsToOtlpLogs(hangs, 1)));
+  std::vector<std::map<std::string, std::string>> attributes;
+  std::vector<std::string> bodies;
+  for (const json& rl : request["resourceLogs"]) {
+    for (const json& sl : rl["scopeLogs"]) {
+      for (const json& lr : sl["logRecords"]) {
+        bodies.push_back(lr["body"]["stringValue"]);
+        std::map<std::string, std::string> a;
+        for (const json& kv : lr["attributes"]) {
+          a[kv["key"]] = kv["value"].contains("stringValue") ? kv["value"]["stringValue"]
+                                                             : kv["value"]["intValue"];
+        }
+        attributes.push_back(std::move(a));
+      }
+    }
+  }
+  ASSERT_EQ(attributes.size(), 2u);
+  EXPECT_EQ(attributes[0]["thread.id"], "7");
+  EXPECT_EQ(attributes[0].count("thread.name"), 0u);
+  EXPECT_EQ(attributes[0]["hang.thread.role"], "main");
+  EXPECT_EQ(attributes[1]["thread.id"], "8");
+  EXPECT_EQ(attributes[1]["thread.name"], "RenderThread");
+  EXPECT_EQ(attributes[1]["hang.thread.role"], "render");
+  EXPECT_EQ(bodies[0].rfind("app: main thread hung 60 ms", 0), 0u) << bodies[0];
+  EXPECT_EQ(bodies[1].rfind("app: render thread hung 60 ms", 0), 0u) << bodies[1];
+}
 
 // A hang's cause: kind and summary as attributes of its log record, and the summary in its body;
 // a hang without one has neither.

@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "report/cause_text.h"
 #include "report/names.h"
+#include "report/record_types.h"
 #include "report/stack_identity.h"
 #include "report/utf8.h"
 #include "tools/common/names.h"
@@ -76,6 +77,11 @@ OtlpLogRecord ToLogRecord(const HangRecord& h, uint64_t observed_unix_nano) {
     a.push_back(Str("hang.cause.summary", ValidUtf8(CauseSummary(h))));
   }
   a.push_back(Int("hang.samples", h.samples));
+  // The thread that hung: OpenTelemetry's thread.id and thread.name (semantic conventions,
+  // "General attributes"), and the role it was watched under (hangwatch/threads.h).
+  a.push_back(Int("thread.id", h.tid));
+  if (!h.thread_name.empty()) a.push_back(Str("thread.name", h.thread_name));
+  a.push_back(Str("hang.thread.role", std::string(report::RoleOrMain(h.thread_role))));
   return r;
 }
 
@@ -154,8 +160,11 @@ void ProtoAttributes(int field, const std::vector<OtlpAttribute>& attributes, Pr
 }  // namespace
 
 std::string HangSummary(const HangRecord& h) {
-  std::string s = ServiceName(h) +
-                  (h.fatal ? ": main thread hung until the process died, " : ": main thread hung ");
+  const std::string_view role = report::RoleOrMain(h.thread_role);
+  const std::string thread =
+      role == report::kMainRole ? std::string("main thread") : std::string(role) + " thread";
+  std::string s =
+      ServiceName(h) + ": " + thread + (h.fatal ? " hung until the process died, " : " hung ");
   s += std::to_string(h.duration_ms) + " ms (" + HangClassName(h.hang_class);
   if (h.hang_class != HangClass::kUnknown) s += ", " + std::to_string(h.cpu_percent) + "% CPU";
   s += ")";
