@@ -17,6 +17,7 @@
 #include "report/cause_text.h"
 #include "report/report_record.h"
 #include "tests/sanitizer_allocator.h"
+#include "thread_lines.h"
 #include "tools/reader/report_frames.h"
 #include "tools/reader/report_reader.h"
 #include "tools/report/formats/report_formats.h"
@@ -560,6 +561,37 @@ TEST_F(ReportHtmlCommand, PageIsAtMostOneAndAHalfTimesTheJsonLines) {
   const double real_in = static_cast<double>(ReadFile(*dir_ / "real.jsonl").size());
   const auto one = Report({*dir_ / "real.jsonl", "--format", "html"});
   std::printf("1 hang: JSON Lines %.0f bytes, HTML %zu bytes\n", real_in, one.out.size());
+}
+
+// Hangs and lag of several watched threads (issue 39): each hang carries its thread role and
+// name (the page's Thread column, filter and groups), the main thread's lag is "lag" alone and
+// each other role's is in "lag_roles", never added together; the page's script groups by role
+// and signature.
+TEST(ReportHtml, ThreadsAreShownAndTheirLagIsNeverSummed) {
+  Report r;
+  std::string error;
+  ASSERT_TRUE(ParseJsonLines(
+      testing::ThreadHangLine("main", "1111111111111111", "Parse", 200) +
+          testing::ThreadHangLine("render", "1111111111111111", "Parse", 60) +
+          testing::ThreadLagLine("main", 1000, 1.0) + testing::ThreadLagLine("render", 100, 30.0),
+      &r, &error))
+      << error;
+  const std::string page = FormatHtml(r, "threads");
+  const json data = Embedded(page, "hw-data");
+  const json& strings = data["strings"];
+  ASSERT_EQ(data["hangs"]["thread"].size(), 2u);
+  EXPECT_EQ(strings[data["hangs"]["thread"][0].get<int>()], "main");
+  EXPECT_EQ(strings[data["hangs"]["thread"][1].get<int>()], "render");
+  EXPECT_EQ(strings[data["hangs"]["thread_name"][1].get<int>()], "RenderThread");
+  EXPECT_EQ(data["lag"]["passes"], 1000);
+  EXPECT_NEAR(data["lag"]["hang_rate"].get<double>(), 12.0, 0.01);
+  ASSERT_EQ(data["lag_roles"].size(), 1u);
+  EXPECT_EQ(data["lag_roles"][0]["role"], "render");
+  EXPECT_EQ(data["lag_roles"][0]["passes"], 100);
+  EXPECT_NEAR(data["lag_roles"][0]["hang_rate"].get<double>(), 3.6, 0.01);
+  // The script: a Thread column, groups keyed by role and signature.
+  EXPECT_NE(page.find("title: 'Thread'"), std::string::npos);
+  EXPECT_NE(page.find("this.thread(i) + '\\n' + (this.signature(i)"), std::string::npos);
 }
 
 }  // namespace

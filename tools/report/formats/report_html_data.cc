@@ -19,6 +19,7 @@
 #include "report/cause_text.h"
 #include "report/frame_classifier.h"
 #include "report/names.h"
+#include "report/record_types.h"
 #include "report/stack_identity.h"
 #include "tools/reader/hang_rate.h"
 #include "tools/reader/input_file.h"
@@ -337,6 +338,36 @@ void AddCause(const HangRecord& h, Tables* t, std::map<std::string, json>* col) 
   (*col)["cause_threads"].push_back(std::move(out));
 }
 
+// The lag records of one thread role only (never summed across roles).
+std::vector<Lag> LagsOfRole(const std::vector<Lag>& lags, std::string_view role) {
+  std::vector<Lag> out;
+  for (const Lag& l : lags) {
+    if (report::RoleOrMain(l.thread_role) == role) out.push_back(l);
+  }
+  return out;
+}
+
+// "lag": the main thread's lag records (null without any), with its hang rate.
+json MainLag(const Report& report) {
+  return LagSummary(LagsOfRole(report.lags, report::kMainRole),
+                    HangRateOf(report.hangs, report.lags, report::kMainRole));
+}
+
+// "lag_roles": [LagSummary with its "role"] for each other thread role, in name order.
+json OtherRolesLag(const Report& report) {
+  std::set<std::string> roles;
+  for (const Lag& l : report.lags) roles.emplace(report::RoleOrMain(l.thread_role));
+  json out = json::array();
+  for (const std::string& role : roles) {
+    if (role == report::kMainRole) continue;
+    json lag =
+        LagSummary(LagsOfRole(report.lags, role), HangRateOf(report.hangs, report.lags, role));
+    lag["role"] = role;
+    out.push_back(std::move(lag));
+  }
+  return out;
+}
+
 }  // namespace
 
 HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title) {
@@ -345,10 +376,11 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   // Column name -> one value per hang.
   std::map<std::string, json> col;
   for (const char* name :
-       {"process",  "pid",        "hang_id",   "start",        "duration", "cpu",       "cpu_pct",
-        "class",    "fatal",      "signature", "fingerprint",  "culprit",  "threshold", "interval",
-        "samples",  "failed",     "stopped",   "truncated",    "stacks",   "host",      "labels",
-        "dominant", "cause_kind", "cause",     "cause_threads"}) {
+       {"process",       "pid",      "hang_id",    "start",     "duration",    "cpu",
+        "cpu_pct",       "class",    "fatal",      "signature", "fingerprint", "culprit",
+        "threshold",     "interval", "samples",    "failed",    "stopped",     "truncated",
+        "stacks",        "host",     "labels",     "dominant",  "cause_kind",  "cause",
+        "cause_threads", "thread",   "thread_name"}) {
     col[name] = json::array();
   }
   json source_list = json::array();
@@ -376,6 +408,8 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
     col["stopped"].push_back(h.stopped_ms);
     col["truncated"].push_back(h.timeline_truncated ? 1 : 0);
     col["host"].push_back(t.String(h.host));
+    col["thread"].push_back(t.String(std::string(report::RoleOrMain(h.thread_role))));
+    col["thread_name"].push_back(t.String(h.thread_name));
     std::string labels;
     for (const auto& [k, v] : h.labels) labels += (labels.empty() ? "" : ", ") + k + "=" + v;
     col["labels"].push_back(t.String(labels));
@@ -452,7 +486,8 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
                {"hangs", col},
                {"sources", std::move(source_list)},
                {"stalls", std::move(stalls)},
-               {"lag", LagSummary(report.lags, HangRateOf(report.hangs, report.lags))},
+               {"lag", MainLag(report)},
+               {"lag_roles", OtherRolesLag(report)},
                {"skipped", report.skipped_lines},
                {"first_error", report.first_error}};
   return {ScriptSafe(data), std::move(details)};

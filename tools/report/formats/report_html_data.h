@@ -18,9 +18,12 @@
 //   sources   [frame, first line number, [lines...]]: a few lines around each culprit's source
 //             line, when that file can be read where the report is made
 //   stalls    start-up stalls; skipped / first_error: unreadable lines of the input
-//   lag       the lag records merged (null without any): passes, percentiles (ms), slow
-//             passes, a histogram with one bar per power of two ([upper bound ms, passes]),
-//             and the same figures per process and host
+//   lag       the main thread's lag records merged (null without any): passes, percentiles
+//             (ms), slow passes, a histogram with one bar per power of two ([upper bound ms,
+//             passes]), and the same figures per process and host
+//   lag_roles the same for each other thread role (its "role"), never merged with main's
+//   hangs.thread, hangs.thread_name: the thread role of each hang ("main" for the main
+//             thread) and the thread's own name (string indices)
 #ifndef HANGWATCH_TOOLS_REPORT_HTML_DATA_H_
 #define HANGWATCH_TOOLS_REPORT_HTML_DATA_H_
 

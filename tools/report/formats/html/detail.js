@@ -123,7 +123,7 @@ class Detail {
               el('p', {class: 'muted', text: 'no stack captured'}));
     };
     const threads = m.causeThreads(i);
-    const columns = [column('stack-main', 'main thread [' + m.h.pid[i] + ']',
+    const columns = [column('stack-main', (m.thread(i) === 'main' ? 'main' : m.thread(i)) + ' thread [' + m.h.pid[i] + ']',
                             'dominant stack', m.h.dominant ? m.h.dominant[i] : -1)];
     for (const t of threads) {
       columns.push(column('stack-' + t.tid, 'thread ' + t.tid + ' "' + t.name + '"',

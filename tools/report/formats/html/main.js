@@ -38,15 +38,18 @@ function renderSummary(m) {
         String(m.stalls.length), m.stalls.map(s => baseName(s.process) + ' [' + s.pid + '] ' +
             s.duration + ' ms').join('\n')));
   }
-  if (m.lag) root.append(lagSummary(m.lag));
+  if (m.lag) root.append(lagSummary(m.lag, 'lag'));
+  // Each other thread role's lag apart: never added to the main thread's.
+  for (const l of m.lagRoles) root.append(lagSummary(l, 'lag-' + l.role, l.role));
   if (m.skipped) {
     root.append(el('div', {class: 'muted', text: m.skipped + ' unreadable line' +
         (m.skipped === 1 ? '' : 's') + ' skipped (first: ' + m.firstError + ')'}));
   }
 }
 
-// The lag records: every pass of the run loops, timed (not only the hangs).
-function lagSummary(lag) {
+// The lag records: every pass of the run loops, timed (not only the hangs); `role`: of a watched
+// thread other than main.
+function lagSummary(lag, id, role) {
   const ms = v => v < 1 ? v.toFixed(3) + ' ms' : v < 100 ? v.toFixed(1) + ' ms' : fmtMs(v);
   const figures = ['p50', 'p90', 'p99', 'max'].map(k => el('span', {'data-figure': k, 'data-ms': lag[k]},
       el('span', {class: 'muted', text: k + ' '}), ms(lag[k])));
@@ -61,11 +64,12 @@ function lagSummary(lag) {
   const slow = lag.slow.map(([t, n]) => n + ' over ' + t + ' ms').join(', ');
   const by = lag.by.map(r => (r.process || '?') + (r.host ? '@' + r.host : '') + ': p99 ' +
       ms(r.p99) + ', max ' + ms(r.max) + ' (' + r.passes + ' passes)').join('\n');
-  return el('div', {class: 'stat lag', id: 'lag', title: by},
+  const rate = role && lag.hang_rate !== null ? '; hang rate ' + lag.hang_rate.toFixed(1) + ' s/h' : '';
+  return el('div', {class: 'stat lag', id, 'data-role': role || 'main', title: by},
       el('b', {}, ...figures),
-      el('span', {class: 'muted', text: 'lag: ' + lag.passes + ' passes timed in ' + lag.records +
+      el('span', {class: 'muted', text: (role ? 'lag of thread ' + role : 'lag') + ': ' + lag.passes + ' passes timed in ' + lag.records +
           ' record' + (lag.records === 1 ? '' : 's') + ', ' + lag.groups + ' process' +
-          (lag.groups === 1 ? '' : 'es') + (slow ? '; ' + slow : '')}),
+          (lag.groups === 1 ? '' : 'es') + (slow ? '; ' + slow : '') + rate}),
       el('div', {class: 'lagbars', title: 'Pass durations: one bar per power of two (log scale)'},
          ...bars));
 }
@@ -79,6 +83,9 @@ function hangColumns(m) {
      text: i => m.process(i), hover: i => m.process(i) + ' [' + h.pid[i] + ']'},
     m.hasHost ? {key: 'host', title: 'Host', width: 64, value: i => m.host(i),
                  text: i => m.host(i), hover: i => m.host(i)} : null,
+    m.hasThreads ? {key: 'thread', title: 'Thread', width: 80, value: i => m.thread(i),
+                    text: i => m.thread(i),
+                    hover: i => m.thread(i) + (m.threadName(i) ? ' (' + m.threadName(i) + ')' : '')} : null,
     {key: 'class', title: 'Class', width: 70, value: i => h.class[i], text: i => m.className(i)},
     {key: 'duration', title: 'Duration', width: 90, num: true, value: i => h.duration[i],
      text: i => fmtMs(h.duration[i]) + (h.fatal[i] ? '+' : '')},
@@ -95,6 +102,8 @@ function groupColumns(m) {
   return [
     {key: 'count', title: 'Hangs', width: 70, num: true, value: g => groups[g].hangs.length,
      text: g => String(groups[g].hangs.length)},
+    m.hasThreads ? {key: 'thread', title: 'Thread', width: 80, value: g => groups[g].thread,
+                    text: g => groups[g].thread} : null,
     {key: 'total', title: 'Total', width: 80, num: true, value: g => groups[g].total,
      text: g => fmtMs(groups[g].total)},
     {key: 'max', title: 'Longest', width: 86, num: true, value: g => groups[g].max,
@@ -104,7 +113,7 @@ function groupColumns(m) {
     {key: 'culprit', title: 'Culprit', width: 0, value: g => groups[g].culprit,
      text: g => groups[g].culprit, hover: g => groups[g].culprit + '\nsignature ' +
          (groups[g].signature || '-') + '\n' + [...groups[g].processes].join(', ')},
-  ];
+  ].filter(Boolean);
 }
 
 function main() {
@@ -149,7 +158,8 @@ function main() {
     } else {
       m.groups().forEach((g, k) => {
         if (cls >= 0 && !g.classes[cls]) return;
-        const text = (g.culprit + ' ' + g.signature + ' ' + [...g.processes].join(' ')).toLowerCase();
+        const text = (g.culprit + ' ' + g.signature + ' ' + g.thread + ' ' +
+                      [...g.processes].join(' ')).toLowerCase();
         if (words.every(w => text.includes(w))) ids.push(k);
       });
     }

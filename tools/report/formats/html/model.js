@@ -58,7 +58,10 @@ class Model {
     this.h = data.hangs;
     this.n = data.hangs.duration.length;
     this.stalls = data.stalls;
-    this.lag = data.lag;  // null without lag records
+    this.lag = data.lag;  // the main thread's; null without its lag records
+    this.lagRoles = data.lag_roles || [];  // the same for each other thread role
+    // A hang of a watched thread other than main (hangwatch/threads.h): a Thread column.
+    this.hasThreads = data.hangs.thread.some(t => this.strings[t] !== 'main');
     this.hasHost = data.hangs.host.some(h => h !== 0);
     this.skipped = data.skipped;
     this.firstError = data.first_error;
@@ -81,6 +84,9 @@ class Model {
 
   process(i) { return this.strings[this.h.process[i]]; }
   host(i) { return this.strings[this.h.host[i]]; }
+  // The thread role of hang i ('main' for the main thread) and the thread's own name.
+  thread(i) { return this.strings[this.h.thread[i]]; }
+  threadName(i) { return this.strings[this.h.thread_name[i]]; }
   signature(i) { return this.strings[this.h.signature[i]]; }
   culprit(i) { const f = this.h.culprit[i]; return f < 0 ? '?' : this.frameName(f); }
   className(i) { return CLASSES[this.h.class[i]]; }
@@ -129,24 +135,25 @@ class Model {
 
   // What a filter string is matched against.
   haystack(i) {
-    return (this.process(i) + ' ' + this.host(i) + ' ' + this.culprit(i) + ' ' + this.signature(i) + ' ' +
+    return (this.process(i) + ' ' + this.host(i) + ' ' + this.thread(i) + ' ' + this.threadName(i) +
+            ' ' + this.culprit(i) + ' ' + this.signature(i) + ' ' +
             this.strings[this.h.fingerprint[i]] + ' ' + this.className(i) + ' ' +
             this.causeKind(i) + ' ' + this.cause(i) + ' ' +
             (this.h.culprit[i] >= 0 ? this.frameLocation(this.h.culprit[i]) : '') + ' ' +
             this.h.pid[i]).toLowerCase();
   }
 
-  // Hangs grouped by signature ("what hangs most"), most total time first. A hang without a
-  // signature is grouped by its culprit.
+  // Hangs grouped by thread role and signature ("what hangs most"), most total time first: each
+  // role's hangs apart. A hang without a signature is grouped by its culprit.
   groups() {
     if (this.groupList) return this.groupList;
     const byKey = new Map();
     for (let i = 0; i < this.n; i++) {
-      const key = this.signature(i) || 'culprit:' + this.culprit(i);
+      const key = this.thread(i) + '\n' + (this.signature(i) || 'culprit:' + this.culprit(i));
       let g = byKey.get(key);
       if (!g) {
-        g = {key, signature: this.signature(i), culprit: this.culprit(i), hangs: [], total: 0,
-             max: 0, classes: [0, 0, 0, 0], processes: new Set()};
+        g = {key, signature: this.signature(i), culprit: this.culprit(i), thread: this.thread(i),
+             hangs: [], total: 0, max: 0, classes: [0, 0, 0, 0], processes: new Set()};
         byKey.set(key, g);
       }
       g.hangs.push(i);
