@@ -31,14 +31,15 @@ std::mutex g_slots_mutex;
 std::array<ContextSlot, GMainContextWatch::kMaxWatchedContexts> g_slots;
 
 // The slots this thread has polled: the destructor ends the pass only on such a thread.
-thread_local uint32_t t_polled_slots = 0;
+thread_local uint64_t t_polled_slots = 0;
 
 gint PollThrough(int index, GPollFD* fds, guint nfds, gint timeout) {
   ContextSlot& slot = g_slots[static_cast<size_t>(index)];
-  t_polled_slots |= uint32_t{1} << index;
+  // First: the slot's role and options were written before `previous` was published.
+  GPollFunc previous = slot.previous.load(std::memory_order_acquire);
+  t_polled_slots |= uint64_t{1} << index;
   if (slot.has_role) loop_thread::WatchLoopThread(slot.role, slot.options);
   hangwatch::AboutToWait();
-  GPollFunc previous = slot.previous.load(std::memory_order_acquire);
   const gint result = previous(fds, nfds, timeout);
   hangwatch::WokeUp();  // relaxed stores: errno as the poll left it
   return result;
@@ -55,7 +56,7 @@ constexpr std::array<GPollFunc, sizeof...(I)> MakePollFunctions(std::index_seque
 }
 constexpr auto kPollFunctions =
     MakePollFunctions(std::make_index_sequence<GMainContextWatch::kMaxWatchedContexts>());
-static_assert(GMainContextWatch::kMaxWatchedContexts <= 32, "t_polled_slots is 32 bits");
+static_assert(GMainContextWatch::kMaxWatchedContexts <= 64, "t_polled_slots is 64 bits");
 
 // Takes a free slot for `context` and installs its poll function; -1 when the context is
 // already watched or no slot is free.
@@ -110,7 +111,7 @@ GMainContextWatch::~GMainContextWatch() {
     slot.context = nullptr;
     has_role = slot.has_role;
   }
-  const uint32_t bit = uint32_t{1} << slot_;
+  const uint64_t bit = uint64_t{1} << slot_;
   const bool polled_here = (t_polled_slots & bit) != 0;
   t_polled_slots &= ~bit;
   if (!has_role) {

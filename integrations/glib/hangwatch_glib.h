@@ -37,7 +37,8 @@ namespace hangwatch {
 
 class GMainContextWatch {
  public:
-  static constexpr int kMaxWatchedContexts = 16;
+  // As many as the agent watches threads by default (Config::max_watched_threads).
+  static constexpr int kMaxWatchedContexts = 64;
 
   // Starts watching `context` (nullptr: the global default context) on the thread that
   // already is watched. Marks the calling thread busy until the context first polls.
