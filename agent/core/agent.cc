@@ -26,6 +26,7 @@
 #include "agent/core/memory_headroom.h"
 #include "agent/core/pass_timer.h"
 #include "agent/core/stall_monitor.h"
+#include "agent/core/thread_monitors.h"
 #include "agent/core/watchdog_sleep.h"
 #include "agent/samplers/platform_sampler.h"
 #include "agent/sinks/callback_sink.h"
@@ -33,6 +34,7 @@
 #include "agent/sinks/jsonl_sink.h"
 #include "agent/sinks/sinks_from_config.h"
 #include "agent/sinks/spdlog_reporter.h"
+#include "agent/threads/thread_registry.h"
 #include "hang/model/materialize.h"
 #include "hang/model/process_name.h"
 #include "hang/open_hang/open_hang_file.h"
@@ -43,17 +45,13 @@
 #include "unwind/thread_capture.h"
 
 namespace hangwatch {
-namespace internal {
-std::atomic<uint64_t> g_run_loop_state{0};
-}  // namespace internal
-
 namespace agent {
 namespace {
 
 constexpr uint64_t kNsPerMs = 1'000'000;
 constexpr uint64_t kLivenessCheckNs = 1'000'000'000;
 
-class Agent final : public MonitorListener {
+class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
  public:
   Agent(const Config& config, const MonitorOptions& options)
       : config_(config), options_(options), ring_(config.ring_capacity, options.limits) {}
@@ -83,13 +81,17 @@ class Agent final : public MonitorListener {
     if (open_file_ != nullptr) {
       open_file_->ReleaseAfterFork();
     }
+    if (threads_ != nullptr) threads_->ReleaseAfterFork();
   }
 
   Status Init(StartHooks hooks) {
+    // The calling thread is "main": its BeginWork() acts on the main word (threads.h).
+    internal::t_run_loop_state = &internal::g_run_loop_state;
     initial_state_ = internal::RunLoopState(internal::g_run_loop_state);
     if (!unwind::RegisterCurrentThread(&main_)) {
       return Status::Error("hangwatch: cannot register the calling thread for sampling");
     }
+    SetMainThread(main_.tid);
     process_ = MainExecutablePath();
     logger_ = config_.logger;
     if (logger_ == nullptr && config_.log_hangs) {
@@ -148,6 +150,8 @@ class Agent final : public MonitorListener {
       for (const std::string& note : platform.notes) {
         if (logger_) logger_->warn("hangwatch: {}", note);
       }
+      make_thread_sampler_ = std::move(platform.make_thread_sampler);
+      make_cause_probe_ = std::move(platform.make_cause_probe);
     }
     if (config_.stack_copy_bytes > 0) {
       // CFI over the stack copies, on the watchdog thread (symbols/cfi_unwinder.h). Without
@@ -171,6 +175,7 @@ class Agent final : public MonitorListener {
       // A fatal hang read back names its Python frames as this process does.
       if (open_file_ != nullptr) open_file_->set_python_names(runtime_frames_->names());
     }
+    std::optional<report::Lag> lag_identity;
     if (config_.time_every_pass) {
       // On the watched thread: the pass under way, if any, is timed from now.
       EnablePassTimer();
@@ -179,10 +184,40 @@ class Agent final : public MonitorListener {
       identity.process_name = ThisProcessName();
       identity.host = host_;
       identity.labels = labels_;
+      lag_identity = identity;
+      identity.tid = main_.tid;
+      identity.thread_role = "main";
+      if (char name[16] = {}; env_->ThreadName(main_, name)) identity.thread_name = name;
       lag_.emplace(std::move(identity),
                    static_cast<uint64_t>(config_.lag_interval.count()) * kNsPerMs);
       lag_->Begin(ReadPassTimer(), MonotonicNs(), UnixMs());
     }
+    return InitThreads(std::move(lag_identity));
+  }
+
+  // The other watched threads' monitors (thread_monitors.h), all allocated now.
+  Status InitThreads(std::optional<report::Lag> lag_identity) {
+    ThreadRegistry& registry = ThreadRegistry::Ensure(config_.max_watched_threads);
+    registry.set_limit(config_.max_watched_threads);
+    // Slots released while no agent ran: nothing follows them.
+    for (size_t i = 0; i < registry.capacity(); ++i) {
+      if (registry.status(i) == SlotStatus::kReleased) registry.Free(i);
+    }
+    threads_not_watched_at_start_ = registry.not_watched();
+    ThreadMonitors::Shared shared;
+    shared.config = &config_;
+    shared.sampler = sampler_.get();
+    shared.make_sampler = make_thread_sampler_;
+    shared.make_cause_probe = make_cause_probe_;
+    shared.other_sampler = other_sampler_.get();
+    shared.env = env_.get();
+    shared.normalizer = normalizer_.get();
+    shared.ring = &ring_;
+    shared.cfi = cfi_.get();
+    shared.stats = &thread_stats_;
+    shared.lag_identity = std::move(lag_identity);
+    threads_ = std::make_unique<ThreadMonitors>(&registry, std::move(shared), this);
+    if (!threads_->ok()) return Status::Error("hangwatch: " + threads_->error());
     return Status::Ok();
   }
 
@@ -222,6 +257,7 @@ class Agent final : public MonitorListener {
     // the next Start()) goes now: no descriptor or mapping outlives Stop(). Under busy_mu_, so
     // that a fork() meanwhile sees each of them whole or gone.
     std::lock_guard<std::mutex> busy(busy_mu_);
+    threads_.reset();
     monitor_.reset();
     cause_probe_.reset();
     other_sampler_.reset();
@@ -269,11 +305,23 @@ class Agent final : public MonitorListener {
                                ? final_state_.load(std::memory_order_relaxed)
                                : internal::RunLoopState(internal::g_run_loop_state);
     s.passes_seen = (state + 1) / 2 - (initial_state_ + 1) / 2;
+    // The other threads' hangs and captures count with the main thread's.
+    const Stats t = thread_stats_.Snapshot();
+    s.hangs += t.hangs;
+    s.hangs_suppressed += t.hangs_suppressed;
+    s.samples += t.samples;
+    s.failed_captures += t.failed_captures;
+    s.early_samples_dropped += t.early_samples_dropped;
+    if (ThreadRegistry* registry = ThreadRegistry::Get(); registry != nullptr) {
+      s.threads_watched = registry->watched();
+      s.threads_not_watched = registry->not_watched() - threads_not_watched_at_start_;
+    }
     // Every pass since Start() (lag_->SinceBegin reads only what Init() wrote).
     if (lag_) s.lag = lag_->SinceBegin(ReadPassTimer()).Figures();
     return s;
   }
   uint64_t TrackedState() const { return stats_.tracked_state.load(std::memory_order_relaxed); }
+  size_t FollowedThreads() const { return followed_threads_.load(std::memory_order_relaxed); }
   std::shared_ptr<spdlog::logger> logger() const { return logger_; }
 
   // ---- MonitorListener (watchdog thread) ----
@@ -304,6 +352,18 @@ class Agent final : public MonitorListener {
     if (open_file_) {
       open_file_->Clear();
     }
+    ReportThreadHang(hang);
+  }
+
+  // ---- ThreadMonitors::Reporter (watchdog thread, busy_mu_ held) ----
+  void ReportThreadLag(const report::Lag& record) override {
+    Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnLag(record, errors); });
+  }
+  void ThreadNote(const std::string& note) override {
+    if (logger_) logger_->warn("hangwatch: {}", note);
+  }
+  // A closed hang of any watched thread, materialized and handed to the sinks.
+  void ReportThreadHang(const HangData& hang) override {
     if (!HasSinks()) {
       return;
     }
@@ -392,7 +452,8 @@ class Agent final : public MonitorListener {
   void ReportLag(bool with_running_pass = false) {
     PassHistogram passes = ReadPassTimer();
     const uint64_t state = internal::RunLoopState(internal::g_run_loop_state);
-    if (uint64_t ns = 0; with_running_pass && (state & 1) != 0 && env_->RunningPassNs(state, &ns)) {
+    if (uint64_t ns = 0;
+        with_running_pass && (state & 1) != 0 && env_->RunningPassNs(RunLoopWord{}, state, &ns)) {
       passes.Add(ns);
     }
     std::optional<report::Lag> record = lag_->Close(passes, MonotonicNs(), UnixMs());
@@ -449,6 +510,8 @@ class Agent final : public MonitorListener {
       {
         std::lock_guard<std::mutex> busy(busy_mu_);
         next = monitor_->Tick();
+        next = std::min(next, threads_->Tick(MonotonicNs()));
+        followed_threads_.store(threads_->followed(), std::memory_order_relaxed);
         if (lag_ && MonotonicNs() >= lag_->due_ns()) ReportLag();
         if (lag_) next = std::min(next, lag_->due_ns());
       }
@@ -461,6 +524,7 @@ class Agent final : public MonitorListener {
       logger_->warn("hangwatch: the watched thread {} has exited; the watchdog stops", main_.tid);
     }
     monitor_->Finish(watched_thread_exited);
+    threads_->Finish();
     if (lag_) ReportLag(ExitNoted());  // the last interval, however short
     if (ExitFlushRequested()) ExitFlushDone();
     ExitFlushDisarm();
@@ -494,6 +558,13 @@ class Agent final : public MonitorListener {
   uint64_t initial_state_ = 0;                   // g_run_loop_state at Init()
   std::atomic<uint64_t> final_state_{kNoState};  // g_run_loop_state when the watchdog stopped
   std::unique_ptr<StallMonitor> monitor_;
+  // The other watched threads (thread_monitors.h) and what they are made with.
+  std::function<std::unique_ptr<unwind::ThreadSampler>()> make_thread_sampler_;
+  std::function<std::unique_ptr<WaitCauseProbe>()> make_cause_probe_;
+  MonitorStats thread_stats_;
+  uint64_t threads_not_watched_at_start_ = 0;
+  std::atomic<size_t> followed_threads_{0};  // for tests (FollowedThreads())
+  std::unique_ptr<ThreadMonitors> threads_;
 
   std::mutex mu_;  // fatal_reported_
   std::atomic<bool> stop_{false};
@@ -598,6 +669,11 @@ bool WatchdogSeesCurrentPass() {
   auto agent = CurrentAgent();
   const uint64_t state = internal::RunLoopState(internal::g_run_loop_state);
   return agent != nullptr && (state & 1) != 0 && agent->TrackedState() == state;
+}
+
+size_t FollowedThreads() {
+  auto agent = CurrentAgent();
+  return agent != nullptr ? agent->FollowedThreads() : 0;
 }
 
 int SamplingSignal() {

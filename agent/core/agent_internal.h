@@ -26,6 +26,9 @@ int SamplingSignal();
 // True when the watchdog is following the pass that is running now (it has seen it).
 bool WatchdogSeesCurrentPass();
 
+// How many threads besides the main one the watchdog follows now (hangwatch/threads.h).
+size_t FollowedThreads();
+
 }  // namespace hangwatch::agent
 
 #endif  // HANGWATCH_AGENT_CORE_AGENT_INTERNAL_H_

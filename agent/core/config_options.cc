@@ -35,6 +35,9 @@ Status Validate(const Config& c) {
   if (c.capture_timeout.count() <= 0) {
     return Status::Error("hangwatch: capture_timeout must be > 0 ms");
   }
+  if (c.max_watched_threads > 4096) {
+    return Status::Error("hangwatch: max_watched_threads must be <= 4096");
+  }
   if (c.lag_interval.count() < 0) {
     return Status::Error("hangwatch: lag_interval must be >= 0 ms");
   }
@@ -64,6 +67,21 @@ MonitorOptions OptionsFrom(const Config& c) {
   o.limits.max_unique_stacks = c.max_unique_stacks;
   o.limits.max_timeline = c.max_timeline;
   o.pid = getpid();
+  return o;
+}
+
+MonitorOptions OptionsForThread(const Config& c, uint64_t threshold_ns,
+                                uint64_t sample_interval_ns) {
+  MonitorOptions o = OptionsFrom(c);
+  if (threshold_ns == 0 && sample_interval_ns == 0) return o;
+  if (threshold_ns != 0) o.threshold_ns = threshold_ns;
+  o.sample_interval_ns = sample_interval_ns != 0
+                             ? sample_interval_ns
+                             : std::max<uint64_t>(o.threshold_ns / 10, kNsPerMs);
+  o.check_interval_ns = std::max(o.sample_interval_ns, o.threshold_ns / 5);
+  o.early_ns =
+      static_cast<uint64_t>(static_cast<double>(o.threshold_ns) * c.early_sampling_fraction);
+  o.oversleep_tolerance_ns = std::max<uint64_t>(3 * o.check_interval_ns, 100 * kNsPerMs);
   return o;
 }
 

@@ -13,28 +13,6 @@
 #endif
 
 namespace hangwatch {
-namespace internal {
-
-PassTimer g_pass_timer;
-
-void RecordSlowPass(uint64_t ns) noexcept {
-  // Called before BeginWork()/EndWork() advance the state: it still names the pass that ends
-  // (the watched thread is the state's only writer).
-  const uint64_t state = RunLoopState(g_run_loop_state);
-  MeasuredPass& m = g_pass_timer.measured[(state >> 1) % kMeasuredPassSlots];
-  m.state.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  m.ns.store(ns, std::memory_order_relaxed);
-  m.state.store(state, std::memory_order_release);
-  for (int t = 0; t < kSlowPassThresholds; ++t) {
-    if (ns <= static_cast<uint64_t>(kSlowPassThresholdsMs[t]) * 1'000'000) break;
-    std::atomic<uint64_t>& c = g_pass_timer.slow[t];
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
-}
-
-}  // namespace internal
-
 namespace agent {
 namespace {
 
@@ -97,20 +75,28 @@ uint64_t MeasureCounterRate() {
 }  // namespace
 
 void EnablePassTimer() {
-  // Measured once: the rate is a property of the machine.
-  static const uint64_t counter_rate = HasConstantRateCounter() ? MeasureCounterRate() : 0;
-  const uint32_t clock =
-      counter_rate != 0 ? internal::kPassClockCounter : internal::kPassClockMonotonic;
-  g_pass_timer.ns_per_tick_q32 = counter_rate != 0 ? counter_rate : uint64_t{1} << 32;
-  g_pass_timer.begin.store(internal::ReadPassClock(clock), std::memory_order_relaxed);
-  g_pass_timer.clock.store(clock, std::memory_order_relaxed);
+  StartPassClock(&g_pass_timer);
   // fetch_or, not a load and a store: a thread still calling BeginWork() from an earlier
   // session must not be able to erase the bit for this one.
   internal::g_run_loop_state.fetch_or(internal::kRunLoopTimedBit, std::memory_order_relaxed);
 }
 
-void DisablePassTimer() {
-  g_pass_timer.clock.store(internal::kPassClockOff, std::memory_order_relaxed);
+void StartPassClock(internal::PassTimer* timer) {
+  // Measured once: the rate is a property of the machine.
+  static const uint64_t counter_rate = HasConstantRateCounter() ? MeasureCounterRate() : 0;
+  const uint32_t clock =
+      counter_rate != 0 ? internal::kPassClockCounter : internal::kPassClockMonotonic;
+  timer->ns_per_tick_q32.store(counter_rate != 0 ? counter_rate : uint64_t{1} << 32,
+                               std::memory_order_relaxed);
+  if (timer->clock.load(std::memory_order_relaxed) == clock) return;  // already running
+  timer->begin.store(internal::ReadPassClock(clock), std::memory_order_relaxed);
+  timer->clock.store(clock, std::memory_order_release);
+}
+
+void DisablePassTimer() { StopPassClock(&g_pass_timer); }
+
+void StopPassClock(internal::PassTimer* timer) {
+  timer->clock.store(internal::kPassClockOff, std::memory_order_relaxed);
 }
 
 bool PassTimerUsesCounter() {
@@ -118,8 +104,11 @@ bool PassTimerUsesCounter() {
 }
 
 bool MeasuredPassNs(uint64_t state, uint64_t* ns) {
-  const internal::MeasuredPass& m =
-      g_pass_timer.measured[(state >> 1) % internal::kMeasuredPassSlots];
+  return MeasuredPassNs(g_pass_timer, state, ns);
+}
+
+bool MeasuredPassNs(const internal::PassTimer& timer, uint64_t state, uint64_t* ns) {
+  const internal::MeasuredPass& m = timer.measured[(state >> 1) % internal::kMeasuredPassSlots];
   if (state == 0 || m.state.load(std::memory_order_acquire) != state) return false;
   const uint64_t v = m.ns.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -129,35 +118,42 @@ bool MeasuredPassNs(uint64_t state, uint64_t* ns) {
 }
 
 bool RunningPassNs(uint64_t state, uint64_t* ns) {
-  const uint32_t clock = g_pass_timer.clock.load(std::memory_order_relaxed);
-  const uint64_t before = internal::g_run_loop_state.load(std::memory_order_acquire);
+  return RunningPassNs(internal::g_run_loop_state, g_pass_timer, state, ns);
+}
+
+bool RunningPassNs(const std::atomic<uint64_t>& word, const internal::PassTimer& timer,
+                   uint64_t state, uint64_t* ns) {
+  const uint32_t clock = timer.clock.load(std::memory_order_relaxed);
+  const uint64_t before = word.load(std::memory_order_acquire);
   if (clock == internal::kPassClockOff || (before & internal::kRunLoopTimedBit) == 0 ||
       (before & ~internal::kRunLoopTimedBit) != state || (state & 1) == 0) {
     return false;
   }
-  const uint64_t begin = g_pass_timer.begin.load(std::memory_order_relaxed);
+  const uint64_t begin = timer.begin.load(std::memory_order_relaxed);
   const uint64_t now = internal::ReadPassClock(clock);
   std::atomic_thread_fence(std::memory_order_acquire);
   // A new pass began meanwhile: `begin` may be its own.
-  if (internal::g_run_loop_state.load(std::memory_order_relaxed) != before) return false;
+  if (word.load(std::memory_order_relaxed) != before) return false;
   const int64_t ticks = static_cast<int64_t>(now - begin);
-  *ns =
-      ticks <= 0
-          ? 0
-          : static_cast<uint64_t>(
-                (static_cast<internal::PassTimerU128>(ticks) * g_pass_timer.ns_per_tick_q32) >> 32);
+  *ns = ticks <= 0
+            ? 0
+            : static_cast<uint64_t>((static_cast<internal::PassTimerU128>(ticks) *
+                                     timer.ns_per_tick_q32.load(std::memory_order_relaxed)) >>
+                                    32);
   return true;
 }
 
-PassHistogram ReadPassTimer() {
+PassHistogram ReadPassTimer() { return ReadPassTimer(g_pass_timer); }
+
+PassHistogram ReadPassTimer(const internal::PassTimer& timer) {
   PassHistogram h;
   for (int i = 0; i < pass_histogram::kBuckets; ++i) {
-    const uint64_t n = g_pass_timer.counts[i].load(std::memory_order_relaxed);
+    const uint64_t n = timer.counts[i].load(std::memory_order_relaxed);
     if (n != 0) h.AddToBucket(i, n);
   }
-  h.AddBusyNs(g_pass_timer.busy_ns.load(std::memory_order_relaxed));
+  h.AddBusyNs(timer.busy_ns.load(std::memory_order_relaxed));
   for (int t = 0; t < kSlowPassThresholds; ++t) {
-    h.AddSlowPasses(t, g_pass_timer.slow[t].load(std::memory_order_relaxed));
+    h.AddSlowPasses(t, timer.slow[t].load(std::memory_order_relaxed));
   }
   return h;
 }

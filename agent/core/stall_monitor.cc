@@ -1,6 +1,7 @@
 #include "agent/core/stall_monitor.h"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 #include <span>
 #include <string>
@@ -48,11 +49,41 @@ Stats MonitorStats::Snapshot() const {
   return s;
 }
 
+namespace {
+size_t AtLeastOne(size_t n) { return n > 0 ? n : 1; }
+}  // namespace
+
+MonitorStorage::MonitorStorage(const HangLimits& limits, size_t stack_copy_bytes)
+    // Room for a runtime's words (agent/samplers/runtime_frames.h): two per frame and a header.
+    : buffer(limits.max_frames, stack_copy_bytes, 1 + 2 * limits.max_frames),
+      hang(limits),
+      cfi_frames(new uintptr_t[AtLeastOne(limits.max_frames)]),
+      methods(new symbols::FrameMethod[AtLeastOne(limits.max_frames)]),
+      other_buffer(limits.max_frames, stack_copy_bytes),
+      other_methods(new symbols::FrameMethod[AtLeastOne(limits.max_frames)]) {}
+
 StallMonitor::StallMonitor(const MonitorOptions& options,
                            const std::atomic<uint64_t>* run_loop_state,
                            const unwind::ThreadInfo& target, unwind::ThreadSampler* sampler,
                            WatchdogEnv* env, LeafNormalizer* normalizer, HangRing* ring,
                            MonitorListener* listener, MonitorStats* stats, size_t stack_copy_bytes)
+    : StallMonitor(options, run_loop_state, target, sampler, env, normalizer, ring, listener, stats,
+                   std::make_unique<MonitorStorage>(options.limits, stack_copy_bytes), nullptr) {}
+
+StallMonitor::StallMonitor(const MonitorOptions& options,
+                           const std::atomic<uint64_t>* run_loop_state,
+                           const unwind::ThreadInfo& target, unwind::ThreadSampler* sampler,
+                           WatchdogEnv* env, LeafNormalizer* normalizer, HangRing* ring,
+                           MonitorListener* listener, MonitorStats* stats, MonitorStorage* storage)
+    : StallMonitor(options, run_loop_state, target, sampler, env, normalizer, ring, listener, stats,
+                   nullptr, storage) {}
+
+StallMonitor::StallMonitor(const MonitorOptions& options,
+                           const std::atomic<uint64_t>* run_loop_state,
+                           const unwind::ThreadInfo& target, unwind::ThreadSampler* sampler,
+                           WatchdogEnv* env, LeafNormalizer* normalizer, HangRing* ring,
+                           MonitorListener* listener, MonitorStats* stats,
+                           std::unique_ptr<MonitorStorage> owned, MonitorStorage* storage)
     : options_(options),
       run_loop_state_(run_loop_state),
       target_(target),
@@ -62,18 +93,23 @@ StallMonitor::StallMonitor(const MonitorOptions& options,
       ring_(ring),
       listener_(listener),
       stats_(stats),
-      // Room for a runtime's words (agent/samplers/runtime_frames.h): two per frame and a header.
-      buffer_(options.limits.max_frames, stack_copy_bytes, 1 + 2 * options.limits.max_frames),
-      hang_(options.limits),
-      cfi_frames_(new uintptr_t[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),
-      methods_(
-          new symbols::FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]),
-      other_buffer_(options.limits.max_frames, stack_copy_bytes),
-      other_methods_(
-          new symbols::FrameMethod[options.limits.max_frames > 0 ? options.limits.max_frames : 1]) {
+      own_storage_(std::move(owned)),
+      buffer_((storage != nullptr ? storage : own_storage_.get())->buffer),
+      hang_((storage != nullptr ? storage : own_storage_.get())->hang),
+      cfi_frames_((storage != nullptr ? storage : own_storage_.get())->cfi_frames.get()),
+      methods_((storage != nullptr ? storage : own_storage_.get())->methods.get()),
+      other_buffer_((storage != nullptr ? storage : own_storage_.get())->other_buffer),
+      other_methods_((storage != nullptr ? storage : own_storage_.get())->other_methods.get()) {
   const uint64_t s = internal::RunLoopState(*run_loop_state_);
   initial_passes_ = (s + 1) / 2;
   startup_state_ = (s & 1) != 0 ? s : 0;
+  set_role("main");
+}
+
+void StallMonitor::set_role(const char* role) {
+  const size_t n = std::min(strlen(role), sizeof role_ - 1);
+  memcpy(role_, role, n);
+  role_[n] = '\0';
 }
 
 HangPhase StallMonitor::PhaseOf(uint64_t state) const {
@@ -190,6 +226,8 @@ uint64_t StallMonitor::Tick() {
     }
     if (!declared_ && eff >= options_.threshold_ns) {
       declared_ = true;
+      // Its name as it is now (a thread may name itself after it registered).
+      env_->ThreadName(target_, hang_.summary.thread_name);
       listener_->OnHangOpened(hang_);
     } else if (declared_ && sampled) {
       listener_->OnHangSample(hang_);
@@ -259,6 +297,7 @@ void StallMonitor::StartPass(uint64_t now, uint64_t state, uint64_t began_before
   HangSummary& s = hang_.summary;
   s.pid = options_.pid;
   s.tid = target_.tid;
+  memcpy(s.thread_role, role_, sizeof s.thread_role);
   s.start_unix_ms = env_->UnixMs();
   s.threshold_ms = ToMs32(options_.threshold_ns);
   s.sample_interval_ms = ToMs32(options_.sample_interval_ns);
@@ -282,8 +321,11 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
   // thread ended inside it (then the estimate of when is all there is).
   uint64_t measured = 0;
   const bool has_measure =
-      !still_running ? env_->MeasuredPassNs(tracked_state_, &measured)
-                     : ended_before_ns == 0 && env_->RunningPassNs(tracked_state_, &measured);
+      !still_running
+          ? env_->MeasuredPassNs(RunLoopWord{run_loop_state_, pass_timer_}, tracked_state_,
+                                 &measured)
+          : ended_before_ns == 0 && env_->RunningPassNs(RunLoopWord{run_loop_state_, pass_timer_},
+                                                        tracked_state_, &measured);
   if (has_measure) duration = measured > pass_stopped_ns_ ? measured - pass_stopped_ns_ : 0;
   tracking_ = false;
   stats_->tracked_state.store(0, std::memory_order_relaxed);
@@ -305,7 +347,14 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
   s.stopped_ns = pass_stopped_ns_;
   s.phase = PhaseOf(tracked_state_);
   uint64_t cpu_end = 0;
-  if (cpu_start_known_ && env_->ThreadCpuNs(target_, &cpu_end) && cpu_end >= cpu_start_ns_) {
+  bool cpu_end_known = cpu_start_known_ && env_->ThreadCpuNs(target_, &cpu_end);
+  if (cpu_start_known_ && !cpu_end_known && cpu_last_known_) {
+    // The thread is gone already (a watched thread that ended right after its pass): its CPU
+    // time as of the last look, within a sample interval of the end.
+    cpu_end = cpu_last_ns_;
+    cpu_end_known = true;
+  }
+  if (cpu_end_known && cpu_end >= cpu_start_ns_) {
     // CPU is measured over the sighted part of the pass; its share applies to the estimate.
     const uint64_t seen = Effective(now) - std::min(Effective(now), began_before_ns_);
     const uint64_t cpu = std::min(cpu_end - cpu_start_ns_, seen);
@@ -328,11 +377,11 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
 }
 
 void StallMonitor::UnwindCapture(bool near_memory_limit) {
-  num_methods_ = UnwindBuffer(&buffer_, methods_.get(), near_memory_limit);
+  num_methods_ = UnwindBuffer(&buffer_, methods_, near_memory_limit);
   if (runtime_ != nullptr) {
     static_assert(sizeof(FrameMethod) == sizeof(uint8_t));
     num_methods_ = runtime_->Merge(&buffer_, std::min(num_methods_, buffer_.num_frames),
-                                   reinterpret_cast<uint8_t*>(methods_.get()));
+                                   reinterpret_cast<uint8_t*>(methods_));
   }
 }
 
@@ -353,7 +402,7 @@ size_t StallMonitor::UnwindBuffer(unwind::CaptureBuffer* buf, symbols::FrameMeth
   // buffer until the CFI walk (in cfi_frames_) wins.
   const symbols::ChosenFrames chosen = symbols::UnwindCfiOrFramePointers(
       cfi, start, std::span<const unwind::MemoryView>(&view, 1), buf->frame_storage(),
-      buf->num_frames, buf->frames_truncated, cfi_frames_.get(), methods, buf->max_frames());
+      buf->num_frames, buf->frames_truncated, cfi_frames_, methods, buf->max_frames());
   if (chosen.cfi) {
     buf->num_frames = chosen.num_frames;
     buf->frames_truncated = chosen.truncated;
@@ -422,7 +471,7 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
                              ? PythonLeafKey(buffer_.frames()[0])
                              : LeafOf(buffer_.frames()[0], near_memory_limit);
   hang_.AddSample(ToMs32(effective_ns), ok ? buffer_.frames() : nullptr, n, leaf, delta, state, ok,
-                  n <= num_methods_ ? methods_.get() : nullptr, buffer_.method);
+                  n <= num_methods_ ? methods_ : nullptr, buffer_.method);
   if (ok) hang_.summary.pause_ns += buffer_.pause_ns;
   if (cause_probe_ != nullptr && (state == 'S' || state == 'D')) ProbeCause(state);
   if (ok) {
@@ -468,7 +517,7 @@ size_t StallMonitor::CaptureOther(const unwind::ThreadInfo& thread, uintptr_t* f
       sampled->state = other_buffer_.sched_state;
       return 0;
     }
-    other_walked_ = UnwindBuffer(&other_buffer_, other_methods_.get(), NearMemoryLimit());
+    other_walked_ = UnwindBuffer(&other_buffer_, other_methods_, NearMemoryLimit());
     if (other_buffer_.method == SampleMethod::kProc) other_captured_tid_ = thread.tid;
   }
   *sampled = SampledThread{};

@@ -98,6 +98,19 @@ class MonitorListener {
   virtual void OnSamplingSignalTaken() {}
 };
 
+// What a monitor fills while it follows a pass: the hang, the capture buffers and the frames'
+// methods, sized by the limits. Separate from the monitor so that the agent allocates it for
+// every watched thread at Start() and a monitor made for a thread later allocates nothing.
+struct MonitorStorage {
+  MonitorStorage(const HangLimits& limits, size_t stack_copy_bytes);
+  unwind::CaptureBuffer buffer;
+  HangData hang;
+  std::unique_ptr<uintptr_t[]> cfi_frames;  // max_frames each
+  std::unique_ptr<symbols::FrameMethod[]> methods;
+  unwind::CaptureBuffer other_buffer;  // a lock owner's capture
+  std::unique_ptr<symbols::FrameMethod[]> other_methods;
+};
+
 class StallMonitor final : private OtherThreadCapturer {
  public:
   // Everything is borrowed and must outlive the monitor. Allocates the hang storage and the
@@ -107,6 +120,19 @@ class StallMonitor final : private OtherThreadCapturer {
                const unwind::ThreadInfo& target, unwind::ThreadSampler* sampler, WatchdogEnv* env,
                LeafNormalizer* normalizer, HangRing* ring, MonitorListener* listener,
                MonitorStats* stats, size_t stack_copy_bytes = 0);
+  // The same over `storage` (made with options.limits; borrowed): allocates nothing.
+  StallMonitor(const MonitorOptions& options, const std::atomic<uint64_t>* run_loop_state,
+               const unwind::ThreadInfo& target, unwind::ThreadSampler* sampler, WatchdogEnv* env,
+               LeafNormalizer* normalizer, HangRing* ring, MonitorListener* listener,
+               MonitorStats* stats, MonitorStorage* storage);
+
+  // The watched thread's pass timer (with Config::time_every_pass), for the durations it
+  // measured; default: the main thread's. Borrowed; set before the first Tick().
+  void set_pass_timer(const internal::PassTimer* timer) { pass_timer_ = timer; }
+  // Which thread this is, for its hangs: its role ("main", "render", ...; cut to 31 bytes).
+  // Its kernel name is read when a hang opens. Set before the first Tick().
+  void set_role(const char* role);
+  const unwind::ThreadInfo& target() const { return target_; }
 
   // One wake-up. Returns the CLOCK_MONOTONIC time (env) of the next wanted wake-up.
   uint64_t Tick();
@@ -136,7 +162,7 @@ class StallMonitor final : private OtherThreadCapturer {
   void set_runtime_frames(RuntimeFrames* runtime) { runtime_ = runtime; }
   // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).
   std::span<const symbols::FrameMethod> last_frame_methods() const {
-    return {methods_.get(), num_methods_};
+    return {methods_, num_methods_};
   }
 
   // Where the run-loop state of the watched thread's shutdown pass appears (exit_flush.h's
@@ -148,6 +174,10 @@ class StallMonitor final : private OtherThreadCapturer {
   const HangData& open_hang() const { return hang_; }
 
  private:
+  StallMonitor(const MonitorOptions& options, const std::atomic<uint64_t>* run_loop_state,
+               const unwind::ThreadInfo& target, unwind::ThreadSampler* sampler, WatchdogEnv* env,
+               LeafNormalizer* normalizer, HangRing* ring, MonitorListener* listener,
+               MonitorStats* stats, std::unique_ptr<MonitorStorage> owned, MonitorStorage* storage);
   // began_before_ns / ended_before_ns: half the time since the previous look, the estimated
   // part of the pass before its first sighting / after its end.
   void StartPass(uint64_t now, uint64_t state, uint64_t began_before_ns);
@@ -185,21 +215,24 @@ class StallMonitor final : private OtherThreadCapturer {
   MonitorListener* listener_;
   MonitorStats* stats_;
 
-  unwind::CaptureBuffer buffer_;
-  HangData hang_;
+  std::unique_ptr<MonitorStorage> own_storage_;  // when made without one
+  unwind::CaptureBuffer& buffer_;
+  HangData& hang_;
+  uintptr_t* cfi_frames_;
+  symbols::FrameMethod* methods_;
+  unwind::CaptureBuffer& other_buffer_;
+  symbols::FrameMethod* other_methods_;
+  const internal::PassTimer* pass_timer_ = &internal::g_pass_timer;
+  char role_[32] = {};
   symbols::CfiUnwinder* cfi_ = nullptr;
   const std::atomic<uint64_t>* shutdown_pass_ = nullptr;
   uint64_t startup_state_ = 0;  // the pass under way at construction (odd), 0 when none
-  std::unique_ptr<uintptr_t[]> cfi_frames_;  // max_frames each, allocated once
-  std::unique_ptr<symbols::FrameMethod[]> methods_;
   size_t num_methods_ = 0;
   WaitCauseProbe* cause_probe_ = nullptr;
   RuntimeFrames* runtime_ = nullptr;
   OwnerSampler* other_sampler_ = nullptr;
   pid_t other_captured_tid_ = 0;  // whose capture other_buffer_ holds (unwound), 0 none
   size_t other_walked_ = 0;
-  unwind::CaptureBuffer other_buffer_;  // a lock owner's capture
-  std::unique_ptr<symbols::FrameMethod[]> other_methods_;
   WaitCause sample_cause_;
   bool cause_started_ = false;  // HangStarted told for the pass tracked
 

@@ -33,6 +33,18 @@ class SystemEnv final : public WatchdogEnv {
     return true;
   }
   char SchedState(const unwind::ThreadInfo& thread) override { return ReadSchedState(thread.tid); }
+  bool ThreadName(const unwind::ThreadInfo& thread, char out[16]) override {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", static_cast<int>(thread.tid));
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const ssize_t n = read(fd, out, 15);
+    close(fd);
+    if (n <= 0) return false;
+    out[n] = '\0';
+    if (out[n - 1] == '\n') out[n - 1] = '\0';
+    return out[0] != '\0';
+  }
   bool ThreadExited(const unwind::ThreadInfo& thread) override {
     const char state = ReadSchedState(thread.tid);
     if (state == 'Z' || state == 'X') return true;

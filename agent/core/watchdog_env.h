@@ -37,13 +37,20 @@ class WatchdogEnv {
   // neither, nor planned sleep, nor a bounded wait, the thread could not run at all: the
   // process was stopped. False when unavailable.
   virtual bool OwnSchedStat(uint64_t* cpu_ns, uint64_t* run_delay_ns) = 0;
-  // With Config::time_every_pass: the duration the watched thread measured for the pass of
+  // With Config::time_every_pass: the duration the thread of `loop` measured for the pass of
   // run-loop state `state` (pass_timer.h), and how long its current pass has run so far.
-  virtual bool MeasuredPassNs(uint64_t state, uint64_t* ns) {
-    return agent::MeasuredPassNs(state, ns);
+  virtual bool MeasuredPassNs(const RunLoopWord& loop, uint64_t state, uint64_t* ns) {
+    return agent::MeasuredPassNs(*loop.timer, state, ns);
   }
-  virtual bool RunningPassNs(uint64_t state, uint64_t* ns) {
-    return agent::RunningPassNs(state, ns);
+  virtual bool RunningPassNs(const RunLoopWord& loop, uint64_t state, uint64_t* ns) {
+    return agent::RunningPassNs(*loop.state, *loop.timer, state, ns);
+  }
+  // The kernel's name of `thread` (comm, at most 15 bytes) into `out` (16 bytes); false when
+  // it cannot be read.
+  virtual bool ThreadName(const unwind::ThreadInfo& thread, char out[16]) {
+    (void)thread;
+    (void)out;
+    return false;
   }
 };
 

@@ -35,6 +35,11 @@ bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string
   out->cause_probe = MakeLinuxWaitCauseProbe();
   out->other_sampler = MakeLinuxOwnerSampler(out->signal_sampler.get());
   out->runtime_frames = std::move(python);
+  unwind::ThreadSampler* signal_sampler = out->signal_sampler.get();
+  out->make_thread_sampler = [signal_sampler] {
+    return std::make_unique<unwind::ProcFirstSampler>(signal_sampler);
+  };
+  out->make_cause_probe = [] { return MakeLinuxWaitCauseProbe(); };
   return true;
 }
 

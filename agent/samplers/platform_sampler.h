@@ -6,6 +6,7 @@
 #ifndef HANGWATCH_AGENT_SAMPLERS_PLATFORM_SAMPLER_H_
 #define HANGWATCH_AGENT_SAMPLERS_PLATFORM_SAMPLER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,12 @@ struct PlatformSampler {
   // A language runtime's frames merged into the samples (Linux: the Python frames of a
   // CPython process, python_stacks.h); null when there is none.
   std::unique_ptr<RuntimeFrames> runtime_frames;
+  // For each other watched thread (hangwatch/threads.h), made by Start(): a sampler of its own
+  // over the same signal, so that each keeps its thread's files open (null: `sampler` serves
+  // every thread), and a cause probe of its own, since a probe keeps the state of one hang
+  // (null: no causes for other threads).
+  std::function<std::unique_ptr<unwind::ThreadSampler>()> make_thread_sampler;
+  std::function<std::unique_ptr<WaitCauseProbe>()> make_cause_probe;
   // What to say once at start (e.g. why a Python process gets no Python frames).
   std::vector<std::string> notes;
 };

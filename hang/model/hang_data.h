@@ -24,6 +24,10 @@ struct HangLimits {
 struct HangSummary {
   int64_t pid = 0;
   int64_t tid = 0;
+  // Which thread hung (hangwatch/threads.h): the role it is watched under ("main" for the one
+  // that called Start()) and its kernel name, both NUL-terminated; empty when not known.
+  char thread_role[32] = {};
+  char thread_name[16] = {};
   uint64_t hang_id = 0;
   int64_t start_unix_ms = 0;
   uint64_t duration_ns = 0;  // stopped time excluded

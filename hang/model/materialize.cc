@@ -1,5 +1,7 @@
 #include "hang/model/materialize.h"
 
+#include <cstring>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,6 +69,8 @@ void CopySummary(const HangData& hang, const MaterializeOptions& options, HangRe
   const HangSummary& s = hang.summary;
   r->pid = s.pid;
   r->tid = s.tid;
+  r->thread_role.assign(s.thread_role, strnlen(s.thread_role, sizeof s.thread_role));
+  r->thread_name.assign(s.thread_name, strnlen(s.thread_name, sizeof s.thread_name));
   r->process = options.process;
   if (!options.process_name.empty()) {
     r->process_name = options.process_name;

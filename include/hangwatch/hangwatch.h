@@ -37,6 +37,8 @@
 #include "hangwatch/hang_record.h"
 #include "hangwatch/internal/pass_timer.h"
 #include "hangwatch/pass_histogram.h"
+#include "hangwatch/threads.h"
+#include "hangwatch/work.h"
 
 namespace spdlog {
 class logger;  // only needed by callers that pass their own logger
@@ -111,6 +113,11 @@ struct Config {
   // there is read, then removed, never written into; a symbolic link, FIFO or device there
   // makes Start() fail) and removed by Stop().
   std::string open_hang_path;
+
+  // ---- other threads (hangwatch/threads.h) ----
+  // Threads watched besides the main one, at most. Fixed by the first Start() (or WatchThread())
+  // of the process: the slots are never freed, so a thread's watch outlives Stop().
+  size_t max_watched_threads = 64;
 };
 
 // The result of Start(): ok, or one line saying why not.
@@ -132,7 +139,8 @@ class HANGWATCH_EXPORT Status {
   std::string message_;
 };
 
-// Starts the agent watching the CALLING thread (the main thread). Fails when the agent is
+// Starts the agent watching the CALLING thread (the main thread, role "main") and every thread
+// that calls WatchThread() (hangwatch/threads.h). Fails when the agent is
 // already running, the config is invalid, or no sampling signal can be installed. Reports a
 // fatal hang left in config.open_hang_path by a previous run through the sinks.
 HANGWATCH_EXPORT Status Start(const Config& config);
@@ -141,44 +149,6 @@ HANGWATCH_EXPORT Status Start(const Config& config);
 // Start() may be called again afterwards.
 HANGWATCH_EXPORT void Stop();
 HANGWATCH_EXPORT bool IsRunning();
-
-namespace internal {
-// The run-loop state of the watched thread: odd while a pass is running, even while idle;
-// each pass adds 2; bit 63 is the timed-mode bit (kRunLoopTimedBit, internal/pass_timer.h).
-// Written only by the watched thread, read by the watchdog (RunLoopState()).
-HANGWATCH_EXPORT extern std::atomic<uint64_t> g_run_loop_state;
-}  // namespace internal
-
-// Run-loop activity, called on the watched thread only. A relaxed load and a relaxed store
-// each: no clock read, no syscall, no lock (the watchdog does all the timing). Calling
-// BeginWork() while a pass is running ends it and starts a new one.
-// With Config::time_every_pass, each also reads a clock and EndWork() counts the pass
-// (hangwatch/internal/pass_timer.h); the mode is a bit of the same word, so an untimed call
-// still makes one load.
-inline void BeginWork() noexcept {
-  auto& s = internal::g_run_loop_state;
-  uint64_t v = s.load(std::memory_order_relaxed);
-  if ((v & internal::kRunLoopTimedBit) != 0) v = internal::TimedBegin(v);
-  s.store(v + 1 + (v & 1), std::memory_order_relaxed);
-}
-inline void EndWork() noexcept {
-  auto& s = internal::g_run_loop_state;
-  uint64_t v = s.load(std::memory_order_relaxed);
-  if ((v & internal::kRunLoopTimedBit) != 0) v = internal::TimedEnd(v);
-  s.store(v + (v & 1), std::memory_order_relaxed);
-}
-// The same, named after the run-loop events that cause them.
-inline void WokeUp() noexcept { BeginWork(); }
-inline void AboutToWait() noexcept { EndWork(); }
-
-// One run-loop pass: BeginWork() on construction, EndWork() on destruction. Does not nest.
-class WorkScope {
- public:
-  WorkScope() noexcept { BeginWork(); }
-  ~WorkScope() { EndWork(); }
-  WorkScope(const WorkScope&) = delete;
-  WorkScope& operator=(const WorkScope&) = delete;
-};
 
 // The recent hangs (the ring), newest first, symbolized. Valid after Stop() until the next
 // Start().
@@ -218,6 +188,10 @@ struct Stats {
   uint64_t failed_captures = 0;
   uint64_t early_samples_dropped = 0;  // samples of slow passes that ended below the threshold
   uint64_t stopped_ms = 0;             // time the watchdog saw the process stopped / suspended
+  // Threads watched through WatchThread() / TaskScope now, and those that asked and were not
+  // (every slot taken) since Start().
+  uint64_t threads_watched = 0;
+  uint64_t threads_not_watched = 0;
   // With Config::time_every_pass: every pass since Start(), timed exactly (lag.passes == 0
   // otherwise). The lag records of the sinks hold the same figures per interval.
   LagFigures lag;

@@ -49,11 +49,9 @@
 #include <string_view>
 
 #include "hangwatch/export.h"
+#include "hangwatch/work.h"
 
 namespace hangwatch {
-
-void BeginWork() noexcept;
-void EndWork() noexcept;
 
 struct ThreadOptions {
   // A pass (or the time between two beats) longer than this is a hang. 0: Config::threshold.

@@ -40,7 +40,7 @@ class FakeEnv final : public WatchdogEnv {
   // The watched thread's own pass timing (Config::time_every_pass), as the test scripts it:
   // `measured` the duration of each ended pass by its state, `running_state` the pass under way
   // since `running_since` (mono). Untimed (empty, 0) by default.
-  bool MeasuredPassNs(uint64_t state, uint64_t* ns) override {
+  bool MeasuredPassNs(const RunLoopWord&, uint64_t state, uint64_t* ns) override {
     for (const auto& [s, d] : measured) {
       if (s == state) {
         *ns = d;
@@ -49,7 +49,7 @@ class FakeEnv final : public WatchdogEnv {
     }
     return false;
   }
-  bool RunningPassNs(uint64_t state, uint64_t* ns) override {
+  bool RunningPassNs(const RunLoopWord&, uint64_t state, uint64_t* ns) override {
     if (running_state == 0 || state != running_state) return false;
     *ns = mono - running_since;
     return true;

@@ -53,6 +53,9 @@ class MachEnv final : public WatchdogEnv {
     *out = ns(info.user_time) + ns(info.system_time);
     return true;
   }
+  bool ThreadName(const unwind::ThreadInfo& thread, char out[16]) override {
+    return pthread_getname_np(thread.handle, out, 16) == 0 && out[0] != '\0';
+  }
   char SchedState(const unwind::ThreadInfo& thread) override {
     thread_basic_info_data_t info{};
     if (!BasicInfo(thread, &info)) return '?';

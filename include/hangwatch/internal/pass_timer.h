@@ -33,7 +33,7 @@ enum PassClock : uint32_t {
   kPassClockCounter = 2,    // the CPU's constant-rate counter
 };
 
-// Bit 63 of the run-loop state (g_run_loop_state, hangwatch.h): set while passes may be timed,
+// Bit 63 of the run-loop state (g_run_loop_state, below): set while passes may be timed,
 // so that an untimed BeginWork()/EndWork() learns the mode from the one load of the state it
 // makes anyway (the pass counter below it would need 2^62 passes to reach it). Only the watched
 // thread writes the state: EnablePassTimer() sets the bit there; DisablePassTimer(), which may
@@ -60,7 +60,7 @@ inline constexpr int kMeasuredPassSlots = 8;
 
 struct PassTimer {
   std::atomic<uint32_t> clock{kPassClockOff};  // set by Start() on the watched thread
-  uint64_t ns_per_tick_q32 = 0;                // nanoseconds = ticks * this / 2^32
+  std::atomic<uint64_t> ns_per_tick_q32{0};    // nanoseconds = ticks * this / 2^32
   // Ticks at BeginWork(); written by the watched thread, read by the watchdog for a pass still
   // running when the process exits (relaxed: a plain load and store).
   std::atomic<uint64_t> begin{0};
@@ -69,10 +69,43 @@ struct PassTimer {
   std::atomic<uint64_t> counts[pass_histogram::kBuckets] = {};
   MeasuredPass measured[kMeasuredPassSlots];
 };
+// The main thread's (the one that called Start()).
 HANGWATCH_EXPORT extern PassTimer g_pass_timer;
+// The main thread's run-loop state: odd while a pass is running, even while idle; each pass
+// adds 2; bit 63 is kRunLoopTimedBit. Written only by the watched thread, read by the watchdog.
+HANGWATCH_EXPORT extern std::atomic<uint64_t> g_run_loop_state;
 
-// Counts a pass longer than the first slow-pass threshold (out of line: rare), and keeps its
-// duration for the watchdog (MeasuredPass).
+// The run-loop state and pass timer of a thread watched through hangwatch/threads.h. The state
+// comes first, so that BeginWork() finds a thread's timer from the address of its state word.
+// Its kRunLoopTimedBit stays set for the life of the watch (TimedBegin() does not clear it when
+// the clock is off): set on the watched thread when it registers, it never has to be set by
+// another thread, whose read-modify-write could race with the thread's plain stores.
+struct ThreadLoop {
+  std::atomic<uint64_t> state{0};
+  PassTimer timer;
+};
+
+// The calling thread's run-loop state word: &g_run_loop_state on the thread that called
+// Start() (and the thread that loaded the library), its ThreadLoop's on a thread that called
+// WatchThread(), null elsewhere (BeginWork() and EndWork() do nothing there). initial-exec: one
+// load relative to the thread pointer from inline code in any module, no __tls_get_addr call
+// (the library is loaded at start-up, or dlopen()ed into the static TLS surplus: 8 bytes).
+#if defined(__ELF__)
+HANGWATCH_EXPORT extern __thread std::atomic<uint64_t>* t_run_loop_state
+    __attribute__((tls_model("initial-exec")));
+#else
+HANGWATCH_EXPORT extern __thread std::atomic<uint64_t>* t_run_loop_state;
+#endif
+
+inline PassTimer& TimerOf(std::atomic<uint64_t>* state) noexcept {
+  return state == &g_run_loop_state ? g_pass_timer : reinterpret_cast<ThreadLoop*>(state)->timer;
+}
+
+// Counts a pass of `timer` longer than the first slow-pass threshold (out of line: rare), and
+// keeps its duration for the watchdog (MeasuredPass). `state`: the run-loop state of the pass
+// that ends, without kRunLoopTimedBit.
+HANGWATCH_EXPORT void RecordSlowPassOf(PassTimer& timer, uint64_t state, uint64_t ns) noexcept;
+// The main thread's (kept for code compiled against earlier headers).
 HANGWATCH_EXPORT void RecordSlowPass(uint64_t ns) noexcept;
 
 inline uint64_t ReadPassClock(uint32_t clock) noexcept {
@@ -93,40 +126,42 @@ inline uint64_t ReadPassClock(uint32_t clock) noexcept {
 
 __extension__ typedef unsigned __int128 PassTimerU128;
 
-// The pass that began at g_pass_timer.begin ended at `now` (ticks).
-inline void RecordPass(uint64_t now) noexcept {
-  PassTimer& t = g_pass_timer;
+// The pass of `t` that began at t.begin ended at `now` (ticks); `state` is its run-loop state.
+inline void RecordPass(PassTimer& t, uint64_t state, uint64_t now) noexcept {
   const int64_t ticks = static_cast<int64_t>(now - t.begin.load(std::memory_order_relaxed));
   // A counter read on another CPU may be a little behind: such a pass took no time.
   const uint64_t ns =
-      ticks <= 0
-          ? 0
-          : static_cast<uint64_t>((static_cast<PassTimerU128>(ticks) * t.ns_per_tick_q32) >> 32);
+      ticks <= 0 ? 0
+                 : static_cast<uint64_t>((static_cast<PassTimerU128>(ticks) *
+                                          t.ns_per_tick_q32.load(std::memory_order_relaxed)) >>
+                                         32);
   std::atomic<uint64_t>& bucket = t.counts[pass_histogram::BucketOf(ns)];
   bucket.store(bucket.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   t.busy_ns.store(t.busy_ns.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
   if (__builtin_expect(ns > static_cast<uint64_t>(kSlowPassThresholdsMs[0]) * 1'000'000, 0)) {
-    RecordSlowPass(ns);
+    RecordSlowPassOf(t, state & ~kRunLoopTimedBit, ns);
   }
 }
 
-// BeginWork() with kRunLoopTimedBit set in `state`: the pass running (when `state` is odd)
-// ends, a new one begins. Returns the state to advance: without the bit once the timer is off.
-inline uint64_t TimedBegin(uint64_t state) noexcept {
-  const uint32_t clock = g_pass_timer.clock.load(std::memory_order_relaxed);
-  if (clock == kPassClockOff) return state & ~kRunLoopTimedBit;
+// BeginWork() with kRunLoopTimedBit set in `state`, the value of `*word`: the pass running
+// (when `state` is odd) ends, a new one begins. Returns the state to advance: the main
+// thread's without the bit once the timer is off.
+inline uint64_t TimedBegin(uint64_t state, std::atomic<uint64_t>* word) noexcept {
+  PassTimer& t = TimerOf(word);
+  const uint32_t clock = t.clock.load(std::memory_order_relaxed);
+  if (clock == kPassClockOff) return word == &g_run_loop_state ? state & ~kRunLoopTimedBit : state;
   const uint64_t now = ReadPassClock(clock);
-  if ((state & 1) != 0) RecordPass(now);
-  g_pass_timer.begin.store(now, std::memory_order_relaxed);
+  if ((state & 1) != 0) RecordPass(t, state, now);
+  t.begin.store(now, std::memory_order_relaxed);
   return state;
 }
 
 // EndWork() with kRunLoopTimedBit set in `state`: the pass running (when `state` is odd) ends.
-// Returns the state to advance: without the bit once the timer is off.
-inline uint64_t TimedEnd(uint64_t state) noexcept {
-  const uint32_t clock = g_pass_timer.clock.load(std::memory_order_relaxed);
-  if (clock == kPassClockOff) return state & ~kRunLoopTimedBit;
-  if ((state & 1) != 0) RecordPass(ReadPassClock(clock));
+inline uint64_t TimedEnd(uint64_t state, std::atomic<uint64_t>* word) noexcept {
+  PassTimer& t = TimerOf(word);
+  const uint32_t clock = t.clock.load(std::memory_order_relaxed);
+  if (clock == kPassClockOff) return word == &g_run_loop_state ? state & ~kRunLoopTimedBit : state;
+  if ((state & 1) != 0) RecordPass(t, state, ReadPassClock(clock));
   return state;
 }
 

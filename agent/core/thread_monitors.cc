@@ -1,0 +1,201 @@
+#include "agent/core/thread_monitors.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "agent/core/config_options.h"
+#include "agent/core/pass_timer.h"
+
+namespace hangwatch::agent {
+namespace {
+
+constexpr uint64_t kNsPerMs = 1'000'000;
+// A thread that exits without stopping its watch (a C++ thread destroys its ThreadWatch as it
+// unwinds; only a thread ended by other means does not) holds its slot until this check: rare
+// enough that the idle cost stays flat (one /proc read per watched thread per 10 s).
+constexpr uint64_t kLivenessCheckNs = 10'000'000'000;
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// A slot's monitor reports through this: its open-hang file, then the agent.
+class ThreadMonitors::SlotListener final : public MonitorListener {
+ public:
+  SlotListener(ThreadMonitors* owner, Slot* slot) : owner_(owner), slot_(slot) {}
+  void OnHangOpened(const HangData& hang) override;
+  void OnHangSample(const HangData& hang) override;
+  void OnHangClosed(const HangData& hang) override;
+  void OnHangDiscarded() override;
+
+ private:
+  ThreadMonitors* owner_;
+  Slot* slot_;
+};
+
+struct ThreadMonitors::Slot {
+  Slot(const HangLimits& limits, size_t stack_copy_bytes) : storage(limits, stack_copy_bytes) {}
+  MonitorStorage storage;
+  std::unique_ptr<unwind::ThreadSampler> sampler;  // null: the shared one
+  std::unique_ptr<WaitCauseProbe> cause_probe;
+  std::unique_ptr<OpenHangFile> open_file;
+  std::unique_ptr<SlotListener> listener;
+  std::optional<StallMonitor> monitor;  // while a thread holds the slot
+  std::optional<LagReporter> lag;
+  uint64_t generation = 0;  // the registration followed
+  size_t index = 0;
+};
+
+void ThreadMonitors::SlotListener::OnHangOpened(const HangData& hang) {
+  if (slot_->open_file) slot_->open_file->Open(hang);
+}
+void ThreadMonitors::SlotListener::OnHangSample(const HangData& hang) {
+  if (slot_->open_file) slot_->open_file->AddLastSample(hang);
+}
+void ThreadMonitors::SlotListener::OnHangClosed(const HangData& hang) {
+  if (slot_->open_file) slot_->open_file->Clear();
+  owner_->reporter_->ReportThreadHang(hang);
+}
+void ThreadMonitors::SlotListener::OnHangDiscarded() {
+  if (slot_->open_file) slot_->open_file->Clear();
+}
+
+ThreadMonitors::ThreadMonitors(ThreadRegistry* registry, Shared shared, Reporter* reporter)
+    : registry_(registry), shared_(std::move(shared)), reporter_(reporter) {
+  const Config& c = *shared_.config;
+  HangLimits limits;
+  limits.max_frames = c.max_frames;
+  limits.max_unique_stacks = c.max_unique_stacks;
+  limits.max_timeline = c.max_timeline;
+  const size_t n = std::min(registry_->capacity(), c.max_watched_threads);
+  slots_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto w = std::make_unique<Slot>(limits, c.stack_copy_bytes);
+    w->index = i;
+    if (shared_.make_sampler) w->sampler = shared_.make_sampler();
+    if (shared_.make_cause_probe) w->cause_probe = shared_.make_cause_probe();
+    w->listener = std::make_unique<SlotListener>(this, w.get());
+    if (shared_.open_hang_path) {
+      if (std::string path = shared_.open_hang_path(i); !path.empty()) {
+        w->open_file = OpenHangFile::Create(path, limits, &error_);
+        if (w->open_file == nullptr) return;
+      }
+    }
+    slots_.push_back(std::move(w));
+  }
+}
+
+ThreadMonitors::~ThreadMonitors() = default;
+
+size_t ThreadMonitors::followed() const {
+  size_t n = 0;
+  for (const auto& w : slots_) n += w->monitor.has_value() ? 1 : 0;
+  return n;
+}
+
+void ThreadMonitors::Adopt(size_t i, Slot& w) {
+  const WatchedThreadSlot& s = registry_->slot(i);
+  const MonitorOptions options =
+      OptionsForThread(*shared_.config, s.threshold_ns, s.sample_interval_ns);
+  unwind::ThreadSampler* sampler = w.sampler != nullptr ? w.sampler.get() : shared_.sampler;
+  w.monitor.emplace(options, &s.loop.state, s.thread, sampler, shared_.env, shared_.normalizer,
+                    shared_.ring, w.listener.get(), shared_.stats, &w.storage);
+  w.monitor->set_role(s.role);
+  w.monitor->set_pass_timer(&s.loop.timer);
+  w.monitor->set_cfi_unwinder(shared_.cfi);
+  w.monitor->set_wait_cause_probe(w.cause_probe.get());
+  w.monitor->set_other_thread_sampler(shared_.other_sampler);
+  w.generation = s.generation;
+  if (shared_.lag_identity) {
+    // Timed from now: the clock's only writers are this thread (here and at Finish()) and
+    // Stop(); the slot's thread only reads it (its timed-mode bit stays set).
+    StartPassClock(const_cast<internal::PassTimer*>(&s.loop.timer));
+    report::Lag identity = *shared_.lag_identity;
+    identity.tid = s.thread.tid;
+    identity.thread_role = s.role;
+    char name[16] = {};
+    if (shared_.env->ThreadName(s.thread, name)) identity.thread_name = name;
+    const uint64_t interval_ns =
+        static_cast<uint64_t>(shared_.config->lag_interval.count()) * kNsPerMs;
+    w.lag.emplace(std::move(identity), interval_ns);
+    w.lag->Begin(ReadPassTimer(s.loop.timer), shared_.env->MonotonicNs(), UnixMs());
+  }
+}
+
+void ThreadMonitors::ReportLag(Slot& w, bool last) {
+  if (!w.lag) return;
+  const WatchedThreadSlot& s = registry_->slot(w.index);
+  std::optional<report::Lag> record =
+      w.lag->Close(ReadPassTimer(s.loop.timer), shared_.env->MonotonicNs(), UnixMs());
+  if (record) reporter_->ReportThreadLag(*record);
+  if (last) w.lag.reset();
+}
+
+void ThreadMonitors::LetGo(Slot& w, bool thread_exited) {
+  if (!w.monitor) return;
+  w.monitor->Finish(thread_exited);
+  ReportLag(w, /*last=*/true);
+  w.monitor.reset();
+}
+
+uint64_t ThreadMonitors::Tick(uint64_t now_ns) {
+  uint64_t next = UINT64_MAX;
+  const bool check_liveness = now_ns >= next_liveness_ns_;
+  if (check_liveness) next_liveness_ns_ = now_ns + kLivenessCheckNs;
+  for (auto& wp : slots_) {
+    Slot& w = *wp;
+    const size_t i = w.index;
+    switch (registry_->status(i)) {
+      case SlotStatus::kActive: {
+        const WatchedThreadSlot& s = registry_->slot(i);
+        if (w.monitor && w.generation != s.generation) LetGo(w, /*thread_exited=*/false);
+        if (!w.monitor) Adopt(i, w);
+        if (check_liveness && shared_.env->ThreadExited(s.thread)) {
+          // Gone without stopping its watch (its word went with it): the slot is free again.
+          LetGo(w, /*thread_exited=*/true);
+          registry_->Free(i);
+          continue;
+        }
+        next = std::min(next, w.monitor->Tick());
+        if (w.lag && shared_.env->MonotonicNs() >= w.lag->due_ns()) ReportLag(w, false);
+        if (w.lag) next = std::min(next, w.lag->due_ns());
+        break;
+      }
+      case SlotStatus::kReleased:
+        LetGo(w, /*thread_exited=*/false);
+        registry_->Free(i);
+        break;
+      case SlotStatus::kOrphaned:
+        // Its thread may still write its word: the slot waits until the thread is gone.
+        LetGo(w, /*thread_exited=*/false);
+        if (check_liveness && shared_.env->ThreadExited(registry_->slot(i).thread)) {
+          registry_->Free(i);
+        }
+        break;
+      case SlotStatus::kFree:
+      case SlotStatus::kClaimed:
+        break;
+    }
+  }
+  return std::min(next, next_liveness_ns_);
+}
+
+void ThreadMonitors::Finish() {
+  for (auto& w : slots_) {
+    LetGo(*w, /*thread_exited=*/false);
+    if (registry_->status(w->index) == SlotStatus::kReleased) registry_->Free(w->index);
+  }
+}
+
+void ThreadMonitors::ReleaseAfterFork() {
+  for (auto& w : slots_) {
+    if (w->open_file) w->open_file->ReleaseAfterFork();
+  }
+}
+
+}  // namespace hangwatch::agent

@@ -1,0 +1,96 @@
+// ThreadMonitors: the watchdog's side of the threads watched besides the main one
+// (agent/threads/thread_registry.h, hangwatch/threads.h).
+//
+// For each registry slot, storage made at Start() (MonitorStorage, a sampler and a cause probe
+// of its own, the open-hang file when the agent keeps one) and, while a thread holds the slot,
+// a StallMonitor built in place over it (no allocation when a thread registers) with the
+// thread's own threshold and role, and a LagReporter of its passes. Each Tick() adopts newly
+// active slots, ticks every adopted one, and lets go of those whose thread stopped watching or
+// exited (closing its hang first, then freeing the slot for the next thread). Their hangs and lag
+// records go to the agent through Reporter, exactly as the main thread's do.
+//
+// The cost while idle is one pass over the slots' status words and, per watched thread, what
+// an idle StallMonitor::Tick() costs (two clock reads and one load of its run-loop word): the
+// watchdog wakes when the earliest of them is due, not once per thread.
+#ifndef HANGWATCH_AGENT_CORE_THREAD_MONITORS_H_
+#define HANGWATCH_AGENT_CORE_THREAD_MONITORS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "agent/core/lag_reporter.h"
+#include "agent/core/stall_monitor.h"
+#include "agent/threads/thread_registry.h"
+#include "hang/open_hang/open_hang_file.h"
+#include "hangwatch/hangwatch.h"
+#include "report/report_record.h"
+
+namespace hangwatch::agent {
+
+class ThreadMonitors {
+ public:
+  // Where the threads' hangs and lag records go (the agent's sinks), on the watchdog thread.
+  class Reporter {
+   public:
+    virtual ~Reporter() = default;
+    virtual void ReportThreadHang(const HangData& hang) = 0;
+    virtual void ReportThreadLag(const report::Lag& record) = 0;
+    virtual void ThreadNote(const std::string& note) = 0;
+  };
+
+  // What every thread's monitor shares with the main thread's, borrowed from the agent.
+  struct Shared {
+    const Config* config = nullptr;
+    unwind::ThreadSampler* sampler = nullptr;  // when no per-thread one is made
+    std::function<std::unique_ptr<unwind::ThreadSampler>()> make_sampler;
+    std::function<std::unique_ptr<WaitCauseProbe>()> make_cause_probe;
+    OwnerSampler* other_sampler = nullptr;
+    WatchdogEnv* env = nullptr;
+    LeafNormalizer* normalizer = nullptr;
+    HangRing* ring = nullptr;
+    symbols::CfiUnwinder* cfi = nullptr;
+    MonitorStats* stats = nullptr;  // the other threads' counters (not the main thread's)
+    // With Config::time_every_pass: pid, process name, host, labels of the lag records.
+    std::optional<report::Lag> lag_identity;
+    // The open-hang file's path for slot `i` ("" for none).
+    std::function<std::string(size_t)> open_hang_path;
+  };
+
+  // Allocates everything for every slot of `registry`. *error and false-y `ok()` when an
+  // open-hang file cannot be made.
+  ThreadMonitors(ThreadRegistry* registry, Shared shared, Reporter* reporter);
+  ~ThreadMonitors();
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  // One watchdog wake-up: returns the monotonic time of the next wanted one.
+  uint64_t Tick(uint64_t now_ns);
+  // At Stop(): every followed thread's pass is finished (a hang still running closed as it
+  // stands) and its last lag interval reported.
+  void Finish();
+  // Hands back what the slots hold of the process in the child of fork().
+  void ReleaseAfterFork();
+  // Threads followed now.
+  size_t followed() const;
+
+ private:
+  struct Slot;
+  class SlotListener;
+  void Adopt(size_t i, Slot& w);
+  void LetGo(Slot& w, bool thread_exited);
+  void ReportLag(Slot& w, bool last);
+
+  ThreadRegistry* registry_;
+  Shared shared_;
+  Reporter* reporter_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::string error_;
+  uint64_t next_liveness_ns_ = 0;
+};
+
+}  // namespace hangwatch::agent
+
+#endif  // HANGWATCH_AGENT_CORE_THREAD_MONITORS_H_

@@ -1,0 +1,45 @@
+// The words BeginWork() and EndWork() act on (hangwatch/hangwatch.h,
+// hangwatch/internal/pass_timer.h): the main thread's run-loop state and pass timer, the
+// calling thread's pointer to its own word, and the out-of-line half of a timed pass.
+#include <atomic>
+#include <cstdint>
+
+#include "hangwatch/hangwatch.h"
+#include "hangwatch/internal/pass_timer.h"
+
+namespace hangwatch::internal {
+
+std::atomic<uint64_t> g_run_loop_state{0};
+PassTimer g_pass_timer;
+__thread std::atomic<uint64_t>* t_run_loop_state = nullptr;
+
+namespace {
+// The thread that loads the library (the main thread, for a library linked at start-up; the
+// thread that dlopen()s it otherwise) acts on the main word from the start, as before there
+// were other watched threads: a pass begun before Start() is the start-up pass. Start() points
+// its own calling thread there too.
+__attribute__((constructor)) void PointLoadingThreadAtMainWord() {
+  if (t_run_loop_state == nullptr) t_run_loop_state = &g_run_loop_state;
+}
+}  // namespace
+
+void RecordSlowPass(uint64_t ns) noexcept {
+  // Called before BeginWork()/EndWork() advance the state: it still names the pass that ends
+  // (the watched thread is the state's only writer).
+  RecordSlowPassOf(g_pass_timer, RunLoopState(g_run_loop_state), ns);
+}
+
+void RecordSlowPassOf(PassTimer& timer, uint64_t state, uint64_t ns) noexcept {
+  MeasuredPass& m = timer.measured[(state >> 1) % kMeasuredPassSlots];
+  m.state.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  m.ns.store(ns, std::memory_order_relaxed);
+  m.state.store(state, std::memory_order_release);
+  for (int t = 0; t < kSlowPassThresholds; ++t) {
+    if (ns <= static_cast<uint64_t>(kSlowPassThresholdsMs[t]) * 1'000'000) break;
+    std::atomic<uint64_t>& c = timer.slow[t];
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace hangwatch::internal

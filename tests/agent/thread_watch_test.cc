@@ -1,0 +1,273 @@
+// End to end: threads other than the main one watched through hangwatch/threads.h (a render
+// thread that beats, an I/O loop, a pool's tasks), with the real watchdog and sampler. Every
+// wait is on an agent event (a hang reported, a thread followed), never a sleep.
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "agent/core/agent_internal.h"
+#include "hangwatch/hangwatch.h"
+#include "hangwatch/threads.h"
+#include "tests/agent/e2e_util.h"
+#include "tests/keep_frame.h"
+
+namespace hangwatch {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HangCollector;
+using testing::TestConfig;
+using testing::WaitUntil;
+
+volatile uint64_t g_spin;
+
+HW_TEST_KEEP_FRAME void SpinFor(std::chrono::milliseconds d) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < end) g_spin = g_spin + 1;
+}
+
+pid_t Tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// A one-shot signal between threads.
+class Latch {
+ public:
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+class ThreadWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(Start(TestConfig()).ok()); }
+  void TearDown() override { Stop(); }
+};
+
+// The program: a main loop, a render thread that beats once a frame and an I/O loop;
+// each stalls once, one after the other. Three hangs, each of its own thread with its class.
+TEST_F(ThreadWatchTest, MainRenderAndIoThreadEachStallOnceAndEachHangIsItsThreads) {
+  HangCollector collector;
+  std::atomic<pid_t> render_tid{0}, io_tid{0};
+  std::atomic<int> turn{0};  // 0: main stalls, 1: render, 2: io, 3: done
+  std::thread render([&] {
+    pthread_setname_np(pthread_self(), "RenderThread");
+    ThreadWatch watch = WatchThread("render", {.threshold = 100ms});
+    ASSERT_TRUE(watch.watching());
+    render_tid = Tid();
+    while (turn.load() < 3) {
+      Heartbeat();
+      const bool slow_frame = turn.load() == 1;
+      SpinFor(slow_frame ? 350ms : 2ms);
+      if (slow_frame) turn = 2;
+    }
+  });
+  std::thread io([&] {
+    pthread_setname_np(pthread_self(), "io-loop");
+    ThreadWatch watch = WatchThread("io");
+    ASSERT_TRUE(watch.watching());
+    io_tid = Tid();
+    while (turn.load() < 3) {
+      std::this_thread::sleep_for(1ms);  // the loop's wait: idle
+      WorkScope pass;
+      if (turn.load() == 2) {
+        std::this_thread::sleep_for(350ms);  // a blocked pass
+        turn = 3;
+      }
+    }
+  });
+  ASSERT_TRUE(WaitUntil([] { return agent::FollowedThreads() == 2; }));
+  {
+    WorkScope pass;
+    SpinFor(350ms);
+  }
+  ASSERT_TRUE(collector.WaitFor(1));
+  turn = 1;
+  const bool all = collector.WaitFor(3);
+  if (!all) turn = 3;
+  render.join();
+  io.join();
+
+  ASSERT_TRUE(all);
+  Stop();
+  std::vector<HangRecord> hangs = collector.hangs();
+  ASSERT_EQ(hangs.size(), 3u);
+  EXPECT_EQ(hangs[0].thread_role, "main");
+  EXPECT_EQ(hangs[0].tid, Tid());
+  EXPECT_EQ(hangs[0].hang_class, HangClass::kBusy);
+  EXPECT_EQ(hangs[1].thread_role, "render");
+  EXPECT_EQ(hangs[1].tid, render_tid.load());
+  EXPECT_EQ(hangs[1].thread_name, "RenderThread");
+  EXPECT_EQ(hangs[1].threshold_ms, 100u);
+  EXPECT_EQ(hangs[1].hang_class, HangClass::kBusy);
+  EXPECT_EQ(hangs[2].thread_role, "io");
+  EXPECT_EQ(hangs[2].tid, io_tid.load());
+  EXPECT_EQ(hangs[2].thread_name, "io-loop");
+  EXPECT_EQ(hangs[2].hang_class, HangClass::kBlocked);
+  for (const HangRecord& h : hangs) {
+    EXPECT_GE(h.duration_ms, 250u) << h.thread_role;
+    EXPECT_LE(h.duration_ms, 1000u) << h.thread_role;
+    EXPECT_GT(h.samples, 0u) << h.thread_role;
+  }
+}
+
+TEST_F(ThreadWatchTest, APoolsTaskLongerThanItsThresholdIsAHangItsIdleTimeNever) {
+  HangCollector collector;
+  static const TaskPool pool("decoder", 100ms);
+  Latch idle_done;
+  std::thread worker([&] {
+    { TaskScope task(pool); }  // registers the thread
+    ASSERT_TRUE(WaitUntil([] { return agent::FollowedThreads() == 1; }));
+    std::this_thread::sleep_for(400ms);  // between tasks: idle, never a hang
+    idle_done.Open();
+    TaskScope task(pool);
+    std::this_thread::sleep_for(300ms);
+  });
+  idle_done.Wait();
+  ASSERT_TRUE(collector.WaitFor(1));
+  worker.join();
+  std::vector<HangRecord> hangs = collector.hangs();
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0].thread_role, "decoder");
+  EXPECT_LT(hangs[0].duration_ms, 390u);  // the task only, not the idle time before it
+}
+
+TEST_F(ThreadWatchTest, APausedThreadIsNeverAHangAndResumingStartsAFreshPass) {
+  HangCollector collector;
+  std::thread render([&] {
+    ThreadWatch watch = WatchThread("render", {.threshold = 100ms});
+    Heartbeat();
+    ASSERT_TRUE(WaitUntil([] { return agent::FollowedThreads() == 1; }));
+    watch.Pause();
+    std::this_thread::sleep_for(400ms);  // minimised: no beats
+    watch.Resume();
+    SpinFor(250ms);  // the first frame after resuming is slow
+    Heartbeat();
+    watch.Pause();
+  });
+  ASSERT_TRUE(collector.WaitFor(1));
+  render.join();
+  Stop();
+  std::vector<HangRecord> hangs = collector.hangs();
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0].thread_role, "render");
+  EXPECT_LT(hangs[0].duration_ms, 390u);  // from Resume(), not from the pause
+}
+
+TEST_F(ThreadWatchTest, WatchingIsANoOpOnTheMainThreadTwiceOnOneThreadAndPastTheLimit) {
+  EXPECT_FALSE(WatchThread("ui").watching());  // the main thread keeps role "main"
+  Stop();
+  Config config = TestConfig();
+  config.max_watched_threads = 2;
+  ASSERT_TRUE(Start(config).ok());
+  std::atomic<int> watching{0};
+  Latch all_asked, release;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&] {
+      ThreadWatch watch = WatchThread("worker");
+      if (watch.watching()) {
+        EXPECT_FALSE(WatchThread("again").watching());
+        ++watching;
+      }
+      release.Wait();
+    });
+  }
+  ASSERT_TRUE(WaitUntil([&] { return GetStats().threads_not_watched == 1; }));
+  EXPECT_EQ(watching.load(), 2);
+  EXPECT_EQ(GetStats().threads_watched, 2u);
+  release.Open();
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(WaitUntil([] { return agent::FollowedThreads() == 0; }));
+  EXPECT_EQ(GetStats().threads_watched, 0u);
+}
+
+TEST_F(ThreadWatchTest, AnUnwatchedThreadsCallsLeaveTheMainThreadsPassesAlone) {
+  const uint64_t before = GetStats().passes_seen;
+  std::thread t([] {
+    for (int i = 0; i < 1000; ++i) {
+      BeginWork();
+      EndWork();
+      Heartbeat();
+    }
+    { TaskScope no_pool_yet(TaskPool("", 0ms)); }  // registers: a pool thread
+  });
+  t.join();
+  EXPECT_EQ(GetStats().passes_seen, before);
+}
+
+TEST_F(ThreadWatchTest, AThreadsWatchOutlivesStopAndStart) {
+  HangCollector collector;
+  Latch restarted;
+  std::thread io([&] {
+    ThreadWatch watch = WatchThread("io");
+    restarted.Wait();
+    ASSERT_TRUE(WaitUntil([] { return agent::FollowedThreads() == 1; }));
+    WorkScope pass;
+    std::this_thread::sleep_for(300ms);
+  });
+  Stop();
+  ASSERT_TRUE(Start(TestConfig()).ok());
+  restarted.Open();
+  ASSERT_TRUE(collector.WaitFor(1));
+  io.join();
+  EXPECT_EQ(collector.hangs()[0].thread_role, "io");
+}
+
+TEST(ThreadWatchLagTest, EachWatchedThreadHasLagRecordsOfItsOwnPasses) {
+  std::mutex mu;
+  std::vector<LagRecord> records;
+  const int id = AddLagCallback([&](const LagRecord& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    records.push_back(r);
+  });
+  Config config = TestConfig();
+  config.time_every_pass = true;
+  config.lag_interval = 0ms;  // one record per thread, at Stop()
+  ASSERT_TRUE(Start(config).ok());
+  for (int i = 0; i < 5; ++i) {
+    WorkScope pass;
+  }
+  std::thread render([&] {
+    ThreadWatch watch = WatchThread("render");
+    ASSERT_TRUE(WaitUntil([] { return agent::FollowedThreads() == 1; }));
+    for (int i = 0; i < 31; ++i) {
+      Heartbeat();
+      SpinFor(1ms);
+    }
+    watch.Pause();  // the 31st frame ends
+    Stop();         // the slot's last interval is reported while the thread still holds it
+  });
+  render.join();
+  RemoveLagCallback(id);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(records.size(), 2u);
+  const LagRecord* main = records[0].thread_role == "main" ? &records[0] : &records[1];
+  const LagRecord* other = main == &records[0] ? &records[1] : &records[0];
+  EXPECT_EQ(main->passes.passes(), 5u);
+  EXPECT_EQ(other->thread_role, "render");
+  EXPECT_EQ(other->passes.passes(), 31u);
+  EXPECT_GT(other->tid, 0);
+  EXPECT_NE(other->tid, main->tid);
+}
+
+}  // namespace
+}  // namespace hangwatch
