@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "tools/run/launch_log_reader.h"
+#include "tools/run/run_summary.h"
+
 namespace hangwatch::tools {
 namespace {
 
@@ -56,6 +59,38 @@ TEST(HangRateTest, WatchedTimeIsWrittenInUnitsPeopleRead) {
   EXPECT_EQ(DescribeHangRate(r), "hang rate 60.0 s/h (1.5 s of hang in 90.0 s watched)");
   r.watched_ms = 600'000;
   EXPECT_EQ(DescribeHangRate(r), "hang rate 9.0 s/h (1.5 s of hang in 10.0 min watched)");
+}
+
+// Per thread role (issue 39): a render thread's hangs and watched time are its own; the main
+// thread's rate is what it was without them. And `run`'s summary says each role's lag apart.
+TEST(HangRateTest, EachThreadRoleHasItsOwnRateAndLag) {
+  HangRecord render = Hang("a", 1, 600);
+  render.thread_role = "render";
+  report::Lag render_lag = Lag("a", 1, 0, 3'600'000);
+  render_lag.thread_role = "render";
+  render_lag.passes.Add(30'000'000);
+  report::Lag main_lag = Lag("a", 1, 0, 3'600'000);
+  main_lag.passes.Add(1'000'000);
+  main_lag.passes.Add(1'000'000);
+  const std::vector<HangRecord> hangs = {Hang("a", 1, 3000), render};
+  const std::vector<report::Lag> lags = {main_lag, render_lag};
+  const HangRate main = HangRateOf(hangs, lags);
+  EXPECT_EQ(main.hangs, 1u);
+  EXPECT_EQ(main.watched_ms, 3'600'000u);
+  EXPECT_DOUBLE_EQ(main.seconds_per_hour(), 3.0);
+  const HangRate r = HangRateOf(hangs, lags, "render");
+  EXPECT_EQ(r.hangs, 1u);
+  EXPECT_DOUBLE_EQ(r.seconds_per_hour(), 0.6);
+
+  Report report;
+  report.hangs = hangs;
+  report.lags = lags;
+  const std::string text = FormatWatched(WatchedProcesses(LaunchLog{}, report));
+  EXPECT_NE(text.find("2 hangs"), std::string::npos) << text;
+  EXPECT_NE(text.find("lag: 2 passes"), std::string::npos) << text;
+  EXPECT_NE(text.find("hang rate 3.0 s/h"), std::string::npos) << text;
+  EXPECT_NE(text.find("lag of thread render: 1 pass"), std::string::npos) << text;
+  EXPECT_NE(text.find("hang rate 0.6 s/h"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "report/names.h"
+#include "report/record_types.h"
 #include "tools/common/junit_writer.h"
 #include "tools/common/terminal_text.h"
 
@@ -46,16 +47,29 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
   for (const HangRecord& h : report.hangs) {
     WatchedProcess& w = entry(h.pid, h.process);
     ++w.hangs;
-    w.hang_rate.hang_ms += h.duration_ms;
-    ++w.hang_rate.hangs;
+    const std::string_view role = report::RoleOrMain(h.thread_role);
+    HangRate& rate =
+        role == report::kMainRole ? w.hang_rate : w.other_roles[std::string(role)].hang_rate;
+    rate.hang_ms += h.duration_ms;
+    ++rate.hangs;
   }
   for (const StartupStall& s : report.startup_stalls) ++entry(s.pid, s.process).startup_stalls;
   for (const Lag& l : report.lags) {
     WatchedProcess& w = entry(l.pid, l.process_name);
-    ++w.lag_records;
-    w.passes.Merge(l.passes);
+    const std::string_view role = report::RoleOrMain(l.thread_role);
+    size_t* records = &w.lag_records;
+    PassHistogram* passes = &w.passes;
+    HangRate* rate = &w.hang_rate;
+    if (role != report::kMainRole) {
+      WatchedProcess::RoleLag& r = w.other_roles[std::string(role)];
+      records = &r.lag_records;
+      passes = &r.passes;
+      rate = &r.hang_rate;
+    }
+    ++*records;
+    passes->Merge(l.passes);
     if (l.end_unix_ms > l.start_unix_ms) {
-      w.hang_rate.watched_ms += static_cast<uint64_t>(l.end_unix_ms - l.start_unix_ms);
+      rate->watched_ms += static_cast<uint64_t>(l.end_unix_ms - l.start_unix_ms);
     }
   }
   return out;
@@ -81,6 +95,13 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
     if (w.lag_records > 0) {
       out += "hangwatch run:     lag: " + report::DescribeLag(w.passes.Figures());
       if (w.hang_rate.known()) out += "; " + DescribeHangRate(w.hang_rate);
+      out += "\n";
+    }
+    for (const auto& [role, r] : w.other_roles) {
+      if (r.lag_records == 0) continue;
+      out += "hangwatch run:     lag of thread " + role + ": " +
+             report::DescribeLag(r.passes.Figures());
+      if (r.hang_rate.known()) out += "; " + DescribeHangRate(r.hang_rate);
       out += "\n";
     }
   }

@@ -5,6 +5,7 @@
 #define HANGWATCH_TOOLS_RUN_SUMMARY_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,16 @@ struct WatchedProcess {
   size_t unwritten_hangs = 0;  // hangs and start-up stalls its report file did not take
   bool running = false;        // still alive when the summary was made
   bool helper = false;         // a wrapper's helper, not the program or a process it started
-  size_t lag_records = 0;      // its lag records in this run's report, and their passes:
-  PassHistogram passes;
-  HangRate hang_rate;  // its hangs against the time its lag records cover
+  size_t lag_records = 0;      // its main thread's lag records in this run's report, and
+  PassHistogram passes;        // their passes:
+  HangRate hang_rate;          // its main thread's hangs against the time those lag records cover
+  // The same for each other watched thread role (hangwatch/threads.h), never added to main's.
+  struct RoleLag {
+    size_t lag_records = 0;
+    PassHistogram passes;
+    HangRate hang_rate;
+  };
+  std::map<std::string, RoleLag> other_roles;
 };
 
 // Every process that armed (launch log), plus every pid that has records in `report` but no
@@ -36,7 +44,8 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
 // "  pid 1234 redis-server (/usr/bin/redis-check-rdb): 2 hangs, still running\n" per process
 // (", a helper, not the program" after a helper's hangs),
 // each line prefixed with "hangwatch run: ", and for a process with lag records a second line,
-// "    lag: 3611 passes (busy 9.8 s), p50 ...; hang rate 12.3 s/h (...)".
+// "    lag: 3611 passes (busy 9.8 s), p50 ...; hang rate 12.3 s/h (...)", then one line
+// "    lag of thread ROLE: ..." per other thread role with lag records.
 std::string FormatWatched(const std::vector<WatchedProcess>& watched);
 
 // One line per kind of record lost and cause, each prefixed with "hangwatch run: ": "2 hangs

@@ -27,6 +27,7 @@
 
 #include "profile.pb.h"
 #include "report/names.h"
+#include "report/record_types.h"
 #include "tools/reader/report_frames.h"
 #include "tools/report/formats/report_formats.h"
 
@@ -59,6 +60,10 @@ class ProfileBuilder {
       Label(sample, "host", h.host);
       Label(sample, "process", process);
       if (!h.cause.empty()) Label(sample, "cause", CauseKindName(h.cause.kind));
+      // A watched thread other than main: its role (pprof -tagfocus=thread=render).
+      if (report::RoleOrMain(h.thread_role) != report::kMainRole) {
+        Label(sample, "thread", h.thread_role);
+      }
       pp::Label* pid = sample->add_label();
       pid->set_key(Str("pid"));
       pid->set_num(h.pid);
