@@ -4,6 +4,9 @@
 //     and one store each, the timed mode being a bit of the state word).
 //   BM_Heartbeat/timed: the pair with Config::time_every_pass (target: <= 12 ns over baseline);
 //     BM_Heartbeat/two_clock_reads: its floor, the two reads of the pass clock alone.
+//   BM_Heartbeat/watched_thread: the pair on a thread watched through WatchThread() (its word
+//     found through a thread-local pointer; target: <= 3 ns over baseline);
+//     BM_Heartbeat/unwatched_thread: the pair on a thread nobody watches (a no-op).
 //   BM_StackTable/insert/N: interning an N-frame stack that is already known (the common case
 //     during a hang: the same stack sample after sample); insert_new/N: a stack never seen.
 //     Target for insert/64: <= 200 ns.
@@ -13,9 +16,12 @@
 //   BM_WatchdogIdle/<check interval ms>: the watchdog thread's own CPU time while the run loop
 //   idles,
 //     as counter cpu_pct (% of one core; target <= 0.1 %) over 2 s of wall time.
+//   BM_WatchdogIdle/threads:N: the same at the default check interval with N idle threads
+//     watched besides the main one (1, 8, 64 side by side: the cost must stay flat).
 #include <benchmark/benchmark.h>
 #include <dirent.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -64,6 +70,34 @@ void BM_HeartbeatAgent(benchmark::State& state, bool timed) {
 }
 BENCHMARK_CAPTURE(BM_HeartbeatAgent, hangwatch, false)->Name("BM_Heartbeat/hangwatch");
 BENCHMARK_CAPTURE(BM_HeartbeatAgent, timed, true)->Name("BM_Heartbeat/timed");
+
+// The pair on a thread other than the one that called Start(): the agent is started by a
+// helper thread (its "main"), this thread watches itself with WatchThread(). `watch` false:
+// it does not, and the pair does nothing.
+void BM_HeartbeatOtherThread(benchmark::State& state, bool watch) {
+  hangwatch::Config config;
+  config.log_hangs = false;
+  bool started = false;
+  std::thread([&] { started = hangwatch::Start(config).ok(); }).join();
+  if (!started) {
+    state.SkipWithError("hangwatch::Start failed");
+    return;
+  }
+  hangwatch::ThreadWatch w;
+  if (watch) w = hangwatch::WatchThread("bench");
+  if (watch && !w.watching()) state.SkipWithError("WatchThread did not watch");
+  uint64_t work = 0;
+  for (auto _ : state) {
+    hangwatch::BeginWork();
+    work += 1;
+    benchmark::DoNotOptimize(work);
+    hangwatch::EndWork();
+  }
+  w.Stop();
+  hangwatch::Stop();
+}
+BENCHMARK_CAPTURE(BM_HeartbeatOtherThread, watched, true)->Name("BM_Heartbeat/watched_thread");
+BENCHMARK_CAPTURE(BM_HeartbeatOtherThread, unwatched, false)->Name("BM_Heartbeat/unwatched_thread");
 
 // The floor of any timed pass: the two clock reads alone (the pass clock the agent picked on
 // this machine), without the histogram.
@@ -179,6 +213,53 @@ BENCHMARK(BM_WatchdogIdle)
     ->Arg(50)  // the default for the default 250 ms threshold
     ->Arg(25)
     ->Arg(10)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// N idle threads watched besides the main one, at the default threshold.
+void BM_WatchdogIdleThreads(benchmark::State& state) {
+  hangwatch::Config config;
+  config.log_hangs = false;
+  if (!hangwatch::Start(config).ok()) {
+    state.SkipWithError("hangwatch::Start failed");
+    return;
+  }
+  std::atomic<bool> done{false};
+  std::atomic<int> watching{0};
+  std::vector<std::thread> threads;
+  for (int64_t i = 0; i < state.range(0); ++i) {
+    threads.emplace_back([&] {
+      hangwatch::ThreadWatch w = hangwatch::WatchThread("idle");
+      if (w.watching()) ++watching;
+      while (!done.load()) std::this_thread::sleep_for(10ms);  // an idle loop: no pass
+    });
+  }
+  while (watching.load() < state.range(0)) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(100ms);  // every thread adopted by the watchdog
+  double cpu_ns = 0, wall_ns = 0;
+  for (auto _ : state) {
+    const uint64_t c0 = ThreadCpuNsByName("hangwatch");
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(2s);
+    const auto t1 = std::chrono::steady_clock::now();
+    const uint64_t c1 = ThreadCpuNsByName("hangwatch");
+    cpu_ns += static_cast<double>(c1 - c0);
+    wall_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+  done = true;
+  for (auto& t : threads) t.join();
+  hangwatch::Stop();
+  state.counters["cpu_pct"] = 100.0 * cpu_ns / wall_ns;
+  state.counters["cpu_us_per_s"] = 1e6 * cpu_ns / wall_ns;
+}
+BENCHMARK(BM_WatchdogIdleThreads)
+    ->Name("BM_WatchdogIdle/threads")
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
