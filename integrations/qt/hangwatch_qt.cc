@@ -76,10 +76,23 @@ void WatchThisThreadsLoop(const std::string& role, const ThreadOptions& options)
   ThreadLoopWatch& w = t_loop_watch;
 #if HANGWATCH_QT_WITH_GLIB
   if (dispatcher->inherits("QEventDispatcherGlib")) {
-    // The dispatcher's context is the thread's default one (Qt pushes it on the thread).
-    GMainContext* context = g_main_context_ref_thread_default();
-    w.glib = std::make_unique<GMainContextWatch>(context, role, options);
-    g_main_context_unref(context);
+    // The context's poll function is wrapped when the loop first runs (processEvents() emits
+    // one of the signals before it iterates the context): a QThread that never runs a loop
+    // takes none of the GLib adapter's slots.
+    auto wrap_poll = [role, options] {
+      ThreadLoopWatch& here = t_loop_watch;
+      if (here.glib != nullptr) return;
+      QObject::disconnect(here.awake);
+      QObject::disconnect(here.about_to_block);
+      // The dispatcher's context is the thread's default one (Qt pushes it on the thread).
+      GMainContext* context = g_main_context_ref_thread_default();
+      here.glib = std::make_unique<GMainContextWatch>(context, role, options);
+      g_main_context_unref(context);
+    };
+    w.awake = QObject::connect(dispatcher, &QAbstractEventDispatcher::awake, dispatcher, wrap_poll,
+                               Qt::DirectConnection);
+    w.about_to_block = QObject::connect(dispatcher, &QAbstractEventDispatcher::aboutToBlock,
+                                        dispatcher, wrap_poll, Qt::DirectConnection);
     return;
   }
 #endif
@@ -116,6 +129,7 @@ void StopWatchingThisThreadsLoop() {
     return;
   }
 #endif
+  // (A GLib dispatcher whose loop never ran: only the connections, and no watch, to undo.)
   if (!w.awake && !w.about_to_block) return;
   QObject::disconnect(w.awake);
   QObject::disconnect(w.about_to_block);
