@@ -152,6 +152,21 @@ bool AddLagLine(const report::ScannedLine& line, PassHistogram* into) {
   return true;
 }
 
+// The tally of a scanned hang: its signature, with its phase when it is shutdown's (the gate
+// may leave those unjudged; the decoder reads any other phase as "run", so they share a tally)
+// and its thread role when it is not main's (each role is judged by its own budgets).
+std::string TallyKey(const report::ScannedLine& s, std::string_view signature) {
+  std::string phase_text;
+  std::string key(signature);
+  if (report::StringValue(s[kPhase], &phase_text) == report::kPhaseShutdown) key += "/shutdown";
+  std::string role_text;
+  if (const std::string_view role = report::ScannedRole(s, &role_text); role != report::kMainRole) {
+    key += '\n';
+    key += role;
+  }
+  return key;
+}
+
 }  // namespace
 
 bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
@@ -213,20 +228,7 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
       if (!signature.empty()) {
         uint64_t duration_ms = 0;
         report::ParseUint64(s[kDuration], &duration_ms);
-        // Shutdown-phase hangs are tallied apart (the gate may leave them unjudged); the
-        // decoder reads any other phase as "run", so they share a tally.
-        std::string phase_text;
-        std::string key(signature);
-        if (report::StringValue(s[kPhase], &phase_text) == report::kPhaseShutdown) {
-          key += "/shutdown";
-        }
-        // Each thread role's hangs apart: the gate judges them by its own budgets.
-        std::string role_text;
-        if (const std::string_view role = report::ScannedRole(s, &role_text);
-            role != report::kMainRole) {
-          key += '\n';
-          key += role;
-        }
+        std::string key = TallyKey(s, signature);
         auto [it, inserted] = index.try_emplace(std::move(key), entries.size());
         if (inserted) entries.emplace_back(std::string(signature), Tally{});
         Tally& t = entries[it->second].second;

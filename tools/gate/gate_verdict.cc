@@ -249,6 +249,81 @@ void RemoveShutdownHangs(std::vector<HangRecord>* hangs) {
   std::erase_if(*hangs, [](const HangRecord& h) { return h.phase == HangPhase::kShutdown; });
 }
 
+namespace {
+
+// The lag records of each role added up, never across roles: main's into v->lag, the others'
+// into v->other_lags.
+void SummarizeLag(const Report& report, size_t lag_records,
+                  const std::map<std::string, size_t>& lag_records_by_role, GateVerdict* out) {
+  GateVerdict& v = *out;
+  if (!report.lags.empty()) {
+    std::map<std::string, LagSummary> by_role;
+    for (const Lag& l : report.lags) {
+      LagSummary& s = by_role[std::string(report::RoleOrMain(l.thread_role))];
+      ++s.records;
+      s.passes.Merge(l.passes);
+    }
+    for (auto& [role, s] : by_role) {
+      if (auto it = lag_records_by_role.find(role); it != lag_records_by_role.end()) {
+        s.records = it->second;
+      } else if (lag_records != 0 && by_role.size() == 1) {
+        s.records = lag_records;
+      }
+      s.figures = s.passes.Figures();
+      if (role == report::kMainRole) {
+        v.lag = std::move(s);
+      } else {
+        v.other_lags.emplace(role, std::move(s));
+      }
+    }
+  }
+}
+
+// The lag budgets of `role` against its lag records' figures.
+void JudgeLag(const std::string& role, const RoleBudgets& b, GateVerdict* out) {
+  GateVerdict& v = *out;
+  if (!b.HasLag()) return;
+  const LagSummary* lag = nullptr;
+  if (role == report::kMainRole) {
+    lag = v.lag ? &*v.lag : nullptr;
+  } else if (auto it = v.other_lags.find(role); it != v.other_lags.end()) {
+    lag = &it->second;
+  }
+  if (lag == nullptr) {
+    GateViolation x;
+    x.kind = "no_lag";
+    x.role = role;
+    x.message = "no lag records" + RoleSuffix(role) + " to check the lag budget against";
+    v.violations.push_back(std::move(x));
+    return;
+  }
+  const LagFigures& f = lag->figures;
+  if (b.max_p99_ms && f.p99_ms > *b.max_p99_ms) {
+    GateViolation x;
+    x.kind = "p99";
+    x.role = role;
+    x.value = f.p99_ms;
+    x.budget = *b.max_p99_ms;
+    x.message = "p99 pass duration" + RoleSuffix(role) + " " + FormatMs(f.p99_ms) +
+                " over the budget of " + FormatMs(*b.max_p99_ms) + " (" + std::to_string(f.passes) +
+                " passes)";
+    v.violations.push_back(std::move(x));
+  }
+  for (const auto& [t, n] : b.max_slow_passes) {
+    if (f.slow_passes[t] <= n) continue;
+    GateViolation x;
+    x.kind = "slow_passes";
+    x.role = role;
+    x.value = static_cast<double>(f.slow_passes[t]);
+    x.budget = static_cast<double>(n);
+    x.message = std::to_string(f.slow_passes[t]) + " passes" + RoleSuffix(role) + " longer than " +
+                std::to_string(kSlowPassThresholdsMs[t]) + " ms, budget " + std::to_string(n);
+    v.violations.push_back(std::move(x));
+  }
+}
+
+}  // namespace
+
 GateVerdict ComputeVerdict(const Report& report, const std::vector<HangRecord>* baseline,
                            const std::vector<AllowEntry>& allow, const GateBudgets& budgets) {
   return ComputeVerdict(report, {}, 0, baseline, {}, allow, budgets);
@@ -368,71 +443,9 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
     }
   }
 
-  // Lag: the records of each role added up, never across roles.
-  if (!report.lags.empty()) {
-    std::map<std::string, LagSummary> by_role;
-    for (const Lag& l : report.lags) {
-      LagSummary& s = by_role[std::string(report::RoleOrMain(l.thread_role))];
-      ++s.records;
-      s.passes.Merge(l.passes);
-    }
-    for (auto& [role, s] : by_role) {
-      if (auto it = lag_records_by_role.find(role); it != lag_records_by_role.end()) {
-        s.records = it->second;
-      } else if (lag_records != 0 && by_role.size() == 1) {
-        s.records = lag_records;
-      }
-      s.figures = s.passes.Figures();
-      if (role == report::kMainRole) {
-        v.lag = std::move(s);
-      } else {
-        v.other_lags.emplace(role, std::move(s));
-      }
-    }
-  }
-  auto judge_lag = [&](const std::string& role, const RoleBudgets& b) {
-    if (!b.HasLag()) return;
-    const LagSummary* lag = nullptr;
-    if (role == report::kMainRole) {
-      lag = v.lag ? &*v.lag : nullptr;
-    } else if (auto it = v.other_lags.find(role); it != v.other_lags.end()) {
-      lag = &it->second;
-    }
-    if (lag == nullptr) {
-      GateViolation x;
-      x.kind = "no_lag";
-      x.role = role;
-      x.message = "no lag records" + RoleSuffix(role) + " to check the lag budget against";
-      v.violations.push_back(std::move(x));
-      return;
-    }
-    const LagFigures& f = lag->figures;
-    if (b.max_p99_ms && f.p99_ms > *b.max_p99_ms) {
-      GateViolation x;
-      x.kind = "p99";
-      x.role = role;
-      x.value = f.p99_ms;
-      x.budget = *b.max_p99_ms;
-      x.message = "p99 pass duration" + RoleSuffix(role) + " " + FormatMs(f.p99_ms) +
-                  " over the budget of " + FormatMs(*b.max_p99_ms) + " (" +
-                  std::to_string(f.passes) + " passes)";
-      v.violations.push_back(std::move(x));
-    }
-    for (const auto& [t, n] : b.max_slow_passes) {
-      if (f.slow_passes[t] <= n) continue;
-      GateViolation x;
-      x.kind = "slow_passes";
-      x.role = role;
-      x.value = static_cast<double>(f.slow_passes[t]);
-      x.budget = static_cast<double>(n);
-      x.message = std::to_string(f.slow_passes[t]) + " passes" + RoleSuffix(role) +
-                  " longer than " + std::to_string(kSlowPassThresholdsMs[t]) + " ms, budget " +
-                  std::to_string(n);
-      v.violations.push_back(std::move(x));
-    }
-  };
-  judge_lag(std::string(report::kMainRole), budgets);
-  for (const auto& [role, b] : budgets.other_roles) judge_lag(role, b);
+  SummarizeLag(report, lag_records, lag_records_by_role, &v);
+  JudgeLag(std::string(report::kMainRole), budgets, &v);
+  for (const auto& [role, b] : budgets.other_roles) JudgeLag(role, b, &v);
   v.passed = v.violations.empty();
   return v;
 }
