@@ -110,23 +110,17 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       return Status::Error("hangwatch: " + error);
     }
     if (!config_.open_hang_path.empty()) {
-      HangRecord fatal;
       std::string error;
-      switch (ReadOpenHangFile(config_.open_hang_path, &fatal, &error)) {
-        case OpenHangReadStatus::kFound:
-          fatal_ = std::move(fatal);
-          break;
-        case OpenHangReadStatus::kInvalid:
-          if (logger_) {
-            logger_->warn("hangwatch: ignoring the open-hang file: {}", error);
-          }
-          break;
-        case OpenHangReadStatus::kNoOpenHang:
-          break;
-      }
+      ReadFatalHang(config_.open_hang_path);
       open_file_ = OpenHangFile::Create(config_.open_hang_path, options_.limits, &error);
       if (open_file_ == nullptr) {
         return Status::Error("hangwatch: " + error);
+      }
+      // The other threads' files of the last run (thread_monitors.h), now that the lock on the
+      // main one says no live process uses them.
+      for (const std::string& path : ThreadOpenHangPaths(config_.open_hang_path)) {
+        ReadFatalHang(path);
+        unlink(path.c_str());
       }
     }
 
@@ -216,9 +210,25 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     shared.cfi = cfi_.get();
     shared.stats = &thread_stats_;
     shared.lag_identity = std::move(lag_identity);
+    if (!config_.open_hang_path.empty()) shared.open_hang_path = config_.open_hang_path;
     threads_ = std::make_unique<ThreadMonitors>(&registry, std::move(shared), this);
-    if (!threads_->ok()) return Status::Error("hangwatch: " + threads_->error());
     return Status::Ok();
+  }
+
+  // A hang the last run of this process left open in `path`, kept for the watchdog to report.
+  void ReadFatalHang(const std::string& path) {
+    HangRecord fatal;
+    std::string error;
+    switch (ReadOpenHangFile(path, &fatal, &error)) {
+      case OpenHangReadStatus::kFound:
+        fatals_.push_back(std::move(fatal));
+        break;
+      case OpenHangReadStatus::kInvalid:
+        if (logger_) logger_->warn("hangwatch: ignoring the open-hang file: {}", error);
+        break;
+      case OpenHangReadStatus::kNoOpenHang:
+        break;
+    }
   }
 
   void StartThread() {
@@ -291,9 +301,8 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       out.push_back(Materialize(*h, mo));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    if (fatal_reported_) {
-      out.push_back(*fatal_reported_);  // the oldest: it happened before us
-    }
+    // The oldest: they happened before us.
+    out.insert(out.end(), fatals_reported_.begin(), fatals_reported_.end());
     return out;
   }
 
@@ -475,19 +484,19 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
 
   void Run() {
     NameWatchdogThread();
-    if (fatal_) {
+    for (HangRecord& fatal : fatals_) {
       // A hang of this machine's last run: it had the labels it has now, or none.
-      if (fatal_->host.empty()) fatal_->host = host_;
-      if (fatal_->labels.empty()) fatal_->labels = labels_;
+      if (fatal.host.empty()) fatal.host = host_;
+      if (fatal.labels.empty()) fatal.labels = labels_;
       stats_.fatal_hangs.fetch_add(1, std::memory_order_relaxed);
       {
         std::lock_guard<std::mutex> busy(busy_mu_);
-        Report(*fatal_);
+        Report(fatal);
       }
       std::lock_guard<std::mutex> lock(mu_);
-      fatal_reported_ = std::move(fatal_);
-      fatal_.reset();
+      fatals_reported_.push_back(std::move(fatal));
     }
+    fatals_.clear();
     uint64_t next_liveness_ns = 0;
     bool watched_thread_exited = false;
     // Stop() and an _exit() that asks for the last records (exit_flush.h) both wake the sleep
@@ -540,8 +549,8 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   std::optional<LagReporter> lag_;             // with Config::time_every_pass
   std::vector<std::unique_ptr<HangSink>> sinks_;
   std::unique_ptr<OpenHangFile> open_file_;
-  std::optional<HangRecord> fatal_;           // read at Start, reported by the watchdog
-  std::optional<HangRecord> fatal_reported_;  // kept for RecentHangs()
+  std::vector<HangRecord> fatals_;           // read at Start, reported by the watchdog
+  std::vector<HangRecord> fatals_reported_;  // kept for RecentHangs()
   std::unique_ptr<WatchdogEnv> env_;
   std::unique_ptr<LeafNormalizer> normalizer_;
   std::unique_ptr<unwind::ThreadSampler> signal_sampler_;  // behind sampler_ (ProcFirstSampler)
@@ -566,7 +575,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   std::atomic<size_t> followed_threads_{0};  // for tests (FollowedThreads())
   std::unique_ptr<ThreadMonitors> threads_;
 
-  std::mutex mu_;  // fatal_reported_
+  std::mutex mu_;  // fatals_reported_
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::mutex busy_mu_;  // held by the watchdog while it works (LockForFork)

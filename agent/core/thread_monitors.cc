@@ -1,7 +1,10 @@
 #include "agent/core/thread_monitors.h"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <utility>
 
 #include "agent/core/config_options.h"
@@ -23,6 +26,28 @@ int64_t UnixMs() {
 }
 
 }  // namespace
+
+std::string ThreadOpenHangPath(const std::string& path, size_t slot) {
+  return path + ".t" + std::to_string(slot);
+}
+
+std::vector<std::string> ThreadOpenHangPaths(const std::string& path) {
+  std::vector<std::string> out;
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".t";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+        name.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+      out.push_back(slash == std::string::npos ? name : dir + name);
+    }
+  }
+  closedir(d);
+  return out;
+}
 
 // A slot's monitor reports through this: its open-hang file, then the agent.
 class ThreadMonitors::SlotListener final : public MonitorListener {
@@ -80,12 +105,6 @@ ThreadMonitors::ThreadMonitors(ThreadRegistry* registry, Shared shared, Reporter
     if (shared_.make_sampler) w->sampler = shared_.make_sampler();
     if (shared_.make_cause_probe) w->cause_probe = shared_.make_cause_probe();
     w->listener = std::make_unique<SlotListener>(this, w.get());
-    if (shared_.open_hang_path) {
-      if (std::string path = shared_.open_hang_path(i); !path.empty()) {
-        w->open_file = OpenHangFile::Create(path, limits, &error_);
-        if (w->open_file == nullptr) return;
-      }
-    }
     slots_.push_back(std::move(w));
   }
 }
@@ -111,10 +130,20 @@ void ThreadMonitors::Adopt(size_t i, Slot& w) {
   w.monitor->set_wait_cause_probe(w.cause_probe.get());
   w.monitor->set_other_thread_sampler(shared_.other_sampler);
   w.generation = s.generation;
+  if (!shared_.open_hang_path.empty()) {
+    std::string error;
+    w.open_file =
+        OpenHangFile::Create(ThreadOpenHangPath(shared_.open_hang_path, i), options.limits, &error);
+    if (w.open_file == nullptr) {
+      reporter_->ThreadNote(
+          "thread " + std::string(s.role) +
+          ": no open-hang file, a hang that kills the process is not told: " + error);
+    }
+  }
   if (shared_.lag_identity) {
     // Timed from now: the clock's only writers are this thread (here and at Finish()) and
     // Stop(); the slot's thread only reads it (its timed-mode bit stays set).
-    StartPassClock(const_cast<internal::PassTimer*>(&s.loop.timer));
+    StartPassClock(&registry_->slot(i).loop.timer);
     report::Lag identity = *shared_.lag_identity;
     identity.tid = s.thread.tid;
     identity.thread_role = s.role;
@@ -140,7 +169,10 @@ void ThreadMonitors::LetGo(Slot& w, bool thread_exited) {
   if (!w.monitor) return;
   w.monitor->Finish(thread_exited);
   ReportLag(w, /*last=*/true);
+  // Its thread's BeginWork() stops reading the clock (the slot's next thread starts it again).
+  StopPassClock(&registry_->slot(w.index).loop.timer);
   w.monitor.reset();
+  w.open_file.reset();  // removes the file: it holds nothing
 }
 
 uint64_t ThreadMonitors::Tick(uint64_t now_ns) {

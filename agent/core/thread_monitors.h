@@ -2,7 +2,7 @@
 // (agent/threads/thread_registry.h, hangwatch/threads.h).
 //
 // For each registry slot, storage made at Start() (MonitorStorage, a sampler and a cause probe
-// of its own, the open-hang file when the agent keeps one) and, while a thread holds the slot,
+// of its own) and, while a thread holds the slot,
 // a StallMonitor built in place over it (no allocation when a thread registers) with the
 // thread's own threshold and role, and a LagReporter of its passes. Each Tick() adopts newly
 // active slots, ticks every adopted one, and lets go of those whose thread stopped watching or
@@ -30,6 +30,13 @@
 
 namespace hangwatch::agent {
 
+// The open-hang file of the thread in registry slot `slot`, beside the main one's `path`:
+// PATH.tSLOT (so that `hangwatch run`, which takes every open-hang.PID* of its directory, finds
+// them with the process's).
+std::string ThreadOpenHangPath(const std::string& path, size_t slot);
+// Those of them that exist now.
+std::vector<std::string> ThreadOpenHangPaths(const std::string& path);
+
 class ThreadMonitors {
  public:
   // Where the threads' hangs and lag records go (the agent's sinks), on the watchdog thread.
@@ -55,16 +62,14 @@ class ThreadMonitors {
     MonitorStats* stats = nullptr;  // the other threads' counters (not the main thread's)
     // With Config::time_every_pass: pid, process name, host, labels of the lag records.
     std::optional<report::Lag> lag_identity;
-    // The open-hang file's path for slot `i` ("" for none).
-    std::function<std::string(size_t)> open_hang_path;
+    // The main thread's open-hang file ("" for none): each followed thread keeps its open hang
+    // in ThreadOpenHangPath() of it, made when the thread is adopted, removed when let go.
+    std::string open_hang_path;
   };
 
-  // Allocates everything for every slot of `registry`. *error and false-y `ok()` when an
-  // open-hang file cannot be made.
+  // Allocates everything for every slot of `registry`.
   ThreadMonitors(ThreadRegistry* registry, Shared shared, Reporter* reporter);
   ~ThreadMonitors();
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
 
   // One watchdog wake-up: returns the monotonic time of the next wanted one.
   uint64_t Tick(uint64_t now_ns);
@@ -87,7 +92,6 @@ class ThreadMonitors {
   Shared shared_;
   Reporter* reporter_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::string error_;
   uint64_t next_liveness_ns_ = 0;
 };
 

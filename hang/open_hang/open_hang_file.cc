@@ -191,6 +191,10 @@ void OpenHangFile::WriteLiveHeader(const HangData& hang, bool open) {
   const HangSummary& s = hang.summary;
   h.pid = s.pid;
   h.tid = s.tid;
+  static_assert(sizeof h.thread_role == sizeof s.thread_role &&
+                sizeof h.thread_name == sizeof s.thread_name);
+  std::memcpy(h.thread_role, s.thread_role, sizeof h.thread_role);
+  std::memcpy(h.thread_name, s.thread_name, sizeof h.thread_name);
   h.start_unix_ms = s.start_unix_ms;
   h.threshold_ms = s.threshold_ms;
   h.sample_interval_ms = s.sample_interval_ms;

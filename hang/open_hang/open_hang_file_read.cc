@@ -183,6 +183,9 @@ void SetFatalSummary(const LiveHeader& live, uint64_t cpu_us, HangData* hang) {
   HangSummary& s = hang->summary;
   s.pid = live.pid;
   s.tid = live.tid;
+  // Zero before version 7 (a file of an agent that watched only the main thread): empty.
+  std::memcpy(s.thread_role, live.thread_role, sizeof s.thread_role - 1);
+  std::memcpy(s.thread_name, live.thread_name, sizeof s.thread_name - 1);
   s.start_unix_ms = live.start_unix_ms;
   s.threshold_ms = live.threshold_ms;
   s.sample_interval_ms = live.sample_interval_ms;

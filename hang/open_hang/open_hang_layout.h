@@ -15,13 +15,13 @@
 
 namespace hangwatch::agent::open_hang_layout {
 
-// 6: the Python names region at the end (open_hang_python_names.h) and the bytes of it in use
-// in the live header; 5: a frame's method byte may be kPythonFrameTag (or kPythonPartialTag), its
-// word a Python frame (python_frame_word.h; a reader of format 4 would take it for a native
-// address, so the version says it); 4: the main thread's pause for captures in the live header; 3:
-// the cause region after the samples and each sample's cause kind; 2: frame and sample methods; 1:
-// without them (all read).
-constexpr uint32_t kVersion = 6;
+// 7: which thread hung (its role and name) in the live header; 6: the Python names region at the
+// end (open_hang_python_names.h) and the bytes of it in use in the live header; 5: a frame's method
+// byte may be kPythonFrameTag (or kPythonPartialTag), its word a Python frame (python_frame_word.h;
+// a reader of format 4 would take it for a native address, so the version says it); 4: the main
+// thread's pause for captures in the live header; 3: the cause region after the samples and each
+// sample's cause kind; 2: frame and sample methods; 1: without them (all read).
+constexpr uint32_t kVersion = 7;
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;
 constexpr size_t kLiveHeaderOffset[2] = {256, 512};
@@ -75,12 +75,17 @@ struct LiveHeader {
   // (version 6) bytes of the Python names region filled with whole entries when this state was
   // written (open_hang_python_names.h). Versions 4 and 5 have their checksum here.
   uint64_t python_names_bytes;
+  // (version 7) the hung thread's role ("main", "render", ...) and kernel name, NUL-padded
+  // (HangSummary::thread_role, thread_name). Version 6 has its checksum here.
+  char thread_role[32];
+  char thread_name[16];
   uint64_t checksum;  // of the bytes above
 };
 static_assert(sizeof(LiveHeader) <= 256);
 static_assert(offsetof(LiveHeader, pause_ns) == 88 &&
                   offsetof(LiveHeader, python_names_bytes) == 96 &&
-                  offsetof(LiveHeader, checksum) == 104 && sizeof(LiveHeader) == 112,
+                  offsetof(LiveHeader, thread_role) == 104 &&
+                  offsetof(LiveHeader, checksum) == 152 && sizeof(LiveHeader) == 160,
               "no padding: the checksum covers every byte before it");
 
 struct ModuleRecord {
@@ -133,10 +138,12 @@ inline uint64_t Checksum(const void* data, size_t n) {
   return h;
 }
 
-// Where a live header's checksum sits in format `version`: after python_names_bytes (6), after
-// pause_ns (4 and 5), in its place before (the older formats end with modules_checksum).
+// Where a live header's checksum sits in format `version`: after the thread (7), after
+// python_names_bytes (6), after pause_ns (4 and 5), in its place before (the older formats end
+// with modules_checksum).
 inline size_t LiveChecksumOffset(uint32_t version) {
-  return version >= 6   ? offsetof(LiveHeader, checksum)
+  return version >= 7   ? offsetof(LiveHeader, checksum)
+         : version >= 6 ? offsetof(LiveHeader, thread_role)
          : version >= 4 ? offsetof(LiveHeader, python_names_bytes)
                         : offsetof(LiveHeader, pause_ns);
 }

@@ -2,7 +2,9 @@
 // thread that beats, an I/O loop, a pool's tasks), with the real watchdog and sampler. Every
 // wait is on an agent event (a hang reported, a thread followed), never a sleep.
 #include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -11,10 +13,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "agent/core/agent_internal.h"
+#include "agent/core/thread_monitors.h"
+#include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
 #include "hangwatch/threads.h"
 #include "tests/agent/e2e_util.h"
@@ -230,6 +235,67 @@ TEST_F(ThreadWatchTest, AThreadsWatchOutlivesStopAndStart) {
   ASSERT_TRUE(collector.WaitFor(1));
   io.join();
   EXPECT_EQ(collector.hangs()[0].thread_role, "io");
+}
+
+std::atomic<bool> g_never{false};
+HW_TEST_KEEP_FRAME void RenderStuckForever() {
+  while (!g_never.load(std::memory_order_relaxed)) g_spin = g_spin + 1;
+}
+
+// A hang of a watched thread that kills the process (kill -9 while it runs) is read back by the
+// next Start() from that thread's own open-hang file, as that thread's.
+TEST(ThreadWatchFatalTest, AFatalHangOfANonMainThreadIsReadBackAsThatThreads) {
+  const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                           "/hangwatch_thread_fatal_" + std::to_string(getpid()) + ".bin";
+  unlink(path.c_str());
+  unlink(agent::ThreadOpenHangPath(path, 0).c_str());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    Config c = TestConfig();
+    c.open_hang_path = path;
+    if (!Start(c).ok()) _exit(10);
+    std::thread([] {
+      pthread_setname_np(pthread_self(), "compositor");
+      ThreadWatch watch = WatchThread("render");
+      Heartbeat();
+      RenderStuckForever();
+    }).join();
+    _exit(11);
+  }
+  ASSERT_GT(pid, 0);
+  HangRecord seen;
+  std::string error;
+  const bool open = WaitUntil(
+      [&] {
+        for (const std::string& p : agent::ThreadOpenHangPaths(path)) {
+          if (agent::ReadOpenHangFile(p, &seen, &error) == agent::OpenHangReadStatus::kFound &&
+              seen.samples >= 3) {
+            return true;
+          }
+        }
+        return false;
+      },
+      20s);
+  kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(open) << error;
+
+  HangCollector collector;
+  Config c = TestConfig();
+  c.open_hang_path = path;
+  ASSERT_TRUE(Start(c).ok());
+  ASSERT_TRUE(collector.WaitFor(1));
+  Stop();
+  const HangRecord h = collector.hangs()[0];
+  EXPECT_TRUE(h.fatal);
+  EXPECT_EQ(h.pid, pid);
+  EXPECT_EQ(h.thread_role, "render");
+  EXPECT_EQ(h.thread_name, "compositor");
+  EXPECT_NE(h.tid, pid);
+  EXPECT_GE(h.samples, 3u);
+  EXPECT_TRUE(agent::ThreadOpenHangPaths(path).empty()) << "read once, then removed";
+  unlink(path.c_str());
 }
 
 TEST(ThreadWatchLagTest, EachWatchedThreadHasLagRecordsOfItsOwnPasses) {
