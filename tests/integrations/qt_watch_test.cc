@@ -1,7 +1,8 @@
 // A real Qt application (QApplication on the offscreen platform, no display) under one
 // hangwatch::QtWatch: a QThread worker whose event loop blocks 500 ms in a slot and a GUI
 // thread busy for 400 ms are exactly two hangs, each of its own thread: the worker's under its
-// objectName(), blocked; the GUI thread's under "main", busy. Built for each Qt major found
+// objectName(), blocked; the GUI thread's under "main", busy. A QThread that runs no event loop
+// (its run() sleeps 300 ms) is not watched: no hang. Built for each Qt major found
 // (qt_watch_test: Qt 5, qt6_watch_test: Qt 6).
 #include <gtest/gtest.h>
 #include <QtCore/QMetaObject>
@@ -35,6 +36,12 @@ extern "C" __attribute__((noinline)) void BlockInWorkerSlot() {
 }
 
 extern "C" __attribute__((noinline)) void BusyOnGuiThread() { HANGWATCH_BUSY_WAIT_MS(400); }
+
+// A QThread whose run() does its work without an event loop.
+class NoLoopThread : public QThread {
+ protected:
+  void run() override { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+};
 
 const hangwatch::HangRecord* OfRole(const std::vector<hangwatch::HangRecord>& hangs,
                                     const std::string& role) {
@@ -71,6 +78,9 @@ TEST(QtWatch, AWorkerLoopAndTheGuiThreadEachHangUnderTheirOwnThread) {
     QObject worker;  // lives in the worker thread: its queued calls run in that thread's loop
     worker.moveToThread(&worker_thread);
     worker_thread.start();
+    NoLoopThread no_loop;
+    no_loop.setObjectName("no-loop");
+    no_loop.start();
 
     QTimer::singleShot(50, &app, [&] {
       QMetaObject::invokeMethod(
@@ -81,6 +91,7 @@ TEST(QtWatch, AWorkerLoopAndTheGuiThreadEachHangUnderTheirOwnThread) {
     exit_code = app.exec();
     worker_thread.quit();
     worker_thread.wait();
+    no_loop.wait();
   }
   hangwatch::Stop();
   ASSERT_EQ(exit_code, 0) << "not two hangs within the deadline: " << reported.load();
