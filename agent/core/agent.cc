@@ -204,6 +204,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     shared.make_sampler = make_thread_sampler_;
     shared.make_cause_probe = make_cause_probe_;
     shared.other_sampler = other_sampler_.get();
+    shared.runtime = runtime_frames_.get();
     shared.env = env_.get();
     shared.normalizer = normalizer_.get();
     shared.ring = &ring_;

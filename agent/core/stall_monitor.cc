@@ -427,7 +427,10 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
     cause_started_ = true;  // once per pass, at its first sample (cause resolvers' baseline)
     cause_probe_->HangStarted(target_);
   }
-  if (runtime_ != nullptr) runtime_->BeforeCapture();
+  if (runtime_ != nullptr) {
+    runtime_->Watch(target_);
+    runtime_->BeforeCapture();
+  }
   const unwind::CaptureStatus status = sampler_->Capture(target_, &buffer_);
   // Waiting for the target is planned, up to the capture's timeout; anything longer (the
   // process was stopped meanwhile) stays unexplained for the next tick's accounting.

@@ -129,11 +129,15 @@ void ThreadMonitors::Adopt(size_t i, Slot& w) {
   w.monitor->set_cfi_unwinder(shared_.cfi);
   w.monitor->set_wait_cause_probe(w.cause_probe.get());
   w.monitor->set_other_thread_sampler(shared_.other_sampler);
+  w.monitor->set_runtime_frames(shared_.runtime);
   w.generation = s.generation;
   if (!shared_.open_hang_path.empty()) {
     std::string error;
     w.open_file =
         OpenHangFile::Create(ThreadOpenHangPath(shared_.open_hang_path, i), options.limits, &error);
+    if (w.open_file != nullptr && shared_.runtime != nullptr) {
+      w.open_file->set_python_names(shared_.runtime->names());
+    }
     if (w.open_file == nullptr) {
       reporter_->ThreadNote(
           "thread " + std::string(s.role) +

@@ -55,6 +55,7 @@ class ThreadMonitors {
     std::function<std::unique_ptr<unwind::ThreadSampler>()> make_sampler;
     std::function<std::unique_ptr<WaitCauseProbe>()> make_cause_probe;
     OwnerSampler* other_sampler = nullptr;
+    RuntimeFrames* runtime = nullptr;  // a language runtime's frames (Python), null: none
     WatchdogEnv* env = nullptr;
     LeafNormalizer* normalizer = nullptr;
     HangRing* ring = nullptr;

@@ -107,7 +107,17 @@ PythonStacks::~PythonStacks() {
   }
 }
 
-void PythonStacks::Watch(const unwind::ThreadInfo& thread) { target_ = thread; }
+void PythonStacks::Watch(const unwind::ThreadInfo& thread) {
+  if (thread.tid == target_.tid) return;
+  // Another watched thread's capture comes next (hangwatch/threads.h): the hook records that
+  // thread's chain, found by its thread state (0 when it runs no Python: nothing recorded).
+  target_ = thread;
+  empty_captures_ = 0;
+  if (state_ == State::kActive) {
+    hook_->Watch(target_.tid,
+                 chain_.FindThreadState(target_.tid, static_cast<uint64_t>(target_.handle)));
+  }
+}
 
 void PythonStacks::TryActivate() {
   uint64_t interp = 0;

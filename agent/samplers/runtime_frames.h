@@ -18,7 +18,8 @@ namespace hangwatch::agent {
 class RuntimeFrames {
  public:
   virtual ~RuntimeFrames() = default;
-  // The watched thread (on the watchdog, before the first capture).
+  // The thread the next captures are of (on the watchdog, before each capture: the watchdog
+  // follows every watched thread, hangwatch/threads.h). Cheap when it is the same as before.
   virtual void Watch(const unwind::ThreadInfo& thread) = 0;
   // Where to say, once, that the frames cannot be read after all (a failed layout check).
   virtual void set_note(std::function<void(const std::string&)> note) = 0;

@@ -7,7 +7,9 @@
 
 #include <fstream>
 #include <string>
+#include <thread>
 
+#include "agent/core/agent_internal.h"
 #include "gtest/gtest.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
@@ -140,6 +142,36 @@ TEST_F(EmbeddedPython, ASleepInPythonIsNamedAtTheSleepingLine) {
   ASSERT_GE(nap, 0) << Describe(s);
   EXPECT_EQ(s.frames[static_cast<size_t>(nap)].line, kNapLine);
   EXPECT_GT(FindPython(s, "handle"), nap) << Describe(s);
+}
+
+// A Python function that hangs a watched thread other than the main one (hangwatch/threads.h)
+// is named as on the main thread: the capture hook follows the thread being captured.
+TEST_F(EmbeddedPython, ABusyPythonFunctionOnAWatchedWorkerThreadIsNamed) {
+  HANGWATCH_SKIP_STACK_SHAPE_UNDER_TSAN();
+  HangCollector collector;
+  PyThreadState* main_state = PyEval_SaveThread();  // the worker takes the GIL
+  std::thread worker([&] {
+    ThreadWatch watch = WatchThread("py-worker");
+    ASSERT_TRUE(watch.watching());
+    ASSERT_TRUE(WaitUntil([] { return agent::FollowedThreads() == 1; }));
+    PyGILState_STATE gil = PyGILState_Ensure();
+    {
+      WorkScope pass;
+      PyObject* r = PyObject_CallMethod(app_, "handle", "sd", "busy", 0.6);
+      if (r == nullptr) PyErr_Print();
+      Py_XDECREF(r);
+    }
+    PyGILState_Release(gil);
+  });
+  worker.join();
+  PyEval_RestoreThread(main_state);
+  ASSERT_TRUE(collector.WaitFor(1));
+  const HangRecord h = collector.hangs()[0];
+  EXPECT_EQ(h.thread_role, "py-worker");
+  ASSERT_NE(h.dominant(), nullptr);
+  const Stack& s = *h.dominant();
+  EXPECT_GE(FindPython(s, "busy"), 0) << Describe(s);
+  EXPECT_GT(FindPython(s, "handle"), FindPython(s, "busy")) << Describe(s);
 }
 
 }  // namespace
