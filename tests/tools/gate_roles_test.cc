@@ -163,5 +163,21 @@ TEST(GateRoles, BadRoleValuesAreOneLineAndExitTwo) {
   EXPECT_TRUE(Has(r.err, "not 'render=abc'")) << r.err;
 }
 
+TEST(GateRoles, JunitMarkdownAndAnnotationsNameTheThread) {
+  Fixture f;
+  const std::string junit = f.dir / "j.xml", markdown = f.dir / "m.md";
+  const auto r = Gate({f.report, "--max-hang-ms", "render=50,main=250", "--max-p99-ms", "render=16",
+                       "--junit", junit, "--markdown", markdown, "--github"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const std::string xml = ReadFile(junit), md = ReadFile(markdown);
+  EXPECT_TRUE(Has(xml, "hang in DrawFrame (thread render)")) << xml;
+  EXPECT_TRUE(Has(xml, "p99 pass duration (thread render) at most 16 ms")) << xml;
+  EXPECT_TRUE(Has(xml, "thread render of app stalled")) << xml;
+  EXPECT_TRUE(Has(md, "`DrawFrame` (thread render)")) << md;
+  EXPECT_TRUE(Has(md, "Thread `render`: 100 run-loop passes")) << md;
+  EXPECT_TRUE(Has(r.out, "thread render of app stalled in DrawFrame")) << r.out;
+  ExpectValidJunit(junit);
+}
+
 }  // namespace
 }  // namespace hangwatch::testing
