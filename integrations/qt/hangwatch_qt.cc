@@ -173,7 +173,8 @@ void OnQObjectAdded(QObject* object) {
   });
 }
 
-quintptr& HookSlot() { return qtHookData[kAddQObject]; }
+// The hook's word, written atomically (QtCore reads it with a plain load from any thread).
+std::atomic_ref<quintptr> HookSlot() { return std::atomic_ref<quintptr>(qtHookData[kAddQObject]); }
 
 }  // namespace
 
@@ -186,8 +187,8 @@ QtWatch::QtWatch(const QtWatchOptions& options) {
   if (g_active.exchange(true)) return;
   active_ = true;
   g_options = options;
-  g_previous_hook = reinterpret_cast<AddQObjectCallback>(HookSlot());
-  __atomic_store_n(&HookSlot(), reinterpret_cast<quintptr>(&OnQObjectAdded), __ATOMIC_RELEASE);
+  g_previous_hook = reinterpret_cast<AddQObjectCallback>(HookSlot().load());
+  HookSlot().store(reinterpret_cast<quintptr>(&OnQObjectAdded), std::memory_order_release);
   if (options.gui_thread && QThread::currentThread() == app->thread()) {
     watches_gui_thread_ = true;
     WatchThisThreadsLoop("main", {});  // the thread that called Start() keeps its watch
@@ -196,9 +197,9 @@ QtWatch::QtWatch(const QtWatchOptions& options) {
 
 QtWatch::~QtWatch() {
   if (!active_) return;
-  if (HookSlot() == reinterpret_cast<quintptr>(&OnQObjectAdded)) {
-    __atomic_store_n(&HookSlot(), reinterpret_cast<quintptr>(g_previous_hook), __ATOMIC_RELEASE);
-  }
+  quintptr ours = reinterpret_cast<quintptr>(&OnQObjectAdded);
+  HookSlot().compare_exchange_strong(ours, reinterpret_cast<quintptr>(g_previous_hook),
+                                     std::memory_order_release);
   if (watches_gui_thread_) StopWatchingThisThreadsLoop();
   g_active.store(false);
 }
