@@ -69,9 +69,16 @@ std::string DescribeActivity(const CauseThread& t) {
   return s;
 }
 
-std::string DescribeCause(const Cause& c, uint64_t duration_ms) {
+std::string DescribeCause(const Cause& c, uint64_t duration_ms, std::string_view thread_role) {
   const CauseKindRow* row = FindCauseKind(c.kind);
-  return row != nullptr ? row->text(c, duration_ms) : "";
+  std::string text = row != nullptr ? row->text(c, duration_ms) : "";
+  if (!thread_role.empty() && thread_role != "main") {
+    static constexpr std::string_view kMain = "on the main thread";
+    if (const size_t at = text.find(kMain); at != std::string::npos) {
+      text.replace(at, kMain.size(), "on thread " + std::string(thread_role));
+    }
+  }
+  return text;
 }
 
 namespace cause_text {

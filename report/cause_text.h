@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "hangwatch/hang_record.h"
 
@@ -14,7 +15,9 @@ namespace hangwatch::report {
 
 // `duration_ms`: the hang's, for a sleep whose length is unknown. The text of the cause's kind
 // (cause_kinds.h); "" for no cause.
-std::string DescribeCause(const Cause& c, uint64_t duration_ms);
+// `thread_role`: the role of the thread that hung (hangwatch/threads.h); a text that names the
+// thread ("slept 300 ms on the main thread") names it by its role when it is not "main".
+std::string DescribeCause(const Cause& c, uint64_t duration_ms, std::string_view thread_role = {});
 
 // "thread 1636 \"db-writer\"".
 std::string DescribeThread(const CauseThread& t);

@@ -91,7 +91,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     if (!unwind::RegisterCurrentThread(&main_)) {
       return Status::Error("hangwatch: cannot register the calling thread for sampling");
     }
-    SetMainThread(main_.tid);
+    SetMainThread(pthread_self());
     process_ = MainExecutablePath();
     logger_ = config_.logger;
     if (logger_ == nullptr && config_.log_hangs) {

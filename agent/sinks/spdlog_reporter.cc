@@ -22,14 +22,20 @@ std::shared_ptr<spdlog::logger> DefaultLogger() {
 }
 
 std::string HangSummaryLine(const HangRecord& r) {
-  char buf[512];
+  char buf[640];
+  // "the main thread (tid N)", or "thread render (tid N, name X)" for another watched thread.
+  const bool main = r.thread_role.empty() || r.thread_role == "main";
+  const std::string thread = main ? "the main thread (tid " + std::to_string(r.tid) + ")"
+                                  : "thread " + r.thread_role + " (tid " + std::to_string(r.tid) +
+                                        (r.thread_name.empty() ? "" : ", name " + r.thread_name) +
+                                        ")";
   std::snprintf(
       buf, sizeof(buf),
-      "%s%" PRIu64 " ms on the main thread (tid %" PRId64
-      "): CPU %u%% (%s), %u samples%s, "
+      "%s%" PRIu64
+      " ms on %s: CPU %u%% (%s), %u samples%s, "
       "%zu unique stack%s, fingerprint %s",
       r.fatal ? "FATAL hang (the process died during it): at least " : "hang: ", r.duration_ms,
-      r.tid, r.cpu_percent, HangClassName(r.hang_class), r.samples,
+      thread.c_str(), r.cpu_percent, HangClassName(r.hang_class), r.samples,
       r.failed_samples > 0 ? (" + " + std::to_string(r.failed_samples) + " failed").c_str() : "",
       r.stacks.size(), r.stacks.size() == 1 ? "" : "s",
       r.fingerprint.empty() ? "-" : r.fingerprint.c_str());

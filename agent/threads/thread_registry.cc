@@ -14,7 +14,10 @@ namespace {
 constexpr uint64_t kNsPerMs = 1'000'000;
 
 std::atomic<ThreadRegistry*> g_registry{nullptr};
-std::atomic<pid_t> g_main_tid{0};
+// Written by Start() (serialized), read by WatchThread() on any thread.
+std::atomic<bool> g_main_known{false};
+pthread_t g_main_thread{};
+std::mutex g_main_mu;
 
 size_t BodyBytes() {
   return (sizeof(WatchedThreadSlot) + alignof(WatchedThreadSlot) - 1) / alignof(WatchedThreadSlot) *
@@ -122,7 +125,18 @@ void ThreadRegistry::Free(size_t index) noexcept {
   status_[index].store(static_cast<uint32_t>(SlotStatus::kFree), std::memory_order_release);
 }
 
-void SetMainThread(pid_t tid) noexcept { g_main_tid.store(tid, std::memory_order_relaxed); }
-pid_t MainThread() noexcept { return g_main_tid.load(std::memory_order_relaxed); }
+void SetMainThread(pthread_t thread) noexcept {
+  std::lock_guard<std::mutex> lock(g_main_mu);
+  g_main_thread = thread;
+  g_main_known.store(true, std::memory_order_release);
+}
+
+bool MainThreadKnown() noexcept { return g_main_known.load(std::memory_order_acquire); }
+
+bool OnMainThread() noexcept {
+  if (!MainThreadKnown()) return false;
+  std::lock_guard<std::mutex> lock(g_main_mu);
+  return pthread_equal(g_main_thread, pthread_self()) != 0;
+}
 
 }  // namespace hangwatch::agent

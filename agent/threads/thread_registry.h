@@ -19,6 +19,7 @@
 #ifndef HANGWATCH_AGENT_THREADS_THREAD_REGISTRY_H_
 #define HANGWATCH_AGENT_THREADS_THREAD_REGISTRY_H_
 
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -93,9 +94,11 @@ class ThreadRegistry {
   std::atomic<uint64_t> not_watched_{0};
 };
 
-// Whether the calling thread is the one the agent's Start() made role "main" (set by Start()).
-void SetMainThread(pid_t tid) noexcept;
-pid_t MainThread() noexcept;
+// The thread the agent's Start() made role "main" (set by Start()).
+void SetMainThread(pthread_t thread) noexcept;
+// Whether a Start() named a main thread yet, and whether it is the calling thread.
+bool MainThreadKnown() noexcept;
+bool OnMainThread() noexcept;
 
 }  // namespace hangwatch::agent
 

@@ -1,7 +1,4 @@
 // The public API of hangwatch/threads.h over the registry (thread_registry.h).
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include "agent/threads/thread_registry.h"
 #include "hangwatch/hangwatch.h"
 #include "hangwatch/threads.h"
@@ -12,16 +9,13 @@ namespace {
 
 constexpr size_t kDefaultSlots = 64;  // Config::max_watched_threads's default
 
-pid_t OwnTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
-
 // Whether the calling thread may get a watch of its own: not when it has one, nor when it is
 // the thread Start() watches as "main" (or, before any Start(), the thread that loaded us).
 bool MayRegister() {
   std::atomic<uint64_t>* word = internal::t_run_loop_state;
   if (word == nullptr) return true;
   if (word != &internal::g_run_loop_state) return false;  // already watched
-  const pid_t main = agent::MainThread();
-  return main != 0 && main != OwnTid();
+  return agent::MainThreadKnown() && !agent::OnMainThread();
 }
 
 // A pool thread's watch, made by its first TaskScope and destroyed when the thread exits.

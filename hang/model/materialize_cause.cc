@@ -111,7 +111,7 @@ Cause MaterializeCause(const HangData& hang, const HangRecord& record,
   c.pressure_resource = w.pressure_resource;
   c.pressure_some_avg10 = w.pressure_some_avg10_centi / 100.0;
   c.pressure_full_avg10 = w.pressure_full_avg10_centi / 100.0;
-  c.summary = report::DescribeCause(c, record.duration_ms);
+  c.summary = report::DescribeCause(c, record.duration_ms, record.thread_role);
   return c;
 }
 
