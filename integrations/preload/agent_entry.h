@@ -18,7 +18,7 @@
 extern "C" {
 
 // Bumped whenever a table below changes.
-#define HANGWATCH_PRELOAD_ABI 3
+#define HANGWATCH_PRELOAD_ABI 4
 // The agent library's one exported symbol: HangwatchPreloadAgentInit.
 #define HANGWATCH_PRELOAD_AGENT_INIT "hangwatch_preload_agent_init"
 // The agent library's file name; the loader looks for it in its own directory.
@@ -51,10 +51,18 @@ struct HangwatchPreloadServices {
 
 // What arm() did.
 struct HangwatchPreloadArmed {
-  int armed;      // the agent runs
-  int inherit;    // HANGWATCH_INHERIT=1: what this process executes keeps the shim
+  int armed;    // the agent runs
+  int inherit;  // HANGWATCH_INHERIT=1: what this process executes keeps the shim
+  // HANGWATCH_THREADS is not `main`: the loader asks watch_thread() for each other thread that
+  // runs a loop (thread_waits.h).
+  int other_threads;
   char why[512];  // when not armed: one line, why (Start()'s message)
 };
+
+// watch_thread()'s answers.
+#define HANGWATCH_THREAD_WATCHED 1
+#define HANGWATCH_THREAD_NOT_SELECTED 0
+#define HANGWATCH_THREAD_LEFT_OUT (-1)
 
 // Agent library -> loader.
 struct HangwatchPreloadAgent {
@@ -71,10 +79,19 @@ struct HangwatchPreloadAgent {
   // library is not the program's start-up) and starts the agent. Once per process (a forked
   // child arms again in its own).
   void (*arm)(uint64_t load_ns, uint64_t first_wait_ns, struct HangwatchPreloadArmed* out);
-  // hangwatch::AboutToWait() / WokeUp(), on the main thread of an armed process. Relaxed
+  // hangwatch::AboutToWait() / WokeUp(), on the main thread of an armed process (and on a
+  // thread watch_thread() watched: its own word). Relaxed
   // atomic loads and stores and a clock read: errno untouched.
   void (*about_to_wait)(void);
   void (*woke_up)(void);
+  // On a thread other than the main one of an armed process whose other_threads was set, once
+  // per thread, when the loader found it runs a loop (thread_waits.h): watches the calling
+  // thread (hangwatch::WatchThread, its name as the role) when HANGWATCH_THREADS selects its
+  // name, until it exits. Returns HANGWATCH_THREAD_WATCHED, HANGWATCH_THREAD_NOT_SELECTED, or
+  // HANGWATCH_THREAD_LEFT_OUT (selected, but every slot of Config::max_watched_threads is taken:
+  // counted in GetStats().threads_not_watched; the loader writes it to the launch log). From
+  // then on about_to_wait / woke_up act on that thread's own word. Not in a signal handler.
+  int (*watch_thread)(void);
   // Before _exit()/_Exit() of an armed process, on any thread, maybe in a signal handler:
   // async-signal-safe. Ends the main thread's pass (on_main_thread), has the watchdog write the
   // open hang and the lag interval, and removes the open-hang file once it has.

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "hang/files/kept_files.h"
@@ -24,6 +25,7 @@
 #include "integrations/preload/load_environment.h"
 #include "integrations/preload/shim_state.h"
 #include "integrations/preload/shim_stderr.h"
+#include "integrations/preload/thread_waits.h"
 
 namespace hangwatch::preload {
 namespace {
@@ -128,8 +130,8 @@ const HangwatchPreloadAgent* LoadAgentLibrary(char* why, size_t why_size) {
   const HangwatchPreloadAgent* agent = init != nullptr ? init(&g_services) : nullptr;
   if (agent == nullptr || agent->abi != HANGWATCH_PRELOAD_ABI || agent->prepare == nullptr ||
       agent->shim_files == nullptr || agent->arm == nullptr || agent->about_to_wait == nullptr ||
-      agent->woke_up == nullptr || agent->before_exit == nullptr ||
-      agent->stop_at_exit == nullptr) {
+      agent->woke_up == nullptr || agent->watch_thread == nullptr ||
+      agent->before_exit == nullptr || agent->stop_at_exit == nullptr) {
     snprintf(why, why_size, "%s is not from the same hangwatch as %s", path,
              ShimPath()[0] != '\0' ? ShimPath() : "libhangwatch_preload.so");
     return nullptr;
@@ -205,6 +207,21 @@ bool ShimFilesOfThisProcess(ShimFiles* files) {
   return true;
 }
 
+ThreadWaits::Phase WatchThisThread() {
+  ThreadWaits& t = t_thread_waits;
+  const int saved_errno = errno;
+  t.phase = ThreadWaits::kAsking;
+  const int answer = g_shim.agent->watch_thread();
+  if (answer == HANGWATCH_THREAD_LEFT_OUT) {
+    char name[16] = {};
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    LaunchLogThreadLeftOut(name);
+  }
+  t.phase = answer == HANGWATCH_THREAD_WATCHED ? ThreadWaits::kWatched : ThreadWaits::kNever;
+  errno = saved_errno;
+  return t.phase;
+}
+
 bool LoadingAgent() { return __atomic_load_n(&g_loading, __ATOMIC_ACQUIRE) != 0; }
 
 void ArmWithSignalsHeld();
@@ -240,6 +257,7 @@ void ArmWithSignalsHeld() {
     g_shim.about_to_wait = agent->about_to_wait;
     g_shim.woke_up = agent->woke_up;
     g_shim.inherit = armed.inherit != 0;
+    __atomic_store_n(&g_shim.other_threads, armed.other_threads != 0 ? 1 : 0, __ATOMIC_RELAXED);
     static bool registered = false;  // survives fork: one handler per process image
     if (!registered) registered = atexit(StopAtExit) == 0;
     SetPhase(kArmed);

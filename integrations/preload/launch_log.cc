@@ -218,6 +218,10 @@ void LaunchLogOff(const char* why) { Write("off", why != nullptr ? why : ""); }
 
 void LaunchLogMainJoined() { Write("join", ""); }
 
+void LaunchLogThreadLeftOut(const char* thread_name) {
+  Write("leftout", thread_name != nullptr && thread_name[0] != '\0' ? thread_name : "?");
+}
+
 void LaunchLogUnwritten(const char* type, int error_number) {
   Line detail;
   detail.AddField(type != nullptr ? type : "?", 64);

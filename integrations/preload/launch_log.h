@@ -8,7 +8,7 @@
 //
 //   EVENT PID PPID STARTTIME NAME\tDETAIL\n
 //
-//   EVENT      load | exec | spawn | execfail | armed | off | unwritten | join
+//   EVENT      load | exec | spawn | execfail | armed | off | unwritten | join | leftout
 //   STARTTIME  field 22 of /proc/PID/stat (clock ticks since boot): with PID it names the
 //              process even after the pid is reused
 //   NAME       the process name, at most 255 bytes, no tabs or newlines: the basename of
@@ -34,6 +34,9 @@
 //              disk), so that `run` counts it instead of saying "no hangs"
 //              join: empty; the main thread called pthread_join before it waited for events
 //              (once per process: a runtime that runs the program on another thread, the JVM)
+//              leftout: the name of a loop thread HANGWATCH_THREADS selected and the agent
+//              could not watch (every slot of Config::max_watched_threads taken): one line per
+//              such thread, so that `run` says how many were left out
 //
 // The format is internal to one version of the shim and `hangwatch run` (the run directory
 // and its log belong to one run).
@@ -67,6 +70,8 @@ void LaunchLogArmed();
 void LaunchLogOff(const char* why);
 // The main thread, not armed yet, waits for another thread to end (pthread_join).
 void LaunchLogMainJoined();
+// A loop thread named `thread_name`, selected by HANGWATCH_THREADS, was left out (no slot).
+void LaunchLogThreadLeftOut(const char* thread_name);
 // A record of `type` could not be written to the report (errno `error_number`).
 void LaunchLogUnwritten(const char* type, int error_number);
 

@@ -2,7 +2,9 @@
 // from anywhere else (a handler's synchronous HTTP call, libpq's PQexec, a DNS lookup: each a
 // poll or select deeper in the stack) is work of the pass under way, not the loop idling.
 // Internal to libhangwatch_preload.so (libc only, like shim_state.h): main thread only, no
-// allocation, no system call, errno untouched.
+// allocation, no system call, errno untouched. The functions take the table they learn in: the
+// main thread's (g_loop_wait_sites) or another loop thread's own (thread_waits.h), learned by
+// the same rules.
 //
 // What is learned, and why:
 //   - A wait is identified by its call site (the return address into the code that called the
@@ -65,28 +67,28 @@ struct LoopWaitSites {
   uintptr_t first_cfa;
   int first_returns;
 };
-// Defined in preload_shim.cc; zeroed by the fork child handler.
+// The main thread's. Defined in preload_shim.cc; zeroed by the fork child handler. (Each other
+// thread watched has its own: thread_waits.h.)
 extern LoopWaitSites g_loop_wait_sites;
 
-inline bool IsLoopWaitSite(const void* site) {
-  for (int i = 0; i < g_loop_wait_sites.count; ++i) {
-    if (g_loop_wait_sites.sites[i] == site) return true;
+inline bool IsLoopWaitSite(const LoopWaitSites& s, const void* site) {
+  for (int i = 0; i < s.count; ++i) {
+    if (s.sites[i] == site) return true;
   }
   return false;
 }
 
 // True when a wait called from `site` with the caller's stack at `cfa` is part of the pass
 // under way: the loop is known, and this is not its wait. Stacks grow down (x86-64, AArch64).
-inline bool WaitIsInsidePass(const void* site, uintptr_t cfa) {
-  if (__builtin_expect(g_loop_wait_sites.count == 0, 0) || g_loop_wait_sites.full) return false;
-  return cfa < g_loop_wait_sites.loop_cfa && !IsLoopWaitSite(site);
+inline bool WaitIsInsidePass(const LoopWaitSites& s, const void* site, uintptr_t cfa) {
+  if (__builtin_expect(s.count == 0, 0) || s.full) return false;
+  return cfa < s.loop_cfa && !IsLoopWaitSite(s, site);
 }
 
 // `site` at `cfa` is one of the loop's waits.
-inline void LearnLoopWaitSite(const void* site, uintptr_t cfa) {
-  LoopWaitSites& s = g_loop_wait_sites;
+inline void LearnLoopWaitSite(LoopWaitSites& s, const void* site, uintptr_t cfa) {
   if (s.count == 0 || cfa > s.loop_cfa) s.loop_cfa = cfa;
-  if (IsLoopWaitSite(site)) return;
+  if (IsLoopWaitSite(s, site)) return;
   if (s.count == LoopWaitSites::kCapacity) {
     s.full = true;
     return;
@@ -96,8 +98,8 @@ inline void LearnLoopWaitSite(const void* site, uintptr_t cfa) {
 
 // Before the loop is known: follows the first wait taken as idle (see above). Out of line: it
 // runs only until the loop is learned or the first wait is ruled out.
-__attribute__((noinline)) inline void FollowFirstWait(const void* site, uintptr_t cfa) {
-  LoopWaitSites& s = g_loop_wait_sites;
+__attribute__((noinline)) inline void FollowFirstWait(LoopWaitSites& s, const void* site,
+                                                      uintptr_t cfa) {
   if (s.first_site == nullptr) {
     s.first_site = site;
     s.first_cfa = cfa;
@@ -106,19 +108,21 @@ __attribute__((noinline)) inline void FollowFirstWait(const void* site, uintptr_
     // specialised the call (Python 3.11 calls select.epoll.poll straight from its eval loop
     // after a few passes), and a nested loop calls it from deeper.
     if (cfa > s.first_cfa) s.first_cfa = cfa;
-    if (++s.first_returns == LoopWaitSites::kReturnsToLearn) LearnLoopWaitSite(site, s.first_cfa);
+    if (++s.first_returns == LoopWaitSites::kReturnsToLearn) {
+      LearnLoopWaitSite(s, site, s.first_cfa);
+    }
   } else if (cfa >= s.first_cfa) {
     s.first_returns = -1;  // a wait beside or above it: the first wait may not be the loop's
   }
 }
 
 // A wait taken as idle returned `result`; `blocking`: it had a time-out that was not zero.
-inline void NoteIdleWait(bool blocking, int result, const void* site, uintptr_t cfa) {
+inline void NoteIdleWait(LoopWaitSites& s, bool blocking, int result, const void* site,
+                         uintptr_t cfa) {
   if (__builtin_expect(result == 0, 0) && blocking) {
-    LearnLoopWaitSite(site, cfa);  // timed out: the loop idling on its timer
-  } else if (__builtin_expect(g_loop_wait_sites.count == 0, 0) &&
-             g_loop_wait_sites.first_returns >= 0) {
-    FollowFirstWait(site, cfa);
+    LearnLoopWaitSite(s, site, cfa);  // timed out: the loop idling on its timer
+  } else if (__builtin_expect(s.count == 0, 0) && s.first_returns >= 0) {
+    FollowFirstWait(s, site, cfa);
   }
 }
 

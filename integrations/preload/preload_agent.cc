@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "agent/sinks/jsonl_sink.h"
 #include "hang/files/kept_files.h"
 #include "hangwatch/hangwatch.h"
+#include "hangwatch/threads.h"
 #include "integrations/preload/agent_entry.h"
 #include "integrations/preload/agent_stderr_logger.h"
 #include "integrations/preload/open_hang_path.h"
@@ -174,6 +176,7 @@ void Arm(uint64_t load_ns, uint64_t first_wait_ns, HangwatchPreloadArmed* out) {
   const Status status = Start(config);
   out->inherit = c.inherit ? 1 : 0;
   out->armed = status.ok() ? 1 : 0;
+  out->other_threads = c.threads.WatchesOtherThreads() ? 1 : 0;
   if (status.ok()) {
     NoteOpenHangFile(config.open_hang_path);
   } else {
@@ -183,6 +186,25 @@ void Arm(uint64_t load_ns, uint64_t first_wait_ns, HangwatchPreloadArmed* out) {
 
 void AboutToWaitEntry() { AboutToWait(); }
 void WokeUpEntry() { WokeUp(); }
+
+// The watch of a thread the loader found runs a loop (thread_waits.h), destroyed when the thread
+// exits: the agent lets its slot go then.
+thread_local ThreadWatch t_loop_thread_watch;
+
+// The calling thread runs a loop: watch it when HANGWATCH_THREADS selects its name, with that
+// name as its role (agent_entry.h: watch_thread).
+int WatchThreadEntry() {
+  char name[16] = {};
+  prctl(PR_GET_NAME, name, 0, 0, 0);
+  if (g_config == nullptr || !g_config->threads.Selects(name)) {
+    return HANGWATCH_THREAD_NOT_SELECTED;
+  }
+  if (!IsRunning()) return HANGWATCH_THREAD_NOT_SELECTED;  // stopped at exit meanwhile
+  t_loop_thread_watch = WatchThread(name[0] != '\0' ? name : "thread");
+  // Not watched while the agent runs: every slot is taken (GetStats().threads_not_watched
+  // counts it too).
+  return t_loop_thread_watch.watching() ? HANGWATCH_THREAD_WATCHED : HANGWATCH_THREAD_LEFT_OUT;
+}
 
 // From _exit()/_Exit(), any thread, maybe a signal handler: atomic loads and stores, a futex
 // wake and a bounded nanosleep poll (agent/core/exit_flush.h), lstat and unlink.
@@ -197,8 +219,8 @@ void BeforeExit(int /*on_main_thread*/) {
 void StopAtExit() { agent::StopAtProcessExit(); }
 
 const HangwatchPreloadAgent kEntries = {
-    HANGWATCH_PRELOAD_ABI, Prepare,     SettingsFiles, Arm,
-    AboutToWaitEntry,      WokeUpEntry, BeforeExit,    StopAtExit,
+    HANGWATCH_PRELOAD_ABI, Prepare,          SettingsFiles, Arm,        AboutToWaitEntry,
+    WokeUpEntry,           WatchThreadEntry, BeforeExit,    StopAtExit,
 };
 
 }  // namespace

@@ -68,6 +68,14 @@ PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string
   flag("HANGWATCH_TIME_PASSES", &c.time_passes);
   if (const char* v = getenv("HANGWATCH_REPORT")) c.report_path = v;
   if (const char* v = getenv("HANGWATCH_OPEN_HANG_DIR")) c.open_hang_dir = v;
+  if (const char* v = getenv("HANGWATCH_THREADS"); v != nullptr && *v != '\0') {
+    std::string error;
+    if (!ParseThreadSelection(v, &c.threads, &error)) {
+      warnings->push_back(std::string("HANGWATCH_THREADS='") + v + "' " + error +
+                          "; watching the main thread only");
+      c.threads = ThreadSelection{};
+    }
+  }
   return c;
 }
 

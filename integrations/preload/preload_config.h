@@ -20,6 +20,8 @@
 //   HANGWATCH_LABELS         "k=v,k=v" written on every record (read by the agent)
 //   HANGWATCH_OPEN_HANG_DIR  where the open-hang file of each process (open-hang.PID) lives, so
 //                            a hang that kills the process is reported as fatal; default: none
+//   HANGWATCH_THREADS        main (default), loops, or thread-name patterns: the threads watched
+//                            besides the main one (thread_selection.h); malformed: main only
 // Two more, set by `hangwatch run` and read where they are used:
 //   HANGWATCH_LAUNCH_LOG     the launch log's path (launch_log.h)
 //   HANGWATCH_STDERR         "DEV:INO" of a stderr the shim may print on (stderr_policy.h)
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "integrations/preload/preload_list.h"
+#include "integrations/preload/thread_selection.h"
 
 namespace hangwatch::preload {
 
@@ -49,6 +52,7 @@ struct PreloadConfig {
   std::string open_hang_dir;
   uint32_t lag_interval_ms = 60'000;  // 0: one lag record, at exit
   bool time_passes = true;
+  ThreadSelection threads;  // main only by default
 };
 
 // Looks up one variable; nullptr when unset. The shim passes secure_getenv, which returns

@@ -6,7 +6,9 @@
 // returning from it is "woke up" (hangwatch::AboutToWait / WokeUp: each a relaxed load and store
 // of the run-loop state word, and a read of the pass clock unless HANGWATCH_TIME_PASSES=0);
 // the real call, resolved once with dlsym(RTLD_NEXT), runs in between with the same arguments,
-// and its result and errno are returned untouched. Other threads pass straight through.
+// and its result and errno are returned untouched. Other threads pass straight through, unless
+// HANGWATCH_THREADS watches them: then a thread whose waits show a loop is watched as well
+// (thread_waits.h).
 // A wait the main thread makes inside a handler (a synchronous network call) is not the loop's:
 // the shim learns the loop's call site and depth (loop_wait_sites.h) and lets the pass continue
 // through waits made elsewhere, so they are blocked hangs.
@@ -81,6 +83,7 @@ ShimState g_shim;
 int g_runtime_wait_depth = 0;
 bool g_loop_waits_in_runtime = false;
 LoopWaitSites g_loop_wait_sites{};
+__thread ThreadWaits t_thread_waits __attribute__((tls_model("initial-exec")));
 
 }  // namespace hangwatch::preload
 
@@ -167,6 +170,8 @@ void ForkChild() {
   hangwatch::preload::g_runtime_wait_depth = 0;
   hangwatch::preload::g_loop_waits_in_runtime = false;
   hangwatch::preload::ForgetLoopWaitSites();
+  hangwatch::preload::ForgetThreadWaits();
+  g_shim.other_threads = 0;  // set again when the child arms
   hangwatch::preload::ForgetParentsKeptFiles();
   if (hangwatch::preload::LoadingAgent()) {
     // The parent was loading the agent library (dlopen half done: its copy here is not safe to
@@ -183,11 +188,19 @@ void ForkChild() {
   if (Phase() == hangwatch::preload::kUnarmed) hangwatch::preload::LaunchLogLoaded();
 }
 
-bool IsBlocking(const struct timespec* ts) {
-  return ts == nullptr || ts->tv_sec != 0 || ts->tv_nsec != 0;
+using hangwatch::preload::WaitTimeout;
+WaitTimeout TimeoutOf(int timeout_ms) {
+  return timeout_ms < 0    ? WaitTimeout::kNone
+         : timeout_ms == 0 ? WaitTimeout::kZero
+                           : WaitTimeout::kFinite;
 }
-bool IsBlocking(const struct timeval* tv) {
-  return tv == nullptr || tv->tv_sec != 0 || tv->tv_usec != 0;
+WaitTimeout TimeoutOf(const struct timespec* ts) {
+  if (ts == nullptr) return WaitTimeout::kNone;
+  return ts->tv_sec != 0 || ts->tv_nsec != 0 ? WaitTimeout::kFinite : WaitTimeout::kZero;
+}
+WaitTimeout TimeoutOf(const struct timeval* tv) {
+  if (tv == nullptr) return WaitTimeout::kNone;
+  return tv->tv_sec != 0 || tv->tv_usec != 0 ? WaitTimeout::kFinite : WaitTimeout::kZero;
 }
 
 void NoteSelfPath() {
@@ -258,33 +271,34 @@ extern "C" {
 
 HW_INTERPOSE int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
   auto f = HW_REAL(g_poll, "poll");
-  return Interpose(timeout != 0, HW_SITE, [&] { return f ? f(fds, nfds, timeout) : NoSuchCall(); });
+  return Interpose(TimeoutOf(timeout), HW_SITE,
+                   [&] { return f ? f(fds, nfds, timeout) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, size_t fdslen) {
   auto f = HW_REAL(g_poll_chk, "__poll_chk");
-  return Interpose(timeout != 0, HW_SITE,
+  return Interpose(TimeoutOf(timeout), HW_SITE,
                    [&] { return f ? f(fds, nfds, timeout, fdslen) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
                        const sigset_t* sigmask) {
   auto f = HW_REAL(g_ppoll, "ppoll");
-  return Interpose(IsBlocking(timeout), HW_SITE,
+  return Interpose(TimeoutOf(timeout), HW_SITE,
                    [&] { return f ? f(fds, nfds, timeout, sigmask) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
                              const sigset_t* sigmask, size_t fdslen) {
   auto f = HW_REAL(g_ppoll_chk, "__ppoll_chk");
-  return Interpose(IsBlocking(timeout), HW_SITE,
+  return Interpose(TimeoutOf(timeout), HW_SITE,
                    [&] { return f ? f(fds, nfds, timeout, sigmask, fdslen) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
                         struct timeval* timeout) {
   auto f = HW_REAL(g_select, "select");
-  return Interpose(IsBlocking(timeout), HW_SITE, [&] {
+  return Interpose(TimeoutOf(timeout), HW_SITE, [&] {
     return f ? f(nfds, readfds, writefds, exceptfds, timeout) : NoSuchCall();
   });
 }
@@ -292,28 +306,28 @@ HW_INTERPOSE int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exc
 HW_INTERPOSE int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
                          const struct timespec* timeout, const sigset_t* sigmask) {
   auto f = HW_REAL(g_pselect, "pselect");
-  return Interpose(IsBlocking(timeout), HW_SITE, [&] {
+  return Interpose(TimeoutOf(timeout), HW_SITE, [&] {
     return f ? f(nfds, readfds, writefds, exceptfds, timeout, sigmask) : NoSuchCall();
   });
 }
 
 HW_INTERPOSE int epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout) {
   auto f = HW_REAL(g_epoll_wait, "epoll_wait");
-  return Interpose(timeout != 0, HW_SITE,
+  return Interpose(TimeoutOf(timeout), HW_SITE,
                    [&] { return f ? f(epfd, events, maxevents, timeout) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout,
                              const sigset_t* sigmask) {
   auto f = HW_REAL(g_epoll_pwait, "epoll_pwait");
-  return Interpose(timeout != 0, HW_SITE,
+  return Interpose(TimeoutOf(timeout), HW_SITE,
                    [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
 }
 
 HW_INTERPOSE int epoll_pwait2(int epfd, struct epoll_event* events, int maxevents,
                               const struct timespec* timeout, const sigset_t* sigmask) {
   auto f = HW_REAL(g_epoll_pwait2, "epoll_pwait2");
-  return Interpose(IsBlocking(timeout), HW_SITE,
+  return Interpose(TimeoutOf(timeout), HW_SITE,
                    [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
 }
 

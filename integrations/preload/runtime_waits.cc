@@ -77,8 +77,13 @@ __attribute__((visibility("default"))) int Tcl_WaitForEvent(const TclTime* time_
                    reinterpret_cast<void*>(&Tcl_WaitForEvent));
   if (real == nullptr) return -1;  // cannot happen: only libtcl calls it; Tcl's "error" result
   // No time: wait until an event; a zero time: only poll (Tcl's `update`).
-  const bool blocking = time_ptr == nullptr || time_ptr->sec != 0 || time_ptr->usec != 0;
-  return hangwatch::preload::InterposeRuntimeWait(blocking, [&] { return real(time_ptr); });
+  using hangwatch::preload::WaitTimeout;
+  const WaitTimeout timeout = time_ptr == nullptr                         ? WaitTimeout::kNone
+                              : time_ptr->sec != 0 || time_ptr->usec != 0 ? WaitTimeout::kFinite
+                                                                          : WaitTimeout::kZero;
+  return hangwatch::preload::InterposeRuntimeWait(
+      timeout, __builtin_return_address(0), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+      [&] { return real(time_ptr); });
 }
 
 }  // extern "C"

@@ -15,6 +15,7 @@
 
 #include "integrations/preload/loop_wait_sites.h"
 #include "integrations/preload/shim_state.h"
+#include "integrations/preload/thread_waits.h"
 
 namespace hangwatch::preload {
 
@@ -28,21 +29,23 @@ extern int g_runtime_wait_depth;
 // sleep, both inside a callback) is work of the pass under way, not the loop idling.
 extern bool g_loop_waits_in_runtime;
 
-// The wrapper around each interposed system wait. `blocking`: the call may wait (a timeout that
-// is not zero); the agent arms at the first such call on the main thread, a program that only
-// ever polls with a zero timeout has not reached an event loop yet. `site` and `cfa`: where it
-// was called from and the caller's stack pointer (loop_wait_sites.h): a wait that is not the
-// loop's is part of the pass (no about_to_wait / woke_up), one taken as idle teaches the loop's
-// site when it times out (result 0: poll, select and epoll alike) or comes back as a loop's
-// wait does (NoteIdleWait). Other threads, and
-// the main thread while it arms, go straight to `call`. Its result and errno are returned
-// untouched.
+// The wrapper around each interposed system wait. `timeout`: what the call's time-out was; the
+// agent arms at the first call on the main thread that may block (a time-out that is not zero),
+// a program that only ever polls with a zero timeout has not reached an event loop yet. `site` and
+// `cfa`: where it was called from and the caller's stack pointer (loop_wait_sites.h): a wait that
+// is not the loop's is part of the pass (no about_to_wait / woke_up), one taken as idle teaches the
+// loop's site when it times out (result 0: poll, select and epoll alike) or comes back as a loop's
+// wait does (NoteIdleWait). Other threads go to InterposeOnOtherThread (thread_waits.h:
+// straight to `call` unless HANGWATCH_THREADS watches them), the main thread while it arms
+// straight to `call`. Its result and errno are returned untouched.
 template <typename Call>
-inline __attribute__((always_inline)) int Interpose(bool blocking, const void* site, uintptr_t cfa,
-                                                    Call call) {
-  if (!pthread_equal(pthread_self(), g_shim.main_thread) || g_runtime_wait_depth != 0) {
-    return call();
+inline __attribute__((always_inline)) int Interpose(WaitTimeout timeout, const void* site,
+                                                    uintptr_t cfa, Call call) {
+  if (!pthread_equal(pthread_self(), g_shim.main_thread)) {
+    return InterposeOnOtherThread(timeout, site, cfa, call);
   }
+  if (g_runtime_wait_depth != 0) return call();
+  const bool blocking = timeout != WaitTimeout::kZero;
   if (__builtin_expect(Phase() != kArmed, 0)) {
     if (Phase() != kUnarmed || !blocking) return call();
     if (ArmAtFirstWait()) {
@@ -51,23 +54,27 @@ inline __attribute__((always_inline)) int Interpose(bool blocking, const void* s
     }
     if (Phase() != kArmed) return call();
   }
-  if (g_loop_waits_in_runtime || WaitIsInsidePass(site, cfa)) return call();
+  if (g_loop_waits_in_runtime || WaitIsInsidePass(g_loop_wait_sites, site, cfa)) return call();
   g_shim.about_to_wait();
   const int result = call();
   g_shim.woke_up();
-  NoteIdleWait(blocking, result, site, cfa);
+  NoteIdleWait(g_loop_wait_sites, blocking, result, site, cfa);
   return result;
 }
 
 // The wrapper around a runtime's wait function (runtime_waits.cc): on the main thread the call
 // is one wait of the loop, whatever it waits in underneath. A runtime wait made inside another
-// (a runtime that calls its own wait function again) is part of the outer one.
+// (a runtime that calls its own wait function again) is part of the outer one. On other threads
+// InterposeRuntimeWaitOnOtherThread (thread_waits.h), with `site` and `cfa` as for Interpose.
 template <typename Call>
-inline __attribute__((always_inline)) auto InterposeRuntimeWait(bool blocking, Call call)
-    -> decltype(call()) {
-  if (!pthread_equal(pthread_self(), g_shim.main_thread) || g_runtime_wait_depth != 0) {
-    return call();
+inline __attribute__((always_inline)) auto InterposeRuntimeWait(WaitTimeout timeout,
+                                                                const void* site, uintptr_t cfa,
+                                                                Call call) -> decltype(call()) {
+  if (!pthread_equal(pthread_self(), g_shim.main_thread)) {
+    return InterposeRuntimeWaitOnOtherThread(timeout, site, cfa, call);
   }
+  if (g_runtime_wait_depth != 0) return call();
+  const bool blocking = timeout != WaitTimeout::kZero;
   ++g_runtime_wait_depth;
   if (__builtin_expect(Phase() != kArmed, 0) && Phase() == kUnarmed && blocking) {
     // A runtime's wait function has its own return values: no EINTR faked here; a signal that
