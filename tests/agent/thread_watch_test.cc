@@ -33,7 +33,7 @@ using testing::HangCollector;
 using testing::TestConfig;
 using testing::WaitUntil;
 
-volatile uint64_t g_spin;
+thread_local volatile uint64_t g_spin;  // each thread's own: no race to report under TSan
 
 HW_TEST_KEEP_FRAME void SpinFor(std::chrono::milliseconds d) {
   const auto end = std::chrono::steady_clock::now() + d;
