@@ -2,6 +2,7 @@
 // threads wait without libc (Go).
 #include "integrations/preload/preload_config.h"
 #include "integrations/preload/stderr_policy.h"
+#include "integrations/preload/thread_selection.h"
 #include "integrations/preload/unseen_waits.h"
 
 #include <fcntl.h>
@@ -75,6 +76,60 @@ TEST(PreloadConfig, MalformedValuesKeepDefaultsAndWarn) {
   EXPECT_EQ(c.startup_ms, 2000u);
   EXPECT_TRUE(c.log);
   EXPECT_NE(w[0].find("HANGWATCH_THRESHOLD_MS='12x'"), std::string::npos) << w[0];
+}
+
+TEST(PreloadConfig, ThreadsMainLoopsOrNamePatterns) {
+  std::vector<std::string> w;
+  EXPECT_EQ(Read({}, &w).threads.mode, ThreadSelection::Mode::kMain);
+  EXPECT_EQ(Read({{"HANGWATCH_THREADS", "main"}}, &w).threads.mode, ThreadSelection::Mode::kMain);
+  EXPECT_EQ(Read({{"HANGWATCH_THREADS", "loops"}}, &w).threads.mode, ThreadSelection::Mode::kLoops);
+  const PreloadConfig c = Read({{"HANGWATCH_THREADS", "gdbus,io-*,main"}}, &w);
+  EXPECT_TRUE(w.empty());
+  ASSERT_EQ(c.threads.mode, ThreadSelection::Mode::kNamed);
+  EXPECT_EQ(c.threads.patterns, (std::vector<std::string>{"gdbus", "io-*"}));
+  EXPECT_TRUE(c.threads.Selects("gdbus"));
+  EXPECT_TRUE(c.threads.Selects("io-"));
+  EXPECT_TRUE(c.threads.Selects("io-worker-12"));
+  EXPECT_FALSE(c.threads.Selects("gdbus2"));
+  EXPECT_FALSE(c.threads.Selects("gmain"));
+  EXPECT_FALSE(c.threads.Selects("main"));
+  // `main` alone in a list: the main thread alone.
+  EXPECT_EQ(Read({{"HANGWATCH_THREADS", "main,main"}}, &w).threads.mode,
+            ThreadSelection::Mode::kMain);
+}
+
+TEST(PreloadConfig, ThreadGlobs) {
+  EXPECT_TRUE(GlobMatches("*", ""));
+  EXPECT_TRUE(GlobMatches("*", "anything"));
+  EXPECT_TRUE(GlobMatches("a*b*c", "aXbYbZc"));
+  EXPECT_FALSE(GlobMatches("a*b*c", "aXbYbZ"));
+  EXPECT_TRUE(GlobMatches("Chrome_*IO*", "Chrome_ChildIOT"));
+  EXPECT_TRUE(GlobMatches("io-?", "io-7"));
+  EXPECT_FALSE(GlobMatches("io-?", "io-12"));
+  EXPECT_FALSE(GlobMatches("io", "io-1"));
+  EXPECT_TRUE(GlobMatches("**x", "x"));
+}
+
+TEST(PreloadConfig, MalformedThreadsWarnAndWatchTheMainThreadAlone) {
+  for (const char* bad : {",", "io-*,", ",io-*", "a,,b", "loops,io-*", "main,loops",
+                          "a-thread-name-too-long", "io\tx"}) {
+    const std::string value = bad;
+    std::vector<std::string> w;
+    const PreloadConfig c = Read({{"HANGWATCH_THREADS", value}}, &w);
+    EXPECT_EQ(c.threads.mode, ThreadSelection::Mode::kMain) << value;
+    ASSERT_EQ(w.size(), 1u) << value;
+    EXPECT_NE(w[0].find("HANGWATCH_THREADS="), std::string::npos) << w[0];
+    EXPECT_NE(w[0].find("watching the main thread only"), std::string::npos) << w[0];
+  }
+  // Patterns as long as a name, their `*` aside, are fine.
+  std::vector<std::string> w;
+  EXPECT_EQ(Read({{"HANGWATCH_THREADS", "*fifteen-bytes-1*"}}, &w).threads.mode,
+            ThreadSelection::Mode::kNamed);
+  EXPECT_TRUE(w.empty());
+  ThreadSelection s;
+  std::string error;
+  EXPECT_FALSE(ParseThreadSelection("", &s, &error));
+  EXPECT_FALSE(error.empty());
 }
 
 TEST(PreloadConfig, SampleIntervalIsCappedByThreshold) {

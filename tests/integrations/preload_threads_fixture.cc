@@ -4,8 +4,10 @@
 //   main          a poll loop (10 ms time-out) for --seconds (default 1.2 s)
 //   io-stall      a poll loop (5 ms time-out) whose pass at 300 ms runs busy for 300 ms
 //   io-calm       a poll loop (5 ms time-out), never slow
-//   helper-once   polls a pipe that is ready (once), then blocks in read() until the end
-//   resolver      12 request/answer exchanges, each a poll with a 5 s time-out that its answer
+//   helper-once   after 200 ms, polls a pipe that is ready (once), then blocks in read() until
+//                 the end
+//   resolver      after 200 ms, 12 request/answer exchanges, each a poll with a 5 s time-out that
+//   its answer
 //                 ends (as glibc's resolver polls its socket), then blocks in read() until the
 //                 end
 //   loop-N        with --extra N: N more poll loops like io-calm
@@ -63,8 +65,16 @@ void BlockUntilReleased() {
   }
 }
 
+// The helpers start their work once the process is surely watched (the main thread armed at
+// its first wait; waits before that pass unseen).
+void LetTheMainThreadArm() {
+  const timespec pause = {0, 200'000'000};
+  nanosleep(&pause, nullptr);
+}
+
 void HelperOnce() {
   Name("helper-once");
+  LetTheMainThreadArm();
   int ready[2];
   if (pipe(ready) != 0) return;
   if (write(ready[1], "x", 1) != 1) return;
@@ -75,6 +85,7 @@ void HelperOnce() {
 
 void Resolver() {
   Name("resolver");
+  LetTheMainThreadArm();
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_DGRAM, 0, pair) != 0) return;
   for (int i = 0; i < 12; ++i) {
