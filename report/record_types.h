@@ -149,6 +149,7 @@ inline constexpr TopLevelField kLagFields[] = {
     {"buckets", ValueKind::kArray, true},       {"process_name", ValueKind::kString, false},
     {"host", ValueKind::kString, false},        {"labels", ValueKind::kLabels, false},
     {"slow_passes", ValueKind::kObject, false}, {"thread", ValueKind::kThread, false},
+    {"threads_not_watched", ValueKind::kUint64, false},
 };
 
 inline constexpr TopLevelField kStartupStallFields[] = {

@@ -494,6 +494,7 @@ bool ParseLag(const json& j, Lag* l, std::string* error) {
       !r.Str("host", &l->host, true) || !r.Labels("labels", &l->labels) ||
       !r.Int("start_unix_ms", &l->start_unix_ms) || !r.Int("end_unix_ms", &l->end_unix_ms) ||
       !r.Number("busy_ms", &busy_ms) ||
+      !r.Int("threads_not_watched", &l->threads_not_watched, true) ||
       !ParseThread(j, &l->tid, &l->thread_name, &l->thread_role, error)) {
     return false;
   }

@@ -188,7 +188,12 @@ std::string Encode(const Lag& r) {
     AppendUint(&o, n);
     o.push_back(']');
   }
-  o.append("]}");
+  o.push_back(']');
+  if (r.threads_not_watched > 0) {  // only then: records without it stay what they were
+    Key(&o, "threads_not_watched");
+    AppendUint(&o, r.threads_not_watched);
+  }
+  o.push_back('}');
   return o;
 }
 

@@ -198,6 +198,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       if (registry.status(i) == SlotStatus::kReleased) registry.Free(i);
     }
     threads_not_watched_at_start_ = registry.not_watched();
+    not_watched_in_lag_ = threads_not_watched_at_start_;
     ThreadMonitors::Shared shared;
     shared.config = &config_;
     shared.sampler = sampler_.get();
@@ -467,6 +468,12 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       passes.Add(ns);
     }
     std::optional<report::Lag> record = lag_->Close(passes, MonotonicNs(), UnixMs());
+    if (ThreadRegistry* registry = ThreadRegistry::Get(); record && registry != nullptr) {
+      // Threads left out since the last record: never a silent gap.
+      const uint64_t not_watched = registry->not_watched();
+      record->threads_not_watched = not_watched - not_watched_in_lag_;
+      not_watched_in_lag_ = not_watched;
+    }
     if (record) {
       Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnLag(*record, errors); });
     }
@@ -573,6 +580,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   std::function<std::unique_ptr<WaitCauseProbe>()> make_cause_probe_;
   MonitorStats thread_stats_;
   uint64_t threads_not_watched_at_start_ = 0;
+  uint64_t not_watched_in_lag_ = 0;          // as of the last lag record
   std::atomic<size_t> followed_threads_{0};  // for tests (FollowedThreads())
   std::unique_ptr<ThreadMonitors> threads_;
 

@@ -98,8 +98,13 @@ void LogHang(spdlog::logger& logger, const HangRecord& r) {
 
 void LogLag(spdlog::logger& logger, const report::Lag& record) {
   const double seconds = static_cast<double>(record.end_unix_ms - record.start_unix_ms) / 1000;
-  logger.info("hangwatch: lag over {:.1f} s: {}", seconds,
-              report::DescribeLag(record.passes.Figures()));
+  const bool main = record.thread_role.empty() || record.thread_role == "main";
+  logger.info("hangwatch: lag {}over {:.1f} s: {}{}",
+              main ? "" : "of thread " + record.thread_role + " ", seconds,
+              report::DescribeLag(record.passes.Figures()),
+              record.threads_not_watched == 0 ? ""
+                                              : "; " + std::to_string(record.threads_not_watched) +
+                                                    " threads not watched (every slot taken)");
 }
 
 }  // namespace hangwatch::agent

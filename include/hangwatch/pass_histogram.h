@@ -119,6 +119,9 @@ struct LagRecord {
   int64_t tid = 0;
   std::string thread_name;  // the thread's own name (comm, at most 15 bytes)
   std::string thread_role;  // the watch's role
+  // On the main thread's records: threads that asked to be watched during the interval and were
+  // not, every slot being taken (Config::max_watched_threads). 0 in every other record.
+  uint64_t threads_not_watched = 0;
   PassHistogram passes;  // figures (percentiles, slow passes) come from passes.Figures()
 };
 

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -184,9 +185,18 @@ TEST_F(ThreadWatchTest, APausedThreadIsNeverAHangAndResumingStartsAFreshPass) {
 TEST_F(ThreadWatchTest, WatchingIsANoOpOnTheMainThreadTwiceOnOneThreadAndPastTheLimit) {
   EXPECT_FALSE(WatchThread("ui").watching());  // the main thread keeps role "main"
   Stop();
+  std::mutex mu;
+  std::vector<LagRecord> lags;
+  const int lag_id = AddLagCallback([&](const LagRecord& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    lags.push_back(r);
+  });
   Config config = TestConfig();
   config.max_watched_threads = 2;
+  config.time_every_pass = true;
+  config.lag_interval = 0ms;  // one record, at Stop()
   ASSERT_TRUE(Start(config).ok());
+  { WorkScope pass; }  // a pass, so that the main thread's interval has a record
   std::atomic<int> watching{0};
   Latch all_asked, release;
   std::vector<std::thread> threads;
@@ -207,6 +217,13 @@ TEST_F(ThreadWatchTest, WatchingIsANoOpOnTheMainThreadTwiceOnOneThreadAndPastThe
   for (auto& t : threads) t.join();
   ASSERT_TRUE(WaitUntil([] { return agent::FollowedThreads() == 0; }));
   EXPECT_EQ(GetStats().threads_watched, 0u);
+  Stop();
+  RemoveLagCallback(lag_id);
+  std::lock_guard<std::mutex> lock(mu);
+  const auto main = std::find_if(lags.begin(), lags.end(),
+                                 [](const LagRecord& r) { return r.thread_role == "main"; });
+  ASSERT_NE(main, lags.end());
+  EXPECT_EQ(main->threads_not_watched, 1u) << "the lag record says a thread was left out";
 }
 
 TEST_F(ThreadWatchTest, AnUnwatchedThreadsCallsLeaveTheMainThreadsPassesAlone) {

@@ -92,6 +92,31 @@ TEST(ThreadRecord, LagOfAnotherRoleIsVersionTwoAndCarriesItsThread) {
   EXPECT_EQ(ScanLine(line, &scanned), LineKind::kLag);
 }
 
+// The main thread's lag record says how many threads asked to be watched and were not; the
+// field is written only when there were some, so other records keep their bytes.
+TEST(ThreadRecord, LagSaysHowManyThreadsWereNotWatched) {
+  Lag l;
+  l.pid = 10;
+  l.thread_role = "main";
+  l.start_unix_ms = 1;
+  l.end_unix_ms = 2;
+  l.passes.Add(5'000'000);
+  EXPECT_EQ(Encode(l).find("threads_not_watched"), std::string::npos);
+  l.threads_not_watched = 3;
+  const std::string line = Encode(l);
+  EXPECT_NE(line.find(R"(]],"threads_not_watched":3})"), std::string::npos) << line;
+  Record out;
+  std::string error;
+  ASSERT_TRUE(Decode(line, &out, &error)) << error;
+  EXPECT_EQ(std::get<Lag>(out).threads_not_watched, 3u);
+  ScannedLine scanned;
+  EXPECT_EQ(ScanLine(line, &scanned), LineKind::kLag);
+  std::string bad = line;
+  bad.replace(bad.find(":3}"), 3, R"(:"3"})");
+  EXPECT_FALSE(Decode(bad, &out, &error));
+  EXPECT_EQ(ScanLine(bad, &scanned), LineKind::kBad);
+}
+
 TEST(ThreadRecord, RecordsWithoutThreadAreTheMainThreads) {
   Record out;
   std::string error;

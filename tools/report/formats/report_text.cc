@@ -291,8 +291,16 @@ void AppendLag(std::string* out, const Report& r) {
       it->second.Merge(l.passes);
     }
     const std::string title = role == report::kMainRole ? "Lag" : "Lag of thread " + role;
+    uint64_t not_watched = 0;  // threads past the agent's limit (on the main thread's records)
+    for (const Lag& l : r.lags) {
+      if (report::RoleOrMain(l.thread_role) == role) not_watched += l.threads_not_watched;
+    }
     out->append(title + ": " +
                 with_rate(report::DescribeLag(all.Figures()), HangRateOf(r.hangs, r.lags, role)) +
+                (not_watched == 0 ? ""
+                                  : "; " + std::to_string(not_watched) +
+                                        " threads asked to be watched and were not (every slot "
+                                        "taken: Config::max_watched_threads)") +
                 "\n");
     if (by_pid.size() > 1) {
       for (const auto& [pid, passes] : by_pid) {
