@@ -12,6 +12,7 @@ namespace {
 constexpr std::string_view kOwnLabels[] = {"process", "host", "class",  "cause",
                                            "culprit", "le",   "reason", "quantile"};
 constexpr size_t kMaxCulpritsTracked = 10000;
+constexpr std::string_view kMainRole = "main";  // hangwatch/threads.h: the thread of Start()
 
 // report::ProcessName's rule (report/names.h), restated: this adapter sees the public API only
 // (docs/architecture.md, Layers), so it cannot include the report's headers.
@@ -89,11 +90,26 @@ HangMetrics::HangMetrics(prometheus::Registry& registry, HangMetricsOptions opti
                          "too long), unreadable files, records over the series limit")
                    .Register(registry)) {}
 
+std::string HangMetrics::RoleLabel(std::string_view role) {
+  if (roles_.find(role) != roles_.end()) return std::string(role);
+  if (roles_.size() >= options_.max_roles) return "other";
+  roles_.emplace(role);
+  return std::string(role);
+}
+
 bool HangMetrics::LabelsOf(const std::string& process, const std::string& host,
-                           const std::map<std::string, std::string>& labels,
+                           const std::map<std::string, std::string>& labels, std::string_view role,
                            prometheus::Labels* out) {
   out->clear();
   for (const auto& [key, value] : labels) (*out)[LabelName(key)] = value;
+  // Records of old agents have no role: the main thread's, whose series keep their labels.
+  if (!role.empty() && role != kMainRole) {
+    if (auto it = out->find("role"); it != out->end()) {
+      (*out)["label_role"] = std::move(it->second);
+      out->erase(it);
+    }
+    (*out)["role"] = RoleLabel(role);
+  }
   (*out)["process"] = process;
   (*out)["host"] = host;
   if (label_sets_.count(*out) != 0) return true;
@@ -139,7 +155,7 @@ std::string HangMetrics::CulpritLabel(const HangRecord& hang) {
 void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
   std::lock_guard<std::mutex> lock(mu_);
   prometheus::Labels labels;
-  if (!LabelsOf(ProcessOf(hang), hang.host, hang.labels, &labels)) {
+  if (!LabelsOf(ProcessOf(hang), hang.host, hang.labels, hang.thread_role, &labels)) {
     Skip(kSkipSeriesLimit);
     return;
   }
@@ -156,10 +172,12 @@ void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
 
 void HangMetrics::AddLag(const std::string& process, const std::string& host,
                          const std::map<std::string, std::string>& record_labels,
-                         int64_t start_unix_ms, int64_t end_unix_ms, const PassHistogram& passes) {
+                         int64_t start_unix_ms, int64_t end_unix_ms, const PassHistogram& passes,
+                         std::string_view role) {
   std::lock_guard<std::mutex> lock(mu_);
   prometheus::Labels labels;
-  if (!LabelsOf(process, host, record_labels, &labels)) {
+  // Each role's passes are series of their own (the role label), never added to main's.
+  if (!LabelsOf(process, host, record_labels, role, &labels)) {
     Skip(kSkipSeriesLimit);
     return;
   }

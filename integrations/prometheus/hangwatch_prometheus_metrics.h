@@ -9,9 +9,13 @@
 // hour (docs/report-format.md, "Hang rate").
 //
 // Every series is labelled `process` (the process name, never the pid) and `host`, plus the
-// record's own labels (HANGWATCH_LABELS). Cardinality stays bounded: no culprit, signature or
-// pid label unless asked (culprit_top), and at most max_label_sets distinct label sets; a record
-// beyond that is counted as skipped ("series_limit") rather than making a new series.
+// record's own labels (HANGWATCH_LABELS). The records of a watched thread other than main
+// (HangRecord::thread_role, LagRecord::thread_role; hangwatch/threads.h) add `role`: their hangs
+// and passes are series of their own, never added to the main thread's, whose series have no
+// `role` label (what they were before roles existed). Cardinality stays bounded: no culprit,
+// signature or pid label unless asked (culprit_top), at most max_roles role values, and at most
+// max_label_sets distinct label sets; a record beyond that is counted as skipped
+// ("series_limit") rather than making a new series.
 #ifndef HANGWATCH_INTEGRATIONS_PROMETHEUS_METRICS_H_
 #define HANGWATCH_INTEGRATIONS_PROMETHEUS_METRICS_H_
 
@@ -52,6 +56,10 @@ struct HangMetricsOptions {
   // culprits that are among the N with the most hangs when their hang is counted; the others
   // read "other". At most 2 * N culprits ever get a series of their own.
   size_t culprit_top = 0;
+  // The first max_roles thread roles other than main (in the order their records come) get a
+  // `role` value of their own, later ones read "other" (under the preload shim a role is a
+  // thread's name, and HANGWATCH_THREADS=loops may watch many).
+  size_t max_roles = 16;
   size_t max_label_sets = 10000;
 };
 
@@ -59,23 +67,29 @@ class HangMetrics {
  public:
   HangMetrics(prometheus::Registry& registry, HangMetricsOptions options);
 
-  // One hang record; `cause`: its cause.kind ("" when the record has none: "unknown").
+  // One hang record, of its thread_role; `cause`: its cause.kind ("" when the record has none:
+  // "unknown").
   void AddHang(const HangRecord& hang, std::string_view cause);
-  // One lag record's interval [start, end) and passes.
+  // One lag record's interval [start, end) and passes, of the thread role `role` ("" or "main":
+  // the main thread).
   void AddLag(const std::string& process, const std::string& host,
               const std::map<std::string, std::string>& labels, int64_t start_unix_ms,
-              int64_t end_unix_ms, const PassHistogram& passes);
+              int64_t end_unix_ms, const PassHistogram& passes, std::string_view role = {});
   void Skip(std::string_view reason, double count = 1);
 
  private:
-  // process, host and the record's labels, as Prometheus label names allow; false when the
-  // label set is new and the limit is reached. A new label set gets its series at 0 (every
-  // class with cause "unknown"), so that rate() sees its first hang as an increase.
+  // process, host, the record's labels, as Prometheus label names allow, and `role` for a
+  // thread role other than main (a record label named role then becomes label_role); false
+  // when the label set is new and the limit is reached. A new label set gets its series at 0
+  // (every class with cause "unknown"), so that rate() sees its first hang as an increase.
   bool LabelsOf(const std::string& process, const std::string& host,
-                const std::map<std::string, std::string>& labels, prometheus::Labels* out);
+                const std::map<std::string, std::string>& labels, std::string_view role,
+                prometheus::Labels* out);
   std::string CulpritLabel(const HangRecord& hang);
+  // The `role` value of a thread role other than main: itself, or "other" past max_roles.
+  std::string RoleLabel(std::string_view role);
 
-  std::mutex mu_;  // label_sets_, culprit_hangs_, culprit_series_
+  std::mutex mu_;  // label_sets_, culprit_hangs_, culprit_series_, roles_
   HangMetricsOptions options_;
   prometheus::Family<prometheus::Counter>& hangs_;
   prometheus::Family<prometheus::Counter>& hang_seconds_;
@@ -88,11 +102,15 @@ class HangMetrics {
   std::set<prometheus::Labels> label_sets_;
   std::map<std::string, size_t> culprit_hangs_;  // hangs per culprit name
   std::set<std::string> culprit_series_;         // culprits with a series of their own
+  std::set<std::string, std::less<>> roles_;     // roles with a `role` value of their own
 };
 
 // A record's label key as a Prometheus label name: characters outside [A-Za-z0-9_] become '_',
 // a leading digit or "__" gets a "_"/"label" prefix, and the names the exporter sets itself
-// (process, host, class, cause, culprit, le, reason) become "label_NAME".
+// (process, host, class, cause, culprit, le, reason) become "label_NAME". `role` is not among
+// them: `hangwatch exporter` (tools/exporter/record_counter.h) passes its role label through
+// this function; HangMetrics moves a record label named role to label_role on the series of a
+// thread other than main (as the exporter does), and leaves the main thread's as they were.
 std::string LabelName(std::string_view key);
 
 // A cause.kind as a label value: short lowercase identifiers only, else "unknown".
