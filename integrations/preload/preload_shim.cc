@@ -189,18 +189,25 @@ void ForkChild() {
 }
 
 using hangwatch::preload::WaitTimeout;
+WaitTimeout TimeoutOfMs(long long ms) {
+  return ms == 0                                   ? WaitTimeout::kZero
+         : ms < hangwatch::preload::kLongTimeoutMs ? WaitTimeout::kFinite
+                                                   : WaitTimeout::kLong;
+}
 WaitTimeout TimeoutOf(int timeout_ms) {
-  return timeout_ms < 0    ? WaitTimeout::kNone
-         : timeout_ms == 0 ? WaitTimeout::kZero
-                           : WaitTimeout::kFinite;
+  return timeout_ms < 0 ? WaitTimeout::kNone : TimeoutOfMs(timeout_ms);
 }
 WaitTimeout TimeoutOf(const struct timespec* ts) {
   if (ts == nullptr) return WaitTimeout::kNone;
-  return ts->tv_sec != 0 || ts->tv_nsec != 0 ? WaitTimeout::kFinite : WaitTimeout::kZero;
+  if (ts->tv_sec == 0 && ts->tv_nsec == 0) return WaitTimeout::kZero;
+  return ts->tv_sec >= hangwatch::preload::kLongTimeoutMs / 1000 ? WaitTimeout::kLong
+                                                                 : WaitTimeout::kFinite;
 }
 WaitTimeout TimeoutOf(const struct timeval* tv) {
   if (tv == nullptr) return WaitTimeout::kNone;
-  return tv->tv_sec != 0 || tv->tv_usec != 0 ? WaitTimeout::kFinite : WaitTimeout::kZero;
+  if (tv->tv_sec == 0 && tv->tv_usec == 0) return WaitTimeout::kZero;
+  return tv->tv_sec >= hangwatch::preload::kLongTimeoutMs / 1000 ? WaitTimeout::kLong
+                                                                 : WaitTimeout::kFinite;
 }
 
 void NoteSelfPath() {

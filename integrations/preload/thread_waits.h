@@ -13,14 +13,19 @@
 //     - it came back to wait at one call site kReturnsToArm times, with every wait from another
 //       site in between made deeper in the stack (its handlers'): a wait from another site no
 //       deeper than the one followed starts the count again from that site;
-//     - and at least once it idled there: that wait had no time-out (-1, NULL) or timed out.
+//     - and at least once it idled there: that wait had no time-out (-1, NULL) or one of 10 s or
+//       more (kLongTimeoutMs: Chromium's threads wait with one hours away), timed out, or
+//       lasted kIdleWaitNs (1 s) or more.
 //       A loop idles in its wait; a helper waits for an answer with a bounded wait that
-//       answers (glibc's resolver polls with a time-out and gets its reply), so however often
-//       a pool thread resolves, it is never taken for a loop.
+//       answers soon (glibc's resolver polls with a time-out and gets its reply in
+//       milliseconds), so however often a pool thread resolves, it is never taken for a loop.
 //   A timer thread that never does work qualifies (its waits time out), and is harmless: its
 //   passes are empty. From then on the thread is one of the selected ones (its name matched at
 //   that moment) or never asked about again.
-//   What this leaves: a thread that ran a loop for a while (idling in it) and then, with its
+//   What this leaves: a helper whose bounded waits keep timing out or answering after a second
+//   (a resolver whose server does not answer), or that waits with a time-out of 10 s or more,
+//   passes for a loop after four of them, and a
+//   thread that ran a loop for a while (idling in it) and then, with its
 //   loop's last pass open, blocks elsewhere for good (a worker whose loop ends, the thread going
 //   back to a pool) has that time counted as a pass; a loop whose wait is always bounded and
 //   always answered (under constant load) is not watched until it idles once.
@@ -47,15 +52,23 @@ namespace hangwatch::preload {
 // What a wait's time-out was.
 enum class WaitTimeout : uint8_t {
   kZero,    // only a look: not blocking
-  kFinite,  // blocks at most that long
+  kFinite,  // blocks at most that long, under kLongTimeoutMs
+  kLong,    // blocks at most that long, kLongTimeoutMs or more
   kNone,    // blocks until an event
 };
+// A time-out this long (ms) is a loop's, idling until its next timer (Chromium's threads wait
+// with one hours away): longer than a helper waits for an answer (glibc's resolver polls for
+// 5 s at most, unless resolv.conf's `options timeout:` says 10 or more).
+inline constexpr int kLongTimeoutMs = 10'000;
 
 struct ThreadWaits {
   // How often the followed wait must come back (at least once idle) before the thread is taken
   // for a loop: more than a helper's exchange of a request or two, few enough that a loop that
   // wakes a few times is watched from its first seconds.
   static constexpr int kReturnsToArm = 4;
+  // A wait that blocked this long was idle, whatever its time-out: longer than a helper waits for
+  // an answer that comes (a resolver's reply), shorter than a loop in an idle program waits.
+  static constexpr uint64_t kIdleWaitNs = 1'000'000'000;
   enum Phase : uint8_t {
     kFollowing = 0,  // not yet known to be a loop (zero: every thread starts here)
     kWatched,        // the agent watches it: its waits mark its passes
@@ -90,10 +103,11 @@ inline bool OtherThreadsFollowed() {
          Phase() == kArmed;
 }
 
-// A wait of a thread that is not watched yet returned `result` (0: timed out): follows it (the
-// rule above); the phase the thread is in now. Out of line: a thread runs it a few times.
+// A wait of a thread that is not watched yet returned `result` (0: timed out) after blocking
+// `waited_ns`: follows it (the rule above); the phase the thread is in now. Out of line.
 __attribute__((noinline)) inline ThreadWaits::Phase FollowThreadWait(WaitTimeout timeout,
-                                                                     int result, const void* site,
+                                                                     int result, uint64_t waited_ns,
+                                                                     const void* site,
                                                                      uintptr_t cfa) {
   ThreadWaits& t = t_thread_waits;
   if (timeout == WaitTimeout::kZero) return t.phase;  // a look, not a wait
@@ -108,7 +122,10 @@ __attribute__((noinline)) inline ThreadWaits::Phase FollowThreadWait(WaitTimeout
     if (cfa > t.cfa) t.cfa = cfa;
     ++t.returns;
   }
-  if (timeout == WaitTimeout::kNone || result == 0) t.idled = true;
+  if (timeout == WaitTimeout::kNone || timeout == WaitTimeout::kLong || result == 0 ||
+      waited_ns >= ThreadWaits::kIdleWaitNs) {
+    t.idled = true;
+  }
   if (t.returns < ThreadWaits::kReturnsToArm || !t.idled) return t.phase;
   const ThreadWaits::Phase phase = WatchThisThread();
   if (phase == ThreadWaits::kWatched) LearnLoopWaitSite(t.sites, t.site, t.cfa);
@@ -124,9 +141,11 @@ inline __attribute__((always_inline)) int InterposeOnOtherThread(WaitTimeout tim
   ThreadWaits& t = t_thread_waits;
   if (t.runtime_wait_depth != 0 || t.phase >= ThreadWaits::kNever) return call();
   if (t.phase == ThreadWaits::kFollowing) {
+    // Two vDSO clock reads a wait, until the thread is known: how long it blocked.
+    const uint64_t start_ns = MonotonicNs();
     const int result = call();
     const int error = errno;
-    FollowThreadWait(timeout, result, site, cfa);
+    FollowThreadWait(timeout, result, MonotonicNs() - start_ns, site, cfa);
     errno = error;
     return result;
   }
@@ -148,6 +167,7 @@ inline __attribute__((always_inline)) auto InterposeRuntimeWaitOnOtherThread(
   if (t.runtime_wait_depth != 0 || t.phase >= ThreadWaits::kNever) return call();
   ++t.runtime_wait_depth;
   const bool watched = t.phase == ThreadWaits::kWatched;
+  const uint64_t start_ns = watched ? 0 : MonotonicNs();
   if (watched) {
     if (timeout != WaitTimeout::kZero) t.loop_waits_in_runtime = true;
     g_shim.about_to_wait();
@@ -159,7 +179,8 @@ inline __attribute__((always_inline)) auto InterposeRuntimeWaitOnOtherThread(
     const int error = errno;
     // Its own return values: taken as "answered" (not timed out); a wait without a time-out
     // is the idle evidence.
-    if (FollowThreadWait(timeout, 1, site, cfa) == ThreadWaits::kWatched &&
+    if (FollowThreadWait(timeout, 1, MonotonicNs() - start_ns, site, cfa) ==
+            ThreadWaits::kWatched &&
         timeout != WaitTimeout::kZero) {
       t.loop_waits_in_runtime = true;
     }

@@ -189,7 +189,8 @@ LaunchLog ParseLaunchLog(std::string_view text) {
     uint64_t pid = 0, ppid = 0, start_time = 0;
     if (!ParseLine(line, &event, &pid, &ppid, &start_time, &name, &detail) ||
         (event != "load" && event != "exec" && event != "spawn" && event != "execfail" &&
-         event != "armed" && event != "off" && event != "unwritten" && event != "join")) {
+         event != "armed" && event != "off" && event != "unwritten" && event != "join" &&
+         event != "leftout")) {
       ++log.skipped_lines;
       continue;
     }
@@ -259,6 +260,8 @@ LaunchLog ParseLaunchLog(std::string_view text) {
       image.armed = true;
     } else if (event == "join") {
       image.main_joined = true;
+    } else if (event == "leftout") {
+      ++p->threads_left_out;
     } else {
       image.off = true;
       image.off_reason = std::string(detail);

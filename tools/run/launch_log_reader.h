@@ -51,7 +51,9 @@ struct LaunchProcess {
   int64_t ppid = 0;        // the newest parent (a daemon is re-parented)
   int64_t parent_pid = 0;  // the parent when its first line was written
   uint64_t start_time = 0;
-  size_t unwritten_hangs = 0;       // hangs and start-up stalls its report file did not take
+  size_t unwritten_hangs = 0;  // hangs and start-up stalls its report file did not take
+  // Loop threads HANGWATCH_THREADS selected that the agent could not watch (every slot taken).
+  size_t threads_left_out = 0;
   std::vector<LaunchImage> images;  // never empty
   bool ended_in_exec = false;       // its last line is an exec that did not fail
 

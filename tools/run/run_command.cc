@@ -25,6 +25,7 @@
 #include "hang/files/regular_file.h"
 #include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
+#include "integrations/preload/thread_selection.h"
 #include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/gate/gate_options.h"
@@ -112,6 +113,7 @@ struct RunOptions {
   uint32_t max_frames = 0;  // 0: the agent's default
   bool python = true;
   std::string report_path;  // absolute; empty: the run directory's own report
+  std::string threads;      // --threads (HANGWATCH_THREADS); empty: the main thread alone
   GateOptions gate;
   bool fail_on_hang = false, startup_stall = true, inherit = true, live = false, quiet = false;
   bool explain = false;
@@ -130,6 +132,15 @@ std::optional<int> ParseRunOptions(int argc, char** argv, RunOptions* o) {
   }
   flags.Number({"--max-frames"}, 1, 1024, &o->max_frames, "--max-frames wants 1..1024, not '{}'");
   flags.Switch({"--no-python"}, [o] { o->python = false; });
+  flags.Value({"--threads"}, [o](const std::string& v) {
+    preload::ThreadSelection selection;
+    std::string error;
+    if (!preload::ParseThreadSelection(v, &selection, &error)) {
+      return "--threads '" + EscapeForTerminal(v) + "' " + error;
+    }
+    o->threads = v;
+    return std::string();
+  });
   flags.Value({"--report"}, [o](const std::string& v) {
     o->report_path = AbsolutePath(v);
     return std::string();
@@ -221,6 +232,7 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   if (o.inherit) env.push_back("HANGWATCH_INHERIT=1");
   if (o.max_frames) env.push_back("HANGWATCH_MAX_FRAMES=" + std::to_string(o.max_frames));
   if (!o.python) env.push_back("HANGWATCH_PYTHON=0");
+  if (!o.threads.empty()) env.push_back("HANGWATCH_THREADS=" + o.threads);
   return env;
 }
 

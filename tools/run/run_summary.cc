@@ -35,6 +35,7 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
     w.name = image->name;
     w.exe = image->exe;
     w.unwritten_hangs = p.unwritten_hangs;
+    w.threads_left_out = p.threads_left_out;
   }
   auto entry = [&](int64_t pid, const std::string& process) -> WatchedProcess& {
     if (WatchedProcess* w = FindPid(&out, pid)) return *w;
@@ -103,6 +104,12 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
              report::DescribeLag(r.passes.Figures());
       if (r.hang_rate.known()) out += "; " + DescribeHangRate(r.hang_rate);
       out += "\n";
+    }
+    if (w.threads_left_out > 0) {
+      out += "hangwatch run:     " + std::to_string(w.threads_left_out) +
+             (w.threads_left_out == 1 ? " loop thread" : " loop threads") +
+             " not watched: --threads selected more than the agent watches besides the main "
+             "thread (64)\n";
     }
   }
   return EscapeForTerminal(out);  // names and paths the watched processes gave

@@ -22,12 +22,13 @@ struct WatchedProcess {
   std::string exe;          // executable; may be empty
   size_t hangs = 0;         // hang records with its pid in this run's report
   size_t startup_stalls = 0;
-  size_t unwritten_hangs = 0;  // hangs and start-up stalls its report file did not take
-  bool running = false;        // still alive when the summary was made
-  bool helper = false;         // a wrapper's helper, not the program or a process it started
-  size_t lag_records = 0;      // its main thread's lag records in this run's report, and
-  PassHistogram passes;        // their passes:
-  HangRate hang_rate;          // its main thread's hangs against the time those lag records cover
+  size_t unwritten_hangs = 0;   // hangs and start-up stalls its report file did not take
+  size_t threads_left_out = 0;  // loop threads selected by --threads but not watched (no slot)
+  bool running = false;         // still alive when the summary was made
+  bool helper = false;          // a wrapper's helper, not the program or a process it started
+  size_t lag_records = 0;       // its main thread's lag records in this run's report, and
+  PassHistogram passes;         // their passes:
+  HangRate hang_rate;           // its main thread's hangs against the time those lag records cover
   // The same for each other watched thread role (hangwatch/threads.h), never added to main's.
   struct RoleLag {
     size_t lag_records = 0;
@@ -45,7 +46,8 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
 // (", a helper, not the program" after a helper's hangs),
 // each line prefixed with "hangwatch run: ", and for a process with lag records a second line,
 // "    lag: 3611 passes (busy 9.8 s), p50 ...; hang rate 12.3 s/h (...)", then one line
-// "    lag of thread ROLE: ..." per other thread role with lag records.
+// "    lag of thread ROLE: ..." per other thread role with lag records, and "    N loop threads
+// not watched: ..." when --threads selected more than the agent's slots.
 std::string FormatWatched(const std::vector<WatchedProcess>& watched);
 
 // One line per kind of record lost and cause, each prefixed with "hangwatch run: ": "2 hangs
