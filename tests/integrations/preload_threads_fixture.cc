@@ -11,9 +11,12 @@
 //                 ends (as glibc's resolver polls its socket), then blocks in read() until the
 //                 end
 //   loop-N        with --extra N: N more poll loops like io-calm
+// With --exit _exit, the process ends with _exit(0) while its threads still loop; with
+// --die-in-stall 1, it is killed (SIGKILL) 250 ms into io-stall's slow pass.
 // Prints "done" when every thread has ended.
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,7 +32,8 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
-int g_release[2];  // written at the end: the helpers' read() returns
+bool g_die_in_stall = false;  // --die-in-stall: SIGKILL 250 ms into io-stall's slow pass
+int g_release[2];             // written at the end: the helpers' read() returns
 
 double Now() {
   timespec ts;
@@ -52,6 +56,7 @@ void PollLoop(const char* name, double stall_at, double stall_for) {
       stalled = true;
       const double until = Now() + stall_for;
       while (Now() < until) {
+        if (g_die_in_stall && Now() > until - stall_for + 0.25) kill(getpid(), SIGKILL);
       }
     }
   }
@@ -103,9 +108,12 @@ void Resolver() {
 int main(int argc, char** argv) {
   double seconds = 1.2;
   int extra = 0;
+  bool exit_now = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--seconds") == 0) seconds = std::atof(argv[i + 1]);
     if (std::strcmp(argv[i], "--extra") == 0) extra = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--die-in-stall") == 0) g_die_in_stall = true;
+    if (std::strcmp(argv[i], "--exit") == 0) exit_now = std::strcmp(argv[i + 1], "_exit") == 0;
   }
   if (pipe(g_release) != 0) return 1;
   std::vector<std::thread> threads;
@@ -122,6 +130,11 @@ int main(int argc, char** argv) {
   while (Now() - start < seconds) {
     pollfd p = {idle[0], POLLIN, 0};
     poll(&p, 1, 10);
+  }
+  if (exit_now) {  // as a forked worker or os._exit() leaves: threads still looping
+    std::printf("done\n");
+    std::fflush(stdout);
+    _exit(0);
   }
   g_stop.store(true);
   if (write(g_release[1], "xx", 2) != 2) return 1;

@@ -1,13 +1,15 @@
 // `hangwatch run --threads`: the value is checked before the command starts (one line, exit 2,
 // the command never runs), passed on as HANGWATCH_THREADS, and the loop threads a process left
 // out because every slot was taken are counted in the summary (the shim's `leftout` lines of the
-// launch log), never a silent gap. The program: tests/integrations/preload_threads_fixture.cc.
+// launch log), never a silent gap; a loop thread's fatal hang is read back from its own
+// open-hang file (open-hang.PID.tN). The program: tests/integrations/preload_threads_fixture.cc.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <string>
 
 #include "cli_util.h"
+#include "tools/reader/report_reader.h"
 #include "tools/run/launch_log_reader.h"
 
 namespace hangwatch::testing {
@@ -62,6 +64,36 @@ TEST(RunThreads, ThreadsLeftOutAreCountedPerProcess) {
   const int left_out = std::stoi(r.err.substr(start, at - start));
   EXPECT_GE(left_out, 8) << r.err;
   EXPECT_LE(left_out, 10) << r.err;  // 72 loop threads (io-stall, io-calm, loop-N) for 64 slots
+}
+
+// The process is killed 250 ms into io-stall's slow pass: the thread's open-hang file in the run
+// directory (open-hang.PID.tN) is read back as a fatal hang of that thread.
+TEST(RunThreads, FatalHangOfALoopThreadIsReadBackAfterKill9) {
+  TempDir dir;
+  const std::string report_path = dir / "hangs.jsonl";
+  const CommandResult r =
+      RunCommand({kCli, "run", "--threshold-ms", "100", "--threads", "loops", "--report",
+                  report_path, "--", RUN_THREADS_FIXTURE, "--die-in-stall", "1"});
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  EXPECT_NE(r.err.find("FATAL"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("thread io-stall"), std::string::npos) << r.err;
+  tools::Report report;
+  std::string error;
+  tools::ParseJsonLines(ReadFile(report_path), &report, &error);
+  ASSERT_EQ(report.hangs.size(), 1u) << ReadFile(report_path);
+  EXPECT_TRUE(report.hangs[0].fatal);
+  EXPECT_EQ(report.hangs[0].thread_role, "io-stall");
+  EXPECT_GE(report.hangs[0].duration_ms, 150u);
+}
+
+// _exit() with every loop thread watched and looping: no thread's open-hang file is left for
+// run to take for a fatal hang.
+TEST(RunThreads, ExitWithLoopThreadsWatchedLeavesNoFatalHang) {
+  const CommandResult r = RunCommand({kCli, "run", "--threshold-ms", "150", "--threads", "loops",
+                                      "--", RUN_THREADS_FIXTURE, "--exit", "_exit"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("FATAL"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("died during"), std::string::npos) << r.err;
 }
 
 TEST(RunThreads, LaunchLogCountsLeftOutThreads) {
