@@ -640,7 +640,10 @@ void ChildAfterFork() {
   new (&g_mu) std::mutex;
   new (&Callbacks().mu) std::mutex;
   DisablePassTimer();  // an atomic store; a Start() in the child enables it again
-  ExitFlushDisarm();   // no watchdog polls here
+  if (ThreadRegistry* registry = ThreadRegistry::Get(); registry != nullptr) {
+    registry->ForgetOtherThreadsAfterFork();  // their threads are not in the child
+  }
+  ExitFlushDisarm();  // no watchdog polls here
   if (g_agent != nullptr) {
     g_agent->AbandonAfterFork();
   }

@@ -121,6 +121,15 @@ void ThreadRegistry::Release(int index) noexcept {
       std::memory_order_release);
 }
 
+void ThreadRegistry::ForgetOtherThreadsAfterFork() noexcept {
+  for (size_t i = 0; i < capacity_; ++i) {
+    const SlotStatus s = status(i);
+    if (s != SlotStatus::kActive && s != SlotStatus::kClaimed) continue;
+    if (constructed_[i] && internal::t_run_loop_state == &slot(i).loop.state) continue;  // ours
+    status_[i].store(static_cast<uint32_t>(SlotStatus::kOrphaned), std::memory_order_relaxed);
+  }
+}
+
 void ThreadRegistry::Free(size_t index) noexcept {
   status_[index].store(static_cast<uint32_t>(SlotStatus::kFree), std::memory_order_release);
 }

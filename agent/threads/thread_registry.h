@@ -80,6 +80,11 @@ class ThreadRegistry {
   // The watchdog (or Start()): the slot's hang is closed, the slot may be reused.
   void Free(size_t index) noexcept;
 
+  // In the child of fork(), which has only the thread that forked: every other thread's slot is
+  // orphaned (never followed, freed once the watchdog sees its thread is not there), so that a
+  // pass the parent's thread was in never becomes the child's hang. Async-signal-safe.
+  void ForgetOtherThreadsAfterFork() noexcept;
+
   uint64_t not_watched() const noexcept { return not_watched_.load(std::memory_order_relaxed); }
   // Slots active or being filled in now.
   uint64_t watched() const noexcept;

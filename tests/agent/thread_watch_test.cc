@@ -319,6 +319,36 @@ TEST(ThreadWatchFatalTest, AFatalHangOfANonMainThreadIsReadBackAsThatThreads) {
   unlink(path.c_str());
 }
 
+// A forked child has only the thread that forked: a pass its parent's other watched thread was
+// in must not become the child's hang (the thread does not exist there).
+TEST(ThreadWatchForkTest, AForkedChildNeverReportsItsParentsOtherThreads) {
+  ASSERT_TRUE(Start(TestConfig()).ok());
+  Latch in_pass, release;
+  std::thread render([&] {
+    ThreadWatch watch = WatchThread("render");
+    Heartbeat();  // a pass runs until the next beat, which never comes before the fork
+    in_pass.Open();
+    release.Wait();
+    watch.Pause();
+  });
+  in_pass.Wait();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!Start(TestConfig()).ok()) _exit(10);
+    std::this_thread::sleep_for(500ms);  // five thresholds of the parent's thread's pass
+    Stop();                              // a hang still open would be closed and counted here
+    _exit(GetStats().hangs == 0 ? 0 : 11);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  release.Open();
+  render.join();
+  Stop();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child reported a hang of a thread it does not have";
+}
+
 TEST(ThreadWatchLagTest, EachWatchedThreadHasLagRecordsOfItsOwnPasses) {
   std::mutex mu;
   std::vector<LagRecord> records;
