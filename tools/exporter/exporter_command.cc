@@ -73,8 +73,7 @@ int Run(int argc, char** argv) {
     return CheckListen(v);
   });
   flags.Number({"--culprit-top"}, 0, 1000, &options.culprit_top);
-  size_t max_roles = kDefaultMaxRoles;
-  flags.Number({"--max-roles"}, 0, 1000, &max_roles);
+  flags.Number({"--max-roles"}, 0, 1000, &options.max_roles);
   flags.Number({"--max-series"}, 1, 10'000'000, &options.max_label_sets);
   flags.Number({"--poll-ms"}, 1, 60'000, &poll_ms);
   if (auto done = flags.Parse(argc, argv)) return *done;
@@ -106,7 +105,7 @@ int Run(int argc, char** argv) {
                ports.empty() ? 0 : ports.front());
 
   ReportFollower tail(flags.positional());
-  RecordCounter counter(&metrics, max_roles);
+  RecordCounter counter(&metrics);
   const auto on_line = [&](std::string_view line) { counter.Count(line); };
   const auto on_skip = [&](ReportFollower::Event event) { metrics.Skip(SkipReason(event)); };
   const timespec wait = {static_cast<time_t>(poll_ms / 1000),

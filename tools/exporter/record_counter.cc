@@ -8,25 +8,8 @@
 
 namespace hangwatch::tools {
 
-RecordCounter::RecordCounter(HangMetrics* metrics, size_t max_roles)
-    : parser_(/*want_labels=*/true), metrics_(metrics), max_roles_(max_roles) {}
-
-void RecordCounter::AddRoleLabel(std::string_view role,
-                                 std::map<std::string, std::string>* labels) {
-  if (role == report::kMainRole) return;
-  if (auto it = labels->find("role"); it != labels->end()) {
-    (*labels)["label_role"] = std::move(it->second);
-    labels->erase(it);
-  }
-  if (roles_.find(role) == roles_.end()) {
-    if (roles_.size() >= max_roles_) {
-      (*labels)["role"] = "other";
-      return;
-    }
-    roles_.emplace(role);
-  }
-  (*labels)["role"] = std::string(role);
-}
+RecordCounter::RecordCounter(HangMetrics* metrics)
+    : parser_(/*want_labels=*/true), metrics_(metrics) {}
 
 void RecordCounter::Count(std::string_view line) {
   TopHang h;
@@ -40,7 +23,7 @@ void RecordCounter::Count(std::string_view line) {
       hang_.host.assign(h.host);
       hang_.labels.clear();
       for (const auto& [k, v] : h.labels) hang_.labels[std::string(k)] = std::string(v);
-      AddRoleLabel(h.role, &hang_.labels);
+      hang_.thread_role.assign(h.role);  // the `role` label (HangMetrics), none for main
       hang_.duration_ms = h.duration_ms;
       hang_.hang_class = static_cast<HangClass>(h.hang_class & 3);
       hang_.fatal = h.fatal;
@@ -68,9 +51,8 @@ void RecordCounter::Count(std::string_view line) {
         break;
       }
       // Each role's passes are series of their own, never added to main's.
-      AddRoleLabel(report::RoleOrMain(lag->thread_role), &lag->labels);
       metrics_->AddLag(lag->process_name, lag->host, lag->labels, lag->start_unix_ms,
-                       lag->end_unix_ms, lag->passes);
+                       lag->end_unix_ms, lag->passes, lag->thread_role);
       break;
     }
     case LineKind::kBad:

@@ -8,7 +8,6 @@
 #define HANGWATCH_TOOLS_EXPORTER_RECORD_COUNTER_H_
 
 #include <map>
-#include <set>
 #include <string>
 #include <string_view>
 
@@ -19,29 +18,19 @@
 
 namespace hangwatch::tools {
 
-// The thread role of a record (hangwatch/threads.h) is its series' `role` label, absent for the
-// main thread (so that a main-thread-only report's series are what they were; PromQL matches
-// them with role=""). Bounded: the first `max_roles` roles other than main get a value of their
-// own, later ones read "other" (under the shim a role is a thread's name: `loops` may see many).
-// A record label named "role" (HANGWATCH_LABELS) becomes "label_role" beside it.
-inline constexpr size_t kDefaultMaxRoles = 16;
-
+// The thread role of a record (hangwatch/threads.h) is handed to the metrics, which make it the
+// series' `role` label (HangMetricsOptions::max_roles bounds its values; none for main).
 class RecordCounter {
  public:
-  explicit RecordCounter(HangMetrics* metrics, size_t max_roles = kDefaultMaxRoles);
+  explicit RecordCounter(HangMetrics* metrics);
 
   // Counts one line (without its '\n').
   void Count(std::string_view line);
 
  private:
-  // Adds the `role` label of `role` to *labels (nothing for the main thread).
-  void AddRoleLabel(std::string_view role, std::map<std::string, std::string>* labels);
-
   TopLineParser parser_;
   HangMetrics* metrics_;
-  size_t max_roles_;
-  std::set<std::string, std::less<>> roles_;  // the roles with a label value of their own
-  HangRecord hang_;                           // reused: its strings keep their capacity
+  HangRecord hang_;  // reused: its strings keep their capacity
 };
 
 // The metrics' skip reason (hangwatch_prometheus_metrics.h's kSkip*) of what the follower said

@@ -481,8 +481,10 @@ size_t SeriesWithLabel(prometheus::Registry& registry, const std::string& name,
 // the main thread's series keep their labels (no role).
 TEST(RecordCounterTest, ThreadRolesAreALabelAndLagIsNeverSummedAcrossRoles) {
   prometheus::Registry registry;
-  HangMetrics metrics(registry, {});
-  RecordCounter counter(&metrics, /*max_roles=*/2);
+  HangMetricsOptions options;
+  options.max_roles = 2;
+  HangMetrics metrics(registry, options);
+  RecordCounter counter(&metrics);
   const auto count = [&](const std::string& line) {  // without its newline, as the follower
     counter.Count(std::string_view(line).substr(0, line.size() - 1));
   };
