@@ -3,6 +3,8 @@
 //
 //   main          a poll loop (10 ms time-out) for --seconds (default 1.2 s)
 //   io-stall      a poll loop (5 ms time-out) whose pass at 300 ms runs busy for 300 ms
+//   io-nested     the same loop whose pass at 700 ms blocks 300 ms in a handler's own poll
+//                 (deeper in the stack: part of the pass, as on the main thread)
 //   io-calm       a poll loop (5 ms time-out), never slow
 //   helper-once   after 200 ms, polls a pipe that is ready (once), then blocks in read() until
 //                 the end
@@ -43,7 +45,20 @@ double Now() {
 
 void Name(const char* name) { pthread_setname_np(pthread_self(), name); }
 
-void PollLoop(const char* name, double stall_at, double stall_for) {
+// A handler's own wait, deeper in the stack than its loop's: blocks for `seconds`.
+__attribute__((noinline)) void HandlerWaits(double seconds) {
+  int quiet[2];
+  if (pipe(quiet) != 0) return;
+  pollfd p = {quiet[0], POLLIN, 0};
+  volatile char frame[256] = {};  // a frame of its own, below the loop's
+  poll(&p, 1, static_cast<int>(seconds * 1000));
+  (void)frame[0];
+  close(quiet[0]);
+  close(quiet[1]);
+}
+
+// `stall_in_wait`: the slow pass blocks in a handler's poll instead of running.
+void PollLoop(const char* name, double stall_at, double stall_for, bool stall_in_wait) {
   Name(name);
   int idle[2];
   if (pipe(idle) != 0) return;
@@ -54,6 +69,10 @@ void PollLoop(const char* name, double stall_at, double stall_for) {
     poll(&p, 1, 5);
     if (!stalled && stall_for > 0 && Now() - start >= stall_at) {
       stalled = true;
+      if (stall_in_wait) {
+        HandlerWaits(stall_for);
+        continue;
+      }
       const double until = Now() + stall_for;
       while (Now() < until) {
         if (g_die_in_stall && Now() > until - stall_for + 0.25) kill(getpid(), SIGKILL);
@@ -117,13 +136,14 @@ int main(int argc, char** argv) {
   }
   if (pipe(g_release) != 0) return 1;
   std::vector<std::thread> threads;
-  threads.emplace_back(PollLoop, "io-stall", 0.3, 0.3);
-  threads.emplace_back(PollLoop, "io-calm", 0.0, 0.0);
+  threads.emplace_back(PollLoop, "io-stall", 0.3, 0.3, false);
+  threads.emplace_back(PollLoop, "io-nested", 0.7, 0.3, true);
+  threads.emplace_back(PollLoop, "io-calm", 0.0, 0.0, false);
   threads.emplace_back(HelperOnce);
   threads.emplace_back(Resolver);
   std::vector<std::string> names;
   for (int i = 0; i < extra; ++i) names.push_back("loop-" + std::to_string(i));
-  for (const std::string& n : names) threads.emplace_back(PollLoop, n.c_str(), 0.0, 0.0);
+  for (const std::string& n : names) threads.emplace_back(PollLoop, n.c_str(), 0.0, 0.0, false);
   const double start = Now();
   int idle[2];
   if (pipe(idle) != 0) return 1;
