@@ -71,7 +71,11 @@ PreloadConfig ReadPreloadConfig(const EnvLookup& getenv, std::vector<std::string
   if (const char* v = getenv("HANGWATCH_THREADS"); v != nullptr && *v != '\0') {
     std::string error;
     if (!ParseThreadSelection(v, &c.threads, &error)) {
-      warnings->push_back(std::string("HANGWATCH_THREADS='") + v + "' " + error +
+      std::string shown = v;  // printed on a terminal: no control characters
+      for (char& ch : shown) {
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+      }
+      warnings->push_back("HANGWATCH_THREADS='" + shown + "' " + error +
                           "; watching the main thread only");
       c.threads = ThreadSelection{};
     }

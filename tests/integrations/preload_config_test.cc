@@ -120,6 +120,7 @@ TEST(PreloadConfig, MalformedThreadsWarnAndWatchTheMainThreadAlone) {
     ASSERT_EQ(w.size(), 1u) << value;
     EXPECT_NE(w[0].find("HANGWATCH_THREADS="), std::string::npos) << w[0];
     EXPECT_NE(w[0].find("watching the main thread only"), std::string::npos) << w[0];
+    EXPECT_EQ(w[0].find('\t'), std::string::npos) << "shown without control characters";
   }
   // Patterns as long as a name, their `*` aside, are fine.
   std::vector<std::string> w;
