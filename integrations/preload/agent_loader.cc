@@ -257,7 +257,8 @@ void ArmWithSignalsHeld() {
     g_shim.about_to_wait = agent->about_to_wait;
     g_shim.woke_up = agent->woke_up;
     g_shim.inherit = armed.inherit != 0;
-    __atomic_store_n(&g_shim.other_threads, armed.other_threads != 0 ? 1 : 0, __ATOMIC_RELAXED);
+    // Release: a thread that reads it set (thread_waits.h) sees the entries above.
+    __atomic_store_n(&g_shim.other_threads, armed.other_threads != 0 ? 1 : 0, __ATOMIC_RELEASE);
     static bool registered = false;  // survives fork: one handler per process image
     if (!registered) registered = atexit(StopAtExit) == 0;
     SetPhase(kArmed);

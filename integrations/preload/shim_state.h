@@ -37,7 +37,8 @@ struct ShimState {
   void (*about_to_wait)() = nullptr;
   void (*woke_up)() = nullptr;
   // HANGWATCH_THREADS is not `main` (the agent library said so when arming): the waits of other
-  // threads are followed (thread_waits.h). Set before phase becomes kArmed; relaxed atomics.
+  // threads are followed (thread_waits.h). Set (release, after the entries above) before phase
+  // becomes kArmed; read with acquire.
   int other_threads = 0;
   bool secure = false;         // AT_SECURE: nothing printed, nothing written
   bool lineage_armed = false;  // this process, or one it was forked from, armed

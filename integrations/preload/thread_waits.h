@@ -99,7 +99,9 @@ inline void ForgetThreadWaits() { t_thread_waits = ThreadWaits{}; }
 // Whether the waits of threads other than the main one are followed at all: the process armed
 // with HANGWATCH_THREADS other than `main`.
 inline bool OtherThreadsFollowed() {
-  return __builtin_expect(__atomic_load_n(&g_shim.other_threads, __ATOMIC_RELAXED) != 0, 0) &&
+  // Acquire: pairs with the release that set it after the agent library's entries
+  // (agent_loader.cc), which this thread calls next.
+  return __builtin_expect(__atomic_load_n(&g_shim.other_threads, __ATOMIC_ACQUIRE) != 0, 0) &&
          Phase() == kArmed;
 }
 
