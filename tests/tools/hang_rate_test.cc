@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "tools/run/launch_log_reader.h"
 #include "tools/run/run_summary.h"
 
@@ -91,6 +93,30 @@ TEST(HangRateTest, EachThreadRoleHasItsOwnRateAndLag) {
   EXPECT_NE(text.find("hang rate 3.0 s/h"), std::string::npos) << text;
   EXPECT_NE(text.find("lag of thread render: 1 pass"), std::string::npos) << text;
   EXPECT_NE(text.find("hang rate 0.6 s/h"), std::string::npos) << text;
+}
+
+// Dozens of watched thread roles in one process (`run --threads loops`): the summary shows the
+// roles that hung first, eight lines at most, and counts the rest.
+TEST(HangRateTest, TheSummaryShowsEightThreadRolesAtMostThoseThatHungFirst) {
+  Report report;
+  for (int i = 0; i < 20; ++i) {
+    report::Lag l = Lag("a", 1, 0, 60'000);
+    l.thread_role = "worker-" + std::to_string(i);
+    l.passes.Add(1'000'000);
+    report.lags.push_back(l);
+  }
+  HangRecord h = Hang("a", 1, 300);
+  h.thread_role = "worker-19";
+  report.hangs.push_back(h);
+  const std::string text = FormatWatched(WatchedProcesses(LaunchLog{}, report));
+  size_t lines = 0;
+  for (size_t at = text.find("lag of thread "); at != std::string::npos;
+       at = text.find("lag of thread ", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 8u) << text;
+  EXPECT_NE(text.find("lag of thread worker-19:"), std::string::npos) << "the one that hung";
+  EXPECT_NE(text.find("and the lag of 12 more thread roles"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "report/names.h"
 #include "report/record_types.h"
@@ -98,12 +100,26 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
       if (w.hang_rate.known()) out += "; " + DescribeHangRate(w.hang_rate);
       out += "\n";
     }
-    for (const auto& [role, r] : w.other_roles) {
-      if (r.lag_records == 0) continue;
+    // A role each, the roles that hung first; past kMaxRoleLines (`--threads loops` may watch
+    // dozens of threads in one process) a count: `hangwatch report` shows every one.
+    constexpr size_t kMaxRoleLines = 8;
+    std::vector<const std::pair<const std::string, WatchedProcess::RoleLag>*> roles;
+    for (const auto& entry : w.other_roles) {
+      if (entry.second.lag_records > 0) roles.push_back(&entry);
+    }
+    std::stable_sort(roles.begin(), roles.end(), [](const auto* a, const auto* b) {
+      return a->second.hang_rate.hangs > 0 && b->second.hang_rate.hangs == 0;
+    });
+    for (size_t i = 0; i < roles.size() && i < kMaxRoleLines; ++i) {
+      const auto& [role, r] = *roles[i];
       out += "hangwatch run:     lag of thread " + role + ": " +
              report::DescribeLag(r.passes.Figures());
       if (r.hang_rate.known()) out += "; " + DescribeHangRate(r.hang_rate);
       out += "\n";
+    }
+    if (roles.size() > kMaxRoleLines) {
+      out += "hangwatch run:     and the lag of " + std::to_string(roles.size() - kMaxRoleLines) +
+             " more thread roles (hangwatch report shows each)\n";
     }
     if (w.threads_left_out > 0) {
       out += "hangwatch run:     " + std::to_string(w.threads_left_out) +
