@@ -152,22 +152,52 @@ std::string HangMetrics::CulpritLabel(const HangRecord& hang) {
   return name;
 }
 
+namespace {
+// One part of a series key: its length, then its bytes (so no value can pass for two).
+void AppendKeyPart(std::string* key, std::string_view part) {
+  const auto n = static_cast<uint32_t>(part.size());
+  key->append(reinterpret_cast<const char*>(&n), sizeof n);
+  key->append(part);
+}
+}  // namespace
+
 void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
   std::lock_guard<std::mutex> lock(mu_);
-  prometheus::Labels labels;
-  if (!LabelsOf(ProcessOf(hang), hang.host, hang.labels, hang.thread_role, &labels)) {
-    Skip(kSkipSeriesLimit);
-    return;
+  const std::string culprit = options_.culprit_top > 0 ? CulpritLabel(hang) : std::string();
+  const std::string cause_label = CauseLabel(cause);
+  // The series of a hang like one seen before are found by the record's own values, without
+  // building their label maps again (what the exporter spends most of its time on otherwise).
+  key_.clear();
+  AppendKeyPart(&key_, ProcessOf(hang));
+  AppendKeyPart(&key_, hang.host);
+  AppendKeyPart(&key_, hang.thread_role);
+  for (const auto& [k, v] : hang.labels) {
+    AppendKeyPart(&key_, k);
+    AppendKeyPart(&key_, v);
   }
-  if (options_.culprit_top > 0) labels["culprit"] = CulpritLabel(hang);
-  prometheus::Labels by_class = labels;
-  by_class["class"] = HangClassName(hang.hang_class);
-  prometheus::Labels by_cause = by_class;
-  by_cause["cause"] = CauseLabel(cause);
-  hangs_.Add(by_cause).Increment();
-  hang_seconds_.Add(by_class).Increment(static_cast<double>(hang.duration_ms) / 1000.0);
-  labels.erase("culprit");
-  if (hang.fatal) fatal_hangs_.Add(labels).Increment();
+  AppendKeyPart(&key_, HangClassName(hang.hang_class));
+  AppendKeyPart(&key_, cause_label);
+  AppendKeyPart(&key_, culprit);
+  auto it = hang_series_.find(std::string_view(key_));
+  if (it == hang_series_.end()) {
+    prometheus::Labels labels;
+    if (!LabelsOf(ProcessOf(hang), hang.host, hang.labels, hang.thread_role, &labels)) {
+      Skip(kSkipSeriesLimit);
+      return;
+    }
+    HangSeries series;
+    series.fatal = &fatal_hangs_.Add(labels);
+    if (options_.culprit_top > 0) labels["culprit"] = culprit;
+    prometheus::Labels by_class = labels;
+    by_class["class"] = HangClassName(hang.hang_class);
+    series.seconds = &hang_seconds_.Add(by_class);
+    by_class["cause"] = cause_label;
+    series.hangs = &hangs_.Add(by_class);
+    it = hang_series_.emplace(key_, series).first;
+  }
+  it->second.hangs->Increment();
+  it->second.seconds->Increment(static_cast<double>(hang.duration_ms) / 1000.0);
+  if (hang.fatal) it->second.fatal->Increment();
 }
 
 void HangMetrics::AddLag(const std::string& process, const std::string& host,

@@ -30,6 +30,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "hangwatch/hang_record.h"
@@ -103,6 +104,19 @@ class HangMetrics {
   std::map<std::string, size_t> culprit_hangs_;  // hangs per culprit name
   std::set<std::string> culprit_series_;         // culprits with a series of their own
   std::set<std::string, std::less<>> roles_;     // roles with a `role` value of their own
+  // The series a hang adds to, by its key (process, host, role, labels, class, cause, culprit:
+  // the record's values, not the label maps built from them). Bounded as the label sets are.
+  struct HangSeries {
+    prometheus::Counter* hangs = nullptr;
+    prometheus::Counter* seconds = nullptr;
+    prometheus::Counter* fatal = nullptr;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+  };
+  std::unordered_map<std::string, HangSeries, KeyHash, std::equal_to<>> hang_series_;
+  std::string key_;  // reused: no allocation per hang once it is long enough
 };
 
 // A record's label key as a Prometheus label name: characters outside [A-Za-z0-9_] become '_',
