@@ -64,8 +64,11 @@ class ThreadMonitors::SlotListener final : public MonitorListener {
 };
 
 struct ThreadMonitors::Slot {
-  Slot(const HangLimits& limits, size_t stack_copy_bytes) : storage(limits, stack_copy_bytes) {}
-  MonitorStorage storage;
+  // Made when the watchdog first follows a thread in this slot, kept until Stop(): a slot's
+  // next threads reuse them (about 300 KiB with the default limits, most of it touched: made
+  // for every slot at Start(), 64 slots would cost 20 MB that a program watching no other
+  // thread never uses).
+  std::unique_ptr<MonitorStorage> storage;
   std::unique_ptr<unwind::ThreadSampler> sampler;  // null: the shared one
   std::unique_ptr<WaitCauseProbe> cause_probe;
   std::unique_ptr<OpenHangFile> open_file;
@@ -92,18 +95,11 @@ void ThreadMonitors::SlotListener::OnHangDiscarded() {
 
 ThreadMonitors::ThreadMonitors(ThreadRegistry* registry, Shared shared, Reporter* reporter)
     : registry_(registry), shared_(std::move(shared)), reporter_(reporter) {
-  const Config& c = *shared_.config;
-  HangLimits limits;
-  limits.max_frames = c.max_frames;
-  limits.max_unique_stacks = c.max_unique_stacks;
-  limits.max_timeline = c.max_timeline;
-  const size_t n = std::min(registry_->capacity(), c.max_watched_threads);
+  const size_t n = std::min(registry_->capacity(), shared_.config->max_watched_threads);
   slots_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    auto w = std::make_unique<Slot>(limits, c.stack_copy_bytes);
+    auto w = std::make_unique<Slot>();
     w->index = i;
-    if (shared_.make_sampler) w->sampler = shared_.make_sampler();
-    if (shared_.make_cause_probe) w->cause_probe = shared_.make_cause_probe();
     w->listener = std::make_unique<SlotListener>(this, w.get());
     slots_.push_back(std::move(w));
   }
@@ -121,9 +117,14 @@ void ThreadMonitors::Adopt(size_t i, Slot& w) {
   const WatchedThreadSlot& s = registry_->slot(i);
   const MonitorOptions options =
       OptionsForThread(*shared_.config, s.threshold_ns, s.sample_interval_ns);
+  if (w.storage == nullptr) {
+    w.storage = std::make_unique<MonitorStorage>(options.limits, shared_.config->stack_copy_bytes);
+    if (shared_.make_sampler) w.sampler = shared_.make_sampler();
+    if (shared_.make_cause_probe) w.cause_probe = shared_.make_cause_probe();
+  }
   unwind::ThreadSampler* sampler = w.sampler != nullptr ? w.sampler.get() : shared_.sampler;
   w.monitor.emplace(options, &s.loop.state, s.thread, sampler, shared_.env, shared_.normalizer,
-                    shared_.ring, w.listener.get(), shared_.stats, &w.storage);
+                    shared_.ring, w.listener.get(), shared_.stats, w.storage.get());
   w.monitor->set_role(s.role);
   w.monitor->set_pass_timer(&s.loop.timer);
   w.monitor->set_cfi_unwinder(shared_.cfi);

@@ -1,13 +1,14 @@
 // ThreadMonitors: the watchdog's side of the threads watched besides the main one
 // (agent/threads/thread_registry.h, hangwatch/threads.h).
 //
-// For each registry slot, storage made at Start() (MonitorStorage, a sampler and a cause probe
-// of its own) and, while a thread holds the slot,
-// a StallMonitor built in place over it (no allocation when a thread registers) with the
-// thread's own threshold and role, and a LagReporter of its passes. Each Tick() adopts newly
-// active slots, ticks every adopted one, and lets go of those whose thread stopped watching or
-// exited (closing its hang first, then freeing the slot for the next thread). Their hangs and lag
-// records go to the agent through Reporter, exactly as the main thread's do.
+// For each registry slot, storage made when the watchdog first follows a thread there and kept
+// until Stop() (MonitorStorage, a sampler and a cause probe of its own: about 300 KiB, so a
+// program that watches no other thread pays nothing for the 64 slots, and a slot's later
+// threads allocate nothing) and, while a thread holds the slot, a StallMonitor built in place
+// over it with the thread's own threshold and role, and a LagReporter of its passes. Each Tick()
+// adopts newly active slots, ticks every adopted one, and lets go of those whose thread stopped
+// watching or exited (closing its hang first, then freeing the slot for the next thread). Their
+// hangs and lag records go to the agent through Reporter, exactly as the main thread's do.
 //
 // The cost while idle is one pass over the slots' status words and, per watched thread, what
 // an idle StallMonitor::Tick() costs (two clock reads and one load of its run-loop word): the
@@ -68,7 +69,7 @@ class ThreadMonitors {
     std::string open_hang_path;
   };
 
-  // Allocates everything for every slot of `registry`.
+  // Allocates the slots' bookkeeping; each slot's storage comes with its first thread.
   ThreadMonitors(ThreadRegistry* registry, Shared shared, Reporter* reporter);
   ~ThreadMonitors();
 

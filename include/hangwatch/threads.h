@@ -34,12 +34,15 @@
 // WatchThread() its own, on any other thread nothing. A thread's watch outlives Stop() and
 // Start(): the next Start() watches it again.
 //
-// Memory: the slots of up to Config::max_watched_threads threads are allocated once, by the
-// first Start() or WatchThread(), and never freed; the watchdog's storage for each (its hang,
-// its capture buffers) by Start(). More threads than that are not watched: WatchThread()
-// returns a ThreadWatch that watches nothing, counted in Stats::threads_not_watched and the lag
-// records. The recent hangs of every thread share one ring (RecentHangs()); each record says
-// which thread it was (HangRecord::tid, thread_name, thread_role).
+// Memory: the slots of up to Config::max_watched_threads threads are reserved once, by the
+// first Start() or WatchThread(), and never freed (a slot's pages are touched when a thread
+// first takes it); the watchdog's storage for a slot (its hang, its capture buffers: about
+// 300 KiB with the default limits) when it first follows a thread there, kept until Stop() and
+// used again by the slot's next threads: nothing is allocated per pass, sample or hang. More
+// threads than that are not watched: WatchThread() returns a ThreadWatch that watches nothing,
+// counted in Stats::threads_not_watched and the lag records. The recent hangs of every thread share
+// one ring (RecentHangs()); each record says which thread it was (HangRecord::tid, thread_name,
+// thread_role).
 #ifndef HANGWATCH_THREADS_H_
 #define HANGWATCH_THREADS_H_
 
