@@ -1,0 +1,112 @@
+// The program of the threads issue: a main loop, a render thread that beats once a frame and an
+// I/O thread running a libuv loop (the libuv adapter, attached with a role); each stalls once,
+// one after the other. Three hangs, each of its own thread, with its duration and class, and
+// none on the others. Run in the plain, ASan and ThreadSanitizer builds.
+#include <gtest/gtest.h>
+#include <uv.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "hang_waiter.h"
+#include "hangwatch/hangwatch.h"
+#include "hangwatch_uv.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using hangwatch::testing::HangWaiter;
+using hangwatch::testing::ThisThreadTid;
+
+thread_local volatile uint64_t t_spin;  // each thread's own
+
+void SpinFor(std::chrono::milliseconds d) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < end) t_spin = t_spin + 1;
+}
+
+std::atomic<int> g_turn{0};  // 0: main stalls, 1: render, 2: io, 3: done
+std::atomic<int64_t> g_io_tid{0};
+
+// The I/O loop's timer: idle ticks, then one callback blocked 350 ms once it is its turn.
+void OnIoTimer(uv_timer_t* timer) {
+  g_io_tid = ThisThreadTid();
+  if (g_turn.load() != 2) return;
+  std::this_thread::sleep_for(350ms);
+  g_turn = 3;
+  uv_stop(timer->loop);
+}
+
+TEST(ThreeLoopThreads, MainRenderAndALibuvIoThreadEachStallOnceEachHangIsItsThreads) {
+  hangwatch::Config config;
+  config.threshold = 200ms;
+  config.log_hangs = false;
+  ASSERT_TRUE(hangwatch::Start(config).ok());
+  HangWaiter waiter;
+
+  std::atomic<int64_t> render_tid{0};
+  std::thread render([&] {
+    hangwatch::ThreadWatch watch = hangwatch::WatchThread("render", {.threshold = 100ms});
+    render_tid = ThisThreadTid();
+    while (g_turn.load() < 3) {
+      hangwatch::Heartbeat();
+      const bool slow_frame = g_turn.load() == 1;
+      SpinFor(slow_frame ? 300ms : 2ms);
+      if (slow_frame) g_turn = 2;
+    }
+    watch.Pause();
+  });
+  uv_loop_t loop;
+  ASSERT_EQ(uv_loop_init(&loop), 0);
+  std::atomic<int> attach_rc{1};
+  std::thread io([&] {
+    uv_timer_t timer;
+    uv_timer_init(&loop, &timer);
+    uv_timer_start(&timer, OnIoTimer, 5, 5);
+    hangwatch::UvLoopWatch watch;
+    attach_rc = watch.Attach(&loop, "io");
+    uv_run(&loop, UV_RUN_DEFAULT);
+    watch.Detach();
+    uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+    uv_run(&loop, UV_RUN_DEFAULT);
+  });
+  {
+    hangwatch::WorkScope pass;  // the main loop's one slow pass
+    SpinFor(400ms);
+  }
+  const bool main_reported = waiter.WaitFor(1);
+  g_turn = 1;
+  const bool all_reported = waiter.WaitFor(3);
+  g_turn = 3;
+  render.join();
+  if (!all_reported) uv_stop(&loop);  // a loop that never got its turn (the test has failed)
+  io.join();
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+  hangwatch::Stop();
+  ASSERT_EQ(attach_rc.load(), 0);
+  ASSERT_TRUE(main_reported && all_reported);
+
+  const std::vector<hangwatch::HangRecord> hangs = waiter.Hangs();
+  ASSERT_EQ(hangs.size(), 3u);
+  EXPECT_EQ(hangs[0].thread_role, "main");
+  EXPECT_EQ(hangs[0].tid, ThisThreadTid());
+  EXPECT_EQ(hangs[0].hang_class, hangwatch::HangClass::kBusy);
+  EXPECT_EQ(hangs[0].threshold_ms, 200u);
+  EXPECT_EQ(hangs[1].thread_role, "render");
+  EXPECT_EQ(hangs[1].tid, render_tid.load());
+  EXPECT_EQ(hangs[1].hang_class, hangwatch::HangClass::kBusy);
+  EXPECT_EQ(hangs[1].threshold_ms, 100u);
+  EXPECT_EQ(hangs[2].thread_role, "io");
+  EXPECT_EQ(hangs[2].tid, g_io_tid.load());
+  EXPECT_EQ(hangs[2].hang_class, hangwatch::HangClass::kBlocked);
+  const uint64_t lengths[] = {400, 300, 350};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_GE(hangs[i].duration_ms, lengths[i] * 8 / 10) << hangs[i].thread_role;
+    EXPECT_LE(hangs[i].duration_ms, lengths[i] * 3) << hangs[i].thread_role;
+  }
+}
+
+}  // namespace
