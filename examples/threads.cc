@@ -2,11 +2,9 @@
 // loop, each with its own threshold; each stalls once. docs/threads.md shows this file.
 #include <hangwatch/hangwatch.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
-#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -38,11 +36,12 @@ int main() {
   render.join();
   io.join();
   hangwatch::Stop();
-  std::vector<hangwatch::HangRecord> hangs = hangwatch::RecentHangs();
-  std::sort(hangs.begin(), hangs.end(), [](auto& a, auto& b) { return a.tid < b.tid; });
-  for (const hangwatch::HangRecord& hang : hangs) {  // by thread: main, render, io
-    std::printf("%-6s %s hang of %llu ms (threshold %u ms)\n", hang.thread_role.c_str(),
-                hangwatch::HangClassName(hang.hang_class),
-                static_cast<unsigned long long>(hang.duration_ms), hang.threshold_ms);
+  for (const char* role : {"main", "render", "io"}) {
+    for (const hangwatch::HangRecord& hang : hangwatch::RecentHangs()) {
+      if (hang.thread_role != role) continue;
+      std::printf("%-6s %s hang of %llu ms (threshold %u ms)\n", role,
+                  hangwatch::HangClassName(hang.hang_class),
+                  static_cast<unsigned long long>(hang.duration_ms), hang.threshold_ms);
+    }
   }
 }
