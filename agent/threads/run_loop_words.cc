@@ -18,8 +18,13 @@ namespace {
 // thread that dlopen()s it otherwise) acts on the main word from the start, as before there
 // were other watched threads: a pass begun before Start() is the start-up pass. Start() points
 // its own calling thread there too.
+// The address goes through an empty asm: clang's optimizer otherwise evaluates this constructor
+// at compile time and makes its store the variable's initial value, which every thread's copy
+// starts with (seen at -O1 and up: BeginWork() on any thread then moved the main word).
 __attribute__((constructor)) void PointLoadingThreadAtMainWord() {
-  if (t_run_loop_state == nullptr) t_run_loop_state = &g_run_loop_state;
+  std::atomic<uint64_t>* main_word = &g_run_loop_state;
+  asm volatile("" : "+r"(main_word));
+  if (t_run_loop_state == nullptr) t_run_loop_state = main_word;
 }
 }  // namespace
 
