@@ -144,10 +144,14 @@ TEST_F(ThreadWatchTest, APoolsTaskLongerThanItsThresholdIsAHangItsIdleTimeNever)
   static const TaskPool pool("decoder", 100ms);
   Latch idle_done;
   std::thread worker([&] {
+    struct OpenAtExit {  // whatever happens here, the test thread is not left waiting
+      Latch* latch;
+      ~OpenAtExit() { latch->Open(); }
+    } open_at_exit{&idle_done};
     { TaskScope task(pool); }  // registers the thread
     ASSERT_TRUE(WaitUntil([] { return agent::FollowedThreads() == 1; }));
     std::this_thread::sleep_for(400ms);  // between tasks: idle, never a hang
-    idle_done.Open();
+    idle_done.Open();                    // (again at exit: Open is idempotent)
     TaskScope task(pool);
     std::this_thread::sleep_for(300ms);
   });
