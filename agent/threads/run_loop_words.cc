@@ -9,8 +9,7 @@
 
 namespace hangwatch::internal {
 
-std::atomic<uint64_t> g_run_loop_state{0};
-PassTimer g_pass_timer;
+ThreadLoop g_main_loop;
 __thread std::atomic<uint64_t>* t_run_loop_state = nullptr;
 
 namespace {

@@ -69,21 +69,23 @@ struct PassTimer {
   std::atomic<uint64_t> counts[pass_histogram::kBuckets] = {};
   MeasuredPass measured[kMeasuredPassSlots];
 };
-// The main thread's (the one that called Start()).
-HANGWATCH_EXPORT extern PassTimer g_pass_timer;
-// The main thread's run-loop state: odd while a pass is running, even while idle; each pass
-// adds 2; bit 63 is kRunLoopTimedBit. Written only by the watched thread, read by the watchdog.
-HANGWATCH_EXPORT extern std::atomic<uint64_t> g_run_loop_state;
-
-// The run-loop state and pass timer of a thread watched through hangwatch/threads.h. The state
-// comes first, so that BeginWork() finds a thread's timer from the address of its state word.
-// Its kRunLoopTimedBit stays set for the life of the watch (TimedBegin() does not clear it when
-// the clock is off): set on the watched thread when it registers, it never has to be set by
-// another thread, whose read-modify-write could race with the thread's plain stores.
+// The run-loop state and pass timer of a watched thread: the main thread's (g_main_loop, below)
+// and those of the threads watched through hangwatch/threads.h. The state comes first, so that
+// BeginWork() finds a thread's timer from the address of its state word, whatever the thread.
+// A registry slot's kRunLoopTimedBit stays set for the life of the watch (TimedBegin() does not
+// clear it when the clock is off): set on the watched thread when it registers, it never has to
+// be set by another thread, whose read-modify-write could race with the thread's plain stores.
 struct ThreadLoop {
   std::atomic<uint64_t> state{0};
   PassTimer timer;
 };
+
+// The main thread's (the one that called Start()): its run-loop state (odd while a pass is
+// running, even while idle; each pass adds 2; bit 63 is kRunLoopTimedBit; written only by the
+// watched thread, read by the watchdog) and its pass timer, also by their earlier names.
+HANGWATCH_EXPORT extern ThreadLoop g_main_loop;
+inline std::atomic<uint64_t>& g_run_loop_state = g_main_loop.state;
+inline PassTimer& g_pass_timer = g_main_loop.timer;
 
 // The calling thread's run-loop state word: &g_run_loop_state on the thread that called
 // Start() (and the thread that loaded the library), its ThreadLoop's on a thread that called
@@ -97,8 +99,9 @@ HANGWATCH_EXPORT extern __thread std::atomic<uint64_t>* t_run_loop_state
 HANGWATCH_EXPORT extern __thread std::atomic<uint64_t>* t_run_loop_state;
 #endif
 
+// The timer beside a run-loop state word (no branch: every word is a ThreadLoop's first member).
 inline PassTimer& TimerOf(std::atomic<uint64_t>* state) noexcept {
-  return state == &g_run_loop_state ? g_pass_timer : reinterpret_cast<ThreadLoop*>(state)->timer;
+  return reinterpret_cast<ThreadLoop*>(state)->timer;
 }
 
 // Counts a pass of `timer` longer than the first slow-pass threshold (out of line: rare), and
