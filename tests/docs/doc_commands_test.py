@@ -59,7 +59,8 @@ def normalize(line):
     line = re.sub(r"\b[0-9a-f]{16}\b", "H", line)
     line = re.sub(r"0x[0-9a-fA-F]+", "0xH", line)
     line = re.sub(r"[0-9]+([.,][0-9]+)*", "N", line)
-    line = re.sub(r"(N [A-Za-z]+?)s\b", r"\1", line)  # 1 sample, 2 samples
+    # 1 sample, 2 samples; 1 unique stack, 2 unique stacks (how many a run's timing gives)
+    line = re.sub(r"(N (?:[A-Za-z]+ )?[A-Za-z]+?)s\b", r"\1", line)
     return " ".join(line.split())
 
 
