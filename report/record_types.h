@@ -144,11 +144,16 @@ inline constexpr TopLevelField kHangFields[] = {
 };
 
 inline constexpr TopLevelField kLagFields[] = {
-    {"pid", ValueKind::kInt64, true},           {"start_unix_ms", ValueKind::kInt64, true},
-    {"end_unix_ms", ValueKind::kInt64, true},   {"busy_ms", ValueKind::kBusyMs, true},
-    {"buckets", ValueKind::kArray, true},       {"process_name", ValueKind::kString, false},
-    {"host", ValueKind::kString, false},        {"labels", ValueKind::kLabels, false},
-    {"slow_passes", ValueKind::kObject, false}, {"thread", ValueKind::kThread, false},
+    {"pid", ValueKind::kInt64, true},
+    {"start_unix_ms", ValueKind::kInt64, true},
+    {"end_unix_ms", ValueKind::kInt64, true},
+    {"busy_ms", ValueKind::kBusyMs, true},
+    {"buckets", ValueKind::kArray, true},
+    {"process_name", ValueKind::kString, false},
+    {"host", ValueKind::kString, false},
+    {"labels", ValueKind::kLabels, false},
+    {"slow_passes", ValueKind::kObject, false},
+    {"thread", ValueKind::kThread, false},
     {"threads_not_watched", ValueKind::kUint64, false},
 };
 
