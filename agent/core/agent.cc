@@ -25,6 +25,7 @@
 #include "agent/core/lag_reporter.h"
 #include "agent/core/memory_headroom.h"
 #include "agent/core/pass_timer.h"
+#include "agent/core/sink_dispatch.h"
 #include "agent/core/stall_monitor.h"
 #include "agent/core/thread_monitors.h"
 #include "agent/core/watchdog_sleep.h"
@@ -75,9 +76,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     if (signal_sampler_ != nullptr) {
       ForgetPlatformSamplerAfterFork();
     }
-    for (const auto& sink : sinks_) {
-      sink->ReleaseAfterFork();
-    }
+    sinks_.ReleaseAfterFork();
     if (open_file_ != nullptr) {
       open_file_->ReleaseAfterFork();
     }
@@ -97,6 +96,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     if (logger_ == nullptr && config_.log_hangs) {
       logger_ = DefaultLogger();
     }
+    sinks_.set_logger(logger_);
     host_ = HostName();
     if (const char* env = LabelsVariable(); env != nullptr) {
       std::string error;
@@ -106,7 +106,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     }
     for (const auto& [k, v] : config_.labels) labels_[k] = v;
 
-    if (std::string error; !SinksFromConfig(config_, logger_, &sinks_, &error)) {
+    if (std::string error; !SinksFromConfig(config_, logger_, &sinks_.sinks(), &error)) {
       return Status::Error("hangwatch: " + error);
     }
     if (!config_.open_hang_path.empty()) {
@@ -277,10 +277,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     signal_sampler_.reset();
     cfi_.reset();
     open_file_.reset();
-    for (const auto& sink : sinks_) {
-      sink->Flush();
-    }
-    sinks_.clear();
+    sinks_.FlushAndClear();
     env_.reset();
     normalizer_.reset();
     signal_ = 0;
@@ -367,39 +364,13 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   }
 
   // ---- ThreadMonitors::Reporter (watchdog thread, busy_mu_ held) ----
-  void ReportThreadLag(const report::Lag& record) override {
-    Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnLag(record, errors); });
-  }
+  void ReportThreadLag(const report::Lag& record) override { sinks_.Lag(record); }
   void ThreadNote(const std::string& note) override {
     if (logger_) logger_->warn("hangwatch: {}", note);
   }
   // A closed hang of any watched thread, materialized and handed to the sinks.
   void ReportThreadHang(const HangData& hang) override {
-    if (!HasSinks()) {
-      return;
-    }
-    // Out of memory (an address-space limit, a process at its end), the hang is still told
-    // unnamed, or not at all: never an exception out of the watchdog thread (std::terminate).
-    std::optional<HangRecord> record;
-    MaterializeOptions mo = LocalOptions();
-    mo.symbolize = !NearMemoryLimit();  // memory_headroom.h
-    try {
-      record.emplace(Materialize(hang, mo));
-    } catch (const std::bad_alloc&) {
-      mo.symbolize = false;  // the symbol tables are what needs memory
-      try {
-        record.emplace(Materialize(hang, mo));
-      } catch (const std::bad_alloc&) {
-        stats_.hangs_unreported.fetch_add(1, std::memory_order_relaxed);
-        // hangwatch run counts it as lost. The note is file I/O: with busy_mu_ released, as
-        // Dispatch() writes, so that a fork() never waits for it.
-        busy_mu_.unlock();
-        NotifyUnwrittenRecord("hang", ENOMEM);
-        busy_mu_.lock();
-        return;
-      }
-    }
-    Report(*record);
+    sinks_.Materialized(hang, LocalOptions());
   }
 
  private:
@@ -414,49 +385,6 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     return mo;
   }
 
-  bool HasSinks() const {
-    for (const auto& sink : sinks_) {
-      if (sink->Wants()) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  // Hands a record to every sink (`give(sink, errors)`). Called with busy_mu_ held (by the
-  // watchdog). Released around the sinks that may block for long without holding any lock in
-  // user space (the file write: a FIFO, a hung network file system; the user's callbacks), so
-  // that a fork() never waits for them. What failed is logged once busy_mu_ is held again.
-  // A sink that runs out of memory misses this record (counted); the others still get it, and
-  // busy_mu_ is held again whatever happened.
-  template <typename Give>
-  void Dispatch(const Give& give) {
-    SinkErrors errors;
-    auto give_one = [&](HangSink& sink) {
-      try {
-        give(sink, &errors);
-      } catch (const std::bad_alloc&) {
-        stats_.hangs_unreported.fetch_add(1, std::memory_order_relaxed);
-      }
-    };
-    for (const auto& sink : sinks_) {
-      if (!sink->MayBlock()) give_one(*sink);
-    }
-    busy_mu_.unlock();
-    for (const auto& sink : sinks_) {
-      if (sink->MayBlock()) give_one(*sink);
-    }
-    busy_mu_.lock();
-    if (logger_) {
-      try {
-        for (const std::string& error : errors) logger_->error("hangwatch: {}", error);
-      } catch (const std::bad_alloc&) {
-      }
-    }
-  }
-  void Report(const HangRecord& record) {
-    Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnHang(record, errors); });
-  }
   // The lag record of the interval ending now, if it had passes, to every sink (busy_mu_
   // held). `with_running_pass`: the process is exiting, and the watched thread's pass under
   // way, if any (exit() called on another thread), ends with it: counted as it stands.
@@ -475,7 +403,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       not_watched_in_lag_ = not_watched;
     }
     if (record) {
-      Dispatch([&](HangSink& sink, SinkErrors* errors) { sink.OnLag(*record, errors); });
+      sinks_.Lag(*record);
     }
   }
 
@@ -499,7 +427,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       stats_.fatal_hangs.fetch_add(1, std::memory_order_relaxed);
       {
         std::lock_guard<std::mutex> busy(busy_mu_);
-        Report(fatal);
+        sinks_.Hang(fatal);
       }
       std::lock_guard<std::mutex> lock(mu_);
       fatals_reported_.push_back(std::move(fatal));
@@ -555,7 +483,6 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   std::string host_;
   std::map<std::string, std::string> labels_;  // HANGWATCH_LABELS, then Config::labels
   std::optional<LagReporter> lag_;             // with Config::time_every_pass
-  std::vector<std::unique_ptr<HangSink>> sinks_;
   std::unique_ptr<OpenHangFile> open_file_;
   std::vector<HangRecord> fatals_;           // read at Start, reported by the watchdog
   std::vector<HangRecord> fatals_reported_;  // kept for RecentHangs()
@@ -588,6 +515,8 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::mutex busy_mu_;  // held by the watchdog while it works (LockForFork)
+  // The sinks and how records reach them (sink_dispatch.h), under busy_mu_.
+  SinkDispatch sinks_{&busy_mu_, &stats_.hangs_unreported};
 };
 
 // Start/Stop are serialized by g_lifecycle; g_agent (the running or last agent) by g_mu, held
@@ -730,26 +659,6 @@ bool IsRunning() {
 std::vector<HangRecord> RecentHangs() {
   auto a = agent::CurrentAgent();
   return a ? a->Recent() : std::vector<HangRecord>{};
-}
-
-int AddHangCallback(HangCallback callback) {
-  auto& r = agent::Callbacks();
-  std::lock_guard<std::mutex> lock(r.mu);
-  const int id = r.next_id++;
-  r.callbacks.emplace_back(id, std::make_shared<HangCallback>(std::move(callback)));
-  return id;
-}
-
-bool RemoveHangCallback(int id) {
-  auto& r = agent::Callbacks();
-  std::lock_guard<std::mutex> lock(r.mu);
-  for (auto it = r.callbacks.begin(); it != r.callbacks.end(); ++it) {
-    if (it->first == id) {
-      r.callbacks.erase(it);
-      return true;
-    }
-  }
-  return false;
 }
 
 void DumpRecentHangs(spdlog::logger* logger) {

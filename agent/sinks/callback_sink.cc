@@ -71,7 +71,26 @@ void CallbackSink::OnLag(const report::Lag& record, SinkErrors* errors) {
 
 namespace hangwatch {
 
-// Beside the hang callbacks' registry (AddHangCallback is in agent.cc with the rest of the API).
+int AddHangCallback(HangCallback callback) {
+  auto& r = agent::Callbacks();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const int id = r.next_id++;
+  r.callbacks.emplace_back(id, std::make_shared<HangCallback>(std::move(callback)));
+  return id;
+}
+
+bool RemoveHangCallback(int id) {
+  auto& r = agent::Callbacks();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (auto it = r.callbacks.begin(); it != r.callbacks.end(); ++it) {
+    if (it->first == id) {
+      r.callbacks.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
 int AddLagCallback(LagCallback callback) {
   auto& r = agent::Callbacks();
   std::lock_guard<std::mutex> lock(r.mu);
