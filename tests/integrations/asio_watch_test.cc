@@ -44,10 +44,14 @@ TEST(AsioWatch, ABlockingHandlerIsAHangOfTheThreadThatRanItOnly) {
   std::atomic<int64_t> blocked_tid{0};
   std::atomic<int> ticks_elsewhere{0};  // short handlers run by the other thread meanwhile
   asio::steady_timer tick(io);
+  // Set before the work guard goes: the ticks stop rescheduling themselves (a cancel() alone
+  // races with a tick already completed and queued, which then rescheduled forever and left
+  // the io threads running: the test hung in join()).
+  std::atomic<bool> stopping{false};
   std::function<void()> schedule_tick = [&] {
     tick.expires_after(std::chrono::milliseconds(10));
     tick.async_wait([&](const asio::error_code& ec) {
-      if (ec) return;
+      if (ec || stopping.load()) return;
       const int64_t blocked = blocked_tid.load();
       if (blocked != 0 && blocked != ThisThreadTid()) ++ticks_elsewhere;
       schedule_tick();
@@ -60,6 +64,7 @@ TEST(AsioWatch, ABlockingHandlerIsAHangOfTheThreadThatRanItOnly) {
   std::thread a([&] { io.run(); });
   std::thread b([&] { io.run(); });
   const bool reported = waiter.WaitFor(1);
+  stopping = true;
   asio::post(io, [&] { tick.cancel(); });
   guard.reset();
   a.join();
