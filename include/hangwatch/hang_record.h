@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -301,6 +302,51 @@ struct Cause {
   bool empty() const { return kind == CauseKind::kNone; }
 };
 
+// What began the pass: the event its loop's wait returned (Context::trigger), described by the
+// watchdog when the pass became slow (docs/context.md lists the kinds).
+struct Trigger {
+  // "tcp", "udp", "unix" (a connected socket), "listen" (a listening socket: a new
+  // connection), "socket", "pipe", "fifo", "timerfd", "eventfd", "signalfd", "inotify",
+  // "display" (the X11 or Wayland connection), "file", "device", "timeout" (nothing was ready:
+  // the wait's own time-out, a timer the loop computed), "signal" (the wait was interrupted),
+  // "gone" (the descriptor was closed or reused before it could be described).
+  std::string kind;
+  int fd = -1;          // the ready descriptor; -1 for timeout and signal
+  uint32_t ready = 0;   // how many the wait returned ready
+  std::string peer;     // a socket's other end ("127.0.0.1:5555", "/run/app.sock"), a file's path
+  int64_t pid = 0;      // the process at the other end, when it is on this machine; 0 if not
+  std::string process;  // its name
+  uint64_t timeout_ms = 0;  // timeout: what the wait asked for
+};
+
+// What the pass was serving (docs/context.md). Each part is present when known.
+struct Context {
+  std::string label;                    // the innermost hangwatch::ScopedLabel
+  std::vector<std::string> label_path;  // every label, outermost first (label is the last)
+  uint32_t label_depth = 0;             // labels on the stack (more than label_path keeps)
+  bool has_trigger = false;
+  Trigger trigger;
+  std::string source;    // what an adapter dispatched (a GLib source's name, a Qt event...)
+  std::string callback;  // the source's callback, symbolized ("on_tick"), else "module+0xoffset"
+  bool empty() const {
+    return label_path.empty() && !has_trigger && source.empty() && callback.empty();
+  }
+};
+
+// Whether input waited during the hang, read on the display connection without consuming it
+// (docs/context.md). known false: no display connection (JSON: "input" absent, read as null).
+struct Input {
+  bool known = false;
+  bool pending = false;             // input events (or a ping) were waiting
+  uint32_t events = 0;              // input events waiting at the hang's last look
+  bool events_lower_bound = false;  // part of the bytes could not be parsed: at least `events`
+  bool oldest_known = false;        // the events' server times could be compared
+  uint64_t oldest_ms = 0;           // how long the oldest had waited by then
+  std::vector<std::string> kinds;   // "key", "button", "motion", "touch", "ping", "other"
+  bool ping = false;                // a window manager's _NET_WM_PING waited
+  uint64_t ping_ms = 0;             // how long it had waited
+};
+
 struct HangRecord {
   int64_t pid = 0;
   int64_t tid = 0;  // the thread that hung
@@ -345,6 +391,17 @@ struct HangRecord {
   // hangwatch's own cost: the main thread's total pause for captures during the hang (the sum
   // of the samples' pause times; a sample read through /proc pauses nothing).
   uint64_t monitor_pause_us = 0;
+  // What the pass was serving; whether a person was kept waiting (docs/context.md).
+  Context context;
+  Input input;
+  // Input (or a window manager's ping) waited longer than Config::perceived_ms during the hang:
+  // true; a display connection was read and nothing waited: false; unknown (no display, or the
+  // toolkit may have read the events into its own queue first): nullopt.
+  std::optional<bool> perceived;
+  bool not_responding = false;  // a ping waited longer than the desktop's timeout (5 s)
+  // How long the work that began the pass waited before it ran (a timer fired late); -1 when
+  // not known.
+  int64_t queued_ms = -1;
 
   const Stack* dominant() const {
     return dominant_stack >= 0 && static_cast<size_t>(dominant_stack) < stacks.size()

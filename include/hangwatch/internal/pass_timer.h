@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "hangwatch/export.h"
+#include "hangwatch/internal/pass_context.h"
 #include "hangwatch/pass_histogram.h"
 
 #if defined(__x86_64__)
@@ -75,9 +76,11 @@ struct PassTimer {
 // A registry slot's kRunLoopTimedBit stays set for the life of the watch (TimedBegin() does not
 // clear it when the clock is off): set on the watched thread when it registers, it never has to
 // be set by another thread, whose read-modify-write could race with the thread's plain stores.
+// The pass's context (labels, what began it, what it dispatches: pass_context.h) comes last.
 struct ThreadLoop {
   std::atomic<uint64_t> state{0};
   PassTimer timer;
+  PassContext context;
 };
 
 // The main thread's (the one that called Start()): its run-loop state (odd while a pass is
@@ -102,6 +105,11 @@ HANGWATCH_EXPORT extern __thread std::atomic<uint64_t>* t_run_loop_state;
 // The timer beside a run-loop state word (no branch: every word is a ThreadLoop's first member).
 inline PassTimer& TimerOf(std::atomic<uint64_t>* state) noexcept {
   return reinterpret_cast<ThreadLoop*>(state)->timer;
+}
+
+// The pass context beside a run-loop state word.
+inline PassContext& ContextOf(std::atomic<uint64_t>* state) noexcept {
+  return reinterpret_cast<ThreadLoop*>(state)->context;
 }
 
 // Counts a pass of `timer` longer than the first slow-pass threshold (out of line: rare), and

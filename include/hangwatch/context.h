@@ -1,0 +1,72 @@
+// What a pass was serving: names the program gives its work, and what adapters know of the
+// event a pass dispatches. Both go into the hang of a pass that became one, as its `context`
+// (HangRecord::context, docs/context.md); a pass that is not a hang pays only the stores below.
+//
+//   void DecodeThumbnail(const Image& image) {
+//     hangwatch::ScopedLabel label("thumbnail.decode");   // a static string
+//     ...                                                 // a hang here says "thumbnail.decode"
+//   }
+//
+// Labels nest: a hang carries the innermost one (Context::label) and the whole stack,
+// outermost first (Context::label_path). They act on the calling thread's watch, as
+// BeginWork() does: the main thread, a thread that called WatchThread(), nothing elsewhere (an
+// unwatched thread pays one thread-local load). The stack keeps 8 names; deeper ones are
+// counted, not kept; each name is cut to 63 bytes in the hang. Nothing allocates, and the
+// watchdog copies the names itself: no dynamic thread-local storage is touched by the capture.
+#ifndef HANGWATCH_CONTEXT_H_
+#define HANGWATCH_CONTEXT_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "hangwatch/internal/pass_timer.h"
+
+namespace hangwatch {
+
+// Names the calling thread's work from construction to destruction. `name` must outlive the
+// label (a string literal). Labels are pushed and popped in order (a scoped object); not
+// copyable, not movable.
+class ScopedLabel {
+ public:
+  explicit ScopedLabel(const char* name) noexcept {
+    std::atomic<uint64_t>* s = internal::t_run_loop_state;
+    if (s == nullptr) return;
+    context_ = &internal::ContextOf(s);
+    const uint32_t depth = context_->label_depth.load(std::memory_order_relaxed);
+    if (depth < internal::kMaxLabelDepth) {
+      context_->labels[depth].store(name, std::memory_order_relaxed);
+    }
+    context_->label_depth.store(depth + 1, std::memory_order_release);
+  }
+  ~ScopedLabel() {
+    if (context_ == nullptr) return;
+    const uint32_t depth = context_->label_depth.load(std::memory_order_relaxed);
+    context_->label_depth.store(depth - 1, std::memory_order_release);
+  }
+  ScopedLabel(const ScopedLabel&) = delete;
+  ScopedLabel& operator=(const ScopedLabel&) = delete;
+
+ private:
+  internal::PassContext* context_ = nullptr;
+};
+
+// For run-loop adapters (GLib, libuv, Qt, asio ship their own): the pass under way (or, called
+// between passes, the next one) dispatches `source` (a name: a GLib source's, "timer",
+// "QMouseEvent to MainWindow \"main\"") through `callback` (a function's address, symbolized
+// in the hang; null when none). `source` must stay valid until the pass ends. The last call of
+// a pass wins. Four relaxed stores; nothing on an unwatched thread.
+inline void SetPassSource(const char* source, const void* callback = nullptr) noexcept {
+  std::atomic<uint64_t>* s = internal::t_run_loop_state;
+  if (s == nullptr) return;
+  internal::PassContext& c = internal::ContextOf(s);
+  const uint64_t pass = (s->load(std::memory_order_relaxed) & ~internal::kRunLoopTimedBit) | 1;
+  c.source_pass.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  c.source.store(source, std::memory_order_relaxed);
+  c.callback.store(callback, std::memory_order_relaxed);
+  c.source_pass.store(pass, std::memory_order_release);
+}
+
+}  // namespace hangwatch
+
+#endif  // HANGWATCH_CONTEXT_H_
