@@ -160,6 +160,13 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     monitor_->set_shutdown_pass(ShutdownPassState());
     monitor_->set_wait_cause_probe(cause_probe_.get());
     monitor_->set_other_thread_sampler(other_sampler_.get());
+    if (const ContextOptions context = ContextOptionsFor(
+            config_.context, config_.input, static_cast<uint32_t>(config_.perceived_after.count()));
+        context.context || context.input) {
+      context_shared_ = std::make_unique<ContextShared>(context);
+      context_probe_.emplace(&internal::g_main_loop.context, context_shared_.get());
+      monitor_->set_context_probe(&*context_probe_);
+    }
     if (runtime_frames_ != nullptr) {
       runtime_frames_->Watch(main_);
       runtime_frames_->set_note([logger = logger_](const std::string& note) {
@@ -210,6 +217,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     shared.normalizer = normalizer_.get();
     shared.ring = &ring_;
     shared.cfi = cfi_.get();
+    shared.context = context_shared_.get();
     shared.stats = &thread_stats_;
     shared.lag_identity = std::move(lag_identity);
     if (!config_.open_hang_path.empty()) shared.open_hang_path = config_.open_hang_path;
@@ -271,6 +279,8 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     std::lock_guard<std::mutex> busy(busy_mu_);
     threads_.reset();
     monitor_.reset();
+    context_probe_.reset();
+    context_shared_.reset();
     cause_probe_.reset();
     other_sampler_.reset();
     sampler_.reset();
@@ -494,6 +504,9 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   std::unique_ptr<OwnerSampler> other_sampler_;  // lock owners' (over signal_sampler_)
   // The Python frames of a CPython process (agent/samplers/python_stacks.h); null: none.
   std::unique_ptr<RuntimeFrames> runtime_frames_;
+  // What hangs' passes were serving, whether input waited (agent/context/); null when off.
+  std::unique_ptr<ContextShared> context_shared_;
+  std::optional<ContextProbe> context_probe_;  // the main thread's
   std::unique_ptr<symbols::CfiUnwinder> cfi_;
   std::atomic<int> signal_{0};  // read by SamplingSignal() from any thread
   HangRing ring_;

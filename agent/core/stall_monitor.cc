@@ -371,6 +371,7 @@ void StallMonitor::EndPass(uint64_t now, bool still_running, uint64_t ended_befo
     return;
   }
   if (cause_probe_ != nullptr && cause_started_) cause_probe_->HangEnded(target_, &hang_.cause);
+  if (context_probe_ != nullptr) context_probe_->HangEnded(&hang_.context);
   ring_->Push(hang_);
   stats_->hangs.fetch_add(1, std::memory_order_relaxed);
   listener_->OnHangClosed(hang_);
@@ -477,6 +478,9 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
                   n <= num_methods_ ? methods_ : nullptr, buffer_.method);
   if (ok) hang_.summary.pause_ns += buffer_.pause_ns;
   if (cause_probe_ != nullptr && (state == 'S' || state == 'D')) ProbeCause(state);
+  if (context_probe_ != nullptr) {
+    context_probe_->Sample(tracked_state_, env_->MonotonicNs(), &hang_.context);
+  }
   if (ok) {
     stats_->samples.fetch_add(1, std::memory_order_relaxed);
   } else {

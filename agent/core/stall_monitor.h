@@ -35,6 +35,7 @@
 #include <memory>
 #include <span>
 
+#include "agent/context/context_probe.h"
 #include "agent/core/hang_ring.h"
 #include "agent/core/watchdog_env.h"
 #include "agent/samplers/leaf_normalizer.h"
@@ -152,6 +153,10 @@ class StallMonitor final : private OtherThreadCapturer {
   // found the main thread asleep; lock owners are captured with the same sampler and unwinder.
   // nullptr (default): no cause. Borrowed; set before the first Tick().
   void set_wait_cause_probe(WaitCauseProbe* probe) { cause_probe_ = probe; }
+  // What the pass was serving and whether input waited (agent/context/context_probe.h): asked
+  // at each sample, told when the hang closes. nullptr (default): no context. Borrowed; set
+  // before the first Tick().
+  void set_context_probe(ContextProbe* probe) { context_probe_ = probe; }
   // The sampler of the other threads (lock owners): a second one keeps the main thread's and
   // the owner's /proc files open between samples, and tells when an owner has not run since its
   // last capture (whose frames are then used again). nullptr: the main thread's sampler.
@@ -229,6 +234,7 @@ class StallMonitor final : private OtherThreadCapturer {
   uint64_t startup_state_ = 0;  // the pass under way at construction (odd), 0 when none
   size_t num_methods_ = 0;
   WaitCauseProbe* cause_probe_ = nullptr;
+  ContextProbe* context_probe_ = nullptr;
   RuntimeFrames* runtime_ = nullptr;
   OwnerSampler* other_sampler_ = nullptr;
   pid_t other_captured_tid_ = 0;  // whose capture other_buffer_ holds (unwound), 0 none

@@ -71,6 +71,7 @@ struct ThreadMonitors::Slot {
   std::unique_ptr<MonitorStorage> storage;
   std::unique_ptr<unwind::ThreadSampler> sampler;  // null: the shared one
   std::unique_ptr<WaitCauseProbe> cause_probe;
+  std::optional<ContextProbe> context_probe;  // over the slot's words, while followed
   std::unique_ptr<OpenHangFile> open_file;
   std::unique_ptr<SlotListener> listener;
   std::optional<StallMonitor> monitor;  // while a thread holds the slot
@@ -131,6 +132,10 @@ void ThreadMonitors::Adopt(size_t i, Slot& w) {
   w.monitor->set_wait_cause_probe(w.cause_probe.get());
   w.monitor->set_other_thread_sampler(shared_.other_sampler);
   w.monitor->set_runtime_frames(shared_.runtime);
+  if (shared_.context != nullptr) {
+    w.context_probe.emplace(&s.loop.context, shared_.context);
+    w.monitor->set_context_probe(&*w.context_probe);
+  }
   w.generation = s.generation;
   if (!shared_.open_hang_path.empty()) {
     std::string error;

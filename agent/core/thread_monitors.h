@@ -61,7 +61,8 @@ class ThreadMonitors {
     LeafNormalizer* normalizer = nullptr;
     HangRing* ring = nullptr;
     symbols::CfiUnwinder* cfi = nullptr;
-    MonitorStats* stats = nullptr;  // the other threads' counters (not the main thread's)
+    ContextShared* context = nullptr;  // hangs' context and input (null: none)
+    MonitorStats* stats = nullptr;     // the other threads' counters (not the main thread's)
     // With Config::time_every_pass: pid, process name, host, labels of the lag records.
     std::optional<report::Lag> lag_identity;
     // The main thread's open-hang file ("" for none): each followed thread keeps its open hang

@@ -13,6 +13,7 @@ HangData::HangData(const HangLimits& limits)
 void HangData::Clear() {
   summary = HangSummary{};
   cause = WaitCause{};
+  context = HangContext{};
   num_tallies_ = 0;
   best_count_ = 0;
   cause_version_ = 0;
@@ -26,6 +27,7 @@ void HangData::CopyFrom(const HangData& other) {
   }
   summary = other.summary;
   cause = other.cause;
+  context = other.context;
   std::copy_n(other.tallies_, other.num_tallies_, tallies_);
   num_tallies_ = other.num_tallies_;
   best_count_ = other.best_count_;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "hang/model/hang_context.h"
 #include "hang/model/stack_table.h"
 #include "hang/model/wait_cause.h"
 #include "hangwatch/hang_record.h"
@@ -75,6 +76,8 @@ class HangData {
 
   HangSummary summary;
   WaitCause cause;  // why the hang waited (NoteCause); kind kNone when not known
+  // What the pass was serving and whether input waited (the context probe, agent/context/).
+  HangContext context;
   // Bumped each time `cause` changes (the open-hang file rewrites it only then).
   uint32_t cause_version() const { return cause_version_; }
   const StackTable& stacks() const { return stacks_; }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hang/model/materialize_cause.h"
+#include "hang/model/materialize_context.h"
 #include "hang/model/process_name.h"
 #include "hang/model/python_frame_word.h"
 #include "report/frame_classifier.h"
@@ -284,6 +285,11 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
                              [&resolver](uintptr_t addr, bool is_return, FrameMethod method) {
                                return resolver.Resolve(addr, is_return, method);
                              });
+  MaterializeContext(hang.context,
+                     [&resolver](uintptr_t addr) {
+                       return resolver.Resolve(addr, false, FrameMethod::kUnknown);
+                     },
+                     &r);
   r.modules = resolver.Modules();
   return r;
 }

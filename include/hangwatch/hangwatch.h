@@ -114,6 +114,19 @@ struct Config {
   // makes Start() fail) and removed by Stop().
   std::string open_hang_path;
 
+  // ---- what a hang's pass was serving, and who felt it (hangwatch/context.h) ----
+  // Each hang carries its pass's context: the ScopedLabel names, what began the pass (the wait's
+  // ready descriptor, described: a socket and its peer, a timer, a pipe...; recorded by the
+  // preload shim) and what an adapter dispatched (HangRecord::context). HANGWATCH_CONTEXT=0
+  // turns it off.
+  bool context = true;
+  // Each hang looks at the display connection (X11, Wayland) without reading from it: input
+  // waiting (HangRecord::input), and whether a person felt the hang (HangRecord::perceived:
+  // input or a window manager's ping waited longer than perceived_after). HANGWATCH_INPUT=0
+  // turns it off.
+  bool input = true;
+  std::chrono::milliseconds perceived_after{100};
+
   // ---- other threads (hangwatch/threads.h) ----
   // Threads watched besides the main one, at most. Fixed by the first Start() (or WatchThread())
   // of the process: the slots are never freed, so a thread's watch outlives Stop().

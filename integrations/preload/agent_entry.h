@@ -18,7 +18,7 @@
 extern "C" {
 
 // Bumped whenever a table below changes.
-#define HANGWATCH_PRELOAD_ABI 4
+#define HANGWATCH_PRELOAD_ABI 5
 // The agent library's one exported symbol: HangwatchPreloadAgentInit.
 #define HANGWATCH_PRELOAD_AGENT_INIT "hangwatch_preload_agent_init"
 // The agent library's file name; the loader looks for it in its own directory.
@@ -98,6 +98,10 @@ struct HangwatchPreloadAgent {
   void (*before_exit)(int on_main_thread);
   // From atexit in the process that armed: hangwatch::Stop().
   void (*stop_at_exit)(void);
+  // woke_up, with what the wait returned (integrations/preload/wake_trigger.h: the trigger
+  // word of hangwatch/internal/pass_context.h, its data and events words), kept for the pass
+  // it begins. Relaxed stores: errno untouched.
+  void (*woke_up_from)(uint64_t trigger, uint64_t data, uint64_t events);
 };
 
 // The exported entry: the agent library's table, or NULL when `services` is of another ABI.

@@ -131,7 +131,8 @@ const HangwatchPreloadAgent* LoadAgentLibrary(char* why, size_t why_size) {
   if (agent == nullptr || agent->abi != HANGWATCH_PRELOAD_ABI || agent->prepare == nullptr ||
       agent->shim_files == nullptr || agent->arm == nullptr || agent->about_to_wait == nullptr ||
       agent->woke_up == nullptr || agent->watch_thread == nullptr ||
-      agent->before_exit == nullptr || agent->stop_at_exit == nullptr) {
+      agent->before_exit == nullptr || agent->stop_at_exit == nullptr ||
+      agent->woke_up_from == nullptr) {
     snprintf(why, why_size, "%s is not from the same hangwatch as %s", path,
              ShimPath()[0] != '\0' ? ShimPath() : "libhangwatch_preload.so");
     return nullptr;
@@ -256,6 +257,7 @@ void ArmWithSignalsHeld() {
     g_shim.agent = agent;
     g_shim.about_to_wait = agent->about_to_wait;
     g_shim.woke_up = agent->woke_up;
+    g_shim.woke_up_from = agent->woke_up_from;
     g_shim.inherit = armed.inherit != 0;
     // Release: a thread that reads it set (thread_waits.h) sees the entries above.
     __atomic_store_n(&g_shim.other_threads, armed.other_threads != 0 ? 1 : 0, __ATOMIC_RELEASE);

@@ -186,6 +186,20 @@ void Arm(uint64_t load_ns, uint64_t first_wait_ns, HangwatchPreloadArmed* out) {
 
 void AboutToWaitEntry() { AboutToWait(); }
 void WokeUpEntry() { WokeUp(); }
+// WokeUp(), then what the wait returned, stamped with the pass it began
+// (hangwatch/internal/pass_context.h): cleared stamp, words, stamp.
+void WokeUpFromEntry(uint64_t trigger, uint64_t data, uint64_t events) {
+  WokeUp();
+  std::atomic<uint64_t>* state = internal::t_run_loop_state;
+  if (state == nullptr || trigger == 0) return;
+  internal::PassContext& c = internal::ContextOf(state);
+  c.trigger_pass.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  c.trigger.store(trigger, std::memory_order_relaxed);
+  c.trigger_data.store(data, std::memory_order_relaxed);
+  c.trigger_events.store(events, std::memory_order_relaxed);
+  c.trigger_pass.store(internal::RunLoopState(*state), std::memory_order_release);
+}
 
 // The watch of a thread the loader found runs a loop (thread_waits.h), destroyed when the thread
 // exits: the agent lets its slot go then.
@@ -220,7 +234,7 @@ void StopAtExit() { agent::StopAtProcessExit(); }
 
 const HangwatchPreloadAgent kEntries = {
     HANGWATCH_PRELOAD_ABI, Prepare,          SettingsFiles, Arm,        AboutToWaitEntry,
-    WokeUpEntry,           WatchThreadEntry, BeforeExit,    StopAtExit,
+    WokeUpEntry,           WatchThreadEntry, BeforeExit,    StopAtExit, WokeUpFromEntry,
 };
 
 }  // namespace

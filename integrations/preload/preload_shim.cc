@@ -89,9 +89,13 @@ __thread ThreadWaits t_thread_waits __attribute__((tls_model("initial-exec")));
 
 namespace {
 
+using hangwatch::preload::EpollTrigger;
 using hangwatch::preload::g_shim;
 using hangwatch::preload::Interpose;
 using hangwatch::preload::MonotonicNs;
+using hangwatch::preload::PollTrigger;
+using hangwatch::preload::SelectTrigger;
+using hangwatch::preload::TimeoutMsOf;
 
 using PollFn = int (*)(struct pollfd*, nfds_t, int);
 using PollChkFn = int (*)(struct pollfd*, nfds_t, int, size_t);
@@ -278,64 +282,82 @@ extern "C" {
 
 HW_INTERPOSE int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
   auto f = HW_REAL(g_poll, "poll");
-  return Interpose(TimeoutOf(timeout), HW_SITE,
-                   [&] { return f ? f(fds, nfds, timeout) : NoSuchCall(); });
+  return Interpose(
+      TimeoutOf(timeout), HW_SITE, [&] { return f ? f(fds, nfds, timeout) : NoSuchCall(); },
+      [&](int r) { return PollTrigger(fds, nfds, r, TimeoutMsOf(timeout)); });
 }
 
 HW_INTERPOSE int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, size_t fdslen) {
   auto f = HW_REAL(g_poll_chk, "__poll_chk");
-  return Interpose(TimeoutOf(timeout), HW_SITE,
-                   [&] { return f ? f(fds, nfds, timeout, fdslen) : NoSuchCall(); });
+  return Interpose(
+      TimeoutOf(timeout), HW_SITE, [&] { return f ? f(fds, nfds, timeout, fdslen) : NoSuchCall(); },
+      [&](int r) { return PollTrigger(fds, nfds, r, TimeoutMsOf(timeout)); });
 }
 
 HW_INTERPOSE int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
                        const sigset_t* sigmask) {
   auto f = HW_REAL(g_ppoll, "ppoll");
-  return Interpose(TimeoutOf(timeout), HW_SITE,
-                   [&] { return f ? f(fds, nfds, timeout, sigmask) : NoSuchCall(); });
+  const uint64_t ms = TimeoutMsOf(timeout);
+  return Interpose(
+      TimeoutOf(timeout), HW_SITE,
+      [&] { return f ? f(fds, nfds, timeout, sigmask) : NoSuchCall(); },
+      [&](int r) { return PollTrigger(fds, nfds, r, ms); });
 }
 
 HW_INTERPOSE int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
                              const sigset_t* sigmask, size_t fdslen) {
   auto f = HW_REAL(g_ppoll_chk, "__ppoll_chk");
-  return Interpose(TimeoutOf(timeout), HW_SITE,
-                   [&] { return f ? f(fds, nfds, timeout, sigmask, fdslen) : NoSuchCall(); });
+  const uint64_t ms = TimeoutMsOf(timeout);
+  return Interpose(
+      TimeoutOf(timeout), HW_SITE,
+      [&] { return f ? f(fds, nfds, timeout, sigmask, fdslen) : NoSuchCall(); },
+      [&](int r) { return PollTrigger(fds, nfds, r, ms); });
 }
 
 HW_INTERPOSE int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
                         struct timeval* timeout) {
   auto f = HW_REAL(g_select, "select");
-  return Interpose(TimeoutOf(timeout), HW_SITE, [&] {
-    return f ? f(nfds, readfds, writefds, exceptfds, timeout) : NoSuchCall();
-  });
+  const uint64_t ms = TimeoutMsOf(timeout);  // before the call, which may change *timeout
+  return Interpose(
+      TimeoutOf(timeout), HW_SITE,
+      [&] { return f ? f(nfds, readfds, writefds, exceptfds, timeout) : NoSuchCall(); },
+      [&](int r) { return SelectTrigger(nfds, readfds, writefds, exceptfds, r, ms); });
 }
 
 HW_INTERPOSE int pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
                          const struct timespec* timeout, const sigset_t* sigmask) {
   auto f = HW_REAL(g_pselect, "pselect");
-  return Interpose(TimeoutOf(timeout), HW_SITE, [&] {
-    return f ? f(nfds, readfds, writefds, exceptfds, timeout, sigmask) : NoSuchCall();
-  });
+  const uint64_t ms = TimeoutMsOf(timeout);
+  return Interpose(
+      TimeoutOf(timeout), HW_SITE,
+      [&] { return f ? f(nfds, readfds, writefds, exceptfds, timeout, sigmask) : NoSuchCall(); },
+      [&](int r) { return SelectTrigger(nfds, readfds, writefds, exceptfds, r, ms); });
 }
 
 HW_INTERPOSE int epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout) {
   auto f = HW_REAL(g_epoll_wait, "epoll_wait");
-  return Interpose(TimeoutOf(timeout), HW_SITE,
-                   [&] { return f ? f(epfd, events, maxevents, timeout) : NoSuchCall(); });
+  return Interpose(
+      TimeoutOf(timeout), HW_SITE,
+      [&] { return f ? f(epfd, events, maxevents, timeout) : NoSuchCall(); },
+      [&](int r) { return EpollTrigger(epfd, events, r, TimeoutMsOf(timeout)); });
 }
 
 HW_INTERPOSE int epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout,
                              const sigset_t* sigmask) {
   auto f = HW_REAL(g_epoll_pwait, "epoll_pwait");
-  return Interpose(TimeoutOf(timeout), HW_SITE,
-                   [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
+  return Interpose(
+      TimeoutOf(timeout), HW_SITE,
+      [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); },
+      [&](int r) { return EpollTrigger(epfd, events, r, TimeoutMsOf(timeout)); });
 }
 
 HW_INTERPOSE int epoll_pwait2(int epfd, struct epoll_event* events, int maxevents,
                               const struct timespec* timeout, const sigset_t* sigmask) {
   auto f = HW_REAL(g_epoll_pwait2, "epoll_pwait2");
-  return Interpose(TimeoutOf(timeout), HW_SITE,
-                   [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); });
+  return Interpose(
+      TimeoutOf(timeout), HW_SITE,
+      [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); },
+      [&](int r) { return EpollTrigger(epfd, events, r, TimeoutMsOf(timeout)); });
 }
 
 HW_INTERPOSE void _exit(int status) { ExitNow(HW_REAL(g_exit, "_exit"), status); }

@@ -36,6 +36,7 @@ struct ShimState {
   const HangwatchPreloadAgent* agent = nullptr;
   void (*about_to_wait)() = nullptr;
   void (*woke_up)() = nullptr;
+  void (*woke_up_from)(uint64_t trigger, uint64_t data, uint64_t events) = nullptr;
   // HANGWATCH_THREADS is not `main` (the agent library said so when arming): the waits of other
   // threads are followed (thread_waits.h). Set (release, after the entries above) before phase
   // becomes kArmed; read with acquire.

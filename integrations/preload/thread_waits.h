@@ -46,6 +46,7 @@
 
 #include "integrations/preload/loop_wait_sites.h"
 #include "integrations/preload/shim_state.h"
+#include "integrations/preload/wake_trigger.h"
 
 namespace hangwatch::preload {
 
@@ -135,10 +136,10 @@ __attribute__((noinline)) inline ThreadWaits::Phase FollowThreadWait(WaitTimeout
 }
 
 // The wrapper of a system wait on a thread other than the main one (wait_wrapper.h: Interpose).
-template <typename Call>
+template <typename Call, typename Trigger>
 inline __attribute__((always_inline)) int InterposeOnOtherThread(WaitTimeout timeout,
                                                                  const void* site, uintptr_t cfa,
-                                                                 Call call) {
+                                                                 Call call, Trigger trigger) {
   if (!OtherThreadsFollowed()) return call();
   ThreadWaits& t = t_thread_waits;
   if (t.runtime_wait_depth != 0 || t.phase >= ThreadWaits::kNever) return call();
@@ -154,7 +155,7 @@ inline __attribute__((always_inline)) int InterposeOnOtherThread(WaitTimeout tim
   if (t.loop_waits_in_runtime || WaitIsInsidePass(t.sites, site, cfa)) return call();
   g_shim.about_to_wait();
   const int result = call();
-  g_shim.woke_up();
+  WokeUpFrom(trigger(result));
   NoteIdleWait(t.sites, timeout != WaitTimeout::kZero, result, site, cfa);
   return result;
 }

@@ -16,6 +16,7 @@
 #include "integrations/preload/loop_wait_sites.h"
 #include "integrations/preload/shim_state.h"
 #include "integrations/preload/thread_waits.h"
+#include "integrations/preload/wake_trigger.h"
 
 namespace hangwatch::preload {
 
@@ -37,12 +38,13 @@ extern bool g_loop_waits_in_runtime;
 // loop's site when it times out (result 0: poll, select and epoll alike) or comes back as a loop's
 // wait does (NoteIdleWait). Other threads go to InterposeOnOtherThread (thread_waits.h:
 // straight to `call` unless HANGWATCH_THREADS watches them), the main thread while it arms
-// straight to `call`. Its result and errno are returned untouched.
-template <typename Call>
+// straight to `call`. `trigger(result)` says what a watched wait returned (wake_trigger.h),
+// for the pass it begins. Its result and errno are returned untouched.
+template <typename Call, typename Trigger>
 inline __attribute__((always_inline)) int Interpose(WaitTimeout timeout, const void* site,
-                                                    uintptr_t cfa, Call call) {
+                                                    uintptr_t cfa, Call call, Trigger trigger) {
   if (!pthread_equal(pthread_self(), g_shim.main_thread)) {
-    return InterposeOnOtherThread(timeout, site, cfa, call);
+    return InterposeOnOtherThread(timeout, site, cfa, call, trigger);
   }
   if (g_runtime_wait_depth != 0) return call();
   const bool blocking = timeout != WaitTimeout::kZero;
@@ -57,7 +59,7 @@ inline __attribute__((always_inline)) int Interpose(WaitTimeout timeout, const v
   if (g_loop_waits_in_runtime || WaitIsInsidePass(g_loop_wait_sites, site, cfa)) return call();
   g_shim.about_to_wait();
   const int result = call();
-  g_shim.woke_up();
+  WokeUpFrom(trigger(result));
   NoteIdleWait(g_loop_wait_sites, blocking, result, site, cfa);
   return result;
 }

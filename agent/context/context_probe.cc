@@ -1,0 +1,261 @@
+#include "agent/context/context_probe.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "agent/context/display_input.h"
+#include "agent/context/perceived.h"
+#include "cause/fd_peer.h"
+#include "cause/scan_budget.h"
+#include "cause/sock_diag.h"
+#include "unwind/proc_files.h"
+#include "unwind/self_memory.h"
+
+namespace hangwatch::agent {
+namespace {
+
+void CopyText(const char* from, char* to, size_t n) {
+  size_t len = strnlen(from, n - 1);
+  memcpy(to, from, len);
+  to[len] = '\0';
+}
+
+// An anonymous inode's kind from its link text ("anon_inode:[timerfd]", "anon_inode:inotify").
+const char* AnonKind(const char* link) {
+  if (strstr(link, "timerfd") != nullptr) return "timerfd";
+  if (strstr(link, "eventfd") != nullptr) return "eventfd";
+  if (strstr(link, "signalfd") != nullptr) return "signalfd";
+  if (strstr(link, "inotify") != nullptr) return "inotify";
+  if (strstr(link, "eventpoll") != nullptr) return "epoll";
+  if (strstr(link, "pidfd") != nullptr) return "pidfd";
+  return "anon";
+}
+
+bool IsListening(int fd) {
+  int on = 0;
+  socklen_t len = sizeof on;
+  return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on != 0;
+}
+
+// The descriptor of an epoll's interest list whose event data word is `data`, and its inode,
+// from /proc/self/fdinfo/EPFD ("tfd: %8d events: %8x data: %16llx  pos:%lli ino:%lx ...").
+bool EpollTarget(int epfd, uint64_t data, char* buf, size_t n, int* fd, uint64_t* ino) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
+  const ssize_t len = unwind::ReadProcFile(path, buf, n);
+  if (len <= 0) return false;
+  for (const char* p = buf; (p = strstr(p, "tfd:")) != nullptr; ++p) {
+    char* end = nullptr;
+    const long tfd = strtol(p + 4, &end, 10);
+    const char* d = strstr(end, "data:");
+    const char* next = strstr(end, "tfd:");
+    if (d == nullptr || (next != nullptr && d > next)) continue;
+    const uint64_t value = strtoull(d + 5, &end, 16);
+    if (value != data) continue;
+    const char* i = strstr(end, "ino:");
+    *fd = static_cast<int>(tfd);
+    *ino = i != nullptr && (next == nullptr || i < next) ? strtoull(i + 4, nullptr, 16) : 0;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool CopyForeignString(const char* addr, char* out, size_t n) {
+  out[0] = '\0';
+  if (addr == nullptr || n == 0) return false;
+  iovec local{out, n - 1};
+  iovec remote{const_cast<char*>(addr), n - 1};
+  const ssize_t got = unwind::ReadSelfV(&local, 1, &remote, 1);
+  if (got <= 0) {
+    out[0] = '\0';
+    return false;
+  }
+  out[got] = '\0';
+  out[strnlen(out, static_cast<size_t>(got))] = '\0';
+  return true;
+}
+
+ContextOptions ContextOptionsFor(bool context, bool input, uint32_t perceived_ms) {
+  auto off = [](const char* name) {
+    const char* v = getenv(name);
+    return v != nullptr && strcmp(v, "0") == 0;
+  };
+  ContextOptions o;
+  o.context = context && !off("HANGWATCH_CONTEXT");
+  o.input = input && !off("HANGWATCH_INPUT");
+  o.perceived_ms = perceived_ms;
+  return o;
+}
+
+ContextShared::ContextShared(const ContextOptions& options)
+    : options_(options),
+      fd_scratch_(std::make_unique<cause::FdPeerScratch>()),
+      fdinfo_(std::make_unique<char[]>(kFdinfoBytes)),
+      display_(options.input ? std::make_unique<DisplayInput>() : nullptr) {}
+
+ContextShared::~ContextShared() = default;
+
+void ContextProbe::Sample(uint64_t pass, uint64_t now_ns, HangContext* out) {
+  if (shared_->options().context) {
+    ReadLabels(out);
+    ReadSource(pass, out);
+    DescribeTrigger(pass, out);
+  }
+  if (shared_->display() != nullptr) LookAtDisplay(now_ns, out);
+}
+
+void ContextProbe::ReadLabels(HangContext* out) const {
+  const uint32_t depth = words_->label_depth.load(std::memory_order_acquire);
+  // The labels of the last sample that found any: the thread may have left its labelled work
+  // for the pass's last moments.
+  if (depth == 0 || depth > 1u << 20) return;
+  const uint32_t kept = depth < internal::kMaxLabelDepth ? depth : internal::kMaxLabelDepth;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < kept; ++i) {
+    const char* name = words_->labels[i].load(std::memory_order_relaxed);
+    if (!CopyForeignString(name, out->labels[n], HangContext::kLabelBytes)) continue;
+    ++n;
+  }
+  out->label_count = n;
+  out->label_depth = depth;
+}
+
+void ContextProbe::ReadSource(uint64_t pass, HangContext* out) const {
+  if (words_->source_pass.load(std::memory_order_acquire) != pass) return;
+  const char* source = words_->source.load(std::memory_order_relaxed);
+  const void* callback = words_->callback.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (words_->source_pass.load(std::memory_order_relaxed) != pass) return;
+  CopyForeignString(source, out->source, sizeof out->source);
+  out->callback = reinterpret_cast<uintptr_t>(callback);
+}
+
+void ContextProbe::DescribeTrigger(uint64_t pass, HangContext* out) {
+  if (described_pass_ == pass) return;
+  described_pass_ = pass;
+  if (words_->trigger_pass.load(std::memory_order_acquire) != pass) return;
+  const uint64_t word = words_->trigger.load(std::memory_order_relaxed);
+  const uint64_t data = words_->trigger_data.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (words_->trigger_pass.load(std::memory_order_relaxed) != pass) return;
+
+  out->has_trigger = true;
+  out->trigger_kind = internal::TriggerKindOf(word);
+  out->ready = internal::TriggerReadyOf(word);
+  int fd = internal::TriggerFdOf(word);
+  uint64_t inode = 0;
+  switch (out->trigger_kind) {
+    case internal::kTriggerTimeout:
+      CopyText("timeout", out->trigger_name, sizeof out->trigger_name);
+      out->timeout_ms = data;
+      return;
+    case internal::kTriggerInterrupted:
+      CopyText("signal", out->trigger_name, sizeof out->trigger_name);
+      return;
+    case internal::kTriggerEpoll:
+      // The event's data word names the descriptor only through the epoll's interest list;
+      // its inode there says whether the descriptor still is that file.
+      if (!EpollTarget(fd, data, shared_->fdinfo_buffer(), ContextShared::kFdinfoBytes, &fd,
+                       &inode)) {
+        CopyText("gone", out->trigger_name, sizeof out->trigger_name);
+        return;
+      }
+      break;
+    case internal::kTriggerFd:
+      break;
+    default:
+      out->has_trigger = false;
+      return;
+  }
+  out->fd = fd;
+  cause::FdDescription d;
+  cause::ForgetPeers(shared_->fd_scratch());
+  cause::ScanBudget budget;
+  budget.max_ns = shared_->options().describe_max_ns;
+  if (!cause::DescribeFd(0, fd, budget, shared_->fd_scratch(), &d) ||
+      (inode != 0 && d.inode != inode)) {
+    CopyText("gone", out->trigger_name, sizeof out->trigger_name);
+    return;
+  }
+  const char* name = "unknown";
+  char endpoint[64] = {};
+  switch (d.kind) {
+    case cause::FdKind::kTcp:
+    case cause::FdKind::kUdp: {
+      const bool listening = d.tcp_state == 10;
+      name = listening ? "listen" : d.kind == cause::FdKind::kTcp ? "tcp" : "udp";
+      cause::FormatEndpoint(listening ? d.local : d.remote, endpoint, sizeof endpoint);
+      CopyText(endpoint, out->peer, sizeof out->peer);
+      break;
+    }
+    case cause::FdKind::kUnixSocket:
+      name = IsListening(fd) ? "listen" : "unix";
+      if (shared_->display() != nullptr && shared_->display()->display_fd() == fd) name = "display";
+      CopyText(d.socket_path, out->peer, sizeof out->peer);
+      break;
+    case cause::FdKind::kSocket:
+      name = "socket";
+      break;
+    case cause::FdKind::kPipe:
+      name = "pipe";
+      break;
+    case cause::FdKind::kFifo:
+      name = "fifo";
+      CopyText(d.path, out->peer, sizeof out->peer);
+      break;
+    case cause::FdKind::kRegular:
+    case cause::FdKind::kDirectory:
+      name = "file";
+      CopyText(d.path, out->peer, sizeof out->peer);
+      break;
+    case cause::FdKind::kBlockDevice:
+    case cause::FdKind::kCharDevice:
+      name = "device";
+      CopyText(d.path, out->peer, sizeof out->peer);
+      break;
+    case cause::FdKind::kAnonInode:
+      name = AnonKind(d.path);
+      break;
+    case cause::FdKind::kUnknown:
+      name = "gone";
+      break;
+  }
+  CopyText(name, out->trigger_name, sizeof out->trigger_name);
+  if (d.peers.count > 0) {
+    out->peer_pid = d.peers.peers[0].pid;
+    CopyText(d.peers.peers[0].name, out->peer_process, sizeof out->peer_process);
+  }
+}
+
+void ContextProbe::LookAtDisplay(uint64_t now_ns, HangContext* out) {
+  InputSnapshot s;
+  if (!shared_->display()->Look(now_ns, &s)) return;
+  // Input seen waiting stays in the hang: the last look that found some, with the largest ages.
+  if (s.pending || !out->input.pending) {
+    const InputSnapshot before = out->input;
+    out->input = s;
+    if (before.pending && before.oldest_known && s.oldest_known && before.oldest_ms > s.oldest_ms) {
+      out->input.oldest_ms = before.oldest_ms;
+    }
+  }
+}
+
+void ContextProbe::HangEnded(HangContext* out) const {
+  const bool display_began_it = strcmp(out->trigger_name, "display") == 0;
+  const PerceivedVerdict v = JudgePerceived(out->input, shared_->options().perceived_ms,
+                                            shared_->options().not_responding_ms, display_began_it);
+  out->perceived_known = v.known;
+  out->perceived = v.perceived;
+  out->not_responding = v.not_responding;
+}
+
+}  // namespace hangwatch::agent
