@@ -16,6 +16,8 @@ packages=(
   e2fsprogs
   emacs-nox gunicorn xvfb xauth zenity python3-gi gir1.2-gtk-3.0 nginx tk tmux sqlite3 python3-tk
   python3-psycopg2 fuse3 libfuse3-dev libpq-dev libpython3.11-dev
+  # display_input_real_test: a window opened with Xlib, typed into by xdotool, on Xvfb
+  libx11-dev xdotool
   # javac and java; openjdk-17-jre has AWT's X11 library (a Swing program under xvfb-run)
   openjdk-17-jdk-headless openjdk-17-jre
 )
