@@ -105,12 +105,13 @@ ContextShared::ContextShared(const ContextOptions& options)
 ContextShared::~ContextShared() = default;
 
 void ContextProbe::Sample(uint64_t pass, uint64_t now_ns, HangContext* out) {
+  // The display first: a trigger on its connection is named "display" once it is known.
+  if (shared_->display() != nullptr) LookAtDisplay(now_ns, out);
   if (shared_->options().context) {
     ReadLabels(out);
     ReadSource(pass, out);
     DescribeTrigger(pass, out);
   }
-  if (shared_->display() != nullptr) LookAtDisplay(now_ns, out);
 }
 
 void ContextProbe::ReadLabels(HangContext* out) const {
