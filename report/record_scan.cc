@@ -12,6 +12,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "report/context_scan.h"
 #include "report/utf8.h"
 
 namespace hangwatch::report {
@@ -383,6 +384,10 @@ bool HasKind(std::string_view v, ValueKind kind) {
       return v[0] == '{' || v == "null";
     case ValueKind::kThread:
       return IsThread(v);
+    case ValueKind::kContext:
+      return ScanContext(v, nullptr);
+    case ValueKind::kInput:
+      return ScanInput(v, nullptr);
   }
   return false;
 }

@@ -69,6 +69,11 @@ inline constexpr std::string_view kScanKeys[] = {
     "modules",
     "cause",
     "monitor_pause_us",
+    "context",
+    "input",
+    "perceived",
+    "not_responding",
+    "queued_ms",
     "end_unix_ms",
     "busy_ms",
     "buckets",
@@ -110,6 +115,10 @@ const char* SkipJsonValue(const char* p, const char* e);
 // Keys are raw (escapes not decoded).
 template <typename Fn>
 void ForEachMember(std::string_view object, Fn&& fn);
+
+// Calls fn(raw_value) for each element of a raw array value that ScanLine has checked.
+template <typename Fn>
+void ForEachElement(std::string_view array, Fn&& fn);
 
 // The thread role of a scanned hang or lag line: its "thread"'s "role", "main" when it has none
 // (record_types.h's RoleOrMain), into *scratch only when needed.
@@ -157,6 +166,23 @@ void ForEachMember(std::string_view object, Fn&& fn) {
     const char* value_end = SkipJsonValue(p, e);
     if (value_end == nullptr) return;
     fn(key, std::string_view(p, static_cast<size_t>(value_end - p)));
+    p = SkipWs(value_end, e);
+    if (p < e && *p == ',') p = SkipWs(p + 1, e);
+  }
+}
+
+template <typename Fn>
+void ForEachElement(std::string_view array, Fn&& fn) {
+  using scan_internal::SkipWs;
+  const char* p = array.data();
+  const char* e = p + array.size();
+  p = SkipWs(p, e);
+  if (p >= e || *p != '[') return;
+  p = SkipWs(p + 1, e);
+  while (p < e && *p != ']') {
+    const char* value_end = SkipJsonValue(p, e);
+    if (value_end == nullptr) return;
+    fn(std::string_view(p, static_cast<size_t>(value_end - p)));
     p = SkipWs(value_end, e);
     if (p < e && *p == ',') p = SkipWs(p + 1, e);
   }

@@ -79,7 +79,8 @@ inline constexpr std::string_view kPhaseShutdown = "shutdown";
 // The JSON type of a top-level field's value and the range the decoder accepts for it (the C++
 // type of its member): an integer of one of four ranges, any number, a lag's busy milliseconds
 // (a number from 0 to 1e15), a string, a boolean, an object, an object of strings (labels), an
-// array, a culprit (an object with its fields' types, or null), an object or null (the cause).
+// array, a culprit (an object with its fields' types, or null), an object or null (the cause), a
+// hang's context and input (objects with their members' types: report/context_scan.h).
 enum class ValueKind : uint8_t {
   kInt64,
   kInt32,
@@ -95,6 +96,8 @@ enum class ValueKind : uint8_t {
   kCulprit,
   kObjectOrNull,
   kThread,
+  kContext,
+  kInput,
 };
 
 // The top-level fields of each record type (docs/report-format.md): the JSON type of each and
@@ -141,6 +144,12 @@ inline constexpr TopLevelField kHangFields[] = {
     {"modules", ValueKind::kArray, false},
     {"cause", ValueKind::kObjectOrNull, false},
     {"monitor_pause_us", ValueKind::kUint64, false},
+    // What the pass was serving and whether a person waited: each written only when known.
+    {"context", ValueKind::kContext, false},
+    {"input", ValueKind::kInput, false},
+    {"perceived", ValueKind::kBoolean, false},
+    {"not_responding", ValueKind::kBoolean, false},
+    {"queued_ms", ValueKind::kInt64, false},
 };
 
 inline constexpr TopLevelField kLagFields[] = {

@@ -8,11 +8,12 @@
 #include <utility>
 
 #include "report/cause_kinds.h"
+#include "report/json_write.h"
 #include "report/report_record.h"
 #include "report/utf8.h"
 
 namespace hangwatch::report {
-namespace {
+namespace json_write {
 
 void AppendString(std::string* out, const std::string& s) {
   out->push_back('"');
@@ -62,30 +63,39 @@ void AppendString(std::string* out, const std::string& s) {
   out->push_back('"');
 }
 
-void AppendHex(std::string* out, uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "\"0x%" PRIx64 "\"", v);
-  out->append(buf);
-}
-
 void AppendInt(std::string* out, int64_t v) { out->append(std::to_string(v)); }
 void AppendUint(std::string* out, uint64_t v) { out->append(std::to_string(v)); }
-// Milliseconds to the microsecond ("12.345"), microseconds to the nanosecond: fixed decimals, so
-// the same figure always prints the same and bucket bounds read back exactly.
-void AppendFixed3(std::string* out, double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.3f", v);
-  out->append(buf);
-}
 
-// Writes `"key":`.
-void Key(std::string* out, const char* key, bool first = false) {
+void Key(std::string* out, const char* key, bool first) {
   if (!first) {
     out->push_back(',');
   }
   out->push_back('"');
   out->append(key);
   out->append("\":");
+}
+
+}  // namespace json_write
+
+namespace {
+
+using json_write::AppendInt;
+using json_write::AppendString;
+using json_write::AppendUint;
+using json_write::Key;
+
+void AppendHex(std::string* out, uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "\"0x%" PRIx64 "\"", v);
+  out->append(buf);
+}
+
+// Milliseconds to the microsecond ("12.345"), microseconds to the nanosecond: fixed decimals, so
+// the same figure always prints the same and bucket bounds read back exactly.
+void AppendFixed3(std::string* out, double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.3f", v);
+  out->append(buf);
 }
 
 char SafeState(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? c : '?'; }
@@ -629,6 +639,7 @@ std::string Encode(const HangRecord& r) {
   AppendCause(&o, r.cause);
   Key(&o, "monitor_pause_us");
   AppendUint(&o, r.monitor_pause_us);
+  AppendContextFields(&o, r);
   o.push_back('}');
   return o;
 }

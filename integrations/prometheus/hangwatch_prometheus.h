@@ -24,8 +24,8 @@
 namespace hangwatch {
 
 // Adds the metric families to `registry` and registers the callbacks that fill them.
-// `options`: the culprit label (off by default), the number of thread roles with a `role` value
-// of their own (max_roles: 16) and the label-set limit, as the exporter's flags.
+// `options`: the culprit and context labels (off by default), the number of thread roles with a
+// `role` value of their own (max_roles: 16) and the label-set limit, as the exporter's flags.
 void RegisterMetrics(prometheus::Registry& registry, const HangMetricsOptions& options = {});
 
 }  // namespace hangwatch

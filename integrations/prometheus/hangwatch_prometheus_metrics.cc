@@ -12,6 +12,7 @@ namespace {
 constexpr std::string_view kOwnLabels[] = {"process", "host", "class",  "cause",
                                            "culprit", "le",   "reason", "quantile"};
 constexpr size_t kMaxCulpritsTracked = 10000;
+constexpr size_t kMaxContextsTracked = 10000;
 constexpr std::string_view kMainRole = "main";  // hangwatch/threads.h: the thread of Start()
 
 // report::ProcessName's rule (report/names.h), restated: this adapter sees the public API only
@@ -50,6 +51,14 @@ std::string CauseLabel(std::string_view kind) {
   return std::string(kind);
 }
 
+std::string ContextLabel(const Context& c) {
+  if (!c.label.empty()) return c.label;
+  if (!c.label_path.empty()) return c.label_path.back();
+  if (!c.source.empty()) return c.source;
+  if (c.has_trigger) return c.trigger.kind;
+  return "";
+}
+
 HangMetrics::HangMetrics(prometheus::Registry& registry, HangMetricsOptions options)
     : options_(options),
       hangs_(prometheus::BuildCounter()
@@ -65,6 +74,11 @@ HangMetrics::HangMetrics(prometheus::Registry& registry, HangMetricsOptions opti
                        .Name("hangwatch_fatal_hangs_total")
                        .Help("Hangs still open when their process died")
                        .Register(registry)),
+      perceived_hangs_(prometheus::BuildCounter()
+                           .Name("hangwatch_perceived_hangs_total")
+                           .Help("Hangs during which input (or a window manager's ping) waited "
+                                 "longer than the perceived threshold: a person was kept waiting")
+                           .Register(registry)),
       pass_duration_(prometheus::BuildHistogram()
                          .Name("hangwatch_pass_duration_seconds")
                          .Help("Durations of every run-loop pass, from the lag records")
@@ -110,17 +124,29 @@ bool HangMetrics::LabelsOf(const std::string& process, const std::string& host,
     }
     (*out)["role"] = RoleLabel(role);
   }
+  // With context labels, a record label named context would collide: label_context.
+  if (options_.context_top > 0) {
+    if (auto it = out->find("context"); it != out->end()) {
+      (*out)["label_context"] = std::move(it->second);
+      out->erase(it);
+    }
+  }
   (*out)["process"] = process;
   (*out)["host"] = host;
   if (label_sets_.count(*out) != 0) return true;
   if (label_sets_.size() >= options_.max_label_sets) return false;
   label_sets_.insert(*out);
-  // With culprit labels, which culprit a hang will have is not known yet: no series at 0.
+  // With culprit labels, which culprit a hang will have is not known yet: no series at 0; with
+  // context labels, only the perceived hangs' (which have none).
   for (HangClass c :
        {HangClass::kBusy, HangClass::kBlocked, HangClass::kMixed, HangClass::kUnknown}) {
     if (options_.culprit_top > 0) break;
     prometheus::Labels by_class = *out;
     by_class["class"] = HangClassName(c);
+    by_class["cause"] = "unknown";
+    perceived_hangs_.Add(by_class);
+    if (options_.context_top > 0) continue;
+    by_class.erase("cause");
     hang_seconds_.Add(by_class);
     by_class["cause"] = "unknown";
     hangs_.Add(by_class);
@@ -152,6 +178,25 @@ std::string HangMetrics::CulpritLabel(const HangRecord& hang) {
   return name;
 }
 
+std::string HangMetrics::ContextLabelOf(const HangRecord& hang) {
+  const std::string name = ContextLabel(hang.context);
+  if (name.empty()) return "none";
+  auto it = context_hangs_.find(name);
+  if (it == context_hangs_.end()) {
+    if (context_hangs_.size() >= kMaxContextsTracked) return "other";
+    it = context_hangs_.emplace(name, 0).first;
+  }
+  const size_t count = ++it->second;
+  if (context_series_.count(name) != 0) return name;
+  if (context_series_.size() >= 2 * options_.context_top) return "other";
+  // Its rank: the contexts with more hangs than it.
+  size_t above = 0;
+  for (const auto& [other, n] : context_hangs_) above += n > count ? 1 : 0;
+  if (above >= options_.context_top) return "other";
+  context_series_.insert(name);
+  return name;
+}
+
 namespace {
 // One part of a series key: its length, then its bytes (so no value can pass for two).
 void AppendKeyPart(std::string* key, std::string_view part) {
@@ -165,6 +210,7 @@ void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string culprit = options_.culprit_top > 0 ? CulpritLabel(hang) : std::string();
   const std::string cause_label = CauseLabel(cause);
+  const std::string context = options_.context_top > 0 ? ContextLabelOf(hang) : std::string();
   // The series of a hang like one seen before are found by the record's own values, without
   // building their label maps again (what the exporter spends most of its time on otherwise).
   key_.clear();
@@ -178,6 +224,7 @@ void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
   AppendKeyPart(&key_, HangClassName(hang.hang_class));
   AppendKeyPart(&key_, cause_label);
   AppendKeyPart(&key_, culprit);
+  AppendKeyPart(&key_, context);
   auto it = hang_series_.find(std::string_view(key_));
   if (it == hang_series_.end()) {
     prometheus::Labels labels;
@@ -190,6 +237,10 @@ void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
     if (options_.culprit_top > 0) labels["culprit"] = culprit;
     prometheus::Labels by_class = labels;
     by_class["class"] = HangClassName(hang.hang_class);
+    by_class["cause"] = cause_label;
+    series.perceived = &perceived_hangs_.Add(by_class);  // no context label
+    by_class.erase("cause");
+    if (options_.context_top > 0) by_class["context"] = context;
     series.seconds = &hang_seconds_.Add(by_class);
     by_class["cause"] = cause_label;
     series.hangs = &hangs_.Add(by_class);
@@ -198,6 +249,7 @@ void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
   it->second.hangs->Increment();
   it->second.seconds->Increment(static_cast<double>(hang.duration_ms) / 1000.0);
   if (hang.fatal) it->second.fatal->Increment();
+  if (hang.perceived.value_or(false)) it->second.perceived->Increment();
 }
 
 void HangMetrics::AddLag(const std::string& process, const std::string& host,

@@ -13,7 +13,8 @@
 // (HangRecord::thread_role, LagRecord::thread_role; hangwatch/threads.h) add `role`: their hangs
 // and passes are series of their own, never added to the main thread's, whose series have no
 // `role` label (what they were before roles existed). Cardinality stays bounded: no culprit,
-// signature or pid label unless asked (culprit_top), at most max_roles role values, and at most
+// context, signature or pid label unless asked (culprit_top, context_top), at most max_roles
+// role values, and at most
 // max_label_sets distinct label sets; a record beyond that is counted as skipped
 // ("series_limit") rather than making a new series.
 #ifndef HANGWATCH_INTEGRATIONS_PROMETHEUS_METRICS_H_
@@ -57,6 +58,12 @@ struct HangMetricsOptions {
   // culprits that are among the N with the most hangs when their hang is counted; the others
   // read "other". At most 2 * N culprits ever get a series of their own.
   size_t culprit_top = 0;
+  // > 0: hangwatch_hangs_total and hangwatch_hang_seconds_total get a `context` label (what
+  // the pass was serving: ContextLabel) for the contexts among the N with the most hangs when
+  // their hang is counted; the others read "other", a hang without context "none". At most
+  // 2 * N contexts ever get a series of their own; culprit_top's rule, for contexts. A record
+  // label named context then becomes label_context on every series.
+  size_t context_top = 0;
   // The first max_roles thread roles other than main (in the order their records come) get a
   // `role` value of their own, later ones read "other" (under the preload shim a role is a
   // thread's name, and HANGWATCH_THREADS=loops may watch many).
@@ -87,6 +94,8 @@ class HangMetrics {
                 const std::map<std::string, std::string>& labels, std::string_view role,
                 prometheus::Labels* out);
   std::string CulpritLabel(const HangRecord& hang);
+  // The `context` value of a hang: its ContextLabel, "none", or "other" (context_top).
+  std::string ContextLabelOf(const HangRecord& hang);
   // The `role` value of a thread role other than main: itself, or "other" past max_roles.
   std::string RoleLabel(std::string_view role);
 
@@ -95,6 +104,7 @@ class HangMetrics {
   prometheus::Family<prometheus::Counter>& hangs_;
   prometheus::Family<prometheus::Counter>& hang_seconds_;
   prometheus::Family<prometheus::Counter>& fatal_hangs_;
+  prometheus::Family<prometheus::Counter>& perceived_hangs_;
   prometheus::Family<prometheus::Histogram>& pass_duration_;
   prometheus::Family<prometheus::Counter>& passes_;
   prometheus::Family<prometheus::Counter>& busy_seconds_;
@@ -103,13 +113,17 @@ class HangMetrics {
   std::set<prometheus::Labels> label_sets_;
   std::map<std::string, size_t> culprit_hangs_;  // hangs per culprit name
   std::set<std::string> culprit_series_;         // culprits with a series of their own
+  std::map<std::string, size_t> context_hangs_;  // hangs per context
+  std::set<std::string> context_series_;         // contexts with a series of their own
   std::set<std::string, std::less<>> roles_;     // roles with a `role` value of their own
-  // The series a hang adds to, by its key (process, host, role, labels, class, cause, culprit:
+  // The series a hang adds to, by its key (process, host, role, labels, class, cause, culprit,
+  // context:
   // the record's values, not the label maps built from them). Bounded as the label sets are.
   struct HangSeries {
     prometheus::Counter* hangs = nullptr;
     prometheus::Counter* seconds = nullptr;
     prometheus::Counter* fatal = nullptr;
+    prometheus::Counter* perceived = nullptr;  // the hangs' labels without `context`
   };
   struct KeyHash {
     using is_transparent = void;
@@ -129,6 +143,11 @@ std::string LabelName(std::string_view key);
 
 // A cause.kind as a label value: short lowercase identifiers only, else "unknown".
 std::string CauseLabel(std::string_view kind);
+
+// What a hang's pass was serving, as `hangwatch top --by context` groups it
+// (report::ContextKey, restated: this adapter sees the public API only): the innermost label,
+// else the source, else the trigger's kind; "" for a hang without context.
+std::string ContextLabel(const Context& context);
 
 }  // namespace hangwatch
 

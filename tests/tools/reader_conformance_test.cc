@@ -247,6 +247,25 @@ std::vector<Case> Mutations(const std::string& line) {
     j["thread"].erase("name");
     add(j, c, "a thread with its tid only");
   }
+  if (real.contains("context")) {
+    j = real;
+    j["context"]["label_path"] = ojson::array({"a", 2});
+    add(j, Class::kBad, "a label path holding a number");
+    j = real;
+    j["context"]["trigger"] = ojson::object({{"fd", uint64_t{1} << 32}});
+    add(j, Class::kBad, "a trigger fd past 32 bits");
+    j = real;
+    j["context"]["future"] = ojson::array();
+    add(j, c, "an unknown member of context");
+  }
+  if (real.contains("input")) {
+    j = real;
+    j["input"]["events"] = -1;
+    add(j, Class::kBad, "input events negative");
+    j = real;
+    j["input"]["kinds"] = "key";
+    add(j, Class::kBad, "input kinds not an array");
+  }
   for (const report::TopLevelField& f : Fields(c)) {
     if (!f.required) continue;
     j = real;
@@ -275,6 +294,8 @@ TEST(ReaderConformanceTest, EveryReaderClassifiesEveryLineByTheRules) {
   ASSERT_GE(real.size(), 3u);
   // Records of watched threads: version 2 for a role other than main (docs/report-format.md).
   for (std::string& l : Lines(kCorpus / "threads.jsonl")) real.push_back(std::move(l));
+  // Hangs with what their pass served and whether input waited (docs/report-format.md).
+  for (std::string& l : Lines(kCorpus / "context.jsonl")) real.push_back(std::move(l));
   std::string stall;
   for (const std::string& l : real) {
     const Class c = ClassOfReal(ojson::parse(l));

@@ -82,6 +82,49 @@ TEST(ReportFormats, TimelineHeaderAndPhaseFollowTheHang) {
   EXPECT_TRUE(Has(s, "hangwatch: FATAL startup-phase 412 ms hang in")) << s;
 }
 
+// What the pass was serving and whether a person waited: a Context: and an Input: line when
+// known, nothing when not (docs/report-format.md, "Context and input").
+TEST(ReportFormats, TextSaysWhatThePassServedAndWhetherAPersonWaited) {
+  Report r = Load("small_fatal.jsonl");
+  ASSERT_EQ(r.hangs.size(), 1u);
+  EXPECT_FALSE(Has(FormatText(r), "Context:")) << "no context in the file";
+  EXPECT_FALSE(Has(FormatText(r), "Input:"));
+  r.hangs.push_back(r.hangs[0]);
+  HangRecord& h = r.hangs[0];
+  h.context.label = "thumbnail.decode";
+  h.context.label_path = {"request", "thumbnail.decode"};
+  h.context.has_trigger = true;
+  h.context.trigger.kind = "tcp";
+  h.context.trigger.peer = "127.0.0.1:40312";
+  h.context.trigger.pid = 1234;
+  h.context.trigger.process = "python3";
+  h.input.known = true;
+  h.input.events = 3;
+  h.input.kinds = {"key", "motion"};
+  h.input.oldest_known = true;
+  h.input.oldest_ms = 1200;
+  h.perceived = true;
+  HangRecord& other = r.hangs[1];
+  other.context.source = "timer";
+  other.input.known = true;
+  other.perceived = false;
+  other.not_responding = true;
+  const std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t,
+                  "Context:          request > thumbnail.decode; trigger tcp 127.0.0.1:40312 "
+                  "(python3, pid 1234)\n"))
+      << t;
+  EXPECT_TRUE(Has(t,
+                  "Input:            3 input events waited (key, motion), oldest 1.2 s; "
+                  "perceived\n"))
+      << t;
+  EXPECT_TRUE(Has(t, "Context:          source timer\n")) << t;
+  EXPECT_TRUE(Has(t, "Input:            no input waited; perceived: no; not responding\n")) << t;
+  const std::string s = FormatSummary(r, 8);
+  EXPECT_TRUE(Has(s, "Context: request > thumbnail.decode;")) << s;
+  EXPECT_TRUE(Has(s, "Input: 3 input events waited")) << s;
+}
+
 TEST(ReportFormats, PerFrameCountsFollowTheDominantPath) {
   // Three stacks: A<-B<-main (5), C<-B<-main (3), D<-main (2). The dominant path's frames are
   // on the stack in 5 (A), 8 (B) and 10 (main) samples.

@@ -244,6 +244,36 @@ TEST(ReportHtml, EachHangCarriesItsCauseAndTheOtherSidesStacks) {
   EXPECT_EQ(StackNames(data, cycle[9]), (std::vector<std::string>{"TakeAThenB"}));
 }
 
+// What each hang's pass served and whether a person waited: the context key (the Context
+// column), the context and input in words (the details and hovers), perceived 1, 0 or -1
+// (the Seen column's marker).
+TEST(ReportHtml, EachHangCarriesItsContextAndWhetherAPersonWaited) {
+  Report r = Load("small_fatal.jsonl");
+  r.hangs.push_back(r.hangs[0]);
+  r.hangs.push_back(r.hangs[0]);
+  HangRecord& seen = r.hangs[0];
+  seen.context.label_path = {"request", "thumbnail.decode"};
+  seen.input.known = true;
+  seen.input.events = 2;
+  seen.perceived = true;
+  r.hangs[1].context.has_trigger = true;
+  r.hangs[1].context.trigger.kind = "timerfd";
+  r.hangs[1].perceived = false;
+  const std::string page = FormatHtml(r, "t");
+  const json data = Embedded(page, "hw-data");
+  const json& h = data["hangs"];
+  const json& strings = data["strings"];
+  EXPECT_EQ(strings[h["context"][0].get<int>()], "thumbnail.decode");
+  EXPECT_EQ(strings[h["context_text"][0].get<int>()], "request > thumbnail.decode");
+  EXPECT_EQ(strings[h["input"][0].get<int>()], "2 input events waited; perceived");
+  EXPECT_EQ(strings[h["context"][1].get<int>()], "timerfd");
+  EXPECT_EQ(h["perceived"], json::array({1, 0, -1}));
+  EXPECT_EQ(strings[h["context"][2].get<int>()], "");
+  EXPECT_EQ(strings[h["input"][2].get<int>()], "");
+  EXPECT_NE(page.find("key: 'perceived', title: 'Seen'"), std::string::npos);
+  EXPECT_NE(page.find("key: 'context', title: 'Context'"), std::string::npos);
+}
+
 TEST(ReportHtml, FramesAndStringsAreStoredOnce) {
   Report one = Load("small_fatal.jsonl");
   Report r;

@@ -28,7 +28,8 @@ struct H {
   std::string fingerprint = "ffffffffffffffff";
   std::string culprit = "Work()";
   std::string labels = R"({"build":"17"})";
-  std::string cause;  // the cause object's JSON; "" leaves the field out (an older agent)
+  std::string cause;    // the cause object's JSON; "" leaves the field out (an older agent)
+  std::string context;  // the members after "monitor_pause_us" (",\"context\":{...}"); ""
 };
 
 // A hang line like the agent's, with stacks and timeline for the parser to skip.
@@ -47,7 +48,9 @@ std::string Line(const H& h) {
          R"("dominant_stack":0,"stacks":[{"id":0,"count":2,"first_seen_ms":1,"last_seen_ms":2,)"
          R"("cpu_ms":1,"frames":[{"addr":"0x1234","module":"/usr/bin/demo","build_id":"ab",)"
          R"("offset":"0x1234","symbol":"Work","method":"pc"}]}],"timeline":[{"t_ms":1,)"
-         R"("stack":0,"cpu_us":5,"state":"R"}],"timeline_truncated":false,"modules":[]})";
+         R"("stack":0,"cpu_us":5,"state":"R"}],"timeline_truncated":false,"modules":[],)"
+         R"("monitor_pause_us":0)" +
+         h.context + "}";
 }
 
 // Parses one line with the padding the parser wants. The views of *out stay valid until the next
@@ -493,6 +496,54 @@ TEST(TopAggregator, GroupsByCauseKindAndCountsTheKindsOfEachGroup) {
   H odd;
   odd.cause = R"({"kind":3})";
   EXPECT_EQ(Kind(Line(odd)), LineKind::kHang);
+}
+
+// --by context: the innermost label, else the source, else the trigger's kind
+// (report::ContextKey); hangs without context are one group, "-" in the table.
+TEST(TopAggregator, GroupsByContextKey) {
+  const std::string contexts[] = {
+      R"(,"context":{"label":"thumbnail.decode","label_path":["request","thumbnail.decode"],)"
+      R"("source":"idle","trigger":{"kind":"tcp"}},"perceived":true)",
+      R"(,"context":{"label_path":["thumbnail.decode"]})",
+      R"(,"context":{"source":"idle","trigger":{"kind":"tcp"}})",
+      R"(,"context":{"trigger":{"kind":"timerfd","fd":5}},"perceived":false)",
+      "",
+  };
+  std::string text;
+  for (const std::string& c : contexts) {
+    H h;
+    h.context = c;
+    text += Line(h) + "\n";
+  }
+  TopHang parsed;
+  H first;
+  first.context = contexts[0];
+  ASSERT_EQ(Kind(Line(first), &parsed), LineKind::kHang);
+  EXPECT_EQ(parsed.context_key, "thumbnail.decode");
+  EXPECT_EQ(parsed.perceived, 1);
+  ScanStats stats;
+  TopQuery by_context;
+  by_context.by = TopBy::kContext;
+  const auto groups = Group(text, by_context, &stats);
+  EXPECT_EQ(stats.hangs, 5u);
+  EXPECT_EQ(stats.bad_lines, 0u);
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups[0].key, "thumbnail.decode");
+  EXPECT_EQ(groups[0].count, 2u);
+  EXPECT_EQ(groups[1].key, "");  // ties broken by key
+  EXPECT_EQ(groups[2].key, "idle");
+  EXPECT_EQ(groups[3].key, "timerfd");
+  TopTextOptions o;
+  o.hangs = 5;
+  o.files = 1;
+  o.by = TopBy::kContext;
+  const std::string table = FormatTopText(groups, o);
+  EXPECT_NE(table.find("(by context)"), std::string::npos) << table;
+  EXPECT_NE(table.find(" thumbnail.decode\n"), std::string::npos) << table;
+  // A context member of the wrong type makes the line bad, as the decoder says.
+  H bad;
+  bad.context = R"(,"context":{"label":7})";
+  EXPECT_EQ(Kind(Line(bad)), LineKind::kBad);
 }
 
 // Python hangs of three runs: their code objects elsewhere each time, the third busy

@@ -43,8 +43,10 @@ constexpr char kUsage[] =
     "an ExportLogsServiceRequest to URL/v1/logs (an OpenTelemetry Collector's otlphttp receiver\n"
     "listens on http://HOST:4318). One record per hang: severity WARN (FATAL for a fatal hang),\n"
     "a one-line summary as body, attributes hang.duration_ms, hang.cpu_ms, hang.class,\n"
-    "hang.signature, hang.fingerprint, hang.culprit.function/.file/.line, hang.samples; resource\n"
-    "service.name (the process name), host.name, process.pid and the hang's labels.\n"
+    "hang.signature, hang.fingerprint, hang.culprit.function/.file/.line, hang.samples, and when\n"
+    "known hang.context.label, hang.context.source, hang.trigger.kind, hang.perceived (boolean),\n"
+    "hang.not_responding, hang.input.events; resource service.name (the process name),\n"
+    "host.name, process.pid and the hang's labels.\n"
     "\n"
     "  --otlp URL            the endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)\n"
     "  --protocol P          http/json (default) or http/protobuf\n"
@@ -63,6 +65,10 @@ constexpr char kUsage[] =
     "                        (default 5); waits follow Retry-After, else --backoff-ms doubling\n"
     "  --backoff-ms N        first wait between retries (default 500)\n"
     "  --max-backoff-ms N    longest wait (default 30000); a longer Retry-After gives up\n"
+    "  --with-peers          also send the other end of what began a hang's pass:\n"
+    "                        hang.trigger.peer (an address or socket path), hang.trigger.pid,\n"
+    "                        hang.trigger.process. Off by default: they name other hosts and\n"
+    "                        programs\n"
     "Symbolization (as hangwatch report, before sending: culprits get files and lines):\n"
     "  --search PATH, --debug-dir DIR, --cache-dir DIR, --no-cache, --no-symbolize\n"
     "  ($DEBUGINFOD_URLS: missing debug files are fetched by build-id)\n"
@@ -188,6 +194,7 @@ struct Exporter {
   size_t batch_size = kMaxBatch;
   bool symbolize = true;
   ReportSymbolizeOptions symbolize_options;
+  OtlpOptions otlp;              // --with-peers
   ExportState* state = nullptr;  // null without --state
   std::vector<Input>* inputs = nullptr;
   std::vector<HangRecord> batch;
@@ -214,7 +221,8 @@ struct Exporter {
       const auto now = std::chrono::system_clock::now().time_since_epoch();
       const auto logs = HangsToOtlpLogs(
           batch,
-          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()),
+          otlp);
       const std::string body = protobuf ? EncodeOtlpProtobuf(logs) : EncodeOtlpJson(logs);
       OtlpDelivery d;
       if (absl::Status s = sender->Send(body, &d); !s.ok()) {
@@ -327,6 +335,7 @@ std::optional<int> ParseExportOptions(int argc, char** argv, ExportOptions* o, E
   flags.Number({"--retries"}, 0, 100, &o->send.max_retries);
   flags.Number({"--backoff-ms"}, 0, 3600000, &o->send.initial_backoff_ms);
   flags.Number({"--max-backoff-ms"}, 0, 3600000, &o->send.max_backoff_ms);
+  flags.Switch({"--with-peers"}, [ex] { ex->otlp.with_peers = true; });
   AddSymbolizeFlags(&flags, &ex->symbolize_options.symbolizer, &ex->symbolize);
   if (const std::optional<int> done = flags.Parse(argc, argv)) return done;
   o->files = flags.positional();

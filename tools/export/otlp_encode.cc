@@ -52,7 +52,37 @@ OtlpAttribute Int(std::string key, int64_t value) {
   return a;
 }
 
-OtlpLogRecord ToLogRecord(const HangRecord& h, uint64_t observed_unix_nano) {
+OtlpAttribute Bool(std::string key, bool value) {
+  OtlpAttribute a;
+  a.key = std::move(key);
+  a.value.is_bool = true;
+  a.value.bool_value = value;
+  return a;
+}
+
+// What the pass served and whether a person waited (docs/report-format.md, "context").
+void AddContext(const HangRecord& h, const OtlpOptions& options, std::vector<OtlpAttribute>* a) {
+  const Context& c = h.context;
+  const std::string label = !c.label.empty()        ? c.label
+                            : !c.label_path.empty() ? c.label_path.back()
+                                                    : std::string();
+  if (!label.empty()) a->push_back(Str("hang.context.label", label));
+  if (!c.source.empty()) a->push_back(Str("hang.context.source", c.source));
+  if (c.has_trigger && !c.trigger.kind.empty()) {
+    a->push_back(Str("hang.trigger.kind", c.trigger.kind));
+  }
+  if (options.with_peers && c.has_trigger) {
+    if (!c.trigger.peer.empty()) a->push_back(Str("hang.trigger.peer", c.trigger.peer));
+    if (c.trigger.pid != 0) a->push_back(Int("hang.trigger.pid", c.trigger.pid));
+    if (!c.trigger.process.empty()) a->push_back(Str("hang.trigger.process", c.trigger.process));
+  }
+  if (h.perceived.has_value()) a->push_back(Bool("hang.perceived", *h.perceived));
+  if (h.not_responding) a->push_back(Bool("hang.not_responding", true));
+  if (h.input.known) a->push_back(Int("hang.input.events", h.input.events));
+}
+
+OtlpLogRecord ToLogRecord(const HangRecord& h, uint64_t observed_unix_nano,
+                          const OtlpOptions& options) {
   OtlpLogRecord r;
   r.time_unix_nano = h.start_unix_ms > 0 ? static_cast<uint64_t>(h.start_unix_ms) * 1000000u : 0;
   r.observed_time_unix_nano = observed_unix_nano;
@@ -76,6 +106,7 @@ OtlpLogRecord ToLogRecord(const HangRecord& h, uint64_t observed_unix_nano) {
     a.push_back(Str("hang.cause.kind", CauseKindName(h.cause.kind)));
     a.push_back(Str("hang.cause.summary", ValidUtf8(CauseSummary(h))));
   }
+  AddContext(h, options, &a);
   a.push_back(Int("hang.samples", h.samples));
   // The thread that hung: OpenTelemetry's thread.id and thread.name (semantic conventions,
   // "General attributes"), and the role it was watched under (hangwatch/threads.h).
@@ -90,6 +121,7 @@ OtlpLogRecord ToLogRecord(const HangRecord& h, uint64_t observed_unix_nano) {
 nlohmann::json JsonValue(const OtlpValue& v) {
   // OTLP/JSON: int64 values are decimal strings.
   if (v.is_int) return {{"intValue", std::to_string(v.int_value)}};
+  if (v.is_bool) return {{"boolValue", v.bool_value}};
   return {{"stringValue", v.string_value}};
 }
 
@@ -136,10 +168,12 @@ class ProtoWriter {
   std::string bytes_;
 };
 
-// opentelemetry.proto.common.v1.AnyValue: string_value = 1, int_value = 3.
+// opentelemetry.proto.common.v1.AnyValue: string_value = 1, bool_value = 2, int_value = 3.
 ProtoWriter ProtoValue(const OtlpValue& v) {
   ProtoWriter w;
-  if (v.is_int) {
+  if (v.is_bool) {
+    w.VarintField(2, v.bool_value ? 1 : 0);
+  } else if (v.is_int) {
     w.VarintField(3, static_cast<uint64_t>(v.int_value));  // int64: two's complement varint
   } else {
     w.BytesField(1, v.string_value);
@@ -182,7 +216,8 @@ std::string HangSummary(const HangRecord& h) {
 }
 
 std::vector<OtlpResourceLogs> HangsToOtlpLogs(std::span<const HangRecord> hangs,
-                                              uint64_t observed_unix_nano) {
+                                              uint64_t observed_unix_nano,
+                                              const OtlpOptions& options) {
   using Key = std::tuple<std::string, std::string, int64_t, std::map<std::string, std::string>>;
   std::map<Key, size_t> index;
   std::vector<OtlpResourceLogs> out;
@@ -197,7 +232,7 @@ std::vector<OtlpResourceLogs> HangsToOtlpLogs(std::span<const HangRecord> hangs,
       for (const auto& [k, v] : h.labels) r.resource.push_back(Str(k, v));
       out.push_back(std::move(r));
     }
-    out[it->second].records.push_back(ToLogRecord(h, observed_unix_nano));
+    out[it->second].records.push_back(ToLogRecord(h, observed_unix_nano, options));
   }
   return out;
 }

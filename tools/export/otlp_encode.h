@@ -8,7 +8,11 @@
 //             for a fatal hang, body = a one-line summary, attributes hang.duration_ms,
 //             hang.cpu_ms, hang.class, hang.signature, hang.fingerprint, hang.samples and, when
 //             the hang has a culprit, hang.culprit.function and (when known) hang.culprit.file and
-//             hang.culprit.line.
+//             hang.culprit.line; what the pass served and whether a person waited, when known:
+//             hang.context.label, hang.context.source, hang.trigger.kind, hang.perceived (a
+//             boolean), hang.not_responding (when true), hang.input.events; and only when asked
+//             (OtlpOptions::with_peers: who else was involved, which may name other hosts and
+//             programs) hang.trigger.peer, hang.trigger.pid, hang.trigger.process.
 //
 // The protobuf encoding is written by hand with a small writer (ProtoWriter): the request is six
 // message types of opentelemetry-proto (logs/v1, common/v1, resource/v1, collector/logs/v1) and
@@ -27,9 +31,11 @@
 
 namespace hangwatch::tools {
 
-// An OTLP AnyValue of the two kinds hang records need.
+// An OTLP AnyValue of the three kinds hang records need: a string, an integer, a boolean.
 struct OtlpValue {
   bool is_int = false;
+  bool is_bool = false;
+  bool bool_value = false;
   std::string string_value;
   int64_t int_value = 0;
 };
@@ -64,9 +70,16 @@ inline constexpr char kOtlpScopeName[] = "hangwatch";
 // attributes carry hang.cause.kind and hang.cause.summary then.
 std::string HangSummary(const HangRecord& hang);
 
+struct OtlpOptions {
+  // hang.trigger.peer, .pid and .process (the other end of what began the pass): off unless
+  // asked (`hangwatch export --with-peers`).
+  bool with_peers = false;
+};
+
 // The hangs' log records, grouped by resource in order of first appearance.
 std::vector<OtlpResourceLogs> HangsToOtlpLogs(std::span<const HangRecord> hangs,
-                                              uint64_t observed_unix_nano);
+                                              uint64_t observed_unix_nano,
+                                              const OtlpOptions& options = {});
 
 // An ExportLogsServiceRequest in OTLP's JSON encoding (lowerCamelCase names, 64-bit integers as
 // decimal strings, enums as numbers), for Content-Type application/json.

@@ -41,6 +41,10 @@ constexpr char kUsage[] =
     "  --listen ADDR:PORT   where to serve (port 0: any free port, printed on stderr)\n"
     "  --culprit-top N      label hangs by culprit for the N culprits with the most hangs\n"
     "                       (others: culprit=\"other\"); default 0: no culprit label\n"
+    "  --context-top N      label hangs by context (what the pass was serving: the innermost\n"
+    "                       label, else the source, else the trigger's kind; as `hangwatch top\n"
+    "                       --by context`) for the N contexts with the most hangs (others:\n"
+    "                       context=\"other\", none: \"none\"); default 0: no context label\n"
     "  --max-roles N        thread roles with a role label of their own (default 16; later\n"
     "                       ones: role=\"other\"); the main thread's series have no role label\n"
     "  --max-series N       distinct label sets at most (default 10000); records beyond are\n"
@@ -73,6 +77,7 @@ int Run(int argc, char** argv) {
     return CheckListen(v);
   });
   flags.Number({"--culprit-top"}, 0, 1000, &options.culprit_top);
+  flags.Number({"--context-top"}, 0, 1000, &options.context_top);
   flags.Number({"--max-roles"}, 0, 1000, &options.max_roles);
   flags.Number({"--max-series"}, 1, 10'000'000, &options.max_label_sets);
   flags.Number({"--poll-ms"}, 1, 60'000, &poll_ms);

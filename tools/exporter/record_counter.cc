@@ -16,7 +16,7 @@ void RecordCounter::Count(std::string_view line) {
   switch (parser_.ParseUnpadded(line, &h)) {
     case LineKind::kHang: {
       // The fields the metrics read (hangwatch_prometheus_metrics.h): names, labels, duration,
-      // class, fatal, culprit.
+      // class, fatal, culprit, context, perceived.
       hang_.pid = h.pid;
       hang_.process.assign(h.process);
       hang_.process_name.assign(h.process_name);
@@ -37,6 +37,11 @@ void RecordCounter::Count(std::string_view line) {
         hang_.culprit.frame = 0;
         if (h.culprit_python) hang_.culprit.language = FrameLanguage::kPython;
       }
+      // The context's key (the metrics' ContextLabel of a context with only a label is it).
+      hang_.context = Context{};
+      hang_.context.label.assign(h.context_key);
+      hang_.perceived.reset();
+      if (h.perceived >= 0) hang_.perceived = h.perceived == 1;
       metrics_->AddHang(hang_, h.cause_kind);
       break;
     }

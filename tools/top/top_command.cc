@@ -24,7 +24,8 @@ namespace hangwatch::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hangwatch top FILE... [--by signature|fingerprint|culprit|cause|thread|label:NAME]\n"
+    "usage: hangwatch top FILE...\n"
+    "           [--by signature|fingerprint|culprit|cause|thread|context|label:NAME]\n"
     "                     [--format text|json]\n"
     "                     [--label K=V]... [--since TIME] [--until TIME] [options]\n"
     "\n"
@@ -39,6 +40,10 @@ constexpr char kUsage[] =
     "                     for hangs without one)\n"
     "  --by thread        the same thread role (main, or a watched thread's: render, io...);\n"
     "                     by any key, each role's hangs are grouped apart (THREAD column)\n"
+    "  --by context       what the passes were serving: the innermost label\n"
+    "                     (hangwatch::ScopedLabel), else the source an adapter dispatched,\n"
+    "                     else the kind of event that began the pass (tcp, timerfd, timeout...);\n"
+    "                     \"-\" for hangs without context\n"
     "  --by label:NAME    the same value of label NAME (HANGWATCH_LABELS): compare builds\n"
     "                     with --by label:build\n"
     "For each group: hangs, hosts and processes (distinct host+pid) it was seen in, of all\n"
@@ -130,12 +135,15 @@ int Run(int argc, char** argv) {
       query.by = TopBy::kCause;
     } else if (v == "thread") {
       query.by = TopBy::kThread;
+    } else if (v == "context") {
+      query.by = TopBy::kContext;
     } else if (v.rfind("label:", 0) == 0 && v.size() > 6) {
       query.by = TopBy::kLabel;
       query.by_label = v.substr(6);
     } else {
-      return "--by wants signature, fingerprint, culprit, cause, thread or label:NAME, not '" + v +
-             "'";
+      return "--by wants signature, fingerprint, culprit, cause, thread, context or label:NAME, "
+             "not '" +
+             v + "'";
     }
     return "";
   });

@@ -228,6 +228,9 @@ void TopAggregator::GroupKey(const TopHang& h) {
     case TopBy::kThread:
       key_.assign(h.role);
       break;
+    case TopBy::kContext:
+      key_.assign(h.context_key);  // report::ContextKey
+      break;
   }
   // Another role's hangs are grouped apart from main's (and each role's from the others').
   group_key_ = key_;

@@ -26,7 +26,7 @@
 
 namespace hangwatch::tools {
 
-enum class TopBy { kSignature, kFingerprint, kCulprit, kCause, kLabel, kThread };
+enum class TopBy { kSignature, kFingerprint, kCulprit, kCause, kLabel, kThread, kContext };
 enum class TopSort { kCount, kTotal };
 
 struct TopQuery {
@@ -77,8 +77,9 @@ struct TopLineRef {
 // Hangs of different thread roles are never in one group: by any key, the main thread's hangs
 // and each other role's are grouped apart (TopGroup::role); --by thread groups by role alone.
 struct TopGroup {
-  std::string key;  // the signature, fingerprint, culprit name, cause kind or thread role; ""
-                    // for hangs without stacks (or, by cause, without a cause)
+  std::string key;  // the signature, fingerprint, culprit name, cause kind, thread role or
+                    // context key; "" for hangs without stacks (or, by cause, without a cause;
+                    // by context, without a context)
   std::string role = "main";  // the thread role of its hangs
   uint64_t count = 0;
   uint64_t hosts = 0;      // distinct host names ("" counts as one)

@@ -25,6 +25,8 @@ std::string ByName(TopBy by, const std::string& label) {
       return "cause";
     case TopBy::kThread:
       return "thread";
+    case TopBy::kContext:
+      return "context";
     case TopBy::kSignature:
       break;
   }

@@ -13,6 +13,8 @@
 #include <deque>
 #include <thread>
 
+#include "report/context_scan.h"
+#include "report/context_text.h"
 #include "report/names.h"
 #include "report/record_scan.h"
 #include "report/record_types.h"
@@ -135,6 +137,17 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   report::ForEachMember(s[TopKey("cause")], [&](std::string_view key, std::string_view value) {
     if (key == "kind") out->cause_kind = impl_->Text(value);
   });
+  if (const std::string_view context = s[TopKey("context")]; !context.empty()) {
+    Context c;
+    report::ScanContext(context, &c);  // the scanner has checked it
+    if (impl_->used == impl_->texts.size()) impl_->texts.emplace_back();
+    std::string& key = impl_->texts[impl_->used++];
+    key = report::ContextKey(c);
+    out->context_key = key;
+  }
+  if (const std::string_view perceived = s[TopKey("perceived")]; !perceived.empty()) {
+    out->perceived = perceived == "true" ? 1 : 0;
+  }
   // Older agents wrote no process_name: the file name of the executable.
   out->process_name = report::ProcessName(out->process_name, out->process);
   return LineKind::kHang;

@@ -47,6 +47,12 @@ struct TopHang {
   // The cause's kind ("lock", "io", ...): top's --by cause, `hangwatch exporter`'s label; ""
   // when null or absent.
   std::string_view cause_kind;
+  // The context's key (report/context_text.h's ContextKey: the innermost label, else the
+  // source, else the trigger's kind): top's --by context, the exporter's `context` label; ""
+  // for a hang without context.
+  std::string_view context_key;
+  // "perceived": 1 true, 0 false, -1 absent (unknown).
+  int perceived = -1;
   // The thread role of the hang or lag record ("thread": {"role"}): "main" when absent.
   std::string_view role = "main";
   // The labels, when the parser was asked for them (label filters), in file order.

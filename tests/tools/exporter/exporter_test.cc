@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -222,6 +223,92 @@ TEST(HangMetricsTest, CulpritTopNBoundsTheCulpritLabel) {
   // At most 2 * N culprits by name, plus "other" and "none".
   EXPECT_LE(Series(registry, "hangwatch_hangs_total"), 2u * 2u + 2u);
   EXPECT_GE(Value(registry, "hangwatch_hangs_total", {{"culprit", "other"}}), 38);
+}
+
+HangRecord WithContext(const std::string& label, std::optional<bool> perceived) {
+  HangRecord h = Hang("api", HangClass::kBusy, 1000);
+  if (!label.empty()) h.context.label_path = {"request", label};
+  h.perceived = perceived;
+  return h;
+}
+
+// Off by default: no series gets a `context` label and the hang series keep their labels;
+// hangwatch_perceived_hangs_total counts the hangs a person waited through, with the hangs'
+// labels.
+TEST(HangMetricsTest, ContextLabelIsOffByDefaultAndPerceivedHangsAreCounted) {
+  prometheus::Registry registry;
+  HangMetrics metrics(registry, {});
+  metrics.AddHang(WithContext("thumbnail.decode", true), "");
+  metrics.AddHang(WithContext("thumbnail.decode", false), "lock");
+  metrics.AddHang(WithContext("", std::nullopt), "");
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total"), 3);
+  EXPECT_EQ(Value(registry, "hangwatch_perceived_hangs_total"), 1);
+  EXPECT_EQ(Value(registry, "hangwatch_perceived_hangs_total",
+                  {{"class", "busy"}, {"cause", "unknown"}, {"process", "api"}}),
+            1);
+  for (const auto& family : registry.Collect()) {
+    for (const auto& m : family.metric) {
+      for (const auto& l : m.label) EXPECT_NE(l.name, "context") << family.name;
+      if (family.name != "hangwatch_hangs_total") continue;
+      std::vector<std::string> names;
+      for (const auto& l : m.label) names.push_back(l.name);
+      EXPECT_EQ(names, (std::vector<std::string>{"cause", "class", "host", "process"}));
+    }
+  }
+}
+
+// --context-top N: culprit_top's rule for contexts.
+TEST(HangMetricsTest, ContextTopNBoundsTheContextLabel) {
+  prometheus::Registry registry;
+  HangMetricsOptions options;
+  options.context_top = 2;
+  HangMetrics metrics(registry, options);
+  for (int i = 0; i < 5; ++i) {
+    metrics.AddHang(WithContext("thumbnail.decode", true), "");
+    metrics.AddHang(WithContext("db.query", false), "");
+  }
+  for (int i = 0; i < 40; ++i) metrics.AddHang(WithContext("rare" + std::to_string(i), true), "");
+  HangRecord record_label = WithContext("", std::nullopt);
+  record_label.labels["context"] = "mine";  // a record label of that name moves aside
+  metrics.AddHang(record_label, "");
+
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"context", "thumbnail.decode"}}), 5);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"context", "db.query"}}), 5);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"context", "none"}}), 1);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"label_context", "mine"}}), 1);
+  EXPECT_DOUBLE_EQ(Value(registry, "hangwatch_hang_seconds_total", {{"context", "db.query"}}), 5);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total"), 51);
+  EXPECT_LE(Series(registry, "hangwatch_hangs_total"), 2u * 2u + 2u);
+  EXPECT_GE(Value(registry, "hangwatch_hangs_total", {{"context", "other"}}), 38);
+  // The perceived counter has no context label: one series per label set, class and cause.
+  EXPECT_EQ(Value(registry, "hangwatch_perceived_hangs_total"), 45);
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "hangwatch_perceived_hangs_total") continue;
+    for (const auto& m : family.metric) {
+      for (const auto& l : m.label) EXPECT_NE(l.name, "context");
+    }
+  }
+}
+
+// The exporter reads the context's key and perceived from the line (top's parser).
+TEST(RecordCounterTest, ContextAndPerceivedAreReadFromTheLine) {
+  prometheus::Registry registry;
+  HangMetricsOptions options;
+  options.context_top = 4;
+  HangMetrics metrics(registry, options);
+  RecordCounter counter(&metrics);
+  HangRecord h = WithContext("thumbnail.decode", true);
+  h.pid = 5;
+  h.tid = 5;
+  counter.Count(report::Encode(h));
+  h.context = Context{};
+  h.context.has_trigger = true;
+  h.context.trigger.kind = "timerfd";
+  h.perceived = false;
+  counter.Count(report::Encode(h));
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"context", "thumbnail.decode"}}), 1);
+  EXPECT_EQ(Value(registry, "hangwatch_hangs_total", {{"context", "timerfd"}}), 1);
+  EXPECT_EQ(Value(registry, "hangwatch_perceived_hangs_total"), 1);
 }
 
 constexpr char kLagLine[] =

@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "report/cause_kinds.h"
 #include "report/cause_text.h"
+#include "report/context_text.h"
 #include "report/frame_classifier.h"
 #include "report/names.h"
 #include "report/record_types.h"
@@ -376,11 +377,12 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
   // Column name -> one value per hang.
   std::map<std::string, json> col;
   for (const char* name :
-       {"process",       "pid",      "hang_id",    "start",     "duration",    "cpu",
-        "cpu_pct",       "class",    "fatal",      "signature", "fingerprint", "culprit",
-        "threshold",     "interval", "samples",    "failed",    "stopped",     "truncated",
-        "stacks",        "host",     "labels",     "dominant",  "cause_kind",  "cause",
-        "cause_threads", "thread",   "thread_name"}) {
+       {"process",       "pid",      "hang_id",     "start",     "duration",     "cpu",
+        "cpu_pct",       "class",    "fatal",       "signature", "fingerprint",  "culprit",
+        "threshold",     "interval", "samples",     "failed",    "stopped",      "truncated",
+        "stacks",        "host",     "labels",      "dominant",  "cause_kind",   "cause",
+        "cause_threads", "thread",   "thread_name", "context",   "context_text", "input",
+        "perceived"}) {
     col[name] = json::array();
   }
   json source_list = json::array();
@@ -413,6 +415,12 @@ HtmlReportData MakeHtmlReportData(const Report& report, const std::string& title
     std::string labels;
     for (const auto& [k, v] : h.labels) labels += (labels.empty() ? "" : ", ") + k + "=" + v;
     col["labels"].push_back(t.String(labels));
+    // What the pass served (its context key and words) and whether a person waited: string
+    // indices (0: unknown), perceived 1, 0 or -1 (unknown).
+    col["context"].push_back(t.String(report::ContextKey(h.context)));
+    col["context_text"].push_back(t.String(report::DescribeContext(h.context)));
+    col["input"].push_back(t.String(report::DescribeInput(h)));
+    col["perceived"].push_back(h.perceived.has_value() ? (*h.perceived ? 1 : 0) : -1);
 
     // The culprit, as the frame of the dominant stack it names (the flame graph's frame).
     int culprit = -1;

@@ -13,6 +13,7 @@
 #include "hangwatch/hangwatch.h"
 #include "report/cause_kinds.h"
 #include "report/cause_text.h"
+#include "report/context_text.h"
 #include "report/names.h"
 #include "report/record_types.h"
 #include "report/report_record.h"
@@ -85,6 +86,17 @@ void AppendHeader(std::string* out, const HangRecord& h) {
     if (!h.cause.kernel_stack.empty()) {
       out->append("Kernel stack:     " + h.cause.kernel_stack + "\n");
     }
+  }
+  // What the pass was serving, and whether a person waited (docs/report-format.md).
+  if (const std::string c = report::DescribeContext(h.context); !c.empty()) {
+    out->append("Context:          " + c + "\n");
+  }
+  if (const std::string in = report::DescribeInput(h); !in.empty()) {
+    out->append("Input:            " + in + "\n");
+  }
+  if (h.queued_ms >= 0) {
+    out->append("Queued:           " + report::WaitText(static_cast<uint64_t>(h.queued_ms)) +
+                " before its pass ran\n");
   }
   if (!h.signature.empty()) Appendf(out, "Signature:        %s\n", h.signature.c_str());
   Appendf(out, "Date/Time:        %s\n", FormatUnixMs(h.start_unix_ms).c_str());
@@ -380,6 +392,12 @@ std::string FormatSummary(const Report& report, size_t max_frames) {
     AppendDominant(&dominant, h, max_frames);
     out += dominant.substr(1);  // without the leading blank line
     if (!h.cause.empty()) out.append("Waiting for: " + h.cause.summary + "\n");
+    if (const std::string c = report::DescribeContext(h.context); !c.empty()) {
+      out.append("Context: " + c + "\n");
+    }
+    if (const std::string in = report::DescribeInput(h); !in.empty()) {
+      out.append("Input: " + in + "\n");
+    }
     AppendCauseThreads(&out, h, max_frames);
   }
   AppendFooter(&out, report);

@@ -71,6 +71,8 @@ class Detail {
     if (h.stopped[i]) facts.push(['Stopped', h.stopped[i] + ' ms not counted']);
     if (m.host(i)) facts.splice(1, 0, ['Host', m.host(i)]);
     if (h.labels[i]) facts.push(['Labels', m.strings[h.labels[i]]]);
+    if (m.contextText(i)) facts.push(['Context', m.contextText(i)]);
+    if (m.inputText(i)) facts.push(['Input', m.inputText(i)]);
     const culprit = h.culprit[i];
     const flame = this.flameSection([i], new Set(culprit >= 0 ? [culprit] : []));
     const timeline = el('section', {}, el('h2', {text: 'Timeline'}),

@@ -89,6 +89,12 @@ function hangColumns(m) {
     {key: 'class', title: 'Class', width: 70, value: i => h.class[i], text: i => m.className(i)},
     {key: 'duration', title: 'Duration', width: 90, num: true, value: i => h.duration[i],
      text: i => fmtMs(h.duration[i]) + (h.fatal[i] ? '+' : '')},
+    // Whether a person waited through it: ● yes, – no, blank unknown.
+    m.hasPerceived ? {key: 'perceived', title: 'Seen', width: 44, value: i => m.perceived(i),
+                      text: i => ['', '\u2013', '\u25cf'][m.perceived(i) + 1],
+                      hover: i => m.inputText(i) || 'not known whether input waited'} : null,
+    m.hasContext ? {key: 'context', title: 'Context', width: 130, value: i => m.context(i),
+                    text: i => m.context(i), hover: i => m.contextText(i)} : null,
     {key: 'cpu', title: 'CPU', width: 46, num: true, value: i => h.cpu_pct[i],
      text: i => h.cpu_pct[i] + '%'},
     {key: 'culprit', title: 'Culprit', width: 0, value: i => m.culprit(i), text: i => m.culprit(i),

@@ -63,6 +63,10 @@ class Model {
     // A hang of a watched thread other than main (hangwatch/threads.h): a Thread column.
     this.hasThreads = data.hangs.thread.some(t => this.strings[t] !== 'main');
     this.hasHost = data.hangs.host.some(h => h !== 0);
+    // Hangs that say what their pass served, or whether a person waited: Context and Seen
+    // columns.
+    this.hasContext = data.hangs.context.some(c => c !== 0);
+    this.hasPerceived = data.hangs.perceived.some(p => p >= 0);
     this.skipped = data.skipped;
     this.firstError = data.first_error;
     this.sources = new Map(data.sources.map(s => [s[0], {first: s[1], lines: s[2]}]));
@@ -87,6 +91,12 @@ class Model {
   // The thread role of hang i ('main' for the main thread) and the thread's own name.
   thread(i) { return this.strings[this.h.thread[i]]; }
   threadName(i) { return this.strings[this.h.thread_name[i]]; }
+  // What hang i's pass served: its context key ('' unknown) and the context in words; whether
+  // input waited, in words; perceived: 1 a person waited, 0 not, -1 unknown.
+  context(i) { return this.strings[this.h.context[i]]; }
+  contextText(i) { return this.strings[this.h.context_text[i]]; }
+  inputText(i) { return this.strings[this.h.input[i]]; }
+  perceived(i) { return this.h.perceived[i]; }
   signature(i) { return this.strings[this.h.signature[i]]; }
   culprit(i) { const f = this.h.culprit[i]; return f < 0 ? '?' : this.frameName(f); }
   className(i) { return CLASSES[this.h.class[i]]; }
@@ -138,7 +148,7 @@ class Model {
     return (this.process(i) + ' ' + this.host(i) + ' ' + this.thread(i) + ' ' + this.threadName(i) +
             ' ' + this.culprit(i) + ' ' + this.signature(i) + ' ' +
             this.strings[this.h.fingerprint[i]] + ' ' + this.className(i) + ' ' +
-            this.causeKind(i) + ' ' + this.cause(i) + ' ' +
+            this.causeKind(i) + ' ' + this.cause(i) + ' ' + this.contextText(i) + ' ' +
             (this.h.culprit[i] >= 0 ? this.frameLocation(this.h.culprit[i]) : '') + ' ' +
             this.h.pid[i]).toLowerCase();
   }
