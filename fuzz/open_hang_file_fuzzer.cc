@@ -2,7 +2,7 @@
 // start and `hangwatch report` / `gate` run on a file left by a process that died (a file in a
 // directory others may write). Each input is read twice: as it is, and with every checksum
 // recomputed so that mutations get past them to the layout, the counts and the records behind them.
-// Seeds: files written by OpenHangFile itself, formats 1 to 6 (HANGWATCH_FUZZ_WRITE_SEEDS=DIR).
+// Seeds: files written by OpenHangFile itself, formats 1 to 8 (HANGWATCH_FUZZ_WRITE_SEEDS=DIR).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,6 +16,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "hang/model/hang_data.h"
+#include "hang/open_hang/open_hang_context.h"
 #include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hang_record.h"
 
@@ -45,17 +46,21 @@ void SetChecksum(std::string* s, size_t at, size_t covered_from) {
 // and offsets the file states fit in it: the static header's (bytes [0, 72), stored at 72); for
 // each live header (at 256 and 512) that says a hang is open (u32 at +8), the sum of its module
 // table (u32 count at +76, sum at +80) and of the sample records it counts (u32 at +12; each
-// record's last 8 bytes); each live header's own (bytes [0, 104), stored at +104, from format 6
-// (u32 at 8) on, whose header has the Python names' bytes at +96; bytes [0, 96), stored at +96, in
-// formats 4 and 5, whose header has the pause at +88; bytes [0, 88), stored at +88, before).
-// (The Python names region's entries carry their own checksums: a fuzzed one is not fixed.) The
+// record's last 8 bytes); each live header's own (bytes [0, 152), stored at +152, from format 7
+// (u32 at 8) on, whose header has the thread at +104; bytes [0, 104), stored at +104, in format 6,
+// whose header has the Python names' bytes at +96; bytes [0, 96), stored at +96, in formats 4 and
+// 5, whose header has the pause at +88; bytes [0, 88), stored at +88, before); from format 8, each
+// copy of the context region (the file's last OpenHangContextBytes(), by the size the static
+// header states at 64) whose u32 at +8 is this build's sizeof(HangContext): bytes [0, 16 + that)
+// of the copy, stored after them. (The Python names region's entries and the cause region's
+// copies carry their own checksums: a fuzzed one is not fixed.) The
 // seeds, written by OpenHangFile, must come out unchanged (WriteSeeds checks), so a change of the
 // layout is noticed here.
 void FixChecksums(std::string* s) {
   if (s->size() < 1024) return;
   SetChecksum(s, 72, 0);
   const uint64_t version = Get(*s, 8, 4);
-  const size_t live_checksum = version >= 6 ? 104 : version >= 4 ? 96 : 88;
+  const size_t live_checksum = version >= 7 ? 152 : version >= 6 ? 104 : version >= 4 ? 96 : 88;
   const uint64_t modules_offset = Get(*s, 32, 8), samples_offset = Get(*s, 40, 8);
   const uint64_t module_size = Get(*s, 48, 8), sample_size = Get(*s, 56, 8);
   uint64_t records = 0;
@@ -72,6 +77,15 @@ void FixChecksums(std::string* s) {
       }
     }
     SetChecksum(s, live + live_checksum, live);
+  }
+  const uint64_t file_size = Get(*s, 64, 8);
+  const size_t context_bytes = hangwatch::agent::OpenHangContextBytes();
+  if (version >= 8 && file_size <= s->size() && file_size >= 1024 + context_bytes) {
+    constexpr size_t kContextSize = sizeof(hangwatch::agent::HangContext);
+    for (size_t copy = 0; copy < 2; ++copy) {
+      const size_t at = file_size - context_bytes + copy * (context_bytes / 2);
+      if (Get(*s, at + 8, 4) == kContextSize) SetChecksum(s, at + 16 + kContextSize, at);
+    }
   }
   if (sample_size < 8 || sample_size > s->size() || samples_offset > s->size()) return;
   for (uint64_t at = samples_offset, i = 0; i < records && s->size() - at >= sample_size;
@@ -112,6 +126,26 @@ std::string OpenHangBytes(uint32_t version, size_t samples) {
   hang.summary.start_unix_ms = 1700000000000;
   hang.summary.threshold_ms = 250;
   hang.summary.sample_interval_ms = 100;
+  // What the pass was serving (kept from format 8).
+  hangwatch::agent::HangContext& context = hang.context;
+  std::strcpy(context.labels[0], "seed.outer");
+  std::strcpy(context.labels[1], "seed.inner");
+  context.label_count = 2;
+  context.label_depth = 3;
+  context.has_trigger = true;
+  context.trigger_kind = hangwatch::internal::kTriggerFd;
+  context.fd = 5;
+  context.ready = 1;
+  std::strcpy(context.trigger_name, "pipe");
+  std::strcpy(context.source, "seed-source");
+  context.callback = reinterpret_cast<uintptr_t>(&SeedFunction);
+  context.input.known = true;
+  context.input.pending = true;
+  context.input.events = 2;
+  context.input.kinds = hangwatch::agent::kInputKey;
+  context.perceived_known = true;
+  context.perceived = true;
+  context.queued_ms = 700;
   const uintptr_t frames[3] = {reinterpret_cast<uintptr_t>(&SeedFunction),
                                reinterpret_cast<uintptr_t>(&OpenHangBytes) + 16,
                                reinterpret_cast<uintptr_t>(&FixChecksums) + 8};
@@ -135,7 +169,8 @@ std::string OpenHangBytes(uint32_t version, size_t samples) {
 void WriteSeeds(const std::string& dir) {
   const std::string seeds[] = {OpenHangBytes(2, 3), OpenHangBytes(1, 2), OpenHangBytes(2, 4),
                                OpenHangBytes(3, 3), OpenHangBytes(4, 3), OpenHangBytes(4, 4),
-                               OpenHangBytes(6, 3)};
+                               OpenHangBytes(6, 3), OpenHangBytes(7, 3), OpenHangBytes(8, 3),
+                               OpenHangBytes(8, 4)};
   int i = 0;
   for (const std::string& seed : seeds) {
     std::string fixed = seed;

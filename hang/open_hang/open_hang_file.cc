@@ -15,6 +15,7 @@
 #include "hang/files/regular_file.h"
 #include "hang/model/python_frame_word.h"
 #include "hang/open_hang/open_hang_cause.h"
+#include "hang/open_hang/open_hang_context.h"
 #include "hang/open_hang/open_hang_layout.h"
 #include "symbols/module_map.h"
 
@@ -58,7 +59,7 @@ std::unique_ptr<OpenHangFile> OpenHangFile::CreateForTest(const std::string& pat
   const size_t record = SampleRecordSize(f->limits_.max_frames, version);
   const size_t samples_offset = kModulesOffset + kMaxModules * sizeof(ModuleRecord);
   f->size_ = samples_offset + f->limits_.max_timeline * record + CauseBytes(version) +
-             PythonNamesBytes(version);
+             PythonNamesBytes(version) + ContextBytes(version);
   if (version >= 6) f->python_names_ = std::make_unique<OpenHangPythonNamesWriter>();
 
   // Created for this process before it changed user (kept_files.h): used as long as the name
@@ -270,6 +271,10 @@ size_t OpenHangFile::PythonNamesOffset() const {
          CauseBytes(version_);
 }
 
+size_t OpenHangFile::ContextOffset() const {
+  return PythonNamesOffset() + PythonNamesBytes(version_);
+}
+
 void OpenHangFile::Open(const HangData& hang) {
   std::string error;
   if (map_ == nullptr && !Map(&error)) {
@@ -303,6 +308,7 @@ void OpenHangFile::Open(const HangData& hang) {
   }
   open_ = true;
   WriteCause(hang, /*force=*/true);
+  WriteContext(hang, /*force=*/true);
   WriteLiveHeader(hang, true);
 }
 
@@ -314,6 +320,15 @@ void OpenHangFile::WriteCause(const HangData& hang, bool force) {
   WriteOpenHangCause(map_ + end, ++cause_generation_, hang.cause);
 }
 
+void OpenHangFile::WriteContext(const HangData& hang, bool force) {
+  if (version_ < 8 ||
+      (!force && std::memcmp(&hang.context, &context_written_, sizeof(HangContext)) == 0)) {
+    return;
+  }
+  std::memcpy(&context_written_, &hang.context, sizeof(HangContext));  // padding too
+  WriteOpenHangContext(map_ + ContextOffset(), ++context_generation_, hang.context);
+}
+
 void OpenHangFile::AddLastSample(const HangData& hang) {
   if (!open_) {
     return;
@@ -322,6 +337,7 @@ void OpenHangFile::AddLastSample(const HangData& hang) {
     WriteSample(hang.timeline_size() - 1, hang);
   }
   WriteCause(hang, /*force=*/false);
+  WriteContext(hang, /*force=*/false);
   WriteLiveHeader(hang, true);
 }
 
@@ -351,6 +367,10 @@ size_t OpenHangFileLiveHeaderOffset(int copy) { return kLiveHeaderOffset[copy & 
 size_t OpenHangFilePythonNamesOffset(const HangLimits& limits) {
   const size_t samples = std::min(std::max<size_t>(limits.max_timeline, 1), kMaxSamplesInFile);
   return OpenHangFileSampleOffset(limits, samples) + CauseBytes(kVersion);
+}
+
+size_t OpenHangFileContextOffset(const HangLimits& limits) {
+  return OpenHangFilePythonNamesOffset(limits) + PythonNamesBytes(kVersion);
 }
 
 }  // namespace hangwatch::agent

@@ -15,6 +15,8 @@
 //   python names  (version 6) the function, file and line of each Python frame of the samples,
 //                 as resolved on the watchdog (open_hang_python_names.h); the live header says
 //                 how many of its bytes hold whole entries
+//   context       (version 8) two copies of the hang's HangContext: its labels, trigger, source
+//                 and callback, input and perceived verdict (open_hang_context.h)
 // The file is empty (0 bytes) while no hang is open: Open() sizes and maps it, Clear() writes
 // "no open hang", unmaps it and empties it again, so that a process that ends outside a hang
 // (even killed) leaves nothing of size behind and nothing that reads as a hang.
@@ -61,8 +63,8 @@ class OpenHangFile {
                                               std::string* error);
   // Same, writing format `version` as an older agent did (1: without frame and sample
   // methods; 2: without the cause; 3: without the pause; 4: without Python frames; 5: without
-  // their names): for tests of reading what an older
-  // agent left behind.
+  // their names; 6: without the thread; 7: without the context): for tests of reading what an
+  // older agent left behind.
   static std::unique_ptr<OpenHangFile> CreateForTest(const std::string& path,
                                                      const HangLimits& limits, std::string* error,
                                                      uint32_t version);
@@ -103,9 +105,13 @@ class OpenHangFile {
   void Unmap();
   // The hang's cause, into the cause region: at Open (force), then only when it changed.
   void WriteCause(const HangData& hang, bool force);
+  // The hang's context, into the context region (format 8): at Open (force), then only when
+  // its bytes differ from those written last (context_written_; no allocation).
+  void WriteContext(const HangData& hang, bool force);
   // The name of the Python frame `word`, into the names region (once per word and name).
   void NotePythonName(uintptr_t word);
   size_t PythonNamesOffset() const;
+  size_t ContextOffset() const;
 
   std::string path_;
   int fd_ = -1;
@@ -121,6 +127,8 @@ class OpenHangFile {
   uint32_t version_ = 0;  // of the format written
   uint64_t cause_generation_ = 0;
   uint32_t cause_version_written_ = 0;
+  uint64_t context_generation_ = 0;
+  HangContext context_written_;  // the bytes of the context last written
   const PythonNames* python_names_source_ = nullptr;
   std::unique_ptr<OpenHangPythonNamesWriter> python_names_;  // format 6 on
   PythonName name_;  // scratch of NotePythonName, its capacity kept
@@ -131,7 +139,9 @@ enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };
 // Reads `path`. kFound: *out is the fatal hang (fatal = true, duration = time of the last
 // sample, a lower bound), with frames resolved against the module table of the process that
 // died and symbolized when the same build is loaded in this process, its Python frames named as
-// the process named them (format 6; unnamed before, or past a torn entry). kNoOpenHang: the file is
+// the process named them (format 6; unnamed before, or past a torn entry), its context, input
+// and perceived verdict as the last sample written saw them (format 8; none before, or when both
+// copies are torn), its callback resolved as the frames are. kNoOpenHang: the file is
 // valid but holds no open hang (or does not exist). kInvalid: *error says why (also for a FIFO
 // or a device, which are never opened). Memory is bounded whatever the file's counts say: a
 // sample is read at a time, and at most 32768 frames of unique stacks are kept (more stacks
@@ -142,6 +152,7 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
 size_t OpenHangFileSampleOffset(const HangLimits& limits, size_t index);
 size_t OpenHangFileLiveHeaderOffset(int copy);
 size_t OpenHangFilePythonNamesOffset(const HangLimits& limits);
+size_t OpenHangFileContextOffset(const HangLimits& limits);
 
 }  // namespace hangwatch::agent
 

@@ -14,6 +14,7 @@
 #include "hang/model/materialize.h"
 #include "hang/model/python_frame_word.h"
 #include "hang/open_hang/open_hang_cause.h"
+#include "hang/open_hang/open_hang_context.h"
 #include "hang/open_hang/open_hang_layout.h"
 #include "hang/open_hang/open_hang_python_names.h"
 #include "report/cause_kinds.h"
@@ -69,7 +70,8 @@ std::string StaticHeaderProblem(const StaticHeader& sh, uint64_t file_size) {
       sh.modules_offset != kModulesOffset ||
       sh.samples_offset != kModulesOffset + sh.max_modules * sizeof(ModuleRecord) ||
       sh.file_size != sh.samples_offset + sh.max_samples * sh.sample_record_size +
-                          CauseBytes(sh.version) + PythonNamesBytes(sh.version) ||
+                          CauseBytes(sh.version) + PythonNamesBytes(sh.version) +
+                          ContextBytes(sh.version) ||
       file_size < sh.file_size) {
     return "inconsistent layout";
   }
@@ -300,6 +302,14 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     // A torn or foreign cause leaves the hang without one; the hang itself stands.
     ReadOpenHangCause(fd, sh.samples_offset + uint64_t{sh.max_samples} * sh.sample_record_size,
                       &hang.cause);
+  }
+  hang.context = HangContext{};
+  if (sh.version >= 8) {
+    // Likewise the context: torn or foreign, the hang stands without it.
+    ReadOpenHangContext(fd,
+                        sh.samples_offset + uint64_t{sh.max_samples} * sh.sample_record_size +
+                            CauseBytes(sh.version) + PythonNamesBytes(sh.version),
+                        &hang.context);
   }
   OpenHangPythonNamesTable python_names;
   ReadPythonNames(fd, sh, live, &python_names);

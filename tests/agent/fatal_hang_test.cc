@@ -14,13 +14,16 @@
 #include <chrono>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "hang/model/hang_data.h"
 #include "hang/model/python_frame_word.h"
 #include "hang/open_hang/open_hang_file.h"
+#include "hangwatch/context.h"
 #include "hangwatch/hangwatch.h"
 #include "tests/agent/e2e_util.h"
 #include "tests/keep_frame.h"
+#include "tests/sanitizers.h"
 
 namespace hangwatch {
 namespace {
@@ -44,15 +47,21 @@ HW_TEST_KEEP_FRAME void StuckForever() {
 }
 
 // Forks a child whose agent writes `path` and whose main thread is stuck in a busy pass
-// (interrupted by the sampling signal at every sample), and waits (up to 20 s) until its hang
-// is open in the file with a few samples: *open says whether it was, *seen is what was read.
-pid_t ForkStuckChild(const std::string& path, bool* open, HangRecord* seen, std::string* error) {
+// (interrupted by the sampling signal at every sample), inside ScopedLabel `label` when one is
+// given, and waits (up to 20 s) until its hang is open in the file with a few samples (and the
+// label): *open says whether it was, *seen is what was read.
+pid_t ForkStuckChild(const std::string& path, bool* open, HangRecord* seen, std::string* error,
+                     const char* label = nullptr) {
   const pid_t pid = fork();
   if (pid == 0) {
     Config c = testing::TestConfig();
     c.open_hang_path = path;
     if (!Start(c).ok()) _exit(10);
     BeginWork();
+    if (label != nullptr) {
+      ScopedLabel scoped(label);
+      StuckForever();
+    }
     StuckForever();
     _exit(11);
   }
@@ -60,7 +69,7 @@ pid_t ForkStuckChild(const std::string& path, bool* open, HangRecord* seen, std:
   *open = testing::WaitUntil(
       [&] {
         return ReadOpenHangFile(path, seen, error) == OpenHangReadStatus::kFound &&
-               seen->samples >= 5;
+               seen->samples >= 5 && (label == nullptr || seen->context.label == label);
       },
       std::chrono::seconds(20));
   return pid;
@@ -130,6 +139,36 @@ TEST(FatalHangTest, KilledDuringAHangIsReportedAsFatalByTheNextStart) {
   EXPECT_EQ(ReadOpenHangFile(path, &seen, &error), OpenHangReadStatus::kNoOpenHang) << error;
   unlink(path.c_str());
   unlink(json_path.c_str());
+}
+
+// What the pass was serving survives the kill: the open-hang file keeps the hang's context
+// (format 8), so the fatal hang the next Start() reports carries the label it was stuck in.
+TEST(FatalHangTest, KilledInsideALabelIsReportedWithThatLabel) {
+  if (HW_TEST_ASAN) GTEST_SKIP() << "ASan's allocator is not fork-safe here";
+  const std::string path = TempPath("open_hang_label");
+  HangRecord seen;
+  std::string error;
+  bool open = false;
+  const pid_t pid = ForkStuckChild(path, &open, &seen, &error, "fatal.label");
+  ASSERT_GT(pid, 0);
+  kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(open) << "the child's labelled hang never showed up in " << path << " " << error;
+
+  testing::HangCollector collector;
+  Config c = testing::TestConfig();
+  c.open_hang_path = path;
+  ASSERT_TRUE(Start(c).ok());
+  ASSERT_TRUE(collector.WaitFor(1));
+  Stop();
+  const HangRecord h = collector.hangs()[0];
+  EXPECT_TRUE(h.fatal);
+  EXPECT_EQ(h.pid, pid);
+  EXPECT_EQ(h.context.label, "fatal.label");
+  EXPECT_EQ(h.context.label_path, std::vector<std::string>{"fatal.label"});
+  EXPECT_EQ(h.context.label_depth, 1u);
+  unlink(path.c_str());
 }
 
 // hangwatch's own cost survives the kill: the live header carries the main thread's pause for
