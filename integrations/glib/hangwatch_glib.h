@@ -24,6 +24,26 @@
 //
 // A poll function installed before the watch is kept and called through; the destructor
 // restores it. Up to kMaxWatchedContexts contexts at a time, one watch per context.
+//
+// What a pass dispatches (the hang's context.source and context.callback, hangwatch/context.h).
+// GLib has no public hook per dispatch: it calls each source's dispatch function through the
+// source's GSourceFuncs table. The tables of GLib's own source types are public variables
+// (g_timeout_funcs, g_idle_funcs, g_io_watch_funcs, g_child_watch_funcs, g_unix_signal_funcs,
+// g_unix_fd_source_funcs), so the first watch wraps their dispatch entries, for every context
+// and for the life of the process (never unwrapped: another thread may be inside a wrapper).
+// While such a source dispatches on a watched thread, the pass says: the source's name
+// (g_source_set_name, copied into a per-thread buffer, cut to 127 bytes, since the callback may
+// rename or destroy its source), else its type ("GTimeoutSource", "GIdleSource", "GIOWatch",
+// "GChildWatchSource", "GUnixSignalSource", "GUnixFDSource"); the callback is the function the
+// source calls (g_source_set_callback's; a closure's marshaller for g_source_set_closure).
+// When the dispatch returns, the pass says nothing again (or the enclosing dispatch's source,
+// for a callback that iterates a context itself). On an unwatched thread a wrapper costs one
+// thread-local load.
+// Limits: sources of other types - GIO's GSocketSource and GCancellable sources, GDK's and
+// GTK's event and frame-clock sources, Qt's, any custom GSourceFuncs - have no public table to
+// wrap: their dispatches leave the pass without a source (a program can call
+// hangwatch::SetPassSource() in its own dispatch functions). A GLib that does not use these
+// tables for its own sources would leave every pass without one.
 #ifndef HANGWATCH_INTEGRATIONS_GLIB_HANGWATCH_GLIB_H_
 #define HANGWATCH_INTEGRATIONS_GLIB_HANGWATCH_GLIB_H_
 

@@ -1,10 +1,74 @@
 #include "hangwatch_uv.h"
 
+#include <cstdio>
 #include <utility>
 
+#include "hangwatch/context.h"
 #include "hangwatch/hangwatch.h"
 
 namespace hangwatch {
+namespace {
+
+// What the pass about to begin will dispatch (hangwatch_uv.h, "What a pass dispatches").
+struct DueHandles {
+  int timers = 0;
+  int idles = 0;
+  const char* type = nullptr;  // the last one seen, and its callback
+  const void* callback = nullptr;
+};
+
+void CountDue(uv_handle_t* handle, void* arg) {
+  if (uv_is_active(handle) == 0 || uv_is_closing(handle) != 0) return;
+  auto* due = static_cast<DueHandles*>(arg);
+  const uv_handle_type type = uv_handle_get_type(handle);
+  if (type == UV_TIMER) {
+    auto* timer = reinterpret_cast<uv_timer_t*>(handle);
+    if (uv_timer_get_due_in(timer) != 0) return;
+    ++due->timers;
+    due->callback = reinterpret_cast<const void*>(timer->timer_cb);
+  } else if (type == UV_IDLE) {
+    ++due->idles;
+    due->callback = reinterpret_cast<const void*>(reinterpret_cast<uv_idle_t*>(handle)->idle_cb);
+  } else {
+    return;
+  }
+  due->type = uv_handle_type_name(type);
+}
+
+// Two per thread, alternated: the previous pass's text stays whole while the watchdog may
+// still be reading it.
+constexpr size_t kTextBytes = 64;
+thread_local char t_texts[2][kTextBytes];
+thread_local int t_next_text = 0;
+
+// At the start of a pass (after the wait): the timers due and the idle handles it will run.
+// Looks at the handles only when the loop has something to run before its next wait
+// (uv_backend_timeout() == 0): a pass of I/O callbacks alone walks nothing.
+void TellWhatIsDue(uv_loop_t* loop) {
+  if (internal::t_run_loop_state == nullptr || uv_backend_timeout(loop) != 0) return;
+  DueHandles due;
+  uv_walk(loop, CountDue, &due);
+  const int count = due.timers + due.idles;
+  if (count == 0) return;
+  if (count == 1) {
+    SetPassSource(due.type, due.callback);
+    return;
+  }
+  char* text = t_texts[t_next_text];
+  t_next_text ^= 1;
+  const char* timers = due.timers == 1 ? "timer" : "timers";
+  const char* idles = due.idles == 1 ? "idle handle" : "idle handles";
+  if (due.idles == 0) {
+    std::snprintf(text, kTextBytes, "%d %s due", due.timers, timers);
+  } else if (due.timers == 0) {
+    std::snprintf(text, kTextBytes, "%d %s due", due.idles, idles);
+  } else {
+    std::snprintf(text, kTextBytes, "%d %s and %d %s due", due.timers, timers, due.idles, idles);
+  }
+  SetPassSource(text, nullptr);
+}
+
+}  // namespace
 
 UvLoopWatch::~UvLoopWatch() { Detach(); }
 
@@ -24,7 +88,10 @@ int UvLoopWatch::Attach(uv_loop_t* loop) {
     return rc;
   }
   uv_prepare_start(&prepare_, [](uv_prepare_t*) { hangwatch::AboutToWait(); });
-  uv_check_start(&check_, [](uv_check_t*) { hangwatch::WokeUp(); });
+  uv_check_start(&check_, [](uv_check_t* check) {
+    hangwatch::WokeUp();
+    TellWhatIsDue(check->loop);
+  });
   uv_unref(reinterpret_cast<uv_handle_t*>(&prepare_));
   uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
   loop_ = loop;

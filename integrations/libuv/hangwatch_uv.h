@@ -21,6 +21,20 @@
 // Both handles are unreferenced: they never keep the loop alive. Their callbacks run on the
 // loop's thread, so the marks act on that thread's watch (hangwatch/threads.h): the thread that
 // called Start(), or the one Attach() registered with a role.
+//
+// What a pass dispatches (the hang's context.source and context.callback, hangwatch/context.h).
+// libuv calls no hook per callback, so the check handle, as the pass begins, looks at what the pass
+// will run before its next wait: when the loop has something to run at once (uv_backend_timeout()
+// is 0; otherwise nothing is looked at), it walks the loop's handles (uv_walk) for active timers
+// due now (uv_timer_get_due_in() is 0) and active idle handles. One such handle: the pass says its
+// type name (uv_handle_type_name(): "timer", "idle") and its callback (the handle's timer_cb /
+// idle_cb: uv.h's members, under the same names on Unix and Windows since libuv 1.0, with no
+// getter). Several: "2 timers due", "1 timer and 1 idle handle due", and no callback (which one
+// stalls is not known). None: the pass says nothing.
+// Limits: a timer that falls due between the check and the timers' phase is not counted; callbacks
+// of I/O, of pending writes, of close, of async handles and of the program's own check and prepare
+// handles are not named; the walk costs a few ns per handle of the loop, on the passes that run
+// timers or idle handles (every pass, while an idle handle is active).
 #ifndef HANGWATCH_INTEGRATIONS_LIBUV_HANGWATCH_UV_H_
 #define HANGWATCH_INTEGRATIONS_LIBUV_HANGWATCH_UV_H_
 

@@ -3,14 +3,19 @@
 #include <QtCore/QAbstractEventDispatcher>
 #include <QtCore/QCoreApplication>
 #include <QtCore/QEvent>
+#include <QtCore/QMetaEnum>
 #include <QtCore/QMetaObject>
 #include <QtCore/QObject>
+#include <QtCore/QString>
 #include <QtCore/QThread>
 
+#include <array>
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <string>
 
+#include "hangwatch/context.h"
 #include "hangwatch/hangwatch.h"
 #include "loop_thread_watch.h"
 
@@ -173,6 +178,102 @@ void OnQObjectAdded(QObject* object) {
   });
 }
 
+// What a pass dispatches (hangwatch_qt.h, "What a pass dispatches"): QtCore calls the
+// EventNotifyCallback callbacks (QInternal::registerCallback, qnamespace.h) with the receiver,
+// the event and the result, before it delivers each event (QCoreApplication::notifyInternal2,
+// on the receiver's thread); returning false lets the delivery go on.
+
+// QEvent::Type's names by value (QMetaEnum::fromType<QEvent::Type>(): pointers into QtCore's
+// static meta-object data), filled once before the callback is registered; Qt's own types are
+// below QEvent::User.
+std::array<const char*, QEvent::User> g_event_type_names{};
+
+void NameEventTypes() {
+  const QMetaEnum types = QMetaEnum::fromType<QEvent::Type>();
+  for (int i = types.keyCount() - 1; i >= 0; --i) {  // the first key of a value wins
+    const int value = types.value(i);
+    if (value >= 0 && value < QEvent::User)
+      g_event_type_names[static_cast<size_t>(value)] = types.key(i);
+  }
+}
+
+// Two per thread, alternated: an event delivered from inside another's handler does not
+// rewrite the text the pass may still say for its sender's.
+constexpr size_t kTextBytes = 128;
+thread_local char t_event_texts[2][kTextBytes];
+thread_local int t_next_event_text = 0;
+
+// Appends `name` as UTF-8, cut to fit (a code point is never cut in two).
+size_t AppendUtf8(char* out, size_t n, size_t size, const QString& name) {
+  const QChar* p = name.constData();
+  const QChar* end = p + name.size();
+  while (p < end) {
+    char32_t c = p->unicode();
+    if (p->isHighSurrogate() && p + 1 < end && p[1].isLowSurrogate()) {
+      c = QChar::surrogateToUcs4(*p, p[1]);
+      ++p;
+    }
+    ++p;
+    char bytes[4];
+    size_t length;
+    if (c < 0x80) {
+      bytes[0] = static_cast<char>(c);
+      length = 1;
+    } else if (c < 0x800) {
+      bytes[0] = static_cast<char>(0xC0 | (c >> 6));
+      bytes[1] = static_cast<char>(0x80 | (c & 0x3F));
+      length = 2;
+    } else if (c < 0x10000) {
+      bytes[0] = static_cast<char>(0xE0 | (c >> 12));
+      bytes[1] = static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      bytes[2] = static_cast<char>(0x80 | (c & 0x3F));
+      length = 3;
+    } else {
+      bytes[0] = static_cast<char>(0xF0 | (c >> 18));
+      bytes[1] = static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+      bytes[2] = static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      bytes[3] = static_cast<char>(0x80 | (c & 0x3F));
+      length = 4;
+    }
+    if (n + length + 1 > size) break;
+    for (size_t i = 0; i < length; ++i) out[n++] = bytes[i];
+  }
+  out[n] = '\0';
+  return n;
+}
+
+// "MouseButtonPress to MainWindow \"main\"", "Timer to QTimer", "QEvent::Type(1001) to Model".
+bool OnEventNotify(void** data) {
+  // An unwatched thread, or no watch any more.
+  if (internal::t_run_loop_state == nullptr || !g_active.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  const auto* receiver = static_cast<const QObject*>(data[0]);
+  const auto* event = static_cast<const QEvent*>(data[1]);
+  if (receiver == nullptr || event == nullptr) return false;
+  char* text = t_event_texts[t_next_event_text];
+  t_next_event_text ^= 1;
+  const int type = static_cast<int>(event->type());
+  const char* type_name =
+      type >= 0 && type < QEvent::User ? g_event_type_names[static_cast<size_t>(type)] : nullptr;
+  const char* class_name = receiver->metaObject()->className();
+  int n = type_name != nullptr
+              ? std::snprintf(text, kTextBytes, "%s to %s", type_name, class_name)
+              : std::snprintf(text, kTextBytes, "QEvent::Type(%d) to %s", type, class_name);
+  if (n < 0) return false;
+  size_t length = static_cast<size_t>(n) < kTextBytes ? static_cast<size_t>(n) : kTextBytes - 1;
+  const QString name = receiver->objectName();
+  if (!name.isEmpty() && length + 4 < kTextBytes) {
+    text[length++] = ' ';
+    text[length++] = '"';
+    length = AppendUtf8(text, length, kTextBytes - 1, name);
+    text[length++] = '"';
+    text[length] = '\0';
+  }
+  SetPassSource(text, nullptr);
+  return false;  // the event is delivered as usual
+}
+
 // The hook's word, written atomically (QtCore reads it with a plain load from any thread).
 std::atomic_ref<quintptr> HookSlot() { return std::atomic_ref<quintptr>(qtHookData[kAddQObject]); }
 
@@ -187,6 +288,13 @@ QtWatch::QtWatch(const QtWatchOptions& options) {
   if (g_active.exchange(true)) return;
   active_ = true;
   g_options = options;
+  // Registered once, never unregistered: QtCore's callback table has no lock, and other
+  // threads may be delivering events when the watch goes.
+  static const bool registered = [] {
+    NameEventTypes();
+    return QInternal::registerCallback(QInternal::EventNotifyCallback, &OnEventNotify);
+  }();
+  (void)registered;
   g_previous_hook = reinterpret_cast<AddQObjectCallback>(HookSlot().load());
   HookSlot().store(reinterpret_cast<quintptr>(&OnQObjectAdded), std::memory_order_release);
   if (options.gui_thread && QThread::currentThread() == app->thread()) {

@@ -35,6 +35,26 @@
 // "qthread") at its loop's first wait, so a QThread that never runs an event loop (a worker
 // that overrides run(), a QThreadPool thread) takes no slot; its finished() ends its watch.
 // QThreads started before the watch was made are not watched.
+//
+// What a pass dispatches (the hang's context.source, hangwatch/context.h): the event being
+// delivered, as "<QEvent::Type's name> to <receiver's class>" and the receiver's objectName()
+// in quotes when it has one: `MouseButtonPress to MainWindow "main"`, `Timer to QTimer`,
+// `MetaCall to QObject "worker"` (a queued slot or functor), `QEvent::Type(1001) to Model` (a
+// type of the program's own); formatted into a per-thread buffer, cut to 127 bytes; no
+// callback. Qt calls no public hook per event besides QCoreApplication::notify(), which is the
+// program's to override, and event filters, which see only the GUI thread's objects (an
+// application's filter) or one object each. The adapter uses the callback table QtCore keeps
+// for tools (QInternal::registerCallback(QInternal::EventNotifyCallback), in qnamespace.h since
+// Qt 4, unchanged in Qt 5 and Qt 6): QtCore calls it before it delivers each event, on the
+// receiver's thread, before notify() and the filters. It is registered by the first QtWatch,
+// on the GUI thread (QtCore's table has no lock: before the program starts its QThreads), and
+// stays registered for the life of the process (it does nothing once no watch is active, and
+// on a thread that is not watched costs a thread-local load).
+// Limits: the hook runs before delivery only, so an event sent from inside another's handler
+// (sendEvent(), a direct signal that sends one) names the pass from then on, even after it
+// returns; a slot called directly by a signal is told by the event whose handler emitted it;
+// Qt work that is not an event (a GLib source of the program's, a socket notifier's activation
+// under QEventDispatcherUNIX before its event) is not named.
 #ifndef HANGWATCH_INTEGRATIONS_QT_HANGWATCH_QT_H_
 #define HANGWATCH_INTEGRATIONS_QT_HANGWATCH_QT_H_
 

@@ -1,6 +1,8 @@
 // An asio io_context run by two threads under one AsioWatch: a handler that blocks 300 ms is
 // one hang, of the thread that ran it, under the watch's role; the other thread, which runs
-// the handlers posted meanwhile, has none.
+// the handlers posted meanwhile, has none. A handler's pass says what it dispatches: the
+// operation ("asio executor_op" for a posted function, "asio wait_handler" for a timer's) and
+// its completion function, or the location an ASIO_HANDLER_LOCATION in it names.
 #include "hangwatch_asio.h"  // first: it includes asio
 
 #include <gtest/gtest.h>
@@ -12,13 +14,18 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "hang_waiter.h"
 #include "hangwatch/hangwatch.h"
+#include "pass_source.h"
 
 namespace {
+
+using hangwatch::testing::PassSource;
+using hangwatch::testing::PassSourceOfThisThread;
 
 using hangwatch::testing::HangWaiter;
 using hangwatch::testing::ThisThreadTid;
@@ -81,6 +88,61 @@ TEST(AsioWatch, ABlockingHandlerIsAHangOfTheThreadThatRanItOnly) {
   EXPECT_GE(h.duration_ms, 250u);
   EXPECT_LT(h.duration_ms, 1500u);
   EXPECT_GT(ticks_elsewhere.load(), 5) << "the other thread ran handlers during the block";
+}
+
+extern "C" __attribute__((noinline)) void DecodeThumbnail() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+}
+
+TEST(AsioWatch, AHandlersPassSaysItsOperationOrTheLocationItNames) {
+  hangwatch::Config config;
+  config.threshold = std::chrono::milliseconds(100);
+  config.log_hangs = false;
+  ASSERT_TRUE(hangwatch::Start(config).ok());
+  asio::io_context io;
+  hangwatch::AsioWatch watch(io, "asio-io");
+  ASSERT_TRUE(watch.active());
+
+  PassSource posted, in_location, after_location, timer;
+  int location_line = 0;
+  asio::post(io, [&] {
+    posted = PassSourceOfThisThread();
+    {
+      location_line = __LINE__ + 1;
+      ASIO_HANDLER_LOCATION((__FILE__, __LINE__, "DecodeThumbnail"));
+      in_location = PassSourceOfThisThread();
+      DecodeThumbnail();  // stalls: a hang
+    }
+    after_location = PassSourceOfThisThread();
+  });
+  asio::steady_timer wait(io, std::chrono::milliseconds(1));
+  wait.async_wait([&](const asio::error_code&) { timer = PassSourceOfThisThread(); });
+  io.run();
+  hangwatch::Stop();
+
+  const std::string location =
+      "asio_watch_test.cc:" + std::to_string(location_line) + " DecodeThumbnail";
+  // The stall inside the location's scope is a hang that names it; the callback is the posted
+  // operation's completion function.
+  const std::vector<hangwatch::HangRecord> hangs = hangwatch::RecentHangs();
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0].context.source, location) << hangwatch::ToJsonLine(hangs[0]);
+  EXPECT_NE(hangs[0].context.callback.find("executor_op"), std::string::npos)
+      << hangwatch::ToJsonLine(hangs[0]);
+  EXPECT_NE(hangs[0].context.callback.find("do_complete"), std::string::npos)
+      << hangwatch::ToJsonLine(hangs[0]);
+
+  ASSERT_TRUE(posted.stamped);
+  EXPECT_EQ(posted.source, "asio executor_op");
+  EXPECT_NE(posted.callback, nullptr) << "the operation's completion function";
+  ASSERT_TRUE(in_location.stamped);
+  EXPECT_EQ(in_location.source, location);
+  EXPECT_EQ(in_location.callback, posted.callback);
+  EXPECT_EQ(after_location.source, posted.source);
+  ASSERT_TRUE(timer.stamped);
+  EXPECT_EQ(timer.source, "asio wait_handler");
+  EXPECT_NE(timer.callback, nullptr);
+  EXPECT_NE(timer.callback, posted.callback);
 }
 
 }  // namespace

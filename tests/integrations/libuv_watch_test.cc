@@ -1,5 +1,7 @@
 // A libuv program with a deliberate stall: the stall is reported with the stalling callback on
-// top of the dominant stack; seconds of idle in the loop report nothing.
+// top of the dominant stack; seconds of idle in the loop report nothing. A pass that runs one
+// due timer says "timer" and the timer's callback; one that runs two says how many, and no
+// callback.
 #include <gtest/gtest.h>
 #include <uv.h>
 
@@ -9,8 +11,12 @@
 #include "busy_wait.h"
 #include "hangwatch/hangwatch.h"
 #include "hangwatch_uv.h"
+#include "pass_source.h"
 
 namespace {
+
+using hangwatch::testing::PassSource;
+using hangwatch::testing::PassSourceOfThisThread;
 
 extern "C" __attribute__((noinline)) void StallInLibuvCallback(uv_timer_t*) {
   HANGWATCH_BUSY_WAIT_MS(600);
@@ -73,6 +79,59 @@ TEST(LibuvWatch, AttachTwiceIsRefusedAndHandlesDoNotKeepTheLoopAlive) {
   EXPECT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
   watch.Detach();
   EXPECT_FALSE(watch.attached());
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
+PassSource g_thumbnail_pass;
+PassSource g_pair_pass;
+
+extern "C" __attribute__((noinline)) void StallingThumbnailTimer(uv_timer_t*) {
+  g_thumbnail_pass = PassSourceOfThisThread();
+  HANGWATCH_BUSY_WAIT_MS(300);
+}
+
+extern "C" __attribute__((noinline)) void OneOfAPair(uv_timer_t* timer) {
+  if (timer->data != nullptr) g_pair_pass = PassSourceOfThisThread();
+  uv_stop(timer->loop);
+}
+
+TEST(LibuvWatch, APassSaysTheTimerItRunsAndItsCallback) {
+  uv_loop_t loop;
+  ASSERT_EQ(uv_loop_init(&loop), 0);
+  ASSERT_TRUE(hangwatch::Start(TestConfig()).ok());
+  uv_timer_t thumbnail, first, second;
+  uv_timer_init(&loop, &thumbnail);
+  uv_timer_init(&loop, &first);
+  uv_timer_init(&loop, &second);
+  first.data = &first;  // records; `second` only stops the loop
+  uv_timer_start(&thumbnail, StallingThumbnailTimer, 20, 0);
+  // Both due in the same pass, well after the stall.
+  uv_timer_start(&first, OneOfAPair, 500, 0);
+  uv_timer_start(&second, OneOfAPair, 500, 0);
+
+  hangwatch::UvLoopWatch watch;
+  ASSERT_EQ(watch.Attach(&loop), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  watch.Detach();
+  hangwatch::Stop();
+
+  const std::vector<hangwatch::HangRecord> hangs = hangwatch::RecentHangs();
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0].context.source, "timer") << hangwatch::ToJsonLine(hangs[0]);
+  EXPECT_NE(hangs[0].context.callback.find("StallingThumbnailTimer"), std::string::npos)
+      << hangwatch::ToJsonLine(hangs[0]);
+
+  ASSERT_TRUE(g_thumbnail_pass.stamped);
+  EXPECT_EQ(g_thumbnail_pass.source, "timer");
+  EXPECT_EQ(g_thumbnail_pass.callback, reinterpret_cast<const void*>(&StallingThumbnailTimer));
+  ASSERT_TRUE(g_pair_pass.stamped);
+  EXPECT_EQ(g_pair_pass.source, "2 timers due");
+  EXPECT_EQ(g_pair_pass.callback, nullptr);
+
+  for (uv_timer_t* t : {&thumbnail, &first, &second}) {
+    uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
   EXPECT_EQ(uv_loop_close(&loop), 0);
 }
 

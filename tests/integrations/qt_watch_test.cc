@@ -2,8 +2,9 @@
 // hangwatch::QtWatch: a QThread worker whose event loop blocks 500 ms in a slot and a GUI
 // thread busy for 400 ms are exactly two hangs, each of its own thread: the worker's under its
 // objectName(), blocked; the GUI thread's under "main", busy. A QThread that runs no event loop
-// (its run() sleeps 300 ms) is not watched: no hang. Built for each Qt major found
-// (qt_watch_test: Qt 5, qt6_watch_test: Qt 6).
+// (its run() sleeps 300 ms) is not watched: no hang. Each stalled pass says the event it
+// delivers: the worker's a queued call to its named object, the GUI thread's a named QTimer's
+// timer event. Built for each Qt major found (qt_watch_test: Qt 5, qt6_watch_test: Qt 6).
 #include <gtest/gtest.h>
 #include <QtCore/QMetaObject>
 #include <QtCore/QObject>
@@ -22,20 +23,30 @@
 #include "hang_waiter.h"
 #include "hangwatch/hangwatch.h"
 #include "hangwatch_qt.h"
+#include "pass_source.h"
 
 namespace {
+
+using hangwatch::testing::PassSource;
+using hangwatch::testing::PassSourceOfThisThread;
 
 using hangwatch::testing::HangWaiter;
 using hangwatch::testing::ThisThreadTid;
 
 std::atomic<int64_t> g_worker_tid{0};
+PassSource g_worker_pass;  // what each stalled pass said, read on its own thread
+PassSource g_gui_pass;
 
 extern "C" __attribute__((noinline)) void BlockInWorkerSlot() {
   g_worker_tid = ThisThreadTid();
+  g_worker_pass = PassSourceOfThisThread();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 }
 
-extern "C" __attribute__((noinline)) void BusyOnGuiThread() { HANGWATCH_BUSY_WAIT_MS(400); }
+extern "C" __attribute__((noinline)) void BusyOnGuiThread() {
+  g_gui_pass = PassSourceOfThisThread();
+  HANGWATCH_BUSY_WAIT_MS(400);
+}
 
 // A QThread whose run() does its work without an event loop.
 class NoLoopThread : public QThread {
@@ -76,17 +87,22 @@ TEST(QtWatch, AWorkerLoopAndTheGuiThreadEachHangUnderTheirOwnThread) {
     QThread worker_thread;
     worker_thread.setObjectName("qt-worker");
     QObject worker;  // lives in the worker thread: its queued calls run in that thread's loop
+    worker.setObjectName("thumbnail-worker");
     worker.moveToThread(&worker_thread);
     worker_thread.start();
     NoLoopThread no_loop;
     no_loop.setObjectName("no-loop");
     no_loop.start();
 
-    QTimer::singleShot(50, &app, [&] {
+    QTimer stall;
+    stall.setObjectName("stall-timer");
+    stall.setSingleShot(true);
+    QObject::connect(&stall, &QTimer::timeout, &app, [&] {
       QMetaObject::invokeMethod(
           &worker, [] { BlockInWorkerSlot(); }, Qt::QueuedConnection);
       BusyOnGuiThread();
     });
+    stall.start(50);
     QTimer::singleShot(20'000, &app, [] { QCoreApplication::exit(1); });  // the deadline
     exit_code = app.exec();
     worker_thread.quit();
@@ -112,6 +128,13 @@ TEST(QtWatch, AWorkerLoopAndTheGuiThreadEachHangUnderTheirOwnThread) {
   EXPECT_EQ(g->hang_class, hangwatch::HangClass::kBusy);
   EXPECT_GE(g->duration_ms, 350u);
   EXPECT_LT(g->duration_ms, 2000u);
+
+  EXPECT_EQ(w->context.source, "MetaCall to QObject \"thumbnail-worker\"");
+  EXPECT_EQ(g->context.source, "Timer to QTimer \"stall-timer\"");
+  ASSERT_TRUE(g_worker_pass.stamped);
+  EXPECT_EQ(g_worker_pass.source, "MetaCall to QObject \"thumbnail-worker\"");
+  ASSERT_TRUE(g_gui_pass.stamped);
+  EXPECT_EQ(g_gui_pass.source, "Timer to QTimer \"stall-timer\"");
 }
 
 }  // namespace
