@@ -37,6 +37,7 @@ set(HANGWATCH_APPLE_SYMBOLS_SOURCES
 # nlohmann_json and is the tools').
 set(HANGWATCH_APPLE_REPORT_SOURCES
   report/cause_text.cc
+  report/context_encode.cc
   report/frame_classifier.cc
   report/hang_record.cc
   report/lag_text.cc
@@ -48,10 +49,12 @@ set(HANGWATCH_APPLE_REPORT_SOURCES
 # Every .cc of the agent's rooms but the Linux-only ones (each has its Apple twin in a mach/
 # subfolder of its room: agent/core/mach/, agent/samplers/mach/; except wait_cause_probe.cc and
 # wait_fd_cause.cc, over the Linux-only cause/: Apple platforms have no probe; and
-# python_stacks.cc, over the Linux-only python/).
+# python_stacks.cc, over the Linux-only python/; and display_input.cc, which finds an X11 or
+# Wayland connection through /proc: context_probe.cc reads labels and sources alone there).
 set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/core/watchdog_env.cc
     agent/samplers/platform_sampler.cc agent/samplers/wait_cause_probe.cc
-    agent/samplers/wait_fd_cause.cc agent/samplers/python_stacks.cc)
+    agent/samplers/wait_fd_cause.cc agent/samplers/python_stacks.cc
+    agent/context/display_input.cc)
 get_filename_component(_hangwatch_root ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 file(GLOB_RECURSE HANGWATCH_APPLE_AGENT_SOURCES RELATIVE ${_hangwatch_root}
      ${_hangwatch_root}/agent/*.cc)

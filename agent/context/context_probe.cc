@@ -1,8 +1,7 @@
 #include "agent/context/context_probe.h"
 
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cinttypes>
@@ -10,13 +9,18 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "agent/context/display_input.h"
 #include "agent/context/perceived.h"
+#include "unwind/self_memory.h"
+
+#if defined(__linux__)
+#include <sys/socket.h>
+
+#include "agent/context/display_input.h"
 #include "cause/fd_peer.h"
 #include "cause/scan_budget.h"
 #include "cause/sock_diag.h"
 #include "unwind/proc_files.h"
-#include "unwind/self_memory.h"
+#endif
 
 namespace hangwatch::agent {
 namespace {
@@ -27,6 +31,7 @@ void CopyText(const char* from, char* to, size_t n) {
   to[len] = '\0';
 }
 
+#if defined(__linux__)
 // An anonymous inode's kind from its link text ("anon_inode:[timerfd]", "anon_inode:inotify").
 const char* AnonKind(const char* link) {
   if (strstr(link, "timerfd") != nullptr) return "timerfd";
@@ -66,6 +71,7 @@ bool EpollTarget(int epfd, uint64_t data, char* buf, size_t n, int* fd, uint64_t
   }
   return false;
 }
+#endif
 
 }  // namespace
 
@@ -86,7 +92,12 @@ bool CopyForeignString(const char* addr, char* out, size_t n) {
 
 ContextOptions ContextOptionsFor(bool context, bool input, uint32_t perceived_ms) {
   auto off = [](const char* name) {
-    const char* v = getenv(name);
+  // As HANGWATCH_LABELS: not in a set-user-ID program.
+#if defined(__APPLE__)
+    const char* v = issetugid() ? nullptr : getenv(name);
+#else
+    const char* v = secure_getenv(name);
+#endif
     return v != nullptr && strcmp(v, "0") == 0;
   };
   ContextOptions o;
@@ -96,17 +107,29 @@ ContextOptions ContextOptionsFor(bool context, bool input, uint32_t perceived_ms
   return o;
 }
 
+#if defined(__linux__)
+struct ContextShared::Platform {
+  cause::FdPeerScratch fd_scratch;
+  static constexpr size_t kFdinfoBytes = 16384;
+  char fdinfo[kFdinfoBytes];
+  std::unique_ptr<DisplayInput> display;  // null with input off
+};
+#else
+struct ContextShared::Platform {};
+#endif
+
 ContextShared::ContextShared(const ContextOptions& options)
-    : options_(options),
-      fd_scratch_(std::make_unique<cause::FdPeerScratch>()),
-      fdinfo_(std::make_unique<char[]>(kFdinfoBytes)),
-      display_(options.input ? std::make_unique<DisplayInput>() : nullptr) {}
+    : options_(options), platform_(std::make_unique<Platform>()) {
+#if defined(__linux__)
+  if (options.input) platform_->display = std::make_unique<DisplayInput>();
+#endif
+}
 
 ContextShared::~ContextShared() = default;
 
 void ContextProbe::Sample(uint64_t pass, uint64_t now_ns, HangContext* out) {
   // The display first: a trigger on its connection is named "display" once it is known.
-  if (shared_->display() != nullptr) LookAtDisplay(now_ns, out);
+  LookAtDisplay(now_ns, out);
   if (shared_->options().context) {
     ReadLabels(out);
     ReadSource(pass, out);
@@ -152,8 +175,7 @@ void ContextProbe::DescribeTrigger(uint64_t pass, HangContext* out) {
   out->has_trigger = true;
   out->trigger_kind = internal::TriggerKindOf(word);
   out->ready = internal::TriggerReadyOf(word);
-  int fd = internal::TriggerFdOf(word);
-  uint64_t inode = 0;
+  const int fd = internal::TriggerFdOf(word);
   switch (out->trigger_kind) {
     case internal::kTriggerTimeout:
       CopyText("timeout", out->trigger_name, sizeof out->trigger_name);
@@ -163,27 +185,32 @@ void ContextProbe::DescribeTrigger(uint64_t pass, HangContext* out) {
       CopyText("signal", out->trigger_name, sizeof out->trigger_name);
       return;
     case internal::kTriggerEpoll:
-      // The event's data word names the descriptor only through the epoll's interest list;
-      // its inode there says whether the descriptor still is that file.
-      if (!EpollTarget(fd, data, shared_->fdinfo_buffer(), ContextShared::kFdinfoBytes, &fd,
-                       &inode)) {
-        CopyText("gone", out->trigger_name, sizeof out->trigger_name);
-        return;
-      }
-      break;
     case internal::kTriggerFd:
-      break;
+      DescribeDescriptor(fd, data, out);
+      return;
     default:
       out->has_trigger = false;
       return;
   }
+}
+
+void ContextProbe::DescribeDescriptor(int fd, uint64_t data, HangContext* out) {
+#if defined(__linux__)
+  ContextShared::Platform* p = shared_->platform();
+  uint64_t inode = 0;
+  // The event's data word names an epoll's descriptor only through its interest list; the
+  // inode there says whether the descriptor still is that file.
+  if (out->trigger_kind == internal::kTriggerEpoll &&
+      !EpollTarget(fd, data, p->fdinfo, sizeof p->fdinfo, &fd, &inode)) {
+    CopyText("gone", out->trigger_name, sizeof out->trigger_name);
+    return;
+  }
   out->fd = fd;
   cause::FdDescription d;
-  cause::ForgetPeers(shared_->fd_scratch());
+  cause::ForgetPeers(&p->fd_scratch);
   cause::ScanBudget budget;
   budget.max_ns = shared_->options().describe_max_ns;
-  if (!cause::DescribeFd(0, fd, budget, shared_->fd_scratch(), &d) ||
-      (inode != 0 && d.inode != inode)) {
+  if (!cause::DescribeFd(0, fd, budget, &p->fd_scratch, &d) || (inode != 0 && d.inode != inode)) {
     CopyText("gone", out->trigger_name, sizeof out->trigger_name);
     return;
   }
@@ -200,7 +227,7 @@ void ContextProbe::DescribeTrigger(uint64_t pass, HangContext* out) {
     }
     case cause::FdKind::kUnixSocket:
       name = IsListening(fd) ? "listen" : "unix";
-      if (shared_->display() != nullptr && shared_->display()->display_fd() == fd) name = "display";
+      if (p->display != nullptr && p->display->display_fd() == fd) name = "display";
       CopyText(d.socket_path, out->peer, sizeof out->peer);
       break;
     case cause::FdKind::kSocket:
@@ -235,11 +262,18 @@ void ContextProbe::DescribeTrigger(uint64_t pass, HangContext* out) {
     out->peer_pid = d.peers.peers[0].pid;
     CopyText(d.peers.peers[0].name, out->peer_process, sizeof out->peer_process);
   }
+#else
+  (void)data;
+  out->fd = fd;
+  CopyText("unknown", out->trigger_name, sizeof out->trigger_name);
+#endif
 }
 
 void ContextProbe::LookAtDisplay(uint64_t now_ns, HangContext* out) {
+#if defined(__linux__)
+  DisplayInput* display = shared_->platform()->display.get();
   InputSnapshot s;
-  if (!shared_->display()->Look(now_ns, &s)) return;
+  if (display == nullptr || !display->Look(now_ns, &s)) return;
   // Input seen waiting stays in the hang: the last look that found some, with the largest ages.
   if (s.pending || !out->input.pending) {
     const InputSnapshot before = out->input;
@@ -248,6 +282,10 @@ void ContextProbe::LookAtDisplay(uint64_t now_ns, HangContext* out) {
       out->input.oldest_ms = before.oldest_ms;
     }
   }
+#else
+  (void)now_ns;
+  (void)out;
+#endif
 }
 
 void ContextProbe::HangEnded(HangContext* out) const {

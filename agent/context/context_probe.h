@@ -17,13 +17,7 @@
 #include "hang/model/hang_context.h"
 #include "hangwatch/internal/pass_context.h"
 
-namespace hangwatch::cause {
-struct FdPeerScratch;
-}  // namespace hangwatch::cause
-
 namespace hangwatch::agent {
-
-class DisplayInput;
 
 struct ContextOptions {
   bool context = true;                   // labels, trigger, source (off: --no-context)
@@ -37,8 +31,9 @@ struct ContextOptions {
 // HANGWATCH_INPUT; `hangwatch run --no-context / --no-input`).
 ContextOptions ContextOptionsFor(bool context, bool input, uint32_t perceived_ms);
 
-// What every thread's probe shares (the watchdog runs them one at a time): the descriptor
-// scratch, the epoll fdinfo buffer, the display connection.
+// What every thread's probe shares (the watchdog runs them one at a time). On Linux: the
+// descriptor scratch, the epoll fdinfo buffer, the display connection; elsewhere (no shim to
+// record triggers, no X11 display) the labels and sources alone.
 class ContextShared {
  public:
   explicit ContextShared(const ContextOptions& options);
@@ -47,16 +42,12 @@ class ContextShared {
   ContextShared& operator=(const ContextShared&) = delete;
 
   const ContextOptions& options() const { return options_; }
-  cause::FdPeerScratch* fd_scratch() { return fd_scratch_.get(); }
-  char* fdinfo_buffer() { return fdinfo_.get(); }
-  static constexpr size_t kFdinfoBytes = 16384;
-  DisplayInput* display() { return display_.get(); }  // null with input off
+  struct Platform;
+  Platform* platform() { return platform_.get(); }
 
  private:
   ContextOptions options_;
-  std::unique_ptr<cause::FdPeerScratch> fd_scratch_;
-  std::unique_ptr<char[]> fdinfo_;
-  std::unique_ptr<DisplayInput> display_;
+  std::unique_ptr<Platform> platform_;
 };
 
 class ContextProbe {
@@ -76,6 +67,9 @@ class ContextProbe {
   void ReadLabels(HangContext* out) const;
   void ReadSource(uint64_t pass, HangContext* out) const;
   void DescribeTrigger(uint64_t pass, HangContext* out);
+  // Names the descriptor of a trigger: `fd` (poll, select) or, for an epoll, the descriptor of
+  // its interest list whose event data word is `data` (Linux).
+  void DescribeDescriptor(int fd, uint64_t data, HangContext* out);
   void LookAtDisplay(uint64_t now_ns, HangContext* out);
 
   const internal::PassContext* words_;
