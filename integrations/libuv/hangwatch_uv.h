@@ -16,8 +16,10 @@
 //   }
 //
 // A uv_prepare handle runs right before the loop blocks for I/O (about to wait) and a uv_check
-// handle right after (woke up); everything else the loop does - timers, I/O callbacks, idle
-// and close callbacks - lies between a check and the next prepare, inside a run-loop pass.
+// handle after its poll phase (woke up); timers, pending, idle and close callbacks lie between
+// a check and the next prepare, inside a run-loop pass. I/O callbacks do not: libuv calls them
+// inside its poll phase, after the wait returns and before the check handles, with no hook
+// between (libuv 1.44, Unix): a stall in one is not in a pass, and is not a hang (a known gap).
 // Both handles are unreferenced: they never keep the loop alive. Their callbacks run on the
 // loop's thread, so the marks act on that thread's watch (hangwatch/threads.h): the thread that
 // called Start(), or the one Attach() registered with a role.
