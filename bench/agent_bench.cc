@@ -7,6 +7,16 @@
 //   BM_Heartbeat/watched_thread: the pair on a thread watched through WatchThread() (its word
 //     found through a thread-local pointer; target: <= 3 ns over baseline);
 //     BM_Heartbeat/unwatched_thread: the pair on a thread nobody watches (a no-op).
+//   BM_ScopedLabel/main: a hangwatch::ScopedLabel pushed and popped on the watched main thread
+//     (hangwatch/context.h: a load, a store and a release store each way); target: a few ns
+//     over baseline. BM_ScopedLabel/unwatched_thread: the same on a thread nobody watches (one
+//     thread-local load: nothing measurable over baseline).
+//   BM_SetPassSource/main, /unwatched_thread: an adapter naming the pass's source (four stores
+//     and a fence on the watched thread; one thread-local load elsewhere).
+//   BM_ContextMemory/on, /off: what Start() allocates with Config::context and input on or off
+//     (counters heap_bytes: malloc'd bytes in use after Start() minus before; rss_kb: the
+//     resident set's growth) and the sizes of the words and scratch involved. Run each alone
+//     (--benchmark_filter=BM_ContextMemory/on$), so that the process is fresh.
 //   BM_StackTable/insert/N: interning an N-frame stack that is already known (the common case
 //     during a hang: the same stack sample after sample); insert_new/N: a stack never seen.
 //     Target for insert/64: <= 200 ns.
@@ -20,18 +30,25 @@
 //     watched besides the main one (1, 8, 64 side by side: the cost must stay flat).
 #include <benchmark/benchmark.h>
 #include <dirent.h>
+#include <malloc.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "agent/context/context_probe.h"
+#include "agent/context/display_input.h"
 #include "agent/core/exit_flush.h"
+#include "agent/threads/thread_registry.h"
 #include "hang/model/stack_table.h"
+#include "hangwatch/context.h"
 #include "hangwatch/hangwatch.h"
 
 namespace {
@@ -117,6 +134,121 @@ void BM_HeartbeatClockFloor(benchmark::State& state) {
   state.SetLabel(clock == hangwatch::internal::kPassClockCounter ? "cpu counter" : "clock_gettime");
 }
 BENCHMARK(BM_HeartbeatClockFloor)->Name("BM_Heartbeat/two_clock_reads");
+
+// ---- hang context ----
+
+// The calling thread as one nobody watches while it lives: its run-loop pointer is null (the
+// process's first thread points at the main word from the start, so it is cleared here).
+class UnwatchedHere {
+ public:
+  UnwatchedHere() : saved_(hangwatch::internal::t_run_loop_state) {
+    hangwatch::internal::t_run_loop_state = nullptr;
+  }
+  ~UnwatchedHere() { hangwatch::internal::t_run_loop_state = saved_; }
+  UnwatchedHere(const UnwatchedHere&) = delete;
+  UnwatchedHere& operator=(const UnwatchedHere&) = delete;
+
+ private:
+  std::atomic<uint64_t>* saved_;
+};
+
+// A label pushed and popped per iteration, beside the loop body of BM_Heartbeat/baseline.
+// `watched`: on the main thread with the agent started there (as BM_Heartbeat/hangwatch);
+// otherwise on a thread nobody watches, the agent running all the same.
+void BM_ScopedLabel(benchmark::State& state, bool watched) {
+  hangwatch::Config config;
+  config.log_hangs = false;
+  const bool started = hangwatch::Start(config).ok();
+  if (!started) return state.SkipWithError("hangwatch::Start failed");
+  {
+    std::optional<UnwatchedHere> unwatched;
+    if (!watched) unwatched.emplace();
+    uint64_t work = 0;
+    for (auto _ : state) {
+      hangwatch::ScopedLabel label("bench.label");
+      work += 1;
+      benchmark::DoNotOptimize(work);
+    }
+    if (watched && hangwatch::internal::g_main_loop.context.label_depth.load() != 0) {
+      state.SkipWithError("unbalanced labels");
+    }
+  }
+  hangwatch::Stop();
+}
+BENCHMARK_CAPTURE(BM_ScopedLabel, main, true)->Name("BM_ScopedLabel/main");
+BENCHMARK_CAPTURE(BM_ScopedLabel, unwatched, false)->Name("BM_ScopedLabel/unwatched_thread");
+
+void BenchSourceCallback() {}
+
+// An adapter's SetPassSource() per iteration (a name and a callback), likewise.
+void BM_SetPassSource(benchmark::State& state, bool watched) {
+  hangwatch::Config config;
+  config.log_hangs = false;
+  const bool started = hangwatch::Start(config).ok();
+  if (!started) return state.SkipWithError("hangwatch::Start failed");
+  {
+    std::optional<UnwatchedHere> unwatched;
+    if (!watched) unwatched.emplace();
+    const void* callback = reinterpret_cast<const void*>(&BenchSourceCallback);
+    uint64_t work = 0;
+    for (auto _ : state) {
+      hangwatch::SetPassSource("bench.source", callback);
+      work += 1;
+      benchmark::DoNotOptimize(work);
+    }
+  }
+  hangwatch::Stop();
+}
+BENCHMARK_CAPTURE(BM_SetPassSource, main, true)->Name("BM_SetPassSource/main");
+BENCHMARK_CAPTURE(BM_SetPassSource, unwatched, false)->Name("BM_SetPassSource/unwatched_thread");
+
+// Resident set size in KiB (/proc/self/statm), 0 if unreadable.
+uint64_t ResidentKiB() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+}
+
+// Heap bytes in use: malloc's arenas plus its own mmap()ed blocks.
+uint64_t HeapBytesInUse() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+// What Start() takes with the context on or off; one iteration, meant for a fresh process.
+void BM_ContextMemory(benchmark::State& state, bool context) {
+  hangwatch::Config config;
+  config.log_hangs = false;
+  config.context = context;
+  config.input = context;
+  double heap = 0, rss = 0;
+  for (auto _ : state) {
+    const uint64_t heap0 = HeapBytesInUse();
+    const uint64_t rss0 = ResidentKiB();
+    if (!hangwatch::Start(config).ok()) return state.SkipWithError("hangwatch::Start failed");
+    std::this_thread::sleep_for(100ms);  // the watchdog's first ticks
+    heap = static_cast<double>(HeapBytesInUse()) - static_cast<double>(heap0);
+    rss = static_cast<double>(ResidentKiB()) - static_cast<double>(rss0);
+    hangwatch::Stop();
+  }
+  state.counters["heap_bytes"] = heap;
+  state.counters["rss_kb"] = rss;
+  state.counters["pass_context_bytes"] = sizeof(hangwatch::internal::PassContext);
+  state.counters["thread_loop_bytes"] = sizeof(hangwatch::internal::ThreadLoop);
+  state.counters["watched_slot_bytes"] = sizeof(hangwatch::agent::WatchedThreadSlot);
+  // DisplayInput with its two buffers: the peek and the 4 KiB of directory entries.
+  state.counters["display_input_bytes"] =
+      sizeof(hangwatch::agent::DisplayInput) + hangwatch::agent::DisplayInput::kPeekBytes + 4096;
+}
+BENCHMARK_CAPTURE(BM_ContextMemory, on, true)
+    ->Name("BM_ContextMemory/on")
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ContextMemory, off, false)
+    ->Name("BM_ContextMemory/off")
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // ---- stack table ----
 
