@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "agent/context/display_input.h"
+#include "agent/context/raw_fd_calls.h"
 #include "cause/fd_peer.h"
 #include "cause/scan_budget.h"
 #include "cause/sock_diag.h"
@@ -46,7 +47,7 @@ const char* AnonKind(const char* link) {
 bool IsListening(int fd) {
   int on = 0;
   socklen_t len = sizeof on;
-  return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on != 0;
+  return raw::GetSockOpt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on != 0;
 }
 
 // The descriptor of an epoll's interest list whose event data word is `data`, and its inode,
@@ -159,6 +160,9 @@ void ContextProbe::ReadSource(uint64_t pass, HangContext* out) const {
   const void* callback = words_->callback.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (words_->source_pass.load(std::memory_order_relaxed) != pass) return;
+  // A source cleared at the end of its dispatch (the GLib adapter does) leaves the last one the
+  // hang saw: a sample in the moments between two dispatches does not erase it.
+  if (source == nullptr && callback == nullptr) return;
   CopyForeignString(source, out->source, sizeof out->source);
   out->callback = reinterpret_cast<uintptr_t>(callback);
 }

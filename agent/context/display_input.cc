@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "agent/context/raw_fd_calls.h"
 #include "agent/context/x11_event_scan.h"
 
 namespace hangwatch::agent {
@@ -118,20 +119,20 @@ void DisplayInput::set_display_fd(int fd, DisplayProtocol protocol) {
 }
 
 DisplayProtocol DisplayInput::Classify(int fd) const {
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return DisplayProtocol::kNone;
+  if (!raw::IsSocket(fd)) return DisplayProtocol::kNone;
   int value = 0;
   socklen_t value_length = sizeof value;
-  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &value, &value_length) != 0 || value != AF_UNIX) {
+  if (raw::GetSockOpt(fd, SOL_SOCKET, SO_DOMAIN, &value, &value_length) != 0 || value != AF_UNIX) {
     return DisplayProtocol::kNone;
   }
   value_length = sizeof value;
-  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &value, &value_length) != 0 || value != SOCK_STREAM) {
+  if (raw::GetSockOpt(fd, SOL_SOCKET, SO_TYPE, &value, &value_length) != 0 ||
+      value != SOCK_STREAM) {
     return DisplayProtocol::kNone;
   }
   sockaddr_un peer{};
   socklen_t peer_length = sizeof peer;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0 ||
+  if (raw::GetPeerName(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0 ||
       peer_length <= offsetof(sockaddr_un, sun_path) || peer_length > sizeof peer) {
     return DisplayProtocol::kNone;
   }
@@ -140,24 +141,29 @@ DisplayProtocol DisplayInput::Classify(int fd) const {
 }
 
 bool DisplayInput::Adopt(int fd, DisplayProtocol protocol) {
-  struct stat st {};
-  if (protocol == DisplayProtocol::kNone || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+  uint32_t mode = 0;
+  uint64_t dev = 0, ino = 0;
+  if (protocol == DisplayProtocol::kNone || !raw::FileIdentity(fd, &mode, &dev, &ino) ||
+      !S_ISSOCK(mode)) {
     return false;
   }
   int peek_offset = -1;
   socklen_t length = sizeof peek_offset;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &peek_offset, &length) != 0) peek_offset = -1;
+  if (raw::GetSockOpt(fd, SOL_SOCKET, SO_PEEK_OFF, &peek_offset, &length) != 0) {
+    peek_offset = -1;
+  }
   fd_ = fd;
   protocol_ = protocol;
   can_peek_ = peek_offset < 0;
-  dev_ = st.st_dev;
-  ino_ = st.st_ino;
+  dev_ = dev;
+  ino_ = ino;
   return true;
 }
 
 bool DisplayInput::StillSameSocket() const {
-  struct stat st {};
-  return fstat(fd_, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
+  uint32_t mode = 0;
+  uint64_t dev = 0, ino = 0;
+  return raw::FileIdentity(fd_, &mode, &dev, &ino) && dev == dev_ && ino == ino_;
 }
 
 void DisplayInput::Forget() {
@@ -209,7 +215,7 @@ bool DisplayInput::Look(uint64_t now_ns, InputSnapshot* out) {
   *out = InputSnapshot{};
   if (!FindConnection(now_ns)) return false;
   int waiting = 0;
-  if (ioctl(fd_, FIONREAD, &waiting) != 0 || waiting < 0) {
+  if (raw::Ioctl(fd_, FIONREAD, &waiting) != 0 || waiting < 0) {
     Forget();
     return false;
   }
@@ -222,7 +228,7 @@ bool DisplayInput::Look(uint64_t now_ns, InputSnapshot* out) {
     return true;
   }
   const size_t want = static_cast<size_t>(waiting) < kPeekBytes ? waiting : kPeekBytes;
-  const ssize_t peeked = recv(fd_, peek_.get(), want, MSG_PEEK | MSG_DONTWAIT);
+  const ssize_t peeked = raw::Recv(fd_, peek_.get(), want, MSG_PEEK | MSG_DONTWAIT);
   if (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
     Forget();
     *out = InputSnapshot{};

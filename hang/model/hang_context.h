@@ -67,8 +67,6 @@ struct HangContext {
   bool perceived_known = false;
   bool perceived = false;
   bool not_responding = false;
-
-  int64_t queued_ms = -1;
 };
 
 }  // namespace hangwatch::agent

@@ -399,9 +399,6 @@ struct HangRecord {
   // toolkit may have read the events into its own queue first): nullopt.
   std::optional<bool> perceived;
   bool not_responding = false;  // a ping waited longer than the desktop's timeout (5 s)
-  // How long the work that began the pass waited before it ran (a timer fired late); -1 when
-  // not known.
-  int64_t queued_ms = -1;
 
   const Stack* dominant() const {
     return dominant_stack >= 0 && static_cast<size_t>(dominant_stack) < stacks.size()

@@ -109,6 +109,20 @@ TEST_F(ContextProbeTest, TheSourceOfThisPassIsTakenNotAnotherPasss) {
   EXPECT_EQ(c.callback, reinterpret_cast<uintptr_t>(&OnTick));
 }
 
+// The GLib adapter clears the words when a dispatch returns: a sample between two dispatches
+// keeps the source the hang already saw.
+TEST_F(ContextProbeTest, AClearedSourceLeavesTheOneSeen) {
+  static const char kSource[] = "thumbnail-timer";
+  HangContext c;
+  words_.source.store(kSource);
+  words_.source_pass.store(kPass);
+  probe_.Sample(kPass, 0, &c);
+  words_.source.store(nullptr);
+  words_.source_pass.store(kPass);
+  probe_.Sample(kPass, 0, &c);
+  EXPECT_STREQ(c.source, "thumbnail-timer");
+}
+
 TEST_F(ContextProbeTest, TimeoutAndSignal) {
   SetTrigger(TriggerWord(internal::kTriggerTimeout, 0, -1), 250);
   HangContext c = Sample();
