@@ -216,8 +216,7 @@ void BM_PollMain(benchmark::State& state) {
       true);
   std::nth_element(added_ready.begin(), added_ready.begin() + added_ready.size() / 2,
                    added_ready.end());
-  state.counters["added_ready_ns"] =
-      added_ready.empty() ? 0 : added_ready[added_ready.size() / 2];
+  state.counters["added_ready_ns"] = added_ready.empty() ? 0 : added_ready[added_ready.size() / 2];
 }
 
 // A poll of a handler on the main thread (TimeHandlerBatch's call site, deeper than the loop's

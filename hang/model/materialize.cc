@@ -285,11 +285,10 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
                              [&resolver](uintptr_t addr, bool is_return, FrameMethod method) {
                                return resolver.Resolve(addr, is_return, method);
                              });
-  MaterializeContext(hang.context,
-                     [&resolver](uintptr_t addr) {
-                       return resolver.Resolve(addr, false, FrameMethod::kUnknown);
-                     },
-                     &r);
+  MaterializeContext(
+      hang.context,
+      [&resolver](uintptr_t addr) { return resolver.Resolve(addr, false, FrameMethod::kUnknown); },
+      &r);
   r.modules = resolver.Modules();
   return r;
 }

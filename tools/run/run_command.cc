@@ -113,8 +113,8 @@ struct RunOptions {
   uint32_t max_frames = 0;  // 0: the agent's default
   bool python = true;
   bool context = true, input = true;  // --no-context, --no-input
-  std::string report_path;  // absolute; empty: the run directory's own report
-  std::string threads;      // --threads (HANGWATCH_THREADS); empty: the main thread alone
+  std::string report_path;            // absolute; empty: the run directory's own report
+  std::string threads;                // --threads (HANGWATCH_THREADS); empty: the main thread alone
   GateOptions gate;
   bool fail_on_hang = false, startup_stall = true, inherit = true, live = false, quiet = false;
   bool explain = false;
