@@ -99,6 +99,8 @@ int ThreadRegistry::Register(std::string_view role, const ThreadOptions& options
     const uint64_t v = internal::RunLoopState(s.loop.state);
     s.loop.state.store(((v + 1) & ~uint64_t{1}) | internal::kRunLoopTimedBit,
                        std::memory_order_relaxed);
+    // No label of the slot's last thread (one that stopped watching inside a ScopedLabel).
+    s.loop.context.label_depth.store(0, std::memory_order_relaxed);
     internal::t_run_loop_state = &s.loop.state;
     status_[i].store(static_cast<uint32_t>(SlotStatus::kActive), std::memory_order_release);
     return static_cast<int>(i);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "hang/open_hang/open_hang_layout.h"
+#include "hang/open_hang/open_hang_region.h"
 #include "report/cause_kinds.h"
 
 namespace hangwatch::agent {
@@ -13,11 +13,7 @@ namespace {
 
 static_assert(std::is_trivially_copyable_v<WaitCause>);
 
-// One copy: generation, size of the WaitCause, the WaitCause, a checksum of all before it.
-constexpr size_t kHead = 16;
-constexpr size_t kCopyBytes = (kHead + sizeof(WaitCause) + sizeof(uint64_t) + 7) & ~size_t{7};
-
-using open_hang_layout::Checksum;  // the file's one checksum
+constexpr size_t kCopyBytes = open_hang_region::CopyBytes(sizeof(WaitCause));
 
 template <size_t N>
 void Terminate(char (&s)[N]) {
@@ -64,37 +60,14 @@ void Sanitize(WaitCause* c) {
 size_t OpenHangCauseBytes() { return 2 * kCopyBytes; }
 
 void WriteOpenHangCause(unsigned char* region, uint64_t generation, const WaitCause& cause) {
-  unsigned char* p = region + (generation % 2) * kCopyBytes;
-  const uint32_t size = sizeof(WaitCause);
-  std::memset(p, 0, kHead);
-  std::memcpy(p, &generation, sizeof(generation));
-  std::memcpy(p + 8, &size, sizeof(size));
-  std::memcpy(p + kHead, &cause, sizeof(cause));
-  const uint64_t sum = Checksum(p, kHead + sizeof(WaitCause));
-  std::memcpy(p + kHead + sizeof(WaitCause), &sum, sizeof(sum));
+  open_hang_region::WriteCopy(region, generation, &cause, sizeof(WaitCause));
 }
 
 bool ReadOpenHangCause(int fd, uint64_t offset, WaitCause* out) {
   *out = WaitCause{};
-  bool found = false;
-  uint64_t best = 0;
-  unsigned char buf[kCopyBytes];
-  for (int copy = 0; copy < 2; ++copy) {
-    const off_t at = static_cast<off_t>(offset + static_cast<uint64_t>(copy) * kCopyBytes);
-    if (pread(fd, buf, sizeof(buf), at) != static_cast<ssize_t>(sizeof(buf))) continue;
-    uint64_t generation = 0, sum = 0;
-    uint32_t size = 0;
-    std::memcpy(&generation, buf, sizeof(generation));
-    std::memcpy(&size, buf + 8, sizeof(size));
-    std::memcpy(&sum, buf + kHead + sizeof(WaitCause), sizeof(sum));
-    if (size != sizeof(WaitCause) || sum != Checksum(buf, kHead + sizeof(WaitCause))) continue;
-    if (found && generation <= best) continue;
-    std::memcpy(out, buf + kHead, sizeof(WaitCause));
-    best = generation;
-    found = true;
-  }
-  if (found) Sanitize(out);
-  return found;
+  if (!open_hang_region::ReadNewest(fd, offset, out, sizeof(WaitCause))) return false;
+  Sanitize(out);
+  return true;
 }
 
 }  // namespace hangwatch::agent

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "hang/open_hang/open_hang_layout.h"
+#include "hang/open_hang/open_hang_region.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -16,11 +16,7 @@ static_assert(std::is_trivially_copyable_v<HangContext> && std::is_standard_layo
 // (a flag listed in kFlagOffsets, a count clamped, a string terminated) before this size changes.
 static_assert(sizeof(HangContext) == 888, "a new HangContext field: check it in Sanitize()");
 
-// One copy: generation, size of the HangContext, the HangContext, a checksum of all before it.
-constexpr size_t kHead = 16;
-constexpr size_t kCopyBytes = (kHead + sizeof(HangContext) + sizeof(uint64_t) + 7) & ~size_t{7};
-
-using open_hang_layout::Checksum;  // the file's one checksum
+constexpr size_t kCopyBytes = open_hang_region::CopyBytes(sizeof(HangContext));
 
 // Where the HangContext's flags sit in its bytes: any byte but 0 or 1 there is not a bool, and
 // is made one before the bytes become a HangContext.
@@ -69,38 +65,16 @@ void Sanitize(unsigned char* bytes, HangContext* out) {
 size_t OpenHangContextBytes() { return 2 * kCopyBytes; }
 
 void WriteOpenHangContext(unsigned char* region, uint64_t generation, const HangContext& context) {
-  unsigned char* p = region + (generation % 2) * kCopyBytes;
-  const uint32_t size = sizeof(HangContext);
-  std::memset(p, 0, kHead);
-  std::memcpy(p, &generation, sizeof(generation));
-  std::memcpy(p + 8, &size, sizeof(size));
-  std::memcpy(p + kHead, &context, sizeof(context));
-  const uint64_t sum = Checksum(p, kHead + sizeof(HangContext));
-  std::memcpy(p + kHead + sizeof(HangContext), &sum, sizeof(sum));
+  open_hang_region::WriteCopy(region, generation, &context, sizeof(HangContext));
 }
 
 bool ReadOpenHangContext(int fd, uint64_t offset, HangContext* out) {
   *out = HangContext{};
-  bool found = false;
-  uint64_t best = 0;
-  unsigned char buf[kCopyBytes];
+  // As bytes first: a flag byte read from a file may hold any value, which a bool may not.
   unsigned char newest[sizeof(HangContext)];
-  for (int copy = 0; copy < 2; ++copy) {
-    const off_t at = static_cast<off_t>(offset + static_cast<uint64_t>(copy) * kCopyBytes);
-    if (pread(fd, buf, sizeof(buf), at) != static_cast<ssize_t>(sizeof(buf))) continue;
-    uint64_t generation = 0, sum = 0;
-    uint32_t size = 0;
-    std::memcpy(&generation, buf, sizeof(generation));
-    std::memcpy(&size, buf + 8, sizeof(size));
-    std::memcpy(&sum, buf + kHead + sizeof(HangContext), sizeof(sum));
-    if (size != sizeof(HangContext) || sum != Checksum(buf, kHead + sizeof(HangContext))) continue;
-    if (found && generation <= best) continue;
-    std::memcpy(newest, buf + kHead, sizeof(HangContext));
-    best = generation;
-    found = true;
-  }
-  if (found) Sanitize(newest, out);
-  return found;
+  if (!open_hang_region::ReadNewest(fd, offset, newest, sizeof(HangContext))) return false;
+  Sanitize(newest, out);
+  return true;
 }
 
 }  // namespace hangwatch::agent
