@@ -22,6 +22,7 @@
 #include "hang/open_hang/open_hang_layout.h"
 #include "hangwatch/hang_record.h"
 #include "symbols/module_map.h"
+#include "tests/hang/open_hang_test_files.h"
 #include "tests/keep_frame.h"
 
 namespace hangwatch {
@@ -33,23 +34,9 @@ using agent::ReadOpenHangFile;
 
 HW_TEST_KEEP_FRAME void OnThumbnailTimer() { asm volatile(""); }
 
-std::string TempPath(const char* name) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string p = std::string(dir ? dir : "/tmp") + "/hangwatch_ctx_" + name + "_" +
-                  std::to_string(getpid()) + ".bin";
-  unlink(p.c_str());
-  return p;
-}
+std::string TempPath(const char* name) { return testing::OpenHangTempPath("ctx", name); }
 
-void Corrupt(const std::string& path, size_t offset) {
-  const int fd = open(path.c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  unsigned char b = 0;
-  ASSERT_EQ(pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
-  b ^= 0x5a;
-  ASSERT_EQ(pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
-  close(fd);
-}
+void Corrupt(const std::string& path, size_t offset) { testing::CorruptByte(path, offset); }
 
 std::string ReadRange(const std::string& path, size_t offset, size_t n) {
   std::string out(n, '\0');

@@ -20,6 +20,7 @@
 #include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hang_record.h"
 #include "symbols/module_map.h"
+#include "tests/hang/open_hang_test_files.h"
 
 namespace hangwatch {
 namespace {
@@ -28,23 +29,9 @@ using agent::OpenHangReadStatus;
 using agent::PythonName;
 using agent::ReadOpenHangFile;
 
-std::string TempPath(const char* name) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string p = std::string(dir ? dir : "/tmp") + "/hangwatch_pynames_" + name + "_" +
-                  std::to_string(getpid()) + ".bin";
-  unlink(p.c_str());
-  return p;
-}
+std::string TempPath(const char* name) { return testing::OpenHangTempPath("pynames", name); }
 
-void Corrupt(const std::string& path, size_t offset) {
-  const int fd = open(path.c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  unsigned char b = 0;
-  ASSERT_EQ(pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
-  b ^= 0x5a;
-  ASSERT_EQ(pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
-  close(fd);
-}
+void Corrupt(const std::string& path, size_t offset) { testing::CorruptByte(path, offset); }
 
 // The names the watchdog resolved (python_stacks.h), as a map.
 class FakeNames : public agent::PythonNames {
