@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
-#include <tuple>
 #include <utility>
 
-#include "hangwatch/context.h"
+#include "glib_source_wrap.h"
 #include "hangwatch/hangwatch.h"
 #include "loop_thread_watch.h"
 
@@ -60,105 +60,22 @@ constexpr auto kPollFunctions =
     MakePollFunctions(std::make_index_sequence<GMainContextWatch::kMaxWatchedContexts>());
 static_assert(GMainContextWatch::kMaxWatchedContexts <= 64, "t_polled_slots is 64 bits");
 
-// What a pass dispatches (hangwatch_glib.h, "What a pass dispatches"). GLib calls a source's
-// dispatch function through its GSourceFuncs table; the tables of GLib's own source types are
-// exported, so their dispatch entries are wrapped, once, for every context.
-struct SourceType {
-  GSourceFuncs* funcs;
-  const char* name;  // an unnamed source's
-  std::atomic<gboolean (*)(GSource*, GSourceFunc, gpointer)> dispatch{nullptr};  // GLib's own
-};
-std::array<SourceType, 6> g_source_types = {{
-    {&g_timeout_funcs, "GTimeoutSource"},
-    {&g_idle_funcs, "GIdleSource"},
-    {&g_io_watch_funcs, "GIOWatch"},
-    {&g_child_watch_funcs, "GChildWatchSource"},
-    {&g_unix_signal_funcs, "GUnixSignalSource"},
-    {&g_unix_fd_source_funcs, "GUnixFDSource"},
-}};
-
-// Dispatches nested deeper than this (a callback that iterates the context itself) are told
-// by their source's type, not by a copy of their name.
-constexpr int kNamedDepth = 4;
-constexpr size_t kNameBytes = 128;  // a name, NUL-terminated: longer ones are cut
-
-// Per thread: the names of the dispatches under way, outermost first. A name is copied: the
-// callback may rename or destroy its source, and the copy must outlive the watchdog's read.
-thread_local int t_dispatch_depth = 0;
-thread_local char t_names[kNamedDepth][kNameBytes];
-thread_local const char* t_current_source = nullptr;
-thread_local const void* t_current_callback = nullptr;
-
-// Tells the pass that `source` dispatches, for the scope of its dispatch; then tells it again
-// what the enclosing dispatch was (nothing, outside any: what follows in the pass is not this
-// source's).
-class DispatchScope {
- public:
-  DispatchScope(GSource* source, const char* type_name, GSourceFunc callback) noexcept
-      : outer_source_(t_current_source), outer_callback_(t_current_callback) {
-    const int depth = t_dispatch_depth++;
-    const char* name = g_source_get_name(source);
-    const char* text = type_name;
-    if (name != nullptr && depth < kNamedDepth) {
-      char* copy = t_names[depth];
-      const size_t length = std::min(std::strlen(name), kNameBytes - 1);
-      std::memcpy(copy, name, length);
-      copy[length] = '\0';
-      text = copy;
-    }
-    Tell(text, reinterpret_cast<const void*>(callback));
-  }
-  ~DispatchScope() {
-    --t_dispatch_depth;
-    Tell(outer_source_, outer_callback_);
-  }
-  DispatchScope(const DispatchScope&) = delete;
-  DispatchScope& operator=(const DispatchScope&) = delete;
-
- private:
-  static void Tell(const char* source, const void* callback) noexcept {
-    t_current_source = source;
-    t_current_callback = callback;
-    hangwatch::SetPassSource(source, callback);
-  }
-  const char* outer_source_;
-  const void* outer_callback_;
-};
-
-template <int I>
-gboolean DispatchTold(GSource* source, GSourceFunc callback, gpointer user_data) {
-  SourceType& type = g_source_types[static_cast<size_t>(I)];
-  const auto dispatch = type.dispatch.load(std::memory_order_acquire);
-  // An unwatched thread: one thread-local load, then GLib's own function.
-  if (hangwatch::internal::t_run_loop_state == nullptr)
-    return dispatch(source, callback, user_data);
-  DispatchScope scope(source, type.name, callback);
-  return dispatch(source, callback, user_data);
-}
-
-template <size_t... I>
-constexpr std::array<gboolean (*)(GSource*, GSourceFunc, gpointer), sizeof...(I)>
-MakeDispatchFunctions(std::index_sequence<I...>) {
-  return {&DispatchTold<static_cast<int>(I)>...};
-}
-
-// Wraps the dispatch entries of GLib's source types, once, for the life of the process (a
-// dispatch under way on another thread may still be in a wrapper: they are never unwrapped).
+// What a pass dispatches (hangwatch_glib.h, "What a pass dispatches"): the dispatch entries of
+// GLib's own source types, wrapped once for every context (glib_source_wrap.h).
 void WrapSourceTypes() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    static constexpr auto kDispatch = MakeDispatchFunctions(
-        std::make_index_sequence<std::tuple_size_v<decltype(g_source_types)>>());
-    for (size_t i = 0; i < g_source_types.size(); ++i) {
-      SourceType& type = g_source_types[i];
-      auto* entry = &type.funcs->dispatch;
-      auto* original = __atomic_load_n(entry, __ATOMIC_RELAXED);
-      if (original == nullptr) continue;
-      type.dispatch.store(original, std::memory_order_release);
-      // Another thread's GLib may read the entry meanwhile: one aligned pointer store.
-      __atomic_store_n(entry, kDispatch[i], __ATOMIC_RELEASE);
-    }
-  });
+  static_assert(
+      sizeof(GSourceFuncs) == sizeof(glib_sources::SourceFuncsLayout) &&
+          offsetof(GSourceFuncs, dispatch) == offsetof(glib_sources::SourceFuncsLayout, dispatch),
+      "GSourceFuncs as glib_source_wrap.h lays it out");
+  auto table = [](GSourceFuncs* funcs) {
+    return reinterpret_cast<glib_sources::SourceFuncsLayout*>(funcs);
+  };
+  const glib_sources::SourceTables tables = {
+      {table(&g_timeout_funcs), table(&g_idle_funcs), table(&g_io_watch_funcs),
+       table(&g_child_watch_funcs), table(&g_unix_signal_funcs), table(&g_unix_fd_source_funcs)},
+      reinterpret_cast<glib_sources::SourceNameFunction>(&g_source_get_name),
+  };
+  glib_sources::WrapSourceDispatch(tables);
 }
 
 // Takes a free slot for `context` and installs its poll function; -1 when the context is

@@ -31,6 +31,9 @@
 // (g_timeout_funcs, g_idle_funcs, g_io_watch_funcs, g_child_watch_funcs, g_unix_signal_funcs,
 // g_unix_fd_source_funcs), so the first watch wraps their dispatch entries, for every context
 // and for the life of the process (never unwrapped: another thread may be inside a wrapper).
+// The wrapping is glib_source_wrap.h's, which the preload shim shares for unmodified programs; a
+// table it already wrapped (a program that embeds this adapter and runs under the shim) is left
+// as it is: a dispatch is told once.
 // While such a source dispatches on a watched thread, the pass says: the source's name
 // (g_source_set_name, copied into a per-thread buffer, cut to 127 bytes, since the callback may
 // rename or destroy its source), else its type ("GTimeoutSource", "GIdleSource", "GIOWatch",

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/context/context_probe.h"
 #include "agent/core/exit_flush.h"
 #include "agent/core/labels.h"
 #include "agent/sinks/jsonl_sink.h"
@@ -24,6 +25,7 @@
 #include "hangwatch/threads.h"
 #include "integrations/preload/agent_entry.h"
 #include "integrations/preload/agent_stderr_logger.h"
+#include "integrations/preload/glib_sources.h"
 #include "integrations/preload/open_hang_path.h"
 #include "integrations/preload/preload_config.h"
 #include "report/report_record.h"
@@ -34,6 +36,8 @@ namespace {
 
 const HangwatchPreloadServices* g_services = nullptr;
 PreloadConfig* g_config = nullptr;  // leaked on purpose: used until exit
+// Hangs name what GLib dispatched (glib_sources.h): not with HANGWATCH_CONTEXT=0. Set by Arm().
+bool g_glib_sources = false;
 
 // This process's open-hang file, removed by an _exit() once the watchdog has written the hang
 // (exit() has Stop() remove it). Fixed storage: read in _exit(), maybe in a signal handler.
@@ -173,6 +177,15 @@ void Arm(uint64_t load_ns, uint64_t first_wait_ns, HangwatchPreloadArmed* out) {
       }
     }
   }
+  // A GLib loaded already is wrapped now, before the loop's first pass. One loaded later
+  // (Python's `import gi`, a plug-in) is looked for again on the watchdog thread at each hang
+  // until found (and when another loop thread is watched): never on the loop's own path (a wait,
+  // a wake-up), and a program without GLib pays one dlopen(RTLD_NOLOAD) per hang. The hang that
+  // finds it is not named (its dispatch began unwrapped); those after it are.
+  g_glib_sources = agent::ContextOptionsFor(true, false, 0).context;
+  if (g_glib_sources && !WrapGLibSourcesIfLoaded()) {
+    config.on_hang = [](const HangRecord&) { WrapGLibSourcesIfLoaded(); };
+  }
   const Status status = Start(config);
   out->inherit = c.inherit ? 1 : 0;
   out->armed = status.ok() ? 1 : 0;
@@ -214,6 +227,7 @@ int WatchThreadEntry() {
     return HANGWATCH_THREAD_NOT_SELECTED;
   }
   if (!IsRunning()) return HANGWATCH_THREAD_NOT_SELECTED;  // stopped at exit meanwhile
+  if (g_glib_sources) WrapGLibSourcesIfLoaded();
   t_loop_thread_watch = WatchThread(name[0] != '\0' ? name : "thread");
   // Not watched while the agent runs: every slot is taken (GetStats().threads_not_watched
   // counts it too).

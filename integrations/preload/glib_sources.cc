@@ -1,0 +1,35 @@
+#include "integrations/preload/glib_sources.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+#include "glib_source_wrap.h"
+
+namespace hangwatch::preload {
+namespace {
+
+std::atomic<bool> g_wrapped{false};
+
+}  // namespace
+
+bool WrapGLibSourcesIfLoaded() {
+  if (g_wrapped.load(std::memory_order_acquire)) return true;
+  // RTLD_NOLOAD: a handle only when GLib is loaded already. Kept open: the wrappers call into
+  // it for the life of the process.
+  void* glib = dlopen("libglib-2.0.so.0", RTLD_LAZY | RTLD_NOLOAD);
+  if (glib == nullptr) return false;
+  glib_sources::SourceTables tables{};
+  for (int i = 0; i < glib_sources::kSourceTypeCount; ++i) {
+    tables.funcs[i] = static_cast<glib_sources::SourceFuncsLayout*>(
+        dlsym(glib, glib_sources::kSourceTypes[i].symbol));
+  }
+  tables.source_name =
+      reinterpret_cast<glib_sources::SourceNameFunction>(dlsym(glib, "g_source_get_name"));
+  // A GLib without it (none since 2.26) is left alone; looked at no more either way.
+  if (tables.source_name != nullptr) glib_sources::WrapSourceDispatch(tables);
+  g_wrapped.store(true, std::memory_order_release);
+  return true;
+}
+
+}  // namespace hangwatch::preload
