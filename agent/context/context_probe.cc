@@ -122,6 +122,9 @@ struct ContextShared::Platform {};
 ContextShared::ContextShared(const ContextOptions& options)
     : options_(options), platform_(std::make_unique<Platform>()) {
 #if defined(__linux__)
+  // The guarded reads of the names: process_vm_readv, else /proc/self/mem (qemu-user has no
+  // process_vm_readv); a forked child's agent opens its own.
+  if (options.context) unwind::PrepareSelfMemory();
   if (options.input) platform_->display = std::make_unique<DisplayInput>();
 #endif
 }

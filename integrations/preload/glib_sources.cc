@@ -1,8 +1,11 @@
 #include "integrations/preload/glib_sources.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "glib_source_wrap.h"
 
@@ -30,6 +33,25 @@ bool WrapGLibSourcesIfLoaded() {
   if (tables.source_name != nullptr) glib_sources::WrapSourceDispatch(tables);
   g_wrapped.store(true, std::memory_order_release);
   return true;
+}
+
+bool GLibIsMapped() {
+  static constexpr char kName[] = "/libglib-2.0.so";
+  constexpr size_t kKeep = sizeof kName - 1;  // a name cut by a read is found in the next one
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[16384 + 1];
+  size_t kept = 0;
+  bool found = false;
+  for (ssize_t n; !found && (n = read(fd, buf + kept, sizeof buf - 1 - kept)) > 0;) {
+    const size_t len = kept + static_cast<size_t>(n);
+    buf[len] = '\0';
+    found = strstr(buf, kName) != nullptr;
+    kept = len < kKeep ? len : kKeep;
+    memmove(buf, buf + len - kept, kept);
+  }
+  close(fd);
+  return found;
 }
 
 }  // namespace hangwatch::preload

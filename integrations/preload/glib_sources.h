@@ -13,6 +13,12 @@ namespace hangwatch::preload {
 // done, then costs one atomic load. Any thread; not in a signal handler (dlopen's lock).
 bool WrapGLibSourcesIfLoaded();
 
+// Whether libglib-2.0.so is mapped in this process, from /proc/self/maps: no dynamic loader
+// lock taken. The watchdog asks this first: a main thread stuck inside dlopen() (a library
+// constructor that never returns) holds that lock, and a dlopen() of the watchdog's would wait
+// for it for good; the lock is taken only once GLib is there to be wrapped.
+bool GLibIsMapped();
+
 }  // namespace hangwatch::preload
 
 #endif  // HANGWATCH_INTEGRATIONS_PRELOAD_GLIB_SOURCES_H_

@@ -180,11 +180,14 @@ void Arm(uint64_t load_ns, uint64_t first_wait_ns, HangwatchPreloadArmed* out) {
   // A GLib loaded already is wrapped now, before the loop's first pass. One loaded later
   // (Python's `import gi`, a plug-in) is looked for again on the watchdog thread at each hang
   // until found (and when another loop thread is watched): never on the loop's own path (a wait,
-  // a wake-up), and a program without GLib pays one dlopen(RTLD_NOLOAD) per hang. The hang that
+  // a wake-up), and a program without GLib pays one read of /proc/self/maps per hang (no
+  // dlopen() from the watchdog before GLib is mapped: glib_sources.h). The hang that
   // finds it is not named (its dispatch began unwrapped); those after it are.
   g_glib_sources = agent::ContextOptionsFor(true, false, 0).context;
   if (g_glib_sources && !WrapGLibSourcesIfLoaded()) {
-    config.on_hang = [](const HangRecord&) { WrapGLibSourcesIfLoaded(); };
+    config.on_hang = [](const HangRecord&) {
+      if (GLibIsMapped()) WrapGLibSourcesIfLoaded();
+    };
   }
   const Status status = Start(config);
   out->inherit = c.inherit ? 1 : 0;
