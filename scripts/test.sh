@@ -76,9 +76,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 phase "aarch64 cross check (the unwind/ and agent/ tests under qemu-user)"
 ctest --test-dir build --output-on-failure --no-tests=error --timeout 2400 -R '^check_aarch64$'
 
-phase "ThreadSanitizer: the capture stress test, the multi-threaded symbol index build, the lock and deadlock causes, watched threads"
+phase "ThreadSanitizer: the capture stress test, the multi-threaded symbol index build, the lock and deadlock causes, watched threads, hang context"
 # (A few test binaries: precompiling GoogleTest's headers would cost more than it saves.)
-HANGWATCH_TARGETS="capture_stress_test dwarf_die_reader_test lock_owner_test wait_cause_e2e_test thread_watch_test three_loop_threads_test" \
+HANGWATCH_TARGETS="capture_stress_test dwarf_die_reader_test lock_owner_test wait_cause_e2e_test thread_watch_test three_loop_threads_test context_e2e_test" \
   scripts/build.sh build-tsan \
   -DHANGWATCH_TSAN=ON -DHANGWATCH_BUILD_BENCH=OFF -DHANGWATCH_TEST_PCH=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
@@ -89,6 +89,9 @@ build-tsan/tests/symbols/dwarf_die_reader_test --gtest_filter='IndexThreads*'
 # each thread and the watchdog (the case that forks is left to the plain and ASan builds).
 build-tsan/tests/agent/thread_watch_test --gtest_filter='ThreadWatchTest.*:ThreadWatchLagTest.*'
 build-tsan/tests/integrations/three_loop_threads_test
+# Labels and sources written by the watched threads while the watchdog copies them (the case that
+# forks is left to the plain and ASan builds).
+build-tsan/tests/agent/context_e2e_test --gtest_filter='ContextE2eTest.*-*Fork*'
 # The lock owners, chains and deadlocks: read from other threads' lock words while those
 # threads block on them (the binary's sleep and child decoders, one thread each, are left out).
 build-tsan/tests/cause/lock_owner_test --gtest_filter='LockOwnerTest.*'
