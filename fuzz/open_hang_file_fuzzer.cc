@@ -145,6 +145,7 @@ std::string OpenHangBytes(uint32_t version, size_t samples) {
   context.input.kinds = hangwatch::agent::kInputKey;
   context.perceived_known = true;
   context.perceived = true;
+  context.queued_ms = 700;
   const uintptr_t frames[3] = {reinterpret_cast<uintptr_t>(&SeedFunction),
                                reinterpret_cast<uintptr_t>(&OpenHangBytes) + 16,
                                reinterpret_cast<uintptr_t>(&FixChecksums) + 8};

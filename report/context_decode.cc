@@ -98,7 +98,8 @@ bool ParseContextFields(const json& j, HangRecord* h, std::string* error) {
     if (!f.Bool("perceived", &perceived)) return false;
     h->perceived = perceived;
   }
-  return f.Bool("not_responding", &h->not_responding, true);
+  return f.Bool("not_responding", &h->not_responding, true) &&
+         f.Int("queued_ms", &h->queued_ms, true);
 }
 
 }  // namespace hangwatch::report::decode_internal

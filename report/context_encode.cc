@@ -126,6 +126,10 @@ void AppendContextFields(std::string* out, const HangRecord& r) {
     Key(out, "not_responding");
     out->append("true");
   }
+  if (r.queued_ms >= 0) {
+    Key(out, "queued_ms");
+    AppendInt(out, r.queued_ms);
+  }
 }
 
 }  // namespace hangwatch::report

@@ -102,7 +102,7 @@ struct Fields {
   }
 };
 
-// A hang's "context", "input", "perceived" and "not_responding"
+// A hang's "context", "input", "perceived", "not_responding" and "queued_ms"
 // (context_decode.cc); absent, each reads as the HangRecord's default.
 bool ParseContextFields(const json& j, HangRecord* h, std::string* error);
 

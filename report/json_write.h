@@ -23,7 +23,7 @@ void Key(std::string* out, const char* key, bool first = false);
 namespace hangwatch::report {
 
 // The members of a hang after "monitor_pause_us" (context_encode.cc): "context", "input",
-// "perceived" and "not_responding", each only when known, so that a hang
+// "perceived", "not_responding" and "queued_ms", each only when known, so that a hang
 // without them keeps the bytes it had before they existed.
 void AppendContextFields(std::string* out, const HangRecord& r);
 

@@ -73,6 +73,7 @@ inline constexpr std::string_view kScanKeys[] = {
     "input",
     "perceived",
     "not_responding",
+    "queued_ms",
     "end_unix_ms",
     "busy_ms",
     "buckets",

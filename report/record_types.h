@@ -149,6 +149,7 @@ inline constexpr TopLevelField kHangFields[] = {
     {"input", ValueKind::kInput, false},
     {"perceived", ValueKind::kBoolean, false},
     {"not_responding", ValueKind::kBoolean, false},
+    {"queued_ms", ValueKind::kInt64, false},
 };
 
 inline constexpr TopLevelField kLagFields[] = {

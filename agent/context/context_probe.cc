@@ -161,6 +161,7 @@ void ContextProbe::ReadSource(uint64_t pass, HangContext* out) const {
   if (words_->source_pass.load(std::memory_order_acquire) != pass) return;
   const char* source = words_->source.load(std::memory_order_relaxed);
   const void* callback = words_->callback.load(std::memory_order_relaxed);
+  const int64_t queued_ns = words_->source_queued_ns.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (words_->source_pass.load(std::memory_order_relaxed) != pass) return;
   // A source cleared at the end of its dispatch (the GLib adapter does) leaves the last one the
@@ -168,6 +169,7 @@ void ContextProbe::ReadSource(uint64_t pass, HangContext* out) const {
   if (source == nullptr && callback == nullptr) return;
   CopyForeignString(source, out->source, sizeof out->source);
   out->callback = reinterpret_cast<uintptr_t>(callback);
+  out->queued_ms = queued_ns < 0 ? -1 : queued_ns / 1'000'000;
 }
 
 void ContextProbe::DescribeTrigger(uint64_t pass, HangContext* out) {

@@ -67,6 +67,8 @@ struct HangContext {
   bool perceived_known = false;
   bool perceived = false;
   bool not_responding = false;
+
+  int64_t queued_ms = -1;  // the source's lateness (SetPassSource's queued_ns), -1: not known
 };
 
 }  // namespace hangwatch::agent

@@ -77,6 +77,7 @@ void MaterializeContext(const HangContext& c, const std::function<Frame(uintptr_
   }
   if (c.perceived_known) r->perceived = c.perceived;
   r->not_responding = c.not_responding;
+  r->queued_ms = c.queued_ms;
 }
 
 }  // namespace hangwatch::agent

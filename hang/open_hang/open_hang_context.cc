@@ -14,7 +14,7 @@ namespace {
 static_assert(std::is_trivially_copyable_v<HangContext> && std::is_standard_layout_v<HangContext>);
 // Sanitize() checks every field of this HangContext: a field added to it must be checked there
 // (a flag listed in kFlagOffsets, a count clamped, a string terminated) before this size changes.
-static_assert(sizeof(HangContext) == 888, "a new HangContext field: check it in Sanitize()");
+static_assert(sizeof(HangContext) == 896, "a new HangContext field: check it in Sanitize()");
 
 constexpr size_t kCopyBytes = open_hang_region::CopyBytes(sizeof(HangContext));
 
@@ -58,6 +58,7 @@ void Sanitize(unsigned char* bytes, HangContext* out) {
   Terminate(c.peer_process);
   Terminate(c.source);
   c.input.kinds &= kAllInputKinds;
+  if (c.queued_ms < -1) c.queued_ms = -1;
 }
 
 }  // namespace

@@ -53,9 +53,12 @@ class ScopedLabel {
 // For run-loop adapters (GLib, libuv, Qt, asio ship their own): the pass under way (or, called
 // between passes, the next one) dispatches `source` (a name: a GLib source's, "timer",
 // "QMouseEvent to MainWindow \"main\"") through `callback` (a function's address, symbolized
-// in the hang; null when none). `source` must stay valid until the pass ends. The last call of
-// a pass wins. Four relaxed stores; nothing on an unwatched thread.
-inline void SetPassSource(const char* source, const void* callback = nullptr) noexcept {
+// in the hang; null when none). `queued_ns`: how long the work had waited when its dispatch
+// began, where the loop knows when it became due (a timer past its due time); -1 when not
+// known. `source` must stay valid until the pass ends. The last call of a pass wins. Five
+// relaxed stores; nothing on an unwatched thread.
+inline void SetPassSource(const char* source, const void* callback = nullptr,
+                          int64_t queued_ns = -1) noexcept {
   std::atomic<uint64_t>* s = internal::t_run_loop_state;
   if (s == nullptr) return;
   internal::PassContext& c = internal::ContextOf(s);
@@ -64,6 +67,7 @@ inline void SetPassSource(const char* source, const void* callback = nullptr) no
   std::atomic_thread_fence(std::memory_order_release);
   c.source.store(source, std::memory_order_relaxed);
   c.callback.store(callback, std::memory_order_relaxed);
+  c.source_queued_ns.store(queued_ns, std::memory_order_relaxed);
   c.source_pass.store(pass, std::memory_order_release);
 }
 

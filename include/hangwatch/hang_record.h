@@ -399,6 +399,9 @@ struct HangRecord {
   // toolkit may have read the events into its own queue first): nullopt.
   std::optional<bool> perceived;
   bool not_responding = false;  // a ping waited longer than the desktop's timeout (5 s)
+  // How long past its due time the work the pass dispatched began (a timer that ran late: a
+  // GLib timeout source, docs/context.md); -1 when not known.
+  int64_t queued_ms = -1;
 
   const Stack* dominant() const {
     return dominant_stack >= 0 && static_cast<size_t>(dominant_stack) < stacks.size()

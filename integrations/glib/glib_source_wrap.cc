@@ -1,6 +1,7 @@
 #include "glib_source_wrap.h"
 
 #include <dlfcn.h>
+#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +19,20 @@ namespace {
 // g_source_get_name, published before any wrapper.
 std::array<std::atomic<DispatchFunction>, kSourceTypeCount> g_dispatch{};
 std::atomic<SourceNameFunction> g_source_name{nullptr};
+std::atomic<SourceReadyTimeFunction> g_ready_time{nullptr};
+
+// How late a timeout source's dispatch begins (ns) past the time it fell due; -1 when unknown.
+int64_t LatenessNs(void* source) {
+  const SourceReadyTimeFunction ready_time = g_ready_time.load(std::memory_order_relaxed);
+  if (ready_time == nullptr) return -1;
+  const int64_t due_us = ready_time(source);
+  if (due_us < 0) return -1;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // GLib's monotonic time is this clock's
+  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+  const int64_t late = now_ns - due_us * 1000;
+  return late > 0 ? late : 0;
+}
 
 // Dispatches nested deeper than this (a callback that iterates the context itself) are told
 // by their source's type, not by a copy of their name.
@@ -36,7 +51,8 @@ thread_local const void* t_current_callback = nullptr;
 // source's).
 class DispatchScope {
  public:
-  DispatchScope(void* source, const char* type_name, const void* callback) noexcept
+  DispatchScope(void* source, const char* type_name, const void* callback,
+                int64_t queued_ns) noexcept
       : outer_source_(t_current_source), outer_callback_(t_current_callback) {
     const int depth = t_dispatch_depth++;
     const char* name = g_source_name.load(std::memory_order_relaxed)(source);
@@ -48,20 +64,20 @@ class DispatchScope {
       copy[length] = '\0';
       text = copy;
     }
-    Tell(text, callback);
+    Tell(text, callback, queued_ns);
   }
   ~DispatchScope() {
     --t_dispatch_depth;
-    Tell(outer_source_, outer_callback_);
+    Tell(outer_source_, outer_callback_, -1);
   }
   DispatchScope(const DispatchScope&) = delete;
   DispatchScope& operator=(const DispatchScope&) = delete;
 
  private:
-  static void Tell(const char* source, const void* callback) noexcept {
+  static void Tell(const char* source, const void* callback, int64_t queued_ns) noexcept {
     t_current_source = source;
     t_current_callback = callback;
-    hangwatch::SetPassSource(source, callback);
+    hangwatch::SetPassSource(source, callback, queued_ns);
   }
   const char* outer_source_;
   const void* outer_callback_;
@@ -75,7 +91,8 @@ int DispatchTold(void* source, void* callback, void* user_data) {
   if (hangwatch::internal::t_run_loop_state == nullptr) {
     return dispatch(source, callback, user_data);
   }
-  DispatchScope scope(source, kSourceTypes[I].type_name, callback);
+  DispatchScope scope(source, kSourceTypes[I].type_name, callback,
+                      I == kTimeoutSourceType ? LatenessNs(source) : -1);
   return dispatch(source, callback, user_data);
 }
 
@@ -101,6 +118,7 @@ void WrapSourceDispatch(const SourceTables& tables) {
     static constexpr auto kWrappers =
         MakeDispatchFunctions(std::make_index_sequence<kSourceTypeCount>());
     g_source_name.store(tables.source_name, std::memory_order_relaxed);
+    g_ready_time.store(tables.ready_time, std::memory_order_relaxed);
     for (int i = 0; i < kSourceTypeCount; ++i) {
       SourceFuncsLayout* funcs = tables.funcs[i];
       if (funcs == nullptr) continue;

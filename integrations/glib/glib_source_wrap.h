@@ -6,6 +6,8 @@
 #ifndef HANGWATCH_INTEGRATIONS_GLIB_GLIB_SOURCE_WRAP_H_
 #define HANGWATCH_INTEGRATIONS_GLIB_GLIB_SOURCE_WRAP_H_
 
+#include <cstdint>
+
 namespace hangwatch::glib_sources {
 
 // GSourceFuncs: prepare, check, dispatch, finalize, then the two closure functions.
@@ -19,6 +21,8 @@ struct SourceFuncsLayout {
   void* closure_marshal;
 };
 using SourceNameFunction = const char* (*)(void* source);  // g_source_get_name
+// g_source_get_ready_time: the monotonic time (µs, CLOCK_MONOTONIC) the source is due; -1 none.
+using SourceReadyTimeFunction = int64_t (*)(void* source);
 
 // GLib's exported tables of its own source types: the variable, and the name an unnamed
 // source of that type is told by.
@@ -36,12 +40,17 @@ inline constexpr SourceTypeName kSourceTypes[kSourceTypeCount] = {
     {"g_unix_fd_source_funcs", "GUnixFDSource"},
 };
 
-// The tables, in the order of kSourceTypes (null: that type is left alone), and the function
-// that reads a source's name.
+// The tables, in the order of kSourceTypes (null: that type is left alone), the function that
+// reads a source's name, and the one that reads when it was due (null: no lateness told).
 struct SourceTables {
   SourceFuncsLayout* funcs[kSourceTypeCount];
   SourceNameFunction source_name;
+  SourceReadyTimeFunction ready_time = nullptr;
 };
+// Index of g_timeout_funcs in kSourceTypes: a timeout source's ready time, read before GLib's
+// own dispatch re-arms it, is when it fell due; its dispatch beginning later than that is its
+// lateness (the pass's queued time, SetPassSource).
+inline constexpr int kTimeoutSourceType = 0;
 
 // Wraps the dispatch entry of each table, once per copy of this code (the adapter's, in the
 // program; the preload agent's own): later calls do nothing. For the life of the process: a

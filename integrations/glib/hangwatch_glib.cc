@@ -74,6 +74,7 @@ void WrapSourceTypes() {
       {table(&g_timeout_funcs), table(&g_idle_funcs), table(&g_io_watch_funcs),
        table(&g_child_watch_funcs), table(&g_unix_signal_funcs), table(&g_unix_fd_source_funcs)},
       reinterpret_cast<glib_sources::SourceNameFunction>(&g_source_get_name),
+      reinterpret_cast<glib_sources::SourceReadyTimeFunction>(&g_source_get_ready_time),
   };
   glib_sources::WrapSourceDispatch(tables);
 }

@@ -29,6 +29,8 @@ bool WrapGLibSourcesIfLoaded() {
   }
   tables.source_name =
       reinterpret_cast<glib_sources::SourceNameFunction>(dlsym(glib, "g_source_get_name"));
+  tables.ready_time = reinterpret_cast<glib_sources::SourceReadyTimeFunction>(
+      dlsym(glib, "g_source_get_ready_time"));
   // A GLib without it (none since 2.26) is left alone; looked at no more either way.
   if (tables.source_name != nullptr) glib_sources::WrapSourceDispatch(tables);
   g_wrapped.store(true, std::memory_order_release);

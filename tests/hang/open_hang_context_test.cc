@@ -90,6 +90,7 @@ void FillContext(HangContext* c, const char* inner_label) {
   c->perceived_known = true;
   c->perceived = true;
   c->not_responding = true;
+  c->queued_ms = 1200;
 }
 
 // The context parts of the record the live hang gives.
@@ -120,6 +121,7 @@ void ExpectSameContext(const HangRecord& live, const HangRecord& back) {
   EXPECT_EQ(back.input.ping_ms, live.input.ping_ms);
   EXPECT_EQ(back.perceived, live.perceived);
   EXPECT_EQ(back.not_responding, live.not_responding);
+  EXPECT_EQ(back.queued_ms, live.queued_ms);
 }
 
 TEST(OpenHangContextTest, AFatalHangReadsBackWithTheContextOfItsLastSample) {
@@ -196,6 +198,7 @@ TEST(OpenHangContextTest, ATornCopyLeavesTheOlderContextAndBothTornLeaveTheHangW
   EXPECT_FALSE(back.input.known);
   EXPECT_FALSE(back.perceived.has_value());
   EXPECT_FALSE(back.not_responding);
+  EXPECT_EQ(back.queued_ms, -1);
   // Everything else stands.
   EXPECT_TRUE(back.fatal);
   EXPECT_EQ(back.timeline.size(), 2u);
@@ -220,6 +223,7 @@ TEST(OpenHangContextTest, GarbageInAWholeCopyIsMadeSafe) {
   c.label_depth = 1;
   c.trigger_kind = 99;
   c.input.kinds = 0xffffffffu;
+  c.queued_ms = -50;
   agent::WriteOpenHangContext(region.data(), 2, c);
   // A flag byte that is no bool (2 is copy 0), its checksum made whole again.
   constexpr size_t kHead = 16;
@@ -248,6 +252,7 @@ TEST(OpenHangContextTest, GarbageInAWholeCopyIsMadeSafe) {
   EXPECT_EQ(strnlen(back.peer_process, sizeof back.peer_process), sizeof back.peer_process - 1);
   EXPECT_EQ(back.trigger_kind, internal::kTriggerNone);
   EXPECT_EQ(back.input.kinds, 0x3fu);
+  EXPECT_EQ(back.queued_ms, -1);
 
   // Neither copy whole: none, and an empty context.
   region[kHead + 3] ^= 0x5a;

@@ -167,4 +167,58 @@ TEST(GlibWatch, APassSaysTheSourceItDispatchesAndItsCallback) {
   EXPECT_EQ(seen.after_idle.callback, nullptr);
 }
 
+// A timer that falls due while another callback blocks the loop runs late: its hang says how
+// long it had waited (queued_ms), from the source's ready time, and the blocker's hang has none.
+gboolean BlockTheLoop(gpointer) {
+  g_usleep(400 * 1000);
+  return G_SOURCE_REMOVE;
+}
+
+gboolean LateTimer(gpointer data) {
+  g_usleep(300 * 1000);
+  g_main_loop_quit(static_cast<GMainLoop*>(data));
+  return G_SOURCE_REMOVE;
+}
+
+TEST(GlibWatch, ATimerThatRanLateSaysHowLongItWaited) {
+  hangwatch::Config config;
+  config.threshold = std::chrono::milliseconds(100);
+  config.sample_interval = std::chrono::milliseconds(20);
+  config.log_hangs = false;
+  ASSERT_TRUE(hangwatch::Start(config).ok());
+
+  GMainContext* context = g_main_context_new();
+  GMainLoop* loop = g_main_loop_new(context, FALSE);
+  {
+    hangwatch::GMainContextWatch watch(context);
+    ASSERT_TRUE(watch.active());
+    GSource* late = g_timeout_source_new(50);  // due 50 ms in, while the idle below blocks
+    g_source_set_name(late, "late-timer");
+    g_source_set_callback(late, LateTimer, loop, nullptr);
+    g_source_attach(late, context);
+    g_source_unref(late);
+    GSource* blocker = g_idle_source_new();
+    g_source_set_callback(blocker, BlockTheLoop, nullptr, nullptr);
+    g_source_attach(blocker, context);
+    g_source_unref(blocker);
+    g_main_loop_run(loop);
+  }
+  hangwatch::Stop();
+  g_main_loop_unref(loop);
+  g_main_context_unref(context);
+
+  const std::vector<hangwatch::HangRecord> hangs = hangwatch::RecentHangs();
+  const hangwatch::HangRecord* timer = nullptr;
+  for (const hangwatch::HangRecord& h : hangs) {
+    if (h.context.source == "late-timer") timer = &h;
+    if (h.context.source == "GIdleSource") {
+      EXPECT_EQ(h.queued_ms, -1) << "an idle has no due time";
+    }
+  }
+  ASSERT_NE(timer, nullptr) << (hangs.empty() ? "no hang" : hangwatch::ToJsonLine(hangs[0]));
+  // Due at 50 ms, dispatched after the 400 ms block: about 350 ms late.
+  EXPECT_GE(timer->queued_ms, 300) << hangwatch::ToJsonLine(*timer);
+  EXPECT_LT(timer->queued_ms, 2000) << hangwatch::ToJsonLine(*timer);
+}
+
 }  // namespace

@@ -44,6 +44,7 @@ HangRecord WithContext() {
   h.input.ping_ms = 800;
   h.perceived = true;
   h.not_responding = true;
+  h.queued_ms = 40;
   return h;
 }
 
@@ -61,7 +62,7 @@ TEST(ContextCodec, LineHasTheDocumentedShape) {
             R"("peer":"127.0.0.1:40312","pid":1234,"process":"python3"},)"
             R"("source":"GSource \"io\"","callback":"on_readable"},)"
             R"("input":{"pending":true,"events":3,"oldest_ms":1200,"kinds":["key","motion"],)"
-            R"("ping":true,"ping_ms":800},"perceived":true,"not_responding":true})");
+            R"("ping":true,"ping_ms":800},"perceived":true,"not_responding":true,"queued_ms":40})");
 }
 
 TEST(ContextCodec, RoundTripsExactly) {
@@ -95,6 +96,7 @@ TEST(ContextCodec, RoundTripsExactly) {
   EXPECT_EQ(out.input.ping_ms, 800u);
   EXPECT_EQ(out.perceived, std::optional<bool>(true));
   EXPECT_TRUE(out.not_responding);
+  EXPECT_EQ(out.queued_ms, 40);
 
   // The scanner fills the same context and input.
   ScannedLine s;
@@ -127,7 +129,7 @@ TEST(ContextCodec, PerceivedFalseAndUnknownAreTold) {
 // to the defaults.
 TEST(ContextCodec, OlderRecordsKeepTheirBytesAndReadAsDefaults) {
   const std::string line = Encode(HangRecord{});
-  for (const char* key : {"context", "input", "perceived", "not_responding"}) {
+  for (const char* key : {"context", "input", "perceived", "not_responding", "queued_ms"}) {
     EXPECT_EQ(line.find(std::string("\"") + key + "\""), std::string::npos) << key;
   }
   EXPECT_EQ(line.substr(line.size() - 22), R"(,"monitor_pause_us":0})");
@@ -141,6 +143,7 @@ TEST(ContextCodec, OlderRecordsKeepTheirBytesAndReadAsDefaults) {
   EXPECT_FALSE(out.input.known);
   EXPECT_FALSE(out.perceived.has_value());
   EXPECT_FALSE(out.not_responding);
+  EXPECT_EQ(out.queued_ms, -1);
 }
 
 // A member of the wrong type or range: the decoder names it, the scanner calls the line bad.
@@ -162,6 +165,7 @@ TEST(ContextCodec, MalformedMembersAreBadForEveryReader) {
       {R"("input":[])", "field 'input': is not an object"},
       {R"("perceived":null)", "field 'perceived' is not a boolean"},
       {R"("not_responding":1)", "field 'not_responding' is not a boolean"},
+      {R"("queued_ms":"5")", "field 'queued_ms' is not an integer"},
   };
   for (const auto& [member, message] : bad) {
     const std::string line = head + member + "}";

@@ -58,6 +58,7 @@ struct PassContext {
   std::atomic<uint64_t> source_pass{0};
   std::atomic<const char*> source{nullptr};
   std::atomic<const void*> callback{nullptr};
+  std::atomic<int64_t> source_queued_ns{-1};  // how late its dispatch began; -1: not known
 };
 
 }  // namespace hangwatch::internal

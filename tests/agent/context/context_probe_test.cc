@@ -107,6 +107,9 @@ TEST_F(ContextProbeTest, TheSourceOfThisPassIsTakenNotAnotherPasss) {
   HangContext c = Sample();
   EXPECT_STREQ(c.source, "thumbnail-timer");
   EXPECT_EQ(c.callback, reinterpret_cast<uintptr_t>(&OnTick));
+  EXPECT_EQ(c.queued_ms, -1);                  // no due time told
+  words_.source_queued_ns.store(250'400'000);  // a timer 250 ms late
+  EXPECT_EQ(Sample().queued_ms, 250);
 }
 
 // The GLib adapter clears the words when a dispatch returns: a sample between two dispatches

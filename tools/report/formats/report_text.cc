@@ -94,6 +94,10 @@ void AppendHeader(std::string* out, const HangRecord& h) {
   if (const std::string in = report::DescribeInput(h); !in.empty()) {
     out->append("Input:            " + in + "\n");
   }
+  if (h.queued_ms >= 0) {
+    out->append("Queued:           " + report::WaitText(static_cast<uint64_t>(h.queued_ms)) +
+                " before its pass ran\n");
+  }
   if (!h.signature.empty()) Appendf(out, "Signature:        %s\n", h.signature.c_str());
   Appendf(out, "Date/Time:        %s\n", FormatUnixMs(h.start_unix_ms).c_str());
   Appendf(out, "Duration:         %llu ms%s (threshold %u ms)\n",
