@@ -15,6 +15,14 @@ constexpr size_t kMaxCulpritsTracked = 10000;
 constexpr size_t kMaxContextsTracked = 10000;
 constexpr std::string_view kMainRole = "main";  // hangwatch/threads.h: the thread of Start()
 
+// hangwatch_input_delay_seconds: from what feels instant (0.1 s) to a desktop's "not
+// responding" (5 s) and past it.
+const prometheus::Histogram::BucketBoundaries& InputDelayBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.1, 0.25, 0.5, 1,
+                                                                   2.5, 5,    10,  30};
+  return kBuckets;
+}
+
 // report::ProcessName's rule (report/names.h), restated: this adapter sees the public API only
 // (docs/architecture.md, Layers), so it cannot include the report's headers.
 std::string ProcessOf(const HangRecord& hang) {
@@ -79,6 +87,12 @@ HangMetrics::HangMetrics(prometheus::Registry& registry, HangMetricsOptions opti
                            .Help("Hangs during which input (or a window manager's ping) waited "
                                  "longer than the perceived threshold: a person was kept waiting")
                            .Register(registry)),
+      input_delay_(prometheus::BuildHistogram()
+                       .Name("hangwatch_input_delay_seconds")
+                       .Help("How long the oldest input waiting on a hang's display connection "
+                             "had waited by the hang's last look, one sample per hang that had "
+                             "input waiting (docs/context.md)")
+                       .Register(registry)),
       pass_duration_(prometheus::BuildHistogram()
                          .Name("hangwatch_pass_duration_seconds")
                          .Help("Durations of every run-loop pass, from the lag records")
@@ -234,6 +248,7 @@ void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
     }
     HangSeries series;
     series.fatal = &fatal_hangs_.Add(labels);
+    series.input_delay = &input_delay_.Add(labels, InputDelayBuckets());
     if (options_.culprit_top > 0) labels["culprit"] = culprit;
     prometheus::Labels by_class = labels;
     by_class["class"] = HangClassName(hang.hang_class);
@@ -250,6 +265,9 @@ void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
   it->second.seconds->Increment(static_cast<double>(hang.duration_ms) / 1000.0);
   if (hang.fatal) it->second.fatal->Increment();
   if (hang.perceived.value_or(false)) it->second.perceived->Increment();
+  if (hang.input.oldest_known) {
+    it->second.input_delay->Observe(static_cast<double>(hang.input.oldest_ms) / 1000.0);
+  }
 }
 
 void HangMetrics::AddLag(const std::string& process, const std::string& host,

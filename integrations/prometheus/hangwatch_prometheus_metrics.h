@@ -105,6 +105,7 @@ class HangMetrics {
   prometheus::Family<prometheus::Counter>& hang_seconds_;
   prometheus::Family<prometheus::Counter>& fatal_hangs_;
   prometheus::Family<prometheus::Counter>& perceived_hangs_;
+  prometheus::Family<prometheus::Histogram>& input_delay_;
   prometheus::Family<prometheus::Histogram>& pass_duration_;
   prometheus::Family<prometheus::Counter>& passes_;
   prometheus::Family<prometheus::Counter>& busy_seconds_;
@@ -123,7 +124,8 @@ class HangMetrics {
     prometheus::Counter* hangs = nullptr;
     prometheus::Counter* seconds = nullptr;
     prometheus::Counter* fatal = nullptr;
-    prometheus::Counter* perceived = nullptr;  // the hangs' labels without `context`
+    prometheus::Counter* perceived = nullptr;      // the hangs' labels without `context`
+    prometheus::Histogram* input_delay = nullptr;  // the label set's alone
   };
   struct KeyHash {
     using is_transparent = void;

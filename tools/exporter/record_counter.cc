@@ -16,7 +16,7 @@ void RecordCounter::Count(std::string_view line) {
   switch (parser_.ParseUnpadded(line, &h)) {
     case LineKind::kHang: {
       // The fields the metrics read (hangwatch_prometheus_metrics.h): names, labels, duration,
-      // class, fatal, culprit, context, perceived.
+      // class, fatal, culprit, context, perceived, the input's age.
       hang_.pid = h.pid;
       hang_.process.assign(h.process);
       hang_.process_name.assign(h.process_name);
@@ -42,6 +42,11 @@ void RecordCounter::Count(std::string_view line) {
       hang_.context.label.assign(h.context_key);
       hang_.perceived.reset();
       if (h.perceived >= 0) hang_.perceived = h.perceived == 1;
+      hang_.input = Input{};
+      if (h.input_oldest_ms >= 0) {
+        hang_.input.known = hang_.input.pending = hang_.input.oldest_known = true;
+        hang_.input.oldest_ms = static_cast<uint64_t>(h.input_oldest_ms);
+      }
       metrics_->AddHang(hang_, h.cause_kind);
       break;
     }

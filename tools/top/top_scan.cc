@@ -148,6 +148,11 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   if (const std::string_view perceived = s[TopKey("perceived")]; !perceived.empty()) {
     out->perceived = perceived == "true" ? 1 : 0;
   }
+  if (const std::string_view input = s[TopKey("input")]; !input.empty()) {
+    Input in;
+    report::ScanInput(input, &in);  // the scanner has checked it
+    if (in.oldest_known) out->input_oldest_ms = static_cast<int64_t>(in.oldest_ms);
+  }
   // Older agents wrote no process_name: the file name of the executable.
   out->process_name = report::ProcessName(out->process_name, out->process);
   return LineKind::kHang;

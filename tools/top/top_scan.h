@@ -53,6 +53,9 @@ struct TopHang {
   std::string_view context_key;
   // "perceived": 1 true, 0 false, -1 absent (unknown).
   int perceived = -1;
+  // "input": {"oldest_ms"}: how long the oldest input waiting during the hang had waited; -1
+  // when absent (no display, nothing waiting, or no server time to compare).
+  int64_t input_oldest_ms = -1;
   // The thread role of the hang or lag record ("thread": {"role"}): "main" when absent.
   std::string_view role = "main";
   // The labels, when the parser was asked for them (label filters), in file order.

@@ -290,6 +290,33 @@ TEST(HangMetricsTest, ContextTopNBoundsTheContextLabel) {
   }
 }
 
+// hangwatch_input_delay_seconds: one sample per hang whose input had an age, in seconds; hangs
+// without input waiting add none. The exporter reads the age from the line.
+TEST(HangMetricsTest, InputDelayIsTheOldestInputsAgePerHang) {
+  prometheus::Registry registry;
+  HangMetrics metrics(registry, {});
+  RecordCounter counter(&metrics);
+  HangRecord h = WithContext("", true);
+  h.pid = 5;
+  h.tid = 5;
+  h.input.known = h.input.pending = h.input.oldest_known = true;
+  h.input.events = 6;
+  h.input.kinds = {"key"};
+  h.input.oldest_ms = 1200;
+  counter.Count(report::Encode(h));
+  metrics.AddHang(WithContext("", false), "");  // nothing waited: no sample
+  double count = 0, sum = 0;
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "hangwatch_input_delay_seconds") continue;
+    for (const auto& m : family.metric) {
+      count += static_cast<double>(m.histogram.sample_count);
+      sum += m.histogram.sample_sum;
+    }
+  }
+  EXPECT_EQ(count, 1);
+  EXPECT_DOUBLE_EQ(sum, 1.2);
+}
+
 // The exporter reads the context's key and perceived from the line (top's parser).
 TEST(RecordCounterTest, ContextAndPerceivedAreReadFromTheLine) {
   prometheus::Registry registry;
