@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cause/epoll_fdinfo.h"
 #include "cause/syscall_decode.h"
 
 namespace hangwatch::cause {
@@ -98,16 +99,10 @@ bool ReadEpoll(pid_t pid, const unwind::TaskSyscall& call, WaitFdsScratch* s, Wa
   unwind::ProcPath(pid, leaf, path, sizeof path);
   const ssize_t len = unwind::ReadProcFile(path, s->fdinfo, sizeof s->fdinfo);
   if (len < 0) return false;
-  for (const char* p = s->fdinfo; (p = std::strstr(p, "tfd:")) != nullptr;) {
-    p += 4;
-    char* end = nullptr;
-    const long fd = std::strtol(p, &end, 10);
-    const char* ev = std::strstr(end, "events:");
-    if (end == p || ev == nullptr) break;
-    const unsigned long events = std::strtoul(ev + 7, nullptr, 16);
-    Add(out, static_cast<int>(fd), static_cast<uint32_t>(events));
-    p = ev;
-  }
+  ForEachEpollEntry(s->fdinfo, [out](const EpollEntry& e) {
+    Add(out, e.fd, e.events);
+    return true;
+  });
   return true;
 }
 

@@ -17,6 +17,7 @@
 
 #include "agent/context/display_input.h"
 #include "agent/context/raw_fd_calls.h"
+#include "cause/epoll_fdinfo.h"
 #include "cause/fd_peer.h"
 #include "cause/scan_budget.h"
 #include "cause/sock_diag.h"
@@ -50,27 +51,21 @@ bool IsListening(int fd) {
   return raw::GetSockOpt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on != 0;
 }
 
-// The descriptor of an epoll's interest list whose event data word is `data`, and its inode,
-// from /proc/self/fdinfo/EPFD ("tfd: %8d events: %8x data: %16llx  pos:%lli ino:%lx ...").
+// The descriptor of an epoll's interest list whose event data word is `data`, and its inode
+// (cause/epoll_fdinfo.h).
 bool EpollTarget(int epfd, uint64_t data, char* buf, size_t n, int* fd, uint64_t* ino) {
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
-  const ssize_t len = unwind::ReadProcFile(path, buf, n);
-  if (len <= 0) return false;
-  for (const char* p = buf; (p = strstr(p, "tfd:")) != nullptr; ++p) {
-    char* end = nullptr;
-    const long tfd = strtol(p + 4, &end, 10);
-    const char* d = strstr(end, "data:");
-    const char* next = strstr(end, "tfd:");
-    if (d == nullptr || (next != nullptr && d > next)) continue;
-    const uint64_t value = strtoull(d + 5, &end, 16);
-    if (value != data) continue;
-    const char* i = strstr(end, "ino:");
-    *fd = static_cast<int>(tfd);
-    *ino = i != nullptr && (next == nullptr || i < next) ? strtoull(i + 4, nullptr, 16) : 0;
-    return true;
-  }
-  return false;
+  if (unwind::ReadProcFile(path, buf, n) <= 0) return false;
+  bool found = false;
+  cause::ForEachEpollEntry(buf, [&](const cause::EpollEntry& e) {
+    if (e.data != data) return true;
+    *fd = e.fd;
+    *ino = e.inode;
+    found = true;
+    return false;
+  });
+  return found;
 }
 #endif
 
