@@ -20,6 +20,8 @@ packages=(
   libx11-dev xdotool
   # javac and java; openjdk-17-jre has AWT's X11 library (a Swing program under xvfb-run)
   openjdk-17-jdk-headless openjdk-17-jre
+  # Ruby 3.1 frames: Debian's interpreter, and WEBrick with Rack for a real Rack server
+  ruby ruby-webrick ruby-rack
 )
 # node and npm run the OTLP receiver of the `hangwatch export` tests and the HTML report's
 # browser test (puppeteer-core). A node that came from elsewhere (NodeSource, its own npm
