@@ -119,7 +119,10 @@ absl::StatusOr<const SymbolIndex*> OfflineSymbolizer::IndexFor(
   }
   auto bytes = BuildSymbolIndex(build);
   if (!bytes.ok()) return bytes.status();
-  if (cacheable && options_.write_cache && !source.debug_path.empty() && CacheUsable(true)) {
+  // Symbol-table-only indexes too: a large .symtab without DWARF (libjvm.so: 57,000 C++
+  // functions) costs tens of milliseconds to index each time. A cached one is used only while
+  // no debug file exists for it (above); one installed later replaces it.
+  if (cacheable && options_.write_cache && CacheUsable(true)) {
     absl::Status w = WriteCacheFile(options_.cache_dir, source.build_id + ".hwsym", *bytes);
     if (!w.ok()) warnings_.push_back(std::string(w.message()));
   }
