@@ -73,7 +73,8 @@ bool IseqResolver::ReadIseq(uint64_t iseq, IseqInfo* info) const {
   unsigned char b[256];
   const size_t span = layout_.body_succ_index_table + 8;
   if (span > sizeof(b) || !memory_.Read(body, b, span)) return false;
-  uint32_t size = 0, entry_count = 0;
+  uint32_t type = 0, size = 0, entry_count = 0;
+  std::memcpy(&type, b + layout_.body_type, 4);
   std::memcpy(&size, b + layout_.body_iseq_size, 4);
   std::memcpy(&entry_count, b + layout_.body_insns_size, 4);
   info->size = size;
@@ -88,6 +89,7 @@ bool IseqResolver::ReadIseq(uint64_t iseq, IseqInfo* info) const {
   if (!ReadRString(memory_, layout_, Word(b, layout_.body_label), kMaxLabel, &info->label)) {
     return false;
   }
+  info->vm_placeholder = IsVmPlaceholder(type, first_lineno) && info->label == "<main>";
   // The path: a String, or an Array [path, realpath].
   const uint64_t pathobj = Word(b, layout_.body_pathobj);
   uint64_t path_flags = 0;

@@ -28,6 +28,9 @@ struct IseqInfo {
   uint32_t entry_count = 0;
   uint64_t positions = 0;  // insns_info.positions (0 in release builds)
   uint64_t succ_table = 0;
+  // The VM's own placeholder at the bottom of the main thread's stack (Init_VM's "<main>" of
+  // type TOP, which never runs): no frame of the program, left out of every stack.
+  bool vm_placeholder = false;
 };
 
 struct IseqLine {

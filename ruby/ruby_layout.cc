@@ -44,6 +44,7 @@ RubyLayout Ruby31() {
   l.cfp_ep = 32;
   l.cfp_size = 64;
   l.iseq_body = 16;
+  l.body_type = 0;
   l.body_iseq_size = 4;
   l.body_iseq_encoded = 8;
   l.body_pathobj = 64;

@@ -42,8 +42,9 @@ struct RubyLayout {
   uint32_t cfp_size = 0;
   // rb_iseq_t: body (struct rb_iseq_constant_body *).
   uint32_t iseq_body = 0;
-  // rb_iseq_constant_body: iseq_size, iseq_encoded, location.{pathobj, base_label, label,
-  // first_lineno}, insns_info.{body, positions, size, succ_index_table}.
+  // rb_iseq_constant_body: type (enum iseq_type), iseq_size, iseq_encoded, location.{pathobj,
+  // base_label, label, first_lineno}, insns_info.{body, positions, size, succ_index_table}.
+  uint32_t body_type = 0;
   uint32_t body_iseq_size = 0;
   uint32_t body_iseq_encoded = 0;
   uint32_t body_pathobj = 0;
@@ -77,12 +78,20 @@ inline constexpr int kStringEmbedLenShift = 14;   // RSTRING_EMBED_LEN_SHIFT (FL
 inline constexpr uint64_t kStringEmbedLenMask = 0x1f;
 inline constexpr int kArrayEmbedLenShift = 15;  // RARRAY_EMBED_LEN_SHIFT (FL_USER3..4)
 inline constexpr uint64_t kArrayEmbedLenMask = 0x3;
+inline constexpr uint32_t kIseqTypeTop = 0;         // ISEQ_TYPE_TOP ("<top (required)>", Init_VM's)
 inline constexpr uint64_t kFrameFlagFinish = 0x20;  // VM_FRAME_FLAG_FINISH: a vm_exec began here
 inline constexpr uint64_t kFrameFlagCFrame = 0x80;  // VM_FRAME_FLAG_CFRAME: not a Ruby frame
 
 // Whether `flags` (an object's first word) are an instruction sequence's.
 inline bool IsIseqFlags(uint64_t flags) {
   return (flags & kTypeMask) == kTypeImemo && ((flags >> kUserFlagShift) & 0xf) == kImemoIseq;
+}
+
+// Whether an iseq of `type` whose location.first_lineno is `first_lineno` (a Fixnum VALUE) is
+// the VM's own placeholder at the bottom of the main thread's stack (Init_VM's "<main>", of
+// type TOP and line 0, which never runs; files loaded by require are TOP from line 1).
+inline bool IsVmPlaceholder(uint32_t type, uint64_t first_lineno) {
+  return type == kIseqTypeTop && first_lineno == 1;  // INT2FIX(0)
 }
 
 // The layout of Ruby `major`.`minor` (ruby_api_version); "" and *out set, else why there is

@@ -39,6 +39,7 @@ struct Frame {
   std::string path;
   int line = 0;
   bool finish = false;
+  bool placeholder = false;
 };
 
 std::string Base(const std::string& path) { return path.substr(path.rfind('/') + 1); }
@@ -72,6 +73,7 @@ class RubyFrames : public ::testing::Test {
       if (const IseqInfo* info = process_->resolver().Iseq(frames[i].iseq)) {
         f.label = info->label;
         f.path = info->path;
+        f.placeholder = info->vm_placeholder;
         f.line = process_->resolver().Line(*info, IseqResolver::Position(*info, frames[i].pc)).line;
       }
       out.push_back(f);
@@ -115,9 +117,11 @@ TEST_F(RubyFrames, NestedCallsAndABlockWithLinesAndFinishMarks) {
   EXPECT_TRUE(f[5].finish);
   EXPECT_FALSE(f[4].finish);
   EXPECT_FALSE(f[6].finish);
-  // The outermost: the top of the script's file, in the VM's first call.
-  EXPECT_TRUE(f[8].finish);
-  EXPECT_TRUE(f[7].finish || f[8].finish);
+  // <main> of the script began the first call; under it, the VM's own placeholder.
+  EXPECT_TRUE(f[7].finish);
+  EXPECT_FALSE(f[7].placeholder);
+  EXPECT_TRUE(f[8].placeholder);
+  for (size_t i = 0; i < 8; ++i) EXPECT_FALSE(f[i].placeholder) << i;
 }
 
 TEST_F(RubyFrames, BusyLoopLine) {
