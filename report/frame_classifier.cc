@@ -32,7 +32,8 @@ Runtime RuntimeOf(std::string_view file) {
     return Runtime::kPython;
   }
   if (StartsWith(file, "libnode.so") || file == "node" || file == "nodejs") return Runtime::kNode;
-  if (IsLibrary(file, "libjvm") || IsLibrary(file, "libcoreclr") || IsLibrary(file, "libclrjit")) {
+  if (IsLibrary(file, "libjvm") || IsLibrary(file, "libcoreclr") || IsLibrary(file, "libclrjit") ||
+      IsLibrary(file, "libruby") || file == "ruby" || StartsWith(file, "ruby3")) {
     return Runtime::kWholeModule;
   }
   return Runtime::kNone;
@@ -152,8 +153,37 @@ FrameKind ClassifyPythonFrame(std::string_view file, std::string_view qualname) 
   return FrameKind::kApp;
 }
 
+FrameKind ClassifyScriptFrame(FrameLanguage language, std::string_view file) {
+  if (language == FrameLanguage::kJs) {
+    // node's own JavaScript ("node:internal/timers", "node:events"): its runtime.
+    if (StartsWith(file, "node:") || StartsWith(file, "internal/")) return FrameKind::kRuntime;
+    const bool package = AnyDirectory(
+        file, [](std::string_view dir, std::string_view) { return dir == "node_modules"; });
+    return package ? FrameKind::kLibrary : FrameKind::kApp;
+  }
+  // Ruby: the interpreter's own code ("<internal:kernel>") and standard library
+  // (/usr/lib/ruby/3.1.0/...), then gems (Debian's /usr/lib/ruby/vendor_ruby and
+  // /usr/share/rubygems-integration, gem install's .../gems/NAME-VERSION/).
+  if (StartsWith(file, "<internal:")) return FrameKind::kRuntime;
+  bool gem = false;
+  bool standard = false;
+  AnyDirectory(file, [&](std::string_view dir, std::string_view parent) {
+    if (dir == "gems" || dir == "vendor_ruby" || dir == "rubygems-integration") gem = true;
+    // lib/ruby/3.1.0/: a version directory right under a lib/ruby directory.
+    const std::string_view lib_ruby = "lib/ruby/";
+    if (!dir.empty() && dir[0] >= '0' && dir[0] <= '9' && parent.size() >= lib_ruby.size() &&
+        parent.substr(parent.size() - lib_ruby.size()) == lib_ruby) {
+      standard = true;
+    }
+    return false;
+  });
+  if (gem) return FrameKind::kLibrary;
+  return standard ? FrameKind::kRuntime : FrameKind::kApp;
+}
+
 FrameKind ClassifyFrame(const Frame& f) {
   if (f.language == FrameLanguage::kPython) return ClassifyPythonFrame(f.file, f.symbol);
+  if (IsInterpreted(f.language)) return ClassifyScriptFrame(f.language, f.file);
   return ClassifyFrame(f.module, f.symbol);
 }
 

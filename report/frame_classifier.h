@@ -11,10 +11,11 @@
 //             interceptors wrap libc's calls), and hangwatch's own libraries (the preload shim
 //             interposes poll and friends);
 //   kRuntime  a language runtime's machinery: in an interpreter's module (libpython*, python3*,
-//             libnode*, node, libjvm, libcoreclr), the functions that run code rather than
+//             libnode*, node, libjvm, libcoreclr, libruby), the functions that run code rather than
 //             being it: CPython's eval loop, call dispatch and start-up (_PyEval_*,
 //             PyObject_Call*, *Vectorcall*, cfunction_*, Py_RunMain, ...); V8's and node's
-//             (v8::*, Builtins_*, node::*, uv_*); every frame of libjvm and libcoreclr. Also
+//             (v8::*, Builtins_*, node::*, uv_*); every frame of libjvm, libcoreclr and libruby
+//             (the Ruby VM; a Ruby program's own C extensions are other modules). Also
 //             _start and __libc_start_main wherever they are;
 //   kApp      everything else, including code outside any module (JIT) and frames without a
 //             name in an interpreter's module (a C builtin such as CPython's time.sleep).
@@ -51,7 +52,16 @@ FrameKind ClassifyFrame(std::string_view module, std::string_view symbol);
 // A Python frame, by its file (co_filename) and qualified name (the rules above).
 FrameKind ClassifyPythonFrame(std::string_view file, std::string_view qualname);
 
-// A frame on its own: ClassifyPythonFrame for a Python frame, else ClassifyFrame(module, symbol).
+// A JavaScript or Ruby frame, by its file:
+//   kRuntime  node's own modules ("node:internal/...", "node:events"); Ruby's "<internal:...>"
+//             code and its standard library (a lib/ruby/X.Y.Z/ directory);
+//   kLibrary  JavaScript under a node_modules/ directory; Ruby gems (a gems/, vendor_ruby/ or
+//             rubygems-integration/ directory);
+//   kApp      everything else.
+FrameKind ClassifyScriptFrame(FrameLanguage language, std::string_view file);
+
+// A frame on its own: ClassifyPythonFrame for a Python frame, ClassifyScriptFrame for a
+// JavaScript or Ruby one, else ClassifyFrame(module, symbol).
 // (In a stack, report/stack_identity.h also looks at the frames around it.)
 FrameKind ClassifyFrame(const Frame& f);
 

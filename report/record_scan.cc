@@ -317,7 +317,10 @@ bool IsCulprit(std::string_view v) {
   ForEachMember(v, [&](std::string_view key, std::string_view x) {
     if (key == "kind") {
       const std::string_view kind = StringValue(x, &scratch);
-      ok &= x[0] == '"' && (kind.empty() || kind == "native" || kind == "python");
+      FrameLanguage language;
+      ok &= x[0] == '"' && ParseFrameLanguage(kind, &language);
+    } else if (key == "line_is_definition") {
+      ok &= x == "true" || x == "false";
     } else if (key == "symbol" || key == "module" || key == "file") {
       ok &= x[0] == '"';
     } else if (key == "line" || key == "frame" || key == "stack") {

@@ -44,16 +44,17 @@ bool ParseFrame(const json& j, Frame* f, std::string* error) {
   std::string method;
   std::string kind;
   if (!r.Str("kind", &kind, true)) return false;
-  if (kind == "python") {
-    f->language = FrameLanguage::kPython;
+  if (!ParseFrameLanguage(kind, &f->language)) {
+    *error = "a frame's 'kind' is none of \"native\", \"python\", \"js\", \"ruby\"";
+    return false;
+  }
+  if (IsInterpreted(f->language)) {
     if (!r.Hex("code", &f->addr) || !r.Int("instr", &f->offset, true) ||
         !r.Str("symbol", &f->symbol, true) || !r.Str("file", &f->file, true) ||
-        !r.Int("line", &line, true)) {
+        !r.Int("line", &line, true) ||
+        !r.Bool("line_is_definition", &f->line_is_definition, true)) {
       return false;
     }
-  } else if (!kind.empty() && kind != "native") {
-    *error = "a frame's 'kind' is neither \"native\" nor \"python\"";
-    return false;
   } else if (!r.Hex("addr", &f->addr) || !r.Str("module", &f->module) ||
              !r.Str("build_id", &f->build_id) || !r.Hex("offset", &f->offset) ||
              !r.Str("symbol", &f->symbol, true) || !r.Str("file", &f->file, true) ||
@@ -111,12 +112,11 @@ bool ParseCulprit(const json& j, Culprit* cu, std::string* error) {
   int64_t stack = 0;
   std::string kind;
   if (!c.Str("kind", &kind, true)) return false;
-  if (kind == "python") {
-    cu->language = FrameLanguage::kPython;
-  } else if (!kind.empty() && kind != "native") {
-    *error = "field 'culprit' has a 'kind' neither \"native\" nor \"python\"";
+  if (!ParseFrameLanguage(kind, &cu->language)) {
+    *error = "field 'culprit' has a 'kind' none of \"native\", \"python\", \"js\", \"ruby\"";
     return false;
   }
+  if (!c.Bool("line_is_definition", &cu->line_is_definition, true)) return false;
   if (!c.Str("symbol", &cu->symbol, true) || !c.Str("module", &cu->module, true) ||
       !c.Str("file", &cu->file, true) || !c.Int("line", &line, true) ||
       !c.Int("frame", &frame, true) || !c.Int("stack", &stack, true)) {

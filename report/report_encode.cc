@@ -242,9 +242,9 @@ void AppendCulpritValue(std::string* out, const Culprit& c) {
     o.append("null");
   } else {
     o.push_back('{');
-    if (c.language == FrameLanguage::kPython) {
+    if (IsInterpreted(c.language)) {
       Key(&o, "kind", true);
-      AppendString(&o, "python");
+      AppendString(&o, FrameLanguageName(c.language));
       Key(&o, "symbol");
     } else {
       Key(&o, "symbol", true);
@@ -258,6 +258,10 @@ void AppendCulpritValue(std::string* out, const Culprit& c) {
     AppendString(&o, c.file);
     Key(&o, "line");
     AppendInt(&o, c.line);
+    if (c.line_is_definition) {
+      Key(&o, "line_is_definition");
+      o.append("true");
+    }
     Key(&o, "frame");
     AppendInt(&o, c.frame);
     if (c.stack != 0) {
@@ -287,14 +291,18 @@ void AppendFrameName(std::string* out, const Frame& fr) {
 void AppendFrame(std::string* out, const Frame& fr) {
   std::string& o = *out;
   o.push_back('{');
-  if (fr.language == FrameLanguage::kPython) {
+  if (IsInterpreted(fr.language)) {
     Key(&o, "kind", true);
-    AppendString(&o, "python");
+    AppendString(&o, FrameLanguageName(fr.language));
     Key(&o, "code");
     AppendHex(&o, fr.addr);
     Key(&o, "instr");
     AppendInt(&o, fr.offset);
     AppendFrameName(&o, fr);
+    if (fr.line_is_definition) {
+      Key(&o, "line_is_definition");
+      o.append("true");
+    }
     o.push_back('}');
     return;
   }

@@ -42,7 +42,7 @@ std::string Hex16(uint64_t v) {
   return buf;
 }
 
-bool IsPython(const Frame& f) { return f.language == FrameLanguage::kPython; }
+bool IsPython(const Frame& f) { return IsInterpreted(f.language); }
 
 // A frame named from a runtime's perf map: code outside every module, with a name (a Python
 // frame has no module either, but is not machine code).
@@ -65,7 +65,7 @@ bool HasPerfMapNames(std::span<const Stack> stacks) {
 // --perf-basic-prof lists only the JavaScript functions), so such a frame is machinery and the
 // JS function out from it is the culprit.
 FrameKind Kind(const Frame& f, bool perf_map) {
-  if (IsPython(f)) return ClassifyPythonFrame(f.file, f.symbol);
+  if (IsPython(f)) return ClassifyFrame(f);
   if (perf_map && f.module.empty() && f.symbol.empty()) return FrameKind::kRuntime;
   return ClassifyFrame(f.module, f.symbol);
 }
@@ -162,6 +162,7 @@ Culprit CulpritAt(const Stack& s, int i, int stack) {
   c.frame = i;
   c.stack = stack;
   c.language = f.language;
+  c.line_is_definition = f.line_is_definition;
   return c;
 }
 

@@ -174,7 +174,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       });
       monitor_->set_runtime_frames(runtime_frames_.get());
       // A fatal hang read back names its Python frames as this process does.
-      if (open_file_ != nullptr) open_file_->set_python_names(runtime_frames_->names());
+      if (open_file_ != nullptr) open_file_->set_runtime_names(runtime_frames_->names());
     }
     std::optional<report::Lag> lag_identity;
     if (config_.time_every_pass) {
@@ -391,7 +391,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     mo.process = process_;
     mo.host = host_;
     mo.labels = labels_;
-    mo.python_names = runtime_frames_ != nullptr ? runtime_frames_->names() : nullptr;
+    mo.runtime_names = runtime_frames_ != nullptr ? runtime_frames_->names() : nullptr;
     return mo;
   }
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "agent/core/memory_headroom.h"
-#include "hang/model/python_frame_word.h"
+#include "hang/model/runtime_frame_word.h"
 #include "symbols/cfi_or_frame_pointers.h"
 
 namespace hangwatch::agent {
@@ -471,8 +471,8 @@ void StallMonitor::TakeSample(uint64_t effective_ns) {
   const size_t n = ok ? std::min(buffer_.num_frames, buffer_.max_frames()) : 0;
   // A Python leaf counts by its function (its code object), as a native one by its start.
   const uintptr_t leaf = n == 0 ? 0
-                         : IsPythonWord(buffer_.frames()[0])
-                             ? PythonLeafKey(buffer_.frames()[0])
+                         : IsRuntimeWord(buffer_.frames()[0])
+                             ? RuntimeLeafKey(buffer_.frames()[0])
                              : LeafOf(buffer_.frames()[0], near_memory_limit);
   hang_.AddSample(ToMs32(effective_ns), ok ? buffer_.frames() : nullptr, n, leaf, delta, state, ok,
                   n <= num_methods_ ? methods_ : nullptr, buffer_.method);

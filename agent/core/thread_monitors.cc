@@ -142,7 +142,7 @@ void ThreadMonitors::Adopt(size_t i, Slot& w) {
     w.open_file =
         OpenHangFile::Create(ThreadOpenHangPath(shared_.open_hang_path, i), options.limits, &error);
     if (w.open_file != nullptr && shared_.runtime != nullptr) {
-      w.open_file->set_python_names(shared_.runtime->names());
+      w.open_file->set_runtime_names(shared_.runtime->names());
     }
     if (w.open_file == nullptr) {
       reporter_->ThreadNote(

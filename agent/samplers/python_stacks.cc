@@ -11,7 +11,7 @@
 #include <cstring>
 #include <utility>
 
-#include "hang/model/python_frame_word.h"
+#include "hang/model/runtime_frame_word.h"
 #include "hangwatch/hang_record.h"
 #include "python/code_resolver.h"
 #include "python/debug_offsets.h"
@@ -184,7 +184,7 @@ size_t PythonStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) 
     const python::PlacedFrame& p = placed_[i];
     if (p.python) {
       const python::PythonFrame& f = frames_[p.index];
-      merged_[i] = PythonFrameWord(f.code, f.instr);
+      merged_[i] = RuntimeFrameWord(f.code, f.instr);
       merged_tags_[i] = kPythonFrameTag;
       Name(merged_[i], f, identities_[p.index]);
       if (outermost_python == out || p.index > placed_[outermost_python].index) {
@@ -259,7 +259,7 @@ void PythonStacks::Name(uintptr_t word, const python::PythonFrame& frame, uint64
   names_[word] = std::move(named);
 }
 
-bool PythonStacks::Find(uintptr_t word, PythonName* out) const {
+bool PythonStacks::Find(uintptr_t word, RuntimeFrameName* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = names_.find(word);
   if (it == names_.end()) return false;

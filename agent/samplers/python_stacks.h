@@ -8,7 +8,7 @@
 //    (unwind/self_memory.h), nothing checked or named;
 //  - watchdog (Merge): each code object checked (one read: its type is PyCode_Type) and
 //    identified (its co_filename and name objects and first line), the frames placed in the
-//    native stack (python/frame_placement.h) as words of hang/model/python_frame_word.h (a chain
+//    native stack (python/frame_placement.h) as words of hang/model/runtime_frame_word.h (a chain
 //    read only in part, python::ChainEnd other than kComplete or a frame that is no code object,
 //    tagged kPythonPartialTag on its outermost frame read: Stack::partial), and each new word
 //    named (function, file, line: python/code_resolver.h) while the code object is alive, into
@@ -34,7 +34,7 @@
 #include <unordered_map>
 
 #include "agent/samplers/runtime_frames.h"
-#include "hang/model/python_names.h"
+#include "hang/model/runtime_names.h"
 #include "python/capture_hook.h"
 #include "python/frame_chain.h"
 #include "python/frame_placement.h"
@@ -44,7 +44,7 @@
 
 namespace hangwatch::agent {
 
-class PythonStacks final : public RuntimeFrames, public PythonNames {
+class PythonStacks final : public RuntimeFrames, public RuntimeNames {
  public:
   static constexpr size_t kMaxNames = 4096;
 
@@ -57,8 +57,8 @@ class PythonStacks final : public RuntimeFrames, public PythonNames {
   void set_note(std::function<void(const std::string&)> note) override { note_ = std::move(note); }
   void BeforeCapture() override;
   size_t Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) override;
-  const PythonNames* names() const override { return this; }
-  bool Find(uintptr_t word, PythonName* out) const override;
+  const RuntimeNames* names() const override { return this; }
+  bool Find(uintptr_t word, RuntimeFrameName* out) const override;
 
   // The words a capture buffer needs for the hook (python/capture_hook.h).
   size_t extra_words() const { return python::CaptureWords(max_frames_); }
@@ -96,7 +96,7 @@ class PythonStacks final : public RuntimeFrames, public PythonNames {
   // Names by word; Materialize may read from another thread (RecentHangs).
   mutable std::mutex mu_;
   struct Named {
-    PythonName name;
+    RuntimeFrameName name;
     uint64_t identity = 0;
   };
   std::unordered_map<uintptr_t, Named> names_;

@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 
-#include "hang/model/python_names.h"
+#include "hang/model/runtime_names.h"
 #include "unwind/thread_capture.h"
 
 namespace hangwatch::agent {
@@ -30,7 +30,7 @@ class RuntimeFrames {
   // frames and tags (at most buf->max_frames()). Returns the new count. No allocation beyond
   // the name cache's fixed budget.
   virtual size_t Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) = 0;
-  virtual const PythonNames* names() const = 0;
+  virtual const RuntimeNames* names() const = 0;
 };
 
 }  // namespace hangwatch::agent

@@ -15,7 +15,7 @@
 #include "hang/model/materialize_cause.h"
 #include "hang/model/materialize_context.h"
 #include "hang/model/process_name.h"
-#include "hang/model/python_frame_word.h"
+#include "hang/model/runtime_frame_word.h"
 #include "report/frame_classifier.h"
 #include "report/stack_identity.h"
 #include "symbols/function_start.h"
@@ -48,19 +48,21 @@ FrameName NameFrame(uintptr_t addr, bool is_return_address, const symbols::Modul
   return out;
 }
 
-// A Python frame of the stack table (python_frame_word.h): code object, instruction, and the
-// name resolved on the watchdog when there is one.
-Frame PythonFrame(uintptr_t word, const PythonNames* names) {
+// An interpreter's frame of the stack table (runtime_frame_word.h): the runtime's object for the
+// function, the instruction, the language its tag says, and the name resolved on the watchdog
+// when there is one.
+Frame RuntimeFrame(uintptr_t word, uint8_t tag, const RuntimeNames* names) {
   Frame fr;
-  fr.language = FrameLanguage::kPython;
-  fr.addr = PythonWordCode(word);
-  const int64_t instr = PythonWordInstr(word);
+  fr.language = RuntimeTagLanguage(tag);
+  fr.addr = RuntimeWordKey(word);
+  const int64_t instr = RuntimeWordInstr(word);
   fr.offset = instr > 0 ? static_cast<uint64_t>(instr) : 0;
-  PythonName name;
-  if (names != nullptr && names->Find(word, &name)) {
+  RuntimeFrameName name;
+  if (names != nullptr && names->Find(word, &name) && name.language == fr.language) {
     fr.symbol = std::move(name.symbol);
     fr.file = std::move(name.file);
     fr.line = name.line;
+    fr.line_is_definition = name.line_is_definition;
   }
   return fr;
 }
@@ -123,7 +125,7 @@ symbols::PerfMap* PerfMapFor(const StackTable& table, const symbols::ModuleMap& 
   for (size_t id = 0; id < table.size(); ++id) {
     const uintptr_t* frames = table.frames(static_cast<uint32_t>(id));
     for (size_t f = 0; f < table.entry(static_cast<uint32_t>(id)).num_frames; ++f) {
-      if (!IsPythonWord(frames[f]) && map.Find(frames[f]).module == nullptr) {
+      if (!IsRuntimeWord(frames[f]) && map.Find(frames[f]).module == nullptr) {
         symbols::PerfMap* perf_map = &symbols::PerfMapOfThisProcess();
         perf_map->Refresh();
         return perf_map;
@@ -192,8 +194,8 @@ class FrameResolver {
   std::map<std::pair<uintptr_t, bool>, FrameName> names_;
 };
 
-// Stack `id` of the table as the record has it. A Python frame's tag marks it
-// (python_frame_word.h), and the outermost one of a chain read only in part makes the stack
+// Stack `id` of the table as the record has it. An interpreter frame's tag marks it
+// (runtime_frame_word.h), and the outermost one of a chain read only in part makes the stack
 // partial.
 Stack MakeStack(const HangData& hang, uint32_t id, int index, const MaterializeOptions& options,
                 FrameResolver* resolver) {
@@ -209,9 +211,9 @@ Stack MakeStack(const HangData& hang, uint32_t id, int index, const MaterializeO
   st.frames.reserve(e.num_frames);
   const uint8_t* tags = table.tags(id);
   for (size_t f = 0; f < e.num_frames; ++f) {
-    if (IsPythonTag(tags[f]) && IsPythonWord(frames[f])) {
-      st.frames.push_back(PythonFrame(frames[f], options.python_names));
-      st.partial = st.partial || tags[f] == kPythonPartialTag;
+    if (IsRuntimeTag(tags[f]) && IsRuntimeWord(frames[f])) {
+      st.frames.push_back(RuntimeFrame(frames[f], tags[f], options.runtime_names));
+      st.partial = st.partial || IsRuntimePartialTag(tags[f]);
       continue;
     }
     st.frames.push_back(resolver->Resolve(frames[f], f > 0, hang.frame_method(id, f)));
@@ -226,8 +228,8 @@ void Identify(const StackTable& table, uint32_t dominant, const symbols::ModuleM
   const auto& e = table.entry(dominant);
   const uintptr_t leaf = e.leaf_key != 0 ? e.leaf_key : table.frames(dominant)[0];
   const symbols::ModuleAddress where = map.Find(leaf);
-  // A Python leaf (python_frame_word.h) has no module offset: its frames identify it.
-  uint64_t leaf_offset = where.module != nullptr ? where.offset : IsPythonWord(leaf) ? 0 : leaf;
+  // An interpreted leaf (runtime_frame_word.h) has no module offset: its frames identify it.
+  uint64_t leaf_offset = where.module != nullptr ? where.offset : IsRuntimeWord(leaf) ? 0 : leaf;
   uint64_t jit_offset = 0;
   if (where.module == nullptr && perf_map != nullptr &&
       perf_map->Find(leaf, nullptr, &jit_offset)) {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "hang/model/hang_data.h"
-#include "hang/model/python_names.h"
+#include "hang/model/runtime_names.h"
 #include "hangwatch/hang_record.h"
 #include "symbols/module_map.h"
 
@@ -29,9 +29,9 @@ struct MaterializeOptions {
   std::string process_name;  // "": this process's (addresses_are_local), else process's file name
   std::string host;
   std::map<std::string, std::string> labels;
-  // Names of the hang's Python frames (python_names.h: the live cache, or the names read back
+  // Names of the hang's Python frames (runtime_names.h: the live cache, or the names read back
   // from an open-hang file); nullptr: they are reported unnamed.
-  const PythonNames* python_names = nullptr;
+  const RuntimeNames* runtime_names = nullptr;
 };
 
 HangRecord Materialize(const HangData& hang, const MaterializeOptions& options);

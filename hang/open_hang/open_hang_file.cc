@@ -13,7 +13,7 @@
 
 #include "hang/files/kept_files.h"
 #include "hang/files/regular_file.h"
-#include "hang/model/python_frame_word.h"
+#include "hang/model/runtime_frame_word.h"
 #include "hang/open_hang/open_hang_cause.h"
 #include "hang/open_hang/open_hang_context.h"
 #include "hang/open_hang/open_hang_layout.h"
@@ -242,7 +242,7 @@ void OpenHangFile::WriteSample(size_t index, const HangData& hang) {
       std::memcpy(p + frames_at + i * sizeof(uint64_t), &v, sizeof(v));
       const uint8_t tag = hang.stacks().tags(id)[i];
       if (methods) p[methods_at + i] = tag;  // a method, or Python
-      if (IsPythonTag(tag)) NotePythonName(frames[i]);
+      if (IsRuntimeTag(tag)) NotePythonName(frames[i]);
     }
   } else {
     head.kind = 0;

@@ -38,7 +38,7 @@
 #include <string_view>
 
 #include "hang/model/hang_data.h"
-#include "hang/model/python_names.h"
+#include "hang/model/runtime_names.h"
 #include "hang/open_hang/open_hang_python_names.h"
 #include "hangwatch/hang_record.h"
 
@@ -75,7 +75,7 @@ class OpenHangFile {
   // Where the names of the hang's Python frames come from (agent/samplers/python_stacks.h; nullptr:
   // none). Each Python frame of a sample written is looked up there, on the watchdog thread, and
   // its name stored in the file with the sample (format 6). Must outlive this object's writes.
-  void set_python_names(const PythonNames* names) { python_names_source_ = names; }
+  void set_runtime_names(const RuntimeNames* names) { python_names_source_ = names; }
 
   // The hang crossed the threshold: sizes and maps the file, writes the module table and every
   // sample so far (nothing when the file can no longer be sized or mapped).
@@ -129,9 +129,9 @@ class OpenHangFile {
   uint32_t cause_version_written_ = 0;
   uint64_t context_generation_ = 0;
   HangContext context_written_;  // the bytes of the context last written
-  const PythonNames* python_names_source_ = nullptr;
+  const RuntimeNames* python_names_source_ = nullptr;
   std::unique_ptr<OpenHangPythonNamesWriter> python_names_;  // format 6 on
-  PythonName name_;  // scratch of NotePythonName, its capacity kept
+  RuntimeFrameName name_;  // scratch of NotePythonName, its capacity kept
 };
 
 enum class OpenHangReadStatus { kNoOpenHang, kFound, kInvalid };

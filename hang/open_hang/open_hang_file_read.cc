@@ -12,7 +12,7 @@
 #include "hang/files/kept_files.h"
 #include "hang/files/regular_file.h"
 #include "hang/model/materialize.h"
-#include "hang/model/python_frame_word.h"
+#include "hang/model/runtime_frame_word.h"
 #include "hang/open_hang/open_hang_cause.h"
 #include "hang/open_hang/open_hang_context.h"
 #include "hang/open_hang/open_hang_layout.h"
@@ -161,7 +161,7 @@ uint64_t ReadSamples(int fd, const StaticHeader& sh, const LiveHeader& live, Han
       frames[k] = static_cast<uintptr_t>(v);
       // Format 5: a Python frame keeps its tag (materialized as an unnamed Python frame), and
       // so does the outermost one of a chain read in part (the stack is partial).
-      const bool python = sh.version >= 5 && IsPythonTag(method_bytes[k]);
+      const bool python = sh.version >= 5 && IsRuntimeTag(method_bytes[k]);
       methods[k] = python            ? static_cast<FrameMethod>(method_bytes[k])
                    : sh.version >= 2 ? ToFrameMethod(method_bytes[k])
                                      : FrameMethod::kUnknown;
@@ -217,9 +217,9 @@ void ReadPythonNames(int fd, const StaticHeader& sh, const LiveHeader& live,
 
 // The record of the hang, its addresses resolved against the modules read from the file.
 HangRecord MaterializeFromFile(const HangData& hang, std::vector<symbols::Module> modules,
-                               const PythonNames* python_names) {
+                               const RuntimeNames* python_names) {
   MaterializeOptions options;
-  options.python_names = python_names;
+  options.runtime_names = python_names;
   options.modules = std::make_shared<const symbols::ModuleMap>(std::move(modules));
   options.addresses_are_local = false;
   options.process = "";

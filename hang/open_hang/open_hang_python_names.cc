@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "hang/model/python_frame_word.h"
+#include "hang/model/runtime_frame_word.h"
 #include "hang/open_hang/open_hang_layout.h"
 
 namespace hangwatch::agent {
@@ -15,12 +15,25 @@ using open_hang_layout::Checksum;
 struct EntryHead {
   uint64_t word;
   int32_t line;
-  uint16_t symbol_bytes;
+  uint16_t symbol_bytes;  // the length in its low 12 bits; its top 4 are kLanguage / kDefinition
   uint16_t file_bytes;
   uint64_t checksum;  // of the head's bytes before it, then the strings
 };
 static_assert(sizeof(EntryHead) == 24 && offsetof(EntryHead, checksum) == 16,
               "no padding: the checksum covers every byte before it");
+
+// The top bits of symbol_bytes: the frame's language (0 Python, as every entry before the other
+// runtimes had; 1 JavaScript, 2 Ruby) and line_is_definition.
+constexpr uint16_t kLengthMask = 0x0fff;
+constexpr unsigned kLanguageShift = 12;
+constexpr uint16_t kLanguageMask = 0x3000;
+constexpr uint16_t kDefinition = 0x4000;
+static_assert(kOpenHangPythonSymbolBytes <= kLengthMask, "a symbol's length fits its bits");
+
+uint16_t LanguageBits(FrameLanguage l) {
+  const unsigned index = l == FrameLanguage::kJs ? 1 : l == FrameLanguage::kRuby ? 2 : 0;
+  return static_cast<uint16_t>(index << kLanguageShift);
+}
 
 size_t Padded(size_t n) { return (n + 7) & ~size_t{7}; }
 
@@ -36,14 +49,17 @@ uint64_t ChecksumMore(uint64_t h, const void* data, size_t n) {
 
 uint64_t EntryChecksum(const EntryHead& head, const char* symbol, const char* file) {
   uint64_t h = Checksum(&head, offsetof(EntryHead, checksum));
-  h = ChecksumMore(h, symbol, head.symbol_bytes);
+  h = ChecksumMore(h, symbol, head.symbol_bytes & kLengthMask);
   return ChecksumMore(h, file, head.file_bytes);
 }
 
-uint64_t NameHash(const PythonName& name) {
+uint64_t NameHash(const RuntimeFrameName& name) {
   uint64_t h = Checksum(name.symbol.data(), name.symbol.size());
   h = ChecksumMore(h, "\0", 1);
   h = ChecksumMore(h, name.file.data(), name.file.size());
+  const uint16_t flags = static_cast<uint16_t>(LanguageBits(name.language) |
+                                               (name.line_is_definition ? kDefinition : 0));
+  h = ChecksumMore(h, &flags, sizeof(flags));
   return ChecksumMore(h, &name.line, sizeof(name.line));
 }
 
@@ -57,9 +73,9 @@ void OpenHangPythonNamesWriter::Reset() {
   bytes_ = 0;
 }
 
-void OpenHangPythonNamesWriter::Note(uintptr_t word, const PythonName& name,
+void OpenHangPythonNamesWriter::Note(uintptr_t word, const RuntimeFrameName& name,
                                      unsigned char* region) {
-  if (!IsPythonWord(word)) return;
+  if (!IsRuntimeWord(word)) return;
   const uint64_t hash = NameHash(name);
   // Open addressing, linear probing: the set never holds more than kMaxWords of kSlots.
   size_t i = static_cast<size_t>((word * 0x9e3779b97f4a7c15ull) >> 51) & (kSlots - 1);
@@ -70,17 +86,19 @@ void OpenHangPythonNamesWriter::Note(uintptr_t word, const PythonName& name,
   EntryHead head{};
   head.word = word;
   head.line = name.line;
+  const size_t symbol_bytes = std::min(name.symbol.size(), kOpenHangPythonSymbolBytes);
   head.symbol_bytes =
-      static_cast<uint16_t>(std::min(name.symbol.size(), kOpenHangPythonSymbolBytes));
+      static_cast<uint16_t>(symbol_bytes | LanguageBits(name.language) |
+                            (name.line_is_definition ? kDefinition : 0));
   head.file_bytes = static_cast<uint16_t>(std::min(name.file.size(), kOpenHangPythonFileBytes));
-  const size_t size = Padded(sizeof(EntryHead) + head.symbol_bytes + head.file_bytes);
+  const size_t size = Padded(sizeof(EntryHead) + symbol_bytes + head.file_bytes);
   if (size > kOpenHangPythonNamesBytes - bytes_) return;  // the region is full
   head.checksum = EntryChecksum(head, name.symbol.data(), name.file.data());
   unsigned char* p = region + bytes_;
   std::memcpy(p, &head, sizeof(head));
-  std::memcpy(p + sizeof(head), name.symbol.data(), head.symbol_bytes);
-  std::memcpy(p + sizeof(head) + head.symbol_bytes, name.file.data(), head.file_bytes);
-  const size_t used = sizeof(head) + head.symbol_bytes + head.file_bytes;
+  std::memcpy(p + sizeof(head), name.symbol.data(), symbol_bytes);
+  std::memcpy(p + sizeof(head) + symbol_bytes, name.file.data(), head.file_bytes);
+  const size_t used = sizeof(head) + symbol_bytes + head.file_bytes;
   std::memset(p + used, 0, size - used);
   bytes_ += size;
   if (slot.word == 0) ++words_;
@@ -88,7 +106,7 @@ void OpenHangPythonNamesWriter::Note(uintptr_t word, const PythonName& name,
   slot.name_hash = hash;
 }
 
-bool OpenHangPythonNamesTable::Find(uintptr_t word, PythonName* out) const {
+bool OpenHangPythonNamesTable::Find(uintptr_t word, RuntimeFrameName* out) const {
   auto it = names_.find(word);
   if (it == names_.end()) return false;
   *out = it->second;
@@ -101,17 +119,24 @@ void OpenHangPythonNamesTable::Parse(const unsigned char* region, uint64_t bytes
   while (end - at >= sizeof(EntryHead)) {
     EntryHead head;
     std::memcpy(&head, region + at, sizeof(head));
-    if (!IsPythonWord(head.word) || head.symbol_bytes > kOpenHangPythonSymbolBytes ||
-        head.file_bytes > kOpenHangPythonFileBytes) {
+    const size_t symbol_bytes = head.symbol_bytes & kLengthMask;
+    const unsigned language = (head.symbol_bytes & kLanguageMask) >> kLanguageShift;
+    if (!IsRuntimeWord(head.word) || symbol_bytes > kOpenHangPythonSymbolBytes ||
+        head.file_bytes > kOpenHangPythonFileBytes || language > 2 ||
+        (head.symbol_bytes & 0x8000) != 0) {
       return;
     }
-    const size_t size = Padded(sizeof(EntryHead) + head.symbol_bytes + head.file_bytes);
+    const size_t size = Padded(sizeof(EntryHead) + symbol_bytes + head.file_bytes);
     if (size > end - at) return;
     const auto* symbol = reinterpret_cast<const char*>(region + at + sizeof(head));
-    const char* file = symbol + head.symbol_bytes;
+    const char* file = symbol + symbol_bytes;
     if (head.checksum != EntryChecksum(head, symbol, file)) return;
-    PythonName& name = names_[static_cast<uintptr_t>(head.word)];  // the last entry counts
-    name.symbol.assign(symbol, head.symbol_bytes);
+    RuntimeFrameName& name = names_[static_cast<uintptr_t>(head.word)];  // the last entry counts
+    name.language = language == 1   ? FrameLanguage::kJs
+                    : language == 2 ? FrameLanguage::kRuby
+                                    : FrameLanguage::kPython;
+    name.line_is_definition = (head.symbol_bytes & kDefinition) != 0;
+    name.symbol.assign(symbol, symbol_bytes);
     name.file.assign(file, head.file_bytes);
     name.line = std::max(head.line, 0);
     at += size;

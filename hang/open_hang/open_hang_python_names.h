@@ -1,12 +1,17 @@
-// The open-hang file's Python names region (open_hang_file.h, format 6): the function, file and
-// line of each Python frame word (python_frame_word.h) its samples hold, as the watchdog had
-// resolved them (agent/samplers/python_stacks.h), so that a fatal hang read back names its Python
-// frames as the live hang did and keeps its culprit, signature and fingerprint.
+// The open-hang file's names region (open_hang_file.h, format 6; called the Python names since
+// Python was the first runtime): the function, file and line of each interpreter frame word
+// (runtime_frame_word.h: Python, JavaScript, Ruby) its samples hold, as the watchdog had
+// resolved them (agent/samplers/python_stacks.h and the other runtimes'), so that a fatal hang
+// read back names its interpreter frames as the live hang did and keeps its culprit, signature
+// and fingerprint.
 //
 // A fixed region of kOpenHangPythonNamesBytes, filled from its start by entries appended on the
 // watchdog thread (never in a signal handler), each whole in itself:
 //   u64 word | i32 line | u16 symbol bytes | u16 file bytes | u64 checksum | symbol | file |
 //   zero padding to 8 bytes
+// where the symbol bytes' top four bits are flags: bits 12-13 the language (0 Python, which
+// every entry written before the other runtimes has; 1 JavaScript; 2 Ruby), bit 14 the line
+// is the function's first line (RuntimeFrameName::line_is_definition).
 // The checksum covers the entry's other bytes. Entries are only appended while a hang is open,
 // beyond the bytes the newest live header counts (LiveHeader::python_names_bytes): a write torn
 // by the process dying is past what any valid header counts. A word named again (its code
@@ -20,7 +25,7 @@
 #include <memory>
 #include <unordered_map>
 
-#include "hang/model/python_names.h"
+#include "hang/model/runtime_names.h"
 
 namespace hangwatch::agent {
 
@@ -41,7 +46,7 @@ class OpenHangPythonNamesWriter {
   void Reset();
   // Appends the entry of `word` named `name` at the end of `region` unless the same name was
   // written for it already; nothing when the region or the set is full.
-  void Note(uintptr_t word, const PythonName& name, unsigned char* region);
+  void Note(uintptr_t word, const RuntimeFrameName& name, unsigned char* region);
   // Bytes of the region filled with whole entries.
   uint64_t bytes() const { return bytes_; }
 
@@ -57,9 +62,9 @@ class OpenHangPythonNamesWriter {
 };
 
 // The names read back from a file's region: what Materialize asks for a fatal hang.
-class OpenHangPythonNamesTable final : public PythonNames {
+class OpenHangPythonNamesTable final : public RuntimeNames {
  public:
-  bool Find(uintptr_t word, PythonName* out) const override;
+  bool Find(uintptr_t word, RuntimeFrameName* out) const override;
   size_t size() const { return names_.size(); }
 
   // Reads the entries of `region[0, bytes)` (bytes clamped to the region's size), stopping at
@@ -68,7 +73,7 @@ class OpenHangPythonNamesTable final : public PythonNames {
   void Parse(const unsigned char* region, uint64_t bytes);
 
  private:
-  std::unordered_map<uintptr_t, PythonName> names_;
+  std::unordered_map<uintptr_t, RuntimeFrameName> names_;
 };
 
 }  // namespace hangwatch::agent

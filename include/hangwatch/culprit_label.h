@@ -51,7 +51,7 @@ inline std::string_view BaseName(std::string_view path) {
 
 inline std::string Function(const Culprit& c) {
   if (c.empty()) return "?";
-  if (c.language == FrameLanguage::kPython) return c.symbol.empty() ? "?" : c.symbol;
+  if (IsInterpreted(c.language)) return c.symbol.empty() ? "?" : c.symbol;
   if (!c.symbol.empty()) return c.symbol;
   char offset[24];
   std::snprintf(offset, sizeof offset, "0x%llx", static_cast<unsigned long long>(c.offset));
@@ -63,7 +63,7 @@ inline std::string Function(const Culprit& c) {
 
 inline std::string CulpritLabel(const Culprit& c, CulpritLabelStyle style) {
   std::string label = culprit_label_internal::Function(c);
-  const bool python = c.language == FrameLanguage::kPython;
+  const bool python = IsInterpreted(c.language);
   bool base_name = true;
   bool with_line = true;
   switch (style) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hangwatch/export.h"
@@ -101,12 +102,48 @@ constexpr const char* SampleMethodName(SampleMethod m) {
   return "unknown";
 }
 
-// What ran in a frame: machine code, or a Python function that CPython's eval loop ran (the
-// Python frames stand in place of the eval loop's native frames that ran them).
+// What ran in a frame: machine code, or a function an interpreter ran (a Python function of
+// CPython's eval loop, a Ruby method of the Ruby VM, a JavaScript function of V8): an
+// interpreter's frames stand in place of (Python, Ruby) or beside (JavaScript, whose frames are
+// machine frames of V8's) the native frames that ran them. JSON: a frame's "kind".
 enum class FrameLanguage : uint8_t {
   kNative = 0,
   kPython,
+  kJs,
+  kRuby,
 };
+
+// "native", "python", "js", "ruby": the JSON "kind" of a frame or culprit.
+inline const char* FrameLanguageName(FrameLanguage l) {
+  switch (l) {
+    case FrameLanguage::kPython:
+      return "python";
+    case FrameLanguage::kJs:
+      return "js";
+    case FrameLanguage::kRuby:
+      return "ruby";
+    case FrameLanguage::kNative:
+      break;
+  }
+  return "native";
+}
+
+// The language a "kind" names ("" is native); false when it names none.
+inline bool ParseFrameLanguage(std::string_view kind, FrameLanguage* out) {
+  for (FrameLanguage l : {FrameLanguage::kNative, FrameLanguage::kPython, FrameLanguage::kJs,
+                          FrameLanguage::kRuby}) {
+    if (kind == FrameLanguageName(l)) {
+      *out = l;
+      return true;
+    }
+  }
+  if (!kind.empty()) return false;
+  *out = FrameLanguage::kNative;
+  return true;
+}
+
+// A function an interpreter ran, named by the runtime (not machine code with a module offset).
+inline bool IsInterpreted(FrameLanguage l) { return l != FrameLanguage::kNative; }
 
 struct Frame {
   uint64_t addr = 0;     // runtime address in the reporting process
@@ -121,11 +158,15 @@ struct Frame {
   // its CFI FDE, else the nearest symbol below: docs/report-format.md); 0 when unknown. What
   // identifies a frame that has no name.
   uint64_t function_start = 0;
-  // kPython: `addr` is the code object's address; `module`, `build_id` are empty and `offset`
-  // is the instruction's position in the code object (code units); `symbol` is the qualified
-  // function name, `file` and `line` where it is. JSON: "kind": "python" (docs/report-format.md).
+  // Interpreted (IsInterpreted): `addr` is the runtime's object for the function (CPython's code
+  // object, a Ruby iseq, a V8 SharedFunctionInfo); `module`, `build_id` are empty and `offset`
+  // is the instruction's position in it; `symbol` is the function's name, `file` and `line` where
+  // it is. JSON: "kind": "python" / "js" / "ruby" (docs/report-format.md).
   // Last, so that aggregate initialisers of native frames stay as they were.
   FrameLanguage language = FrameLanguage::kNative;
+  // `line` is the function's first line, not the one it was running (a runtime that could not
+  // say which line ran). JSON: "line_is_definition": true (absent when false).
+  bool line_is_definition = false;
 };
 
 // One unique stack of a hang: identical samples are stored once with a count.
@@ -225,9 +266,11 @@ struct Culprit {
   int line = 0;         // source line; 0 when unknown
   int frame = -1;       // index in the frames of stacks[stack], -1 when none
   int stack = 0;        // index of the stack that holds it: the dominant one (0) when it does
-  // kPython: a Python function (symbol its qualified name, module empty, offset the
-  // instruction's position); JSON: "kind": "python" in the culprit object.
+  // Interpreted: a Python, JavaScript or Ruby function (symbol its name, module empty, offset
+  // the instruction's position); JSON: "kind": "python" / "js" / "ruby" in the culprit object.
   FrameLanguage language = FrameLanguage::kNative;
+  // As Frame::line_is_definition. JSON: "line_is_definition": true (absent when false).
+  bool line_is_definition = false;
 
   bool empty() const { return frame < 0; }
 };

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "hang/model/hang_data.h"
-#include "hang/model/python_frame_word.h"
+#include "hang/model/runtime_frame_word.h"
 #include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/context.h"
 #include "hangwatch/hangwatch.h"
@@ -430,7 +430,7 @@ TEST(OpenHangFileTest, ReadsTheFormatAnOlderAgentWrote) {
   unlink(path.c_str());
 }
 
-// A Python frame (hang/model/python_frame_word.h) of a fatal hang reads back as a Python frame, its
+// A Python frame (hang/model/runtime_frame_word.h) of a fatal hang reads back as a Python frame, its
 // code object and instruction kept (unnamed here: no names were given to the writer;
 // open_hang_python_names_test.cc has them), never
 // as a native address; the native frames around it keep their methods.
@@ -444,7 +444,7 @@ TEST(OpenHangFileTest, PythonFramesReadBackAsPythonFrames) {
   ASSERT_NE(file, nullptr) << error;
   agent::HangData hang(limits);
   file->Open(hang);
-  const uintptr_t py = agent::PythonFrameWord(0x7f0012345670, 21);
+  const uintptr_t py = agent::RuntimeFrameWord(0x7f0012345670, 21);
   const uintptr_t frames[] = {0x3000, py, 0x2000};
   const uint8_t tags[] = {static_cast<uint8_t>(FrameMethod::kPc), agent::kPythonFrameTag,
                           static_cast<uint8_t>(FrameMethod::kCfi)};

@@ -20,8 +20,8 @@
 
 #include "agent/sinks/spdlog_reporter.h"
 #include "hang/model/hang_data.h"
-#include "hang/model/python_frame_word.h"
-#include "hang/model/python_names.h"
+#include "hang/model/runtime_frame_word.h"
+#include "hang/model/runtime_names.h"
 #include "hangwatch/hangwatch.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
@@ -58,10 +58,10 @@ void Fill(HangData* hang, uintptr_t bias, uintptr_t pc_jitter) {
 }
 
 // Names of Python frames by word, as the watchdog resolved them (python_stacks.h).
-class MapNames final : public PythonNames {
+class MapNames final : public RuntimeNames {
  public:
-  bool Find(uintptr_t word, PythonName* out) const override {
-    if (word != PythonFrameWord(0x7f00aa00, 12)) return false;
+  bool Find(uintptr_t word, RuntimeFrameName* out) const override {
+    if (word != RuntimeFrameWord(0x7f00aa00, 12)) return false;
     out->symbol = "Handler.handle";
     out->file = "/srv/app.py";
     out->line = 42;
@@ -75,8 +75,8 @@ class MapNames final : public PythonNames {
 TEST(MaterializeTest, PythonFramesAreMaterializedAsPythonFrames) {
   HangData hang(HangLimits{});
   const uintptr_t bias = 0x555500000000;
-  const uintptr_t frames[] = {bias + 0x1010, PythonFrameWord(0x7f00aa00, 12),
-                              PythonFrameWord(0x7f00bb00, -1), bias + 0x2222};
+  const uintptr_t frames[] = {bias + 0x1010, RuntimeFrameWord(0x7f00aa00, 12),
+                              RuntimeFrameWord(0x7f00bb00, -1), bias + 0x2222};
   const uint8_t tags[] = {static_cast<uint8_t>(FrameMethod::kPc), kPythonFrameTag, kPythonFrameTag,
                           static_cast<uint8_t>(FrameMethod::kCfi)};
   hang.AddSample(50, frames, 4, bias + 0x1000, 10'000'000, 'R', true,
@@ -85,7 +85,7 @@ TEST(MaterializeTest, PythonFramesAreMaterializedAsPythonFrames) {
   MaterializeOptions o;
   o.modules = MapAt(bias);
   o.symbolize = false;
-  o.python_names = &names;
+  o.runtime_names = &names;
   const HangRecord r = Materialize(hang, o);
   ASSERT_EQ(r.stacks.size(), 1u);
   const std::vector<Frame>& f = r.stacks[0].frames;
@@ -107,12 +107,12 @@ TEST(MaterializeTest, PythonFramesAreMaterializedAsPythonFrames) {
 }
 
 // Names of nap() and <module>, the two Python functions of a sleeping script.
-class NapNames final : public PythonNames {
+class NapNames final : public RuntimeNames {
  public:
-  bool Find(uintptr_t word, PythonName* out) const override {
+  bool Find(uintptr_t word, RuntimeFrameName* out) const override {
     out->file = "/srv/nap.py";
-    out->symbol = PythonWordCode(word) == 0x7f00aa00 ? "nap" : "<module>";
-    out->line = PythonWordCode(word) == 0x7f00aa00 ? 3 : 9;
+    out->symbol = RuntimeWordKey(word) == 0x7f00aa00 ? "nap" : "<module>";
+    out->line = RuntimeWordKey(word) == 0x7f00aa00 ? 3 : 9;
     return true;
   }
 };
@@ -123,11 +123,11 @@ class NapNames final : public PythonNames {
 TEST(MaterializeTest, AChainReadInPartMakesAPartialStack) {
   HangData hang(HangLimits{});
   const uintptr_t bias = 0x555500000000;
-  const uintptr_t whole[] = {bias + 0x1010, PythonFrameWord(0x7f00aa00, 12),
-                             PythonFrameWord(0x7f00bb00, 40), bias + 0x2222};
+  const uintptr_t whole[] = {bias + 0x1010, RuntimeFrameWord(0x7f00aa00, 12),
+                             RuntimeFrameWord(0x7f00bb00, 40), bias + 0x2222};
   const uint8_t whole_tags[] = {static_cast<uint8_t>(FrameMethod::kPc), kPythonFrameTag,
                                 kPythonFrameTag, static_cast<uint8_t>(FrameMethod::kCfi)};
-  const uintptr_t cut[] = {bias + 0x1010, PythonFrameWord(0x7f00aa00, 12)};
+  const uintptr_t cut[] = {bias + 0x1010, RuntimeFrameWord(0x7f00aa00, 12)};
   const uint8_t cut_tags[] = {static_cast<uint8_t>(FrameMethod::kPc), kPythonPartialTag};
   for (uint32_t i = 0; i < 16; ++i) {
     const bool partial = i == 7;
@@ -138,7 +138,7 @@ TEST(MaterializeTest, AChainReadInPartMakesAPartialStack) {
   MaterializeOptions o;
   o.modules = MapAt(bias);
   o.symbolize = false;
-  o.python_names = &names;
+  o.runtime_names = &names;
   const HangRecord r = Materialize(hang, o);
   ASSERT_EQ(r.stacks.size(), 2u);
   EXPECT_EQ(r.stacks[0].count, 15u);

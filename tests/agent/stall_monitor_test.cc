@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "agent/samplers/runtime_frames.h"
-#include "hang/model/python_frame_word.h"
+#include "hang/model/runtime_frame_word.h"
 #include "tests/agent/fakes.h"
 
 // Counts every operator new of the test binary: the memory test asserts there is none. The
@@ -288,15 +288,15 @@ class FakePythonFrames final : public RuntimeFrames {
     // outside the eval loop (the last one).
     uintptr_t* f = buf->frame_storage();
     const uintptr_t outer = n > 0 ? f[n - 1] : 0;
-    f[0] = PythonFrameWord(0x7000, merged % 3);
-    f[1] = PythonFrameWord(0x8000, 7);
+    f[0] = RuntimeFrameWord(0x7000, merged % 3);
+    f[1] = RuntimeFrameWord(0x8000, 7);
     f[2] = outer;
     tags[0] = tags[1] = kPythonFrameTag;
     tags[2] = static_cast<uint8_t>(FrameMethod::kFramePointer);
     buf->num_frames = 3;
     return 3;
   }
-  const PythonNames* names() const override { return nullptr; }
+  const RuntimeNames* names() const override { return nullptr; }
   int before = 0;
   int merged = 0;
 };
@@ -317,7 +317,7 @@ TEST(StallMonitorTest, RuntimeFramesAreMergedAndAPythonLeafCountsByItsFunction) 
   ASSERT_EQ(hang.stacks().entry(0).num_frames, 3u);
   EXPECT_EQ(hang.stacks().tags(0)[0], kPythonFrameTag);
   EXPECT_EQ(hang.stacks().tags(0)[1], kPythonFrameTag);
-  EXPECT_EQ(hang.stacks().frames(0)[1], PythonFrameWord(0x8000, 7));
+  EXPECT_EQ(hang.stacks().frames(0)[1], RuntimeFrameWord(0x8000, 7));
   EXPECT_EQ(hang.stacks().frames(0)[2], 0x3000u);
 }
 

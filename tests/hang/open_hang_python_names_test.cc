@@ -15,8 +15,8 @@
 
 #include "hang/model/hang_data.h"
 #include "hang/model/materialize.h"
-#include "hang/model/python_frame_word.h"
-#include "hang/model/python_names.h"
+#include "hang/model/runtime_frame_word.h"
+#include "hang/model/runtime_names.h"
 #include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hang_record.h"
 #include "symbols/module_map.h"
@@ -26,7 +26,7 @@ namespace hangwatch {
 namespace {
 
 using agent::OpenHangReadStatus;
-using agent::PythonName;
+using agent::RuntimeFrameName;
 using agent::ReadOpenHangFile;
 
 std::string TempPath(const char* name) { return testing::OpenHangTempPath("pynames", name); }
@@ -34,19 +34,19 @@ std::string TempPath(const char* name) { return testing::OpenHangTempPath("pynam
 void Corrupt(const std::string& path, size_t offset) { testing::CorruptByte(path, offset); }
 
 // The names the watchdog resolved (python_stacks.h), as a map.
-class FakeNames : public agent::PythonNames {
+class FakeNames : public agent::RuntimeNames {
  public:
-  bool Find(uintptr_t word, PythonName* out) const override {
+  bool Find(uintptr_t word, RuntimeFrameName* out) const override {
     auto it = names.find(word);
     if (it == names.end()) return false;
     *out = it->second;
     return true;
   }
-  std::map<uintptr_t, PythonName> names;
+  std::map<uintptr_t, RuntimeFrameName> names;
 };
 
-PythonName Named(const std::string& symbol, const std::string& file, int line) {
-  PythonName n;
+RuntimeFrameName Named(const std::string& symbol, const std::string& file, int line) {
+  RuntimeFrameName n;
   n.symbol = symbol;
   n.file = file;
   n.line = line;
@@ -66,7 +66,7 @@ void AddPythonSample(agent::HangData* hang, uint32_t t_ms, uintptr_t leaf, uintp
   const uintptr_t frames[] = {leaf, caller, 0x3000};
   const uint8_t tags[] = {agent::kPythonFrameTag, agent::kPythonFrameTag,
                           static_cast<uint8_t>(FrameMethod::kPc)};
-  hang->AddSample(t_ms, frames, 3, agent::PythonLeafKey(leaf), 10'000'000, 'R', true,
+  hang->AddSample(t_ms, frames, 3, agent::RuntimeLeafKey(leaf), 10'000'000, 'R', true,
                   reinterpret_cast<const FrameMethod*>(tags), SampleMethod::kSignal);
 }
 
@@ -82,9 +82,9 @@ std::map<std::pair<uint64_t, uint64_t>, std::string> PythonFrames(const HangReco
   return out;
 }
 
-const uintptr_t kBusy6 = agent::PythonFrameWord(0x7f0000001000, 10);
-const uintptr_t kMain20 = agent::PythonFrameWord(0x7f0000002000, 44);
-const uintptr_t kMain = agent::PythonFrameWord(0x7f0000002000, 40);
+const uintptr_t kBusy6 = agent::RuntimeFrameWord(0x7f0000001000, 10);
+const uintptr_t kMain20 = agent::RuntimeFrameWord(0x7f0000002000, 44);
+const uintptr_t kMain = agent::RuntimeFrameWord(0x7f0000002000, 40);
 
 FakeNames ScriptNames() {
   FakeNames names;
@@ -101,7 +101,7 @@ TEST(OpenHangPythonNames, AFatalHangReadBackHasTheLiveHangsNamesAndIdentity) {
   auto file = agent::OpenHangFile::Create(path, limits, &error);
   ASSERT_NE(file, nullptr) << error;
   const FakeNames names = ScriptNames();
-  file->set_python_names(&names);
+  file->set_runtime_names(&names);
   agent::HangData hang(limits);
   hang.summary.threshold_ms = 100;
   AddPythonSample(&hang, 50, kBusy6, kMain);
@@ -115,7 +115,7 @@ TEST(OpenHangPythonNames, AFatalHangReadBackHasTheLiveHangsNamesAndIdentity) {
 
   agent::MaterializeOptions live_options;
   live_options.modules = symbols::CurrentModuleMap();
-  live_options.python_names = &names;
+  live_options.runtime_names = &names;
   const HangRecord live = agent::Materialize(hang, live_options);
 
   EXPECT_EQ(PythonFrames(fatal), PythonFrames(live));
@@ -144,7 +144,7 @@ TEST(OpenHangPythonNames, Format5ReadsBackUnnamed) {
   auto file = agent::OpenHangFile::CreateForTest(path, limits, &error, 5);
   ASSERT_NE(file, nullptr) << error;
   const FakeNames names = ScriptNames();
-  file->set_python_names(&names);
+  file->set_runtime_names(&names);
   agent::HangData hang(limits);
   AddPythonSample(&hang, 50, kBusy6, kMain);
   file->Open(hang);
@@ -168,7 +168,7 @@ TEST(OpenHangPythonNames, ACorruptEntryLeavesItsFramesUnnamedNeverMisnamed) {
   auto file = agent::OpenHangFile::Create(path, limits, &error);
   ASSERT_NE(file, nullptr) << error;
   FakeNames names = ScriptNames();
-  file->set_python_names(&names);
+  file->set_runtime_names(&names);
   agent::HangData hang(limits);
   AddPythonSample(&hang, 50, kBusy6, kMain);
   file->Open(hang);
@@ -212,7 +212,7 @@ TEST(OpenHangPythonNames, ATruncatedFileIsRefused) {
   auto file = agent::OpenHangFile::Create(path, limits, &error);
   ASSERT_NE(file, nullptr) << error;
   const FakeNames names = ScriptNames();
-  file->set_python_names(&names);
+  file->set_runtime_names(&names);
   agent::HangData hang(limits);
   AddPythonSample(&hang, 50, kBusy6, kMain);
   file->Open(hang);
@@ -241,12 +241,12 @@ TEST(OpenHangPythonNames, AFullRegionLeavesTheLaterFramesUnnamed) {
   constexpr int kWords = 400;
   std::vector<uintptr_t> words;
   for (int i = 0; i < kWords; ++i) {
-    const uintptr_t w = agent::PythonFrameWord(0x7f0000100000 + 0x100 * i, 2);
+    const uintptr_t w = agent::RuntimeFrameWord(0x7f0000100000 + 0x100 * i, 2);
     words.push_back(w);
     names.names[w] =
         Named(std::string(600, 'a' + i % 26) + std::to_string(i), std::string(1000, 'f'), i + 1);
   }
-  file->set_python_names(&names);
+  file->set_runtime_names(&names);
   agent::HangData hang(limits);
   AddPythonSample(&hang, 50, words[0], words[1]);
   file->Open(hang);
@@ -265,8 +265,8 @@ TEST(OpenHangPythonNames, AFullRegionLeavesTheLaterFramesUnnamed) {
         continue;
       }
       ++named;
-      const auto word = agent::PythonFrameWord(f.addr, static_cast<int64_t>(f.offset));
-      const PythonName& want = names.names.at(word);
+      const auto word = agent::RuntimeFrameWord(f.addr, static_cast<int64_t>(f.offset));
+      const RuntimeFrameName& want = names.names.at(word);
       EXPECT_EQ(f.symbol, want.symbol.substr(0, 1024));
       EXPECT_EQ(f.file, want.file.substr(0, 1024));
       EXPECT_EQ(f.line, want.line);
@@ -275,6 +275,52 @@ TEST(OpenHangPythonNames, AFullRegionLeavesTheLaterFramesUnnamed) {
   EXPECT_GT(named, 100u);
   EXPECT_GT(unnamed, 100u);
   EXPECT_EQ(named + unnamed, static_cast<size_t>(kWords));
+  file.reset();
+  unlink(path.c_str());
+}
+
+// Ruby and JavaScript frames (their own tags, runtime_frame_word.h) keep their language in the
+// file, and a JavaScript name whose line is the function's first keeps saying so: a fatal hang
+// of a Ruby or node program reads back as the live one did.
+TEST(OpenHangPythonNames, RubyAndJsFramesKeepTheirLanguageAndDefinitionLine) {
+  const std::string path = TempPath("languages");
+  const agent::HangLimits limits = Limits();
+  std::string error;
+  auto file = agent::OpenHangFile::Create(path, limits, &error);
+  ASSERT_NE(file, nullptr) << error;
+  const uintptr_t ruby = agent::RuntimeFrameWord(0x7f0000003000, 7);
+  const uintptr_t js = agent::RuntimeFrameWord(0x7f0000004000, -1);
+  FakeNames names;
+  names.names[ruby] = Named("crunch", "/srv/app.rb", 12);
+  names.names[ruby].language = FrameLanguage::kRuby;
+  names.names[js] = Named("handler", "/srv/server.js", 40);
+  names.names[js].language = FrameLanguage::kJs;
+  names.names[js].line_is_definition = true;
+  file->set_runtime_names(&names);
+  agent::HangData hang(limits);
+  const uintptr_t frames[] = {ruby, js, 0x3000};
+  const uint8_t tags[] = {agent::RuntimeFrameTag(FrameLanguage::kRuby, false),
+                          agent::RuntimeFrameTag(FrameLanguage::kJs, true),
+                          static_cast<uint8_t>(FrameMethod::kPc)};
+  hang.AddSample(50, frames, 3, agent::RuntimeLeafKey(ruby), 10'000'000, 'R', true,
+                 reinterpret_cast<const FrameMethod*>(tags), SampleMethod::kSignal);
+  file->Open(hang);
+  HangRecord r;
+  ASSERT_EQ(ReadOpenHangFile(path, &r, &error), OpenHangReadStatus::kFound) << error;
+  ASSERT_EQ(r.stacks.size(), 1u);
+  const std::vector<Frame>& f = r.stacks[0].frames;
+  ASSERT_GE(f.size(), 2u);
+  EXPECT_EQ(f[0].language, FrameLanguage::kRuby);
+  EXPECT_EQ(f[0].symbol, "crunch");
+  EXPECT_EQ(f[0].line, 12);
+  EXPECT_FALSE(f[0].line_is_definition);
+  EXPECT_EQ(f[1].language, FrameLanguage::kJs);
+  EXPECT_EQ(f[1].symbol, "handler");
+  EXPECT_EQ(f[1].file, "/srv/server.js");
+  EXPECT_TRUE(f[1].line_is_definition);
+  EXPECT_TRUE(r.stacks[0].partial);
+  EXPECT_EQ(r.culprit.language, FrameLanguage::kRuby);
+  EXPECT_EQ(r.culprit.symbol, "crunch");
   file.reset();
   unlink(path.c_str());
 }

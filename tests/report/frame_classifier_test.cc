@@ -86,6 +86,36 @@ TEST(FrameClassifierTest, ProgramEntryIsTheRuntimeAnywhere) {
 
 // A Python frame is classified by its file: the standard library (any prefix's lib/python3.X,
 // frozen modules) is the runtime, third-party packages the library, the rest the application.
+// JavaScript and Ruby frames by file: node's own modules and Ruby's standard library are the
+// runtime, node_modules and gems the library, the rest the application.
+TEST(FrameClassifierTest, JsAndRubyFramesByFile) {
+  auto kind = [](FrameLanguage l, const char* file) {
+    Frame f;
+    f.language = l;
+    f.file = file;
+    f.symbol = "f";
+    return ClassifyFrame(f);
+  };
+  using L = FrameLanguage;
+  EXPECT_EQ(kind(L::kJs, "node:internal/timers"), FrameKind::kRuntime);
+  EXPECT_EQ(kind(L::kJs, "node:events"), FrameKind::kRuntime);
+  EXPECT_EQ(kind(L::kJs, "/srv/app/node_modules/express/lib/router/index.js"),
+            FrameKind::kLibrary);
+  EXPECT_EQ(kind(L::kJs, "/srv/app/server.js"), FrameKind::kApp);
+  EXPECT_EQ(kind(L::kJs, "file:///srv/app/server.mjs"), FrameKind::kApp);
+  EXPECT_EQ(kind(L::kRuby, "<internal:kernel>"), FrameKind::kRuntime);
+  EXPECT_EQ(kind(L::kRuby, "/usr/lib/ruby/3.1.0/webrick/httpserver.rb"), FrameKind::kRuntime);
+  EXPECT_EQ(kind(L::kRuby, "/usr/lib/ruby/vendor_ruby/rack/handler/webrick.rb"),
+            FrameKind::kLibrary);
+  EXPECT_EQ(kind(L::kRuby, "/var/lib/gems/3.1.0/gems/rack-2.2.4/lib/rack/builder.rb"),
+            FrameKind::kLibrary);
+  EXPECT_EQ(kind(L::kRuby, "/srv/app.rb"), FrameKind::kApp);
+  EXPECT_EQ(kind(L::kRuby, "/srv/ruby/3/app.rb"), FrameKind::kApp);
+  // The Ruby VM's own library is its runtime, every frame of it.
+  EXPECT_EQ(ClassifyFrame("/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1", "vm_exec_core"),
+            FrameKind::kRuntime);
+}
+
 TEST(FrameClassifierTest, PythonFramesByFile) {
   for (const char* f :
        {"/usr/lib/python3.11/selectors.py", "/usr/lib/python3.11/socketserver.py",

@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "report/cause_kinds.h"
+#include "report/record_scan.h"
 #include "report/report_decode.h"
 #include "report/report_record.h"
 #include "report/utf8.h"
@@ -176,7 +177,7 @@ TEST(ReportCodec, PythonFramesRoundTripBetweenNativeOnes) {
   EXPECT_FALSE(DecodeHang(bad_culprit, &out, &error));
   // A kind this reader does not know is an error, not a native frame without an address.
   std::string bad = line;
-  bad.replace(bad.find(R"("kind":"python")"), 15, R"("kind":"ruby")");
+  bad.replace(bad.find(R"("kind":"python")"), 15, R"("kind":"perl0")");
   EXPECT_FALSE(DecodeHang(bad, &out, &error));
   EXPECT_NE(error.find("kind"), std::string::npos) << error;
   // A stack whose Python chain was read in part says so; a whole one writes nothing more.
@@ -187,6 +188,64 @@ TEST(ReportCodec, PythonFramesRoundTripBetweenNativeOnes) {
   ASSERT_TRUE(DecodeHang(partial, &out, &error)) << error;
   EXPECT_TRUE(out.stacks[0].partial);
   EXPECT_EQ(Encode(out), partial);
+}
+
+// JavaScript and Ruby frames and culprits: "kind": "js" / "ruby", with Python's fields, and
+// "line_is_definition" when the line is the function's first (absent otherwise).
+TEST(ReportCodec, JsAndRubyFramesRoundTrip) {
+  HangRecord in;
+  in.pid = 3;
+  in.samples = 1;
+  Stack s;
+  Frame js;
+  js.language = FrameLanguage::kJs;
+  js.addr = 0x3a2b00001000;
+  js.symbol = "crunch";
+  js.file = "/srv/app.js";
+  js.line = 7;
+  js.line_is_definition = true;
+  Frame rb;
+  rb.language = FrameLanguage::kRuby;
+  rb.addr = 0x7f0000005000;
+  rb.offset = 3;
+  rb.symbol = "Worker#crunch";
+  rb.file = "/srv/app.rb";
+  rb.line = 12;
+  s.frames = {js, rb};
+  in.stacks = {s};
+  in.culprit.symbol = js.symbol;
+  in.culprit.file = js.file;
+  in.culprit.line = js.line;
+  in.culprit.frame = 0;
+  in.culprit.language = FrameLanguage::kJs;
+  in.culprit.line_is_definition = true;
+  const std::string line = Encode(in);
+  EXPECT_NE(line.find(R"({"kind":"js","code":"0x3a2b00001000","instr":0,"symbol":"crunch",)"
+                      R"("file":"/srv/app.js","line":7,"line_is_definition":true})"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find(R"({"kind":"ruby","code":"0x7f0000005000","instr":3,)"
+                      R"("symbol":"Worker#crunch","file":"/srv/app.rb","line":12})"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find(R"("culprit":{"kind":"js","symbol":"crunch",)"), std::string::npos) << line;
+  HangRecord out;
+  std::string error;
+  ASSERT_TRUE(DecodeHang(line, &out, &error)) << error;
+  ASSERT_EQ(out.stacks[0].frames.size(), 2u);
+  EXPECT_EQ(out.stacks[0].frames[0].language, FrameLanguage::kJs);
+  EXPECT_TRUE(out.stacks[0].frames[0].line_is_definition);
+  EXPECT_EQ(out.stacks[0].frames[1].language, FrameLanguage::kRuby);
+  EXPECT_FALSE(out.stacks[0].frames[1].line_is_definition);
+  EXPECT_EQ(out.culprit.language, FrameLanguage::kJs);
+  EXPECT_TRUE(out.culprit.line_is_definition);
+  EXPECT_EQ(Encode(out), line);
+  // The scanning readers (top, the exporter) accept the same culprit, and no kind they don't know.
+  report::ScannedLine scanned;
+  EXPECT_EQ(report::ScanLine(line, &scanned), report::LineKind::kHang);
+  std::string bad = line;
+  bad.replace(bad.find(R"("culprit":{"kind":"js")"), 22, R"("culprit":{"kind":"jz")");
+  EXPECT_EQ(report::ScanLine(bad, &scanned), report::LineKind::kBad);
 }
 
 TEST(ReportCodec, UnknownTypesAndBrokenLines) {

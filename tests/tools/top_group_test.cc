@@ -566,7 +566,7 @@ TEST(TopAggregator, PythonHangsOfSeveralRunsAreOneGroup) {
   EXPECT_EQ(groups[0].count, 3u);
   EXPECT_EQ(groups[0].processes, 3u);
   ASSERT_TRUE(groups[0].culprit);
-  EXPECT_TRUE(groups[0].culprit->python);
+  EXPECT_EQ(groups[0].culprit->language, FrameLanguage::kPython);
   EXPECT_EQ(groups[0].culprit->symbol, "Handler.handle_request");
   EXPECT_EQ(groups[0].culprit->line, 42);
   TopQuery by_culprit;

@@ -35,7 +35,7 @@ void RecordCounter::Count(std::string_view line) {
         hang_.culprit.file.assign(h.culprit_file);
         hang_.culprit.line = static_cast<int>(h.culprit_line);
         hang_.culprit.frame = 0;
-        if (h.culprit_python) hang_.culprit.language = FrameLanguage::kPython;
+        hang_.culprit.language = h.culprit_language;
       }
       // The context's key (the metrics' ContextLabel of a context with only a label is it).
       hang_.context = Context{};

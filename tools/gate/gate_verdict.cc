@@ -55,7 +55,7 @@ std::vector<std::string> CallerNames(const HangGroup& g) {
   for (size_t i = static_cast<size_t>(g.culprit.frame) + 1; i < d->frames.size(); ++i) {
     const Frame& f = d->frames[i];
     if (report::ClassifyFrame(f) != report::FrameKind::kApp) continue;
-    std::string name = f.language == FrameLanguage::kPython ? f.symbol : FrameName(f);
+    std::string name = IsInterpreted(f.language) ? f.symbol : FrameName(f);
     if (name == last) continue;
     last = name;
     out.push_back(std::move(name));
@@ -357,7 +357,7 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
     const std::string key = GroupKey(g.role, g.signature);
     seen.insert(key);
     g.allowed = FindAllowEntry(allow, g.signature, g.culprit_name,
-                               g.culprit.language == FrameLanguage::kPython
+                               IsInterpreted(g.culprit.language)
                                    ? CulpritLabel(g.culprit, CulpritLabelStyle::kName)
                                    : std::string());
     (in_baseline.count(key) ? v.known : v.new_hangs).push_back(std::move(g));

@@ -16,7 +16,7 @@ std::string Hex(uint64_t v) {
 
 std::string FrameName(const Frame& f) {
   // Never the code object's address: it means nothing to a reader and moves in every run.
-  if (f.language == FrameLanguage::kPython) {
+  if (IsInterpreted(f.language)) {
     return report::PythonFunctionLabel(f.symbol, f.file, f.line);
   }
   if (!f.symbol.empty()) return f.symbol;
@@ -44,8 +44,8 @@ namespace {
 // Frames are "the same" in two stacks when they are the same code location.
 bool SameFrame(const Frame& a, const Frame& b) {
   if (a.language != b.language) return false;
-  // A Python frame: the same code object at the same instruction (one run, one hang).
-  if (a.language == FrameLanguage::kPython) return a.addr == b.addr && a.offset == b.offset;
+  // An interpreter's frame: the same function object at the same instruction (one run, one hang).
+  if (IsInterpreted(a.language)) return a.addr == b.addr && a.offset == b.offset;
   if (!a.module.empty() || !b.module.empty()) {
     if (a.build_id != b.build_id || a.module != b.module) return false;
     return a.offset == b.offset || (!a.symbol.empty() && a.symbol == b.symbol);

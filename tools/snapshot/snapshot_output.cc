@@ -187,9 +187,9 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
       line.assign("  #");
       AppendPadded(&line, std::to_string(n), 3, /*left=*/true);
       line += ' ';
-      if (f.python) {
+      if (f.kind != nullptr) {
         // "  #3   python  handle_request  /srv/app.py:42", as py-spy prints them.
-        AppendPadded(&line, "python", 18, /*left=*/false);
+        AppendPadded(&line, f.kind, 18, /*left=*/false);
         line += "  ";
         line += f.symbol;
         if (!f.file.empty()) {
@@ -302,12 +302,13 @@ void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const 
     Json jframes = Json::array();
     for (const OutFrame& f : ot.frames) {
       Json jf;
-      if (f.python) {
-        jf["kind"] = "python";
+      if (f.kind != nullptr) {
+        jf["kind"] = f.kind;
         jf["code"] = Hex(f.addr);
         jf["symbol"] = std::string(f.symbol);
         jf["file"] = std::string(f.file);
         jf["line"] = f.line;
+        if (f.line_is_definition) jf["line_is_definition"] = true;
         jframes.push_back(std::move(jf));
         continue;
       }

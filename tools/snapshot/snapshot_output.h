@@ -29,9 +29,11 @@ struct OutFrame {
   int line = 0;
   bool inlined = false;     // inlined into the next entry (same address)
   const char* method = "";  // how the unwinder found it: pc, fp, cfi, lr; "python"
-  // A Python frame (snapshot_python.h): `addr` is its code object, symbol its qualified name,
-  // file and line the Python source's; no module.
-  bool python = false;
+  // An interpreter's frame: its JSON "kind" ("python": snapshot_python.h, "ruby", "js", "java");
+  // `addr` is the runtime's object for the function, symbol its name, file and line the
+  // source's; no module. nullptr: a native frame.
+  const char* kind = nullptr;
+  bool line_is_definition = false;  // `line` is the function's first line, not the running one
 };
 
 struct OutThread {

@@ -93,7 +93,7 @@ void SnapshotPython::Merge(std::vector<OutThread>* threads, std::vector<std::str
     for (size_t i = 0; i < slot->count; ++i) {
       const python::PythonFrame& pf = slot->frames[i];
       OutFrame f;
-      f.python = true;
+      f.kind = "python";
       f.addr = pf.code;
       f.method = "python";
       if (const python::CodeInfo* info = resolver.Code(pf.code)) {

@@ -23,7 +23,7 @@ constexpr char kRoleSep = '\x1e';  // between a group's key and its thread role
 void CulpritGroupKey(const TopHang& h, std::string* out) {
   out->clear();
   if (!h.has_culprit) return;
-  if (h.culprit_python) {
+  if (IsInterpreted(h.culprit_language)) {
     out->assign(report::PythonFunctionLabel(h.culprit_symbol, h.culprit_file, 0));
     return;
   }
@@ -296,7 +296,7 @@ void TopAggregator::Add(const TopHang& h) {
     culprit_key_ += kSep;
     culprit_key_ += std::to_string(h.culprit_offset);
     culprit_key_ += kSep;
-    culprit_key_ += h.culprit_python ? "python" : "";
+    culprit_key_ += IsInterpreted(h.culprit_language) ? FrameLanguageName(h.culprit_language) : "";
     auto c = a.culprits.find(std::string_view(culprit_key_));
     if (c == a.culprits.end()) c = a.culprits.emplace(culprit_key_, CulpritTally{}).first;
     c->second.Add(1, {h.file, h.offset});
@@ -418,7 +418,7 @@ std::vector<TopGroup> TopAggregator::Groups(TopSort sort) const {
         tc.file = parts[2];
         tc.line = std::strtoll(parts[3].c_str(), nullptr, 10);
         tc.offset = std::strtoull(parts[4].c_str(), nullptr, 10);
-        tc.python = parts[5] == "python";
+        if (!ParseFrameLanguage(parts[5], &tc.language)) tc.language = FrameLanguage::kNative;
         g.culprit = std::move(tc);
         g.culprit_line = best->second.line;
       }

@@ -55,12 +55,13 @@ struct TopCulprit {
   std::string symbol, module, file;
   uint64_t offset = 0;
   int64_t line = 0;
-  bool python = false;  // a Python function: symbol is its qualified name
+  // An interpreter's function (Python, JavaScript, Ruby): symbol is its name. kNative else.
+  FrameLanguage language = FrameLanguage::kNative;
 
   // As the report format's culprit (hang_record.h), for the names every command gives it.
   Culprit AsCulprit() const {
     Culprit c{symbol, module, offset, file, static_cast<int>(line), 0};
-    if (python) c.language = FrameLanguage::kPython;
+    c.language = language;
     return c;
   }
 };

@@ -173,7 +173,9 @@ std::string FormatTopJson(const std::vector<TopGroup>& groups, TopBy by, size_t 
                       {"offset", Hex(g.culprit->offset)},
                       {"file", g.culprit->file},
                       {"line", g.culprit->line}};
-      if (g.culprit->python) j["culprit"]["kind"] = "python";
+      if (IsInterpreted(g.culprit->language)) {
+        j["culprit"]["kind"] = FrameLanguageName(g.culprit->language);
+      }
     } else {
       j["culprit"] = nullptr;
     }

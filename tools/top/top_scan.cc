@@ -121,7 +121,9 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
     if (key == "symbol") {
       out->culprit_symbol = impl_->Text(value);
     } else if (key == "kind") {
-      out->culprit_python = impl_->Text(value) == "python";
+      if (!ParseFrameLanguage(impl_->Text(value), &out->culprit_language)) {
+        out->culprit_language = FrameLanguage::kNative;
+      }
     } else if (key == "module") {
       out->culprit_module = impl_->Text(value);
     } else if (key == "file") {

@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "hangwatch/hang_record.h"
+
 namespace hangwatch::tools {
 
 // The fields of one hang line that `top` uses. The string_views point into the parser's buffers
@@ -43,7 +45,8 @@ struct TopHang {
   std::string_view culprit_symbol, culprit_module, culprit_file;
   uint64_t culprit_offset = 0;
   int64_t culprit_line = 0;
-  bool culprit_python = false;  // "kind": "python": a Python function (symbol its qualname)
+  // "kind": "python" / "js" / "ruby": an interpreter's function (symbol its name); kNative else.
+  FrameLanguage culprit_language = FrameLanguage::kNative;
   // The cause's kind ("lock", "io", ...): top's --by cause, `hangwatch exporter`'s label; ""
   // when null or absent.
   std::string_view cause_kind;

@@ -20,7 +20,7 @@ bool SameHang(TopLineParser* parser, std::string_view line, const TopCulprit& gr
   return parser->ParseUnpadded(line, &h) == LineKind::kHang && h.has_culprit &&
          h.culprit_symbol == group.symbol && h.culprit_module == group.module &&
          h.culprit_file == group.file && h.culprit_line == group.line &&
-         h.culprit_offset == group.offset && h.culprit_python == group.python;
+         h.culprit_offset == group.offset && h.culprit_language == group.language;
 }
 
 }  // namespace
@@ -81,7 +81,7 @@ void SymbolizeTopCulprits(const std::vector<std::string>& paths,
     tc.file = c.file;
     tc.offset = c.offset;
     tc.line = c.line;
-    tc.python = c.language == FrameLanguage::kPython;
+    tc.language = c.language;
   }
 }
 

@@ -188,7 +188,7 @@ class ProfileBuilder {
   // repetitions of its shortest period, one location each.
   void AddLocations(const std::vector<Frame>& frames, pp::Sample* sample) {
     for (size_t i = 0; i < frames.size();) {
-      if (frames[i].language == FrameLanguage::kPython) {
+      if (IsInterpreted(frames[i].language)) {
         sample->add_location_id(PythonLocation(frames[i]));
         ++i;
         continue;

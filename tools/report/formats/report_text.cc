@@ -37,10 +37,10 @@ void Appendf(std::string* out, const char* fmt, ...) {
 
 void AppendFrameLine(std::string* out, size_t index, const Frame& f, const char* prefix) {
   const std::string loc = FrameLocation(f);
-  if (f.language == FrameLanguage::kPython) {
-    // A Python function, as py-spy prints it: its qualified name and where; no address (a code
-    // object's would mean nothing to the reader).
-    Appendf(out, "%s#%-2zu %-28s %-18s %s%s%s\n", prefix, index, "python", "",
+  if (IsInterpreted(f.language)) {
+    // An interpreter's function, as py-spy prints a Python one: its name and where; no address
+    // (a code object's would mean nothing to the reader).
+    Appendf(out, "%s#%-2zu %-28s %-18s %s%s%s\n", prefix, index, FrameLanguageName(f.language), "",
             f.symbol.empty() ? "?" : f.symbol.c_str(), loc.empty() ? "" : "  ", loc.c_str());
     return;
   }

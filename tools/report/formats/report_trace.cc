@@ -62,8 +62,8 @@ void AddHang(const HangRecord& h, json* events) {
       if (at > o.start_us) {
         json s = Slice(o.name, "sample", o.start_us, at - o.start_us, h.pid, h.tid);
         const std::string loc = FrameLocation(*o.frame);
-        if (o.frame->language == FrameLanguage::kPython) {
-          s["args"] = {{"kind", "python"}};  // no module, and a code object's address is noise
+        if (IsInterpreted(o.frame->language)) {
+          s["args"] = {{"kind", FrameLanguageName(o.frame->language)}};  // no module, and a code object's address is noise
         } else {
           s["args"] = {{"module", o.frame->module}, {"offset", Hex(o.frame->offset)}};
         }
