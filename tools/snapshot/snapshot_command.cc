@@ -32,6 +32,7 @@
 #include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/snapshot/snapshot_command.h"
+#include "tools/snapshot/snapshot_java.h"
 #include "tools/snapshot/snapshot_output.h"
 #include "tools/snapshot/snapshot_python.h"
 #include "tools/snapshot/snapshot_unwind.h"
@@ -44,7 +45,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: hangwatch snapshot PID [--json] [--max-frames N] [--stack-kb N]\n"
     "                              [--stop-timeout-ms N] [--per-thread] [--no-cfi]\n"
-    "                              [--no-symbols] [--no-index] [--no-python] [--timings]\n"
+    "                              [--no-symbols] [--no-index] [--no-python] [--no-java]\n"
+    "                              [--java-timeout-ms N] [--timings]\n"
     "\n"
     "Prints every thread of process PID: thread id, name, scheduler state, CPU time, the top\n"
     "frame's registers (pc, sp, fp) and its stack, symbolized (function, file:line and inlined\n"
@@ -56,6 +58,12 @@ constexpr char kUsage[] =
     "In a CPython process (3.10 to 3.13: python3.X or libpython3.X.so), each thread's\n"
     "Python frames (function, file:line) stand in its stack where the interpreter's eval\n"
     "loop ran them, between the native frames of C code, like `py-spy dump --native`.\n"
+    "\n"
+    "In a HotSpot JVM, each Java thread's Java frames (method, file:line), from the thread\n"
+    "dump the JVM gives through its attach mechanism (as jcmd and jstack ask it: SIGQUIT only\n"
+    "to a JVM that handles it and has attach on; docs/java.md), stand where its native stack\n"
+    "runs JVM code; Java threads blocked on monitors and java.util.concurrent locks join the\n"
+    "wait-for graph, and Java-level deadlocks are reported as native ones.\n"
     "\n"
     "The process is stopped only while registers and a slice of each stack are copied\n"
     "(ptrace PTRACE_SEIZE/PTRACE_INTERRUPT, process_vm_readv); the stopped window is measured\n"
@@ -85,9 +93,11 @@ constexpr char kUsage[] =
     "                       once, in the cache of `hangwatch symbols index`, so that later\n"
     "                       snapshots symbolize in microseconds)\n"
     "  --no-python          native frames only, also in a Python process\n"
+    "  --no-java            do not ask a JVM for its thread dump: native frames only\n"
+    "  --java-timeout-ms N  how long the JVM may take to answer (default 2000)\n"
     "  --timings            after the output, one line on stderr: CPU and wall time of each\n"
     "                       phase of this command (start-up, modules, stop, unwind, symbols,\n"
-    "                       output)\n"
+    "                       java, output); a JVM's thread dump on a line of its own\n"
     "\n"
     "Needs permission to ptrace PID: the same user (subject to\n"
     "/proc/sys/kernel/yama/ptrace_scope) or CAP_SYS_PTRACE. Exit status: 0 on success, 2 on\n"
@@ -105,6 +115,8 @@ struct Options {
   bool stop_all = true;
   bool timings = false;
   bool python = true;
+  bool java = true;
+  int java_timeout_ms = 2000;
 };
 
 // Returns the exit status when the command is done (--help, bad usage), else nullopt.
@@ -118,6 +130,7 @@ std::optional<int> ParseArgs(int argc, char** argv, Options* o) {
   flags.Switch({"--no-index"}, [o] { o->index = false; });
   flags.Switch({"--timings"}, [o] { o->timings = true; });
   flags.Switch({"--no-python"}, [o] { o->python = false; });
+  flags.Switch({"--no-java"}, [o] { o->java = false; });
   flags.Switch({"--per-thread"}, [o] { o->stop_all = false; });
   for (auto [flag, max, out] : {std::tuple{"--max-frames", 65536, &o->max_frames},
                                 std::tuple{"--stack-kb", 65536, &o->stack_kb}}) {
@@ -129,6 +142,9 @@ std::optional<int> ParseArgs(int argc, char** argv, Options* o) {
   flags.Number({"--stop-timeout-ms"}, 1, 600000, &o->stop_timeout_ms,
                "--stop-timeout-ms needs a number from 1 to 600000");
   flags.MissingValue("--stop-timeout-ms needs a number from 1 to 600000");
+  flags.Number({"--java-timeout-ms"}, 1, 600000, &o->java_timeout_ms,
+               "--java-timeout-ms needs a number from 1 to 600000");
+  flags.MissingValue("--java-timeout-ms needs a number from 1 to 600000");
   flags.Positional([&](const std::string& a) -> std::string {
     if (have_pid) return "unexpected argument '" + a + "': one PID only";
     uint64_t pid = 0;
@@ -327,6 +343,11 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     python->Hook(&capture_options);
     timer.End("python-setup");
   }
+  // A JVM (and its state) found before the stop; its thread dump asked after it.
+  std::unique_ptr<SnapshotJava> java;
+  if (o.java && modules.ok()) {
+    java = std::make_unique<SnapshotJava>(o.pid, *modules, o.java_timeout_ms);
+  }
   unwind::PtraceSnapshot snap = unwind::CapturePtraceSnapshot(o.pid, capture_options);
   timer.End("capture");
   if (snap.error != unwind::PtraceError::kOk) return ReportCaptureError(snap);
@@ -375,6 +396,12 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   SymbolizeSnapshot(*modules, o.symbols, &threads, &notes, &batch);
   unwind::ReleaseLateStoppers();
   timer.End("symbols");
+  // The thread dump, asked once every thread runs again (it needs a safepoint).
+  if (java != nullptr) {
+    java->Ask(&notes);
+    java->Merge(&threads);
+    if (java->is_jvm()) timer.End("java");
+  }
   std::string python_name;
   if (python != nullptr && python->active()) {
     python->Merge(&threads, &notes);
@@ -388,7 +415,8 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     const unwind::PtraceThread& t = *ot.thread;
     queries.push_back({t.tid, t.name, t.state, t.syscall_before, t.syscall_nr});
   }
-  const SnapshotWaits waits = ReadSnapshotWaits(o.pid, queries);
+  SnapshotWaits waits = ReadSnapshotWaits(o.pid, queries);
+  if (java != nullptr) java->AddWaits(&waits, &notes);
   timer.End("waits");
 
   const uint64_t total_ns = NowNs() - start;
@@ -414,6 +442,7 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
       std::fprintf(stderr, "python: frame chains read in %.3f ms inside the stop window\n",
                    Ms(python->read_ns()));
     }
+    if (java != nullptr && java->is_jvm()) std::fputs(java->TimingsLine().c_str(), stderr);
   }
   // Then straight to the kernel: every thread of the target is released and the output is
   // out, and freeing the stack copies, the index mappings and libdwfl's state one by one

@@ -51,8 +51,9 @@ bool ReadWait(pid_t pid, const WaitQuery& q, ThreadWait* t) {
   return true;
 }
 
-CauseLock ToCauseLock(const cause::LockInfo& l) {
-  return CauseLock{cause::LockTypeKey(l.type), l.addr};
+CauseLock ToCauseLock(const ThreadWait& t) {
+  if (!t.runtime_lock.empty()) return CauseLock{t.runtime_lock, t.lock.addr};
+  return CauseLock{cause::LockTypeKey(t.lock.type), t.lock.addr};
 }
 
 CauseThread ToCauseThread(const SnapshotWaits& waits, pid_t tid) {
@@ -62,8 +63,9 @@ CauseThread ToCauseThread(const SnapshotWaits& waits, pid_t tid) {
   if (it != waits.threads.end()) {
     t.name = it->second.name;
     t.syscall = it->second.call;
-    if (it->second.lock.type != cause::LockType::kUnknown || it->second.lock.owner != 0) {
-      t.wants = ToCauseLock(it->second.lock);
+    if (it->second.lock.type != cause::LockType::kUnknown || it->second.lock.owner != 0 ||
+        !it->second.runtime_lock.empty()) {
+      t.wants = ToCauseLock(it->second);
     }
   }
   return t;
@@ -99,6 +101,22 @@ std::vector<std::vector<pid_t>> FindCycles(const SnapshotWaits& waits) {
     done.insert(path.begin(), path.end());
   }
   return cycles;
+}
+
+// "waiting for mutex 0x... held by thread N "name"", or why no holder is named.
+std::string LockHolderLine(const SnapshotWaits& waits, const ThreadWait& t) {
+  const CauseLock lock = ToCauseLock(t);
+  if (t.lock.owner == 0) {
+    const bool ownerless = t.lock.type == cause::LockType::kConditionVariable ||
+                           t.lock.type == cause::LockType::kSemaphore;
+    return "waiting on " + report::DescribeLock(lock) +
+           (ownerless ? " (no owner: any thread may signal it)" : " (owner unknown)");
+  }
+  std::string s = "waiting for " + report::DescribeLock(lock) + " held by ";
+  if (waits.threads.count(t.lock.owner) == 0) {
+    return s + "thread " + std::to_string(t.lock.owner) + " (not in the snapshot)";
+  }
+  return s + report::DescribeThread(ToCauseThread(waits, t.lock.owner));
 }
 
 }  // namespace
@@ -155,7 +173,10 @@ SnapshotWaits ReadSnapshotWaits(pid_t pid, const std::vector<WaitQuery>& threads
   return waits;
 }
 
+void FindDeadlocks(SnapshotWaits* waits) { waits->deadlocks = FindCycles(*waits); }
+
 std::string WaitLine(const SnapshotWaits& waits, const ThreadWait& t) {
+  if (!t.runtime_lock.empty()) return LockHolderLine(waits, t);
   if (!t.in_syscall) return "";
   if (t.restart == Restart::kUnknown) {
     return "in " + t.call + ": a call interrupted by a stop and restarted; which call is not known";
@@ -170,18 +191,7 @@ std::string WaitLine(const SnapshotWaits& waits, const ThreadWait& t) {
     return s + asked;
   }
   if (t.wait.wait != cause::SyscallWait::kFutex) return "in " + t.call;
-  const CauseLock lock = ToCauseLock(t.lock);
-  if (t.lock.owner == 0) {
-    const bool ownerless = t.lock.type == cause::LockType::kConditionVariable ||
-                           t.lock.type == cause::LockType::kSemaphore;
-    return "waiting on " + report::DescribeLock(lock) +
-           (ownerless ? " (no owner: any thread may signal it)" : " (owner unknown)");
-  }
-  std::string s = "waiting for " + report::DescribeLock(lock) + " held by ";
-  if (waits.threads.count(t.lock.owner) == 0) {
-    return s + "thread " + std::to_string(t.lock.owner) + " (not in the snapshot)";
-  }
-  return s + report::DescribeThread(ToCauseThread(waits, t.lock.owner));
+  return LockHolderLine(waits, t);
 }
 
 std::vector<std::string> WaitGraphLines(const SnapshotWaits& waits) {
@@ -191,7 +201,7 @@ std::vector<std::string> WaitGraphLines(const SnapshotWaits& waits) {
     if (owner == 0) continue;
     lines.push_back(report::DescribeThread(ToCauseThread(waits, tid)) + " -> " +
                     report::DescribeThread(ToCauseThread(waits, owner)) + " (" +
-                    report::DescribeLock(ToCauseLock(t.lock)) + ")");
+                    report::DescribeLock(ToCauseLock(t)) + ")");
   }
   return lines;
 }

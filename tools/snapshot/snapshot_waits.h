@@ -44,6 +44,10 @@ struct ThreadWait {
   cause::DecodedWait wait;
   cause::LockInfo lock;  // the lock behind a futex wait (type kUnknown otherwise)
   Restart restart = Restart::kNo;
+  // A lock of the program's runtime the thread waits for, in words ("Java monitor (a
+  // java.lang.Object)": tools/snapshot/snapshot_java.h); then lock.addr is that lock's address
+  // and lock.owner the thread holding it (0: unknown), whatever the system call.
+  std::string runtime_lock;
 };
 
 struct SnapshotWaits {
@@ -75,6 +79,9 @@ unwind::TaskSyscall ChooseCall(const unwind::TaskSyscall& before, int64_t stop_n
 // few times, 2 ms apart; a running one is read once. A thread that sleeps in restart_syscall
 // is decoded as ChooseCall says.
 SnapshotWaits ReadSnapshotWaits(pid_t pid, const std::vector<WaitQuery>& threads);
+
+// Finds the deadlocks of `waits` again (after runtime locks were added to it).
+void FindDeadlocks(SnapshotWaits* waits);
 
 // One line for a thread: "waiting for mutex 0x55b7c0 held by thread 1636 \"db-writer\"",
 // "waiting on condition variable 0x... (no owner: any thread may signal it)",

@@ -11,9 +11,8 @@ public class SyncDeadlock {
     synchronized (mine) {
       bothHoldOne.countDown();
       bothHoldOne.await();
-      synchronized (theirs) {  // line 14: where both block
-        System.out.println("unreachable");
-      }
+      // Line 15, where both block (on one line: the JVM names the line after monitorenter).
+      synchronized (theirs) { System.out.println("unreachable"); }
     }
   }
 
