@@ -44,6 +44,7 @@ set(HANGWATCH_APPLE_REPORT_SOURCES
   report/pass_histogram.cc
   report/report_encode.cc
   report/stack_identity.cc
+  report/trigger_kind.cc
   report/utf8.cc)
 
 # Every .cc of the agent's rooms but the Linux-only ones (each has its Apple twin in a mach/

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "report/decode_fields.h"
+#include "report/trigger_kind.h"
 
 namespace hangwatch::report::decode_internal {
 namespace {
@@ -35,10 +36,14 @@ bool ParseTrigger(const json& j, Trigger* t, std::string* error) {
     return false;
   }
   Fields f{j, error};
-  return f.Str("kind", &t->kind, true) && f.Int("fd", &t->fd, true) &&
-         f.Int("ready", &t->ready, true) && f.Str("peer", &t->peer, true) &&
-         f.Int("pid", &t->pid, true) && f.Str("process", &t->process, true) &&
-         f.Int("timeout_ms", &t->timeout_ms, true);
+  if (!f.Str("kind", &t->kind, true) || !f.Str("detail", &t->detail, true) ||
+      !f.Int("fd", &t->fd, true) || !f.Int("ready", &t->ready, true) ||
+      !f.Str("peer", &t->peer, true) || !f.Int("pid", &t->pid, true) ||
+      !f.Str("process", &t->process, true) || !f.Int("timeout_ms", &t->timeout_ms, true)) {
+    return false;
+  }
+  SplitTriggerKind(t);  // a record of 0.x whose kind was the precise name
+  return true;
 }
 
 bool ParseContext(const json& j, Context* c, std::string* error) {

@@ -36,6 +36,7 @@ void AppendTrigger(std::string* out, const Trigger& t) {
   out->push_back('{');
   bool first = true;
   OptionalString(out, "kind", t.kind, &first);
+  OptionalString(out, "detail", t.detail, &first);
   if (t.fd >= 0) {
     Key(out, "fd", first);
     first = false;

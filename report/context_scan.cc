@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "report/record_scan.h"
+#include "report/trigger_kind.h"
 
 namespace hangwatch::report {
 namespace {
@@ -63,6 +64,8 @@ bool ScanTrigger(std::string_view raw, Trigger* t) {
   ForEachMember(raw, [&](std::string_view key, std::string_view x) {
     if (key == "kind") {
       ok &= String(x, &t->kind);
+    } else if (key == "detail") {
+      ok &= String(x, &t->detail);
     } else if (key == "fd") {
       ok &= Integer(x, &t->fd);
     } else if (key == "ready") {
@@ -77,6 +80,7 @@ bool ScanTrigger(std::string_view raw, Trigger* t) {
       ok &= Integer(x, &t->timeout_ms);
     }
   });
+  SplitTriggerKind(t);  // a record of 0.x whose kind was the precise name
   return ok;
 }
 

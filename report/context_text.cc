@@ -30,7 +30,11 @@ void Part(std::string* out, const std::string& part) {
 }
 
 std::string TriggerText(const Trigger& t) {
-  std::string s = "trigger " + (t.kind.empty() ? std::string("unknown") : t.kind);
+  // The precise name reads best ("trigger tcp 127.0.0.1:5555", "trigger gone").
+  std::string s = "trigger " + (!t.detail.empty() && t.detail != "interrupted" ? t.detail
+                                : t.kind.empty() ? std::string("unknown")
+                                                 : t.kind);
+  if (t.detail == "interrupted") s += " (interrupted)";
   if (!t.peer.empty()) s += " " + t.peer;
   if (!t.process.empty() || t.pid != 0) {
     s += " (";

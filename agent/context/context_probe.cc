@@ -186,7 +186,7 @@ void ContextProbe::DescribeTrigger(uint64_t pass, HangContext* out) {
       out->timeout_ms = data;
       return;
     case internal::kTriggerInterrupted:
-      CopyText("signal", out->trigger_name, sizeof out->trigger_name);
+      CopyText("interrupted", out->trigger_name, sizeof out->trigger_name);
       return;
     case internal::kTriggerEpoll:
     case internal::kTriggerFd:

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "report/trigger_kind.h"
+
 namespace hangwatch::agent {
 namespace {
 
@@ -51,7 +53,8 @@ void MaterializeContext(const HangContext& c, const std::function<Frame(uintptr_
   if (c.has_trigger && c.trigger_name[0] != '\0') {
     x.has_trigger = true;
     Trigger& t = x.trigger;
-    t.kind = Text(c.trigger_name, sizeof c.trigger_name);
+    t.kind = Text(c.trigger_name, sizeof c.trigger_name);  // the probe's precise name
+    report::SplitTriggerKind(&t);
     t.fd = c.fd;
     t.ready = c.ready;
     t.peer = Text(c.peer, sizeof c.peer);

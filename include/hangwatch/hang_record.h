@@ -130,8 +130,8 @@ inline const char* FrameLanguageName(FrameLanguage l) {
 
 // The language a "kind" names ("" is native); false when it names none.
 inline bool ParseFrameLanguage(std::string_view kind, FrameLanguage* out) {
-  for (FrameLanguage l : {FrameLanguage::kNative, FrameLanguage::kPython, FrameLanguage::kJs,
-                          FrameLanguage::kRuby}) {
+  for (FrameLanguage l :
+       {FrameLanguage::kNative, FrameLanguage::kPython, FrameLanguage::kJs, FrameLanguage::kRuby}) {
     if (kind == FrameLanguageName(l)) {
       *out = l;
       return true;
@@ -348,12 +348,16 @@ struct Cause {
 // What began the pass: the event its loop's wait returned (Context::trigger), described by the
 // watchdog when the pass became slow (docs/context.md lists the kinds).
 struct Trigger {
-  // "tcp", "udp", "unix" (a connected socket), "listen" (a listening socket: a new
-  // connection), "socket", "pipe", "fifo", "timerfd", "eventfd", "signalfd", "inotify",
-  // "display" (the X11 or Wayland connection), "file", "device", "timeout" (nothing was ready:
-  // the wait's own time-out, a timer the loop computed), "signal" (the wait was interrupted),
-  // "gone" (the descriptor was closed or reused before it could be described).
+  // One of a fixed set: "socket" (data on a connected socket), "listen" (a listening socket: a
+  // new connection), "pipe", "timer", "eventfd", "signal" (a signalfd, or the wait was
+  // interrupted), "inotify", "display" (the X11 or Wayland connection), "file", "timeout"
+  // (nothing was ready: the wait's own time-out, a timer the loop computed), "other".
   std::string kind;
+  // What the watchdog saw more precisely: "tcp", "udp", "unix" (a socket), "fifo" (a pipe),
+  // "timerfd", "signalfd", "interrupted" (a signal), "device", "pidfd", "epoll", "anon",
+  // "gone" (the descriptor was closed or reused before it could be described: kind "other").
+  // Empty when the kind says it all (report/trigger_kind.h).
+  std::string detail;
   int fd = -1;          // the ready descriptor; -1 for timeout and signal
   uint32_t ready = 0;   // how many the wait returned ready
   std::string peer;     // a socket's other end ("127.0.0.1:5555", "/run/app.sock"), a file's path

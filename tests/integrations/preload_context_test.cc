@@ -44,7 +44,8 @@ TEST(PreloadContext, EachHangNamesWhatBeganItsPass) {
 
   const Trigger& request = report.hangs[0].context.trigger;
   ASSERT_TRUE(report.hangs[0].context.has_trigger) << ReadFile(report_path);
-  EXPECT_EQ(request.kind, "tcp");
+  EXPECT_EQ(request.kind, "socket");
+  EXPECT_EQ(request.detail, "tcp");
   EXPECT_EQ(request.peer, "127.0.0.1:" + std::to_string(client_port));
   EXPECT_EQ(request.pid, client_pid);
   EXPECT_EQ(request.process.rfind("python3", 0), 0u) << request.process;

@@ -26,7 +26,8 @@ HangRecord WithContext() {
   h.context.label_path = {"request", "thumbnail.decode"};
   h.context.label_depth = 2;
   h.context.has_trigger = true;
-  h.context.trigger.kind = "tcp";
+  h.context.trigger.kind = "socket";
+  h.context.trigger.detail = "tcp";
   h.context.trigger.fd = 7;
   h.context.trigger.ready = 1;
   h.context.trigger.peer = "127.0.0.1:40312";
@@ -58,7 +59,7 @@ std::string Tail(const std::string& line) {
 TEST(ContextCodec, LineHasTheDocumentedShape) {
   EXPECT_EQ(Tail(Encode(WithContext())),
             R"(,"context":{"label":"thumbnail.decode","label_path":["request",)"
-            R"("thumbnail.decode"],"trigger":{"kind":"tcp","fd":7,"ready":1,)"
+            R"("thumbnail.decode"],"trigger":{"kind":"socket","detail":"tcp","fd":7,"ready":1,)"
             R"("peer":"127.0.0.1:40312","pid":1234,"process":"python3"},)"
             R"("source":"GSource \"io\"","callback":"on_readable"},)"
             R"("input":{"pending":true,"events":3,"oldest_ms":1200,"kinds":["key","motion"],)"
@@ -185,12 +186,47 @@ TEST(ContextCodec, MalformedMembersAreBadForEveryReader) {
   EXPECT_EQ(ScanLine(line, &s), LineKind::kHang);
 }
 
+// The trigger's kind is one of a fixed set, its precise name the detail; a record whose kind was
+// the precise name (written before the two were split) reads as if written now, by both readers.
+TEST(ContextCodec, TriggerKindIsOneOfTheSetAndOldPreciseKindsAreSplit) {
+  struct Case {
+    const char* written;
+    const char* kind;
+    const char* detail;
+  } cases[] = {{"tcp", "socket", "tcp"},           {"unix", "socket", "unix"},
+               {"fifo", "pipe", "fifo"},           {"timerfd", "timer", "timerfd"},
+               {"signalfd", "signal", "signalfd"}, {"signal", "signal", "interrupted"},
+               {"gone", "other", "gone"},          {"pidfd", "other", "pidfd"},
+               {"device", "other", "device"},      {"eventfd", "eventfd", ""},
+               {"timeout", "timeout", ""},         {"listen", "listen", ""}};
+  for (const Case& c : cases) {
+    HangRecord in = WithContext();
+    in.context.trigger.kind = c.written;
+    in.context.trigger.detail.clear();
+    const std::string line = Encode(in);
+    HangRecord out;
+    std::string error;
+    ASSERT_TRUE(DecodeHang(line, &out, &error)) << error;
+    EXPECT_EQ(out.context.trigger.kind, c.kind) << c.written;
+    EXPECT_EQ(out.context.trigger.detail, c.detail) << c.written;
+    ScannedLine s;
+    ASSERT_EQ(ScanLine(line, &s), LineKind::kHang);
+    Context scanned;
+    ASSERT_TRUE(ScanContext(s[KeyIndex("context")], &scanned)) << line;
+    EXPECT_EQ(scanned.trigger.kind, c.kind) << c.written;
+    EXPECT_EQ(scanned.trigger.detail, c.detail) << c.written;
+    // Written again, the record is stable.
+    EXPECT_EQ(Encode(out), Encode(HangRecord(out)));
+  }
+}
+
 TEST(ContextText, KeyIsTheLabelElseTheSourceElseTheTriggerKind) {
   Context c;
   EXPECT_EQ(ContextKey(c), "");
   c.has_trigger = true;
-  c.trigger.kind = "timerfd";
-  EXPECT_EQ(ContextKey(c), "timerfd");
+  c.trigger.kind = "timer";
+  c.trigger.detail = "timerfd";
+  EXPECT_EQ(ContextKey(c), "timer");
   c.source = "idle";
   EXPECT_EQ(ContextKey(c), "idle");
   c.label_path = {"request", "thumbnail.decode"};

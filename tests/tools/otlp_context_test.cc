@@ -24,7 +24,8 @@ HangRecord WithContext() {
   h.context.label = "thumbnail.decode";
   h.context.label_path = {"request", "thumbnail.decode"};
   h.context.has_trigger = true;
-  h.context.trigger.kind = "tcp";
+  h.context.trigger.kind = "socket";
+  h.context.trigger.detail = "tcp";
   h.context.trigger.fd = 7;
   h.context.trigger.peer = "10.0.0.8:40312";
   h.context.trigger.pid = 1234;
@@ -54,7 +55,8 @@ TEST(OtlpContext, ContextAndPerceivedAreAttributes) {
   auto a = Attributes(WithContext(), false);
   EXPECT_EQ(a["hang.context.label"], json({{"stringValue", "thumbnail.decode"}}));
   EXPECT_EQ(a["hang.context.source"], json({{"stringValue", "GSource io"}}));
-  EXPECT_EQ(a["hang.trigger.kind"], json({{"stringValue", "tcp"}}));
+  EXPECT_EQ(a["hang.trigger.kind"], json({{"stringValue", "socket"}}));
+  EXPECT_EQ(a["hang.trigger.detail"], json({{"stringValue", "tcp"}}));
   EXPECT_EQ(a["hang.perceived"], json({{"boolValue", false}}));
   EXPECT_EQ(a["hang.not_responding"], json({{"boolValue", true}}));
   EXPECT_EQ(a["hang.input.events"], json({{"intValue", "3"}}));

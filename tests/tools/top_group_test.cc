@@ -506,7 +506,7 @@ TEST(TopAggregator, GroupsByContextKey) {
       R"("source":"idle","trigger":{"kind":"tcp"}},"perceived":true)",
       R"(,"context":{"label_path":["thumbnail.decode"]})",
       R"(,"context":{"source":"idle","trigger":{"kind":"tcp"}})",
-      R"(,"context":{"trigger":{"kind":"timerfd","fd":5}},"perceived":false)",
+      R"(,"context":{"trigger":{"kind":"timer","detail":"timerfd","fd":5}},"perceived":false)",
       "",
   };
   std::string text;
@@ -532,7 +532,7 @@ TEST(TopAggregator, GroupsByContextKey) {
   EXPECT_EQ(groups[0].count, 2u);
   EXPECT_EQ(groups[1].key, "");  // ties broken by key
   EXPECT_EQ(groups[2].key, "idle");
-  EXPECT_EQ(groups[3].key, "timerfd");
+  EXPECT_EQ(groups[3].key, "timer");
   TopTextOptions o;
   o.hangs = 5;
   o.files = 1;

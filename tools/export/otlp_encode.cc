@@ -70,6 +70,7 @@ void AddContext(const HangRecord& h, const OtlpOptions& options, std::vector<Otl
   if (!c.source.empty()) a->push_back(Str("hang.context.source", c.source));
   if (c.has_trigger && !c.trigger.kind.empty()) {
     a->push_back(Str("hang.trigger.kind", c.trigger.kind));
+    if (!c.trigger.detail.empty()) a->push_back(Str("hang.trigger.detail", c.trigger.detail));
   }
   if (options.with_peers && c.has_trigger) {
     if (!c.trigger.peer.empty()) a->push_back(Str("hang.trigger.peer", c.trigger.peer));

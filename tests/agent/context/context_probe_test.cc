@@ -136,7 +136,7 @@ TEST_F(ContextProbeTest, TimeoutAndSignal) {
 
   SetTrigger(TriggerWord(internal::kTriggerInterrupted, 0, -1), 0, kPass + 2);
   c = Sample(kPass + 2);
-  EXPECT_STREQ(c.trigger_name, "signal");
+  EXPECT_STREQ(c.trigger_name, "interrupted");
 }
 
 TEST_F(ContextProbeTest, AStaleTriggerIsNotThisPasss) {
