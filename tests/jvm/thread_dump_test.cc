@@ -228,5 +228,24 @@ TEST(ThreadDumpTest, BadInputIsSkipped) {
   EXPECT_EQ(bounded.threads[2].frames.size(), 1u);
 }
 
+// Every prefix of a real dump and every byte of it changed: parsed without a crash, bounded.
+TEST(ThreadDumpTest, CutAndMutatedDumps) {
+  const std::string dump = kSyncDump;
+  for (size_t cut = 0; cut <= dump.size(); ++cut) {
+    const ThreadDump d = ParseThreadDump(std::string_view(dump).substr(0, cut));
+    EXPECT_LE(d.threads.size(), 4u);
+    FindJavaWaits(d);
+  }
+  for (size_t at = 0; at < dump.size(); ++at) {
+    for (const char c : {'\0', '\n', '"', '<', '(', ':', '/', '\xff'}) {
+      std::string mutated = dump;
+      mutated[at] = c;
+      const ThreadDump d = ParseThreadDump(mutated);
+      EXPECT_LE(d.threads.size(), 5u);
+      FindJavaWaits(d);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hangwatch::jvm

@@ -28,7 +28,15 @@ bool IsLibjvm(std::string_view path) {
 
 SnapshotJava::SnapshotJava(pid_t pid, const symbols::ProcessModules& modules, int timeout_ms)
     : pid_(pid), timeout_ms_(timeout_ms) {
-  for (const symbols::Module& m : modules.map->modules()) is_jvm_ |= IsLibjvm(m.path);
+  bool openj9 = false;  // OpenJ9 has a libjvm.so too, but not HotSpot's attach mechanism
+  for (const symbols::Module& m : modules.map->modules()) {
+    is_jvm_ |= IsLibjvm(m.path);
+    openj9 |= m.path.find("/libj9vm") != std::string::npos;
+  }
+  if (is_jvm_ && openj9) {
+    is_jvm_ = false;
+    openj9_ = true;
+  }
   // The state before the capture: a ptrace stop and release leave a stopped process running
   // for a moment, then stopped again, so that its state read after the capture may lie.
   jvm::JvmProcessFacts facts;
@@ -37,6 +45,11 @@ SnapshotJava::SnapshotJava(pid_t pid, const symbols::ProcessModules& modules, in
 }
 
 void SnapshotJava::Ask(std::vector<std::string>* notes) {
+  if (openj9_) {
+    notes->push_back(
+        "no Java frames: an OpenJ9 JVM (only HotSpot's attach mechanism is known; "
+        "no signal sent)");
+  }
   if (!is_jvm_) return;
   jvm::AttachOptions options;
   options.timeout_ms = timeout_ms_;

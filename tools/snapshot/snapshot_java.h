@@ -55,6 +55,7 @@ class SnapshotJava {
   pid_t pid_;
   int timeout_ms_;
   bool is_jvm_ = false;
+  bool openj9_ = false;
   char state_before_ = '?';  // the process's state before the native capture
   bool active_ = false;
   jvm::AttachReply reply_;
