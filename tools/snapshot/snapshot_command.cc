@@ -35,6 +35,7 @@
 #include "tools/snapshot/snapshot_java.h"
 #include "tools/snapshot/snapshot_output.h"
 #include "tools/snapshot/snapshot_python.h"
+#include "tools/snapshot/snapshot_ruby.h"
 #include "tools/snapshot/snapshot_unwind.h"
 #include "tools/snapshot/snapshot_waits.h"
 #include "unwind/ptrace_capture.h"
@@ -45,7 +46,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: hangwatch snapshot PID [--json] [--max-frames N] [--stack-kb N]\n"
     "                              [--stop-timeout-ms N] [--per-thread] [--no-cfi]\n"
-    "                              [--no-symbols] [--no-index] [--no-python] [--no-java]\n"
+    "                              [--no-symbols] [--no-index] [--no-python] [--no-ruby]\n"
+    "                              [--no-java]\n"
     "                              [--java-timeout-ms N] [--timings]\n"
     "\n"
     "Prints every thread of process PID: thread id, name, scheduler state, CPU time, the top\n"
@@ -58,6 +60,8 @@ constexpr char kUsage[] =
     "In a CPython process (3.10 to 3.13: python3.X or libpython3.X.so), each thread's\n"
     "Python frames (function, file:line) stand in its stack where the interpreter's eval\n"
     "loop ran them, between the native frames of C code, like `py-spy dump --native`.\n"
+    "In a Ruby 3.1 process, each thread's Ruby frames (method, file:line) stand in its stack\n"
+    "where the VM ran them (rb_vm_exec).\n"
     "\n"
     "In a HotSpot JVM, each Java thread's Java frames (method, file:line), from the thread\n"
     "dump the JVM gives through its attach mechanism (as jcmd and jstack ask it: SIGQUIT only\n"
@@ -95,6 +99,7 @@ constexpr char kUsage[] =
     "  --no-python          native frames only, also in a Python process\n"
     "  --no-java            do not ask a JVM for its thread dump: native frames only\n"
     "  --java-timeout-ms N  how long the JVM may take to answer (default 2000)\n"
+    "  --no-ruby            native frames only, also in a Ruby process\n"
     "  --timings            after the output, one line on stderr: CPU and wall time of each\n"
     "                       phase of this command (start-up, modules, stop, unwind, symbols,\n"
     "                       java, output); a JVM's thread dump on a line of its own\n"
@@ -117,6 +122,7 @@ struct Options {
   bool python = true;
   bool java = true;
   int java_timeout_ms = 2000;
+  bool ruby = true;
 };
 
 // Returns the exit status when the command is done (--help, bad usage), else nullopt.
@@ -131,6 +137,7 @@ std::optional<int> ParseArgs(int argc, char** argv, Options* o) {
   flags.Switch({"--timings"}, [o] { o->timings = true; });
   flags.Switch({"--no-python"}, [o] { o->python = false; });
   flags.Switch({"--no-java"}, [o] { o->java = false; });
+  flags.Switch({"--no-ruby"}, [o] { o->ruby = false; });
   flags.Switch({"--per-thread"}, [o] { o->stop_all = false; });
   for (auto [flag, max, out] : {std::tuple{"--max-frames", 65536, &o->max_frames},
                                 std::tuple{"--stack-kb", 65536, &o->stack_kb}}) {
@@ -343,6 +350,13 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     python->Hook(&capture_options);
     timer.End("python-setup");
   }
+  std::unique_ptr<SnapshotRuby> ruby;
+  if (o.ruby && modules.ok()) {
+    ruby = std::make_unique<SnapshotRuby>(o.pid, *modules, CountTasks(o.pid) + 64, o.max_frames,
+                                          &notes);
+    ruby->Hook(&capture_options);
+    timer.End("ruby-setup");
+  }
   // A JVM (and its state) found before the stop; its thread dump asked after it.
   std::unique_ptr<SnapshotJava> java;
   if (o.java && modules.ok()) {
@@ -408,6 +422,10 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     python_name = python->Describe();
     timer.End("python");
   }
+  if (ruby != nullptr && ruby->active()) {
+    ruby->Merge(&threads, &notes);
+    timer.End("ruby");
+  }
   // After the stop: each thread back in the system call it sleeps in, told by what it slept in
   // before the stop where the stop restarted it.
   std::vector<WaitQuery> queries;
@@ -443,6 +461,10 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
                    Ms(python->read_ns()));
     }
     if (java != nullptr && java->is_jvm()) std::fputs(java->TimingsLine().c_str(), stderr);
+    if (ruby != nullptr && ruby->active()) {
+      std::fprintf(stderr, "ruby: control frames read in %.3f ms inside the stop window\n",
+                   Ms(ruby->read_ns()));
+    }
   }
   // Then straight to the kernel: every thread of the target is released and the output is
   // out, and freeing the stack copies, the index mappings and libdwfl's state one by one
