@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "agent/samplers/python_stacks.h"
+#include "agent/samplers/ruby_stacks.h"
 #include "unwind/proc_blocked_reader.h"
 #include "unwind/signal_sampler.h"
 
@@ -22,7 +23,12 @@ bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string
   std::string note;
   std::unique_ptr<PythonStacks> python = PythonStacks::Create(config.max_frames, &note);
   if (!note.empty()) out->notes.push_back(note);
-  so.max_extra_words = python != nullptr ? python->extra_words() : 0;
+  // Else a Ruby process: its Ruby frames, recorded by a capture hook too (ruby_stacks.h).
+  std::unique_ptr<RubyStacks> ruby =
+      python == nullptr ? RubyStacks::Create(config.max_frames, &out->notes) : nullptr;
+  so.max_extra_words = python != nullptr ? python->extra_words()
+                       : ruby != nullptr ? ruby->extra_words()
+                                         : 0;
   auto sampler = unwind::SignalSampler::Create(so, error);
   if (sampler == nullptr) {
     return false;
@@ -35,6 +41,7 @@ bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string
   out->cause_probe = MakeLinuxWaitCauseProbe();
   out->other_sampler = MakeLinuxOwnerSampler(out->signal_sampler.get());
   out->runtime_frames = std::move(python);
+  if (!out->runtime_frames) out->runtime_frames = std::move(ruby);
   unwind::ThreadSampler* signal_sampler = out->signal_sampler.get();
   out->make_thread_sampler = [signal_sampler] {
     return std::make_unique<unwind::ProcFirstSampler>(signal_sampler);

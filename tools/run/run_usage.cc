@@ -42,6 +42,8 @@ const char kRunUsage[] =
     "                     Python recursion needs more)\n"
     "  --no-python        name CPython's eval-loop frames instead of the Python functions\n"
     "                     they ran (HANGWATCH_PYTHON=0)\n"
+    "  --no-ruby          name the Ruby VM's frames instead of the Ruby methods they ran\n"
+    "                     (HANGWATCH_RUBY=0)\n"
     "  --no-context       leave out what each hang's pass was serving: its labels, the\n"
     "                     event that began it, its source (HANGWATCH_CONTEXT=0)\n"
     "  --no-input         do not look at the display connection for input that waited\n"

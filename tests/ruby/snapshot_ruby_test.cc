@@ -1,0 +1,75 @@
+// `hangwatch snapshot PID` of a real ruby3.1 (frames_program.rb) blocked in a named method:
+// its Ruby frames in the main thread's stack (text and --json "kind": "ruby"), in place of the
+// VM's rb_vm_exec frames; none with --no-ruby.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "tests/python/python_child.h"
+#include "tests/tools/cli_util.h"
+
+namespace hangwatch::testing {
+namespace {
+
+const std::string kCli = HANGWATCH_CLI;
+constexpr char kRuby[] = "/usr/bin/ruby";
+
+class SnapshotRuby : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access(kRuby, X_OK) != 0) GTEST_SKIP() << kRuby << " is not installed";
+    ASSERT_TRUE(child_.Start({kRuby, FRAMES_PROGRAM, "sleep"}));
+    ASSERT_TRUE(child_.WaitReady()) << "no ready line from ruby";
+  }
+
+  // The Ruby frames of the main thread in `snapshot --json`, innermost first, as
+  // "label file:line" (file without its directory).
+  std::vector<std::string> RubyFrames(const std::vector<std::string>& flags) {
+    std::vector<std::string> argv = {kCli, "snapshot", std::to_string(child_.pid()), "--json"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const auto r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> out;
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (j.is_discarded()) return out;
+    for (const auto& t : j["threads"]) {
+      if (t["tid"].get<int>() != child_.pid()) continue;
+      for (const auto& f : t["frames"]) {
+        if (!f.contains("kind") || f["kind"] != "ruby") continue;
+        const std::string file = f["file"].get<std::string>();
+        out.push_back(f["symbol"].get<std::string>() + " " + file.substr(file.rfind('/') + 1) +
+                      ":" + std::to_string(f["line"].get<int>()));
+      }
+    }
+    return out;
+  }
+
+  python::testing::PythonChild child_;
+};
+
+TEST_F(SnapshotRuby, BlockedMethodsRubyFramesInTheStack) {
+  // The program reaches sleeper after its ready line: until then the innermost frame differs.
+  std::vector<std::string> frames;
+  const uint64_t deadline = python::testing::MonotonicMs() + 20000;
+  while (python::testing::MonotonicMs() < deadline) {
+    frames = RubyFrames({});
+    if (!frames.empty() && frames[0].starts_with("sleeper ")) break;
+    usleep(20000);  // no event says when it got there
+  }
+  const std::vector<std::string> expected = {
+      "sleeper frames_program.rb:13",  "recurse frames_program.rb:17",
+      "recurse frames_program.rb:18",  "recurse frames_program.rb:18",
+      "recurse frames_program.rb:18",  "block in in_block frames_program.rb:22",
+      "in_block frames_program.rb:22", "<main> frames_program.rb:41"};
+  EXPECT_EQ(frames, expected);
+  // The text output too, with the VM named.
+  const auto text = RunCommand({kCli, "snapshot", std::to_string(child_.pid())});
+  EXPECT_NE(text.out.find("ruby  sleeper  "), std::string::npos) << text.out;
+}
+
+TEST_F(SnapshotRuby, NoRubyShowsNone) { EXPECT_TRUE(RubyFrames({"--no-ruby"}).empty()); }
+
+}  // namespace
+}  // namespace hangwatch::testing
