@@ -10,7 +10,7 @@
 namespace hangwatch::tools {
 namespace {
 
-uint64_t MonotonicNs() {
+uint64_t RubyClockNs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
@@ -46,7 +46,7 @@ void SnapshotRuby::Hook(unwind::PtraceCaptureOptions* options) {
 // Inside the stop window: no allocation (the slots were sized before).
 void SnapshotRuby::ReadThread(void* self_ptr, const unwind::PtraceThread& thread) {
   auto* self = static_cast<SnapshotRuby*>(self_ptr);
-  const uint64_t start = MonotonicNs();
+  const uint64_t start = RubyClockNs();
   const ruby::VmReader& reader = self->process_->reader();
   const uint64_t ec = reader.ExecutionContext(reader.FindThread(thread.tid));
   if (ec != 0) {
@@ -58,7 +58,7 @@ void SnapshotRuby::ReadThread(void* self_ptr, const unwind::PtraceThread& thread
       s.count = reader.ReadFrames(ec, s.frames.data(), s.frames.size(), &s.end);
     }
   }
-  self->read_ns_ += MonotonicNs() - start;
+  self->read_ns_ += RubyClockNs() - start;
 }
 
 const SnapshotRuby::Slot* SnapshotRuby::Find(pid_t tid) const {
