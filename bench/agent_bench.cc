@@ -11,6 +11,8 @@
 //     (hangwatch/context.h: a load, a store and a release store each way); target: a few ns
 //     over baseline. BM_ScopedLabel/unwatched_thread: the same on a thread nobody watches (one
 //     thread-local load: nothing measurable over baseline).
+//   BM_Heartbeat/timed_queued: a timed pair whose pass had a queued time (SetPassSource's
+//     queued_ns): the out-of-line end that counts it in the queued + running histogram.
 //   BM_SetPassSource/main, /unwatched_thread: an adapter naming the pass's source (four stores
 //     and a fence on the watched thread; one thread-local load elsewhere).
 //   BM_ContextMemory/on, /off: what Start() allocates with Config::context and input on or off
@@ -87,6 +89,27 @@ void BM_HeartbeatAgent(benchmark::State& state, bool timed) {
 }
 BENCHMARK_CAPTURE(BM_HeartbeatAgent, hangwatch, false)->Name("BM_Heartbeat/hangwatch");
 BENCHMARK_CAPTURE(BM_HeartbeatAgent, timed, true)->Name("BM_Heartbeat/timed");
+
+// A timed pass whose adapter says its work had waited (SetPassSource with a queued time, as
+// GLib's and libuv's adapters do for a late timer): the pass's end goes out of line to count it
+// in the lag records' queued + running histogram (a clock read, the ring's two stores). Beside
+// BM_Heartbeat/timed and BM_SetPassSource/main: the difference is that path.
+void BM_HeartbeatTimedQueued(benchmark::State& state) {
+  hangwatch::Config config;
+  config.log_hangs = false;
+  config.time_every_pass = true;
+  if (!hangwatch::Start(config).ok()) return state.SkipWithError("hangwatch::Start failed");
+  uint64_t work = 0;
+  for (auto _ : state) {
+    hangwatch::BeginWork();
+    hangwatch::SetPassSource("bench.timer", nullptr, 5'000'000);
+    work += 1;
+    benchmark::DoNotOptimize(work);
+    hangwatch::EndWork();
+  }
+  hangwatch::Stop();
+}
+BENCHMARK(BM_HeartbeatTimedQueued)->Name("BM_Heartbeat/timed_queued");
 
 // The pair on a thread other than the one that called Start(): the agent is started by a
 // helper thread (its "main"), this thread watches itself with WatchThread(). `watch` false:

@@ -24,4 +24,23 @@ std::string DescribeLag(const LagFigures& f) {
   return out;
 }
 
+void AddLag(Lag* into, const Lag& from) {
+  if (into->queued_passes > 0 || from.queued_passes > 0) {
+    if (into->queued_passes == 0) into->delay = into->passes;
+    into->delay.Merge(DelayOf(from));
+  }
+  into->passes.Merge(from.passes);
+  into->queued_passes += from.queued_passes;
+  into->queued_passes_lost += from.queued_passes_lost;
+}
+
+std::string DescribeDelay(const LagFigures& f, uint64_t queued) {
+  char buf[192];
+  std::snprintf(buf, sizeof buf,
+                "queued + running (%llu passes had waited): p50 %.2f ms, p95 %.2f ms, p99 %.2f "
+                "ms, max %.1f ms",
+                static_cast<unsigned long long>(queued), f.p50_ms, f.p95_ms, f.p99_ms, f.max_ms);
+  return buf;
+}
+
 }  // namespace hangwatch::report

@@ -403,6 +403,39 @@ bool ParseStartupStall(const json& j, StartupStall* s, std::string* error) {
          r.Int("threshold_ms", &s->threshold_ms, true);
 }
 
+// A lag record's "buckets" ([upper_bound_us, count] pairs) added to `h`.
+bool ParseBuckets(const json* buckets, PassHistogram* h, std::string* error) {
+  if (buckets == nullptr) return false;
+  for (const json& b : *buckets) {
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number() || !b[1].is_number_unsigned()) {
+      *error = "a bucket is not [upper_bound_us, count]";
+      return false;
+    }
+    const double upper_us = b[0].get<double>();
+    if (!(upper_us > 0 && upper_us < 1e15)) {
+      *error = "a bucket's upper bound is out of range";
+      return false;
+    }
+    const auto upper_ns = static_cast<uint64_t>(std::llround(upper_us * 1000));
+    h->AddToBucket(pass_histogram::BucketOf(upper_ns - 1), b[1].get<uint64_t>());
+  }
+  return true;
+}
+
+// "delay": queued + running (its percentiles are derived from its buckets and not read).
+bool ParseDelay(const json& j, Lag* l, std::string* error) {
+  if (!j.is_object()) {
+    *error = "field 'delay' is not an object";
+    return false;
+  }
+  Fields d{j, error};
+  if (!d.Int("queued_passes", &l->queued_passes) || !d.Int("lost", &l->queued_passes_lost, true)) {
+    return false;
+  }
+  if (l->queued_passes == 0) return true;  // only lost ones: `passes` stands for it
+  return ParseBuckets(d.Array("buckets"), &l->delay, error);
+}
+
 // The histogram comes back from "buckets" (each upper bound names its bucket), "busy_ms" and
 // "slow_passes"; the percentiles in the line are derived from those and are not read.
 bool ParseLag(const json& j, Lag* l, std::string* error) {
@@ -421,21 +454,8 @@ bool ParseLag(const json& j, Lag* l, std::string* error) {
     return false;
   }
   l->passes.AddBusyNs(static_cast<uint64_t>(std::llround(busy_ms * 1e6)));
-  const json* buckets = r.Array("buckets");
-  if (buckets == nullptr) return false;
-  for (const json& b : *buckets) {
-    if (!b.is_array() || b.size() != 2 || !b[0].is_number() || !b[1].is_number_unsigned()) {
-      *error = "a bucket is not [upper_bound_us, count]";
-      return false;
-    }
-    const double upper_us = b[0].get<double>();
-    if (!(upper_us > 0 && upper_us < 1e15)) {
-      *error = "a bucket's upper bound is out of range";
-      return false;
-    }
-    const auto upper_ns = static_cast<uint64_t>(std::llround(upper_us * 1000));
-    l->passes.AddToBucket(pass_histogram::BucketOf(upper_ns - 1), b[1].get<uint64_t>());
-  }
+  if (!ParseBuckets(r.Array("buckets"), &l->passes, error)) return false;
+  if (auto it = j.find("delay"); it != j.end() && !ParseDelay(*it, l, error)) return false;
   if (auto it = j.find("slow_passes"); it != j.end()) {
     if (!it->is_object()) {
       *error = "field 'slow_passes' is not an object";

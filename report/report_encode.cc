@@ -141,6 +141,39 @@ void AppendLabels(std::string* out, const std::map<std::string, std::string>& la
   out->push_back('}');
 }
 
+// "p50_ms": ... "max_ms" of `f`.
+void AppendPercentiles(std::string* out, const LagFigures& f) {
+  const std::pair<const char*, double> percentiles[] = {{"p50_ms", f.p50_ms},
+                                                        {"p90_ms", f.p90_ms},
+                                                        {"p95_ms", f.p95_ms},
+                                                        {"p99_ms", f.p99_ms},
+                                                        {"max_ms", f.max_ms}};
+  for (const auto& [key, value] : percentiles) {
+    Key(out, key);
+    AppendFixed3(out, value);
+  }
+}
+
+// "buckets": the non-empty buckets of `h` as [upper_bound_us, count].
+void AppendBuckets(std::string* out, const PassHistogram& h) {
+  std::string& o = *out;
+  Key(&o, "buckets");
+  o.push_back('[');
+  bool first = true;
+  for (int i = 0; i < pass_histogram::kBuckets; ++i) {
+    const uint64_t n = h.count(i);
+    if (n == 0) continue;
+    if (!first) o.push_back(',');
+    first = false;
+    o.push_back('[');
+    AppendFixed3(&o, static_cast<double>(pass_histogram::BucketUpperNs(i)) / 1000);
+    o.push_back(',');
+    AppendUint(&o, n);
+    o.push_back(']');
+  }
+  o.push_back(']');
+}
+
 }  // namespace
 
 std::string Encode(const Lag& r) {
@@ -165,15 +198,7 @@ std::string Encode(const Lag& r) {
   AppendUint(&o, f.passes);
   Key(&o, "busy_ms");
   AppendFixed3(&o, f.busy_ms);
-  const std::pair<const char*, double> percentiles[] = {{"p50_ms", f.p50_ms},
-                                                        {"p90_ms", f.p90_ms},
-                                                        {"p95_ms", f.p95_ms},
-                                                        {"p99_ms", f.p99_ms},
-                                                        {"max_ms", f.max_ms}};
-  for (const auto& [key, value] : percentiles) {
-    Key(&o, key);
-    AppendFixed3(&o, value);
-  }
+  AppendPercentiles(&o, f);
   Key(&o, "slow_passes");
   o.push_back('{');
   for (int t = 0; t < kSlowPassThresholds; ++t) {
@@ -184,21 +209,21 @@ std::string Encode(const Lag& r) {
     AppendUint(&o, f.slow_passes[t]);
   }
   o.push_back('}');
-  Key(&o, "buckets");
-  o.push_back('[');
-  bool first = true;
-  for (int i = 0; i < pass_histogram::kBuckets; ++i) {
-    const uint64_t n = r.passes.count(i);
-    if (n == 0) continue;
-    if (!first) o.push_back(',');
-    first = false;
-    o.push_back('[');
-    AppendFixed3(&o, static_cast<double>(pass_histogram::BucketUpperNs(i)) / 1000);
-    o.push_back(',');
-    AppendUint(&o, n);
-    o.push_back(']');
+  AppendBuckets(&o, r.passes);
+  if (r.queued_passes > 0 || r.queued_passes_lost > 0) {  // only then, like the fields below
+    Key(&o, "delay");
+    o.push_back('{');
+    Key(&o, "queued_passes", true);
+    AppendUint(&o, r.queued_passes);
+    if (r.queued_passes_lost > 0) {
+      Key(&o, "lost");
+      AppendUint(&o, r.queued_passes_lost);
+    }
+    const PassHistogram& delay = r.queued_passes > 0 ? r.delay : r.passes;
+    AppendPercentiles(&o, delay.Figures());
+    AppendBuckets(&o, delay);
+    o.push_back('}');
   }
-  o.push_back(']');
   if (r.threads_not_watched > 0) {  // only then: records without it stay what they were
     Key(&o, "threads_not_watched");
     AppendUint(&o, r.threads_not_watched);

@@ -191,6 +191,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       if (char name[16] = {}; env_->ThreadName(main_, name)) identity.thread_name = name;
       lag_.emplace(std::move(identity),
                    static_cast<uint64_t>(config_.lag_interval.count()) * kNsPerMs);
+      lag_->set_queued_passes(&internal::g_main_loop.context);
       lag_->Begin(ReadPassTimer(), MonotonicNs(), UnixMs());
     }
     return InitThreads(std::move(lag_identity));
@@ -399,6 +400,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   // held). `with_running_pass`: the process is exiting, and the watched thread's pass under
   // way, if any (exit() called on another thread), ends with it: counted as it stands.
   void ReportLag(bool with_running_pass = false) {
+    lag_->DrainQueuedPasses();  // before the counters: each pass drained is in them
     PassHistogram passes = ReadPassTimer();
     const uint64_t state = internal::RunLoopState(internal::g_run_loop_state);
     if (uint64_t ns = 0;
@@ -467,6 +469,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
         next = monitor_->Tick();
         next = std::min(next, threads_->Tick(MonotonicNs()));
         followed_threads_.store(threads_->followed(), std::memory_order_relaxed);
+        if (lag_) lag_->DrainQueuedPasses();
         if (lag_ && MonotonicNs() >= lag_->due_ns()) ReportLag();
         if (lag_) next = std::min(next, lag_->due_ns());
       }

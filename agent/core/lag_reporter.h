@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <optional>
 
+#include <map>
+
+#include "hangwatch/internal/pass_context.h"
 #include "hangwatch/pass_histogram.h"
 #include "report/report_record.h"
 
@@ -29,6 +32,15 @@ class LagReporter {
   // Every pass since Begin().
   PassHistogram SinceBegin(const PassHistogram& now) const { return now.Since(first_); }
 
+  // The thread's words where it notes passes with a queued time (PassContext::delay_moves):
+  // from now on, DrainQueuedPasses() reads them into the current interval's queued + running
+  // histogram (LagRecord::delay). Before Begin().
+  void set_queued_passes(const internal::PassContext* context);
+  // Reads the passes with a queued time the thread noted since the last call. At every check of
+  // the watchdog (the ring holds kDelayMoveSlots), and before reading the counters for Close():
+  // a pass is counted before it is noted, so every pass read here is in those counters.
+  void DrainQueuedPasses();
+
  private:
   report::Lag identity_;
   uint64_t interval_ns_;
@@ -36,6 +48,11 @@ class LagReporter {
   PassHistogram previous_;  // at the start of the current interval
   int64_t start_unix_ms_ = 0;
   uint64_t due_ns_ = UINT64_MAX;
+  const internal::PassContext* queued_source_ = nullptr;
+  uint64_t queued_read_ = 0;    // delay_writes read so far
+  uint64_t queued_passes_ = 0;  // in the current interval
+  uint64_t queued_lost_ = 0;
+  std::map<int, int64_t> moves_;  // bucket -> passes moved into (+) or out of (-) it
 };
 
 }  // namespace hangwatch::agent

@@ -162,6 +162,7 @@ void ThreadMonitors::Adopt(size_t i, Slot& w) {
     const uint64_t interval_ns =
         static_cast<uint64_t>(shared_.config->lag_interval.count()) * kNsPerMs;
     w.lag.emplace(std::move(identity), interval_ns);
+    w.lag->set_queued_passes(&registry_->slot(i).loop.context);
     w.lag->Begin(ReadPassTimer(s.loop.timer), shared_.env->MonotonicNs(), UnixMs());
   }
 }
@@ -169,6 +170,7 @@ void ThreadMonitors::Adopt(size_t i, Slot& w) {
 void ThreadMonitors::ReportLag(Slot& w, bool last) {
   if (!w.lag) return;
   const WatchedThreadSlot& s = registry_->slot(w.index);
+  w.lag->DrainQueuedPasses();  // before the counters: each pass drained is in them
   std::optional<report::Lag> record =
       w.lag->Close(ReadPassTimer(s.loop.timer), shared_.env->MonotonicNs(), UnixMs());
   if (record) reporter_->ReportThreadLag(*record);
@@ -204,6 +206,7 @@ uint64_t ThreadMonitors::Tick(uint64_t now_ns) {
           continue;
         }
         next = std::min(next, w.monitor->Tick());
+        if (w.lag) w.lag->DrainQueuedPasses();
         if (w.lag && shared_.env->MonotonicNs() >= w.lag->due_ns()) ReportLag(w, false);
         if (w.lag) next = std::min(next, w.lag->due_ns());
         break;

@@ -55,8 +55,10 @@ class ScopedLabel {
 // "QMouseEvent to MainWindow \"main\"") through `callback` (a function's address, symbolized
 // in the hang; null when none). `queued_ns`: how long the work had waited when its dispatch
 // began, where the loop knows when it became due (a timer past its due time); -1 when not
-// known. `source` must stay valid until the pass ends. The last call of a pass wins. Five
-// relaxed stores; nothing on an unwatched thread.
+// known; a known one also counts the pass in the lag records' queued + running histogram
+// (`delay`: the pass's time plus how long its work had waited, docs/lag.md). `source` must stay
+// valid until the pass ends. The last call of a pass wins. Six relaxed stores, and a clock read
+// when `queued_ns` is known; nothing on an unwatched thread.
 inline void SetPassSource(const char* source, const void* callback = nullptr,
                           int64_t queued_ns = -1) noexcept {
   std::atomic<uint64_t>* s = internal::t_run_loop_state;
@@ -68,6 +70,15 @@ inline void SetPassSource(const char* source, const void* callback = nullptr,
   c.source.store(source, std::memory_order_relaxed);
   c.callback.store(callback, std::memory_order_relaxed);
   c.source_queued_ns.store(queued_ns, std::memory_order_relaxed);
+  int64_t due_ns = -1;
+  if (queued_ns >= 0) {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    due_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec - queued_ns;
+    // The pass's end goes out of line, where it is counted with its queued time.
+    internal::TimerOf(s).out_of_line_above_ns.store(0, std::memory_order_relaxed);
+  }
+  c.source_due_ns.store(due_ns, std::memory_order_relaxed);
   c.source_pass.store(pass, std::memory_order_release);
 }
 

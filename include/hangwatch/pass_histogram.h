@@ -123,6 +123,16 @@ struct LagRecord {
   // not, every slot being taken (Config::max_watched_threads). 0 in every other record.
   uint64_t threads_not_watched = 0;
   PassHistogram passes;  // figures (percentiles, slow passes) come from passes.Figures()
+  // Queued + running (docs/report-format.md, "delay"): the same passes, each counted at its own
+  // duration plus how long its work had waited before it ran, where the loop knew when the work
+  // became due (a timer dispatched past its due time: SetPassSource's queued time). A pass
+  // without a known wait counts at its duration. `queued_passes`: passes whose wait was known;
+  // 0 (and `delay` empty) when none was, and a reader takes `passes` for it.
+  uint64_t queued_passes = 0;
+  PassHistogram delay;  // buckets only (no busy time, no slow passes)
+  // Passes with a known wait that the thread finished faster than the agent could read them
+  // (more than 32 between two looks): counted in `delay` at their duration.
+  uint64_t queued_passes_lost = 0;
 };
 
 }  // namespace hangwatch

@@ -11,10 +11,12 @@ namespace {
 
 // What the pass about to begin will dispatch (hangwatch_uv.h, "What a pass dispatches").
 struct DueHandles {
+  uint64_t now_ms = 0;  // the loop's time (uv_now)
   int timers = 0;
   int idles = 0;
   const char* type = nullptr;  // the last one seen, and its callback
   const void* callback = nullptr;
+  int64_t late_ms = -1;  // how long past its due time the latest of the due timers is
 };
 
 void CountDue(uv_handle_t* handle, void* arg) {
@@ -25,6 +27,11 @@ void CountDue(uv_handle_t* handle, void* arg) {
     auto* timer = reinterpret_cast<uv_timer_t*>(handle);
     if (uv_timer_get_due_in(timer) != 0) return;
     ++due->timers;
+    // The due time in the loop's clock (the timer's own field: libuv has no getter for it).
+    if (timer->timeout <= due->now_ms) {
+      const auto late = static_cast<int64_t>(due->now_ms - timer->timeout);
+      if (late > due->late_ms) due->late_ms = late;
+    }
     due->callback = reinterpret_cast<const void*>(timer->timer_cb);
   } else if (type == UV_IDLE) {
     ++due->idles;
@@ -47,11 +54,15 @@ thread_local int t_next_text = 0;
 void TellWhatIsDue(uv_loop_t* loop) {
   if (internal::t_run_loop_state == nullptr || uv_backend_timeout(loop) != 0) return;
   DueHandles due;
+  due.now_ms = uv_now(loop);
   uv_walk(loop, CountDue, &due);
   const int count = due.timers + due.idles;
   if (count == 0) return;
+  // The pass's queued time: the latest due timer's lateness (ms: the loop's clock), known only
+  // when the pass runs timers.
+  const int64_t queued_ns = due.late_ms >= 0 ? due.late_ms * 1'000'000 : -1;
   if (count == 1) {
-    SetPassSource(due.type, due.callback);
+    SetPassSource(due.type, due.callback, queued_ns);
     return;
   }
   char* text = t_texts[t_next_text];
@@ -65,7 +76,7 @@ void TellWhatIsDue(uv_loop_t* loop) {
   } else {
     std::snprintf(text, kTextBytes, "%d %s and %d %s due", due.timers, timers, due.idles, idles);
   }
-  SetPassSource(text, nullptr);
+  SetPassSource(text, nullptr, queued_ns);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/core/exit_flush.h"
+#include "hangwatch/context.h"
 #include "hangwatch/hangwatch.h"
 #include "report/report_decode.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -135,6 +136,65 @@ TEST(LagTest, IntervalsCoverOnlyTheirOwnPassesAndAddUp) {
   }
   EXPECT_EQ(all.passes(), 60u);
   EXPECT_EQ(all.slow_passes(0), slow);
+  unlink(config.json_path.c_str());
+}
+
+// One pass of `ms` on the CPU whose work had waited `queued_ms` before it (an adapter's
+// SetPassSource with the queued time, as GLib's does for a late timer).
+uint64_t QueuedPass(double ms, double queued_ms) {
+  const uint64_t start = NowNs();
+  BeginWork();
+  SetPassSource("late-timer", nullptr, static_cast<int64_t>(queued_ms * 1e6));
+  const uint64_t until = start + static_cast<uint64_t>(ms * 1e6);
+  while (NowNs() < until) {
+  }
+  EndWork();
+  return NowNs() - start;
+}
+
+// Queued + running: a pass whose work had waited counts in the record's "delay" histogram at its
+// time plus the wait; every other pass at its own time; the running-only histogram is as before.
+TEST(LagTest, QueuedPassesCountTheirWaitInTheDelayHistogramOnly) {
+  Config config = TimedConfig();
+  config.json_path = TempPath("lag_queued");
+  ASSERT_TRUE(Start(config).ok());
+  // 25 passes with a wait: fewer than the thread's ring holds (kDelayMoveSlots), so none is lost
+  // however seldom the watchdog looks (every 400 ms here).
+  PassHistogram running, delay;
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t ns = Pass(1);
+    running.Add(ns);
+    delay.Add(ns);
+  }
+  for (int i = 0; i < 20; ++i) {
+    const uint64_t ns = QueuedPass(1, 30);
+    running.Add(ns);
+    delay.Add(ns + 30'000'000);
+  }
+  for (int i = 0; i < 5; ++i) {
+    const uint64_t ns = QueuedPass(20, 100);
+    running.Add(ns);
+    delay.Add(ns + 100'000'000);
+  }
+  Stop();
+  const std::vector<report::Lag> lags = LagRecords(config.json_path);
+  ASSERT_EQ(lags.size(), 1u);
+  const report::Lag& l = lags[0];
+  EXPECT_EQ(l.queued_passes, 25u);
+  EXPECT_EQ(l.queued_passes_lost, 0u);
+  const LagFigures r = l.passes.Figures();
+  const LagFigures d = l.delay.Figures();
+  EXPECT_EQ(r.passes, 125u);
+  EXPECT_EQ(d.passes, 125u);
+  EXPECT_NEAR(r.max_ms, running.Figures().max_ms, running.Figures().max_ms * 0.02);
+  EXPECT_LT(r.max_ms, 100);  // the wait is not in the running histogram
+  // The delay is measured from when the work became due (SetPassSource's clock read minus the
+  // queued time) to the pass's end: at least what the test added, a little more for the time
+  // between BeginWork() and SetPassSource().
+  EXPECT_GE(d.max_ms, 119.5);
+  EXPECT_NEAR(d.max_ms, delay.Figures().max_ms, delay.Figures().max_ms * 0.02);
+  EXPECT_NEAR(d.p95_ms, delay.Figures().p95_ms, delay.Figures().p95_ms * 0.02);
+  EXPECT_NEAR(d.p50_ms, r.p50_ms, r.p50_ms * 0.05);  // most passes had no wait
   unlink(config.json_path.c_str());
 }
 

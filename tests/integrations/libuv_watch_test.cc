@@ -127,10 +127,53 @@ TEST(LibuvWatch, APassSaysTheTimerItRunsAndItsCallback) {
   ASSERT_TRUE(g_pair_pass.stamped);
   EXPECT_EQ(g_pair_pass.source, "2 timers due");
   EXPECT_EQ(g_pair_pass.callback, nullptr);
+  // The thumbnail timer was due 20 ms after the start and ran at once: about on time. The pair,
+  // due at 500 ms while nothing else ran, also about on time (the loop's clock is in ms).
+  EXPECT_GE(g_thumbnail_pass.queued_ns, 0);
+  EXPECT_LT(g_thumbnail_pass.queued_ns, 100'000'000);
+  EXPECT_GE(g_pair_pass.queued_ns, 0);
 
   for (uv_timer_t* t : {&thumbnail, &first, &second}) {
     uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
   }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
+PassSource g_late_pass;
+
+extern "C" __attribute__((noinline)) void StallFor400Ms(uv_timer_t*) {
+  HANGWATCH_BUSY_WAIT_MS(400);
+}
+extern "C" __attribute__((noinline)) void LateTimer(uv_timer_t* timer) {
+  g_late_pass = PassSourceOfThisThread();
+  uv_stop(timer->loop);
+}
+
+// A timer due while another callback held the loop runs late, and its pass says how late
+// (queued_ns, from the timer's due time in the loop's clock): the lag records' queued + running
+// histogram counts it so.
+TEST(LibuvWatch, ATimerDueDuringAStallIsQueuedForTheStallsRest) {
+  uv_loop_t loop;
+  ASSERT_EQ(uv_loop_init(&loop), 0);
+  hangwatch::Config config = TestConfig();
+  config.time_every_pass = true;
+  ASSERT_TRUE(hangwatch::Start(config).ok());
+  uv_timer_t stall, late;
+  uv_timer_init(&loop, &stall);
+  uv_timer_init(&loop, &late);
+  uv_timer_start(&stall, StallFor400Ms, 10, 0);
+  uv_timer_start(&late, LateTimer, 60, 0);  // due 50 ms into the 400 ms stall
+  hangwatch::UvLoopWatch watch;
+  ASSERT_EQ(watch.Attach(&loop), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  watch.Detach();
+  hangwatch::Stop();
+  ASSERT_TRUE(g_late_pass.stamped);
+  EXPECT_EQ(g_late_pass.source, "timer");
+  // Due at 60 ms, run after the stall ended at 410 ms or later: at least 300 ms late.
+  EXPECT_GE(g_late_pass.queued_ns, 300'000'000) << g_late_pass.queued_ns;
+  for (uv_timer_t* t : {&stall, &late}) uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
   uv_run(&loop, UV_RUN_DEFAULT);
   EXPECT_EQ(uv_loop_close(&loop), 0);
 }

@@ -16,6 +16,7 @@ struct PassSource {
   bool stamped = false;  // set during the pass under way (false: none, or an earlier pass's)
   std::string source;    // "" when stamped with none
   const void* callback = nullptr;
+  int64_t queued_ns = -1;  // how late its work was (SetPassSource's queued_ns); -1: not known
 };
 
 inline PassSource PassSourceOfThisThread() {
@@ -26,6 +27,7 @@ inline PassSource PassSourceOfThisThread() {
   const uint64_t pass = (state->load(std::memory_order_relaxed) & ~internal::kRunLoopTimedBit) | 1;
   out.stamped = c.source_pass.load(std::memory_order_acquire) == pass;
   if (!out.stamped) return out;
+  out.queued_ns = c.source_queued_ns.load(std::memory_order_relaxed);
   const char* source = c.source.load(std::memory_order_relaxed);
   out.source = source != nullptr ? source : "";
   out.callback = c.callback.load(std::memory_order_relaxed);

@@ -455,6 +455,43 @@ TEST(ReportCodec, EveryCauseKindIsOneRowThatEveryReaderFollows) {
   }
 }
 
+// The queued + running histogram ("delay") is written only when a pass had a known wait, and
+// reads back as written; records merge by addition, one without it counting its passes' time.
+TEST(ReportCodec, LagDelayRoundTripsAndMerges) {
+  Lag plain;
+  plain.pid = 3;
+  for (int i = 0; i < 10; ++i) plain.passes.Add(1'000'000);
+  EXPECT_EQ(Encode(plain).find("delay"), std::string::npos);
+  Lag queued = plain;
+  queued.queued_passes = 1;
+  queued.queued_passes_lost = 2;
+  for (int i = 0; i < 9; ++i) queued.delay.Add(1'000'000);
+  queued.delay.Add(80'000'000);
+  const std::string line = Encode(queued);
+  EXPECT_NE(line.find(R"("delay":{"queued_passes":1,"lost":2,"p50_ms":)"), std::string::npos)
+      << line;
+  Record r;
+  std::string error;
+  ASSERT_TRUE(Decode(line, &r, &error)) << error;
+  const Lag& back = std::get<Lag>(r);
+  EXPECT_EQ(back.queued_passes, 1u);
+  EXPECT_EQ(back.queued_passes_lost, 2u);
+  EXPECT_EQ(back.delay.passes(), 10u);
+  EXPECT_NEAR(back.delay.Figures().max_ms, 80, 1);
+  EXPECT_EQ(Encode(back), line);
+
+  Lag total;
+  AddLag(&total, plain);
+  EXPECT_EQ(total.delay.passes(), 0u);  // nothing waited yet: no second histogram kept
+  AddLag(&total, back);
+  AddLag(&total, plain);
+  EXPECT_EQ(total.passes.passes(), 30u);
+  EXPECT_EQ(total.delay.passes(), 30u);
+  EXPECT_EQ(total.queued_passes, 1u);
+  EXPECT_NEAR(DelayOf(total).Figures().max_ms, 80, 1);
+  EXPECT_NEAR(DelayOf(plain).Figures().max_ms, 1, 0.1);
+}
+
 TEST(ReportCodec, TheLagRecordOfCallbacksIsTheRecordWritten) {
   // AddLagCallback()'s LagRecord and the codec's Lag are one type: a record read back from a
   // file is what a callback receives, with no copy between two look-alike structs to go stale.

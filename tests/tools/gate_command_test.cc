@@ -143,6 +143,47 @@ TEST(GateCommand, BudgetsAndAllowListDecideThePass) {
   EXPECT_EQ(Gate({f.now, "--baseline", f.old, "--allow", allow}).exit_code, 0);
 }
 
+// --max-input-delay-ms budgets the longest queued + running time of a pass: a record whose
+// passes had waited (a late timer) counts them at their wait plus their time; a record without
+// such passes at their own time, also when it is read together with one that has them.
+TEST(GateCommand, InputDelayBudgetJudgesQueuedPlusRunning) {
+  TempDir dir;
+  const std::string report = dir / "lag.jsonl";
+  report::Lag queued;
+  queued.pid = 7;
+  for (int k = 0; k < 50; ++k) queued.passes.Add(2'000'000);
+  queued.delay = queued.passes;  // 48 without a wait, 2 that waited 120 ms
+  queued.delay = PassHistogram();
+  for (int k = 0; k < 48; ++k) queued.delay.Add(2'000'000);
+  queued.delay.Add(122'000'000);
+  queued.delay.Add(122'000'000);
+  queued.queued_passes = 2;
+  WriteFile(report, LagLine(900, 1.0) + report::Encode(queued) + "\n" + LagLine(50, 30.0));
+  // The running time alone is within 100 ms; with its wait one pass took 122 ms.
+  auto r = Gate({report, "--max-p99-ms", "100", "--max-input-delay-ms", "100", "--format=json"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["violations"].size(), 1u) << r.out;
+  EXPECT_EQ(j["violations"][0]["kind"], "input_delay");
+  EXPECT_NEAR(j["violations"][0]["value"].get<double>(), 122, 1.5);
+  EXPECT_TRUE(Has(j["violations"][0]["message"].get<std::string>(), "2 of 1000 passes"))
+      << j["violations"][0]["message"];
+  EXPECT_EQ(Gate({report, "--max-input-delay-ms", "125"}).exit_code, 0);
+  // Without any record of waits, the budget is the longest pass (30 ms here).
+  const std::string plain = dir / "plain.jsonl";
+  WriteFile(plain, LagLine(900, 1.0) + LagLine(50, 30.0));
+  EXPECT_EQ(Gate({plain, "--max-input-delay-ms", "29"}).exit_code, 3);
+  EXPECT_EQ(Gate({plain, "--max-input-delay-ms", "31"}).exit_code, 0);
+  // The report command shows the queued + running figures under the lag line.
+  const CommandResult text = RunCommand({kCli, "report", report});
+  EXPECT_TRUE(Has(text.out, "queued + running (2 passes had waited)")) << text.out;
+  EXPECT_FALSE(Has(RunCommand({kCli, "report", plain}).out, "queued + running"));
+  // A bad value is one line and exit 2.
+  r = Gate({report, "--max-input-delay-ms", "soon"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Has(r.err, "--max-input-delay-ms wants milliseconds")) << r.err;
+}
+
 TEST(GateCommand, BadInputIsOneLineAndExitTwo) {
   Fixture f;
   const std::string empty = f.dir / "empty.jsonl", allow = f.dir / "allow.txt",

@@ -75,6 +75,8 @@ const char kGateFlagsUsage[] =
     "                     exceed N ms\n"
     "  --max-slow-passes MS:N   at most N passes longer than MS ms (16, 33, 50, 100, 250,\n"
     "                     500, 1000); repeatable\n"
+    "  --max-input-delay-ms N   no pass's queued + running time (its own time plus how long\n"
+    "                     its work had waited, where the loop knew: a late timer) over N ms\n"
     "                     Each budget is the main thread's; ROLE=VALUE[,ROLE=VALUE...] gives\n"
     "                     the budgets of watched threads by role (--max-hang-ms render=50,\n"
     "                     main=250; --max-slow-passes render=16:0). Lag is judged per role,\n"
@@ -144,6 +146,20 @@ void AddGateFlags(FlagParser* parser, bool baseline_lists, GateOptions* options)
         })) {
       return std::string("--max-p99-ms wants milliseconds (e.g. 16 or 8.5)") +
              (IsPlain(v) ? "" : " or ROLE=MS,... (render=16.7)") + ", not '" + bad + "'";
+    }
+    options->gating = true;
+    return "";
+  });
+  parser->Value({"--max-input-delay-ms"}, [options](const std::string& v) -> std::string {
+    std::string bad;
+    if (!ForEachRoleValue(v, &bad, [&](const std::string& role, const std::string& value) {
+          double ms;
+          if (!ParseMs(value, &ms)) return false;
+          options->budgets.MutableForRole(role)->max_input_delay_ms = ms;
+          return true;
+        })) {
+      return std::string("--max-input-delay-ms wants milliseconds (e.g. 100)") +
+             (IsPlain(v) ? "" : " or ROLE=MS,... (render=50)") + ", not '" + bad + "'";
     }
     options->gating = true;
     return "";
@@ -246,7 +262,9 @@ bool EvaluateGate(const std::vector<std::string>& reports, const GateOptions& op
   // A lag budget of a role wants lag records of that role.
   auto refuse_lag_budget = [&](const std::string& role, const RoleBudgets& b) {
     if (!b.HasLag() || lag_records_by_role.count(role)) return false;
-    const std::string flag = std::string(b.max_p99_ms ? "--max-p99-ms" : "--max-slow-passes") +
+    const std::string flag = std::string(b.max_p99_ms           ? "--max-p99-ms"
+                                         : b.max_input_delay_ms ? "--max-input-delay-ms"
+                                                                : "--max-slow-passes") +
                              (role == report::kMainRole ? "" : " " + role + "=...");
     *error = flag + " needs lag records" +
              (role == report::kMainRole ? "" : " of thread role " + role) + ", and " +

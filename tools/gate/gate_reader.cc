@@ -49,7 +49,7 @@ struct AddTo {
     const std::string role(report::RoleOrMain(l.thread_role));
     ++(*by_role)[role];
     if (Lag* into = LagOfRole(report, role)) {
-      into->passes.Merge(l.passes);
+      report::AddLag(into, l);
     } else {
       l.thread_role = role;
       report->lags.push_back(std::move(l));
@@ -241,12 +241,16 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
         ++valid;
         continue;
       }
-      if (kind == report::LineKind::kLag) {
+      // A record with a queued + running histogram ("delay") is decoded in full.
+      if (kind == report::LineKind::kLag && line.find("\"delay\"") == std::string_view::npos) {
         bool added;
         std::string role_text;
         const std::string_view role = report::ScannedRole(s, &role_text);
         if (Lag* into = LagOfRole(out, role)) {
-          added = AddLagLine(s, &into->passes);
+          // Passes without a known wait count at their own time in the role's delay, once it
+          // has one (report::AddLag).
+          added = AddLagLine(s, &into->passes) &&
+                  (into->queued_passes == 0 || AddLagLine(s, &into->delay));
         } else {
           Lag first;
           first.thread_role = role;

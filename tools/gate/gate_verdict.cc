@@ -262,6 +262,8 @@ void SummarizeLag(const Report& report, size_t lag_records,
       LagSummary& s = by_role[std::string(report::RoleOrMain(l.thread_role))];
       ++s.records;
       s.passes.Merge(l.passes);
+      s.delay.Merge(report::DelayOf(l));
+      s.queued_passes += l.queued_passes;
     }
     for (auto& [role, s] : by_role) {
       if (auto it = lag_records_by_role.find(role); it != lag_records_by_role.end()) {
@@ -270,6 +272,7 @@ void SummarizeLag(const Report& report, size_t lag_records,
         s.records = lag_records;
       }
       s.figures = s.passes.Figures();
+      s.delay_figures = s.delay.Figures();
       if (role == report::kMainRole) {
         v.lag = std::move(s);
       } else {
@@ -318,6 +321,18 @@ void JudgeLag(const std::string& role, const RoleBudgets& b, GateVerdict* out) {
     x.budget = static_cast<double>(n);
     x.message = std::to_string(f.slow_passes[t]) + " passes" + RoleSuffix(role) + " longer than " +
                 std::to_string(kSlowPassThresholdsMs[t]) + " ms, budget " + std::to_string(n);
+    v.violations.push_back(std::move(x));
+  }
+  if (b.max_input_delay_ms && lag->delay_figures.max_ms > *b.max_input_delay_ms) {
+    GateViolation x;
+    x.kind = "input_delay";
+    x.role = role;
+    x.value = lag->delay_figures.max_ms;
+    x.budget = *b.max_input_delay_ms;
+    x.message = "longest input delay (queued + running)" + RoleSuffix(role) + " " +
+                FormatMs(x.value) + " over the budget of " + FormatMs(x.budget) + " (" +
+                std::to_string(lag->queued_passes) + " of " + std::to_string(f.passes) +
+                " passes had a known wait)";
     v.violations.push_back(std::move(x));
   }
 }

@@ -66,9 +66,14 @@ struct RoleBudgets {
   std::optional<double> max_p99_ms;     // the merged p99 pass duration
   // (index into kSlowPassThresholdsMs, N): more than N passes longer than that many ms fail.
   std::vector<std::pair<int, uint64_t>> max_slow_passes;
+  // The longest queued + running time of a pass (the lag records' "delay": its own time plus
+  // how long its work had waited, where the loop knew; its time alone where not).
+  std::optional<double> max_input_delay_ms;
 
   bool HasHang() const { return max_hang_ms.has_value() || max_hangs.has_value(); }
-  bool HasLag() const { return max_p99_ms.has_value() || !max_slow_passes.empty(); }
+  bool HasLag() const {
+    return max_p99_ms.has_value() || !max_slow_passes.empty() || max_input_delay_ms.has_value();
+  }
 };
 
 // The base: the main thread's budgets (a plain value of a flag, or main=VALUE); other_roles: the
@@ -131,6 +136,9 @@ struct LagSummary {
   size_t records = 0;
   PassHistogram passes;  // every record added
   LagFigures figures;
+  PassHistogram delay;  // queued + running of every record added (report::DelayOf)
+  LagFigures delay_figures;
+  uint64_t queued_passes = 0;  // passes whose wait was known
 };
 
 struct GateVerdict {

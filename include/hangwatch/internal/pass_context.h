@@ -18,6 +18,9 @@ namespace hangwatch::internal {
 
 // ScopedLabel's stack keeps this many names; deeper ones are counted, not kept.
 inline constexpr uint32_t kMaxLabelDepth = 8;
+// Passes with a queued time a thread can finish between two looks of the watchdog (every
+// check interval) before the oldest are lost (counted as lost, never as another pass).
+inline constexpr uint32_t kDelayMoveSlots = 32;
 
 // What the wait that began a pass returned (PassContext::trigger, bits 0-7).
 enum TriggerKind : uint32_t {
@@ -59,7 +62,27 @@ struct PassContext {
   std::atomic<const char*> source{nullptr};
   std::atomic<const void*> callback{nullptr};
   std::atomic<int64_t> source_queued_ns{-1};  // how late its dispatch began; -1: not known
+  // When that work became due (CLOCK_MONOTONIC ns; SetPassSource with a queued time), for the
+  // queued + running histogram; -1: not known.
+  std::atomic<int64_t> source_due_ns{-1};
+  // Passes with a queued time, as the thread finished them (out of line, RecordSlowPassOf): a
+  // ring of DelayMove() words the watchdog drains into its lag records (agent/core/pass_delay.h).
+  // `delay_writes` counts every word written; the watchdog keeps how far it read.
+  std::atomic<uint64_t> delay_writes{0};
+  std::atomic<uint64_t> delay_moves[kDelayMoveSlots] = {};
 };
+
+// A pass that ran `running` bucket's time and, with its queued time, `delay` bucket's
+// (hangwatch/pass_histogram.h buckets).
+inline constexpr uint64_t DelayMove(uint32_t running_bucket, uint32_t delay_bucket) noexcept {
+  return uint64_t{running_bucket & 0xffffu} | (uint64_t{delay_bucket & 0xffffu} << 16);
+}
+inline constexpr int DelayMoveRunning(uint64_t move) noexcept {
+  return static_cast<int>(move & 0xffffu);
+}
+inline constexpr int DelayMoveDelay(uint64_t move) noexcept {
+  return static_cast<int>((move >> 16) & 0xffffu);
+}
 
 }  // namespace hangwatch::internal
 

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "hangwatch/export.h"
@@ -59,9 +60,18 @@ struct MeasuredPass {
 // tick of the pass's end, before this many more slow passes can reuse it.
 inline constexpr int kMeasuredPassSlots = 8;
 
+// A pass longer than this goes out of line (RecordSlowPassOf): the first slow-pass threshold.
+inline constexpr uint32_t kSlowPassNs = static_cast<uint32_t>(kSlowPassThresholdsMs[0]) * 1'000'000;
+
 struct PassTimer {
   std::atomic<uint32_t> clock{kPassClockOff};  // set by Start() on the watched thread
-  std::atomic<uint64_t> ns_per_tick_q32{0};    // nanoseconds = ticks * this / 2^32
+  // A pass longer than this many ns is finished out of line (RecordSlowPassOf): kSlowPassNs,
+  // or 0 while the pass under way has a queued time to count (SetPassSource, context.h), so
+  // that a pass without one pays nothing more than before: the same compare, against a word of
+  // the line `clock` is read from. In the padding before ns_per_tick_q32: the layout is that
+  // of agents built before it.
+  std::atomic<uint32_t> out_of_line_above_ns{kSlowPassNs};
+  std::atomic<uint64_t> ns_per_tick_q32{0};  // nanoseconds = ticks * this / 2^32
   // Ticks at BeginWork(); written by the watched thread, read by the watchdog for a pass still
   // running when the process exits (relaxed: a plain load and store).
   std::atomic<uint64_t> begin{0};
@@ -82,6 +92,13 @@ struct ThreadLoop {
   PassTimer timer;
   PassContext context;
 };
+static_assert(offsetof(PassTimer, ns_per_tick_q32) == 8, "out_of_line_above_ns fills padding");
+
+// The ThreadLoop a PassTimer belongs to (every PassTimer is a ThreadLoop's `timer`).
+inline ThreadLoop& LoopOf(PassTimer& timer) noexcept {
+  return *reinterpret_cast<ThreadLoop*>(reinterpret_cast<char*>(&timer) -
+                                        offsetof(ThreadLoop, timer));
+}
 
 // The main thread's (the one that called Start()): its run-loop state (odd while a pass is
 // running, even while idle; each pass adds 2; bit 63 is kRunLoopTimedBit; written only by the
@@ -113,8 +130,9 @@ inline PassContext& ContextOf(std::atomic<uint64_t>* state) noexcept {
 }
 
 // Counts a pass of `timer` longer than the first slow-pass threshold (out of line: rare), and
-// keeps its duration for the watchdog (MeasuredPass). `state`: the run-loop state of the pass
-// that ends, without kRunLoopTimedBit.
+// keeps its duration for the watchdog (MeasuredPass); counts a pass with a queued time in the
+// queued + running histogram (PassContext::delay_moves). `state`: the run-loop state of the
+// pass that ends, without kRunLoopTimedBit.
 HANGWATCH_EXPORT void RecordSlowPassOf(PassTimer& timer, uint64_t state, uint64_t ns) noexcept;
 // The main thread's (kept for code compiled against earlier headers).
 HANGWATCH_EXPORT void RecordSlowPass(uint64_t ns) noexcept;
@@ -149,7 +167,7 @@ inline void RecordPass(PassTimer& t, uint64_t state, uint64_t now) noexcept {
   std::atomic<uint64_t>& bucket = t.counts[pass_histogram::BucketOf(ns)];
   bucket.store(bucket.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   t.busy_ns.store(t.busy_ns.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
-  if (__builtin_expect(ns > static_cast<uint64_t>(kSlowPassThresholdsMs[0]) * 1'000'000, 0)) {
+  if (__builtin_expect(ns > t.out_of_line_above_ns.load(std::memory_order_relaxed), 0)) {
     RecordSlowPassOf(t, state & ~kRunLoopTimedBit, ns);
   }
 }

@@ -292,11 +292,12 @@ void AppendLag(std::string* out, const Report& r) {
     return lag;
   };
   for (const std::string& role : roles) {
-    PassHistogram all;
+    Lag total;  // every record of the role added (queued + running, when a record has it)
+    const PassHistogram& all = total.passes;
     std::vector<std::pair<int64_t, PassHistogram>> by_pid;
     for (const Lag& l : r.lags) {
       if (report::RoleOrMain(l.thread_role) != role) continue;
-      all.Merge(l.passes);
+      report::AddLag(&total, l);
       auto it = std::find_if(by_pid.begin(), by_pid.end(),
                              [&](const auto& p) { return p.first == l.pid; });
       if (it == by_pid.end()) it = by_pid.insert(by_pid.end(), {l.pid, PassHistogram()});
@@ -314,6 +315,9 @@ void AppendLag(std::string* out, const Report& r) {
                                         " threads asked to be watched and were not (every slot "
                                         "taken: Config::max_watched_threads)") +
                 "\n");
+    if (total.queued_passes > 0) {
+      out->append("  " + report::DescribeDelay(total.delay.Figures(), total.queued_passes) + "\n");
+    }
     if (by_pid.size() > 1) {
       for (const auto& [pid, passes] : by_pid) {
         std::vector<HangRecord> hangs;
