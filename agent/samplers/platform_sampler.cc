@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "agent/samplers/js_stacks.h"
 #include "agent/samplers/python_stacks.h"
 #include "agent/samplers/ruby_stacks.h"
 #include "unwind/proc_blocked_reader.h"
@@ -42,6 +43,8 @@ bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string
   out->other_sampler = MakeLinuxOwnerSampler(out->signal_sampler.get());
   out->runtime_frames = std::move(python);
   if (!out->runtime_frames) out->runtime_frames = std::move(ruby);
+  // Else node: its JS frames, read on the watchdog (js_stacks.h).
+  if (!out->runtime_frames) out->runtime_frames = JsStacks::Create(config.max_frames, &out->notes);
   unwind::ThreadSampler* signal_sampler = out->signal_sampler.get();
   out->make_thread_sampler = [signal_sampler] {
     return std::make_unique<unwind::ProcFirstSampler>(signal_sampler);

@@ -112,6 +112,7 @@ struct RunOptions {
   uint32_t threshold_ms = 250, sample_ms = 0, startup_ms = 2000;
   uint32_t max_frames = 0;  // 0: the agent's default
   bool python = true;
+  bool js = true;
   bool ruby = true;
   bool context = true, input = true;  // --no-context, --no-input
   std::string report_path;            // absolute; empty: the run directory's own report
@@ -134,6 +135,7 @@ std::optional<int> ParseRunOptions(int argc, char** argv, RunOptions* o) {
   }
   flags.Number({"--max-frames"}, 1, 1024, &o->max_frames, "--max-frames wants 1..1024, not '{}'");
   flags.Switch({"--no-python"}, [o] { o->python = false; });
+  flags.Switch({"--no-js"}, [o] { o->js = false; });
   flags.Switch({"--no-ruby"}, [o] { o->ruby = false; });
   flags.Switch({"--no-context"}, [o] { o->context = false; });
   flags.Switch({"--no-input"}, [o] { o->input = false; });
@@ -237,6 +239,7 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   if (o.inherit) env.push_back("HANGWATCH_INHERIT=1");
   if (o.max_frames) env.push_back("HANGWATCH_MAX_FRAMES=" + std::to_string(o.max_frames));
   if (!o.python) env.push_back("HANGWATCH_PYTHON=0");
+  if (!o.js) env.push_back("HANGWATCH_JS=0");
   if (!o.ruby) env.push_back("HANGWATCH_RUBY=0");
   if (!o.context) env.push_back("HANGWATCH_CONTEXT=0");
   if (!o.input) env.push_back("HANGWATCH_INPUT=0");

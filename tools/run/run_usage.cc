@@ -42,6 +42,8 @@ const char kRunUsage[] =
     "                     Python recursion needs more)\n"
     "  --no-python        name CPython's eval-loop frames instead of the Python functions\n"
     "                     they ran (HANGWATCH_PYTHON=0)\n"
+    "  --no-js            name V8's frames instead of the JavaScript functions they ran\n"
+    "                     (HANGWATCH_JS=0)\n"
     "  --no-ruby          name the Ruby VM's frames instead of the Ruby methods they ran\n"
     "                     (HANGWATCH_RUBY=0)\n"
     "  --no-context       leave out what each hang's pass was serving: its labels, the\n"
