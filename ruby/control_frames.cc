@@ -102,7 +102,7 @@ std::string VmReader::CheckLayout(bool* not_yet) const {
   return "";
 }
 
-uint64_t VmReader::FindThread(pid_t tid) const {
+uint64_t VmReader::FindThread(pid_t tid, uint64_t pthread_self) const {
   const uint64_t vm = Vm();
   uint64_t ractor = 0;
   if (vm == 0 || tid <= 0 || !memory_.ReadWord(vm + layout_.vm_main_ractor, &ractor) ||
@@ -111,15 +111,23 @@ uint64_t VmReader::FindThread(pid_t tid) const {
   }
   const uint64_t head = ractor + layout_.ractor_threads_head;
   uint64_t node = 0;
+  uint64_t by_pthread = 0;
   if (!memory_.ReadWord(head, &node)) return 0;
   for (size_t i = 0; i < kMaxThreads && node != 0 && node != head; ++i) {
     const uint64_t thread = node - layout_.thread_lt_node;
     int32_t thread_tid = 0;
-    if (!memory_.Read(thread + layout_.thread_tid, &thread_tid, sizeof(thread_tid))) return 0;
+    uint64_t thread_pthread = 0;
+    if (!memory_.Read(thread + layout_.thread_tid, &thread_tid, sizeof(thread_tid)) ||
+        !memory_.ReadWord(thread + layout_.thread_pthread, &thread_pthread)) {
+      break;
+    }
     if (thread_tid == tid) return thread;
-    if (!memory_.ReadWord(node, &node)) return 0;
+    if (pthread_self != 0 && thread_pthread == pthread_self && by_pthread == 0) {
+      by_pthread = thread;
+    }
+    if (!memory_.ReadWord(node, &node)) break;
   }
-  return 0;
+  return by_pthread;
 }
 
 uint64_t VmReader::ExecutionContext(uint64_t thread) const {

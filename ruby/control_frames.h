@@ -63,8 +63,10 @@ class VmReader {
   // *not_yet is set), else one line saying which check failed.
   std::string CheckLayout(bool* not_yet = nullptr) const;
 
-  // The rb_thread_t of kernel thread `tid`; 0 when none.
-  uint64_t FindThread(pid_t tid) const;
+  // The rb_thread_t of kernel thread `tid`, else of the thread whose pthread_t is
+  // `pthread_self` (0: unknown): in a forked child, Ruby 3.1 keeps the forking thread's
+  // rb_thread_t with the parent's tid in it, where its pthread_t is still the same. 0 when none.
+  uint64_t FindThread(pid_t tid, uint64_t pthread_self = 0) const;
   // The thread's execution context (its running fiber's); 0 when unreadable.
   uint64_t ExecutionContext(uint64_t thread) const;
 

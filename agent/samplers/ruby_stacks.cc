@@ -111,7 +111,7 @@ void RubyStacks::Watch(const unwind::ThreadInfo& thread) {
   if (thread.tid == target_.tid) return;
   target_ = thread;
   empty_captures_ = 0;
-  if (state_ == State::kActive) hook_->Watch(target_.tid, reader_.FindThread(target_.tid));
+  if (state_ == State::kActive) hook_->Watch(target_.tid, FindTarget());
 }
 
 void RubyStacks::TryActivate() {
@@ -126,11 +126,16 @@ void RubyStacks::TryActivate() {
     }
     return;
   }
-  const uint64_t thread = reader_.FindThread(target_.tid);
+  const uint64_t thread = FindTarget();
   if (thread == 0) return;  // this thread runs no Ruby (yet)
   hook_->Watch(target_.tid, thread);
   unwind::SetCaptureHook(hook_);
   state_ = State::kActive;
+}
+
+uint64_t RubyStacks::FindTarget() const {
+  // By its tid; in a forked child (a pre-forking server's worker) by its pthread_t.
+  return reader_.FindThread(target_.tid, static_cast<uint64_t>(target_.handle));
 }
 
 void RubyStacks::BeforeCapture() {
@@ -202,7 +207,7 @@ size_t RubyStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) {
   }
   if (count == 0) {
     if (++empty_captures_ % kRefindEvery == 0) {
-      hook_->Watch(target_.tid, reader_.FindThread(target_.tid));
+      hook_->Watch(target_.tid, FindTarget());
     }
     return n;
   }

@@ -67,6 +67,7 @@ class RubyStacks final : public RuntimeFrames, public RuntimeNames {
   enum class State { kUnchecked, kActive, kOff };
   RubyStacks(const ruby::VmAddresses& addresses, const ruby::RubyLayout& layout, size_t max_frames);
   void TryActivate();
+  uint64_t FindTarget() const;  // the watched thread's rb_thread_t
   // The iseqs of frames_[0..count) checked in one unwind::ReadSelfV; how many lead the chain as
   // iseqs. Fills positions_ (from each frame's pc) and identities_.
   size_t CheckIseqs(size_t count);

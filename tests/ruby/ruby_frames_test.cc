@@ -26,13 +26,13 @@ using python::testing::PythonChild;
 
 constexpr char kRuby[] = "/usr/bin/ruby";
 // Lines of frames_program.rb.
-constexpr int kCrunchLoop = 9;
-constexpr int kSleeper = 13;
-constexpr int kRecurseBottom = 17;
-constexpr int kRecurseCall = 18;
-constexpr int kEachBlock = 22;
-constexpr int kWorkerBody = 26;
-constexpr int kMainCallsInBlock = 41;
+constexpr int kCrunchLoop = 10;
+constexpr int kSleeper = 14;
+constexpr int kRecurseBottom = 18;
+constexpr int kRecurseCall = 19;
+constexpr int kEachBlock = 23;
+constexpr int kWorkerBody = 27;
+constexpr int kMainCallsInBlock = 48;
 
 struct Frame {
   std::string label;

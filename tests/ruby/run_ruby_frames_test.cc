@@ -1,4 +1,5 @@
-// `hangwatch run` on Debian's ruby3.1: the hangs of a real IO.select loop (app.rb) and of a
+// `hangwatch run` on Debian's ruby3.1: the hangs of a real IO.select loop (app.rb, also in a
+// forked child: fork_app.rb) and of a
 // real Rack application served by WEBrick (rack_app.rb, its connection thread watched with
 // --threads loops) name the Ruby method that ran, with its file and line (the line of the
 // "# mark:" comment), as the culprit; --no-ruby leaves the VM's native frames only.
@@ -19,6 +20,7 @@ const std::string kCli = HANGWATCH_CLI;
 constexpr char kRuby[] = "/usr/bin/ruby";
 const std::string kApp = RUBY_APP;
 const std::string kRackApp = RUBY_RACK_APP;
+const std::string kForkApp = RUBY_FORK_APP;
 
 int MarkedLine(const std::string& program, const std::string& name) {
   std::ifstream in(program);
@@ -82,6 +84,15 @@ TEST_F(RunRubyFrames, IOSelectLoopsBusyHandlerIsTheCulpritWithItsLine) {
     handle |= f.language == FrameLanguage::kRuby && f.symbol == "handle";
   }
   EXPECT_TRUE(handle) << report_;
+}
+
+// A forked worker's hang (the child's thread still carries its parent's tid in Ruby 3.1).
+TEST_F(RunRubyFrames, ForkedWorkersHandlerIsTheCulprit) {
+  const std::vector<HangRecord> hangs = RunRuby(dir_, kForkApp, {}, &report_);
+  ASSERT_EQ(hangs.size(), 1u) << report_;
+  EXPECT_EQ(hangs[0].culprit.language, FrameLanguage::kRuby) << report_;
+  EXPECT_EQ(hangs[0].culprit.symbol, "crunch") << report_;
+  EXPECT_EQ(hangs[0].culprit.line, MarkedLine(kForkApp, "crunch-loop")) << report_;
 }
 
 TEST_F(RunRubyFrames, NoRubyLeavesTheVmsFrames) {

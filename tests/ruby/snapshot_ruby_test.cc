@@ -20,14 +20,17 @@ class SnapshotRuby : public ::testing::Test {
  protected:
   void SetUp() override {
     if (access(kRuby, X_OK) != 0) GTEST_SKIP() << kRuby << " is not installed";
-    ASSERT_TRUE(child_.Start({kRuby, FRAMES_PROGRAM, "sleep"}));
+  }
+  void Start(const std::string& mode) {
+    ASSERT_TRUE(child_.Start({kRuby, FRAMES_PROGRAM, mode}));
     ASSERT_TRUE(child_.WaitReady()) << "no ready line from ruby";
+    target_ = child_.ready_tid();  // the process (and main thread) to snapshot
   }
 
   // The Ruby frames of the main thread in `snapshot --json`, innermost first, as
   // "label file:line" (file without its directory).
   std::vector<std::string> RubyFrames(const std::vector<std::string>& flags) {
-    std::vector<std::string> argv = {kCli, "snapshot", std::to_string(child_.pid()), "--json"};
+    std::vector<std::string> argv = {kCli, "snapshot", std::to_string(target_), "--json"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     const auto r = RunCommand(argv);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -35,7 +38,7 @@ class SnapshotRuby : public ::testing::Test {
     const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
     if (j.is_discarded()) return out;
     for (const auto& t : j["threads"]) {
-      if (t["tid"].get<int>() != child_.pid()) continue;
+      if (t["tid"].get<int>() != target_) continue;
       for (const auto& f : t["frames"]) {
         if (!f.contains("kind") || f["kind"] != "ruby") continue;
         const std::string file = f["file"].get<std::string>();
@@ -46,23 +49,30 @@ class SnapshotRuby : public ::testing::Test {
     return out;
   }
 
+  // Until the innermost Ruby frame is sleeper's (the program gets there after its ready line).
+  std::vector<std::string> WaitForSleeper() {
+    std::vector<std::string> frames;
+    const uint64_t deadline = python::testing::MonotonicMs() + 20000;
+    while (python::testing::MonotonicMs() < deadline) {
+      frames = RubyFrames({});
+      if (!frames.empty() && frames[0].starts_with("sleeper ")) break;
+      usleep(20000);  // no event says when it got there
+    }
+    return frames;
+  }
+
   python::testing::PythonChild child_;
+  pid_t target_ = 0;
 };
 
 TEST_F(SnapshotRuby, BlockedMethodsRubyFramesInTheStack) {
-  // The program reaches sleeper after its ready line: until then the innermost frame differs.
-  std::vector<std::string> frames;
-  const uint64_t deadline = python::testing::MonotonicMs() + 20000;
-  while (python::testing::MonotonicMs() < deadline) {
-    frames = RubyFrames({});
-    if (!frames.empty() && frames[0].starts_with("sleeper ")) break;
-    usleep(20000);  // no event says when it got there
-  }
+  Start("sleep");
+  const std::vector<std::string> frames = WaitForSleeper();
   const std::vector<std::string> expected = {
-      "sleeper frames_program.rb:13",  "recurse frames_program.rb:17",
-      "recurse frames_program.rb:18",  "recurse frames_program.rb:18",
-      "recurse frames_program.rb:18",  "block in in_block frames_program.rb:22",
-      "in_block frames_program.rb:22", "<main> frames_program.rb:41"};
+      "sleeper frames_program.rb:14",  "recurse frames_program.rb:18",
+      "recurse frames_program.rb:19",  "recurse frames_program.rb:19",
+      "recurse frames_program.rb:19",  "block in in_block frames_program.rb:23",
+      "in_block frames_program.rb:23", "<main> frames_program.rb:48"};
   EXPECT_EQ(frames, expected);
   // The text output too, with the VM named.
   const auto text = RunCommand({kCli, "snapshot", std::to_string(child_.pid())});

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "python/frame_placement.h"
+#include "unwind/thread_pointer.h"
 
 namespace hangwatch::tools {
 namespace {
@@ -48,7 +49,10 @@ void SnapshotRuby::ReadThread(void* self_ptr, const unwind::PtraceThread& thread
   auto* self = static_cast<SnapshotRuby*>(self_ptr);
   const uint64_t start = RubyClockNs();
   const ruby::VmReader& reader = self->process_->reader();
-  const uint64_t ec = reader.ExecutionContext(reader.FindThread(thread.tid));
+  // By its tid; in a forked child by its pthread_t (x86_64: its thread pointer; aarch64 would
+  // need glibc's sizeof(struct pthread): not looked up, tid only).
+  const uint64_t ec = reader.ExecutionContext(reader.FindThread(
+      thread.tid, unwind::PthreadSelfFromThreadPointer(thread.thread_pointer, 0)));
   if (ec != 0) {
     if (self->used_ == self->slots_.size()) {
       ++self->dropped_;
