@@ -12,22 +12,10 @@ namespace {
 
 bool Wraps(uint64_t addr, size_t n) { return addr == 0 || addr + n < addr; }
 
-}  // namespace
-
-size_t MemoryReader::ReadV(const ReadRange* ranges, size_t count) const {
-  for (size_t i = 0; i < count; ++i) {
-    if (!Read(ranges[i].addr, ranges[i].out, ranges[i].size)) return i;
-  }
-  return count;
-}
-
-bool SelfMemoryReader::Read(uint64_t addr, void* out, size_t n) const {
-  if (n == 0) return true;
-  if (Wraps(addr, n)) return false;
-  return unwind::ReadSelf(static_cast<uintptr_t>(addr), out, n);
-}
-
-size_t SelfMemoryReader::ReadV(const ReadRange* ranges, size_t count) const {
+// Reads ranges[0..count) in batches of iovecs through `readv` (process_vm_readv's contract: the
+// bytes copied, stopping at the first that cannot be read).
+template <typename ReadvFn>
+size_t BatchedReadV(const ReadRange* ranges, size_t count, ReadvFn readv) {
   // One system call per IOV_MAX ranges; the kernel stops at the first byte it cannot read, so
   // the ranges before it are whole.
   constexpr size_t kBatch = 64;
@@ -48,7 +36,7 @@ size_t SelfMemoryReader::ReadV(const ReadRange* ranges, size_t count) const {
       remote[i] = iovec{reinterpret_cast<void*>(static_cast<uintptr_t>(r.addr)), r.size};
     }
     if (batch == 0) return done;
-    const ssize_t got = unwind::ReadSelfV(local, batch, remote, batch);
+    const ssize_t got = readv(local, batch, remote, batch);
     size_t left = got > 0 ? static_cast<size_t>(got) : 0;
     for (size_t i = 0; i < batch; ++i) {
       if (left < ranges[done + i].size) return done + i;
@@ -60,12 +48,40 @@ size_t SelfMemoryReader::ReadV(const ReadRange* ranges, size_t count) const {
   return done;
 }
 
+}  // namespace
+
+size_t MemoryReader::ReadV(const ReadRange* ranges, size_t count) const {
+  for (size_t i = 0; i < count; ++i) {
+    if (!Read(ranges[i].addr, ranges[i].out, ranges[i].size)) return i;
+  }
+  return count;
+}
+
+bool SelfMemoryReader::Read(uint64_t addr, void* out, size_t n) const {
+  if (n == 0) return true;
+  if (Wraps(addr, n)) return false;
+  return unwind::ReadSelf(static_cast<uintptr_t>(addr), out, n);
+}
+
+size_t SelfMemoryReader::ReadV(const ReadRange* ranges, size_t count) const {
+  return BatchedReadV(ranges, count, [](const iovec* l, size_t ln, const iovec* r, size_t rn) {
+    return unwind::ReadSelfV(l, ln, r, rn);
+  });
+}
+
 bool ProcessMemoryReader::Read(uint64_t addr, void* out, size_t n) const {
   if (n == 0) return true;
   if (Wraps(addr, n)) return false;
   iovec local{out, n};
   iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), n};
   return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+size_t ProcessMemoryReader::ReadV(const ReadRange* ranges, size_t count) const {
+  const pid_t pid = pid_;
+  return BatchedReadV(ranges, count, [pid](const iovec* l, size_t ln, const iovec* r, size_t rn) {
+    return process_vm_readv(pid, l, ln, r, rn, 0);
+  });
 }
 
 }  // namespace hangwatch::js

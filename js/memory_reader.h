@@ -48,6 +48,7 @@ class ProcessMemoryReader final : public MemoryReader {
  public:
   explicit ProcessMemoryReader(pid_t pid) : pid_(pid) {}
   bool Read(uint64_t addr, void* out, size_t n) const override;
+  size_t ReadV(const ReadRange* ranges, size_t count) const override;
 
  private:
   pid_t pid_;
