@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 namespace hangwatch::ruby {
 namespace {
@@ -78,17 +79,28 @@ std::string VmReader::CheckLayout(bool* not_yet) const {
       !memory_.ReadWord(ec + layout_.ec_thread, &ec_thread) || ec_thread != main_thread) {
     return "the main thread's execution context does not point back to it";
   }
-  // The main thread must be in its ractor's list.
+  // The main thread must be in its ractor's list, a ring back to its head of threads.cnt nodes
+  // (read again when a thread came or went meanwhile: the VM runs while it is checked).
   const uint64_t head = main_ractor + layout_.ractor_threads_head;
-  uint64_t node = 0;
+  uint32_t count = 0;
+  size_t walked = 0;
   bool listed = false;
-  if (!memory_.ReadWord(head, &node)) return "the main ractor's thread list is unreadable";
-  for (size_t i = 0; i < kMaxThreads && node != 0 && node != head; ++i) {
-    if (node - layout_.thread_lt_node == main_thread) {
-      listed = true;
-      break;
+  bool ring = false;
+  for (int attempt = 0; attempt < 3 && !ring; ++attempt) {
+    uint64_t node = 0;
+    if (!memory_.Read(main_ractor + layout_.ractor_threads_count, &count, sizeof(count)) ||
+        !memory_.ReadWord(head, &node)) {
+      return "the main ractor's thread list is unreadable";
     }
-    if (!memory_.ReadWord(node, &node)) break;
+    listed = false;
+    for (walked = 0; walked <= kMaxThreads && node != 0 && node != head; ++walked) {
+      listed |= node - layout_.thread_lt_node == main_thread;
+      if (!memory_.ReadWord(node, &node)) break;
+    }
+    ring = node == head && walked == count;
+  }
+  if (!ring) {
+    return "the main ractor's thread list is no ring of its " + std::to_string(count) + " threads";
   }
   if (!listed) return "the main thread is not in the main ractor's thread list";
   // Its VM stack, and the innermost Ruby frame's instruction sequence.

@@ -146,6 +146,29 @@ TEST_F(RubyFrames, AnotherThreadByItsTid) {
   EXPECT_EQ(process_->reader().FindThread(123456789), 0u);
 }
 
+// The check against the live VM refuses a layout with one offset wrong, saying which check.
+TEST_F(RubyFrames, AWrongOffsetFailsTheLayoutCheck) {
+  Start("sleep");
+  const python::ProcessMemoryReader memory(child_.pid());
+  RubyLayout good;
+  ASSERT_EQ(LayoutForVersion(3, 1, &good), "");
+  EXPECT_EQ(VmReader(memory, good, process_->vm()).CheckLayout(), "");
+  struct Case {
+    uint32_t RubyLayout::*field;
+    const char* says;
+  };
+  for (const Case& c : {Case{&RubyLayout::thread_vm, "does not point back to the VM"},
+                        Case{&RubyLayout::thread_ractor, "is not in the main ractor"},
+                        Case{&RubyLayout::ec_thread, "execution context does not point back"},
+                        Case{&RubyLayout::ractor_threads_head, "thread list"},
+                        Case{&RubyLayout::cfp_size, "VM stack"}}) {
+    RubyLayout bad = good;
+    bad.*c.field += 8;
+    const std::string failed = VmReader(memory, bad, process_->vm()).CheckLayout();
+    EXPECT_NE(failed.find(c.says), std::string::npos) << c.says << ": " << failed;
+  }
+}
+
 TEST_F(RubyFrames, NotRubyIsNotFound) {
   absl::StatusOr<symbols::ProcessModules> modules = symbols::ReadProcessModules(getpid());
   ASSERT_TRUE(modules.ok());
