@@ -1,6 +1,7 @@
 // The few facts of V8's layout that its postmortem metadata (v8_metadata.h) does not publish,
 // as V8 11.3 (node 20) has them, read off V8 11.3's own definitions (src/objects/scope-info.tq,
-// bytecode-array.tq) and checked against node 20.20.2's live objects. Every object read with
+// bytecode-array.tq) and checked against node 20.20.2's live objects (V8 10.2 in Debian's
+// node 18.20.4 reads the same). Every object read with
 // them is checked, so a V8 that lays these out otherwise gives unnamed or lineless frames,
 // never wrong ones:
 //  - ScopeInfo's flags (a Smi in its first slot): which optional slots follow the context
