@@ -1,8 +1,9 @@
 // The few facts of V8's layout that its postmortem metadata (v8_metadata.h) does not publish,
-// as V8 11.3 (node 20) has them, read off V8 11.3's own definitions (src/objects/scope-info.tq,
-// bytecode-array.tq) and checked against node 20.20.2's live objects (V8 10.2 in Debian's
-// node 18.20.4 reads the same). Every object read with
-// them is checked, so a V8 that lays these out otherwise gives unnamed or lineless frames,
+// as V8 11.3 (node 20) has them: the bit order of V8's ScopeFlags (src/objects/scope-info.tq),
+// with the scope type values and the slot order that node 20.20.2's live objects show (newer V8
+// moved the positions before the locals), and the BytecodeArray field read off the same live
+// objects; V8 10.2 in Debian's node 18.20.4 reads the same. Every object read with them is
+// checked, so a V8 that lays these out otherwise gives unnamed or lineless frames,
 // never wrong ones:
 //  - ScopeInfo's flags (a Smi in its first slot): which optional slots follow the context
 //    locals. The parse must land on a String or 0 for the name, String or undefined for the
