@@ -3,8 +3,8 @@
 // with the scope type values and the slot order that node 20.20.2's live objects show (newer V8
 // moved the positions before the locals), and the BytecodeArray field read off the same live
 // objects; V8 10.2 in Debian's node 18.20.4 reads the same. Every object read with them is
-// checked, so a V8 that lays these out otherwise gives unnamed or lineless frames,
-// never wrong ones:
+// checked, so a V8 that lays these out otherwise fails the checks (unnamed or lineless frames)
+// rather than naming a frame wrongly:
 //  - ScopeInfo's flags (a Smi in its first slot): which optional slots follow the context
 //    locals. The parse must land on a String or 0 for the name, String or undefined for the
 //    inferred name, and two Smis start <= end for the positions, after context local names
