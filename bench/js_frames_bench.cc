@@ -9,6 +9,8 @@
 //    and each named from a warm cache, as JsStacks::Merge does (its reads of another process
 //    through process_vm_readv cost what the agent's reads of its own do). Counters: JS frames
 //    per sample, and the name cache's bytes per name (the names of that sample).
+//  - BM_LoadV8Metadata: the agent's one-time start in a node process (the metadata found and
+//    read), against a node child.
 // Skipped (an error) where /usr/bin/node is missing.
 #include <benchmark/benchmark.h>
 #include <signal.h>
@@ -199,6 +201,41 @@ BENCHMARK(BM_WatchdogJsFrames)
     ->Repetitions(5)
     ->ReportAggregatesOnly(true)
     ->Unit(benchmark::kMicrosecond);
+
+// What the agent does once at start in a node process (JsStacks::Create): the modules listed,
+// the one exporting V8's metadata found (each module's dynamic symbols; node's static symbols
+// for the builtins' range) and the constants read.
+void BM_LoadV8Metadata(benchmark::State& state) {
+  using namespace hangwatch;
+  if (access(kNode, X_OK) != 0) {
+    state.SkipWithError("/usr/bin/node is not installed");
+    return;
+  }
+  const pid_t child = fork();
+  if (child == 0) {
+    execl(kNode, kNode, "-e", "setTimeout(() => {}, 60000)", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  js::ProcessMemoryReader memory(child);
+  // Until node has mapped its modules (its own executable at least), bounded.
+  for (int i = 0; i < 500; ++i) {
+    auto modules = symbols::ReadProcessModules(child);
+    if (modules.ok() && js::LoadV8Metadata(*modules, memory).ok()) break;
+    usleep(10 * 1000);
+  }
+  bool ok = true;
+  for (auto _ : state) {
+    auto modules = symbols::ReadProcessModules(child);
+    ok = ok && modules.ok() && js::LoadV8Metadata(*modules, memory).ok();
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  if (!ok) state.SkipWithError("no metadata");
+}
+BENCHMARK(BM_LoadV8Metadata)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
