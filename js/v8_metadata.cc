@@ -24,6 +24,8 @@ struct Exports {
   std::map<std::string, Symbol, std::less<>> constants;
   uint64_t builtins_lo = 0;
   uint64_t builtins_hi = 0;
+  uint64_t text_lo = 0;  // the PF_X PT_LOAD segments' span
+  uint64_t text_hi = 0;
 };
 
 Exports ReadExports(Elf* elf) {
@@ -35,6 +37,18 @@ Exports ReadExports(Elf* elf) {
                               e.constants[name] = Symbol{sym.st_value, sym.st_size};
                             });
   if (e.constants.empty()) return e;
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) == 0) {
+    for (size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr || ph.p_type != PT_LOAD ||
+          (ph.p_flags & PF_X) == 0) {
+        continue;
+      }
+      if (e.text_hi == 0 || ph.p_vaddr < e.text_lo) e.text_lo = ph.p_vaddr;
+      e.text_hi = std::max(e.text_hi, ph.p_vaddr + ph.p_memsz);
+    }
+  }
   symbols::ForEachElfSymbol(
       elf, SHT_SYMTAB, [&](const GElf_Sym& sym, const char* name, std::string_view) {
         if (sym.st_shndx == SHN_UNDEF || GELF_ST_TYPE(sym.st_info) != STT_FUNC) return;
@@ -98,6 +112,10 @@ absl::StatusOr<V8Metadata> ReadMetadata(const Exports& e, const std::string& pat
   if (e.builtins_hi > e.builtins_lo && e.builtins_lo != 0) {
     m.builtins_lo = bias + e.builtins_lo;
     m.builtins_hi = bias + e.builtins_hi;
+  }
+  if (e.text_hi > e.text_lo) {
+    m.text_lo = bias + e.text_lo;
+    m.text_hi = bias + e.text_hi;
   }
   ConstantReader r(e, bias, memory);
   int64_t smi_shift_size = 0;

@@ -27,6 +27,11 @@ struct V8Metadata {
   // highest `Builtins_*` symbol of its static symbol table; 0, 0 when that table is stripped.
   uint64_t builtins_lo = 0;
   uint64_t builtins_hi = 0;
+  // The module's own executable segments (its ELF's PF_X PT_LOADs, lowest to highest). V8 may
+  // map a second copy of the builtins elsewhere (short builtin calls: next to its JIT code),
+  // backed by the same file: code of the module outside this range is that copy.
+  uint64_t text_lo = 0;
+  uint64_t text_hi = 0;
 
   // Tagging: a heap object pointer has (word & heap_object_tag_mask) == heap_object_tag; a Smi
   // has (word & smi_tag_mask) == smi_tag, its value word >> smi_shift (arithmetic).

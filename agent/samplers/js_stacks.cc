@@ -66,9 +66,11 @@ bool JsStacks::MayBeJsCode(const void* self, uintptr_t pc) {
   if (pc >= m.builtins_lo && pc < m.builtins_hi) return true;  // the embedded builtins
   const symbols::ModuleAddress at = s.modules_->Find(pc);
   if (at.module == nullptr) return true;  // JIT code: outside every module
-  // The module's own code is C++, but where its builtins cannot be told apart (a stripped
-  // symbol table), V8's module may hold JS frames too.
-  return m.builtins_hi == 0 && at.module->path == m.module_path;
+  if (at.module->path != m.module_path) return false;
+  // V8's module: its copy of the builtins mapped beside the JIT code (short builtin calls) lies
+  // outside its own text; inside it, the builtins' range where the symbols tell it, else all of
+  // it (a stripped static symbol table).
+  return pc < m.text_lo || pc >= m.text_hi || m.builtins_hi == 0;
 }
 
 size_t JsStacks::Merge(unwind::CaptureBuffer* buf, size_t n, uint8_t* tags) {

@@ -123,6 +123,10 @@ TEST_F(JsReader, TheMetadataComesFromTheNodeExecutable) {
   EXPECT_NE(metadata_.type_js_function, metadata_.type_shared_function_info);
   // NodeSource's node keeps its static symbols: the builtins' range is known.
   EXPECT_LT(metadata_.builtins_lo, metadata_.builtins_hi);
+  // ... inside the executable's own text (a copy mapped elsewhere is outside it).
+  EXPECT_LT(metadata_.text_lo, metadata_.text_hi);
+  EXPECT_GE(metadata_.builtins_lo, metadata_.text_lo);
+  EXPECT_LE(metadata_.builtins_hi, metadata_.text_hi);
 }
 
 TEST_F(JsReader, FunctionsAreNamedWithTheirScriptAndFirstLine) {
