@@ -108,6 +108,10 @@ uintptr_t JsStacks::Name(const js::JsFrame& f) {
     fn = functions_.insert_or_assign(key, std::move(entry)).first;
   }
   const js::FunctionInfo& info = fn->second.info;
+  // V8's own closures (an await's resolve function, a built-in's JSFunction) have no script:
+  // their native frame, named by its builtin's symbol, says more, and V8's stack traces leave
+  // them out too.
+  if (info.script_object == 0) return 0;
   Named named;
   named.identity = identity;
   named.name.language = FrameLanguage::kJs;

@@ -18,7 +18,8 @@
 //    source positions V8 has collected (else the function's own word, its first line, and
 //    line_is_definition); named at once (js/function_resolver.h) into a cache of at most
 //    kMaxNames words (names cut at 256 bytes, files at 512), re-named when the SFI's name or
-//    script changed (an address reused).
+//    script changed (an address reused). A function without a script (V8's own closures, the
+//    JSFunctions of built-ins) stays a native frame, named by its builtin's symbol.
 // No V8 API is called, no flag set, no profiler started: V8's own objects are only read.
 #ifndef HANGWATCH_AGENT_SAMPLERS_JS_STACKS_H_
 #define HANGWATCH_AGENT_SAMPLERS_JS_STACKS_H_

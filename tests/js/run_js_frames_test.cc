@@ -142,6 +142,30 @@ TEST_F(RunJsFrames, AnAllocatingLoopStaysNamedThroughItsBuiltinsAndCollections) 
   EXPECT_GE(with * 10, all * 9) << with << " of " << all << " samples name churn\n" << report;
 }
 
+// An async function resumed by a microtask: named; V8's own await closure (no script) stays a
+// native frame and is never the culprit (before: the culprit was "(anonymous)", no file).
+TEST_F(RunJsFrames, AnAsyncFunctionIsNamedAndV8sOwnClosuresAreNot) {
+  const std::string script = dir_ / "async.js";
+  WriteScript(script,
+              "async function loadUser(id) {\n"
+              "  await null;\n"
+              "  const end = Date.now() + 600;\n"
+              "  while (Date.now() < end) {}\n"
+              "  return id;\n"
+              "}\n"
+              "setTimeout(async function main() { await loadUser(1); }, 200);\n");
+  std::string report;
+  const HangRecord h = RunNode(dir_, script, {}, {}, &report);
+  ExpectJsCulprit(h, "loadUser", script, 1, 4, report);
+  for (const Stack& s : h.stacks) {
+    for (const Frame& f : s.frames) {
+      if (f.language == FrameLanguage::kJs) {
+        EXPECT_FALSE(f.file.empty()) << report;
+      }
+    }
+  }
+}
+
 TEST_F(RunJsFrames, NoJsTurnsThemOff) {
   const std::string script = dir_ / "app.js";
   WriteScript(script, kBusy);
