@@ -91,7 +91,7 @@ class SnapshotJavaTest : public ::testing::Test {
 
 // Each worker's Java frames at the blocked line, the deadlock of the two, in text and JSON.
 void ExpectDeadlock(const std::string& main, const std::string& a, const std::string& b,
-                    const std::string& lock_words, int line) {
+                    const std::string& lock_words, int line, const std::string& java_state) {
   JavaChild jvm(main);
   ASSERT_TRUE(jvm.ready()) << jvm.Output();
   const std::string pid = std::to_string(jvm.pid());
@@ -108,6 +108,9 @@ void ExpectDeadlock(const std::string& main, const std::string& a, const std::st
   EXPECT_NE(line_text.find("\"" + b + "\""), std::string::npos) << line_text;
   EXPECT_NE(text.out.find("waiting for " + lock_words), std::string::npos);
   EXPECT_EQ(text.err.find("no Java frames"), std::string::npos) << text.err;
+  EXPECT_NE(text.out.find(": Java frames from its thread dump"), std::string::npos);
+  EXPECT_NE(text.out.find("  Java thread \"" + a + "\": " + java_state), std::string::npos)
+      << text.out;
 
   const SnapshotRun json = Snapshot({pid, "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
@@ -116,6 +119,12 @@ void ExpectDeadlock(const std::string& main, const std::string& a, const std::st
   const nlohmann::json tb = ThreadNamed(snap, b);
   ASSERT_FALSE(ta.is_null()) << json.out;
   ASSERT_FALSE(tb.is_null()) << json.out;
+  EXPECT_NE(snap.value("jvm", "").find("OpenJDK"), std::string::npos) << snap.value("jvm", "");
+  EXPECT_EQ(ta["java"]["name"], a);
+  EXPECT_EQ(ta["java"]["state"], java_state);
+  EXPECT_EQ(ta["wait"]["lock"]["type"], "runtime") << ta["wait"].dump();
+  EXPECT_EQ(ta["wait"]["lock"]["words"], lock_words);
+  EXPECT_EQ(ta["wait"]["owner"], tb["tid"]);
   for (const nlohmann::json& t : {ta, tb}) {
     bool found = false;
     bool native_below = false;  // libjvm's frames stay with the Java ones
@@ -123,6 +132,7 @@ void ExpectDeadlock(const std::string& main, const std::string& a, const std::st
       if (f.value("kind", "") == "java" && f["symbol"] == main + ".lockBoth") {
         EXPECT_EQ(f["file"], main + ".java");
         EXPECT_EQ(f["line"], line);
+        EXPECT_FALSE(f.contains("code"));
         found = true;
       }
       native_below |= !found && f.value("module", "").find("libjvm.so") != std::string::npos;
@@ -142,12 +152,14 @@ void ExpectDeadlock(const std::string& main, const std::string& a, const std::st
 }
 
 TEST_F(SnapshotJavaTest, SynchronizedDeadlock) {
-  ExpectDeadlock("SyncDeadlock", "worker-a", "worker-b", "Java monitor (a java.lang.Object)", 15);
+  ExpectDeadlock("SyncDeadlock", "worker-a", "worker-b", "Java monitor (a java.lang.Object)", 15,
+                 "BLOCKED (on object monitor)");
 }
 
 TEST_F(SnapshotJavaTest, ReentrantLockDeadlock) {
   ExpectDeadlock("JucDeadlock", "juc-a", "juc-b",
-                 "Java lock (a java.util.concurrent.locks.ReentrantLock$NonfairSync)", 15);
+                 "Java lock (a java.util.concurrent.locks.ReentrantLock$NonfairSync)", 15,
+                 "WAITING (parking)");
 }
 
 TEST_F(SnapshotJavaTest, NoJavaAsksNothing) {

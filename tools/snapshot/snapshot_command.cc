@@ -438,14 +438,16 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   timer.End("waits");
 
   const uint64_t total_ns = NowNs() - start;
+  const std::string jvm_name = java != nullptr && java->active() ? java->vm() : "";
   if (o.json) {
     PrintSnapshotJson(o.stop_all, snap, exe, python_name, *modules, threads, waits, notes,
-                      total_ns);
+                      total_ns, jvm_name);
     for (const std::string& note : notes) {
       std::fprintf(stderr, "note: %s\n", EscapeForTerminal(note).c_str());
     }
   } else {
-    PrintSnapshotText(o.stop_all, snap, exe, python_name, threads, waits, notes, total_ns);
+    PrintSnapshotText(o.stop_all, snap, exe, python_name, threads, waits, notes, total_ns,
+                      jvm_name);
   }
   // A full disk or a closed pipe loses the output: say so and fail.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {

@@ -80,12 +80,17 @@ void SnapshotJava::Merge(std::vector<OutThread>* threads) const {
   if (!active_) return;
   std::map<uint64_t, const jvm::JavaThread*> by_tid;
   for (const jvm::JavaThread& t : dump_.threads) {
-    if (t.nid != 0 && !t.frames.empty()) by_tid.emplace(t.nid, &t);
+    if (t.nid != 0) by_tid.emplace(t.nid, &t);
   }
   for (OutThread& ot : *threads) {
     const auto it = by_tid.find(static_cast<uint64_t>(ot.thread->tid));
     if (it == by_tid.end()) continue;
     const jvm::JavaThread& jt = *it->second;
+    if (jt.number >= 0) {  // a Java thread ("#12"), not one of the VM's own
+      ot.java_name = jt.name;
+      ot.java_state = jt.state;
+    }
+    if (jt.frames.empty()) continue;
     std::vector<jvm::NativeMark> marks(ot.frames.size(), jvm::NativeMark::kOther);
     for (size_t i = 0; i < ot.frames.size(); ++i) {
       const OutFrame& f = ot.frames[i];

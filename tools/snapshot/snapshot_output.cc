@@ -134,7 +134,7 @@ void SymbolizeSnapshot(const symbols::ProcessModules& modules, bool symbolize,
 void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
                        const std::string& python, const std::vector<OutThread>& threads,
                        const SnapshotWaits& waits, const std::vector<std::string>& notes,
-                       uint64_t total_ns) {
+                       uint64_t total_ns, const std::string& jvm) {
   // Nothing was written to stdout yet: a buffer that holds a typical snapshot means one
   // write(2) instead of one per 4 KiB.
   static char buffer[1 << 16];
@@ -158,6 +158,10 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
     std::printf("%s: Python frames in place of the interpreter's eval loop\n",
                 EscapeForTerminal(python).c_str());
   }
+  if (!jvm.empty()) {
+    std::printf("%s: Java frames from its thread dump (its attach mechanism)\n",
+                EscapeForTerminal(jvm).c_str());
+  }
   for (const OutThread& ot : threads) {
     const unwind::PtraceThread& t = *ot.thread;
     std::printf("\nthread %d \"%s\" %c (%s) cpu %.3f ms", t.tid, EscapeForTerminal(t.name).c_str(),
@@ -177,6 +181,10 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
     if (const auto w = waits.threads.find(t.tid); w != waits.threads.end()) {
       const std::string wait = WaitLine(waits, w->second);
       if (!wait.empty()) std::printf("  %s\n", EscapeForTerminal(wait).c_str());
+    }
+    if (!ot.java_name.empty()) {
+      std::printf("  Java thread \"%s\": %s\n", EscapeForTerminal(ot.java_name).c_str(),
+                  EscapeForTerminal(ot.java_state).c_str());
     }
     // One fwrite per frame line (what four printf calls printed): hundreds of lines per
     // snapshot, and formatting them was a measurable share of the whole command.
@@ -249,12 +257,16 @@ namespace {
 
 // A thread's "wait" object (docs/snapshot-format.md); null when it runs.
 nlohmann::ordered_json WaitJson(const SnapshotWaits& waits, const ThreadWait& t) {
-  if (!t.in_syscall) return nullptr;
+  if (!t.in_syscall && t.runtime_lock.empty()) return nullptr;
   nlohmann::ordered_json j;
   j["syscall"] = t.call;
   j["summary"] = WaitLine(waits, t);
   if (t.restart != Restart::kNo) j["restarted"] = RestartName(t.restart);
-  if (t.wait.wait == cause::SyscallWait::kFutex) {
+  if (!t.runtime_lock.empty()) {
+    // A Java lock: the object's address and the lock in words (snapshot_java.h).
+    j["lock"] = {{"type", "runtime"}, {"addr", Hex(t.lock.addr)}, {"words", t.runtime_lock}};
+    if (t.lock.owner != 0) j["owner"] = t.lock.owner;
+  } else if (t.wait.wait == cause::SyscallWait::kFutex) {
     j["lock"] = {{"type", cause::LockTypeKey(t.lock.type)}, {"addr", Hex(t.lock.addr)}};
     if (t.lock.owner != 0) j["owner"] = t.lock.owner;
   }
@@ -266,7 +278,8 @@ nlohmann::ordered_json WaitJson(const SnapshotWaits& waits, const ThreadWait& t)
 void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
                        const std::string& python, const symbols::ProcessModules& modules,
                        const std::vector<OutThread>& threads, const SnapshotWaits& waits,
-                       const std::vector<std::string>& notes, uint64_t total_ns) {
+                       const std::vector<std::string>& notes, uint64_t total_ns,
+                       const std::string& jvm) {
   using Json = nlohmann::ordered_json;
   Json root;
   root["type"] = "snapshot";
@@ -282,6 +295,7 @@ void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const 
   root["stop"] = stop_all ? "all" : "per_thread";
   root["total_us"] = total_ns / 1000;
   if (!python.empty()) root["python"] = python;
+  if (!jvm.empty()) root["jvm"] = jvm;
   Json jthreads = Json::array();
   std::vector<bool> used(modules.map->modules().size(), false);
   for (const OutThread& ot : threads) {
@@ -297,6 +311,7 @@ void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const 
 #if defined(__aarch64__)
     jt["registers"]["lr"] = Hex(t.regs.lr);
 #endif
+    if (!ot.java_name.empty()) jt["java"] = {{"name", ot.java_name}, {"state", ot.java_state}};
     jt["unwind"] = SnapshotUnwindMethodName(ot.stack.method);
     jt["truncated"] = ot.stack.truncated;
     Json jframes = Json::array();
@@ -304,7 +319,7 @@ void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const 
       Json jf;
       if (f.kind != nullptr) {
         jf["kind"] = f.kind;
-        jf["code"] = Hex(f.addr);
+        if (f.addr != 0) jf["code"] = Hex(f.addr);  // none for Java frames
         jf["symbol"] = std::string(f.symbol);
         jf["file"] = std::string(f.file);
         jf["line"] = f.line;

@@ -40,6 +40,10 @@ struct OutThread {
   const unwind::PtraceThread* thread = nullptr;
   UnwoundStack stack;
   std::vector<OutFrame> frames;
+  // A Java thread's own name (the kernel's is cut at 15 bytes) and Thread.State, from the JVM's
+  // thread dump (snapshot_java.h); empty otherwise.
+  std::string java_name;
+  std::string java_state;
 };
 
 // Fills each thread's frames from its unwound stack: module and offset of every address and,
@@ -54,18 +58,20 @@ void SymbolizeSnapshot(const symbols::ProcessModules& modules, bool symbolize,
 double Ms(uint64_t ns);
 
 // The text output on stdout (each thread's wait under its header; the wait-for graph and
-// deadlocks after the threads), then the notes on stderr. `stop_all`: all threads were stopped
+// deadlocks after the threads), then the notes on stderr. `jvm`: the JVM whose thread dump gave
+// Java frames ("" if none). `stop_all`: all threads were stopped
 // at once (else one at a time). `python`: the interpreter whose frames are shown ("" if none).
 void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
                        const std::string& python, const std::vector<OutThread>& threads,
                        const SnapshotWaits& waits, const std::vector<std::string>& notes,
-                       uint64_t total_ns);
+                       uint64_t total_ns, const std::string& jvm = {});
 
 // The JSON output on stdout (the notes are a field; the caller prints them on stderr too).
 void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
                        const std::string& python, const symbols::ProcessModules& modules,
                        const std::vector<OutThread>& threads, const SnapshotWaits& waits,
-                       const std::vector<std::string>& notes, uint64_t total_ns);
+                       const std::vector<std::string>& notes, uint64_t total_ns,
+                       const std::string& jvm = {});
 
 }  // namespace hangwatch::tools
 
