@@ -50,12 +50,13 @@ set(HANGWATCH_APPLE_REPORT_SOURCES
 # Every .cc of the agent's rooms but the Linux-only ones (each has its Apple twin in a mach/
 # subfolder of its room: agent/core/mach/, agent/samplers/mach/; except wait_cause_probe.cc and
 # wait_fd_cause.cc, over the Linux-only cause/: Apple platforms have no probe; and
-# python_stacks.cc, over the Linux-only python/; and display_input.cc, which finds an X11 or
-# Wayland connection through /proc: context_probe.cc reads labels and sources alone there).
+# python_stacks.cc, ruby_stacks.cc and js_stacks.cc, over the Linux-only python/, ruby/ and js/;
+# and display_input.cc, which finds an X11 or Wayland connection through /proc: context_probe.cc
+# reads labels and sources alone there).
 set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/core/watchdog_env.cc
     agent/samplers/platform_sampler.cc agent/samplers/wait_cause_probe.cc
     agent/samplers/wait_fd_cause.cc agent/samplers/python_stacks.cc
-    agent/context/display_input.cc)
+    agent/samplers/ruby_stacks.cc agent/samplers/js_stacks.cc agent/context/display_input.cc)
 get_filename_component(_hangwatch_root ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 file(GLOB_RECURSE HANGWATCH_APPLE_AGENT_SOURCES RELATIVE ${_hangwatch_root}
      ${_hangwatch_root}/agent/*.cc)
