@@ -41,9 +41,11 @@ std::string Errno(const char* what) { return std::string(what) + ": " + std::str
 // Whether a socket of the JVM's attach listener is at `path` (as jcmd checks it: owned by the
 // JVM's user, no access for others).
 enum class SocketState { kMissing, kOk, kForeign };
-SocketState CheckSocket(const std::string& path, const JvmProcessFacts& facts, std::string* why) {
+SocketState CheckSocket(const std::string& path, const JvmProcessFacts& facts, std::string* why,
+                        ino_t* inode = nullptr) {
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) return SocketState::kMissing;
+  if (inode != nullptr) *inode = st.st_ino;
   if (!S_ISSOCK(st.st_mode)) {
     *why = path + " is not a socket";
     return SocketState::kForeign;
@@ -86,8 +88,10 @@ std::string CreateTrigger(const JvmProcessFacts& facts, bool* ours, std::string*
   return "";
 }
 
-// Connects a stream socket to `path` before `deadline`; -1 with *why on failure.
-int Connect(const std::string& path, uint64_t deadline, std::string* why, bool* timed_out) {
+// Connects a stream socket to `path` before `deadline`; -1 with *why on failure (*refused: no
+// one listens there).
+int Connect(const std::string& path, uint64_t deadline, std::string* why, bool* timed_out,
+            bool* refused) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) {
@@ -110,6 +114,7 @@ int Connect(const std::string& path, uint64_t deadline, std::string* why, bool* 
       continue;
     }
     if (err == EAGAIN) *timed_out = true;
+    *refused = err == ECONNREFUSED;
     errno = err;
     *why = Errno(("cannot connect to " + path).c_str());
     return -1;
@@ -208,9 +213,21 @@ AttachReply RunAttachCommandWith(const JvmProcessFacts& facts, const std::string
   if (args.size() > 3) return finish(AttachStatus::kError, "at most three arguments");
   const std::string socket_path = AttachSocketPath(facts);
   std::string why;
-  SocketState socket = CheckSocket(socket_path, facts, &why);
+  ino_t stale = 0;  // the inode of a socket no one listens on (an earlier process's, same pid)
+  SocketState socket = CheckSocket(socket_path, facts, &why, &stale);
   if (socket == SocketState::kForeign) return finish(AttachStatus::kRefused, why);
-  if (socket == SocketState::kMissing) {
+  int fd = -1;
+  bool timed_out = false;
+  bool refused = false;
+  if (socket == SocketState::kOk) {
+    fd = Connect(socket_path, deadline, &why, &timed_out, &refused);
+    if (fd < 0 && !refused) {
+      return finish(timed_out ? AttachStatus::kTimeout : AttachStatus::kError, why);
+    }
+  }
+  if (fd < 0) {
+    // No socket, or a stale one: the handshake, then a socket of another inode (the JVM binds
+    // its listener under another name and renames it over the path).
     const std::string no = WhyNoSignal(facts);
     if (!no.empty()) return finish(AttachStatus::kRefused, no);
     bool ours = false;
@@ -223,23 +240,27 @@ AttachReply RunAttachCommandWith(const JvmProcessFacts& facts, const std::string
     }
     reply.signalled = true;
     // The listener starts on the JVM's signal thread: poll for its socket, more often first.
+    const auto pending = [&] {
+      ino_t inode = 0;
+      socket = CheckSocket(socket_path, facts, &why, &inode);
+      return socket == SocketState::kMissing || (socket == SocketState::kOk && inode == stale);
+    };
     int pause_ms = 1;
-    while ((socket = CheckSocket(socket_path, facts, &why)) == SocketState::kMissing &&
-           MsLeft(deadline) > 0) {
+    bool waiting = true;
+    while ((waiting = pending()) && MsLeft(deadline) > 0) {
       SleepMs(std::min(pause_ms, MsLeft(deadline)));
       pause_ms = std::min(pause_ms * 2, 20);
     }
     if (ours) unlink(trigger.c_str());
     if (socket == SocketState::kForeign) return finish(AttachStatus::kRefused, why);
-    if (socket == SocketState::kMissing) {
+    if (waiting) {
       return finish(AttachStatus::kTimeout, "the JVM did not start its attach listener within " +
                                                 std::to_string(options.timeout_ms) +
                                                 " ms of SIGQUIT");
     }
+    fd = Connect(socket_path, deadline, &why, &timed_out, &refused);
+    if (fd < 0) return finish(timed_out ? AttachStatus::kTimeout : AttachStatus::kError, why);
   }
-  bool timed_out = false;
-  const int fd = Connect(socket_path, deadline, &why, &timed_out);
-  if (fd < 0) return finish(timed_out ? AttachStatus::kTimeout : AttachStatus::kError, why);
   reply.handshake_ns = NowNs() - start;
   std::string request("1", 2);  // protocol version 1, NUL-terminated
   request += command;

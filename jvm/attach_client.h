@@ -3,7 +3,8 @@
 // own:
 //
 //   1. If the JVM's attach socket /tmp/.java_pid<NSPID> exists (seen through /proc/PID/root, the
-//      JVM's own file system), connect to it: no signal.
+//      JVM's own file system), connect to it: no signal. A socket no one listens on (left by an
+//      earlier process of the same pid) counts as none; the JVM's new one replaces it.
 //   2. Else, only when it is safe (JvmProcessFacts: the JVM catches SIGQUIT, its attach
 //      mechanism is not disabled, it is not stopped), create the trigger file .attach_pid<NSPID>
 //      in the JVM's working directory (else in its /tmp), send SIGQUIT, and wait for the socket;

@@ -7,9 +7,13 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "jvm/thread_dump.h"
@@ -118,6 +122,32 @@ TEST_F(AttachClientTest, NoSignalWhenAttachIsDisabled) {
       EXPECT_TRUE(printed);
     }
   }
+}
+
+// A socket left at the JVM's path by an earlier process of the same pid, with no one listening:
+// the handshake is made and the JVM's own socket replaces it.
+TEST_F(AttachClientTest, StaleSocketIsReplaced) {
+  JavaChild jvm("Idle");
+  ASSERT_TRUE(jvm.ready()) << jvm.Output();
+  JvmProcessFacts facts;
+  std::string error;
+  ASSERT_TRUE(ReadJvmProcessFacts(jvm.pid(), &facts, &error)) << error;
+  const std::string path = AttachSocketPath(facts);
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+  close(fd);  // the file stays; connecting to it is refused
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  const AttachReply r = RunAttachCommand(jvm.pid(), "threaddump", {}, {});
+  EXPECT_EQ(r.status, AttachStatus::kOk) << r.why;
+  EXPECT_TRUE(r.signalled);
+  EXPECT_NE(r.text.find("Full thread dump"), std::string::npos);
+  EXPECT_EQ(jvm.Output(), "ready\n");
+  EXPECT_TRUE(jvm.Alive());
 }
 
 TEST_F(AttachClientTest, StoppedJvm) {
