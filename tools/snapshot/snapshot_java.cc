@@ -1,3 +1,5 @@
+// `hangwatch snapshot` of a HotSpot JVM (snapshot_java.h): the thread dump asked, its Java frames
+// placed, its Java lock waits added to the wait-for graph.
 #include "tools/snapshot/snapshot_java.h"
 
 #include <time.h>
