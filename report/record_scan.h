@@ -79,6 +79,8 @@ inline constexpr std::string_view kScanKeys[] = {
     "buckets",
     "slow_passes",
     "threads_not_watched",
+    "max_ms",
+    "delay",
 };
 inline constexpr size_t kScanKeyCount = std::size(kScanKeys);
 

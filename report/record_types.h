@@ -164,6 +164,10 @@ inline constexpr TopLevelField kLagFields[] = {
     {"slow_passes", ValueKind::kObject, false},
     {"thread", ValueKind::kThread, false},
     {"threads_not_watched", ValueKind::kUint64, false},
+    // Read by `top` for its input-delay line: the interval's longest pass and its queued +
+    // running histogram (with the longest delay in it).
+    {"max_ms", ValueKind::kNumber, false},
+    {"delay", ValueKind::kObject, false},
 };
 
 inline constexpr TopLevelField kStartupStallFields[] = {

@@ -56,22 +56,29 @@ class ScopedLabel {
 // in the hang; null when none). `queued_ns`: how long the work had waited when its dispatch
 // began, where the loop knows when it became due (a timer past its due time); -1 when not
 // known; a known one also counts the pass in the lag records' queued + running histogram
-// (`delay`: the pass's time plus how long its work had waited, docs/lag.md). `source` must stay
-// valid until the pass ends. The last call of a pass wins. Six relaxed stores, and a clock read
-// when `queued_ns` is known; nothing on an unwatched thread.
+// (`delay`: the pass's time plus how long its work had waited, docs/context.md). `source` must stay
+// valid until the pass ends. The last call of a pass wins, but for a queued time it does not
+// know: the pass keeps an earlier call's. Six relaxed stores, and a clock read when `queued_ns`
+// is known; nothing on an unwatched thread.
 inline void SetPassSource(const char* source, const void* callback = nullptr,
                           int64_t queued_ns = -1) noexcept {
   std::atomic<uint64_t>* s = internal::t_run_loop_state;
   if (s == nullptr) return;
   internal::PassContext& c = internal::ContextOf(s);
   const uint64_t pass = (s->load(std::memory_order_relaxed) & ~internal::kRunLoopTimedBit) | 1;
+  // A queued time the pass already has (an earlier dispatch's in it: a late timer's before an
+  // idle's) stays when this call knows none: the pass's work had waited.
+  int64_t due_ns = -1;
+  if (queued_ns < 0 && c.source_pass.load(std::memory_order_relaxed) == pass) {
+    due_ns = c.source_due_ns.load(std::memory_order_relaxed);
+    if (due_ns >= 0) queued_ns = c.source_queued_ns.load(std::memory_order_relaxed);
+  }
   c.source_pass.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   c.source.store(source, std::memory_order_relaxed);
   c.callback.store(callback, std::memory_order_relaxed);
   c.source_queued_ns.store(queued_ns, std::memory_order_relaxed);
-  int64_t due_ns = -1;
-  if (queued_ns >= 0) {
+  if (queued_ns >= 0 && due_ns < 0) {
     timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     due_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec - queued_ns;

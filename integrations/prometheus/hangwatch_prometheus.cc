@@ -18,7 +18,7 @@ void RegisterMetrics(prometheus::Registry& registry, const HangMetricsOptions& o
   });
   AddLagCallback([metrics](const LagRecord& lag) {
     metrics->AddLag(lag.process_name, lag.host, lag.labels, lag.start_unix_ms, lag.end_unix_ms,
-                    lag.passes, lag.thread_role);
+                    lag.passes, lag.thread_role, lag.queued_passes > 0 ? &lag.delay : nullptr);
   });
 }
 

@@ -97,6 +97,12 @@ HangMetrics::HangMetrics(prometheus::Registry& registry, HangMetricsOptions opti
                          .Name("hangwatch_pass_duration_seconds")
                          .Help("Durations of every run-loop pass, from the lag records")
                          .Register(registry)),
+      pass_delay_(prometheus::BuildHistogram()
+                      .Name("hangwatch_pass_delay_seconds")
+                      .Help("Queued + running time of every run-loop pass: its duration plus "
+                            "how long its work had waited, where the loop knew (lag records' "
+                            "delay; docs/context.md)")
+                      .Register(registry)),
       passes_(prometheus::BuildCounter()
                   .Name("hangwatch_passes_total")
                   .Help("Run-loop passes timed (lag records)")
@@ -270,21 +276,15 @@ void HangMetrics::AddHang(const HangRecord& hang, std::string_view cause) {
   }
 }
 
-void HangMetrics::AddLag(const std::string& process, const std::string& host,
-                         const std::map<std::string, std::string>& record_labels,
-                         int64_t start_unix_ms, int64_t end_unix_ms, const PassHistogram& passes,
-                         std::string_view role) {
-  std::lock_guard<std::mutex> lock(mu_);
-  prometheus::Labels labels;
-  // Each role's passes are series of their own (the role label), never added to main's.
-  if (!LabelsOf(process, host, record_labels, role, &labels)) {
-    Skip(kSkipSeriesLimit);
-    return;
-  }
-  // Each lag bucket goes to the histogram bucket holding its midpoint: within one lag bucket
-  // (1/64 of its lower bound) of where its passes really were.
-  const std::vector<double>& bounds = PassDurationBuckets();
+namespace {
+
+// A lag histogram's counts as increments of the Prometheus buckets `bounds` (each lag bucket
+// to the bucket holding its midpoint: within one lag bucket, 1/64 of its lower bound, of where
+// its passes really were), and the sum of those midpoints (s).
+std::vector<double> PassIncrements(const PassHistogram& passes, const std::vector<double>& bounds,
+                                   double* midpoint_sum_s) {
   std::vector<double> increments(bounds.size() + 1, 0.0);
+  *midpoint_sum_s = 0;
   for (int i = 0; i < pass_histogram::kBuckets; ++i) {
     const uint64_t n = passes.count(i);
     if (n == 0) continue;
@@ -294,9 +294,35 @@ void HangMetrics::AddLag(const std::string& process, const std::string& host,
     const size_t j =
         static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), mid_s) - bounds.begin());
     increments[j] += static_cast<double>(n);
+    *midpoint_sum_s += mid_s * static_cast<double>(n);
   }
+  return increments;
+}
+
+}  // namespace
+
+void HangMetrics::AddLag(const std::string& process, const std::string& host,
+                         const std::map<std::string, std::string>& record_labels,
+                         int64_t start_unix_ms, int64_t end_unix_ms, const PassHistogram& passes,
+                         std::string_view role, const PassHistogram* delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  prometheus::Labels labels;
+  // Each role's passes are series of their own (the role label), never added to main's.
+  if (!LabelsOf(process, host, record_labels, role, &labels)) {
+    Skip(kSkipSeriesLimit);
+    return;
+  }
+  const std::vector<double>& bounds = PassDurationBuckets();
+  double midpoints_s = 0;
   const double busy_s = static_cast<double>(passes.busy_ns()) / 1e9;
-  pass_duration_.Add(labels, bounds).ObserveMultiple(increments, busy_s);
+  pass_duration_.Add(labels, bounds)
+      .ObserveMultiple(PassIncrements(passes, bounds, &midpoints_s), busy_s);
+  // Queued + running: the record's own when it had passes with a wait, else its passes (each
+  // at its duration, the same sum). The sum of the others is their buckets' midpoints.
+  std::vector<double> delay_increments =
+      PassIncrements(delay != nullptr ? *delay : passes, bounds, &midpoints_s);
+  pass_delay_.Add(labels, bounds)
+      .ObserveMultiple(delay_increments, delay != nullptr ? midpoints_s : busy_s);
   passes_.Add(labels).Increment(static_cast<double>(passes.passes()));
   busy_seconds_.Add(labels).Increment(busy_s);
   if (end_unix_ms > start_unix_ms) {

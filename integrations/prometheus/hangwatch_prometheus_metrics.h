@@ -80,9 +80,11 @@ class HangMetrics {
   void AddHang(const HangRecord& hang, std::string_view cause);
   // One lag record's interval [start, end) and passes, of the thread role `role` ("" or "main":
   // the main thread).
+  // `delay`: the record's queued + running histogram (report::DelayOf), nullptr: `passes`.
   void AddLag(const std::string& process, const std::string& host,
               const std::map<std::string, std::string>& labels, int64_t start_unix_ms,
-              int64_t end_unix_ms, const PassHistogram& passes, std::string_view role = {});
+              int64_t end_unix_ms, const PassHistogram& passes, std::string_view role = {},
+              const PassHistogram* delay = nullptr);
   void Skip(std::string_view reason, double count = 1);
 
  private:
@@ -107,6 +109,7 @@ class HangMetrics {
   prometheus::Family<prometheus::Counter>& perceived_hangs_;
   prometheus::Family<prometheus::Histogram>& input_delay_;
   prometheus::Family<prometheus::Histogram>& pass_duration_;
+  prometheus::Family<prometheus::Histogram>& pass_delay_;
   prometheus::Family<prometheus::Counter>& passes_;
   prometheus::Family<prometheus::Counter>& busy_seconds_;
   prometheus::Family<prometheus::Counter>& watched_seconds_;

@@ -41,7 +41,18 @@ struct StallRun {
   HangRecord hang;        // the stall's
   std::string keys_line;  // "keys a b c": what the toolkit received
   std::string report;
+  // The main thread's lag records added up: the passes of at least a second by their own time
+  // and by their queued + running time.
+  uint64_t running_over_1s = 0;
+  uint64_t delay_over_1s = 0;
 };
+
+// Passes of `h` of at least `ns` (whole buckets from there up).
+uint64_t PassesFrom(const PassHistogram& h, uint64_t ns) {
+  uint64_t n = 0;
+  for (int i = pass_histogram::BucketOf(ns); i < pass_histogram::kBuckets; ++i) n += h.count(i);
+  return n;
+}
 
 // Runs `script` stalling `stall_s` seconds; `during(display, window)` runs as the stall starts.
 StallRun RunStall(const Toolkit& tk, const char* stall_s, bool preload,
@@ -89,6 +100,10 @@ StallRun RunStall(const Toolkit& tk, const char* stall_s, bool preload,
       run.hang = h;
       run.ok = true;
     }
+  }
+  for (const report::Lag& l : report.lags) {
+    run.running_over_1s += PassesFrom(l.passes, 1'000'000'000);
+    run.delay_over_1s += PassesFrom(report::DelayOf(l), 1'000'000'000);
   }
   EXPECT_TRUE(run.ok) << tk.name << ": no hang of the stall\n" << error << run.report;
   return run;
@@ -157,6 +172,10 @@ TEST_P(PreloadInput, TheSameStallWithoutInputWasNotFelt) {
   EXPECT_FALSE(run.hang.input.pending) << run.report;
   ASSERT_TRUE(run.hang.perceived.has_value()) << run.report;
   EXPECT_FALSE(*run.hang.perceived);
+  // Nothing waited a second: no pass is a second longer by queued + running than by its own
+  // time (the stall counts once in each; GTK's timers are counted with their small lateness).
+  EXPECT_GE(run.running_over_1s, 1u) << run.report;
+  EXPECT_EQ(run.delay_over_1s, run.running_over_1s) << run.report;
 }
 
 INSTANTIATE_TEST_SUITE_P(Toolkits, PreloadInput,

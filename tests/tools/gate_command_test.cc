@@ -184,6 +184,34 @@ TEST(GateCommand, InputDelayBudgetJudgesQueuedPlusRunning) {
   EXPECT_TRUE(Has(r.err, "--max-input-delay-ms wants milliseconds")) << r.err;
 }
 
+// Input that waited on the display during a hang is an input delay too (a toolkit reads input
+// before it waits again, so the lag records cannot count it): --max-input-delay-ms judges every
+// hang's input.oldest_ms, also a hang the gate keeps only counted (not the longest of its
+// signature).
+TEST(GateCommand, InputDelayBudgetJudgesInputThatWaitedDuringAHang) {
+  TempDir dir;
+  const std::string report = dir / "hangs.jsonl";
+  HangRecord felt = Hang(kParse, {"Parse", "main"}, 1500);
+  felt.input.known = felt.input.pending = felt.input.oldest_known = true;
+  felt.input.events = 6;
+  felt.input.kinds = {"key"};
+  felt.input.oldest_ms = 1400;
+  const HangRecord longer = Hang(kParse, {"Parse", "main"}, 2500);  // no input waited
+  WriteFile(report,
+            report::Encode(felt) + "\n" + report::Encode(longer) + "\n" + LagLine(100, 1.0));
+  auto r = Gate({report, "--max-hangs", "5", "--max-input-delay-ms", "1000", "--format=json"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["violations"].size(), 1u) << r.out;
+  EXPECT_EQ(j["violations"][0]["kind"], "input_delay");
+  EXPECT_EQ(j["violations"][0]["value"], 1400);
+  EXPECT_EQ(Gate({report, "--max-hangs", "5", "--max-input-delay-ms", "1500"}).exit_code, 0);
+  // A budget of another role is not judged against main's hangs.
+  EXPECT_EQ(Gate({report, "--max-hangs", "5", "--max-input-delay-ms", "render=100"}).exit_code,
+            2)  // no lag records of role render
+      << "a budget needs the role's lag records";
+}
+
 TEST(GateCommand, BadInputIsOneLineAndExitTwo) {
   Fixture f;
   const std::string empty = f.dir / "empty.jsonl", allow = f.dir / "allow.txt",

@@ -500,6 +500,47 @@ TEST(TopAggregator, GroupsByCauseKindAndCountsTheKindsOfEachGroup) {
 
 // --by context: the innermost label, else the source, else the trigger's kind
 // (report::ContextKey); hangs without context are one group, "-" in the table.
+// The main thread's longest queued + running pass over its lag records (the "delay" of those
+// that have one, the own max of those that do not), with the passes that had waited: one line.
+TEST(TopAggregator, LongestInputDelayOfTheLagRecords) {
+  report::Lag plain;
+  plain.pid = 1;
+  plain.start_unix_ms = 1000;
+  plain.end_unix_ms = 61000;
+  for (int i = 0; i < 20; ++i) plain.passes.Add(2'000'000);
+  plain.passes.Add(90'000'000);  // the longest pass of all: 90 ms, no wait known
+  report::Lag queued = plain;
+  queued.passes = PassHistogram();
+  for (int i = 0; i < 20; ++i) queued.passes.Add(2'000'000);
+  for (int i = 0; i < 19; ++i) queued.delay.Add(2'000'000);
+  queued.delay.Add(150'000'000);
+  queued.queued_passes = 3;
+  report::Lag render = queued;  // another role's: not the main thread's line
+  render.thread_role = "render";
+  render.delay.Add(900'000'000);
+  const std::string text =
+      report::Encode(plain) + "\n" + report::Encode(queued) + "\n" + report::Encode(render) + "\n";
+  TopQuery q;
+  TopLineParser parser(false);
+  TopAggregator agg(q);
+  ScanStats stats;
+  ScanTopText(text, 0, 0, &parser, &agg, &stats);
+  EXPECT_NEAR(agg.delay_max_ms(), 150, 2);
+  EXPECT_EQ(agg.queued_passes(), 3u);
+  TopTextOptions o;
+  o.delay_max_ms = agg.delay_max_ms();
+  o.queued_passes = agg.queued_passes();
+  o.watched_ms = agg.watched_ms();
+  EXPECT_NE(FormatTopText({}, o).find("longest input delay 150."), std::string::npos)
+      << FormatTopText({}, o);
+  // Without any wait known, no line: the running figures are the report's.
+  TopAggregator none(q);
+  ScanTopText(report::Encode(plain) + "\n", 0, 0, &parser, &none, &stats);
+  EXPECT_EQ(none.queued_passes(), 0u);
+  o.queued_passes = 0;
+  EXPECT_EQ(FormatTopText({}, o).find("input delay"), std::string::npos);
+}
+
 TEST(TopAggregator, GroupsByContextKey) {
   const std::string contexts[] = {
       R"(,"context":{"label":"thumbnail.decode","label_path":["request","thumbnail.decode"],)"

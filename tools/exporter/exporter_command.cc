@@ -34,6 +34,7 @@ constexpr char kUsage[] =
     "Metrics, labelled process and host plus the records' labels (HANGWATCH_LABELS):\n"
     "  hangwatch_hangs_total{class,cause}, hangwatch_hang_seconds_total{class},\n"
     "  hangwatch_fatal_hangs_total, hangwatch_pass_duration_seconds (histogram),\n"
+    "  hangwatch_pass_delay_seconds (histogram: queued + running),\n"
     "  hangwatch_passes_total, hangwatch_busy_seconds_total,\n"
     "  hangwatch_exporter_lines_skipped_total{reason}, process_*.\n"
     "Hang rate in seconds per hour: 3600 * rate(hangwatch_hang_seconds_total[1h]).\n"

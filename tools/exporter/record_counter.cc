@@ -62,7 +62,8 @@ void RecordCounter::Count(std::string_view line) {
       }
       // Each role's passes are series of their own, never added to main's.
       metrics_->AddLag(lag->process_name, lag->host, lag->labels, lag->start_unix_ms,
-                       lag->end_unix_ms, lag->passes, lag->thread_role);
+                       lag->end_unix_ms, lag->passes, lag->thread_role,
+                       lag->queued_passes > 0 ? &lag->delay : nullptr);
       break;
     }
     case LineKind::kBad:

@@ -11,6 +11,7 @@
 #include <utility>
 #include <variant>
 
+#include "report/context_scan.h"
 #include "report/record_scan.h"
 #include "report/record_types.h"
 #include "report/report_decode.h"
@@ -42,7 +43,10 @@ struct AddTo {
   Report* report;
   size_t* lag_records;
   std::map<std::string, size_t>* by_role;
-  void operator()(HangRecord&& h) const { report->hangs.push_back(std::move(h)); }
+  void operator()(HangRecord&& h) const {
+    NoteInputWait(h, report);
+    report->hangs.push_back(std::move(h));
+  }
   void operator()(StartupStall&& s) const { report->startup_stalls.push_back(std::move(s)); }
   void operator()(Lag&& l) const {
     ++*lag_records;
@@ -228,6 +232,13 @@ bool ReadReportsForGate(const std::vector<std::string>& paths, Report* out,
       if (!signature.empty()) {
         uint64_t duration_ms = 0;
         report::ParseUint64(s[kDuration], &duration_ms);
+        // Every hang's input wait, not only the longest hang's of its signature (kept below).
+        if (const std::string_view input = s[report::KeyIndex("input")]; !input.empty()) {
+          HangRecord h;
+          std::string role_text;
+          h.thread_role = std::string(report::ScannedRole(s, &role_text));
+          if (report::ScanInput(input, &h.input)) NoteInputWait(h, out);
+        }
         std::string key = TallyKey(s, signature);
         auto [it, inserted] = index.try_emplace(std::move(key), entries.size());
         if (inserted) entries.emplace_back(std::string(signature), Tally{});

@@ -282,6 +282,26 @@ void SummarizeLag(const Report& report, size_t lag_records,
   }
 }
 
+// --max-input-delay-ms against the input that waited on the display during a hang of `role`
+// (report.input_waited_ms: a toolkit reads input before its loop waits again, so the lag
+// records cannot count input's wait; the hangs' look at the connection can).
+void JudgeInputWaits(const Report& report, const std::string& role, const RoleBudgets& b,
+                     GateVerdict* out) {
+  if (!b.max_input_delay_ms) return;
+  auto it = report.input_waited_ms.find(role);
+  if (it == report.input_waited_ms.end()) return;
+  const auto waited = static_cast<double>(it->second);
+  if (waited <= *b.max_input_delay_ms) return;
+  GateViolation x;
+  x.kind = "input_delay";
+  x.role = role;
+  x.value = waited;
+  x.budget = *b.max_input_delay_ms;
+  x.message = "input waited " + FormatMs(waited) + " on the display during a hang" +
+              RoleSuffix(role) + ", over the budget of " + FormatMs(x.budget);
+  out->violations.push_back(std::move(x));
+}
+
 // The lag budgets of `role` against its lag records' figures.
 void JudgeLag(const std::string& role, const RoleBudgets& b, GateVerdict* out) {
   GateVerdict& v = *out;
@@ -461,6 +481,8 @@ GateVerdict ComputeVerdict(const Report& report, const std::vector<HangTally>& r
   SummarizeLag(report, lag_records, lag_records_by_role, &v);
   JudgeLag(std::string(report::kMainRole), budgets, &v);
   for (const auto& [role, b] : budgets.other_roles) JudgeLag(role, b, &v);
+  JudgeInputWaits(report, std::string(report::kMainRole), budgets, &v);
+  for (const auto& [role, b] : budgets.other_roles) JudgeInputWaits(report, role, b, &v);
   v.passed = v.violations.empty();
   return v;
 }

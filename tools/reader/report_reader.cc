@@ -2,9 +2,11 @@
 // codec (report/report_decode.h) and filed into a Report.
 #include "tools/reader/report_reader.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
 
+#include "report/record_types.h"
 #include "report/report_decode.h"
 #include "tools/reader/line_reader.h"
 
@@ -14,7 +16,10 @@ namespace {
 // Files each decoded record into its list of the report.
 struct AddTo {
   Report* report;
-  void operator()(HangRecord&& h) const { report->hangs.push_back(std::move(h)); }
+  void operator()(HangRecord&& h) const {
+    NoteInputWait(h, report);
+    report->hangs.push_back(std::move(h));
+  }
   void operator()(StartupStall&& s) const { report->startup_stalls.push_back(std::move(s)); }
   void operator()(Lag&& l) const { report->lags.push_back(std::move(l)); }
   void operator()(report::UnknownRecord&& u) const {
@@ -76,7 +81,16 @@ bool ParseJsonLines(std::string_view text, Report* out, std::string* error) {
   return parser.Finish(error);
 }
 
+void NoteInputWait(const HangRecord& h, Report* report) {
+  if (!h.input.known || !h.input.oldest_known || h.input.events == 0) return;
+  uint64_t& longest = report->input_waited_ms[std::string(report::RoleOrMain(h.thread_role))];
+  longest = std::max<uint64_t>(longest, h.input.oldest_ms);
+}
+
 void MergeReport(Report&& from, Report* into) {
+  for (const auto& [role, ms] : from.input_waited_ms) {
+    into->input_waited_ms[role] = std::max(into->input_waited_ms[role], ms);
+  }
   for (auto& h : from.hangs) into->hangs.push_back(std::move(h));
   for (auto& s : from.startup_stalls) into->startup_stalls.push_back(std::move(s));
   for (auto& l : from.lags) into->lags.push_back(std::move(l));

@@ -10,6 +10,7 @@
 #define HANGWATCH_TOOLS_REPORT_READER_H_
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -39,7 +40,14 @@ struct Report {
   // filled by offline symbolization (report_symbolize.h). The HTML page reads source only from
   // these: a report's own `file` fields are not trusted (a hostile one may name /etc/shadow).
   std::set<std::string> dwarf_source_files;
+  // By thread role: the longest time input waited on the display during a hang of that role
+  // (a hang's input.oldest_ms), of every hang read, also those a reader keeps only counted
+  // (`hangwatch gate` keeps the longest hang of each signature). Absent: no hang said.
+  std::map<std::string, uint64_t> input_waited_ms;
 };
+
+// Notes `h`'s input wait in report->input_waited_ms (its role's longest).
+void NoteInputWait(const HangRecord& h, Report* report);
 
 // Parses JSON Lines one line at a time into a Report, numbering the lines across everything it
 // is given ("line N" in Report::first_error): ParseJsonLines feeds it one text, `hangwatch run`

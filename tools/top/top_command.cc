@@ -223,6 +223,8 @@ int Run(int argc, char** argv) {
     o.hosts_total = all.hosts_total();
     o.processes_total = all.processes_total();
     o.watched_ms = all.watched_ms();
+    o.delay_max_ms = all.delay_max_ms();
+    o.queued_passes = all.queued_passes();
     text = FormatTopText(groups, o);
   }
   FILE* out = output.empty() ? stdout : std::fopen(output.c_str(), "w");

@@ -245,7 +245,11 @@ void TopAggregator::AddLag(const TopHang& lag) {
   Touch(lag.host, lag.pid);
   if (lag.end_unix_ms <= lag.start_unix_ms) return;
   const auto ms = static_cast<uint64_t>(lag.end_unix_ms - lag.start_unix_ms);
-  if (lag.role == report::kMainRole) watched_ms_ += ms;
+  if (lag.role == report::kMainRole) {
+    watched_ms_ += ms;
+    delay_max_ms_ = std::max(delay_max_ms_, lag.delay_max_ms);
+    queued_passes_ += lag.queued_passes;
+  }
   Count(&watched_by_role_, lag.role, ms);
   if (query_.by == TopBy::kLabel) {
     GroupKey(lag);
@@ -311,6 +315,8 @@ void TopAggregator::Merge(TopAggregator&& other) {
   hangs_ += other.hangs_;
   filtered_ += other.filtered_;
   watched_ms_ += other.watched_ms_;
+  delay_max_ms_ = std::max(delay_max_ms_, other.delay_max_ms_);
+  queued_passes_ += other.queued_passes_;
   for (const auto& [k, ms] : other.watched_by_key_) Count(&watched_by_key_, k, ms);
   for (const auto& [k, ms] : other.watched_by_role_) Count(&watched_by_role_, k, ms);
   std::vector<uint32_t> host_of(other.all_hosts_.size());

@@ -128,6 +128,10 @@ class TopAggregator : public TopSink {
   uint64_t processes_total() const;
   // The intervals of the main thread's lag records (other roles' are their groups' own).
   uint64_t watched_ms() const { return watched_ms_; }
+  // The main thread's longest queued + running time of a pass in its lag records, and how many
+  // of its passes had a known wait (docs/context.md).
+  double delay_max_ms() const { return delay_max_ms_; }
+  uint64_t queued_passes() const { return queued_passes_; }
   std::vector<TopGroup> Groups(TopSort sort) const;
 
  private:
@@ -169,6 +173,8 @@ class TopAggregator : public TopSink {
   StringMap<Acc> groups_;
   uint64_t hangs_ = 0, filtered_ = 0;
   uint64_t watched_ms_ = 0;
+  double delay_max_ms_ = 0;
+  uint64_t queued_passes_ = 0;
   StringMap<uint64_t> watched_by_key_;          // --by label:NAME: group key -> watched ms
   StringMap<uint64_t> watched_by_role_;         // role -> watched ms
   StringMap<uint32_t> all_hosts_;               // of the lag records: host -> index

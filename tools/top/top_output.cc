@@ -104,6 +104,13 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
   out += o.watched_ms > 0 ? ", " + FormatTopDuration(o.watched_ms) +
                                 " watched (lag records; S/H: seconds of hang per watched hour)\n"
                           : ", no lag records (no hang rate)\n";
+  if (o.queued_passes > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "longest input delay %.1f ms (queued + running, main thread; %" PRIu64
+                  " passes had waited)\n",
+                  o.delay_max_ms, o.queued_passes);
+    out += buf;
+  }
   if (groups.empty()) return EscapeForTerminal(out);
   // A THREAD column (the role) when a group is not the main thread's (as before roles without).
   bool roles = false;

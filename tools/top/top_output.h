@@ -19,6 +19,10 @@ struct TopTextOptions {
   std::string by_label;                           // TopBy::kLabel: the label's name
   uint64_t hosts_total = 0, processes_total = 0;  // of every record read (hangs and lag)
   uint64_t watched_ms = 0;                        // the lag records' intervals
+  // The longest queued + running pass of the main thread's lag records and the passes that had
+  // a known wait: a line when some had.
+  double delay_max_ms = 0;
+  uint64_t queued_passes = 0;
 };
 
 // One line of totals, then a table: one row per group, most hangs first (or as sorted), with

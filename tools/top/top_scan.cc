@@ -105,6 +105,12 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
   if (s.kind == report::LineKind::kLag) {
     out->lag = true;
     ReadNumber(s[TopKey("end_unix_ms")], &out->end_unix_ms, report::ParseInt64);
+    std::string_view max_ms = s[TopKey("max_ms")];
+    report::ForEachMember(s[TopKey("delay")], [&](std::string_view key, std::string_view value) {
+      if (key == "max_ms") max_ms = value;
+      if (key == "queued_passes") ReadNumber(value, &out->queued_passes, report::ParseUint64);
+    });
+    out->delay_max_ms = std::strtod(std::string(max_ms).c_str(), nullptr);
     return LineKind::kOtherRecord;
   }
   ReadNumber(s[TopKey("hang_id")], &out->hang_id, report::ParseUint64);

@@ -47,6 +47,10 @@ struct TopHang {
   int64_t culprit_line = 0;
   // "kind": "python" / "js" / "ruby": an interpreter's function (symbol its name); kNative else.
   FrameLanguage culprit_language = FrameLanguage::kNative;
+  // A lag record's longest queued + running time (its "delay"'s max_ms, else its own max_ms:
+  // every pass at its duration) and its passes that had waited.
+  double delay_max_ms = 0;
+  uint64_t queued_passes = 0;
   // The cause's kind ("lock", "io", ...): top's --by cause, `hangwatch exporter`'s label; ""
   // when null or absent.
   std::string_view cause_kind;

@@ -353,6 +353,31 @@ std::string HangLine(uint64_t duration_ms, const std::string& extra = "") {
   return line;
 }
 
+// hangwatch_pass_delay_seconds: every pass at its queued + running time, read from a lag line's
+// "delay" when it has one, at its duration when not (the same count as the durations').
+TEST(RecordCounterTest, PassDelayIsTheQueuedPlusRunningHistogram) {
+  prometheus::Registry registry;
+  HangMetrics metrics(registry, {});
+  RecordCounter counter(&metrics);
+  report::Lag queued;
+  queued.pid = 1;
+  queued.start_unix_ms = 1;
+  queued.end_unix_ms = 2;
+  for (int i = 0; i < 10; ++i) queued.passes.Add(1'000'000);
+  for (int i = 0; i < 9; ++i) queued.delay.Add(1'000'000);
+  queued.delay.Add(300'000'000);  // one pass whose timer had waited 299 ms
+  queued.queued_passes = 1;
+  counter.Count(report::Encode(queued));
+  report::Lag plain = queued;
+  plain.delay = PassHistogram();
+  plain.queued_passes = 0;
+  counter.Count(report::Encode(plain));
+  EXPECT_EQ(Value(registry, "hangwatch_pass_duration_seconds"), 20);
+  EXPECT_EQ(Value(registry, "hangwatch_pass_delay_seconds"), 20);
+  EXPECT_EQ(Value(registry, "hangwatch_pass_duration_seconds", {{"le", "0.1"}}), 20);
+  EXPECT_EQ(Value(registry, "hangwatch_pass_delay_seconds", {{"le", "0.1"}}), 19);
+}
+
 TEST(RecordCounterTest, CountsHangsAndLagAndSkipsWhatItCannotRead) {
   prometheus::Registry registry;
   HangMetrics metrics(registry, {});
