@@ -350,13 +350,10 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     python->Hook(&capture_options);
     timer.End("python-setup");
   }
-  std::unique_ptr<SnapshotRuby> ruby;
-  if (o.ruby && modules.ok()) {
-    ruby = std::make_unique<SnapshotRuby>(o.pid, *modules, CountTasks(o.pid) + 64, o.max_frames,
-                                          &notes);
-    ruby->Hook(&capture_options);
-    timer.End("ruby-setup");
-  }
+  std::unique_ptr<SnapshotRuby> ruby =
+      SnapshotRuby::Prepare(o.ruby && modules.ok() ? o.pid : 0, modules.ok() ? &*modules : nullptr,
+                            CountTasks(o.pid) + 64, o.max_frames, &notes, &capture_options);
+  if (ruby != nullptr) timer.End("ruby-setup");
   // A JVM (and its state) found before the stop; its thread dump asked after it.
   std::unique_ptr<SnapshotJava> java;
   if (o.java && modules.ok()) {
@@ -422,10 +419,7 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     python_name = python->Describe();
     timer.End("python");
   }
-  if (ruby != nullptr && ruby->active()) {
-    ruby->Merge(&threads, &notes);
-    timer.End("ruby");
-  }
+  if (ruby != nullptr && ruby->Merge(&threads, &notes)) timer.End("ruby");
   // After the stop: each thread back in the system call it sleeps in, told by what it slept in
   // before the stop where the stop restarted it.
   std::vector<WaitQuery> queries;
@@ -463,10 +457,7 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
                    Ms(python->read_ns()));
     }
     if (java != nullptr && java->is_jvm()) std::fputs(java->TimingsLine().c_str(), stderr);
-    if (ruby != nullptr && ruby->active()) {
-      std::fprintf(stderr, "ruby: control frames read in %.3f ms inside the stop window\n",
-                   Ms(ruby->read_ns()));
-    }
+    if (ruby != nullptr) std::fputs(ruby->TimingsLine().c_str(), stderr);
   }
   // Then straight to the kernel: every thread of the target is released and the output is
   // out, and freeing the stack copies, the index mappings and libdwfl's state one by one

@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <cstdio>
+
 #include <string_view>
 #include <utility>
 
@@ -32,6 +34,25 @@ SnapshotRuby::SnapshotRuby(pid_t pid, const symbols::ProcessModules& modules, si
   process_ = std::move(*p);
   slots_.resize(max_threads);
   for (Slot& s : slots_) s.frames.resize(max_frames);
+}
+
+std::unique_ptr<SnapshotRuby> SnapshotRuby::Prepare(pid_t pid,
+                                                    const symbols::ProcessModules* modules,
+                                                    size_t max_threads, size_t max_frames,
+                                                    std::vector<std::string>* notes,
+                                                    unwind::PtraceCaptureOptions* options) {
+  if (pid <= 0 || modules == nullptr) return nullptr;
+  auto ruby = std::make_unique<SnapshotRuby>(pid, *modules, max_threads, max_frames, notes);
+  if (!ruby->active()) return nullptr;
+  ruby->Hook(options);
+  return ruby;
+}
+
+std::string SnapshotRuby::TimingsLine() const {
+  char line[96];
+  std::snprintf(line, sizeof(line), "ruby: control frames read in %.3f ms inside the stop window\n",
+                static_cast<double>(read_ns_) / 1e6);
+  return line;
 }
 
 std::string SnapshotRuby::Describe() const {
@@ -72,8 +93,8 @@ const SnapshotRuby::Slot* SnapshotRuby::Find(pid_t tid) const {
   return nullptr;
 }
 
-void SnapshotRuby::Merge(std::vector<OutThread>* threads, std::vector<std::string>* notes) {
-  if (!active()) return;
+bool SnapshotRuby::Merge(std::vector<OutThread>* threads, std::vector<std::string>* notes) {
+  if (!active()) return false;
   if (dropped_ > 0) {
     notes->push_back(std::to_string(dropped_) +
                      " Ruby threads had no buffer left: their Ruby frames are not shown");
@@ -139,6 +160,7 @@ void SnapshotRuby::Merge(std::vector<OutThread>* threads, std::vector<std::strin
     }
     ot.frames = std::move(merged);
   }
+  return true;
 }
 
 }  // namespace hangwatch::tools
