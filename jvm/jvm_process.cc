@@ -1,6 +1,7 @@
 // /proc facts of a JVM (jvm_process.h).
 #include "jvm/jvm_process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -179,6 +180,32 @@ bool ReadJvmProcessFacts(pid_t pid, JvmProcessFacts* facts, std::string* error) 
   facts->environ_readable = ReadWhole(pid, "environ", &environ);
   DecideAttachDisabled(cmdline, environ, facts);
   return true;
+}
+
+std::map<uint64_t, pid_t> NamespaceTids(pid_t pid) {
+  std::map<uint64_t, pid_t> tids;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/task", static_cast<int>(pid));
+  DIR* dir = opendir(path);
+  if (dir == nullptr) return tids;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    uint64_t tid = 0;
+    if (!ParseNumber(e->d_name, &tid, 10)) continue;
+    std::string status;
+    const std::string leaf = "task/" + std::string(e->d_name) + "/status";
+    std::string_view nspid;
+    std::string_view f[8];
+    uint64_t inner = 0;
+    if (ReadWhole(pid, leaf.c_str(), &status) && StatusField(status, "NSpid", &nspid)) {
+      const size_t count = Fields(nspid, f, 8);
+      if (count > 0 && ParseNumber(f[count - 1], &inner, 10)) {
+        tids.emplace(inner, static_cast<pid_t>(tid));
+      }
+    }
+  }
+  closedir(dir);
+  return tids;
 }
 
 }  // namespace hangwatch::jvm

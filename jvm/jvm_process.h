@@ -12,6 +12,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -32,6 +34,11 @@ struct JvmProcessFacts {
 // Reads the facts of process `pid`. False with one line in *error when /proc/PID/status cannot
 // be read (the process is gone, or not ours to see).
 bool ReadJvmProcessFacts(pid_t pid, JvmProcessFacts* facts, std::string* error);
+
+// For a JVM in a pid namespace of its own (a container): each of its threads' tid in that
+// namespace (what its thread dump calls nid) -> its tid here, from each
+// /proc/PID/task/TID/status's NSpid line. Empty when the threads cannot be listed.
+std::map<uint64_t, pid_t> NamespaceTids(pid_t pid);
 
 // ---- parsers (exposed for tests) ----
 

@@ -58,9 +58,11 @@ inline char ProcessState(pid_t pid) {
 
 class JavaChild {
  public:
-  // `java VM_ARGS... -cp CLASSES MAIN`, with `env` ("NAME=value") added to the environment.
+  // `java VM_ARGS... -cp CLASSES MAIN`, with `env` ("NAME=value") added to the environment,
+  // run by `prefix` when given (e.g. {"unshare", "-p", "-f", "--mount-proc"}: then java is the
+  // prefix's child, java_pid()).
   JavaChild(const std::string& main, std::vector<std::string> vm_args = {},
-            std::vector<std::string> env = {}) {
+            std::vector<std::string> env = {}, std::vector<std::string> prefix = {}) {
     char tmpl[] = "/tmp/hangwatch-jvm-cwd-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return;
     cwd_ = tmpl;
@@ -72,13 +74,14 @@ class JavaChild {
       dup2(fd, 2);
       if (chdir(cwd_.c_str()) != 0) _exit(126);
       for (std::string& e : env) putenv(e.data());
-      std::vector<std::string> args = {"java"};
+      std::vector<std::string> args = prefix;
+      args.push_back("java");
       for (std::string& a : vm_args) args.push_back(a);
       args.insert(args.end(), {"-cp", JavaClasses(), main});
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      execvp("java", argv.data());
+      execvp(argv[0], argv.data());
       _exit(127);
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -92,6 +95,7 @@ class JavaChild {
   }
   ~JavaChild() {
     if (pid_ > 0) {
+      if (const pid_t java = java_pid(); java != pid_) kill(java, SIGKILL);  // a namespace's init
       kill(pid_, SIGKILL);
       kill(pid_, SIGCONT);
       waitpid(pid_, nullptr, 0);
@@ -102,6 +106,13 @@ class JavaChild {
   JavaChild& operator=(const JavaChild&) = delete;
 
   pid_t pid() const { return pid_; }
+  // The java process: pid(), or the prefix's first child.
+  pid_t java_pid() const {
+    const std::string children =
+        ReadFile("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(pid_) + "/children");
+    const int child = std::atoi(children.c_str());
+    return child > 0 ? child : pid_;
+  }
   bool ready() const { return ready_; }
   const std::string& cwd() const { return cwd_; }
   std::string Output() const { return ReadFile(out_); }

@@ -245,6 +245,30 @@ TEST_F(SnapshotJavaTest, StoppedJvm) {
   EXPECT_EQ(jvm.Output(), "ready\n");
 }
 
+// A JVM in a pid namespace of its own (a container's): its dump's nids are that namespace's
+// tids, matched to the threads here through their NSpid; the attach files are named with its
+// pid in there.
+TEST_F(SnapshotJavaTest, JvmInItsOwnPidNamespace) {
+  if (system("unshare -p -f --mount-proc true 2>/dev/null") != 0) {
+    GTEST_SKIP() << "cannot make a pid namespace here (unshare -p needs CAP_SYS_ADMIN)";
+  }
+  // No hsperfdata file: its name (/tmp/hsperfdata_USER/1) would be every such JVM's.
+  JavaChild jvm("SyncDeadlock", {"-XX:-UsePerfData"}, {}, {"unshare", "-p", "-f", "--mount-proc"});
+  ASSERT_TRUE(jvm.ready()) << jvm.Output();
+  const pid_t java = jvm.java_pid();
+  ASSERT_NE(java, jvm.pid());
+  JvmProcessFacts facts;
+  std::string error;
+  ASSERT_TRUE(ReadJvmProcessFacts(java, &facts, &error)) << error;
+  ASSERT_EQ(facts.ns_pid, 1);
+  const SnapshotRun r = Snapshot({std::to_string(java)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Count(r.out, "java  SyncDeadlock.lockBoth  SyncDeadlock.java:15"), 2u) << r.out;
+  EXPECT_NE(r.out.find("DEADLOCK: deadlock of 2 threads"), std::string::npos) << r.out;
+  EXPECT_EQ(jvm.Output(), "ready\n");
+  unlink(AttachSocketPath(facts).c_str());  // /tmp/.java_pid1, shared with the host's /tmp
+}
+
 // libjvm.so has a large .symtab and no DWARF: its index is cached by the first snapshot, and
 // --timings reports the Java part on a line of its own.
 TEST_F(SnapshotJavaTest, LibjvmSymbolsCachedAndTimings) {

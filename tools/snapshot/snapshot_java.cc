@@ -75,6 +75,7 @@ void SnapshotJava::Ask(std::vector<std::string>* notes) {
     return;
   }
   if (reply_.truncated) notes->push_back("the JVM's thread dump was cut at 64 MiB");
+  if (facts.ns_pid != pid_) host_tids_ = jvm::NamespaceTids(pid_);
   active_ = true;
 }
 
@@ -82,7 +83,7 @@ void SnapshotJava::Merge(std::vector<OutThread>* threads) const {
   if (!active_) return;
   std::map<uint64_t, const jvm::JavaThread*> by_tid;
   for (const jvm::JavaThread& t : dump_.threads) {
-    if (t.nid != 0) by_tid.emplace(t.nid, &t);
+    if (t.nid != 0) by_tid.emplace(static_cast<uint64_t>(HostTid(t.nid)), &t);
   }
   for (OutThread& ot : *threads) {
     const auto it = by_tid.find(static_cast<uint64_t>(ot.thread->tid));
@@ -130,14 +131,14 @@ void SnapshotJava::AddWaits(SnapshotWaits* waits, std::vector<std::string>* note
   bool added = false;
   for (const jvm::JavaWait& w : jvm::FindJavaWaits(dump_)) {
     const jvm::JavaThread& t = dump_.threads[w.thread];
-    const auto it = waits->threads.find(static_cast<pid_t>(t.nid));
+    const auto it = waits->threads.find(HostTid(t.nid));
     if (t.nid == 0 || it == waits->threads.end()) continue;
     ThreadWait& tw = it->second;
     tw.runtime_lock = jvm::JavaLockWords(w);
     tw.lock = cause::LockInfo{};
     tw.lock.addr = w.object;
     if (w.owner != jvm::JavaWait::kNoOwner) {
-      tw.lock.owner = static_cast<pid_t>(dump_.threads[w.owner].nid);
+      tw.lock.owner = HostTid(dump_.threads[w.owner].nid);
     }
     added = true;
   }
@@ -150,6 +151,11 @@ void SnapshotJava::AddWaits(SnapshotWaits* waits, std::vector<std::string>* note
                      std::to_string(waits->deadlocks.size() - before) +
                      " are among the threads of this snapshot");
   }
+}
+
+pid_t SnapshotJava::HostTid(uint64_t nid) const {
+  if (const auto it = host_tids_.find(nid); it != host_tids_.end()) return it->second;
+  return static_cast<pid_t>(nid);
 }
 
 std::string SnapshotJava::TimingsLine() const {

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ class SnapshotJava {
   bool active_ = false;
   jvm::AttachReply reply_;
   jvm::ThreadDump dump_;
+  // The dump's nids are the JVM's pid namespace's tids: the tids here, when they differ.
+  std::map<uint64_t, pid_t> host_tids_;
+  pid_t HostTid(uint64_t nid) const;
   uint64_t parse_ns_ = 0;
 };
 
