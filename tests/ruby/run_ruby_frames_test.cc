@@ -1,5 +1,5 @@
 // `hangwatch run` on Debian's ruby3.1: the hangs of a real IO.select loop (app.rb, also in a
-// forked child: fork_app.rb) and of a
+// forked child: fork_app.rb; killed while stuck: stuck_app.rb) and of a
 // real Rack application served by WEBrick (rack_app.rb, its connection thread watched with
 // --threads loops) name the Ruby method that ran, with its file and line (the line of the
 // "# mark:" comment), as the culprit; --no-ruby leaves the VM's native frames only.
@@ -21,6 +21,7 @@ constexpr char kRuby[] = "/usr/bin/ruby";
 const std::string kApp = RUBY_APP;
 const std::string kRackApp = RUBY_RACK_APP;
 const std::string kForkApp = RUBY_FORK_APP;
+const std::string kStuckApp = RUBY_STUCK_APP;
 
 int MarkedLine(const std::string& program, const std::string& name) {
   std::ifstream in(program);
@@ -93,6 +94,26 @@ TEST_F(RunRubyFrames, ForkedWorkersHandlerIsTheCulprit) {
   EXPECT_EQ(hangs[0].culprit.language, FrameLanguage::kRuby) << report_;
   EXPECT_EQ(hangs[0].culprit.symbol, "crunch") << report_;
   EXPECT_EQ(hangs[0].culprit.line, MarkedLine(kForkApp, "crunch-loop")) << report_;
+}
+
+// A hang the process never came back from (killed): read back from the open-hang file, its
+// Ruby frames keep their names.
+TEST_F(RunRubyFrames, FatalHangKeepsItsRubyNames) {
+  const std::string report = dir_ / "fatal.jsonl";
+  const auto r = RunCommand({kCli, "run", "--threshold-ms", "300", "--report", report, "--",
+                             "timeout", "-s", "KILL", "2", kRuby, kStuckApp});
+  report_ = ReadFile(report);
+  tools::Report parsed;
+  std::string error;
+  ASSERT_TRUE(tools::ParseJsonLines(report_, &parsed, &error)) << error;
+  const HangRecord* fatal = nullptr;
+  for (const HangRecord& h : parsed.hangs) {
+    if (h.fatal) fatal = &h;
+  }
+  ASSERT_NE(fatal, nullptr) << r.err << report_;
+  EXPECT_EQ(fatal->culprit.language, FrameLanguage::kRuby) << report_;
+  EXPECT_EQ(fatal->culprit.symbol, "spin") << report_;
+  EXPECT_EQ(fatal->culprit.line, MarkedLine(kStuckApp, "spin-loop")) << report_;
 }
 
 TEST_F(RunRubyFrames, NoRubyLeavesTheVmsFrames) {
