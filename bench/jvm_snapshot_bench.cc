@@ -69,6 +69,7 @@ class Jvm {
     if (pid_ > 0) {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
+      unlink(("/tmp/.java_pid" + std::to_string(pid_)).c_str());  // left by a killed JVM
     }
     if (!classes_.empty()) system(("rm -rf " + classes_).c_str());
   }

@@ -36,6 +36,11 @@ void SleepMs(int ms) {
   }
 }
 
+// The JVM dropped the connection (before or after reading the request) without a status.
+constexpr char kClosedWithoutAnswer[] =
+    "the JVM closed the connection without an answer (its attach listener answers only its own "
+    "user and root; in a user namespace, root outside is neither)";
+
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // Whether a socket of the JVM's attach listener is at `path` (as jcmd checks it: owned by the
@@ -270,6 +275,10 @@ AttachReply RunAttachCommandWith(const JvmProcessFacts& facts, const std::string
     request.push_back('\0');
   }
   if (!WriteAll(fd, request, deadline)) {
+    if (errno == EPIPE || errno == ECONNRESET) {
+      close(fd);
+      return finish(AttachStatus::kError, kClosedWithoutAnswer);
+    }
     const bool late = errno == ETIMEDOUT;
     const std::string err = Errno("cannot send the request");
     close(fd);
@@ -288,6 +297,7 @@ AttachReply RunAttachCommandWith(const JvmProcessFacts& facts, const std::string
     }
     if (n == 0) break;
     if (errno == EINTR) continue;
+    if (errno == ECONNRESET) break;  // closed with the request unread: a refusal, below
     if (errno != EAGAIN) {
       const std::string err = Errno("reading the JVM's reply");
       close(fd);
@@ -305,6 +315,7 @@ AttachReply RunAttachCommandWith(const JvmProcessFacts& facts, const std::string
   }
   close(fd);
   // "0\n" then the output; another number then the JVM's message.
+  if (text.empty()) return finish(AttachStatus::kError, kClosedWithoutAnswer);
   const size_t eol = text.find('\n');
   const std::string code = text.substr(0, eol);
   if (code.empty() || code.size() > 10 ||

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,7 +44,7 @@ inline const std::string& JavaClasses() {
     char tmpl[] = "/tmp/hangwatch-jvm-test-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return std::string();
     const std::string d = tmpl;
-    const std::string cmd = "javac -d " + d + " " JAVA_SOURCES "/*.java 2>&1";
+    const std::string cmd = "javac -d " + d + " " JAVA_SOURCES "/*.java 2>&1 && chmod -R a+rX " + d;
     return system(cmd.c_str()) == 0 ? d : std::string();
   }();
   return dir;
@@ -66,6 +67,7 @@ class JavaChild {
     char tmpl[] = "/tmp/hangwatch-jvm-cwd-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return;
     cwd_ = tmpl;
+    chmod(cwd_.c_str(), 0755);  // a JVM run as another user (a prefix) works there too
     out_ = cwd_ + "/out.txt";
     pid_ = fork();
     if (pid_ == 0) {
@@ -95,10 +97,13 @@ class JavaChild {
   }
   ~JavaChild() {
     if (pid_ > 0) {
-      if (const pid_t java = java_pid(); java != pid_) kill(java, SIGKILL);  // a namespace's init
+      const pid_t java = java_pid();
+      if (java != pid_) kill(java, SIGKILL);  // a namespace's init
       kill(pid_, SIGKILL);
       kill(pid_, SIGCONT);
       waitpid(pid_, nullptr, 0);
+      // A JVM killed leaves its attach socket (one in a namespace of its own: the test's).
+      if (java == pid_) unlink(("/tmp/.java_pid" + std::to_string(java)).c_str());
     }
     if (!cwd_.empty()) system(("rm -rf " + cwd_).c_str());
   }

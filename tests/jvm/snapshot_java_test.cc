@@ -269,6 +269,33 @@ TEST_F(SnapshotJavaTest, JvmInItsOwnPidNamespace) {
   unlink(AttachSocketPath(facts).c_str());  // /tmp/.java_pid1, shared with the host's /tmp
 }
 
+// A JVM in a user namespace of its own (rootless containers): it answers only its own user, and
+// root outside maps to no one in there. One line says so; the native snapshot prints.
+TEST_F(SnapshotJavaTest, JvmInAUserNamespaceRefusesRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (to run the JVM as another user)";
+  const std::vector<std::string> prefix = {
+      "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "unshare", "-U", "-r", "-p",
+      "-f",      "--mount-proc"};
+  std::string probe;
+  for (const std::string& p : prefix) probe += p + " ";
+  if (system((probe + "true 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "cannot make a user namespace as nobody here";
+  }
+  JavaChild jvm("Idle", {"-XX:-UsePerfData"}, {}, prefix);
+  ASSERT_TRUE(jvm.ready()) << jvm.Output();
+  const pid_t java = jvm.java_pid();
+  ASSERT_NE(java, jvm.pid());
+  const SnapshotRun r = Snapshot({std::to_string(java)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: no Java frames: the JVM closed the connection without an answer"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("libjvm.so"), std::string::npos);
+  EXPECT_EQ(jvm.Output(), "ready\n");
+  EXPECT_TRUE(jvm.Alive());
+  unlink("/tmp/.java_pid1");  // the namespace's pid 1, in the host's /tmp
+}
+
 // libjvm.so has a large .symtab and no DWARF: its index is cached by the first snapshot, and
 // --timings reports the Java part on a line of its own.
 TEST_F(SnapshotJavaTest, LibjvmSymbolsCachedAndTimings) {
