@@ -125,7 +125,10 @@ size_t FrameFinder::Find(const uintptr_t* pcs, size_t n, const unwind::MemoryVie
     f.sfi = c.header[1];
     f.sfi_name_or_scope = c.sfi_header[1];
     f.sfi_script = c.sfi_header[2];
-    if (c.bytecode_array != 0) {
+    // The innermost frame was interrupted, not calling: the interpreter keeps its offset in a
+    // register and stores it only at calls and stack checks, so the slot may be far behind
+    // (the function's entry while a loop spins): no offset, the function's first line instead.
+    if (c.bytecode_array != 0 && c.index > 0) {
       f.bytecode_array = c.bytecode_array;
       // The slot holds the offset from the array's tagged pointer: header size minus the tag.
       f.bytecode_offset = m_.SmiValue(c.bytecode_offset) -

@@ -33,8 +33,10 @@ struct JsFrame {
   uint64_t sfi = 0;                // tagged SharedFunctionInfo
   uint64_t sfi_name_or_scope = 0;  // its fields at the time, the identity of the function
   uint64_t sfi_script = 0;
-  uint64_t bytecode_array = 0;   // interpreted frames: the frame's BytecodeArray, else 0
-  int64_t bytecode_offset = -1;  // interpreted frames: the bytecode offset, else -1
+  // Interpreted frames that were calling (not the innermost, whose slot may be stale): the
+  // frame's BytecodeArray and bytecode offset; else 0 and -1.
+  uint64_t bytecode_array = 0;
+  int64_t bytecode_offset = -1;
 };
 
 class FrameFinder {

@@ -132,6 +132,15 @@ TEST_F(FrameFinderTest, JsFramesAreFoundByTheSlotOfTheNextReturnAddress) {
   EXPECT_EQ(frames[1].sfi, sfi_a_);
   EXPECT_EQ(frames[1].bytecode_array, 0x105001u);
   EXPECT_EQ(frames[1].bytecode_offset, 17);
+  // The same frame as the innermost (interrupted in a bytecode handler, not calling): its offset
+  // slot is not trusted.
+  const uintptr_t leaf_pcs[] = {kJitPc1, kNativePc};
+  const unwind::MemoryView from_frame_a{kStackBase + 0x48, stack_.size() - 0x48,
+                                        stack_.data() + 0x48};
+  ASSERT_EQ(finder.Find(leaf_pcs, 2, from_frame_a, frames), 1u);
+  EXPECT_EQ(frames[0].sfi, sfi_a_);
+  EXPECT_EQ(frames[0].bytecode_offset, -1);
+  EXPECT_EQ(frames[0].bytecode_array, 0u);
 }
 
 TEST_F(FrameFinderTest, ARecursionsRepeatedReturnAddressesAreTakenInOrder) {

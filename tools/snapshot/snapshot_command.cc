@@ -33,6 +33,7 @@
 #include "tools/common/terminal_text.h"
 #include "tools/snapshot/snapshot_command.h"
 #include "tools/snapshot/snapshot_java.h"
+#include "tools/snapshot/snapshot_js.h"
 #include "tools/snapshot/snapshot_output.h"
 #include "tools/snapshot/snapshot_python.h"
 #include "tools/snapshot/snapshot_ruby.h"
@@ -47,7 +48,7 @@ constexpr char kUsage[] =
     "usage: hangwatch snapshot PID [--json] [--max-frames N] [--stack-kb N]\n"
     "                              [--stop-timeout-ms N] [--per-thread] [--no-cfi]\n"
     "                              [--no-symbols] [--no-index] [--no-python] [--no-ruby]\n"
-    "                              [--no-java]\n"
+    "                              [--no-java] [--no-js]\n"
     "                              [--java-timeout-ms N] [--timings]\n"
     "\n"
     "Prints every thread of process PID: thread id, name, scheduler state, CPU time, the top\n"
@@ -62,6 +63,8 @@ constexpr char kUsage[] =
     "loop ran them, between the native frames of C code, like `py-spy dump --native`.\n"
     "In a Ruby 3.1 process, each thread's Ruby frames (method, file:line) stand in its stack\n"
     "where the VM ran them (rb_vm_exec).\n"
+    "In a node process (V8 with its postmortem metadata), each thread's JavaScript frames\n"
+    "(function, script:line) stand in its stack where V8 ran them.\n"
     "\n"
     "In a HotSpot JVM, each Java thread's Java frames (method, file:line), from the thread\n"
     "dump the JVM gives through its attach mechanism (as jcmd and jstack ask it: SIGQUIT only\n"
@@ -100,6 +103,7 @@ constexpr char kUsage[] =
     "  --no-java            do not ask a JVM for its thread dump: native frames only\n"
     "  --java-timeout-ms N  how long the JVM may take to answer (default 2000)\n"
     "  --no-ruby            native frames only, also in a Ruby process\n"
+    "  --no-js              native frames only, also in a node process\n"
     "  --timings            after the output, one line on stderr: CPU and wall time of each\n"
     "                       phase of this command (start-up, modules, stop, unwind, symbols,\n"
     "                       java, output); a JVM's thread dump on a line of its own\n"
@@ -123,6 +127,7 @@ struct Options {
   bool java = true;
   int java_timeout_ms = 2000;
   bool ruby = true;
+  bool js = true;
 };
 
 // Returns the exit status when the command is done (--help, bad usage), else nullopt.
@@ -138,6 +143,7 @@ std::optional<int> ParseArgs(int argc, char** argv, Options* o) {
   flags.Switch({"--no-python"}, [o] { o->python = false; });
   flags.Switch({"--no-java"}, [o] { o->java = false; });
   flags.Switch({"--no-ruby"}, [o] { o->ruby = false; });
+  flags.Switch({"--no-js"}, [o] { o->js = false; });
   flags.Switch({"--per-thread"}, [o] { o->stop_all = false; });
   for (auto [flag, max, out] : {std::tuple{"--max-frames", 65536, &o->max_frames},
                                 std::tuple{"--stack-kb", 65536, &o->stack_kb}}) {
@@ -420,6 +426,16 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     timer.End("python");
   }
   if (ruby != nullptr && ruby->Merge(&threads, &notes)) timer.End("ruby");
+  // node: each thread's JS frames, read after the stop and checked (snapshot_js.h); their
+  // names live in `js` until the output is written.
+  std::unique_ptr<SnapshotJs> js;
+  if (o.js && modules.ok()) {
+    js = std::make_unique<SnapshotJs>(o.pid, *modules, &notes);
+    if (js->active()) {
+      js->Merge(&threads);
+      timer.End("js");
+    }
+  }
   // After the stop: each thread back in the system call it sleeps in, told by what it slept in
   // before the stop where the stop restarted it.
   std::vector<WaitQuery> queries;
