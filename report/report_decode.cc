@@ -441,10 +441,11 @@ bool ParseDelay(const json& j, Lag* l, std::string* error) {
 bool ParseLag(const json& j, Lag* l, std::string* error) {
   Fields r{j, error};
   double busy_ms = 0;
-  if (!r.Int("pid", &l->pid) || !r.Str("process_name", &l->process_name, true) ||
-      !r.Str("host", &l->host, true) || !r.Labels("labels", &l->labels) ||
-      !r.Int("start_unix_ms", &l->start_unix_ms) || !r.Int("end_unix_ms", &l->end_unix_ms) ||
-      !r.Number("busy_ms", &busy_ms) ||
+  double max_ms = 0;  // derived from the buckets, not kept; typed as the scanner types it (top)
+  if (!r.Int("pid", &l->pid) || !r.Number("max_ms", &max_ms, true) ||
+      !r.Str("process_name", &l->process_name, true) || !r.Str("host", &l->host, true) ||
+      !r.Labels("labels", &l->labels) || !r.Int("start_unix_ms", &l->start_unix_ms) ||
+      !r.Int("end_unix_ms", &l->end_unix_ms) || !r.Number("busy_ms", &busy_ms) ||
       !r.Int("threads_not_watched", &l->threads_not_watched, true) ||
       !ParseThread(j, &l->tid, &l->thread_name, &l->thread_role, error)) {
     return false;

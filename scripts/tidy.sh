@@ -6,7 +6,7 @@
 # from the sources alone, in a second (scripts/test.sh).
 #
 # Usage: scripts/tidy.sh [--all] [FILE...]
-#   (no argument)  the .cc files of agent/ cause/ python/ report/ symbols/ unwind/
+#   (no argument)  the .cc files of agent/ cause/ python/ ruby/ js/ jvm/ hang/ report/ symbols/ unwind/
 #                  integrations/ tools/ that differ from main (committed or not), and those that
 #                  include a changed header of those folders or include/ (one level of
 #                  #include); every file when .clang-tidy changed
@@ -19,7 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${HANGWATCH_TIDY_BUILD:-build}
-folders=(agent cause python report symbols unwind integrations tools)
+folders=(agent cause python ruby js jvm hang report symbols unwind integrations tools)
 
 if ! command -v clang-tidy >/dev/null 2>&1; then
   echo "tidy.sh: clang-tidy not found (scripts/bootstrap.sh installs it)" >&2

@@ -44,6 +44,11 @@
 //     old behaviour, its handlers' waits taken as idle.
 //   - Only waits taken as idle teach: a handler whose poll times out does not make its own site
 //     the loop's. A forked child forgets everything and learns its own loop (ForkChild).
+//   - An epoll loop's instance: the epoll descriptor of a wait learned at the loop's depth. A
+//     wait at one of the loop's own sites but deeper, on another epoll instance, is a second
+//     loop run inside the pass until it is done (node's child_process.execSync runs a private
+//     libuv loop from uv__io_poll's own call site until the child exits): work of the pass, not
+//     idle. A nested loop on the same instance (or a poll-based one: GTK's dialogs) stays idle.
 #ifndef HANGWATCH_INTEGRATIONS_PRELOAD_LOOP_WAIT_SITES_H_
 #define HANGWATCH_INTEGRATIONS_PRELOAD_LOOP_WAIT_SITES_H_
 
@@ -66,6 +71,8 @@ struct LoopWaitSites {
   const void* first_site;
   uintptr_t first_cfa;
   int first_returns;
+  // The loop's epoll descriptor + 1 (0: not known, or the loop does not wait in epoll).
+  int loop_epfd_plus1;
 };
 // The main thread's. Defined in preload_shim.cc; zeroed by the fork child handler. (Each other
 // thread watched has its own: thread_waits.h.)
@@ -80,14 +87,22 @@ inline bool IsLoopWaitSite(const LoopWaitSites& s, const void* site) {
 
 // True when a wait called from `site` with the caller's stack at `cfa` is part of the pass
 // under way: the loop is known, and this is not its wait. Stacks grow down (x86-64, AArch64).
-inline bool WaitIsInsidePass(const LoopWaitSites& s, const void* site, uintptr_t cfa) {
+// `epfd`: the epoll instance waited on, -1 for the other waits.
+inline bool WaitIsInsidePass(const LoopWaitSites& s, const void* site, uintptr_t cfa,
+                             int epfd = -1) {
   if (__builtin_expect(s.count == 0, 0) || s.full) return false;
-  return cfa < s.loop_cfa && !IsLoopWaitSite(s, site);
+  if (cfa >= s.loop_cfa) return false;
+  if (!IsLoopWaitSite(s, site)) return true;
+  // The loop's own site, deeper: a nested loop; on another epoll instance, a private one.
+  return epfd >= 0 && s.loop_epfd_plus1 != 0 && epfd + 1 != s.loop_epfd_plus1;
 }
 
-// `site` at `cfa` is one of the loop's waits.
-inline void LearnLoopWaitSite(LoopWaitSites& s, const void* site, uintptr_t cfa) {
-  if (s.count == 0 || cfa > s.loop_cfa) s.loop_cfa = cfa;
+// `site` at `cfa` is one of the loop's waits (on epoll instance `epfd`, -1: not an epoll wait).
+inline void LearnLoopWaitSite(LoopWaitSites& s, const void* site, uintptr_t cfa, int epfd = -1) {
+  if (s.count == 0 || cfa > s.loop_cfa) {
+    s.loop_cfa = cfa;
+    s.loop_epfd_plus1 = epfd + 1;  // the shallowest wait's instance (0 when not epoll)
+  }
   if (IsLoopWaitSite(s, site)) return;
   if (s.count == LoopWaitSites::kCapacity) {
     s.full = true;
@@ -99,7 +114,7 @@ inline void LearnLoopWaitSite(LoopWaitSites& s, const void* site, uintptr_t cfa)
 // Before the loop is known: follows the first wait taken as idle (see above). Out of line: it
 // runs only until the loop is learned or the first wait is ruled out.
 __attribute__((noinline)) inline void FollowFirstWait(LoopWaitSites& s, const void* site,
-                                                      uintptr_t cfa) {
+                                                      uintptr_t cfa, int epfd) {
   if (s.first_site == nullptr) {
     s.first_site = site;
     s.first_cfa = cfa;
@@ -109,20 +124,21 @@ __attribute__((noinline)) inline void FollowFirstWait(LoopWaitSites& s, const vo
     // after a few passes), and a nested loop calls it from deeper.
     if (cfa > s.first_cfa) s.first_cfa = cfa;
     if (++s.first_returns == LoopWaitSites::kReturnsToLearn) {
-      LearnLoopWaitSite(s, site, s.first_cfa);
+      LearnLoopWaitSite(s, site, s.first_cfa, cfa == s.first_cfa ? epfd : -1);
     }
   } else if (cfa >= s.first_cfa) {
     s.first_returns = -1;  // a wait beside or above it: the first wait may not be the loop's
   }
 }
 
-// A wait taken as idle returned `result`; `blocking`: it had a time-out that was not zero.
+// A wait taken as idle returned `result`; `blocking`: it had a time-out that was not zero;
+// `epfd`: its epoll instance (-1: not an epoll wait).
 inline void NoteIdleWait(LoopWaitSites& s, bool blocking, int result, const void* site,
-                         uintptr_t cfa) {
+                         uintptr_t cfa, int epfd = -1) {
   if (__builtin_expect(result == 0, 0) && blocking) {
-    LearnLoopWaitSite(s, site, cfa);  // timed out: the loop idling on its timer
+    LearnLoopWaitSite(s, site, cfa, epfd);  // timed out: the loop idling on its timer
   } else if (__builtin_expect(s.count == 0, 0) && s.first_returns >= 0) {
-    FollowFirstWait(s, site, cfa);
+    FollowFirstWait(s, site, cfa, epfd);
   }
 }
 

@@ -339,7 +339,7 @@ HW_INTERPOSE int epoll_wait(int epfd, struct epoll_event* events, int maxevents,
   return Interpose(
       TimeoutOf(timeout), HW_SITE,
       [&] { return f ? f(epfd, events, maxevents, timeout) : NoSuchCall(); },
-      [&](int r) { return EpollTrigger(epfd, events, r, TimeoutMsOf(timeout)); });
+      [&](int r) { return EpollTrigger(epfd, events, r, TimeoutMsOf(timeout)); }, epfd);
 }
 
 HW_INTERPOSE int epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout,
@@ -348,7 +348,7 @@ HW_INTERPOSE int epoll_pwait(int epfd, struct epoll_event* events, int maxevents
   return Interpose(
       TimeoutOf(timeout), HW_SITE,
       [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); },
-      [&](int r) { return EpollTrigger(epfd, events, r, TimeoutMsOf(timeout)); });
+      [&](int r) { return EpollTrigger(epfd, events, r, TimeoutMsOf(timeout)); }, epfd);
 }
 
 HW_INTERPOSE int epoll_pwait2(int epfd, struct epoll_event* events, int maxevents,
@@ -357,7 +357,7 @@ HW_INTERPOSE int epoll_pwait2(int epfd, struct epoll_event* events, int maxevent
   return Interpose(
       TimeoutOf(timeout), HW_SITE,
       [&] { return f ? f(epfd, events, maxevents, timeout, sigmask) : NoSuchCall(); },
-      [&](int r) { return EpollTrigger(epfd, events, r, TimeoutMsOf(timeout)); });
+      [&](int r) { return EpollTrigger(epfd, events, r, TimeoutMsOf(timeout)); }, epfd);
 }
 
 HW_INTERPOSE void _exit(int status) { ExitNow(HW_REAL(g_exit, "_exit"), status); }

@@ -40,9 +40,12 @@ extern bool g_loop_waits_in_runtime;
 // straight to `call` unless HANGWATCH_THREADS watches them), the main thread while it arms
 // straight to `call`. `trigger(result)` says what a watched wait returned (wake_trigger.h),
 // for the pass it begins. Its result and errno are returned untouched.
+// `epfd`: the epoll instance an epoll wait waits on (-1 for the others): a loop's own wait on
+// another instance, deeper than the loop's, is a private loop inside the pass (loop_wait_sites.h).
 template <typename Call, typename Trigger>
 inline __attribute__((always_inline)) int Interpose(WaitTimeout timeout, const void* site,
-                                                    uintptr_t cfa, Call call, Trigger trigger) {
+                                                    uintptr_t cfa, Call call, Trigger trigger,
+                                                    int epfd = -1) {
   if (!pthread_equal(pthread_self(), g_shim.main_thread)) {
     return InterposeOnOtherThread(timeout, site, cfa, call, trigger);
   }
@@ -56,11 +59,13 @@ inline __attribute__((always_inline)) int Interpose(WaitTimeout timeout, const v
     }
     if (Phase() != kArmed) return call();
   }
-  if (g_loop_waits_in_runtime || WaitIsInsidePass(g_loop_wait_sites, site, cfa)) return call();
+  if (g_loop_waits_in_runtime || WaitIsInsidePass(g_loop_wait_sites, site, cfa, epfd)) {
+    return call();
+  }
   g_shim.about_to_wait();
   const int result = call();
   WokeUpFrom(trigger(result));
-  NoteIdleWait(g_loop_wait_sites, blocking, result, site, cfa);
+  NoteIdleWait(g_loop_wait_sites, blocking, result, site, cfa, epfd);
   return result;
 }
 

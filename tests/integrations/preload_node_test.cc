@@ -1,6 +1,7 @@
-// node (Debian's /usr/bin/node) under the preload shim: JavaScript compiled by V8 runs outside
-// every module, so its frames are named from the /tmp/perf-PID.map that node writes with
-// --perf-basic-prof. A busy JS function is the hang's culprit, by its JavaScript name.
+// node (Debian's /usr/bin/node) under the preload shim with its JavaScript frames off
+// (HANGWATCH_JS=0: tests/js has them): JavaScript compiled by V8 runs outside every module, so
+// its frames are named from the /tmp/perf-PID.map that node writes with --perf-basic-prof. A
+// busy JS function is the hang's culprit, by its JavaScript name.
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -23,7 +24,7 @@ TEST(PreloadNode, BusyJavaScriptFunctionIsTheCulpritByItsName) {
   ChildProcess child(
       {kNode, "--perf-basic-prof", "--no-logfile-per-isolate",
        "--logfile=" + dir.path() + "/v8.log", HANGWATCH_TEST_DATA_DIR "/busy_timer.js"},
-      {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_THRESHOLD_MS=200",
+      {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_JS=0", "HANGWATCH_THRESHOLD_MS=200",
        "HANGWATCH_REPORT=" + report, "HANGWATCH_LOG=0", "HANGWATCH_OPEN_HANG_DIR=" + dir.path()});
   const int status = child.Wait();
   // node leaves its perf map behind: removed here. (V8's own log went to `dir`, not to an
@@ -74,7 +75,7 @@ TEST(PreloadNode, BuiltinOutsideThePerfMapGivesWayToTheJavaScriptFunction) {
   ChildProcess child(
       {kNode, "--perf-basic-prof", "--no-logfile-per-isolate",
        "--logfile=" + dir.path() + "/v8.log", HANGWATCH_TEST_DATA_DIR "/spin_on_clock.js"},
-      {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_THRESHOLD_MS=200",
+      {"LD_PRELOAD=" HANGWATCH_PRELOAD_LIB, "HANGWATCH_JS=0", "HANGWATCH_THRESHOLD_MS=200",
        "HANGWATCH_REPORT=" + report, "HANGWATCH_LOG=0", "HANGWATCH_OPEN_HANG_DIR=" + dir.path()});
   const int status = child.Wait();
   unlink(("/tmp/perf-" + std::to_string(child.pid()) + ".map").c_str());

@@ -222,12 +222,9 @@ TEST_F(RunJsFrames, Pbkdf2SyncNamesTheHashingFunction) {
 }
 
 // child_process.execSync runs a private libuv loop on the main thread until the child ends:
-// its epoll_wait is made from the loop's own call site (uv__io_poll), which the shim takes as
-// the loop idling at any depth (integrations/preload/loop_wait_sites.h, meant for GTK's nested
-// loops), so no hang is declared and there is nothing to name yet. Skipped until the shim
-// tells a nested loop on another epoll instance from the loop's own.
+// its epoll_wait is made from the loop's own call site (uv__io_poll), deeper, on another epoll
+// instance, which the shim takes for work of the pass (integrations/preload/loop_wait_sites.h).
 TEST_F(RunJsFrames, ExecSyncNamesTheFunctionWaitingForTheChild) {
-  GTEST_SKIP() << "the shim takes execSync's nested libuv loop for the loop idling";
   const std::string script = dir_ / "exec.js";
   WriteScript(script,
               "const child_process = require('child_process');\n"

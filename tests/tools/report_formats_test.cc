@@ -156,6 +156,34 @@ TEST(ReportFormats, PerFrameCountsFollowTheDominantPath) {
   EXPECT_EQ(FormatFolded(r), "main;B;A 5\nmain;B;C 3\nmain;D 2\n");
 }
 
+// JavaScript and Ruby frames print like Python's: their kind, name and file:line; a JS line that
+// is the function's first (not the running one) says so.
+TEST(ReportFormats, TextNamesJsAndRubyFramesAndMarksADefinitionLine) {
+  HangRecord h;
+  h.stacks.resize(1);
+  h.stacks[0].count = 1;
+  Frame js;
+  js.language = FrameLanguage::kJs;
+  js.symbol = "crunch";
+  js.file = "/srv/app.js";
+  js.line = 4;
+  js.line_is_definition = true;
+  Frame rb;
+  rb.language = FrameLanguage::kRuby;
+  rb.symbol = "handle";
+  rb.file = "/srv/app.rb";
+  rb.line = 12;
+  h.stacks[0].frames = {js, rb};
+  h.dominant_stack = 0;
+  h.samples = 1;
+  Report r;
+  r.hangs.push_back(h);
+  const std::string t = FormatText(r);
+  EXPECT_TRUE(Has(t, "app.js:4  [the function's first line]")) << t;
+  EXPECT_TRUE(Has(t, "ruby")) << t;
+  EXPECT_TRUE(Has(t, "app.rb:12\n")) << t;
+}
+
 TEST(ReportFormats, TextSaysHowSamplesWereTakenAndMarksGuessedFrames) {
   HangRecord h;
   h.stacks.resize(1);

@@ -32,11 +32,8 @@
 #include "tools/common/flag_parser.h"
 #include "tools/common/terminal_text.h"
 #include "tools/snapshot/snapshot_command.h"
-#include "tools/snapshot/snapshot_java.h"
-#include "tools/snapshot/snapshot_js.h"
 #include "tools/snapshot/snapshot_output.h"
-#include "tools/snapshot/snapshot_python.h"
-#include "tools/snapshot/snapshot_ruby.h"
+#include "tools/snapshot/snapshot_runtimes.h"
 #include "tools/snapshot/snapshot_unwind.h"
 #include "tools/snapshot/snapshot_waits.h"
 #include "unwind/ptrace_capture.h"
@@ -232,18 +229,6 @@ std::string ReadExe(pid_t pid) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// The threads of `pid` now (the Python reader's buffers are sized from it, before the stop).
-size_t CountTasks(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/task", pid);
-  DIR* d = opendir(path);
-  if (d == nullptr) return 0;
-  size_t n = 0;
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
 std::string ThreadNote(const unwind::PtraceThread& t) {
   char buf[256];
   switch (t.status) {
@@ -347,24 +332,12 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   capture_options.stack_bytes = o.stack_kb * 1024;
   capture_options.stop_timeout_ms = o.stop_timeout_ms;
   capture_options.stop_all = o.stop_all;
-  // The interpreter found and checked before the stop; its frame chains read within it.
+  // The language runtimes found before the stop (CPython's and Ruby's frame chains read
+  // within it).
   std::vector<std::string> notes;
-  std::unique_ptr<SnapshotPython> python;
-  if (o.python && modules.ok()) {
-    python = std::make_unique<SnapshotPython>(o.pid, *modules, CountTasks(o.pid) + 64, o.max_frames,
-                                              &notes);
-    python->Hook(&capture_options);
-    timer.End("python-setup");
-  }
-  std::unique_ptr<SnapshotRuby> ruby =
-      SnapshotRuby::Prepare(o.ruby && modules.ok() ? o.pid : 0, modules.ok() ? &*modules : nullptr,
-                            CountTasks(o.pid) + 64, o.max_frames, &notes, &capture_options);
-  if (ruby != nullptr) timer.End("ruby-setup");
-  // A JVM (and its state) found before the stop; its thread dump asked after it.
-  std::unique_ptr<SnapshotJava> java;
-  if (o.java && modules.ok()) {
-    java = std::make_unique<SnapshotJava>(o.pid, *modules, o.java_timeout_ms);
-  }
+  RuntimeChoice choice{o.python, o.ruby, o.java, o.js, o.java_timeout_ms, o.max_frames};
+  SnapshotRuntimes runtimes(o.pid, choice, [&timer](const char* phase) { timer.End(phase); });
+  runtimes.Prepare(modules.ok() ? &*modules : nullptr, &capture_options, &notes);
   unwind::PtraceSnapshot snap = unwind::CapturePtraceSnapshot(o.pid, capture_options);
   timer.End("capture");
   if (snap.error != unwind::PtraceError::kOk) return ReportCaptureError(snap);
@@ -413,29 +386,7 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   SymbolizeSnapshot(*modules, o.symbols, &threads, &notes, &batch);
   unwind::ReleaseLateStoppers();
   timer.End("symbols");
-  // The thread dump, asked once every thread runs again (it needs a safepoint).
-  if (java != nullptr) {
-    java->Ask(&notes);
-    java->Merge(&threads);
-    if (java->is_jvm()) timer.End("java");
-  }
-  std::string python_name;
-  if (python != nullptr && python->active()) {
-    python->Merge(&threads, &notes);
-    python_name = python->Describe();
-    timer.End("python");
-  }
-  if (ruby != nullptr && ruby->Merge(&threads, &notes)) timer.End("ruby");
-  // node: each thread's JS frames, read after the stop and checked (snapshot_js.h); their
-  // names live in `js` until the output is written.
-  std::unique_ptr<SnapshotJs> js;
-  if (o.js && modules.ok()) {
-    js = std::make_unique<SnapshotJs>(o.pid, *modules, &notes);
-    if (js->active()) {
-      js->Merge(&threads);
-      timer.End("js");
-    }
-  }
+  runtimes.Merge(*modules, &threads, &notes);  // every thread runs again
   // After the stop: each thread back in the system call it sleeps in, told by what it slept in
   // before the stop where the stop restarted it.
   std::vector<WaitQuery> queries;
@@ -444,20 +395,18 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
     queries.push_back({t.tid, t.name, t.state, t.syscall_before, t.syscall_nr});
   }
   SnapshotWaits waits = ReadSnapshotWaits(o.pid, queries);
-  if (java != nullptr) java->AddWaits(&waits, &notes);
+  runtimes.AddWaits(&waits, &notes);
   timer.End("waits");
 
   const uint64_t total_ns = NowNs() - start;
-  const std::string jvm_name = java != nullptr && java->active() ? java->vm() : "";
   if (o.json) {
-    PrintSnapshotJson(o.stop_all, snap, exe, python_name, *modules, threads, waits, notes,
-                      total_ns, jvm_name);
+    PrintSnapshotJson(o.stop_all, snap, exe, runtimes.Lines(), *modules, threads, waits, notes,
+                      total_ns);
     for (const std::string& note : notes) {
       std::fprintf(stderr, "note: %s\n", EscapeForTerminal(note).c_str());
     }
   } else {
-    PrintSnapshotText(o.stop_all, snap, exe, python_name, threads, waits, notes, total_ns,
-                      jvm_name);
+    PrintSnapshotText(o.stop_all, snap, exe, runtimes.Lines(), threads, waits, notes, total_ns);
   }
   // A full disk or a closed pipe loses the output: say so and fail.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
@@ -468,12 +417,7 @@ int Snapshot(const Options& o, PhaseTimer& timer) {
   timer.End("output");
   if (o.timings) {
     timer.Print();
-    if (python != nullptr && python->active()) {
-      std::fprintf(stderr, "python: frame chains read in %.3f ms inside the stop window\n",
-                   Ms(python->read_ns()));
-    }
-    if (java != nullptr && java->is_jvm()) std::fputs(java->TimingsLine().c_str(), stderr);
-    if (ruby != nullptr) std::fputs(ruby->TimingsLine().c_str(), stderr);
+    runtimes.PrintTimings();
   }
   // Then straight to the kernel: every thread of the target is released and the output is
   // out, and freeing the stack copies, the index mappings and libdwfl's state one by one

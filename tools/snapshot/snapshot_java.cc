@@ -15,7 +15,7 @@
 namespace hangwatch::tools {
 namespace {
 
-uint64_t MonotonicNs() {
+uint64_t DumpClockNs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
@@ -67,9 +67,9 @@ void SnapshotJava::Ask(std::vector<std::string>* notes) {
     notes->push_back("no Java frames: " + reply_.why);
     return;
   }
-  const uint64_t start = MonotonicNs();
+  const uint64_t start = DumpClockNs();
   dump_ = jvm::ParseThreadDump(reply_.text);
-  parse_ns_ = MonotonicNs() - start;
+  parse_ns_ = DumpClockNs() - start;
   if (dump_.threads.empty()) {
     notes->push_back("no Java frames: the JVM's thread dump lists no thread");
     return;

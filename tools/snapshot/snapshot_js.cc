@@ -60,6 +60,10 @@ const SnapshotJs::Named* SnapshotJs::Name(uint64_t sfi, uint64_t bytecode_array,
   return &names_.emplace(key, std::move(named)).first->second;
 }
 
+std::string SnapshotJs::Describe() const {
+  return metadata_ != nullptr ? "V8 of " + metadata_->module_path : "";
+}
+
 void SnapshotJs::Merge(std::vector<OutThread>* threads) {
   if (!active()) return;
   for (OutThread& ot : *threads) {

@@ -30,6 +30,8 @@ class SnapshotJs {
   SnapshotJs(pid_t pid, const symbols::ProcessModules& modules, std::vector<std::string>* notes);
 
   bool active() const { return metadata_ != nullptr; }
+  // "V8 of /usr/bin/node": the module whose metadata is read.
+  std::string Describe() const;
 
   // After symbolization: each thread's JS frames in its native stack. The frames' strings live
   // in this object: it must outlive the output.

@@ -132,9 +132,9 @@ void SymbolizeSnapshot(const symbols::ProcessModules& modules, bool symbolize,
 }
 
 void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const std::string& python, const std::vector<OutThread>& threads,
-                       const SnapshotWaits& waits, const std::vector<std::string>& notes,
-                       uint64_t total_ns, const std::string& jvm) {
+                       const std::vector<RuntimeLine>& runtimes,
+                       const std::vector<OutThread>& threads, const SnapshotWaits& waits,
+                       const std::vector<std::string>& notes, uint64_t total_ns) {
   // Nothing was written to stdout yet: a buffer that holds a typical snapshot means one
   // write(2) instead of one per 4 KiB.
   static char buffer[1 << 16];
@@ -154,13 +154,8 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
         "snapshot total %.3f ms\n",
         Ms(snap.max_thread_pause_ns), Ms(snap.stopped_ns), Ms(total_ns));
   }
-  if (!python.empty()) {
-    std::printf("%s: Python frames in place of the interpreter's eval loop\n",
-                EscapeForTerminal(python).c_str());
-  }
-  if (!jvm.empty()) {
-    std::printf("%s: Java frames from its thread dump (its attach mechanism)\n",
-                EscapeForTerminal(jvm).c_str());
+  for (const RuntimeLine& r : runtimes) {
+    std::printf("%s: %s\n", EscapeForTerminal(r.name).c_str(), r.what);
   }
   for (const OutThread& ot : threads) {
     const unwind::PtraceThread& t = *ot.thread;
@@ -276,10 +271,10 @@ nlohmann::ordered_json WaitJson(const SnapshotWaits& waits, const ThreadWait& t)
 }  // namespace
 
 void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const std::string& python, const symbols::ProcessModules& modules,
+                       const std::vector<RuntimeLine>& runtimes,
+                       const symbols::ProcessModules& modules,
                        const std::vector<OutThread>& threads, const SnapshotWaits& waits,
-                       const std::vector<std::string>& notes, uint64_t total_ns,
-                       const std::string& jvm) {
+                       const std::vector<std::string>& notes, uint64_t total_ns) {
   using Json = nlohmann::ordered_json;
   Json root;
   root["type"] = "snapshot";
@@ -294,8 +289,7 @@ void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const 
   root["max_thread_pause_us"] = snap.max_thread_pause_ns / 1000;
   root["stop"] = stop_all ? "all" : "per_thread";
   root["total_us"] = total_ns / 1000;
-  if (!python.empty()) root["python"] = python;
-  if (!jvm.empty()) root["jvm"] = jvm;
+  for (const RuntimeLine& r : runtimes) root[r.key] = r.name;
   Json jthreads = Json::array();
   std::vector<bool> used(modules.map->modules().size(), false);
   for (const OutThread& ot : threads) {

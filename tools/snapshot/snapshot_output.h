@@ -57,21 +57,29 @@ void SymbolizeSnapshot(const symbols::ProcessModules& modules, bool symbolize,
 // Milliseconds, for printing.
 double Ms(uint64_t ns);
 
+// A runtime whose frames the snapshot shows (snapshot_runtimes.h): the JSON field `key`
+// ("python", "ruby", "js", "jvm") holds `name` (the interpreter: "python3.11 (...)"); the text
+// header says "NAME: WHAT".
+struct RuntimeLine {
+  const char* key;
+  std::string name;
+  const char* what;
+};
+
 // The text output on stdout (each thread's wait under its header; the wait-for graph and
-// deadlocks after the threads), then the notes on stderr. `jvm`: the JVM whose thread dump gave
-// Java frames ("" if none). `stop_all`: all threads were stopped
-// at once (else one at a time). `python`: the interpreter whose frames are shown ("" if none).
+// deadlocks after the threads), then the notes on stderr. `stop_all`: all threads were stopped
+// at once (else one at a time). `runtimes`: those whose frames are shown.
 void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const std::string& python, const std::vector<OutThread>& threads,
-                       const SnapshotWaits& waits, const std::vector<std::string>& notes,
-                       uint64_t total_ns, const std::string& jvm = {});
+                       const std::vector<RuntimeLine>& runtimes,
+                       const std::vector<OutThread>& threads, const SnapshotWaits& waits,
+                       const std::vector<std::string>& notes, uint64_t total_ns);
 
 // The JSON output on stdout (the notes are a field; the caller prints them on stderr too).
 void PrintSnapshotJson(bool stop_all, const unwind::PtraceSnapshot& snap, const std::string& exe,
-                       const std::string& python, const symbols::ProcessModules& modules,
+                       const std::vector<RuntimeLine>& runtimes,
+                       const symbols::ProcessModules& modules,
                        const std::vector<OutThread>& threads, const SnapshotWaits& waits,
-                       const std::vector<std::string>& notes, uint64_t total_ns,
-                       const std::string& jvm = {});
+                       const std::vector<std::string>& notes, uint64_t total_ns);
 
 }  // namespace hangwatch::tools
 

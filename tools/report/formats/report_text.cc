@@ -40,8 +40,11 @@ void AppendFrameLine(std::string* out, size_t index, const Frame& f, const char*
   if (IsInterpreted(f.language)) {
     // An interpreter's function, as py-spy prints a Python one: its name and where; no address
     // (a code object's would mean nothing to the reader).
-    Appendf(out, "%s#%-2zu %-28s %-18s %s%s%s\n", prefix, index, FrameLanguageName(f.language), "",
-            f.symbol.empty() ? "?" : f.symbol.c_str(), loc.empty() ? "" : "  ", loc.c_str());
+    // A line that is where the function begins, not the one it ran (JavaScript's compiled code):
+    // said, so that nobody looks for the stall on it.
+    Appendf(out, "%s#%-2zu %-28s %-18s %s%s%s%s\n", prefix, index, FrameLanguageName(f.language),
+            "", f.symbol.empty() ? "?" : f.symbol.c_str(), loc.empty() ? "" : "  ", loc.c_str(),
+            f.line_is_definition && f.line > 0 ? "  [the function's first line]" : "");
     return;
   }
   // A frame found by scanning the stack is a good guess, not a certainty: say so.
