@@ -59,8 +59,8 @@ class VmReader {
   // Tests the layout against the live VM: the VM's main thread points back to the VM and to
   // its main ractor, its execution context to it, the main ractor's thread list is a ring of
   // threads.cnt nodes that holds it, its VM stack is one (bounded, cfp inside and on a frame
-  // boundary), and its innermost Ruby frame's iseq is an instruction sequence. "" when all hold (or the VM is not running yet: then
-  // *not_yet is set), else one line saying which check failed.
+  // boundary), and its innermost Ruby frame's iseq is an instruction sequence. "" when all hold (or
+  // the VM is not running yet: then *not_yet is set), else one line saying which check failed.
   std::string CheckLayout(bool* not_yet = nullptr) const;
 
   // The rb_thread_t of kernel thread `tid`, else of the thread whose pthread_t is

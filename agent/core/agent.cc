@@ -173,7 +173,6 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
         if (logger) logger->warn("hangwatch: {}", note);
       });
       monitor_->set_runtime_frames(runtime_frames_.get());
-      // A fatal hang read back names its Python frames as this process does.
       if (open_file_ != nullptr) open_file_->set_runtime_names(runtime_frames_->names());
     }
     std::optional<report::Lag> lag_identity;
@@ -505,7 +504,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   std::unique_ptr<unwind::ThreadSampler> sampler_;
   std::unique_ptr<WaitCauseProbe> cause_probe_;  // why blocked samples wait (null: no causes)
   std::unique_ptr<OwnerSampler> other_sampler_;  // lock owners' (over signal_sampler_)
-  // The Python frames of a CPython process (agent/samplers/python_stacks.h); null: none.
+  // An interpreter's frames (Python, Ruby, JS: platform_sampler.cc), fatal hangs' too; or null.
   std::unique_ptr<RuntimeFrames> runtime_frames_;
   // What hangs' passes were serving, whether input waited (agent/context/); null when off.
   std::unique_ptr<ContextShared> context_shared_;

@@ -20,10 +20,11 @@ namespace hangwatch::agent::open_hang_layout {
 // labels, trigger, source and callback, input and perceived verdict); 7: which thread hung (its
 // role and name) in the live header; 6: the Python names region at the end
 // (open_hang_python_names.h) and the bytes of it in use in the live header; 5: a frame's method
-// byte may be kPythonFrameTag (or kPythonPartialTag), its word a Python frame (runtime_frame_word.h;
-// a reader of format 4 would take it for a native address, so the version says it); 4: the main
-// thread's pause for captures in the live header; 3: the cause region after the samples and each
-// sample's cause kind; 2: frame and sample methods; 1: without them (all read).
+// byte may be kPythonFrameTag (or kPythonPartialTag), its word a Python frame
+// (runtime_frame_word.h; a reader of format 4 would take it for a native address, so the version
+// says it); 4: the main thread's pause for captures in the live header; 3: the cause region after
+// the samples and each sample's cause kind; 2: frame and sample methods; 1: without them (all
+// read).
 constexpr uint32_t kVersion = 8;
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;

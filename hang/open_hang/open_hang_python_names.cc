@@ -87,9 +87,8 @@ void OpenHangPythonNamesWriter::Note(uintptr_t word, const RuntimeFrameName& nam
   head.word = word;
   head.line = name.line;
   const size_t symbol_bytes = std::min(name.symbol.size(), kOpenHangPythonSymbolBytes);
-  head.symbol_bytes =
-      static_cast<uint16_t>(symbol_bytes | LanguageBits(name.language) |
-                            (name.line_is_definition ? kDefinition : 0));
+  head.symbol_bytes = static_cast<uint16_t>(symbol_bytes | LanguageBits(name.language) |
+                                            (name.line_is_definition ? kDefinition : 0));
   head.file_bytes = static_cast<uint16_t>(std::min(name.file.size(), kOpenHangPythonFileBytes));
   const size_t size = Padded(sizeof(EntryHead) + symbol_bytes + head.file_bytes);
   if (size > kOpenHangPythonNamesBytes - bytes_) return;  // the region is full

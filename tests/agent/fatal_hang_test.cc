@@ -430,8 +430,8 @@ TEST(OpenHangFileTest, ReadsTheFormatAnOlderAgentWrote) {
   unlink(path.c_str());
 }
 
-// A Python frame (hang/model/runtime_frame_word.h) of a fatal hang reads back as a Python frame, its
-// code object and instruction kept (unnamed here: no names were given to the writer;
+// A Python frame (hang/model/runtime_frame_word.h) of a fatal hang reads back as a Python frame,
+// its code object and instruction kept (unnamed here: no names were given to the writer;
 // open_hang_python_names_test.cc has them), never
 // as a native address; the native frames around it keep their methods.
 TEST(OpenHangFileTest, PythonFramesReadBackAsPythonFrames) {

@@ -26,8 +26,8 @@ namespace hangwatch {
 namespace {
 
 using agent::OpenHangReadStatus;
-using agent::RuntimeFrameName;
 using agent::ReadOpenHangFile;
+using agent::RuntimeFrameName;
 
 std::string TempPath(const char* name) { return testing::OpenHangTempPath("pynames", name); }
 

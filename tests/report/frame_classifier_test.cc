@@ -99,8 +99,7 @@ TEST(FrameClassifierTest, JsAndRubyFramesByFile) {
   using L = FrameLanguage;
   EXPECT_EQ(kind(L::kJs, "node:internal/timers"), FrameKind::kRuntime);
   EXPECT_EQ(kind(L::kJs, "node:events"), FrameKind::kRuntime);
-  EXPECT_EQ(kind(L::kJs, "/srv/app/node_modules/express/lib/router/index.js"),
-            FrameKind::kLibrary);
+  EXPECT_EQ(kind(L::kJs, "/srv/app/node_modules/express/lib/router/index.js"), FrameKind::kLibrary);
   EXPECT_EQ(kind(L::kJs, "/srv/app/server.js"), FrameKind::kApp);
   EXPECT_EQ(kind(L::kJs, "file:///srv/app/server.mjs"), FrameKind::kApp);
   EXPECT_EQ(kind(L::kRuby, "<internal:kernel>"), FrameKind::kRuntime);

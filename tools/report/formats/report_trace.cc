@@ -63,7 +63,9 @@ void AddHang(const HangRecord& h, json* events) {
         json s = Slice(o.name, "sample", o.start_us, at - o.start_us, h.pid, h.tid);
         const std::string loc = FrameLocation(*o.frame);
         if (IsInterpreted(o.frame->language)) {
-          s["args"] = {{"kind", FrameLanguageName(o.frame->language)}};  // no module, and a code object's address is noise
+          s["args"] = {
+              {"kind", FrameLanguageName(
+                           o.frame->language)}};  // no module, and a code object's address is noise
         } else {
           s["args"] = {{"module", o.frame->module}, {"offset", Hex(o.frame->offset)}};
         }
