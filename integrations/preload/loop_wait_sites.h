@@ -52,7 +52,7 @@
 //     The limit: a program that runs one epoll loop, leaves it, then idles in its main loop on
 //     another instance from a deeper frame of the same call site would have that idle time
 //     taken as work (a first asyncio loop at module level, the main one from a function, on
-//     CPython 3.10, whose Python calls nest C frames; 3.11 on call Python from one C frame).
+//     CPython 3.10, whose Python calls nest C frames; 3.11 and later run them in one C frame).
 //     None of the programs tested does; a second loop no deeper than the first stays idle.
 #ifndef HANGWATCH_INTEGRATIONS_PRELOAD_LOOP_WAIT_SITES_H_
 #define HANGWATCH_INTEGRATIONS_PRELOAD_LOOP_WAIT_SITES_H_
