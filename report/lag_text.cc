@@ -37,9 +37,10 @@ void AddLag(Lag* into, const Lag& from) {
 std::string DescribeDelay(const LagFigures& f, uint64_t queued) {
   char buf[192];
   std::snprintf(buf, sizeof buf,
-                "queued + running (%llu passes had waited): p50 %.2f ms, p95 %.2f ms, p99 %.2f "
+                "queued + running (%llu pass%s had waited): p50 %.2f ms, p95 %.2f ms, p99 %.2f "
                 "ms, max %.1f ms",
-                static_cast<unsigned long long>(queued), f.p50_ms, f.p95_ms, f.p99_ms, f.max_ms);
+                static_cast<unsigned long long>(queued), queued == 1 ? "" : "es", f.p50_ms,
+                f.p95_ms, f.p99_ms, f.max_ms);
   return buf;
 }
 

@@ -186,8 +186,9 @@ TEST(LagTest, QueuedPassesCountTheirWaitInTheDelayHistogramOnly) {
   const LagFigures d = l.delay.Figures();
   EXPECT_EQ(r.passes, 125u);
   EXPECT_EQ(d.passes, 125u);
+  // The wait is not in the running histogram: its longest pass is the longest the test timed
+  // (about 20 ms, longer only if the scheduler stretched one, and then in both alike).
   EXPECT_NEAR(r.max_ms, running.Figures().max_ms, running.Figures().max_ms * 0.02);
-  EXPECT_LT(r.max_ms, 100);  // the wait is not in the running histogram
   // The delay is measured from when the work became due (SetPassSource's clock read minus the
   // queued time) to the pass's end: at least what the test added, a little more for the time
   // between BeginWork() and SetPassSource().

@@ -95,6 +95,26 @@ TEST(HangRateTest, EachThreadRoleHasItsOwnRateAndLag) {
   EXPECT_NE(text.find("hang rate 0.6 s/h"), std::string::npos) << text;
 }
 
+// The summary of `hangwatch run` says the main thread's queued + running figures under its lag
+// line when a pass had a known wait (a late timer), and nothing more when none had.
+TEST(HangRateTest, TheSummarySaysQueuedPlusRunningWhenAPassHadWaited) {
+  Report report;
+  report::Lag plain = Lag("a", 1, 0, 60'000);
+  plain.passes.Add(1'000'000);
+  report.lags.push_back(plain);
+  EXPECT_EQ(FormatWatched(WatchedProcesses(LaunchLog{}, report)).find("queued + running"),
+            std::string::npos);
+  report::Lag queued = Lag("a", 1, 60'000, 120'000);
+  queued.passes.Add(2'000'000);
+  queued.delay.Add(550'000'000);  // a timer run 548 ms late
+  queued.queued_passes = 1;
+  report.lags.push_back(queued);
+  const std::string text = FormatWatched(WatchedProcesses(LaunchLog{}, report));
+  EXPECT_NE(text.find("lag: 2 passes"), std::string::npos) << text;
+  EXPECT_NE(text.find("queued + running (1 pass had waited)"), std::string::npos) << text;
+  EXPECT_NE(text.find("max 549."), std::string::npos) << text;  // its bucket's midpoint
+}
+
 // Dozens of watched thread roles in one process (`run --threads loops`): the summary shows the
 // roles that hung first, eight lines at most, and counts the rest.
 TEST(HangRateTest, TheSummaryShowsEightThreadRolesAtMostThoseThatHungFirst) {

@@ -71,6 +71,10 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
     }
     ++*records;
     passes->Merge(l.passes);
+    if (role == report::kMainRole) {
+      w.delay.Merge(report::DelayOf(l));
+      w.queued_passes += l.queued_passes;
+    }
     if (l.end_unix_ms > l.start_unix_ms) {
       rate->watched_ms += static_cast<uint64_t>(l.end_unix_ms - l.start_unix_ms);
     }
@@ -99,6 +103,10 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
       out += "hangwatch run:     lag: " + report::DescribeLag(w.passes.Figures());
       if (w.hang_rate.known()) out += "; " + DescribeHangRate(w.hang_rate);
       out += "\n";
+      if (w.queued_passes > 0) {
+        out += "hangwatch run:     " + report::DescribeDelay(w.delay.Figures(), w.queued_passes) +
+               "\n";
+      }
     }
     // A role each, the roles that hung first; past kMaxRoleLines (`--threads loops` may watch
     // dozens of threads in one process) a count: `hangwatch report` shows every one.

@@ -29,6 +29,10 @@ struct WatchedProcess {
   size_t lag_records = 0;       // its main thread's lag records in this run's report, and
   PassHistogram passes;         // their passes:
   HangRate hang_rate;           // its main thread's hangs against the time those lag records cover
+  // The main thread's queued + running (report::DelayOf of each record) and its passes that had
+  // a known wait: a line of its own when some had.
+  PassHistogram delay;
+  uint64_t queued_passes = 0;
   // The same for each other watched thread role (hangwatch/threads.h), never added to main's.
   struct RoleLag {
     size_t lag_records = 0;

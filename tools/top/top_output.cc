@@ -107,8 +107,8 @@ std::string FormatTopText(const std::vector<TopGroup>& groups, const TopTextOpti
   if (o.queued_passes > 0) {
     std::snprintf(buf, sizeof buf,
                   "longest input delay %.1f ms (queued + running, main thread; %" PRIu64
-                  " passes had waited)\n",
-                  o.delay_max_ms, o.queued_passes);
+                  " pass%s had waited)\n",
+                  o.delay_max_ms, o.queued_passes, o.queued_passes == 1 ? "" : "es");
     out += buf;
   }
   if (groups.empty()) return EscapeForTerminal(out);

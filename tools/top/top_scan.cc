@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <deque>
 #include <thread>
@@ -110,7 +111,11 @@ LineKind TopLineParser::Parse(std::string_view line, TopHang* out) {
       if (key == "max_ms") max_ms = value;
       if (key == "queued_passes") ReadNumber(value, &out->queued_passes, report::ParseUint64);
     });
-    out->delay_max_ms = std::strtod(std::string(max_ms).c_str(), nullptr);
+    // A number (the scanner checked its type): from_chars, no copy per line.
+    if (std::from_chars(max_ms.data(), max_ms.data() + max_ms.size(), out->delay_max_ms).ec !=
+        std::errc()) {
+      out->delay_max_ms = 0;
+    }
     return LineKind::kOtherRecord;
   }
   ReadNumber(s[TopKey("hang_id")], &out->hang_id, report::ParseUint64);
