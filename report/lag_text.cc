@@ -34,14 +34,19 @@ void AddLag(Lag* into, const Lag& from) {
   into->queued_passes_lost += from.queued_passes_lost;
 }
 
-std::string DescribeDelay(const LagFigures& f, uint64_t queued) {
+std::string DescribeDelay(const LagFigures& f, uint64_t queued, uint64_t lost) {
   char buf[192];
   std::snprintf(buf, sizeof buf,
                 "queued + running (%llu pass%s had waited): p50 %.2f ms, p95 %.2f ms, p99 %.2f "
                 "ms, max %.1f ms",
                 static_cast<unsigned long long>(queued), queued == 1 ? "" : "es", f.p50_ms,
                 f.p95_ms, f.p99_ms, f.max_ms);
-  return buf;
+  std::string out = buf;
+  if (lost > 0) {
+    out += "; " + std::to_string(lost) +
+           " more that had waited were counted at their own time (the agent read them too late)";
+  }
+  return out;
 }
 
 }  // namespace hangwatch::report

@@ -52,9 +52,10 @@ inline const PassHistogram& DelayOf(const Lag& l) {
 // Adds `from`'s passes into `into` (records of one role: a reader's running total), the
 // queued + running histogram with them when either counted a pass with a known wait.
 void AddLag(Lag* into, const Lag& from);
-// "queued + running (412 passes waited): p50 1.10 ms, p99 250.3 ms, max 702.0 ms" for the
-// delay figures `f` of passes of which `queued` had a known wait.
-std::string DescribeDelay(const LagFigures& f, uint64_t queued);
+// "queued + running (412 passes had waited): p50 1.10 ms, p99 250.3 ms, max 702.0 ms" for the
+// delay figures `f` of passes of which `queued` had a known wait; "; 3 more that had waited were
+// counted at their own time (the agent read them too late)" when `lost`.
+std::string DescribeDelay(const LagFigures& f, uint64_t queued, uint64_t lost = 0);
 
 }  // namespace hangwatch::report
 

@@ -158,6 +158,7 @@ TEST(GateCommand, InputDelayBudgetJudgesQueuedPlusRunning) {
   queued.delay.Add(122'000'000);
   queued.delay.Add(122'000'000);
   queued.queued_passes = 2;
+  queued.queued_passes_lost = 3;
   WriteFile(report, LagLine(900, 1.0) + report::Encode(queued) + "\n" + LagLine(50, 30.0));
   // The running time alone is within 100 ms; with its wait one pass took 122 ms.
   auto r = Gate({report, "--max-p99-ms", "100", "--max-input-delay-ms", "100", "--format=json"});
@@ -177,6 +178,8 @@ TEST(GateCommand, InputDelayBudgetJudgesQueuedPlusRunning) {
   // The report command shows the queued + running figures under the lag line.
   const CommandResult text = RunCommand({kCli, "report", report});
   EXPECT_TRUE(Has(text.out, "queued + running (2 passes had waited)")) << text.out;
+  // Passes the agent could not read in time are said, not dropped in silence.
+  EXPECT_TRUE(Has(text.out, "3 more that had waited were counted at their own time")) << text.out;
   EXPECT_FALSE(Has(RunCommand({kCli, "report", plain}).out, "queued + running"));
   // A bad value is one line and exit 2.
   r = Gate({report, "--max-input-delay-ms", "soon"});

@@ -318,8 +318,11 @@ void AppendLag(std::string* out, const Report& r) {
                                         " threads asked to be watched and were not (every slot "
                                         "taken: Config::max_watched_threads)") +
                 "\n");
-    if (total.queued_passes > 0) {
-      out->append("  " + report::DescribeDelay(total.delay.Figures(), total.queued_passes) + "\n");
+    if (total.queued_passes > 0 || total.queued_passes_lost > 0) {
+      out->append("  " +
+                  report::DescribeDelay(total.delay.Figures(), total.queued_passes,
+                                        total.queued_passes_lost) +
+                  "\n");
     }
     if (by_pid.size() > 1) {
       for (const auto& [pid, passes] : by_pid) {
