@@ -1,6 +1,7 @@
 // `hangwatch snapshot PID` of a real node child (/usr/bin/node, no flag) busy in a named
 // function: its main thread's stack holds the JS frames ("kind": "js", function, script, line)
-// where V8 ran them; --no-js leaves the native frames only.
+// where V8 ran them, the text marking a line that is the function's first; --no-js leaves the
+// native frames only.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -102,6 +103,17 @@ TEST(SnapshotJs, ABusyNodeThreadShowsItsJavaScriptFunctions) {
   }
   ASSERT_GE(spin, 0) << r.out;
   EXPECT_GT(start, spin) << r.out;  // the caller is outer
+
+  // The text says so when the line is the function's first, not the running one (as the
+  // report's text does): the innermost frame's line always is (js/frame_finder.h).
+  const std::string leaf = "spinForSnapshot  " + script + ":1";
+  CommandResult text;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    text = RunCommand({kCli, "snapshot", std::to_string(node.pid())});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    if (text.out.find(leaf) != std::string::npos) break;
+  }
+  EXPECT_NE(text.out.find(leaf + "  [the function's first line]"), std::string::npos) << text.out;
 
   const CommandResult off =
       RunCommand({kCli, "snapshot", std::to_string(node.pid()), "--json", "--no-js"});

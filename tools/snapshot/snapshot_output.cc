@@ -201,6 +201,8 @@ void PrintSnapshotText(bool stop_all, const unwind::PtraceSnapshot& snap, const 
           if (f.line > 0) {
             line += ':';
             line += std::to_string(f.line);
+            // As the report's text: the line is where the function starts, not where it runs.
+            if (f.line_is_definition) line += "  [the function's first line]";
           }
         }
         if (!IsTerminalSafe(line)) line = EscapeForTerminal(line);
