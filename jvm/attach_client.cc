@@ -70,7 +70,8 @@ std::string CreateTrigger(const JvmProcessFacts& facts, bool* ours, std::string*
   const std::string proc = "/proc/" + std::to_string(facts.pid);
   for (const std::string& dir : {proc + "/cwd", proc + "/root/tmp"}) {
     const std::string path = dir + name;
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd =
+        open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     if (fd >= 0) {
       // HotSpot accepts a trigger file of its own user or root's; a root client makes it the
       // JVM's anyway, so that it is never a file only root may remove.
@@ -93,10 +94,26 @@ std::string CreateTrigger(const JvmProcessFacts& facts, bool* ours, std::string*
   return "";
 }
 
+// Whether the process listening on connected socket `fd` is the JVM itself: the socket file's
+// owner was checked before connecting, but the path is looked up again by connect(), and a
+// listener of the JVM's user that is not the JVM would be handed the request and trusted.
+bool PeerIsJvm(int fd, const JvmProcessFacts& facts, const std::string& path, std::string* why) {
+  ucred peer{};
+  socklen_t size = sizeof(peer);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0) {
+    *why = Errno(("cannot check who listens on " + path).c_str());
+    return false;
+  }
+  if (peer.pid == facts.pid && peer.uid == facts.uid) return true;
+  *why = path + " is served by process " + std::to_string(peer.pid) + " (uid " +
+         std::to_string(peer.uid) + "), not the JVM: not used";
+  return false;
+}
+
 // Connects a stream socket to `path` before `deadline`; -1 with *why on failure (*refused: no
-// one listens there).
-int Connect(const std::string& path, uint64_t deadline, std::string* why, bool* timed_out,
-            bool* refused) {
+// one listens there; *foreign: someone other than the JVM does).
+int Connect(const std::string& path, const JvmProcessFacts& facts, uint64_t deadline,
+            std::string* why, bool* timed_out, bool* refused, bool* foreign) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) {
@@ -110,7 +127,12 @@ int Connect(const std::string& path, uint64_t deadline, std::string* why, bool* 
       *why = Errno("socket");
       return -1;
     }
-    if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+      if (PeerIsJvm(fd, facts, path, why)) return fd;
+      close(fd);
+      *foreign = true;
+      return -1;
+    }
     const int err = errno;
     close(fd);
     // A full backlog: the listener is busy with another client.
@@ -224,8 +246,10 @@ AttachReply RunAttachCommandWith(const JvmProcessFacts& facts, const std::string
   int fd = -1;
   bool timed_out = false;
   bool refused = false;
+  bool foreign = false;
   if (socket == SocketState::kOk) {
-    fd = Connect(socket_path, deadline, &why, &timed_out, &refused);
+    fd = Connect(socket_path, facts, deadline, &why, &timed_out, &refused, &foreign);
+    if (foreign) return finish(AttachStatus::kRefused, why);
     if (fd < 0 && !refused) {
       return finish(timed_out ? AttachStatus::kTimeout : AttachStatus::kError, why);
     }
@@ -263,7 +287,8 @@ AttachReply RunAttachCommandWith(const JvmProcessFacts& facts, const std::string
                                                 std::to_string(options.timeout_ms) +
                                                 " ms of SIGQUIT");
     }
-    fd = Connect(socket_path, deadline, &why, &timed_out, &refused);
+    fd = Connect(socket_path, facts, deadline, &why, &timed_out, &refused, &foreign);
+    if (foreign) return finish(AttachStatus::kRefused, why);
     if (fd < 0) return finish(timed_out ? AttachStatus::kTimeout : AttachStatus::kError, why);
   }
   reply.handshake_ns = NowNs() - start;

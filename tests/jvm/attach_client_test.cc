@@ -2,7 +2,8 @@
 // listener started by the handshake (and not printed into the program's output), no signal to a
 // JVM that would die of it (-Xrs) or print a dump (-XX:+DisableAttachMechanism, also from
 // JAVA_TOOL_OPTIONS), a stopped JVM refused at once, and a listener that does not answer in
-// time ends in a timeout within the bound.
+// time ends in a timeout within the bound; a listener at the JVM's path that is not the JVM is
+// refused.
 #include "jvm/attach_client.h"
 
 #include <gtest/gtest.h>
@@ -146,6 +147,38 @@ TEST_F(AttachClientTest, StaleSocketIsReplaced) {
   EXPECT_EQ(r.status, AttachStatus::kOk) << r.why;
   EXPECT_TRUE(r.signalled);
   EXPECT_NE(r.text.find("Full thread dump"), std::string::npos);
+  EXPECT_EQ(jvm.Output(), "ready\n");
+  EXPECT_TRUE(jvm.Alive());
+}
+
+// A listener planted at the JVM's path by another process of the JVM's user (the socket file
+// passes the owner and mode check): the client sees through SO_PEERCRED that the JVM does not
+// serve it, sends nothing and does not signal the JVM.
+TEST_F(AttachClientTest, PlantedListenerOfTheSameUserIsRefused) {
+  JavaChild jvm("Idle");
+  ASSERT_TRUE(jvm.ready()) << jvm.Output();
+  JvmProcessFacts facts;
+  std::string error;
+  ASSERT_TRUE(ReadJvmProcessFacts(jvm.pid(), &facts, &error)) << error;
+  ASSERT_EQ(facts.uid, geteuid()) << "the JVM runs as this test's user";
+  const std::string path = AttachSocketPath(facts);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  ASSERT_EQ(listen(fd, 4), 0);  // connections queue: connect() succeeds, no one answers
+  AttachOptions options;
+  options.timeout_ms = 1000;
+  const AttachReply r = RunAttachCommand(jvm.pid(), "threaddump", {}, options);
+  close(fd);
+  unlink(path.c_str());
+  EXPECT_EQ(r.status, AttachStatus::kRefused) << r.why;
+  EXPECT_NE(r.why.find("not the JVM"), std::string::npos) << r.why;
+  EXPECT_FALSE(r.signalled);
   EXPECT_EQ(jvm.Output(), "ready\n");
   EXPECT_TRUE(jvm.Alive());
 }
