@@ -81,6 +81,7 @@ struct ThreadWaits {
   int returns;
   const void* site;  // the wait followed (null: none yet) and the caller's stack pointer there
   uintptr_t cfa;
+  int epfd;  // the epoll instance of the wait followed at `cfa` (-1: not epoll); loop_wait_sites.h
   // As g_runtime_wait_depth and g_loop_waits_in_runtime are for the main thread
   // (wait_wrapper.h).
   int runtime_wait_depth;
@@ -111,18 +112,22 @@ inline bool OtherThreadsFollowed() {
 __attribute__((noinline)) inline ThreadWaits::Phase FollowThreadWait(WaitTimeout timeout,
                                                                      int result, uint64_t waited_ns,
                                                                      const void* site,
-                                                                     uintptr_t cfa) {
+                                                                     uintptr_t cfa, int epfd = -1) {
   ThreadWaits& t = t_thread_waits;
   if (timeout == WaitTimeout::kZero) return t.phase;  // a look, not a wait
   if (t.site == nullptr || (site != t.site && cfa >= t.cfa)) {
     t.site = site;  // the first wait, or one beside or above the one followed: follow it
     t.cfa = cfa;
+    t.epfd = epfd;
     t.returns = 0;
     t.idled = false;
   } else if (site != t.site) {
     return t.phase;  // deeper: a handler's
   } else {
-    if (cfa > t.cfa) t.cfa = cfa;
+    if (cfa > t.cfa) {
+      t.cfa = cfa;
+      t.epfd = epfd;
+    }
     ++t.returns;
   }
   if (timeout == WaitTimeout::kNone || timeout == WaitTimeout::kLong || result == 0 ||
@@ -131,7 +136,7 @@ __attribute__((noinline)) inline ThreadWaits::Phase FollowThreadWait(WaitTimeout
   }
   if (t.returns < ThreadWaits::kReturnsToArm || !t.idled) return t.phase;
   const ThreadWaits::Phase phase = WatchThisThread();
-  if (phase == ThreadWaits::kWatched) LearnLoopWaitSite(t.sites, t.site, t.cfa);
+  if (phase == ThreadWaits::kWatched) LearnLoopWaitSite(t.sites, t.site, t.cfa, t.epfd);
   return phase;
 }
 
@@ -139,7 +144,8 @@ __attribute__((noinline)) inline ThreadWaits::Phase FollowThreadWait(WaitTimeout
 template <typename Call, typename Trigger>
 inline __attribute__((always_inline)) int InterposeOnOtherThread(WaitTimeout timeout,
                                                                  const void* site, uintptr_t cfa,
-                                                                 Call call, Trigger trigger) {
+                                                                 Call call, Trigger trigger,
+                                                                 int epfd) {
   if (!OtherThreadsFollowed()) return call();
   ThreadWaits& t = t_thread_waits;
   if (t.runtime_wait_depth != 0 || t.phase >= ThreadWaits::kNever) return call();
@@ -148,15 +154,15 @@ inline __attribute__((always_inline)) int InterposeOnOtherThread(WaitTimeout tim
     const uint64_t start_ns = MonotonicNs();
     const int result = call();
     const int error = errno;
-    FollowThreadWait(timeout, result, MonotonicNs() - start_ns, site, cfa);
+    FollowThreadWait(timeout, result, MonotonicNs() - start_ns, site, cfa, epfd);
     errno = error;
     return result;
   }
-  if (t.loop_waits_in_runtime || WaitIsInsidePass(t.sites, site, cfa)) return call();
+  if (t.loop_waits_in_runtime || WaitIsInsidePass(t.sites, site, cfa, epfd)) return call();
   g_shim.about_to_wait();
   const int result = call();
   WokeUpFrom(trigger(result));
-  NoteIdleWait(t.sites, timeout != WaitTimeout::kZero, result, site, cfa);
+  NoteIdleWait(t.sites, timeout != WaitTimeout::kZero, result, site, cfa, epfd);
   return result;
 }
 

@@ -47,7 +47,7 @@ inline __attribute__((always_inline)) int Interpose(WaitTimeout timeout, const v
                                                     uintptr_t cfa, Call call, Trigger trigger,
                                                     int epfd = -1) {
   if (!pthread_equal(pthread_self(), g_shim.main_thread)) {
-    return InterposeOnOtherThread(timeout, site, cfa, call, trigger);
+    return InterposeOnOtherThread(timeout, site, cfa, call, trigger, epfd);
   }
   if (g_runtime_wait_depth != 0) return call();
   const bool blocking = timeout != WaitTimeout::kZero;

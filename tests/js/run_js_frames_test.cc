@@ -238,6 +238,31 @@ TEST_F(RunJsFrames, ExecSyncNamesTheFunctionWaitingForTheChild) {
   ExpectJsCulprit(h, "runMigration", script, 2, 3, report);
 }
 
+// The same in a worker_threads Worker watched under --threads loops: its private loop is work of
+// the worker's pass too (before: the worker's shim path ignored the epoll instance, 2 s idle).
+TEST_F(RunJsFrames, ExecSyncInAWatchedWorkerThreadIsItsHang) {
+  const std::string script = dir_ / "worker_exec.js";
+  WriteScript(script,
+              "const { Worker } = require('worker_threads');\n"
+              "const w = new Worker(`\n"
+              "const child_process = require('child_process');\n"
+              "function migrateInWorker() { child_process.execSync('sleep 1.5'); }\n"
+              "let n = 0;\n"
+              "const iv = setInterval(() => {\n"
+              "  if (++n === 20) migrateInWorker();\n"
+              "  if (n === 25) { clearInterval(iv); process.exit(0); }\n"
+              "}, 20);\n"
+              "`, { eval: true });\n"
+              "w.on('exit', () => process.exit(0));\n"
+              "setInterval(() => {}, 1000);\n");
+  std::string report;
+  const HangRecord h = RunNode(dir_, script, {}, {"--threads", "loops"}, &report);
+  EXPECT_GE(h.duration_ms, 1000u) << report;
+  EXPECT_NE(h.tid, h.pid) << report;  // the worker's thread
+  EXPECT_EQ(h.culprit.language, FrameLanguage::kJs) << report;
+  EXPECT_EQ(h.culprit.symbol, "migrateInWorker") << report;
+}
+
 // A GET to 127.0.0.1:port; the response's first bytes ("" when none).
 std::string HttpGet(int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
