@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,8 @@ SnapshotRun Snapshot(const std::vector<std::string>& args,
     for (std::string& a : all) argv.push_back(a.data());
     argv.push_back(nullptr);
     execv(argv[0], argv.data());
+    // Said in the test's failure (a CLI being relinked by a concurrent build is absent).
+    std::fprintf(stderr, "cannot execute %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
   SnapshotRun r;
