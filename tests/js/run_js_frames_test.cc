@@ -131,15 +131,26 @@ TEST_F(RunJsFrames, AnAllocatingLoopStaysNamedThroughItsBuiltinsAndCollections) 
   std::string report;
   const HangRecord h = RunNode(dir_, script, {}, {}, &report);
   EXPECT_EQ(h.culprit.symbol, "churn") << report;
-  size_t with = 0, all = 0;
+  // Every sample names churn but those taken inside an allocation's garbage collection whose
+  // native unwind stops at V8's builtin frame (docs/js.md, "Limits": the frames out of it are
+  // not found, so nothing is named there, never something else). Under load a collection waits
+  // longer on its helper threads and more samples land in one: they are counted apart.
+  size_t with = 0, all = 0, in_gc_unwound_short = 0;
   for (const Stack& s : h.stacks) {
-    bool churn = false;
-    for (const Frame& f : s.frames)
+    bool churn = false, in_gc = false;
+    for (const Frame& f : s.frames) {
       churn |= f.language == FrameLanguage::kJs && f.symbol == "churn";
+      in_gc |= f.symbol.find("Runtime_AllocateIn") != std::string::npos;
+    }
     all += s.count;
     with += churn ? s.count : 0;
+    in_gc_unwound_short += !churn && in_gc ? s.count : 0;
   }
-  EXPECT_GE(with * 10, all * 9) << with << " of " << all << " samples name churn\n" << report;
+  EXPECT_GE(with * 10, (all - in_gc_unwound_short) * 9)
+      << with << " of " << all << " samples name churn, " << in_gc_unwound_short
+      << " in a collection\n"
+      << report;
+  EXPECT_GE(with * 2, all) << "most samples name churn";
 }
 
 // An async function resumed by a microtask: named; V8's own await closure (no script) stays a
