@@ -214,7 +214,13 @@ TEST_F(ThreadWatchTest, WatchingIsANoOpOnTheMainThreadTwiceOnOneThreadAndPastThe
       release.Wait();
     });
   }
-  ASSERT_TRUE(WaitUntil([&] { return GetStats().threads_not_watched == 1; }));
+  // Every thread has decided: the one refused is counted by the agent as soon as it asked, the
+  // two watched only once their own second WatchThread() came back (waiting for the refusal
+  // alone read `watching` while a watched thread was still between the two: 1, not 2).
+  ASSERT_TRUE(WaitUntil([&] {
+    return GetStats().threads_not_watched + static_cast<uint64_t>(watching.load()) == 3;
+  }));
+  EXPECT_EQ(GetStats().threads_not_watched, 1u);
   EXPECT_EQ(watching.load(), 2);
   EXPECT_EQ(GetStats().threads_watched, 2u);
   release.Open();
