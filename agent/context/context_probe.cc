@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "agent/context/perceived.h"
+#include "hang/model/source_choice.h"
 #include "unwind/self_memory.h"
 
 #if defined(__linux__)
@@ -162,9 +163,12 @@ void ContextProbe::ReadSource(uint64_t pass, HangContext* out) const {
   // A source cleared at the end of its dispatch (the GLib adapter does) leaves the last one the
   // hang saw: a sample in the moments between two dispatches does not erase it.
   if (source == nullptr && callback == nullptr) return;
-  CopyForeignString(source, out->source, sizeof out->source);
-  out->callback = reinterpret_cast<uintptr_t>(callback);
-  out->queued_ms = queued_ns < 0 ? -1 : queued_ns / 1'000'000;
+  // The hang keeps the source of its longest run of samples (hang/model/source_choice.h): a
+  // sample taken as the pass left the work it stalled in does not rename it.
+  char name[HangContext::kTextBytes];
+  CopyForeignString(source, name, sizeof name);
+  CountSourceSample(name, reinterpret_cast<uintptr_t>(callback),
+                    queued_ns < 0 ? -1 : queued_ns / 1'000'000, out);
 }
 
 void ContextProbe::DescribeTrigger(uint64_t pass, HangContext* out) {

@@ -57,7 +57,8 @@ class ContextProbe {
       : words_(words), shared_(shared) {}
 
   // At each sample of a slow pass whose run-loop state is `pass` (odd, without the timed bit):
-  // the labels and the source now, what began the pass (described at its first sample), and a
+  // the labels and the source now (the source counted toward the longest run of samples,
+  // hang/model/source_choice.h), what began the pass (described at its first sample), and a
   // look at the display connection. `now_ns`: CLOCK_MONOTONIC.
   void Sample(uint64_t pass, uint64_t now_ns, HangContext* out);
   // The hang closes: whether a person was kept waiting (JudgePerceived).

@@ -58,7 +58,8 @@ struct HangContext {
   int64_t peer_pid = 0;
   char peer_process[16] = {};
 
-  // What an adapter said the pass dispatches (SetPassSource()).
+  // What an adapter said the pass dispatches (SetPassSource()): the source of the hang's longest
+  // run of samples that found one (hang/model/source_choice.h), not the last sample's.
   char source[kTextBytes] = {};
   uint64_t callback = 0;  // an address, symbolized when materialized
 
@@ -69,6 +70,15 @@ struct HangContext {
   bool not_responding = false;
 
   int64_t queued_ms = -1;  // the source's lateness (SetPassSource's queued_ns), -1: not known
+
+  // How `source` was chosen (CountSourceSample, hang/model/source_choice.h). Appended after the
+  // fields above, so that the open-hang file's format 8 (which ends at queued_ms) is this
+  // struct's first bytes.
+  uint32_t source_samples = 0;  // the length of the run that named `source`
+  uint32_t run_samples = 0;     // the length of the run being counted, ending at the last sample
+  char run_source[kTextBytes] = {};  // that run's source, callback and lateness
+  uint64_t run_callback = 0;
+  int64_t run_queued_ms = -1;
 };
 
 }  // namespace hangwatch::agent

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 
@@ -14,9 +15,10 @@ namespace {
 static_assert(std::is_trivially_copyable_v<HangContext> && std::is_standard_layout_v<HangContext>);
 // Sanitize() checks every field of this HangContext: a field added to it must be checked there
 // (a flag listed in kFlagOffsets, a count clamped, a string terminated) before this size changes.
-static_assert(sizeof(HangContext) == 896, "a new HangContext field: check it in Sanitize()");
-
-constexpr size_t kCopyBytes = open_hang_region::CopyBytes(sizeof(HangContext));
+static_assert(sizeof(HangContext) == 1048, "a new HangContext field: check it in Sanitize()");
+// Format 8's copies are the fields before the source's run (the run appended in format 9).
+static_assert(offsetof(HangContext, source_samples) == kOpenHangContextFormat8Bytes,
+              "format 8's HangContext is this one's first bytes");
 
 // Where the HangContext's flags sit in its bytes: any byte but 0 or 1 there is not a bool, and
 // is made one before the bytes become a HangContext.
@@ -57,23 +59,38 @@ void Sanitize(unsigned char* bytes, HangContext* out) {
   Terminate(c.peer);
   Terminate(c.peer_process);
   Terminate(c.source);
+  Terminate(c.run_source);
   c.input.kinds &= kAllInputKinds;
   if (c.queued_ms < -1) c.queued_ms = -1;
+  if (c.run_queued_ms < -1) c.run_queued_ms = -1;
 }
 
 }  // namespace
 
-size_t OpenHangContextBytes() { return 2 * kCopyBytes; }
-
-void WriteOpenHangContext(unsigned char* region, uint64_t generation, const HangContext& context) {
-  open_hang_region::WriteCopy(region, generation, &context, sizeof(HangContext));
+size_t OpenHangContextPayload(uint32_t version) {
+  return version >= 9 ? sizeof(HangContext) : kOpenHangContextFormat8Bytes;
 }
 
-bool ReadOpenHangContext(int fd, uint64_t offset, HangContext* out) {
+size_t OpenHangContextBytes(uint32_t version) {
+  return 2 * open_hang_region::CopyBytes(OpenHangContextPayload(version));
+}
+
+void WriteOpenHangContext(unsigned char* region, uint64_t generation, const HangContext& context,
+                          uint32_t version) {
+  open_hang_region::WriteCopy(region, generation, &context,
+                              static_cast<uint32_t>(OpenHangContextPayload(version)));
+}
+
+bool ReadOpenHangContext(int fd, uint64_t offset, uint32_t version, HangContext* out) {
   *out = HangContext{};
-  // As bytes first: a flag byte read from a file may hold any value, which a bool may not.
+  // As bytes first: a flag byte read from a file may hold any value, which a bool may not. A
+  // format 8 copy fills the first bytes; the run after them stays empty.
   unsigned char newest[sizeof(HangContext)];
-  if (!open_hang_region::ReadNewest(fd, offset, newest, sizeof(HangContext))) return false;
+  std::memcpy(newest, out, sizeof newest);
+  if (!open_hang_region::ReadNewest(fd, offset, newest,
+                                    static_cast<uint32_t>(OpenHangContextPayload(version)))) {
+    return false;
+  }
   Sanitize(newest, out);
   return true;
 }

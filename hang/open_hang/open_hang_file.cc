@@ -326,7 +326,7 @@ void OpenHangFile::WriteContext(const HangData& hang, bool force) {
     return;
   }
   std::memcpy(&context_written_, &hang.context, sizeof(HangContext));  // padding too
-  WriteOpenHangContext(map_ + ContextOffset(), ++context_generation_, hang.context);
+  WriteOpenHangContext(map_ + ContextOffset(), ++context_generation_, hang.context, version_);
 }
 
 void OpenHangFile::AddLastSample(const HangData& hang) {

@@ -16,7 +16,8 @@
 //                 as resolved on the watchdog (open_hang_python_names.h); the live header says
 //                 how many of its bytes hold whole entries
 //   context       (version 8) two copies of the hang's HangContext: its labels, trigger, source
-//                 and callback, input and perceived verdict (open_hang_context.h)
+//                 and callback, input and perceived verdict (open_hang_context.h); from version
+//                 9 also the run of samples counted for the source's choice
 // The file is empty (0 bytes) while no hang is open: Open() sizes and maps it, Clear() writes
 // "no open hang", unmaps it and empties it again, so that a process that ends outside a hang
 // (even killed) leaves nothing of size behind and nothing that reads as a hang.
@@ -63,8 +64,8 @@ class OpenHangFile {
                                               std::string* error);
   // Same, writing format `version` as an older agent did (1: without frame and sample
   // methods; 2: without the cause; 3: without the pause; 4: without Python frames; 5: without
-  // their names; 6: without the thread; 7: without the context): for tests of reading what an
-  // older agent left behind.
+  // their names; 6: without the thread; 7: without the context; 8: without the source's run): for
+  // tests of reading what an older agent left behind.
   static std::unique_ptr<OpenHangFile> CreateForTest(const std::string& path,
                                                      const HangLimits& limits, std::string* error,
                                                      uint32_t version);

@@ -309,7 +309,7 @@ OpenHangReadStatus ReadOpenHangFile(const std::string& path, HangRecord* out, st
     ReadOpenHangContext(fd,
                         sh.samples_offset + uint64_t{sh.max_samples} * sh.sample_record_size +
                             CauseBytes(sh.version) + PythonNamesBytes(sh.version),
-                        &hang.context);
+                        sh.version, &hang.context);
   }
   OpenHangPythonNamesTable python_names;
   ReadPythonNames(fd, sh, live, &python_names);

@@ -16,16 +16,18 @@
 
 namespace hangwatch::agent::open_hang_layout {
 
-// 8: the context region at the end, after the Python names (open_hang_context.h: the hang's
-// labels, trigger, source and callback, input and perceived verdict); 7: which thread hung (its
-// role and name) in the live header; 6: the Python names region at the end
+// 9: the context region's HangContext grows by the run of samples being counted for its source
+// (open_hang_context.h; hang/model/source_choice.h: the source of the longest run, not of the
+// last sample); 8: the context region at the end, after the Python names (open_hang_context.h: the
+// hang's labels, trigger, source and callback, input and perceived verdict); 7: which thread hung
+// (its role and name) in the live header; 6: the Python names region at the end
 // (open_hang_python_names.h) and the bytes of it in use in the live header; 5: a frame's method
 // byte may be kPythonFrameTag (or kPythonPartialTag), its word a Python frame
 // (runtime_frame_word.h; a reader of format 4 would take it for a native address, so the version
 // says it); 4: the main thread's pause for captures in the live header; 3: the cause region after
 // the samples and each sample's cause kind; 2: frame and sample methods; 1: without them (all
 // read).
-constexpr uint32_t kVersion = 8;
+constexpr uint32_t kVersion = 9;
 constexpr uint32_t kEndianCheck = 0x01020304;
 constexpr size_t kStaticHeaderOffset = 0;
 constexpr size_t kLiveHeaderOffset[2] = {256, 512};
@@ -179,12 +181,14 @@ inline size_t SampleRecordSize(size_t max_frames, uint32_t version = kVersion) {
 }
 
 // Bytes after the sample records in format `version`: the cause region (3), then the Python
-// names region (6), then the context region (8).
+// names region (6), then the context region (8; larger from 9).
 inline size_t CauseBytes(uint32_t version) { return version >= 3 ? OpenHangCauseBytes() : 0; }
 inline size_t PythonNamesBytes(uint32_t version) {
   return version >= 6 ? kOpenHangPythonNamesBytes : 0;
 }
-inline size_t ContextBytes(uint32_t version) { return version >= 8 ? OpenHangContextBytes() : 0; }
+inline size_t ContextBytes(uint32_t version) {
+  return version >= 8 ? OpenHangContextBytes(version) : 0;
+}
 
 inline void CopyString(char* dst, size_t cap, const std::string& s) {
   // Always NUL-terminated (and NUL-padded, so the checksummed bytes are deterministic).

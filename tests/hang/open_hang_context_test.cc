@@ -2,7 +2,8 @@
 // a fatal hang read back says what its pass was serving (labels, trigger, source and callback),
 // the input that waited and whether a person felt it, as the live hang said at its last sample
 // written. A torn copy leaves the other; both torn, or garbage, leave the hang without a context
-// or with a safe one, never without the rest; a file of format 7 still reads, without one.
+// or with a safe one, never without the rest; a file of format 8 (the context without the
+// source's run) reads back its context, one of format 7 reads without one.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,6 +32,8 @@ namespace {
 using agent::HangContext;
 using agent::OpenHangReadStatus;
 using agent::ReadOpenHangFile;
+
+constexpr uint32_t kFormat = agent::open_hang_layout::kVersion;  // this build's
 
 HW_TEST_KEEP_FRAME void OnThumbnailTimer() { asm volatile(""); }
 
@@ -149,11 +152,11 @@ TEST(OpenHangContextTest, AFatalHangReadsBackWithTheContextOfItsLastSample) {
 
   // A sample whose context is the same rewrites nothing of the region...
   const size_t region = agent::OpenHangFileContextOffset(limits);
-  const std::string before = ReadRange(path, region, agent::OpenHangContextBytes());
+  const std::string before = ReadRange(path, region, agent::OpenHangContextBytes(kFormat));
   ASSERT_FALSE(before.empty());
   AddSample(&hang, 200);
   file->AddLastSample(hang);
-  EXPECT_EQ(ReadRange(path, region, agent::OpenHangContextBytes()), before);
+  EXPECT_EQ(ReadRange(path, region, agent::OpenHangContextBytes(kFormat)), before);
   // ...one whose context changed does, and the hang reads back with the new one.
   FillContext(&hang.context, "thumbnail.scale");
   hang.context.input.events = 9;
@@ -182,7 +185,7 @@ TEST(OpenHangContextTest, ATornCopyLeavesTheOlderContextAndBothTornLeaveTheHangW
   AddSample(&hang, 200);
   file->AddLastSample(hang);  // generation 2: copy 0
   const size_t region = agent::OpenHangFileContextOffset(limits);
-  const size_t copy = agent::OpenHangContextBytes() / 2;
+  const size_t copy = agent::OpenHangContextBytes(kFormat) / 2;
   HangRecord back;
   ASSERT_EQ(ReadOpenHangFile(path, &back, &error), OpenHangReadStatus::kFound) << error;
   EXPECT_EQ(back.context.label, "second");
@@ -211,7 +214,7 @@ TEST(OpenHangContextTest, ATornCopyLeavesTheOlderContextAndBothTornLeaveTheHangW
 // Whatever a whole copy holds (a file in a directory others may write) reads back safe: flags
 // true or false, counts within their arrays, strings within theirs, kinds known.
 TEST(OpenHangContextTest, GarbageInAWholeCopyIsMadeSafe) {
-  std::vector<unsigned char> region(agent::OpenHangContextBytes());
+  std::vector<unsigned char> region(agent::OpenHangContextBytes(kFormat));
   HangContext c;
   FillContext(&c, "x");
   std::memset(c.labels, 'L', sizeof c.labels);  // unterminated
@@ -219,12 +222,14 @@ TEST(OpenHangContextTest, GarbageInAWholeCopyIsMadeSafe) {
   std::memset(c.source, 's', sizeof c.source);
   std::memset(c.trigger_name, 't', sizeof c.trigger_name);
   std::memset(c.peer_process, 'q', sizeof c.peer_process);
+  std::memset(c.run_source, 'r', sizeof c.run_source);
+  c.run_queued_ms = -9;
   c.label_count = 200;
   c.label_depth = 1;
   c.trigger_kind = 99;
   c.input.kinds = 0xffffffffu;
   c.queued_ms = -50;
-  agent::WriteOpenHangContext(region.data(), 2, c);
+  agent::WriteOpenHangContext(region.data(), 2, c, kFormat);
   // A flag byte that is no bool (2 is copy 0), its checksum made whole again.
   constexpr size_t kHead = 16;
   unsigned char* copy = region.data();
@@ -237,7 +242,7 @@ TEST(OpenHangContextTest, GarbageInAWholeCopyIsMadeSafe) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(write(fd, region.data(), region.size()), static_cast<ssize_t>(region.size()));
   HangContext back;
-  ASSERT_TRUE(agent::ReadOpenHangContext(fd, 0, &back));
+  ASSERT_TRUE(agent::ReadOpenHangContext(fd, 0, kFormat, &back));
   close(fd);
   unlink(path.c_str());
   unsigned char flag = 0;
@@ -250,6 +255,8 @@ TEST(OpenHangContextTest, GarbageInAWholeCopyIsMadeSafe) {
   EXPECT_EQ(strnlen(back.source, sizeof back.source), sizeof back.source - 1);
   EXPECT_EQ(strnlen(back.trigger_name, sizeof back.trigger_name), sizeof back.trigger_name - 1);
   EXPECT_EQ(strnlen(back.peer_process, sizeof back.peer_process), sizeof back.peer_process - 1);
+  EXPECT_EQ(strnlen(back.run_source, sizeof back.run_source), sizeof back.run_source - 1);
+  EXPECT_EQ(back.run_queued_ms, -1);
   EXPECT_EQ(back.trigger_kind, internal::kTriggerNone);
   EXPECT_EQ(back.input.kinds, 0x3fu);
   EXPECT_EQ(back.queued_ms, -1);
@@ -259,11 +266,45 @@ TEST(OpenHangContextTest, GarbageInAWholeCopyIsMadeSafe) {
   fd = open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0600);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(write(fd, region.data(), region.size()), static_cast<ssize_t>(region.size()));
-  EXPECT_FALSE(agent::ReadOpenHangContext(fd, 0, &back));
+  EXPECT_FALSE(agent::ReadOpenHangContext(fd, 0, kFormat, &back));
   close(fd);
   unlink(path.c_str());
   EXPECT_EQ(back.label_count, 0u);
   EXPECT_FALSE(back.has_trigger);
+}
+
+// A fatal hang an agent of format 8 left behind (its context without the source's run, 896
+// bytes a copy) reads back with that context: its labels, trigger, source, input, verdict.
+TEST(OpenHangContextTest, AFileOfFormat8ReadsBackItsContextWithoutTheSourcesRun) {
+  const std::string path = TempPath("v8");
+  const agent::HangLimits limits = SmallLimits();
+  std::string error;
+  auto file = agent::OpenHangFile::CreateForTest(path, limits, &error, 8);
+  ASSERT_NE(file, nullptr) << error;
+  agent::HangData hang(limits);
+  AddSample(&hang, 100);
+  FillContext(&hang.context, "thumbnail.decode");
+  hang.context.source_samples = 3;
+  std::strcpy(hang.context.run_source, "asio executor_op");
+  hang.context.run_samples = 1;
+  file->Open(hang);
+  AddSample(&hang, 200);
+  file->AddLastSample(hang);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<size_t>(st.st_size),
+            agent::OpenHangFileContextOffset(limits) + agent::OpenHangContextBytes(8))
+      << "format 8's context region: two copies of 896 bytes";
+  EXPECT_LT(agent::OpenHangContextBytes(8), agent::OpenHangContextBytes(kFormat));
+  HangRecord back;
+  ASSERT_EQ(ReadOpenHangFile(path, &back, &error), OpenHangReadStatus::kFound) << error;
+  ExpectSameContext(LiveRecord(hang), back);
+  EXPECT_EQ(back.context.source, "thumbnail-timer");
+  EXPECT_EQ(back.context.label, "thumbnail.decode");
+  EXPECT_EQ(back.queued_ms, 1200);
+  EXPECT_EQ(back.perceived, std::optional<bool>(true));
+  file.reset();
+  unlink(path.c_str());
 }
 
 // A fatal hang an agent of format 7 left behind (no context region) reads as it always did.

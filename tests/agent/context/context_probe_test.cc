@@ -126,6 +126,35 @@ TEST_F(ContextProbeTest, AClearedSourceLeavesTheOneSeen) {
   EXPECT_STREQ(c.source, "thumbnail-timer");
 }
 
+// asio's ASIO_HANDLER_LOCATION scope names where the handler stalls, and its end restores the
+// posted operation's source: a sample that lands between the scope's end and the pass's (the
+// thread descheduled there) must not rename the hang, whose samples were in the location.
+TEST_F(ContextProbeTest, TheSourceOfTheLongestRunOfSamplesNamesTheHangNotTheLastSample) {
+  static const char kOperation[] = "asio executor_op";
+  static const char kLocation[] = "asio_watch_test.cc:112 DecodeThumbnail";
+  words_.callback.store(reinterpret_cast<const void*>(&OnTick));
+  words_.source_pass.store(kPass);
+  HangContext c;
+  words_.source.store(kOperation);
+  probe_.Sample(kPass, 0, &c);
+  words_.source.store(kLocation);
+  for (int i = 0; i < 5; ++i) probe_.Sample(kPass, 0, &c);
+  words_.source.store(kOperation);
+  probe_.Sample(kPass, 0, &c);
+  EXPECT_STREQ(c.source, kLocation);
+  EXPECT_EQ(c.callback, reinterpret_cast<uintptr_t>(&OnTick));
+  // A sample without a source (cleared between dispatches) neither counts nor breaks a run.
+  words_.source.store(nullptr);
+  words_.callback.store(nullptr);
+  for (int i = 0; i < 8; ++i) probe_.Sample(kPass, 0, &c);
+  words_.source.store(kOperation);
+  words_.callback.store(reinterpret_cast<const void*>(&OnTick));
+  for (int i = 0; i < 4; ++i) probe_.Sample(kPass, 0, &c);
+  EXPECT_STREQ(c.source, kLocation) << "the operation's run is 5, as long as the location's";
+  probe_.Sample(kPass, 0, &c);
+  EXPECT_STREQ(c.source, kOperation) << "6: longer";
+}
+
 TEST_F(ContextProbeTest, TimeoutAndSignal) {
   SetTrigger(TriggerWord(internal::kTriggerTimeout, 0, -1), 250);
   HangContext c = Sample();
