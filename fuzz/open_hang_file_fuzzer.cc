@@ -50,8 +50,9 @@ void SetChecksum(std::string* s, size_t at, size_t covered_from) {
 // (u32 at 8) on, whose header has the thread at +104; bytes [0, 104), stored at +104, in format 6,
 // whose header has the Python names' bytes at +96; bytes [0, 96), stored at +96, in formats 4 and
 // 5, whose header has the pause at +88; bytes [0, 88), stored at +88, before); from format 8, each
-// copy of the context region (the file's last OpenHangContextBytes(), by the size the static
-// header states at 64) whose u32 at +8 is this build's sizeof(HangContext): bytes [0, 16 + that)
+// copy of the context region (the file's last OpenHangContextBytes(version), by the size the
+// static header states at 64) whose u32 at +8 is the format's OpenHangContextPayload (896 in
+// format 8, this build's sizeof(HangContext) from 9): bytes [0, 16 + that)
 // of the copy, stored after them. (The Python names region's entries and the cause region's
 // copies carry their own checksums: a fuzzed one is not fixed.) The
 // seeds, written by OpenHangFile, must come out unchanged (WriteSeeds checks), so a change of the
@@ -79,12 +80,13 @@ void FixChecksums(std::string* s) {
     SetChecksum(s, live + live_checksum, live);
   }
   const uint64_t file_size = Get(*s, 64, 8);
-  const size_t context_bytes = hangwatch::agent::OpenHangContextBytes();
+  const uint32_t format = static_cast<uint32_t>(version);
+  const size_t context_bytes = version >= 8 ? hangwatch::agent::OpenHangContextBytes(format) : 0;
   if (version >= 8 && file_size <= s->size() && file_size >= 1024 + context_bytes) {
-    constexpr size_t kContextSize = sizeof(hangwatch::agent::HangContext);
+    const size_t context_size = hangwatch::agent::OpenHangContextPayload(format);
     for (size_t copy = 0; copy < 2; ++copy) {
       const size_t at = file_size - context_bytes + copy * (context_bytes / 2);
-      if (Get(*s, at + 8, 4) == kContextSize) SetChecksum(s, at + 16 + kContextSize, at);
+      if (Get(*s, at + 8, 4) == context_size) SetChecksum(s, at + 16 + context_size, at);
     }
   }
   if (sample_size < 8 || sample_size > s->size() || samples_offset > s->size()) return;
@@ -170,7 +172,7 @@ void WriteSeeds(const std::string& dir) {
   const std::string seeds[] = {OpenHangBytes(2, 3), OpenHangBytes(1, 2), OpenHangBytes(2, 4),
                                OpenHangBytes(3, 3), OpenHangBytes(4, 3), OpenHangBytes(4, 4),
                                OpenHangBytes(6, 3), OpenHangBytes(7, 3), OpenHangBytes(8, 3),
-                               OpenHangBytes(8, 4)};
+                               OpenHangBytes(8, 4), OpenHangBytes(9, 3)};
   int i = 0;
   for (const std::string& seed : seeds) {
     std::string fixed = seed;
