@@ -56,7 +56,8 @@ set(HANGWATCH_APPLE_REPORT_SOURCES
 set(HANGWATCH_LINUX_ONLY_AGENT_SOURCES agent/core/watchdog_env.cc
     agent/samplers/platform_sampler.cc agent/samplers/wait_cause_probe.cc
     agent/samplers/wait_fd_cause.cc agent/samplers/python_stacks.cc
-    agent/samplers/ruby_stacks.cc agent/samplers/js_stacks.cc agent/context/display_input.cc)
+    agent/samplers/ruby_stacks.cc agent/samplers/js_stacks.cc
+    agent/samplers/jvm_perf_map_request.cc agent/context/display_input.cc)
 get_filename_component(_hangwatch_root ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 file(GLOB_RECURSE HANGWATCH_APPLE_AGENT_SOURCES RELATIVE ${_hangwatch_root}
      ${_hangwatch_root}/agent/*.cc)

@@ -105,8 +105,9 @@ size_t PerfMap::Refresh() {
     same_head = pread(fd, head.data(), head.size(), 0) == static_cast<ssize_t>(head.size()) &&
                 head == head_;
   }
-  if (seen_ && (st.st_ino != inode_ || file_size < read_offset_ || !same_head)) {
-    // Replaced or truncated: another program's map (a recycled pid) or a restart.
+  if (read_again_ || (seen_ && (st.st_ino != inode_ || file_size < read_offset_ || !same_head))) {
+    // Replaced or truncated: another program's map (a recycled pid) or a restart; or rewritten.
+    read_again_ = false;
     entries_.clear();
     read_offset_ = 0;
     head_.clear();
@@ -148,6 +149,11 @@ size_t PerfMap::Refresh() {
     read_offset_ += consumed;
   }
   return added;
+}
+
+void PerfMap::ReadAgainFromStart() {
+  absl::MutexLock lock(&mu_);
+  read_again_ = true;
 }
 
 bool PerfMap::Find(uint64_t addr, std::string* name, uint64_t* function_offset) const {

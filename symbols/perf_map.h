@@ -41,6 +41,11 @@ class PerfMap {
   // added.
   size_t Refresh();
 
+  // The writer rewrote the whole file in place (the JVM's `Compiler.perfmap` does, each time it
+  // is asked): the next Refresh() forgets every name and reads the file again from its start,
+  // since what it appended lies among the old lines, not after them.
+  void ReadAgainFromStart();
+
   // The name of the code holding `addr`; false when unknown.
   bool Find(uint64_t addr, std::string* name, uint64_t* function_offset = nullptr) const;
 
@@ -73,6 +78,7 @@ class PerfMap {
   uint64_t inode_ ABSL_GUARDED_BY(mu_) = 0;
   std::string head_ ABSL_GUARDED_BY(mu_);  // the file's first bytes, to notice a new file
   bool seen_ ABSL_GUARDED_BY(mu_) = false;
+  bool read_again_ ABSL_GUARDED_BY(mu_) = false;
   int64_t modified_unix_ms_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -4,20 +4,20 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <new>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "agent/core/agent_internal.h"
+#include "agent/core/clock_now.h"
 #include "agent/core/config_options.h"
 #include "agent/core/exit_flush.h"
 #include "agent/core/hang_ring.h"
@@ -146,6 +146,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       }
       make_thread_sampler_ = std::move(platform.make_thread_sampler);
       make_cause_probe_ = std::move(platform.make_cause_probe);
+      jit_names_ = std::move(platform.jit_names);
     }
     if (config_.stack_copy_bytes > 0) {
       // CFI over the stack copies, on the watchdog thread (symbols/cfi_unwinder.h). Without
@@ -169,11 +170,13 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     }
     if (runtime_frames_ != nullptr) {
       runtime_frames_->Watch(main_);
-      runtime_frames_->set_note([logger = logger_](const std::string& note) {
-        if (logger) logger->warn("hangwatch: {}", note);
-      });
+      runtime_frames_->set_note(NoteToLog());
       monitor_->set_runtime_frames(runtime_frames_.get());
       if (open_file_ != nullptr) open_file_->set_runtime_names(runtime_frames_->names());
+    }
+    if (jit_names_ != nullptr) {
+      jit_names_->set_note(NoteToLog());
+      monitor_->set_jit_names(jit_names_.get());
     }
     std::optional<report::Lag> lag_identity;
     if (config_.time_every_pass) {
@@ -213,6 +216,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     shared.make_cause_probe = make_cause_probe_;
     shared.other_sampler = other_sampler_.get();
     shared.runtime = runtime_frames_.get();
+    shared.jit_names = jit_names_.get();
     shared.env = env_.get();
     shared.normalizer = normalizer_.get();
     shared.ring = &ring_;
@@ -384,6 +388,12 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   }
 
  private:
+  std::function<void(const std::string&)> NoteToLog() const {  // a runtime's notes, as warnings
+    return [logger = logger_](const std::string& note) {
+      if (logger) logger->warn("hangwatch: {}", note);
+    };
+  }
+
   MaterializeOptions LocalOptions() const {
     MaterializeOptions mo;
     mo.modules = symbols::CurrentModuleMap();
@@ -416,17 +426,6 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     if (record) {
       sinks_.Lag(*record);
     }
-  }
-
-  static uint64_t MonotonicNs() {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
-  }
-  static int64_t UnixMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
   }
 
   void Run() {
@@ -506,6 +505,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
   std::unique_ptr<OwnerSampler> other_sampler_;  // lock owners' (over signal_sampler_)
   // An interpreter's frames (Python, Ruby, JS: platform_sampler.cc), fatal hangs' too; or null.
   std::unique_ptr<RuntimeFrames> runtime_frames_;
+  std::unique_ptr<JitCodeNames> jit_names_;  // a JVM's, asked for when a hang opens
   // What hangs' passes were serving, whether input waited (agent/context/); null when off.
   std::unique_ptr<ContextShared> context_shared_;
   std::optional<ContextProbe> context_probe_;  // the main thread's

@@ -38,6 +38,7 @@
 #include "agent/context/context_probe.h"
 #include "agent/core/hang_ring.h"
 #include "agent/core/watchdog_env.h"
+#include "agent/samplers/jit_code_names.h"
 #include "agent/samplers/leaf_normalizer.h"
 #include "agent/samplers/runtime_frames.h"
 #include "agent/samplers/wait_cause_probe.h"
@@ -165,6 +166,8 @@ class StallMonitor final : private OtherThreadCapturer {
   // each sample of the watched thread after it is unwound. nullptr (default): native frames only.
   // Borrowed; set before the first Tick().
   void set_runtime_frames(RuntimeFrames* runtime) { runtime_ = runtime; }
+  // Told when a hang opens (a JVM asked for its compiled code's names); may be null.
+  void set_jit_names(JitCodeNames* jit_names) { jit_names_ = jit_names; }
   // Which method produced each frame of the last successful sample (pc, fp, cfi, lr).
   std::span<const symbols::FrameMethod> last_frame_methods() const {
     return {methods_, num_methods_};
@@ -236,6 +239,7 @@ class StallMonitor final : private OtherThreadCapturer {
   WaitCauseProbe* cause_probe_ = nullptr;
   ContextProbe* context_probe_ = nullptr;
   RuntimeFrames* runtime_ = nullptr;
+  JitCodeNames* jit_names_ = nullptr;
   OwnerSampler* other_sampler_ = nullptr;
   pid_t other_captured_tid_ = 0;  // whose capture other_buffer_ holds (unwound), 0 none
   size_t other_walked_ = 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "agent/core/clock_now.h"
 #include "agent/core/config_options.h"
 #include "agent/core/pass_timer.h"
 
@@ -18,12 +19,6 @@ constexpr uint64_t kNsPerMs = 1'000'000;
 // unwinds; only a thread ended by other means does not) holds its slot until this check: rare
 // enough that the idle cost stays flat (one /proc read per watched thread per 10 s).
 constexpr uint64_t kLivenessCheckNs = 10'000'000'000;
-
-int64_t UnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -132,6 +127,7 @@ void ThreadMonitors::Adopt(size_t i, Slot& w) {
   w.monitor->set_wait_cause_probe(w.cause_probe.get());
   w.monitor->set_other_thread_sampler(shared_.other_sampler);
   w.monitor->set_runtime_frames(shared_.runtime);
+  w.monitor->set_jit_names(shared_.jit_names);
   if (shared_.context != nullptr) {
     w.context_probe.emplace(&s.loop.context, shared_.context);
     w.monitor->set_context_probe(&*w.context_probe);

@@ -56,7 +56,8 @@ class ThreadMonitors {
     std::function<std::unique_ptr<unwind::ThreadSampler>()> make_sampler;
     std::function<std::unique_ptr<WaitCauseProbe>()> make_cause_probe;
     OwnerSampler* other_sampler = nullptr;
-    RuntimeFrames* runtime = nullptr;  // a language runtime's frames (Python), null: none
+    RuntimeFrames* runtime = nullptr;   // a language runtime's frames (Python), null: none
+    JitCodeNames* jit_names = nullptr;  // told when a hang opens (a JVM), null: none
     WatchdogEnv* env = nullptr;
     LeafNormalizer* normalizer = nullptr;
     HangRing* ring = nullptr;

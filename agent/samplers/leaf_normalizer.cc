@@ -4,6 +4,7 @@
 
 #include "symbols/function_start.h"
 #include "symbols/module_map.h"
+#include "symbols/perf_map.h"
 
 namespace hangwatch::agent {
 namespace {
@@ -38,6 +39,12 @@ class SymbolizingLeafNormalizer final : public LeafNormalizer {
         symbols::FunctionStartInModule(*where.module, where.offset, &offset) &&
         offset <= where.offset) {
       start = pc - static_cast<uintptr_t>(where.offset - offset);
+    } else if (where.module == nullptr) {
+      // JIT code: its start as the runtime's perf map says, as far as it has been read (a JVM
+      // asked for it when the hang opened, jvm_perf_map_request.h). Not cached while unknown:
+      // the map may name it by the next sample.
+      if (!symbols::PerfMapOfThisProcess().Find(pc, nullptr, &offset) || offset > pc) return pc;
+      start = pc - static_cast<uintptr_t>(offset);
     }
     slot = Slot{pc, start};
     return start;

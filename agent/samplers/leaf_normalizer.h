@@ -23,7 +23,8 @@ class IdentityLeafNormalizer final : public LeafNormalizer {
   uintptr_t FunctionStart(uintptr_t pc) override { return pc; }
 };
 
-// Looks functions up as symbols/function_start.h says (a symbol, else the CFI), behind a fixed-size
+// Looks functions up as symbols/function_start.h says (a symbol, else the CFI; code outside every
+// module in the process's perf map, symbols/perf_map.h, as read so far), behind a fixed-size
 // direct-mapped cache (allocated once), so a hot loop costs one lookup per distinct pc and memory
 // never grows. Used on the watchdog thread only (not thread-safe).
 std::unique_ptr<LeafNormalizer> MakeSymbolizingLeafNormalizer(size_t cache_entries = 4096);

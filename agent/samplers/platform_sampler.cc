@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "agent/samplers/js_stacks.h"
+#include "agent/samplers/jvm_perf_map_request.h"
 #include "agent/samplers/python_stacks.h"
 #include "agent/samplers/ruby_stacks.h"
 #include "unwind/proc_blocked_reader.h"
@@ -45,6 +46,8 @@ bool MakePlatformSampler(const Config& config, PlatformSampler* out, std::string
   if (!out->runtime_frames) out->runtime_frames = std::move(ruby);
   // Else node: its JS frames, read on the watchdog (js_stacks.h).
   if (!out->runtime_frames) out->runtime_frames = JsStacks::Create(config.max_frames, &out->notes);
+  // A JVM: the names of its compiled Java code, asked for when a hang opens.
+  out->jit_names = JvmPerfMapRequest::Create();
   unwind::ThreadSampler* signal_sampler = out->signal_sampler.get();
   out->make_thread_sampler = [signal_sampler] {
     return std::make_unique<unwind::ProcFirstSampler>(signal_sampler);

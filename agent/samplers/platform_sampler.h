@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/samplers/jit_code_names.h"
 #include "agent/samplers/runtime_frames.h"
 #include "agent/samplers/wait_cause_probe.h"
 #include "hangwatch/hangwatch.h"
@@ -40,6 +41,9 @@ struct PlatformSampler {
   // (null: no causes for other threads).
   std::function<std::unique_ptr<unwind::ThreadSampler>()> make_thread_sampler;
   std::function<std::unique_ptr<WaitCauseProbe>()> make_cause_probe;
+  // A runtime that compiles code at run time, asked for its names when a hang opens (Linux: a
+  // HotSpot JVM, jvm_perf_map_request.h); null when there is none.
+  std::unique_ptr<JitCodeNames> jit_names;
   // What to say once at start (e.g. why a Python process gets no Python frames).
   std::vector<std::string> notes;
 };

@@ -1,10 +1,18 @@
-// pthread_join on the main thread, before it has waited for events: the launch log notes it once
-// per process (LaunchLogMainJoined), so that `hangwatch run` can say why such a program was not
-// watched. Some runtimes run the program on a thread of their own and park the process's first
-// thread in pthread_join for the whole run: the JVM's launcher (libjli) starts the thread that
-// runs main() and joins it, so the main thread of a Java program never waits for events, whatever
-// its UI threads do. The shim watches the main thread only; saying "it never waited for events"
-// of such a program would send its user looking for a missing event loop.
+// pthread_join on the main thread, before it has waited for events. Some runtimes run the program
+// on a thread of their own and park the process's first thread in pthread_join for the whole
+// run: the JVM's launcher (libjli) starts the thread that runs main() and joins it, so the main
+// thread of a Java program never waits for events, whatever its other threads do.
+//
+//   - HANGWATCH_THREADS other than `main`: the process arms here, as at a first wait, and the
+//     join is one idle wait of the main thread (about_to_wait before it, woke_up after). The
+//     threads the program runs on are then followed and watched as their loops show themselves
+//     (thread_waits.h): a JVM's NIO selector threads, AWT's toolkit thread. Without this, a
+//     process whose main thread never waits for events never arms, and no thread of it is
+//     watched. A program whose main thread joins a thread and then runs a loop of its own is
+//     watched as before from there: its first wait after the join is its loop's.
+//   - Else (the main thread only is watched): the launch log notes the join once per process
+//     (LaunchLogMainJoined), so that `hangwatch run` can say why such a program was not watched
+//     instead of sending its user looking for a missing event loop.
 //
 // Not on a hot path: a program joins a thread once per thread it started. The call itself is the
 // real one, untouched (arguments, result, errno).
@@ -13,7 +21,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <string.h>
+
 #include "integrations/preload/launch_log.h"
+#include "integrations/preload/load_environment.h"
 #include "integrations/preload/shim_state.h"
 
 namespace {
@@ -32,19 +43,42 @@ JoinFn RealJoin() {
   return f;
 }
 
+// HANGWATCH_THREADS names threads besides the main one (the agent library parses it; a malformed
+// value leaves it watching the main thread only, and its arm() says so in other_threads).
+bool OtherThreadsSelected() {
+  const char* threads = hangwatch::preload::ShimSetting("HANGWATCH_THREADS");
+  return threads != nullptr && threads[0] != '\0' && strcmp(threads, "main") != 0;
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int pthread_join(pthread_t thread,
                                                                    void** result) {
-  using hangwatch::preload::g_shim;
-  if (hangwatch::preload::Phase() == hangwatch::preload::kUnarmed &&
-      !hangwatch::preload::InVforkChild() && pthread_equal(pthread_self(), g_shim.main_thread) &&
-      g_logged_pid != g_shim.pid) {
-    g_logged_pid = g_shim.pid;
-    hangwatch::preload::LaunchLogMainJoined();
-  }
+  namespace preload = hangwatch::preload;
+  using preload::g_shim;
   const JoinFn real = RealJoin();
-  return real != nullptr ? real(thread, result) : ENOSYS;  // cannot happen: libc has it
+  if (real == nullptr) return ENOSYS;  // cannot happen: libc has it
+  if (preload::Phase() != preload::kUnarmed || preload::InVforkChild() ||
+      !pthread_equal(pthread_self(), g_shim.main_thread)) {
+    return real(thread, result);
+  }
+  if (OtherThreadsSelected()) {
+    const int saved_errno = errno;
+    // A signal that came while arming was delivered as it was released: the join goes on.
+    (void)preload::ArmAtFirstWait();
+    errno = saved_errno;
+    if (preload::Phase() == preload::kArmed) {
+      g_shim.about_to_wait();
+      const int joined = real(thread, result);
+      g_shim.woke_up();
+      return joined;
+    }
+  }
+  if (preload::Phase() != preload::kArmed && g_logged_pid != g_shim.pid) {
+    g_logged_pid = g_shim.pid;
+    preload::LaunchLogMainJoined();
+  }
+  return real(thread, result);
 }
 
 namespace {

@@ -20,6 +20,7 @@
 #include "agent/core/exit_flush.h"
 #include "agent/core/labels.h"
 #include "agent/sinks/jsonl_sink.h"
+#include "agent/threads/agent_thread.h"
 #include "hang/files/kept_files.h"
 #include "hangwatch/hangwatch.h"
 #include "hangwatch/threads.h"
@@ -226,7 +227,7 @@ thread_local ThreadWatch t_loop_thread_watch;
 int WatchThreadEntry() {
   char name[16] = {};
   prctl(PR_GET_NAME, name, 0, 0, 0);
-  if (g_config == nullptr || !g_config->threads.Selects(name)) {
+  if (g_config == nullptr || !g_config->threads.Selects(name) || agent::IsAgentThread()) {
     return HANGWATCH_THREAD_NOT_SELECTED;
   }
   if (!IsRunning()) return HANGWATCH_THREAD_NOT_SELECTED;  // stopped at exit meanwhile

@@ -98,6 +98,27 @@ TEST(PerfMapTest, AVanishedMapKeepsItsNamesAReplacedOneIsReadAgain) {
   EXPECT_EQ(NameAt(map, 0x5000), "other");
 }
 
+// The JVM's Compiler.perfmap rewrites the whole file in place, in address order: a method compiled
+// since sits among the old lines, and a method freed since is gone.
+TEST(PerfMapTest, AMapRewrittenInPlaceIsReadAgainFromItsStartWhenSaid) {
+  TempDir dir;
+  const std::string path = dir.path() + "/perf-4.map";
+  Append(path, "1000 10 Interpreter\n3000 10 freed\n");
+  PerfMap map(path);
+  EXPECT_EQ(map.Refresh(), 2u);
+  const int fd = open(path.c_str(), O_WRONLY | O_TRUNC);  // the same inode, the same head
+  ASSERT_GE(fd, 0);
+  const std::string rewritten = "1000 10 Interpreter\n2000 10 compiled-since\n4000 10 last\n";
+  ASSERT_EQ(write(fd, rewritten.data(), rewritten.size()), static_cast<ssize_t>(rewritten.size()));
+  close(fd);
+  map.ReadAgainFromStart();
+  EXPECT_EQ(map.Refresh(), 3u);
+  EXPECT_EQ(NameAt(map, 0x2000), "compiled-since");
+  EXPECT_EQ(NameAt(map, 0x3000), "<none>");
+  EXPECT_EQ(NameAt(map, 0x4000), "last");
+  EXPECT_EQ(map.Refresh(), 0u) << "once";
+}
+
 TEST(PerfMapTest, AMapOwnedByAnotherUserIsNotRead) {
   TempDir dir;
   const std::string path = dir.path() + "/perf-7.map";
