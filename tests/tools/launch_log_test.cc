@@ -502,7 +502,7 @@ TEST(RunProgram, WrappersHandOverToTheCommandTheyRun) {
                       0),
             0u)
       << why;
-  EXPECT_TRUE(Has(why, "hangwatch run cannot watch a Java program yet")) << why;
+  EXPECT_TRUE(Has(why, "watch them with --threads loops")) << why;
   // Nothing watched at all: the same reason for java alone.
   const LaunchLog alone = ParseLaunchLog(
       "load 200 1 600 java\t/usr/lib/jvm/java-17-openjdk-amd64/bin/java\n"

@@ -282,7 +282,7 @@ TEST(RunExit, SwingProgramUnderXvfbRunIsTheProgramNotXvfb) {
                           0),
             0u)
       << run.err;
-  EXPECT_TRUE(Has(run.err, "hangwatch run cannot watch a Java program yet")) << run.err;
+  EXPECT_TRUE(Has(run.err, "watch them with --threads loops")) << run.err;
   // Xvfb is still listed, as a helper that ended with xvfb-run.
   EXPECT_TRUE(std::regex_search(
       run.err, std::regex("pid [0-9]+ Xvfb \\(/usr/bin/Xvfb\\): no hangs, a helper, not the "

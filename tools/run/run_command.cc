@@ -114,6 +114,7 @@ struct RunOptions {
   bool python = true;
   bool js = true;
   bool ruby = true;
+  bool java = true;
   bool context = true, input = true;  // --no-context, --no-input
   std::string report_path;            // absolute; empty: the run directory's own report
   std::string threads;                // --threads (HANGWATCH_THREADS); empty: the main thread alone
@@ -137,6 +138,7 @@ std::optional<int> ParseRunOptions(int argc, char** argv, RunOptions* o) {
   flags.Switch({"--no-python"}, [o] { o->python = false; });
   flags.Switch({"--no-js"}, [o] { o->js = false; });
   flags.Switch({"--no-ruby"}, [o] { o->ruby = false; });
+  flags.Switch({"--no-java"}, [o] { o->java = false; });
   flags.Switch({"--no-context"}, [o] { o->context = false; });
   flags.Switch({"--no-input"}, [o] { o->input = false; });
   flags.Value({"--threads"}, [o](const std::string& v) {
@@ -241,6 +243,7 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   if (!o.python) env.push_back("HANGWATCH_PYTHON=0");
   if (!o.js) env.push_back("HANGWATCH_JS=0");
   if (!o.ruby) env.push_back("HANGWATCH_RUBY=0");
+  if (!o.java) env.push_back("HANGWATCH_JAVA=0");
   if (!o.context) env.push_back("HANGWATCH_CONTEXT=0");
   if (!o.input) env.push_back("HANGWATCH_INPUT=0");
   if (!o.threads.empty()) env.push_back("HANGWATCH_THREADS=" + o.threads);

@@ -213,9 +213,8 @@ std::string WhyImageNeverArmed(const LaunchImage& image, bool alive) {
       "threads; hangwatch watches a process's main thread)";
   if (IsJava(image)) {
     out +=
-        "; the JVM runs main() and the UI's event thread on threads it starts: hangwatch run "
-        "cannot watch a Java program yet (hangwatch snapshot PID prints every thread of a "
-        "running JVM)";
+        "; the JVM runs main() and its loops on threads it starts: watch them with --threads "
+        "loops (or --threads NAME,...; docs/java.md)";
   }
   return out;
 }

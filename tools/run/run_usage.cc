@@ -46,6 +46,8 @@ const char kRunUsage[] =
     "                     (HANGWATCH_JS=0)\n"
     "  --no-ruby          name the Ruby VM's frames instead of the Ruby methods they ran\n"
     "                     (HANGWATCH_RUBY=0)\n"
+    "  --no-java          do not ask a JVM for its compiled code's names when a hang opens:\n"
+    "                     frames in JIT-compiled Java code stay addresses (HANGWATCH_JAVA=0)\n"
     "  --no-context       leave out what each hang's pass was serving: its labels, the\n"
     "                     event that began it, its source (HANGWATCH_CONTEXT=0)\n"
     "  --no-input         do not look at the display connection for input that waited\n"

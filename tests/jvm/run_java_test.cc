@@ -1,0 +1,138 @@
+// `hangwatch run --threads loops` of a real JVM (OpenJDK 17): the JVM's launcher parks the main
+// thread in pthread_join, so the process arms there (integrations/preload/main_thread_join.cc)
+// and the JDK HTTP server's dispatcher thread, a loop in epoll_wait, is watched; a handler that
+// computes on it is a hang of that thread, and the agent asks the JVM for its perf map when the
+// hang opens (agent/samplers/jvm_perf_map_request.h), so the JIT-compiled method is the culprit
+// by name and the samples in it are one stack. `--no-java` asks nothing.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "tests/jvm/java_child.h"
+
+namespace hangwatch::jvm_test {
+namespace {
+
+// GET `target` from 127.0.0.1:port; the response ("" on failure). Blocks while the handler runs.
+std::string Get(int port, const std::string& target) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  timeval tv{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request = "GET " + target + " HTTP/1.0\r\n\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return out;
+}
+
+// The hang records of thread `name` in the report so far.
+std::vector<nlohmann::json> HangsOf(const std::string& report, const std::string& name) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(ReadFile(report));
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("type", "") == "hang" && j.contains("thread") &&
+        j["thread"].value("name", "") == name) {
+      out.push_back(j);
+    }
+  }
+  return out;
+}
+
+struct ServedRun {
+  nlohmann::json hang;  // the first hang of HTTP-Dispatcher (null: none within the bound)
+  std::string output;   // the program's and `hangwatch run`'s
+  pid_t java = 0;
+};
+
+// Runs SlowServer under `hangwatch run --threads loops FLAGS`, asks for `spin_ms` of work until a
+// hang of its dispatcher is recorded (its waits show a loop after a second of idling and a few
+// requests: the hangs before are not its), then quits it and waits for `run` to end.
+ServedRun RunSlowServer(int spin_ms, std::vector<std::string> flags) {
+  ServedRun out;
+  char dir[] = "/tmp/hangwatch-run-java-XXXXXX";
+  if (mkdtemp(dir) == nullptr) return out;
+  const std::string report = std::string(dir) + "/hangs.jsonl";
+  std::vector<std::string> prefix = {HANGWATCH_CLI, "run",      "--threads",
+                                     "loops",       "--report", report};
+  prefix.insert(prefix.end(), flags.begin(), flags.end());
+  prefix.push_back("--");
+  {
+    JavaChild run("SlowServer", {}, {}, prefix);
+    EXPECT_TRUE(run.ready()) << run.Output();
+    const std::string text = run.Output();
+    const size_t at = text.find("port ");
+    const int port = at == std::string::npos ? 0 : std::atoi(text.c_str() + at + 5);
+    out.java = run.java_pid();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (port > 0 && out.hang.is_null() && std::chrono::steady_clock::now() < deadline) {
+      if (Get(port, "/?ms=" + std::to_string(spin_ms)).empty()) break;
+      // The record is written once the pass has ended, by the watchdog's next tick.
+      for (int i = 0; i < 100 && out.hang.is_null(); ++i) {
+        if (auto hangs = HangsOf(report, "HTTP-Dispatcher"); !hangs.empty())
+          out.hang = hangs[0];
+        else
+          SleepMs(10);
+      }
+    }
+    if (port > 0) Get(port, "/quit");
+    for (int i = 0; i < 3000 && run.Alive(); ++i) SleepMs(10);
+    out.output = run.Output();
+  }
+  std::system(("rm -rf " + std::string(dir)).c_str());
+  return out;
+}
+
+std::string PerfMapOf(pid_t pid) { return "/tmp/perf-" + std::to_string(pid) + ".map"; }
+
+TEST(RunJava, ALoopThreadOfAJvmIsWatchedAndItsCompiledMethodIsTheCulprit) {
+  if (!HaveJava()) GTEST_SKIP() << "needs java and javac (openjdk-17-jdk-headless)";
+  const ServedRun run = RunSlowServer(1200, {});
+  ASSERT_FALSE(run.hang.is_null()) << run.output;
+  EXPECT_EQ(run.hang["culprit"].value("symbol", ""), "long SlowServer.spin(long)") << run.hang;
+  // The samples taken once the map was read are one stack: their leaves start at the method.
+  const int samples = run.hang.value("samples", 0);
+  const auto& dominant = run.hang["stacks"][run.hang.value("dominant_stack", 0)];
+  EXPECT_GE(dominant.value("count", 0) * 3, samples) << run.hang;
+  EXPECT_EQ(dominant["frames"][0].value("symbol", ""), "long SlowServer.spin(long)") << run.hang;
+  EXPECT_NE(run.output.find("thread HTTP-Dispatcher at long SlowServer.spin(long)"),
+            std::string::npos)
+      << run.output;
+  // The JVM wrote it when asked, during the run.
+  struct stat st {};
+  EXPECT_EQ(stat(PerfMapOf(run.java).c_str(), &st), 0) << "the JVM was not asked";
+  unlink(PerfMapOf(run.java).c_str());
+}
+
+TEST(RunJava, NoJavaAsksTheJvmNothing) {
+  if (!HaveJava()) GTEST_SKIP() << "needs java and javac (openjdk-17-jdk-headless)";
+  const ServedRun run = RunSlowServer(600, {"--no-java"});
+  ASSERT_FALSE(run.hang.is_null()) << run.output;
+  struct stat st {};
+  EXPECT_NE(stat(PerfMapOf(run.java).c_str(), &st), 0) << "the JVM was asked for its map";
+  EXPECT_EQ(run.hang["culprit"].value("symbol", "").find("SlowServer"), std::string::npos)
+      << run.hang;
+  unlink(PerfMapOf(run.java).c_str());
+}
+
+}  // namespace
+}  // namespace hangwatch::jvm_test
