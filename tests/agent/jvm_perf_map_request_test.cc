@@ -1,0 +1,148 @@
+// agent/samplers/jvm_perf_map_request: when the JVM is asked for its perf map, with a fake in
+// place of the attach exchange: one request at a time (hangs that open meanwhile are served by
+// the next one), the spacing between two, a JVM that refuses or fails never asked again, a
+// timeout asked again, each kind of failure said once, and a destructor that never waits for a
+// request under way.
+#include "agent/samplers/jvm_perf_map_request.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace hangwatch::agent {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Replies in order (the last one repeated); each request can be held until released.
+struct FakeJvm {
+  std::vector<jvm::AttachStatus> replies;
+  std::atomic<int> asked{0};
+  std::atomic<int> answered{0};
+  std::mutex gate;  // held by the test: requests wait for it
+
+  JvmPerfMapRequest::Ask Ask() {
+    return [this] {
+      const int n = asked.fetch_add(1);
+      std::lock_guard<std::mutex> wait(gate);
+      jvm::AttachReply r;
+      r.status = replies[std::min<size_t>(static_cast<size_t>(n), replies.size() - 1)];
+      r.why = "why " + std::to_string(n);
+      return r;
+    };
+  }
+  JvmPerfMapRequest::Answered Answered() {
+    return [this] { answered.fetch_add(1); };
+  }
+};
+
+JvmPerfMapRequest::Options NoSpacing() {
+  JvmPerfMapRequest::Options o;
+  o.min_spacing = milliseconds(0);
+  return o;
+}
+
+TEST(JvmPerfMapRequest, HangsOpenedDuringARequestAreServedByTheNextOneOnly) {
+  FakeJvm jvm;
+  jvm.replies = {jvm::AttachStatus::kOk};
+  JvmPerfMapRequest request(jvm.Ask(), jvm.Answered(), NoSpacing());
+  std::unique_lock<std::mutex> hold(jvm.gate);
+  request.HangOpened();
+  while (jvm.asked.load() == 0) std::this_thread::yield();  // the first is under way
+  request.HangOpened();
+  request.HangOpened();
+  request.HangOpened();
+  hold.unlock();
+  ASSERT_TRUE(request.WaitForRequests(2, milliseconds(10000)));
+  EXPECT_FALSE(request.WaitForRequests(3, milliseconds(200))) << "three hangs, one request";
+  EXPECT_EQ(request.counts().asked, 2u);
+  EXPECT_EQ(request.counts().answered, 2u);
+  EXPECT_EQ(jvm.answered.load(), 2) << "the map re-read after each answer";
+}
+
+TEST(JvmPerfMapRequest, AHangSoonAfterARequestWaitsForTheSpacing) {
+  FakeJvm jvm;
+  jvm.replies = {jvm::AttachStatus::kOk};
+  JvmPerfMapRequest::Options o;
+  o.min_spacing = std::chrono::hours(1);
+  auto request = std::make_unique<JvmPerfMapRequest>(jvm.Ask(), jvm.Answered(), o);
+  request->HangOpened();
+  ASSERT_TRUE(request->WaitForRequests(1, milliseconds(10000)));
+  request->HangOpened();
+  EXPECT_FALSE(request->WaitForRequests(2, milliseconds(200)));
+  const auto before = std::chrono::steady_clock::now();
+  request.reset();  // the worker waits out the spacing: stopping wakes it
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(30));
+  EXPECT_EQ(jvm.asked.load(), 1);
+}
+
+TEST(JvmPerfMapRequest, AJvmThatRefusesOrFailsIsNeverAskedAgainAndSaidOnce) {
+  for (const jvm::AttachStatus status : {jvm::AttachStatus::kRefused, jvm::AttachStatus::kFailed}) {
+    FakeJvm jvm;
+    jvm.replies = {status};
+    JvmPerfMapRequest request(jvm.Ask(), jvm.Answered(), NoSpacing());
+    std::mutex mu;
+    std::vector<std::string> notes;
+    request.set_note([&](const std::string& note) {
+      std::lock_guard<std::mutex> lock(mu);
+      notes.push_back(note);
+    });
+    request.HangOpened();
+    ASSERT_TRUE(request.WaitForRequests(1, milliseconds(10000)));
+    request.HangOpened();
+    EXPECT_FALSE(request.WaitForRequests(2, milliseconds(200)));
+    EXPECT_TRUE(request.counts().given_up);
+    EXPECT_EQ(jvm.answered.load(), 0);
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("why 0"), std::string::npos) << notes[0];
+    EXPECT_NE(notes[0].find("stay unnamed"), std::string::npos) << notes[0];
+  }
+}
+
+TEST(JvmPerfMapRequest, ATimeoutIsAskedAgainAtTheNextHangAndSaidOnce) {
+  FakeJvm jvm;
+  jvm.replies = {jvm::AttachStatus::kTimeout, jvm::AttachStatus::kTimeout, jvm::AttachStatus::kOk};
+  JvmPerfMapRequest request(jvm.Ask(), jvm.Answered(), NoSpacing());
+  std::mutex mu;
+  std::vector<std::string> notes;
+  request.set_note([&](const std::string& note) {
+    std::lock_guard<std::mutex> lock(mu);
+    notes.push_back(note);
+  });
+  for (uint64_t n = 1; n <= 3; ++n) {
+    request.HangOpened();
+    ASSERT_TRUE(request.WaitForRequests(n, milliseconds(10000))) << n;
+  }
+  EXPECT_FALSE(request.counts().given_up);
+  EXPECT_EQ(request.counts().answered, 1u);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("timeout: why 0 (asked again at the next hang)"), std::string::npos)
+      << notes[0];
+}
+
+TEST(JvmPerfMapRequest, StoppingNeverWaitsForARequestUnderWay) {
+  auto jvm = std::make_shared<FakeJvm>();  // outlives the detached worker's request
+  jvm->replies = {jvm::AttachStatus::kOk};
+  std::unique_lock<std::mutex> hold(jvm->gate);
+  {
+    JvmPerfMapRequest request(
+        jvm->Ask(), [jvm] { jvm->answered.fetch_add(1); }, NoSpacing());
+    request.HangOpened();
+    while (jvm->asked.load() == 0) std::this_thread::yield();
+  }  // returns while the request is held
+  hold.unlock();
+  for (int i = 0; i < 10000 && jvm->answered.load() == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_EQ(jvm->answered.load(), 1) << "the request ended on its own";
+}
+
+}  // namespace
+}  // namespace hangwatch::agent
