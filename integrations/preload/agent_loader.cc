@@ -213,10 +213,14 @@ ThreadWaits::Phase WatchThisThread() {
   const int saved_errno = errno;
   t.phase = ThreadWaits::kAsking;
   const int answer = g_shim.agent->watch_thread();
-  if (answer == HANGWATCH_THREAD_LEFT_OUT) {
+  if (answer == HANGWATCH_THREAD_LEFT_OUT || answer == HANGWATCH_THREAD_WATCHED) {
     char name[16] = {};
     prctl(PR_GET_NAME, name, 0, 0, 0);
-    LaunchLogThreadLeftOut(name);
+    if (answer == HANGWATCH_THREAD_WATCHED) {
+      LaunchLogThreadWatched(name);
+    } else {
+      LaunchLogThreadLeftOut(name);
+    }
   }
   t.phase = answer == HANGWATCH_THREAD_WATCHED ? ThreadWaits::kWatched : ThreadWaits::kNever;
   errno = saved_errno;

@@ -216,7 +216,13 @@ void LaunchLogArmed() { Write("armed", ""); }
 
 void LaunchLogOff(const char* why) { Write("off", why != nullptr ? why : ""); }
 
-void LaunchLogMainJoined() { Write("join", ""); }
+void LaunchLogMainJoined(bool armed) { Write("join", armed ? "arm" : ""); }
+
+void LaunchLogThreadWatched(const char* thread_name) {
+  Write("watch", thread_name != nullptr && thread_name[0] != '\0' ? thread_name : "?");
+}
+
+void LaunchLogMainLoop() { Write("loop", ""); }
 
 void LaunchLogThreadLeftOut(const char* thread_name) {
   Write("leftout", thread_name != nullptr && thread_name[0] != '\0' ? thread_name : "?");

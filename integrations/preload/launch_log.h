@@ -8,7 +8,8 @@
 //
 //   EVENT PID PPID STARTTIME NAME\tDETAIL\n
 //
-//   EVENT      load | exec | spawn | execfail | armed | off | unwritten | join | leftout
+//   EVENT      load | exec | spawn | execfail | armed | off | unwritten | join | leftout |
+//              watch | loop
 //   STARTTIME  field 22 of /proc/PID/stat (clock ticks since boot): with PID it names the
 //              process even after the pid is reused
 //   NAME       the process name, at most 255 bytes, no tabs or newlines: the basename of
@@ -32,8 +33,14 @@
 //              armed: empty; off: why the agent could not start; unwritten: "TYPE ERRNO", a
 //              record (TYPE: hang, lag, startup_stall) the report file did not take (a full
 //              disk), so that `run` counts it instead of saying "no hangs"
-//              join: empty; the main thread called pthread_join before it waited for events
-//              (once per process: a runtime that runs the program on another thread, the JVM)
+//              join: the main thread called pthread_join before it waited for events (once
+//              per process: a runtime that runs the program on another thread, the JVM):
+//              empty, or `arm` when the process armed there (HANGWATCH_THREADS selects other
+//              threads, main_thread_join.cc; its `armed` line follows): then it watches what
+//              the `watch` and `loop` lines say, and nothing when there are none
+//              watch: the name of a thread besides the main one the agent watches from now on
+//              loop: empty; after a `join arm`, the main thread woke up in an event loop of
+//              its own (once)
 //              leftout: the name of a loop thread HANGWATCH_THREADS selected and the agent
 //              could not watch (every slot of Config::max_watched_threads taken): one line per
 //              such thread, so that `run` says how many were left out
@@ -68,8 +75,13 @@ void LaunchLogExecFailed(int error_number);
 void LaunchLogArmed();
 // The agent could not start; `why` is Start()'s message.
 void LaunchLogOff(const char* why);
-// The main thread, not armed yet, waits for another thread to end (pthread_join).
-void LaunchLogMainJoined();
+// The main thread, not armed yet, waits for another thread to end (pthread_join); `armed`: the
+// process arms there.
+void LaunchLogMainJoined(bool armed = false);
+// A thread besides the main one, named `thread_name`, is watched from now on.
+void LaunchLogThreadWatched(const char* thread_name);
+// After arming at a join, the main thread woke up in an event loop of its own.
+void LaunchLogMainLoop();
 // A loop thread named `thread_name`, selected by HANGWATCH_THREADS, was left out (no slot).
 void LaunchLogThreadLeftOut(const char* thread_name);
 // A record of `type` could not be written to the report (errno `error_number`).

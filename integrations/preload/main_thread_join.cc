@@ -4,12 +4,12 @@
 // thread of a Java program never waits for events, whatever its other threads do.
 //
 //   - HANGWATCH_THREADS other than `main`: the process arms here, as at a first wait, and the
-//     join is one idle wait of the main thread (about_to_wait before it, woke_up after). The
+//     main thread waits from the join until its loop's first wake-up, if it ever has one. The
 //     threads the program runs on are then followed and watched as their loops show themselves
 //     (thread_waits.h): a JVM's NIO selector threads, AWT's toolkit thread. Without this, a
 //     process whose main thread never waits for events never arms, and no thread of it is
 //     watched. A program whose main thread joins a thread and then runs a loop of its own is
-//     watched as before from there: its first wait after the join is its loop's.
+//     watched as before from its loop's first wake-up; its start-up is measured to the join.
 //   - Else (the main thread only is watched): the launch log notes the join once per process
 //     (LaunchLogMainJoined), so that `hangwatch run` can say why such a program was not watched
 //     instead of sending its user looking for a missing event loop.
@@ -52,6 +52,15 @@ bool OtherThreadsSelected() {
 
 }  // namespace
 
+namespace hangwatch::preload {
+
+__attribute__((noinline)) void NoteMainLoopAfterJoin() {
+  g_shim.main_loop_unseen = false;
+  LaunchLogMainLoop();
+}
+
+}  // namespace hangwatch::preload
+
 extern "C" __attribute__((visibility("default"))) int pthread_join(pthread_t thread,
                                                                    void** result) {
   namespace preload = hangwatch::preload;
@@ -64,14 +73,19 @@ extern "C" __attribute__((visibility("default"))) int pthread_join(pthread_t thr
   }
   if (OtherThreadsSelected()) {
     const int saved_errno = errno;
+    if (g_logged_pid != g_shim.pid) {
+      g_logged_pid = g_shim.pid;
+      preload::LaunchLogMainJoined(/*armed=*/true);  // before its `armed` line
+    }
     // A signal that came while arming was delivered as it was released: the join goes on.
     (void)preload::ArmAtFirstWait();
     errno = saved_errno;
     if (preload::Phase() == preload::kArmed) {
+      // Waiting, until its loop's first wake-up: what it does after the join and before its
+      // loop (a JVM's exit) is not a pass of a loop, as before it armed.
+      g_shim.main_loop_unseen = true;
       g_shim.about_to_wait();
-      const int joined = real(thread, result);
-      g_shim.woke_up();
-      return joined;
+      return real(thread, result);
     }
   }
   if (preload::Phase() != preload::kArmed && g_logged_pid != g_shim.pid) {

@@ -176,6 +176,7 @@ void ForkChild() {
   hangwatch::preload::ForgetLoopWaitSites();
   hangwatch::preload::ForgetThreadWaits();
   g_shim.other_threads = 0;  // set again when the child arms
+  g_shim.main_loop_unseen = false;
   hangwatch::preload::ForgetParentsKeptFiles();
   if (hangwatch::preload::LoadingAgent()) {
     // The parent was loading the agent library (dlopen half done: its copy here is not safe to

@@ -41,7 +41,11 @@ struct ShimState {
   // threads are followed (thread_waits.h). Set (release, after the entries above) before phase
   // becomes kArmed; read with acquire.
   int other_threads = 0;
-  bool secure = false;         // AT_SECURE: nothing printed, nothing written
+  bool secure = false;  // AT_SECURE: nothing printed, nothing written
+  // Armed at the main thread's pthread_join (main_thread_join.cc), and the main thread has not
+  // woken up in a loop of its own since: its first such wake-up is written to the launch log
+  // (LaunchLogMainLoop). Main thread only.
+  bool main_loop_unseen = false;
   bool lineage_armed = false;  // this process, or one it was forked from, armed
   bool inherit = false;        // HANGWATCH_INHERIT=1, as the agent library read it when arming
   pid_t armed_pid = 0;
@@ -75,6 +79,10 @@ void NoteAgentLibraryPath();
 // was delivered as they were released: the wait that armed must then return EINTR, as it
 // would have had the signal come during it.
 bool ArmAtFirstWait();
+
+// The main thread, armed at its pthread_join, waits in a loop of its own: says so once
+// (main_loop_unseen). Out of line: the wait wrappers' unlikely branch.
+void NoteMainLoopAfterJoin();
 
 // Loads the agent library (dlopen, from the loader's own directory) and has it read the
 // HANGWATCH_* settings, once per process image: later calls return the first result. For

@@ -62,6 +62,7 @@ inline __attribute__((always_inline)) int Interpose(WaitTimeout timeout, const v
   if (g_loop_waits_in_runtime || WaitIsInsidePass(g_loop_wait_sites, site, cfa, epfd)) {
     return call();
   }
+  if (__builtin_expect(g_shim.main_loop_unseen, 0)) NoteMainLoopAfterJoin();
   g_shim.about_to_wait();
   const int result = call();
   WokeUpFrom(trigger(result));
@@ -90,6 +91,7 @@ inline __attribute__((always_inline)) auto InterposeRuntimeWait(WaitTimeout time
   }
   const bool armed = Phase() == kArmed;
   if (armed) {
+    if (__builtin_expect(g_shim.main_loop_unseen, 0) && blocking) NoteMainLoopAfterJoin();
     if (blocking) g_loop_waits_in_runtime = true;
     g_shim.about_to_wait();
   }

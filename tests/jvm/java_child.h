@@ -96,7 +96,7 @@ class JavaChild {
     }
   }
   ~JavaChild() {
-    if (pid_ > 0) {
+    if (pid_ > 0 && !exited_) {  // reaped: its pid may be another process's by now
       const pid_t java = java_pid();
       if (java != pid_) kill(java, SIGKILL);  // a namespace's init
       kill(pid_, SIGKILL);
@@ -127,10 +127,13 @@ class JavaChild {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       exited_ = true;
+      status_ = status;
       return false;
     }
     return true;
   }
+  // Its wait status once Alive() saw it end (-1 before).
+  int status() const { return status_; }
   // Waits (bounded) until the process is in state `state` ('T' after SIGSTOP).
   bool WaitForState(char state) {
     for (int i = 0; i < 1000; ++i) {
@@ -144,6 +147,7 @@ class JavaChild {
   pid_t pid_ = -1;
   bool ready_ = false;
   bool exited_ = false;
+  int status_ = -1;
   std::string cwd_;
   std::string out_;
 };

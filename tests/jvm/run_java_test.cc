@@ -123,6 +123,23 @@ TEST(RunJava, ALoopThreadOfAJvmIsWatchedAndItsCompiledMethodIsTheCulprit) {
   unlink(PerfMapOf(run.java).c_str());
 }
 
+// A Java program without a loop thread (its main() computes and returns): armed at the join,
+// nothing watched, and `run` says so instead of a silent "no hangs".
+TEST(RunJava, AJvmWithoutALoopThreadIsNotWatchedAndSaysWhy) {
+  if (!HaveJava()) GTEST_SKIP() << "needs java and javac (openjdk-17-jdk-headless)";
+  JavaChild run("Batch", {}, {},
+                {HANGWATCH_CLI, "run", "--threads", "loops", "--fail-on-hang", "--"});
+  for (int i = 0; i < 6000 && run.Alive(); ++i) SleepMs(10);
+  ASSERT_FALSE(run.Alive()) << run.Output();
+  EXPECT_TRUE(WIFEXITED(run.status()) && WEXITSTATUS(run.status()) == 4) << run.Output();
+  EXPECT_NE(run.Output().find("hangwatch run: no process was watched: java never waited for "
+                              "events: its main thread waited in pthread_join for another "
+                              "thread, and none of the threads --threads selects ran an event "
+                              "loop"),
+            std::string::npos)
+      << run.Output();
+}
+
 TEST(RunJava, NoJavaAsksTheJvmNothing) {
   if (!HaveJava()) GTEST_SKIP() << "needs java and javac (openjdk-17-jdk-headless)";
   const ServedRun run = RunSlowServer(600, {"--no-java"});

@@ -515,6 +515,42 @@ TEST(RunProgram, WrappersHandOverToTheCommandTheyRun) {
             "true never waited for events");
 }
 
+// With --threads other than main, java arms at its main thread's join: watched are the threads
+// that said `watch` (and the main thread once it says `loop`); with none, nothing was watched.
+TEST(RunProgram, ArmedAtAJoinIsWatchedOnlyWhenAThreadWas) {
+  constexpr char kArmedAtJoin[] =
+      "load 200 1 600 java\t/usr/lib/jvm/java-17-openjdk-amd64/bin/java\n"
+      "join 200 1 600 java\tarm\n"
+      "armed 200 1 600 java\t\n";
+  const LaunchLog batch = ParseLaunchLog(kArmedAtJoin);
+  ASSERT_EQ(batch.skipped_lines, 0u);
+  EXPECT_EQ(batch.processes[0].ArmedImage(), nullptr);
+  EXPECT_TRUE(batch.processes[0].Last().joined_without_loops);
+  const std::string why = tools::ExplainNothingWatched(batch, 200, "java", "/usr/bin");
+  EXPECT_TRUE(Has(why,
+                  "java never waited for events: its main thread waited in pthread_join "
+                  "for another thread, and none of the threads --threads selects ran an "
+                  "event loop"))
+      << why;
+  EXPECT_FALSE(Has(why, "watch them with --threads loops")) << why;
+
+  const LaunchLog server =
+      ParseLaunchLog(std::string(kArmedAtJoin) + "watch 200 1 600 java\tHTTP-Dispatcher\n");
+  ASSERT_EQ(server.skipped_lines, 0u);
+  EXPECT_NE(server.processes[0].ArmedImage(), nullptr);
+  EXPECT_EQ(server.processes[0].Last().threads_watched, 1u);
+
+  const LaunchLog own_loop = ParseLaunchLog(std::string(kArmedAtJoin) + "loop 200 1 600 java\t\n");
+  EXPECT_NE(own_loop.processes[0].ArmedImage(), nullptr) << "its main thread ran a loop";
+
+  // A join without `arm` (--threads main) and an arming later, at a first wait: watched.
+  const LaunchLog later = ParseLaunchLog(
+      "load 300 1 700 app\t/usr/bin/app\n"
+      "join 300 1 700 app\t\n"
+      "armed 300 1 700 app\t\n");
+  EXPECT_NE(later.processes[0].ArmedImage(), nullptr);
+}
+
 TEST(RunProgram, RunnersAndUnknownTailsAreTheProgram) {
   // `make check`: the test it runs is a process it started; make is the program.
   const LaunchLog make = ParseLaunchLog(

@@ -190,7 +190,7 @@ LaunchLog ParseLaunchLog(std::string_view text) {
     if (!ParseLine(line, &event, &pid, &ppid, &start_time, &name, &detail) ||
         (event != "load" && event != "exec" && event != "spawn" && event != "execfail" &&
          event != "armed" && event != "off" && event != "unwritten" && event != "join" &&
-         event != "leftout")) {
+         event != "leftout" && event != "watch" && event != "loop")) {
       ++log.skipped_lines;
       continue;
     }
@@ -260,11 +260,26 @@ LaunchLog ParseLaunchLog(std::string_view text) {
       image.armed = true;
     } else if (event == "join") {
       image.main_joined = true;
+      image.armed_at_join = image.armed_at_join || detail == "arm";
+    } else if (event == "watch") {
+      ++image.threads_watched;
+    } else if (event == "loop") {
+      image.main_loop = true;
     } else if (event == "leftout") {
       ++p->threads_left_out;
     } else {
       image.off = true;
       image.off_reason = std::string(detail);
+    }
+  }
+  // Armed at the main thread's join, then no thread watched: the agent ran, idle, and nothing of
+  // the program was watched (a batch Java program's main() runs on a thread that never loops).
+  for (LaunchProcess& p : log.processes) {
+    for (LaunchImage& image : p.images) {
+      if (image.armed && image.armed_at_join && image.threads_watched == 0 && !image.main_loop) {
+        image.armed = false;
+        image.joined_without_loops = true;
+      }
     }
   }
   return log;

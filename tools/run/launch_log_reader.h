@@ -39,6 +39,13 @@ struct LaunchImage {
   // The main thread, not armed yet, waited for another thread to end (pthread_join): the
   // program ran on other threads (the JVM runs main() on a thread it starts).
   bool main_joined = false;
+  // It armed at that join (--threads other than main): watched are only the threads it named
+  // as watched and, if it woke up in a loop of its own, the main thread. When neither, `armed`
+  // is false (nothing was watched) and `joined_without_loops` is set.
+  bool armed_at_join = false;
+  size_t threads_watched = 0;  // threads besides the main one it watched
+  bool main_loop = false;
+  bool joined_without_loops = false;
 
   // The last exec-family call that did not fail, or null.
   const LaunchExec* LastExec() const;

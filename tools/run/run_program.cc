@@ -207,6 +207,14 @@ std::string WhyImageNeverArmed(const LaunchImage& image, bool alive) {
   if (!image.main_joined) {
     return alive ? " has not waited for events yet" : " never waited for events";
   }
+  if (image.joined_without_loops) {
+    return std::string(alive ? " has not waited for events" : " never waited for events") +
+           ": its main thread waited in pthread_join for another thread, and none of the threads "
+           "--threads selects " +
+           (alive ? "has run" : "ran") +
+           " an event loop (a thread is watched once it waits for events in a loop; a JVM's "
+           "main() runs on a thread that does not)";
+  }
   std::string out =
       std::string(alive ? " has not waited for events" : " never waited for events") +
       ": its main thread waited in pthread_join for another thread (the program ran on other "
