@@ -13,18 +13,24 @@
 //     - it came back to wait at one call site kReturnsToArm times, with every wait from another
 //       site in between made deeper in the stack (its handlers'): a wait from another site no
 //       deeper than the one followed starts the count again from that site;
-//     - and at least once it idled there: that wait had no time-out (-1, NULL) or one of 10 s or
-//       more (kLongTimeoutMs: Chromium's threads wait with one hours away), timed out, or
-//       lasted kIdleWaitNs (1 s) or more.
-//       A loop idles in its wait; a helper waits for an answer with a bounded wait that
-//       answers soon (glibc's resolver polls with a time-out and gets its reply in
-//       milliseconds), so however often a pool thread resolves, it is never taken for a loop.
+//     - and at least once it idled there: that wait had a time-out of 10 s or more
+//       (kLongTimeoutMs: Chromium's threads wait with one hours away), timed out, or lasted
+//       kIdleWaitNs (1 s) or more. No time-out at all says nothing: a thread that makes
+//       synchronous requests waits for each reply without one (Xlib/xcb's round trips poll
+//       with -1: a JVM's main() and event threads make dozens while they create and paint a
+//       window, and then idle on a Java monitor, a condition variable the shim does not see,
+//       which would be one long "pass" each time).
+//       A loop idles in its wait; a helper waits for an answer that comes soon (glibc's
+//       resolver polls with a time-out and gets its reply in milliseconds, an X server
+//       answers a round trip in microseconds), so however often it asks, it is never taken
+//       for a loop.
 //   A timer thread that never does work qualifies (its waits time out), and is harmless: its
 //   passes are empty. From then on the thread is one of the selected ones (its name matched at
 //   that moment) or never asked about again.
-//   What this leaves: a helper whose bounded waits keep timing out or answering after a second
-//   (a resolver whose server does not answer), or that waits with a time-out of 10 s or more,
-//   passes for a loop after four of them, and a
+//   What this leaves: a helper whose waits keep timing out or answering after a second (a
+//   resolver whose server does not answer, a display server that stalls for a second), or
+//   that waits with a time-out of 10 s or more (libdbus's blocking calls: 25 s), passes for a
+//   loop after four of them, and a
 //   thread that ran a loop for a while (idling in it) and then, with its
 //   loop's last pass open, blocks elsewhere for good (a worker whose loop ends, the thread going
 //   back to a pool) has that time counted as a pass; a loop whose wait is always bounded and
@@ -58,8 +64,9 @@ enum class WaitTimeout : uint8_t {
   kNone,    // blocks until an event
 };
 // A time-out this long (ms) is a loop's, idling until its next timer (Chromium's threads wait
-// with one hours away): longer than a helper waits for an answer (glibc's resolver polls for
-// 5 s at most, unless resolv.conf's `options timeout:` says 10 or more).
+// with one hours away, and wake for work more often than once a second): longer than a helper
+// waits for an answer (glibc's resolver polls for 5 s at most, unless resolv.conf's
+// `options timeout:` says 10 or more).
 inline constexpr int kLongTimeoutMs = 10'000;
 
 struct ThreadWaits {
@@ -77,7 +84,7 @@ struct ThreadWaits {
     kAsking,         // in watch_thread() now: a wait made meanwhile (a signal handler's) passes
   };
   Phase phase;
-  bool idled;  // a wait at `site` had no time-out or timed out
+  bool idled;  // a wait at `site` had a long time-out, timed out or blocked kIdleWaitNs
   int returns;
   const void* site;  // the wait followed (null: none yet) and the caller's stack pointer there
   uintptr_t cfa;
@@ -130,8 +137,7 @@ __attribute__((noinline)) inline ThreadWaits::Phase FollowThreadWait(WaitTimeout
     }
     ++t.returns;
   }
-  if (timeout == WaitTimeout::kNone || timeout == WaitTimeout::kLong || result == 0 ||
-      waited_ns >= ThreadWaits::kIdleWaitNs) {
+  if (timeout == WaitTimeout::kLong || result == 0 || waited_ns >= ThreadWaits::kIdleWaitNs) {
     t.idled = true;
   }
   if (t.returns < ThreadWaits::kReturnsToArm || !t.idled) return t.phase;

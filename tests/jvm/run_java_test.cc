@@ -140,6 +140,39 @@ TEST(RunJava, AJvmWithoutALoopThreadIsNotWatchedAndSaysWhy) {
       << run.Output();
 }
 
+// A Swing program under xvfb-run: AWT's toolkit thread (AWT-XAWT, a poll loop on the X
+// connection) is watched; main()'s thread and the event thread, which make many X round trips
+// (polls without a time-out, each answered at once) and idle on Java monitors the shim does not
+// see, are not taken for loops: no hang made of their idle time.
+TEST(RunJava, ASwingProgramsToolkitThreadIsWatchedAndItsIdleThreadsHaveNoHang) {
+  if (!HaveJava() || access("/usr/bin/xvfb-run", X_OK) != 0) {
+    GTEST_SKIP() << "needs java, javac and xvfb-run";
+  }
+  char dir[] = "/tmp/hangwatch-run-swing-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string report = std::string(dir) + "/hangs.jsonl";
+  std::string output;
+  {
+    JavaChild run("SwingIdle", {}, {},
+                  {HANGWATCH_CLI, "run", "--threads", "loops", "--report", report, "--",
+                   "/usr/bin/xvfb-run", "-a"});
+    ASSERT_TRUE(run.ready()) << run.Output();
+    for (int i = 0; i < 6000 && run.Alive(); ++i) SleepMs(10);
+    ASSERT_FALSE(run.Alive()) << run.Output();
+    output = run.Output();
+  }
+  EXPECT_NE(output.find("lag of thread AWT-XAWT"), std::string::npos) << output;
+  std::istringstream in(ReadFile(report));
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("type", "") != "hang") continue;
+    const std::string thread = j.contains("thread") ? j["thread"].value("name", "") : "";
+    EXPECT_NE(thread, "java") << "main()'s thread is no loop: " << line;
+    EXPECT_LT(j.value("duration_ms", 0), 1000) << "idle time counted as a pass: " << line;
+  }
+  std::system(("rm -rf " + std::string(dir)).c_str());
+}
+
 TEST(RunJava, NoJavaAsksTheJvmNothing) {
   if (!HaveJava()) GTEST_SKIP() << "needs java and javac (openjdk-17-jdk-headless)";
   const ServedRun run = RunSlowServer(600, {"--no-java"});
