@@ -38,6 +38,7 @@ std::vector<WatchedProcess> WatchedProcesses(const LaunchLog& log, const Report&
     w.exe = image->exe;
     w.unwritten_hangs = p.unwritten_hangs;
     w.threads_left_out = p.threads_left_out;
+    w.armed_at_join = image->armed_at_join && !image->main_loop;
   }
   auto entry = [&](int64_t pid, const std::string& process) -> WatchedProcess& {
     if (WatchedProcess* w = FindPid(&out, pid)) return *w;
@@ -128,6 +129,14 @@ std::string FormatWatched(const std::vector<WatchedProcess>& watched) {
     if (roles.size() > kMaxRoleLines) {
       out += "hangwatch run:     and the lag of " + std::to_string(roles.size() - kMaxRoleLines) +
              " more thread roles (hangwatch report shows each)\n";
+    }
+    if (w.armed_at_join) {
+      // Said, so that a freeze of a thread it could not watch is not taken for "no hangs".
+      out +=
+          "hangwatch run:     its main thread waited in pthread_join (the program ran on other "
+          "threads): watched are its threads that wait for events in poll, epoll or select; one "
+          "that waits on a condition variable or a Java monitor (Swing's event thread) is not "
+          "(docs/java.md)\n";
     }
     if (w.threads_left_out > 0) {
       out += "hangwatch run:     " + std::to_string(w.threads_left_out) +

@@ -24,6 +24,7 @@ struct WatchedProcess {
   size_t startup_stalls = 0;
   size_t unwritten_hangs = 0;   // hangs and start-up stalls its report file did not take
   size_t threads_left_out = 0;  // loop threads selected by --threads but not watched (no slot)
+  bool armed_at_join = false;   // its main thread waited in pthread_join (the JVM's launcher)
   bool running = false;         // still alive when the summary was made
   bool helper = false;          // a wrapper's helper, not the program or a process it started
   size_t lag_records = 0;       // its main thread's lag records in this run's report, and
