@@ -6,7 +6,9 @@
 //   BM_SnapshotJvm/native_cached: --no-java, the cache warm (every snapshot after the first);
 //   BM_SnapshotJvm/with_java: the whole command, cache warm, the JVM's listener running;
 //   BM_JavaThreadDump: the Java part alone, in process: jvm::RunAttachCommand("threaddump")
-//     (connect, the JVM's safepoint and dump) and jvm::ParseThreadDump.
+//     (connect, the JVM's safepoint and dump) and jvm::ParseThreadDump;
+//   BM_JavaPerfMap: what the agent asks when a hang opens, `jcmd Compiler.perfmap` (connect, the
+//     JVM writing its perf map), beside the thread dump; map_kb: the map's size.
 // The snapshot's times are the command's wall time (fork + exec included); counters from its
 // --timings: symbols_ms (the symbols phase's wall time), cpu_ms (all phases' CPU), java_ms (the
 // java phase's wall time). Run with --benchmark_repetitions=N for medians.
@@ -196,6 +198,29 @@ void BM_JavaThreadDump(benchmark::State& state) {
   state.counters["threads"] = static_cast<double>(threads);
 }
 BENCHMARK(BM_JavaThreadDump)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// What the agent asks a JVM when a hang opens (agent/samplers/jvm_perf_map_request.h), beside
+// the thread dump above: `Compiler.perfmap`, the JVM writing /tmp/perf-PID.map (no safepoint),
+// and the map's size.
+void BM_JavaPerfMap(benchmark::State& state) {
+  Jvm& jvm = Target();
+  if (!jvm.ready()) {
+    state.SkipWithError("the JVM did not start (java, javac)");
+    return;
+  }
+  for (auto _ : state) {
+    const hangwatch::jvm::AttachReply r =
+        hangwatch::jvm::RunAttachCommand(jvm.pid(), "jcmd", {"Compiler.perfmap"}, {});
+    if (r.status != hangwatch::jvm::AttachStatus::kOk) {
+      state.SkipWithError(r.why.c_str());
+      break;
+    }
+  }
+  const std::string map = "/tmp/perf-" + std::to_string(jvm.pid()) + ".map";
+  state.counters["map_kb"] = static_cast<double>(ReadFile(map).size()) / 1024.0;
+  unlink(map.c_str());
+}
+BENCHMARK(BM_JavaPerfMap)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
