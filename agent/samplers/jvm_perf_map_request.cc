@@ -86,7 +86,6 @@ void Run(const std::shared_ptr<State>& s) {
     const std::string why = WhyUnnamed(reply);
     s->mu.Lock();
     s->busy = false;
-    ++s->ended;
     if (reply.status == jvm::AttachStatus::kOk) ++s->counts.answered;
     if (reply.status == jvm::AttachStatus::kRefused || reply.status == jvm::AttachStatus::kFailed) {
       s->counts.given_up = true;
@@ -99,6 +98,7 @@ void Run(const std::shared_ptr<State>& s) {
       note(why);
       s->mu.Lock();
     }
+    ++s->ended;  // once said: a request has ended when its note is out
   }
   s->mu.Unlock();
 }

@@ -41,6 +41,26 @@ struct FakeJvm {
   }
 };
 
+// The notes a request said, collected from its worker thread (made before the request, so
+// that it outlives it).
+class Notes {
+ public:
+  JvmPerfMapRequest::Note sink() {
+    return [this](const std::string& note) {
+      std::lock_guard<std::mutex> lock(mu_);
+      said_.push_back(note);
+    };
+  }
+  std::vector<std::string> said() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return said_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> said_;
+};
+
 JvmPerfMapRequest::Options NoSpacing() {
   JvmPerfMapRequest::Options o;
   o.min_spacing = milliseconds(0);
@@ -85,46 +105,38 @@ TEST(JvmPerfMapRequest, AJvmThatRefusesOrFailsIsNeverAskedAgainAndSaidOnce) {
   for (const jvm::AttachStatus status : {jvm::AttachStatus::kRefused, jvm::AttachStatus::kFailed}) {
     FakeJvm jvm;
     jvm.replies = {status};
+    Notes notes;
     JvmPerfMapRequest request(jvm.Ask(), jvm.Answered(), NoSpacing());
-    std::mutex mu;
-    std::vector<std::string> notes;
-    request.set_note([&](const std::string& note) {
-      std::lock_guard<std::mutex> lock(mu);
-      notes.push_back(note);
-    });
+    request.set_note(notes.sink());
     request.HangOpened();
     ASSERT_TRUE(request.WaitForRequests(1, milliseconds(10000)));
     request.HangOpened();
     EXPECT_FALSE(request.WaitForRequests(2, milliseconds(200)));
     EXPECT_TRUE(request.counts().given_up);
     EXPECT_EQ(jvm.answered.load(), 0);
-    std::lock_guard<std::mutex> lock(mu);
-    ASSERT_EQ(notes.size(), 1u);
-    EXPECT_NE(notes[0].find("why 0"), std::string::npos) << notes[0];
-    EXPECT_NE(notes[0].find("stay unnamed"), std::string::npos) << notes[0];
+    const std::vector<std::string> said = notes.said();
+    ASSERT_EQ(said.size(), 1u);
+    EXPECT_NE(said[0].find("why 0"), std::string::npos) << said[0];
+    EXPECT_NE(said[0].find("stay unnamed"), std::string::npos) << said[0];
   }
 }
 
 TEST(JvmPerfMapRequest, ATimeoutIsAskedAgainAtTheNextHangAndSaidOnce) {
   FakeJvm jvm;
   jvm.replies = {jvm::AttachStatus::kTimeout, jvm::AttachStatus::kTimeout, jvm::AttachStatus::kOk};
+  Notes notes;
   JvmPerfMapRequest request(jvm.Ask(), jvm.Answered(), NoSpacing());
-  std::mutex mu;
-  std::vector<std::string> notes;
-  request.set_note([&](const std::string& note) {
-    std::lock_guard<std::mutex> lock(mu);
-    notes.push_back(note);
-  });
+  request.set_note(notes.sink());
   for (uint64_t n = 1; n <= 3; ++n) {
     request.HangOpened();
     ASSERT_TRUE(request.WaitForRequests(n, milliseconds(10000))) << n;
   }
   EXPECT_FALSE(request.counts().given_up);
   EXPECT_EQ(request.counts().answered, 1u);
-  std::lock_guard<std::mutex> lock(mu);
-  ASSERT_EQ(notes.size(), 1u);
-  EXPECT_NE(notes[0].find("timeout: why 0 (asked again at the next hang)"), std::string::npos)
-      << notes[0];
+  const std::vector<std::string> said = notes.said();
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("timeout: why 0 (asked again at the next hang)"), std::string::npos)
+      << said[0];
 }
 
 TEST(JvmPerfMapRequest, StoppingNeverWaitsForARequestUnderWay) {
