@@ -174,10 +174,8 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
       monitor_->set_runtime_frames(runtime_frames_.get());
       if (open_file_ != nullptr) open_file_->set_runtime_names(runtime_frames_->names());
     }
-    if (jit_names_ != nullptr) {
-      jit_names_->set_note(NoteToLog());
-      monitor_->set_jit_names(jit_names_.get());
-    }
+    monitor_->set_jit_names(jit_names_.get());  // null: none
+    if (jit_names_ != nullptr) jit_names_->set_note(NoteToLog());
     std::optional<report::Lag> lag_identity;
     if (config_.time_every_pass) {
       // On the watched thread: the pass under way, if any, is timed from now.
@@ -402,6 +400,7 @@ class Agent final : public MonitorListener, public ThreadMonitors::Reporter {
     mo.host = host_;
     mo.labels = labels_;
     mo.runtime_names = runtime_frames_ != nullptr ? runtime_frames_->names() : nullptr;
+    mo.jit_lines = jit_names_.get();
     return mo;
   }
 

@@ -229,7 +229,7 @@ uint64_t StallMonitor::Tick() {
       // Its name as it is now (a thread may name itself after it registered).
       env_->ThreadName(target_, hang_.summary.thread_name);
       listener_->OnHangOpened(hang_);
-      if (jit_names_ != nullptr) jit_names_->HangOpened();
+      if (jit_names_ != nullptr) jit_names_->HangOpened(hang_.summary.tid);
     } else if (declared_ && sampled) {
       listener_->OnHangSample(hang_);
     }

@@ -6,20 +6,24 @@
 //
 // HangOpened() is called on the watchdog, by every stall monitor (the main thread's and each
 // other watched thread's), right after the hang opened: it must return at once and never wait
-// for the runtime (asking is done elsewhere, off the capture path and off the watchdog).
+// for the runtime (asking is done elsewhere, off the capture path and off the watchdog). What
+// the runtime said of the hung thread's frames (their lines) is then read as JitFrameLines when
+// the hang's record is written.
 #ifndef HANGWATCH_AGENT_SAMPLERS_JIT_CODE_NAMES_H_
 #define HANGWATCH_AGENT_SAMPLERS_JIT_CODE_NAMES_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
+#include "hang/model/jit_frame_lines.h"
+
 namespace hangwatch::agent {
 
-class JitCodeNames {
+class JitCodeNames : public JitFrameLines {
  public:
-  virtual ~JitCodeNames() = default;
-  // A hang opened on some watched thread. Non-blocking.
-  virtual void HangOpened() = 0;
+  // A hang opened on watched thread `tid`. Non-blocking.
+  virtual void HangOpened(int64_t tid) = 0;
   // Where to say, once each, why names could not be had (any thread). Before the first hang.
   virtual void set_note(std::function<void(const std::string&)> note) = 0;
 };

@@ -4,8 +4,10 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -13,24 +15,32 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/threads/agent_thread.h"
+#include "jvm/thread_dump.h"
 #include "symbols/perf_map.h"
 
 namespace hangwatch::agent {
 
 struct JvmPerfMapRequest::State {
-  State(Ask a, Answered b, Options o) : ask(std::move(a)), answered(std::move(b)), options(o) {}
-  const Ask ask;
+  State(Ask map, Ask dump, Answered a, Options o)
+      : ask_map(std::move(map)), ask_dump(std::move(dump)), answered(std::move(a)), options(o) {}
+  const Ask ask_map;
+  const Ask ask_dump;
   const Answered answered;
   const Options options;
   mutable absl::Mutex mu;
-  bool pending ABSL_GUARDED_BY(mu) = false;  // a hang opened since the last request began
+  bool pending ABSL_GUARDED_BY(mu) = false;       // a hang opened since the last request began
+  std::vector<int64_t> tids ABSL_GUARDED_BY(mu);  // ... on these threads (kMaxPendingThreads)
   bool stop ABSL_GUARDED_BY(mu) = false;
   bool busy ABSL_GUARDED_BY(mu) = false;  // a request is under way
+  bool dumps_given_up ABSL_GUARDED_BY(mu) = false;
   Note note ABSL_GUARDED_BY(mu);
   Counts counts ABSL_GUARDED_BY(mu);
   uint64_t ended ABSL_GUARDED_BY(mu) = 0;
-  bool said[5] ABSL_GUARDED_BY(mu) = {};  // by AttachStatus
+  bool said[2][5] ABSL_GUARDED_BY(mu) = {};  // [map, dump][AttachStatus]
   std::chrono::steady_clock::time_point last_ask ABSL_GUARDED_BY(mu);
+  // The hung threads' Java frames in their last dump, by tid (kMaxStacks, the oldest tid first
+  // out: tids grow, mostly).
+  std::map<int64_t, std::vector<jvm::JavaFrame>> stacks ABSL_GUARDED_BY(mu);
   std::thread worker;
 };
 
@@ -38,29 +48,65 @@ namespace {
 
 using State = JvmPerfMapRequest::State;
 
+constexpr size_t kMaxPendingThreads = 16;
+constexpr size_t kMaxStacks = 64;
+constexpr size_t kMaxDumpFrames = 256;  // per thread: a hang's innermost frames are the ones
+
 // Await's condition, evaluated with s->mu held.
 bool WorkOrStop(State* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   return s->stop || (s->pending && !s->counts.given_up);
 }
 
-// What to say of a request that did not get the map (once per kind), "" for nothing.
-std::string WhyUnnamed(const jvm::AttachReply& reply) {
+// What to say of a request that did not get the map (`dump` false) or the thread dump, once per
+// kind; "" for nothing.
+std::string WhyNot(const jvm::AttachReply& reply, bool dump) {
+  const std::string what = dump ? "its threads' Java frames (threaddump)"
+                                : "the names of its compiled code (Compiler.perfmap)";
+  const std::string outcome =
+      dump ? "Java frames in JIT code have no lines" : "Java frames in JIT code stay unnamed";
   switch (reply.status) {
     case jvm::AttachStatus::kOk:
       return "";
     case jvm::AttachStatus::kRefused:
-      return "not asking the JVM for the names of its compiled code: " + reply.why +
-             "; Java frames in JIT code stay unnamed";
+      return "not asking the JVM for " + what + ": " + reply.why + "; " + outcome;
     case jvm::AttachStatus::kFailed:
-      return "the JVM did not write the names of its compiled code (Compiler.perfmap, JDK 17 and "
-             "later): " +
-             reply.why + "; Java frames in JIT code stay unnamed";
+      return "the JVM did not give " + what + (dump ? "" : ", JDK 17 and later") + ": " +
+             reply.why + "; " + outcome;
     case jvm::AttachStatus::kTimeout:
     case jvm::AttachStatus::kError:
       break;
   }
-  return std::string("asking the JVM for the names of its compiled code (Compiler.perfmap): ") +
-         jvm::AttachStatusName(reply.status) + ": " + reply.why + " (asked again at the next hang)";
+  return "asking the JVM for " + what + ": " + jvm::AttachStatusName(reply.status) + ": " +
+         reply.why + " (asked again at the next hang)";
+}
+
+bool GivesUp(const jvm::AttachReply& reply) {
+  return reply.status == jvm::AttachStatus::kRefused || reply.status == jvm::AttachStatus::kFailed;
+}
+
+// Says `why` once per kind (s->mu held; released while the note runs).
+void SayOnce(State* s, const jvm::AttachReply& reply, bool dump, const std::string& why)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+  bool& said = s->said[dump ? 1 : 0][static_cast<size_t>(reply.status)];
+  if (why.empty() || said || !s->note) return;
+  said = true;
+  const JvmPerfMapRequest::Note note = s->note;
+  s->mu.Unlock();
+  note(why);
+  s->mu.Lock();
+}
+
+// Keeps the frames of the threads `tids` from a dump's text (s->mu held).
+void KeepStacks(State* s, const std::string& text, const std::vector<int64_t>& tids)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+  jvm::ThreadDump dump = jvm::ParseThreadDump(text, 65536, kMaxDumpFrames);
+  for (jvm::JavaThread& t : dump.threads) {
+    const int64_t nid = static_cast<int64_t>(t.nid);
+    if (t.nid == 0 || std::find(tids.begin(), tids.end(), nid) == tids.end()) continue;
+    s->stacks.erase(nid);
+    while (s->stacks.size() >= kMaxStacks) s->stacks.erase(s->stacks.begin());
+    s->stacks.emplace(nid, std::move(t.frames));
+  }
 }
 
 void Run(const std::shared_ptr<State>& s) {
@@ -77,30 +123,44 @@ void Run(const std::shared_ptr<State>& s) {
       if (s->stop) break;
     }
     s->pending = false;
+    std::vector<int64_t> tids;
+    tids.swap(s->tids);
+    const bool want_dump = !s->dumps_given_up && !tids.empty();
     s->busy = true;
     ++s->counts.asked;
     s->last_ask = std::chrono::steady_clock::now();
     s->mu.Unlock();
-    const jvm::AttachReply reply = s->ask();
-    if (reply.status == jvm::AttachStatus::kOk) s->answered();
-    const std::string why = WhyUnnamed(reply);
+    const jvm::AttachReply map = s->ask_map();
+    if (map.status == jvm::AttachStatus::kOk) s->answered();
+    // The dump right after the map (the thread is likely still where the map names it), unless
+    // the JVM would not be asked at all.
+    jvm::AttachReply dump;
+    const bool dumped = want_dump && map.status != jvm::AttachStatus::kRefused;
+    if (dumped) dump = s->ask_dump();
     s->mu.Lock();
     s->busy = false;
-    if (reply.status == jvm::AttachStatus::kOk) ++s->counts.answered;
-    if (reply.status == jvm::AttachStatus::kRefused || reply.status == jvm::AttachStatus::kFailed) {
-      s->counts.given_up = true;
+    if (map.status == jvm::AttachStatus::kOk) ++s->counts.answered;
+    if (GivesUp(map)) s->counts.given_up = true;
+    if (dumped && dump.status == jvm::AttachStatus::kOk) {
+      KeepStacks(s.get(), dump.text, tids);
+      ++s->counts.dumps;
     }
-    bool& said = s->said[static_cast<size_t>(reply.status)];
-    if (!why.empty() && !said && s->note) {
-      said = true;
-      const JvmPerfMapRequest::Note note = s->note;
-      s->mu.Unlock();
-      note(why);
-      s->mu.Lock();
-    }
-    ++s->ended;  // once said: a request has ended when its note is out
+    if (dumped && GivesUp(dump)) s->dumps_given_up = true;
+    SayOnce(s.get(), map, false, WhyNot(map, false));
+    if (dumped) SayOnce(s.get(), dump, true, WhyNot(dump, true));
+    ++s->ended;  // once said: a request has ended when its notes are out
   }
   s->mu.Unlock();
+}
+
+// "long Server.spin(long)" -> "Server.spin": a perf map's name of a method (HotSpot's external
+// name: return type, class and method, parameters) as a thread dump names it.
+std::string_view DumpMethodOf(std::string_view symbol) {
+  const size_t paren = symbol.find('(');
+  if (paren == std::string_view::npos) return {};
+  symbol = symbol.substr(0, paren);
+  const size_t space = symbol.rfind(' ');
+  return space == std::string_view::npos ? symbol : symbol.substr(space + 1);
 }
 
 // Whether a library of this file name is loaded (dl_iterate_phdr: the loader's list).
@@ -131,14 +191,20 @@ std::unique_ptr<JvmPerfMapRequest> JvmPerfMapRequest::Create() {
   // thread the launcher starts, or by a program that embeds a JVM.
   if (!Loaded("libjli.so") && !Loaded("libjvm.so")) return nullptr;
   const Options options;
-  Ask ask = [timeout_ms = options.timeout_ms] {
+  Ask ask_map = [timeout_ms = options.timeout_ms] {
     jvm::AttachOptions attach;
     attach.timeout_ms = timeout_ms;
     attach.max_reply = 64 << 10;  // the command prints nothing when it succeeds
     return jvm::RunAttachCommand(getpid(), "jcmd", {"Compiler.perfmap"}, attach);
   };
+  Ask ask_dump = [timeout_ms = options.timeout_ms] {
+    jvm::AttachOptions attach;
+    attach.timeout_ms = timeout_ms;
+    attach.max_reply = 16 << 20;  // thousands of threads
+    return jvm::RunAttachCommand(getpid(), "threaddump", {}, attach);
+  };
   return std::make_unique<JvmPerfMapRequest>(
-      std::move(ask),
+      std::move(ask_map), std::move(ask_dump),
       [] {
         // Read here, off the watchdog: the samples' leaves are named from it at once
         // (leaf_normalizer.h), the record's frames when it is written.
@@ -149,8 +215,9 @@ std::unique_ptr<JvmPerfMapRequest> JvmPerfMapRequest::Create() {
       options);
 }
 
-JvmPerfMapRequest::JvmPerfMapRequest(Ask ask, Answered answered, Options options)
-    : state_(std::make_shared<State>(std::move(ask), std::move(answered), options)) {
+JvmPerfMapRequest::JvmPerfMapRequest(Ask ask_map, Ask ask_dump, Answered answered, Options options)
+    : state_(std::make_shared<State>(std::move(ask_map), std::move(ask_dump), std::move(answered),
+                                     options)) {
   state_->worker = std::thread([s = state_] { Run(s); });
 }
 
@@ -168,9 +235,30 @@ JvmPerfMapRequest::~JvmPerfMapRequest() {
   }
 }
 
-void JvmPerfMapRequest::HangOpened() {
+void JvmPerfMapRequest::HangOpened(int64_t tid) {
   absl::MutexLock lock(&state_->mu);
   state_->pending = true;
+  std::vector<int64_t>& tids = state_->tids;
+  if (tids.size() < kMaxPendingThreads && std::find(tids.begin(), tids.end(), tid) == tids.end()) {
+    tids.push_back(tid);
+  }
+}
+
+bool JvmPerfMapRequest::FrameLine(int64_t tid, std::string_view symbol, std::string* file,
+                                  uint32_t* line) const {
+  const std::string_view method = DumpMethodOf(symbol);
+  if (method.empty()) return false;
+  absl::MutexLock lock(&state_->mu);
+  const auto it = state_->stacks.find(tid);
+  if (it == state_->stacks.end()) return false;
+  for (const jvm::JavaFrame& f : it->second) {
+    if (f.method != method) continue;
+    if (f.file.empty() || f.line <= 0) return false;
+    *file = f.file;
+    *line = static_cast<uint32_t>(f.line);
+    return true;
+  }
+  return false;
 }
 
 void JvmPerfMapRequest::set_note(Note note) {

@@ -3,8 +3,14 @@
 // `jcmd PID Compiler.perfmap` sends) makes the JVM write /tmp/perf-PID.map, which names each
 // method's code in its code cache; hang/model/materialize.cc reads that map when the hang's
 // record is written, so a frame in JIT-compiled Java code is named (`void Server.spin(int)`)
-// instead of an address outside every module. Linux; made by MakePlatformSampler when the
-// process loaded libjli.so (the `java` launcher) or libjvm.so and HANGWATCH_JAVA is not "0".
+// instead of an address outside every module. The map has no lines: right after it, the JVM is
+// asked for its thread dump (`threaddump`, what jstack reads), and the hung threads' Java frames
+// (method, file, line) are kept, so that a JIT frame whose method the dump shows gets the file
+// and line where the JVM found the thread (FrameLine, the JitFrameLines the record is
+// materialized with). The dump needs a safepoint: every Java thread pauses for it, about as long
+// as a jstack (0.2 ms with 21 threads here), at most once per min_spacing. Linux; made by
+// MakePlatformSampler when the process loaded libjli.so (the `java` launcher) or libjvm.so and
+// HANGWATCH_JAVA is not "0".
 //
 // The request goes through the JVM's own attach mechanism (jvm/attach_client.h: its socket, else
 // the handshake with SIGQUIT when the JVM catches it and its attach mechanism is on), from a
@@ -32,6 +38,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/samplers/jit_code_names.h"
@@ -45,7 +52,8 @@ class JvmPerfMapRequest final : public JitCodeNames {
     std::chrono::milliseconds min_spacing{2000};
     int timeout_ms = 5000;  // the whole exchange, the handshake included
   };
-  // One request: asks the JVM and returns its reply (tests pass their own).
+  // One request: asks the JVM and returns its reply (tests pass their own): one for the map,
+  // one for the thread dump.
   using Ask = std::function<jvm::AttachReply()>;
   // After a request the JVM answered: the map was rewritten in place.
   using Answered = std::function<void()>;
@@ -55,17 +63,23 @@ class JvmPerfMapRequest final : public JitCodeNames {
   // symbols::PerfMapOfThisProcess(); nullptr when this process runs no JVM or HANGWATCH_JAVA=0.
   static std::unique_ptr<JvmPerfMapRequest> Create();
 
-  JvmPerfMapRequest(Ask ask, Answered answered, Options options);
+  JvmPerfMapRequest(Ask ask_map, Ask ask_dump, Answered answered, Options options);
   // Stops the worker: joined when it waits, left to finish (detached, its state its own) when a
   // request is under way, so that the program's exit never waits for the JVM.
   ~JvmPerfMapRequest() override;
 
-  void HangOpened() override;
+  void HangOpened(int64_t tid) override;
   void set_note(Note note) override;
+  // The frame of thread `tid` whose method the perf map names `symbol` ("long Server.spin(long)"),
+  // in the last thread dump taken for that thread: the dump's innermost frame of that method
+  // ("Server.spin", Server.java:14). False when the dump had no such frame, or no line.
+  bool FrameLine(int64_t tid, std::string_view symbol, std::string* file,
+                 uint32_t* line) const override;
 
   struct Counts {
     uint64_t asked = 0;     // requests sent
     uint64_t answered = 0;  // ... that the JVM answered with its map written
+    uint64_t dumps = 0;     // thread dumps read
     bool given_up = false;  // refused or failed: never asked again
   };
   Counts counts() const;

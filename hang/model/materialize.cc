@@ -171,8 +171,26 @@ class FrameResolver {
     }
     fr.symbol = it->second.symbol;
     fr.function_start = it->second.function_start;
+    if (where.module == nullptr && !fr.symbol.empty() && line_tid_ != 0 &&
+        options_.jit_lines != nullptr) {
+      // JIT code named by the perf map: where the runtime last saw this thread in it.
+      auto line = lines_.find(addr);
+      if (line == lines_.end()) {
+        std::pair<std::string, uint32_t> at{"", 0};
+        if (!options_.jit_lines->FrameLine(line_tid_, fr.symbol, &at.first, &at.second)) {
+          at = {"", 0};
+        }
+        line = lines_.emplace(addr, std::move(at)).first;
+      }
+      fr.file = line->second.first;
+      fr.line = static_cast<int>(line->second.second);
+    }
     return fr;
   }
+
+  // The thread whose frames are resolved now, for the lines of its JIT frames
+  // (MaterializeOptions::jit_lines); 0: none (a cause's other threads).
+  void set_line_tid(int64_t tid) { line_tid_ = tid; }
 
   // The modules of every frame resolved, by path.
   std::vector<ModuleInfo> Modules() const {
@@ -190,6 +208,8 @@ class FrameResolver {
   const symbols::ModuleMap& map_;
   const MaterializeOptions& options_;
   symbols::PerfMap* perf_map_;
+  int64_t line_tid_ = 0;
+  std::map<uintptr_t, std::pair<std::string, uint32_t>> lines_;  // by address, for line_tid_
   std::map<const symbols::Module*, size_t> modules_;
   std::map<std::pair<uintptr_t, bool>, FrameName> names_;
 };
@@ -264,6 +284,7 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
   }
   symbols::PerfMap* perf_map = PerfMapFor(table, map, options);
   FrameResolver resolver(map, options, perf_map);
+  resolver.set_line_tid(hang.summary.tid);
   r.stacks.reserve(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     r.stacks.push_back(MakeStack(hang, order[i], static_cast<int>(i), options, &resolver));
@@ -282,7 +303,9 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
     }
     r.timeline.push_back(t);
   }
-  // The cause's threads are resolved with the same frames, before the module list is made.
+  // The cause's threads are resolved with the same frames, before the module list is made
+  // (without the hung thread's JIT lines: not theirs).
+  resolver.set_line_tid(0);
   r.cause = MaterializeCause(hang, r, new_id,
                              [&resolver](uintptr_t addr, bool is_return, FrameMethod method) {
                                return resolver.Resolve(addr, is_return, method);

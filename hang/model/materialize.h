@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hang/model/hang_data.h"
+#include "hang/model/jit_frame_lines.h"
 #include "hang/model/runtime_names.h"
 #include "hangwatch/hang_record.h"
 #include "symbols/module_map.h"
@@ -32,6 +33,9 @@ struct MaterializeOptions {
   // Names of the hang's Python frames (runtime_names.h: the live cache, or the names read back
   // from an open-hang file); nullptr: they are reported unnamed.
   const RuntimeNames* runtime_names = nullptr;
+  // The file and line of the hung thread's frames named from a perf map, where the runtime
+  // gave them (jit_frame_lines.h: a JVM's thread dump); nullptr: none.
+  const JitFrameLines* jit_lines = nullptr;
 };
 
 HangRecord Materialize(const HangData& hang, const MaterializeOptions& options);

@@ -36,9 +36,23 @@ struct FakeJvm {
       return r;
     };
   }
+  // The thread dump's reply: `dump_text` with `dump_status`.
+  JvmPerfMapRequest::Ask Dump() {
+    return [this] {
+      dumps.fetch_add(1);
+      jvm::AttachReply r;
+      r.status = dump_status;
+      r.text = dump_text;
+      r.why = "dump refused";
+      return r;
+    };
+  }
   JvmPerfMapRequest::Answered Answered() {
     return [this] { answered.fetch_add(1); };
   }
+  std::string dump_text;
+  jvm::AttachStatus dump_status = jvm::AttachStatus::kOk;
+  std::atomic<int> dumps{0};
 };
 
 // The notes a request said, collected from its worker thread (made before the request, so
@@ -70,13 +84,13 @@ JvmPerfMapRequest::Options NoSpacing() {
 TEST(JvmPerfMapRequest, HangsOpenedDuringARequestAreServedByTheNextOneOnly) {
   FakeJvm jvm;
   jvm.replies = {jvm::AttachStatus::kOk};
-  JvmPerfMapRequest request(jvm.Ask(), jvm.Answered(), NoSpacing());
+  JvmPerfMapRequest request(jvm.Ask(), jvm.Dump(), jvm.Answered(), NoSpacing());
   std::unique_lock<std::mutex> hold(jvm.gate);
-  request.HangOpened();
+  request.HangOpened(1);
   while (jvm.asked.load() == 0) std::this_thread::yield();  // the first is under way
-  request.HangOpened();
-  request.HangOpened();
-  request.HangOpened();
+  request.HangOpened(1);
+  request.HangOpened(1);
+  request.HangOpened(1);
   hold.unlock();
   ASSERT_TRUE(request.WaitForRequests(2, milliseconds(10000)));
   EXPECT_FALSE(request.WaitForRequests(3, milliseconds(200))) << "three hangs, one request";
@@ -90,10 +104,10 @@ TEST(JvmPerfMapRequest, AHangSoonAfterARequestWaitsForTheSpacing) {
   jvm.replies = {jvm::AttachStatus::kOk};
   JvmPerfMapRequest::Options o;
   o.min_spacing = std::chrono::hours(1);
-  auto request = std::make_unique<JvmPerfMapRequest>(jvm.Ask(), jvm.Answered(), o);
-  request->HangOpened();
+  auto request = std::make_unique<JvmPerfMapRequest>(jvm.Ask(), jvm.Dump(), jvm.Answered(), o);
+  request->HangOpened(1);
   ASSERT_TRUE(request->WaitForRequests(1, milliseconds(10000)));
-  request->HangOpened();
+  request->HangOpened(1);
   EXPECT_FALSE(request->WaitForRequests(2, milliseconds(200)));
   const auto before = std::chrono::steady_clock::now();
   request.reset();  // the worker waits out the spacing: stopping wakes it
@@ -106,11 +120,11 @@ TEST(JvmPerfMapRequest, AJvmThatRefusesOrFailsIsNeverAskedAgainAndSaidOnce) {
     FakeJvm jvm;
     jvm.replies = {status};
     Notes notes;
-    JvmPerfMapRequest request(jvm.Ask(), jvm.Answered(), NoSpacing());
+    JvmPerfMapRequest request(jvm.Ask(), jvm.Dump(), jvm.Answered(), NoSpacing());
     request.set_note(notes.sink());
-    request.HangOpened();
+    request.HangOpened(1);
     ASSERT_TRUE(request.WaitForRequests(1, milliseconds(10000)));
-    request.HangOpened();
+    request.HangOpened(1);
     EXPECT_FALSE(request.WaitForRequests(2, milliseconds(200)));
     EXPECT_TRUE(request.counts().given_up);
     EXPECT_EQ(jvm.answered.load(), 0);
@@ -125,10 +139,10 @@ TEST(JvmPerfMapRequest, ATimeoutIsAskedAgainAtTheNextHangAndSaidOnce) {
   FakeJvm jvm;
   jvm.replies = {jvm::AttachStatus::kTimeout, jvm::AttachStatus::kTimeout, jvm::AttachStatus::kOk};
   Notes notes;
-  JvmPerfMapRequest request(jvm.Ask(), jvm.Answered(), NoSpacing());
+  JvmPerfMapRequest request(jvm.Ask(), jvm.Dump(), jvm.Answered(), NoSpacing());
   request.set_note(notes.sink());
   for (uint64_t n = 1; n <= 3; ++n) {
-    request.HangOpened();
+    request.HangOpened(1);
     ASSERT_TRUE(request.WaitForRequests(n, milliseconds(10000))) << n;
   }
   EXPECT_FALSE(request.counts().given_up);
@@ -145,8 +159,8 @@ TEST(JvmPerfMapRequest, StoppingNeverWaitsForARequestUnderWay) {
   std::unique_lock<std::mutex> hold(jvm->gate);
   {
     JvmPerfMapRequest request(
-        jvm->Ask(), [jvm] { jvm->answered.fetch_add(1); }, NoSpacing());
-    request.HangOpened();
+        jvm->Ask(), jvm->Dump(), [jvm] { jvm->answered.fetch_add(1); }, NoSpacing());
+    request.HangOpened(1);
     while (jvm->asked.load() == 0) std::this_thread::yield();
   }  // returns while the request is held
   hold.unlock();
@@ -154,6 +168,68 @@ TEST(JvmPerfMapRequest, StoppingNeverWaitsForARequestUnderWay) {
     std::this_thread::sleep_for(milliseconds(1));
   }
   EXPECT_EQ(jvm->answered.load(), 1) << "the request ended on its own";
+}
+
+}  // namespace
+}  // namespace hangwatch::agent
+
+namespace hangwatch::agent {
+namespace {
+
+// Two threads of a HotSpot thread dump (its format, trimmed): nid 0x1a2b is 6699.
+constexpr char kDump[] =
+    "2026-12-06 15:00:00\n"
+    "Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1deb12u1 mixed mode):\n\n"
+    "\"HTTP-Dispatcher\" #14 prio=5 os_prio=0 cpu=1501.00ms elapsed=3.00s tid=0x00007f0000001000 "
+    "nid=0x1a2b runnable  [0x00007f0000002000]\n"
+    "   java.lang.Thread.State: RUNNABLE\n"
+    "\tat SlowServer.spin(SlowServer.java:14)\n"
+    "\tat SlowServer.lambda$main$0(SlowServer.java:24)\n"
+    "\tat sun.net.httpserver.ServerImpl$Dispatcher.run(java.base@17.0.15/ServerImpl.java:404)\n"
+    "\n"
+    "\"worker\" #15 prio=5 os_prio=0 cpu=1.00ms elapsed=3.00s tid=0x00007f0000003000 "
+    "nid=0x1a2c waiting on condition  [0x00007f0000004000]\n"
+    "   java.lang.Thread.State: WAITING (parking)\n"
+    "\tat SlowServer.spin(SlowServer.java:15)\n\n";
+
+TEST(JvmPerfMapRequest, AJitFramesLineIsWhereTheDumpFoundItsThread) {
+  FakeJvm jvm;
+  jvm.replies = {jvm::AttachStatus::kOk};
+  jvm.dump_text = kDump;
+  JvmPerfMapRequest request(jvm.Ask(), jvm.Dump(), jvm.Answered(), NoSpacing());
+  request.HangOpened(6699);
+  ASSERT_TRUE(request.WaitForRequests(1, milliseconds(10000)));
+  EXPECT_EQ(request.counts().dumps, 1u);
+  std::string file;
+  uint32_t line = 0;
+  ASSERT_TRUE(request.FrameLine(6699, "long SlowServer.spin(long)", &file, &line));
+  EXPECT_EQ(file, "SlowServer.java");
+  EXPECT_EQ(line, 14u);
+  ASSERT_TRUE(request.FrameLine(
+      6699, "void SlowServer.lambda$main$0(com.sun.net.httpserver.HttpExchange)", &file, &line));
+  EXPECT_EQ(line, 24u);
+  EXPECT_FALSE(request.FrameLine(6699, "Interpreter", &file, &line)) << "not a method";
+  EXPECT_FALSE(request.FrameLine(6699, "void Other.run()", &file, &line)) << "not in its stack";
+  EXPECT_FALSE(request.FrameLine(6700, "long SlowServer.spin(long)", &file, &line))
+      << "a thread in the dump that did not hang is not kept";
+}
+
+TEST(JvmPerfMapRequest, ARefusedDumpIsSaidOnceAndNotAskedAgainWhileTheMapStillIs) {
+  FakeJvm jvm;
+  jvm.replies = {jvm::AttachStatus::kOk};
+  jvm.dump_status = jvm::AttachStatus::kFailed;
+  Notes notes;
+  JvmPerfMapRequest request(jvm.Ask(), jvm.Dump(), jvm.Answered(), NoSpacing());
+  request.set_note(notes.sink());
+  for (uint64_t n = 1; n <= 2; ++n) {
+    request.HangOpened(6699);
+    ASSERT_TRUE(request.WaitForRequests(n, milliseconds(10000))) << n;
+  }
+  EXPECT_EQ(request.counts().answered, 2u) << "the map is still asked for";
+  EXPECT_EQ(jvm.dumps.load(), 1);
+  const std::vector<std::string> said = notes.said();
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("have no lines"), std::string::npos) << said[0];
 }
 
 }  // namespace

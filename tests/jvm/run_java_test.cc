@@ -3,7 +3,8 @@
 // and the JDK HTTP server's dispatcher thread, a loop in epoll_wait, is watched; a handler that
 // computes on it is a hang of that thread, and the agent asks the JVM for its perf map when the
 // hang opens (agent/samplers/jvm_perf_map_request.h), so the JIT-compiled method is the culprit
-// by name and the samples in it are one stack. `--no-java` asks nothing.
+// by name, with the file and line of the JVM's thread dump, and the samples in it are one stack.
+// `--no-java` asks nothing.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -109,6 +110,11 @@ TEST(RunJava, ALoopThreadOfAJvmIsWatchedAndItsCompiledMethodIsTheCulprit) {
   const ServedRun run = RunSlowServer(1200, {});
   ASSERT_FALSE(run.hang.is_null()) << run.output;
   EXPECT_EQ(run.hang["culprit"].value("symbol", ""), "long SlowServer.spin(long)") << run.hang;
+  // Its file and line: where the JVM's thread dump, asked for with the map, found the thread
+  // (spin's loop, SlowServer.java:14-15).
+  EXPECT_EQ(run.hang["culprit"].value("file", ""), "SlowServer.java") << run.hang;
+  EXPECT_GE(run.hang["culprit"].value("line", 0), 14) << run.hang;
+  EXPECT_LE(run.hang["culprit"].value("line", 0), 16) << run.hang;
   // The samples taken once the map was read are one stack: their leaves start at the method.
   const int samples = run.hang.value("samples", 0);
   const auto& dominant = run.hang["stacks"][run.hang.value("dominant_stack", 0)];
