@@ -28,7 +28,12 @@ void SpinFor(std::chrono::milliseconds d) {
   while (std::chrono::steady_clock::now() < end) t_spin = t_spin + 1;
 }
 
-std::atomic<int> g_turn{0};  // 0: main stalls, 1: render, 2: io, 3: done
+// 0: main stalls, 1: render, 2: io, 3: done. 3 is final: the test sets it once it saw its hangs
+// (or gave up waiting), and nothing moves the turn back, so both threads end at it: the render
+// thread hands over with a compare-exchange (1 to 2), never a plain store that could undo a 3
+// set during its slow frame (the I/O thread, seeing 3, would have ended its loop already, and
+// the render thread, back at 2, would then spin forever: a join without end).
+std::atomic<int> g_turn{0};
 std::atomic<int64_t> g_io_tid{0};
 
 // The I/O loop's timer: idle ticks, then one callback blocked 350 ms once it is its turn; the
@@ -45,9 +50,12 @@ void OnIoTimer(uv_timer_t* timer) {
 }
 
 TEST(ThreeLoopThreads, MainRenderAndALibuvIoThreadEachStallOnceEachHangIsItsThreads) {
+  g_turn = 0;
   hangwatch::Config config;
   config.threshold = 200ms;
   config.log_hangs = false;
+  uv_loop_t loop;
+  ASSERT_EQ(uv_loop_init(&loop), 0);  // before the threads: a failed ASSERT leaves none running
   ASSERT_TRUE(hangwatch::Start(config).ok());
   HangWaiter waiter;
 
@@ -59,12 +67,11 @@ TEST(ThreeLoopThreads, MainRenderAndALibuvIoThreadEachStallOnceEachHangIsItsThre
       hangwatch::Heartbeat();
       const bool slow_frame = g_turn.load() == 1;
       SpinFor(slow_frame ? 300ms : 2ms);
-      if (slow_frame) g_turn = 2;
+      int render_turn = 1;
+      if (slow_frame) g_turn.compare_exchange_strong(render_turn, 2);  // not if it became 3
     }
     watch.Pause();
   });
-  uv_loop_t loop;
-  ASSERT_EQ(uv_loop_init(&loop), 0);
   std::atomic<int> attach_rc{1};
   std::thread io([&] {
     uv_timer_t timer;
@@ -84,9 +91,11 @@ TEST(ThreeLoopThreads, MainRenderAndALibuvIoThreadEachStallOnceEachHangIsItsThre
   const bool main_reported = waiter.WaitFor(1);
   g_turn = 1;
   const bool all_reported = waiter.WaitFor(3);
+  // Final: the render thread ends within a frame (its slow one at most), the I/O thread at its
+  // timer's next tick (after its stall, if one is under way); neither join waits for more.
   g_turn = 3;
   render.join();
-  io.join();  // its timer stops its loop now that the turn is 3
+  io.join();
   EXPECT_EQ(uv_loop_close(&loop), 0);
   hangwatch::Stop();
   ASSERT_EQ(attach_rc.load(), 0);
