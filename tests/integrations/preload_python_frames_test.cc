@@ -57,6 +57,17 @@ bool HasEvalLoopFrame(const Stack& s) {
   return false;
 }
 
+// A sample in asyncio's own loop code (_run_once between two handles, before its next select):
+// still the pass, which lasts until the loop waits again. A sample lands there when the thread is
+// descheduled right after the handler returned, on a loaded machine.
+bool InLoopMachinery(const Stack& s) {
+  for (const Frame& f : s.frames) {
+    if (f.language != FrameLanguage::kPython) continue;
+    return EndsWith(f.file, "/asyncio/base_events.py") || EndsWith(f.file, "/asyncio/events.py");
+  }
+  return false;
+}
+
 std::string Describe(const Stack& s) {
   std::string out;
   for (const Frame& f : s.frames) {
@@ -129,8 +140,13 @@ TEST_P(PythonFramesTest, BusyFunctionIsNamedWithItsFileAndLine) {
   // (what the loop calls: the clock, the comparison) come before it.
   const std::vector<int> lines = MarkedLines("busy-loop");
   ASSERT_EQ(lines.size(), 2u);
+  uint32_t in_loop = 0;
   for (const Stack& st : h.stacks) {
     const int busy = FindPython(st, "busy");
+    if (busy < 0 && InLoopMachinery(st)) {
+      in_loop += st.count;
+      continue;
+    }
     ASSERT_GE(busy, 0) << Describe(st);
     for (int i = 0; i < busy; ++i) {
       EXPECT_EQ(st.frames[static_cast<size_t>(i)].language, FrameLanguage::kNative);
@@ -139,6 +155,7 @@ TEST_P(PythonFramesTest, BusyFunctionIsNamedWithItsFileAndLine) {
     EXPECT_TRUE(EndsWith(f.file, "/python_frames.py")) << f.file;
     EXPECT_TRUE(f.line == lines[0] || f.line == lines[1]) << f.line << "\n" << Describe(st);
   }
+  EXPECT_LE(in_loop, 2u) << "samples outside busy(), in the loop's own code";
   const Stack& s = *h.dominant();
   // Its callers, in order: the scenario and the asyncio task's coroutine main(), whose frames
   // live in their coroutine objects, outside the thread's data stack.
@@ -157,12 +174,18 @@ TEST_P(PythonFramesTest, FramesAreReadWhereProcessVmReadvIsRefused) {
   ASSERT_NO_FATAL_FAILURE(Run("busy", &h, {}, DENY_PROCESS_VM_READV));
   const std::vector<int> lines = MarkedLines("busy-loop");
   ASSERT_EQ(lines.size(), 2u);
+  uint32_t in_loop = 0;
   for (const Stack& st : h.stacks) {
     const int busy = FindPython(st, "busy");
+    if (busy < 0 && InLoopMachinery(st)) {
+      in_loop += st.count;
+      continue;
+    }
     ASSERT_GE(busy, 0) << Describe(st);
     const Frame& f = st.frames[static_cast<size_t>(busy)];
     EXPECT_TRUE(f.line == lines[0] || f.line == lines[1]) << f.line << "\n" << Describe(st);
   }
+  EXPECT_LE(in_loop, 2u) << "samples outside busy(), in the loop's own code";
   EXPECT_GT(FindPython(*h.dominant(), "main"), FindPython(*h.dominant(), "scenario"));
   HangRecord sleep;
   ASSERT_NO_FATAL_FAILURE(Run("worker", &sleep, {}, DENY_PROCESS_VM_READV));
