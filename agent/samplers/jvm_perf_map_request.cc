@@ -238,6 +238,9 @@ JvmPerfMapRequest::~JvmPerfMapRequest() {
 void JvmPerfMapRequest::HangOpened(int64_t tid) {
   absl::MutexLock lock(&state_->mu);
   state_->pending = true;
+  // A line is only ever from a dump taken after its hang opened: an earlier hang's would name a
+  // moment of another hang (this one's request may come after it ended: the spacing).
+  state_->stacks.erase(tid);
   std::vector<int64_t>& tids = state_->tids;
   if (tids.size() < kMaxPendingThreads && std::find(tids.begin(), tids.end(), tid) == tids.end()) {
     tids.push_back(tid);

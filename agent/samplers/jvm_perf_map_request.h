@@ -71,8 +71,9 @@ class JvmPerfMapRequest final : public JitCodeNames {
   void HangOpened(int64_t tid) override;
   void set_note(Note note) override;
   // The frame of thread `tid` whose method the perf map names `symbol` ("long Server.spin(long)"),
-  // in the last thread dump taken for that thread: the dump's innermost frame of that method
-  // ("Server.spin", Server.java:14). False when the dump had no such frame, or no line.
+  // in the thread dump taken since that thread's last hang opened: the dump's innermost frame of
+  // that method ("Server.spin", Server.java:14). False when there is no such dump yet, or it had
+  // no such frame, or no line.
   bool FrameLine(int64_t tid, std::string_view symbol, std::string* file,
                  uint32_t* line) const override;
 

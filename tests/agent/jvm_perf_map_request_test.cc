@@ -214,6 +214,24 @@ TEST(JvmPerfMapRequest, AJitFramesLineIsWhereTheDumpFoundItsThread) {
       << "a thread in the dump that did not hang is not kept";
 }
 
+// A second hang of the thread, whose request waits for the spacing, has no line until its own
+// dump: never the first hang's moment.
+TEST(JvmPerfMapRequest, ALineIsFromADumpTakenAfterItsHangOpened) {
+  FakeJvm jvm;
+  jvm.replies = {jvm::AttachStatus::kOk};
+  jvm.dump_text = kDump;
+  JvmPerfMapRequest::Options o;
+  o.min_spacing = std::chrono::hours(1);
+  JvmPerfMapRequest request(jvm.Ask(), jvm.Dump(), jvm.Answered(), o);
+  request.HangOpened(6699);
+  ASSERT_TRUE(request.WaitForRequests(1, milliseconds(10000)));
+  std::string file;
+  uint32_t line = 0;
+  EXPECT_TRUE(request.FrameLine(6699, "long SlowServer.spin(long)", &file, &line));
+  request.HangOpened(6699);
+  EXPECT_FALSE(request.FrameLine(6699, "long SlowServer.spin(long)", &file, &line));
+}
+
 TEST(JvmPerfMapRequest, ARefusedDumpIsSaidOnceAndNotAskedAgainWhileTheMapStillIs) {
   FakeJvm jvm;
   jvm.replies = {jvm::AttachStatus::kOk};
