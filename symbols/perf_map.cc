@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -112,6 +116,9 @@ size_t PerfMap::Refresh() {
     read_offset_ = 0;
     head_.clear();
   }
+  const int64_t modified_ms =
+      static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+  if (modified_ms < limits_.not_before_unix_ms) return 0;  // an earlier process's
   seen_ = true;
   inode_ = st.st_ino;
   modified_unix_ms_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
@@ -177,14 +184,39 @@ int64_t PerfMap::modified_unix_ms() const {
   return modified_unix_ms_;
 }
 
+int64_t ThisProcessStartUnixMs() {
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));  // from the state, field 3
+  std::string field;
+  uint64_t start_ticks = 0;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) start_ticks = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  std::ifstream proc_stat("/proc/stat");
+  int64_t btime = 0;
+  for (std::string line; std::getline(proc_stat, line);) {
+    if (line.rfind("btime ", 0) == 0) btime = std::strtoll(line.c_str() + 6, nullptr, 10);
+  }
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (start_ticks == 0 || btime == 0 || hz <= 0) return 0;
+  return btime * 1000 + static_cast<int64_t>(start_ticks * 1000 / static_cast<uint64_t>(hz));
+}
+
 PerfMap& PerfMapOfThisProcess() {
   static absl::Mutex mu(absl::kConstInit);
   static auto* maps = new std::map<pid_t, std::unique_ptr<PerfMap>>;  // never destroyed
   const pid_t pid = getpid();
   absl::MutexLock lock(&mu);
   auto& slot = (*maps)[pid];
-  if (slot == nullptr)
-    slot = std::make_unique<PerfMap>("/tmp/perf-" + std::to_string(pid) + ".map");
+  if (slot == nullptr) {
+    PerfMapLimits limits;
+    const int64_t started = ThisProcessStartUnixMs();
+    limits.not_before_unix_ms = started > 2000 ? started - 2000 : 0;
+    slot = std::make_unique<PerfMap>("/tmp/perf-" + std::to_string(pid) + ".map", limits);
+  }
   return *slot;
 }
 

@@ -31,6 +31,9 @@ struct PerfMapLimits {
   size_t max_read_bytes = 8u << 20;  // per Refresh()
   size_t max_entries = 1u << 20;
   size_t max_name_bytes = 512;  // longer names are cut
+  // A file last modified before this (ms since the Unix epoch) is not read: another process's
+  // that had the same pid (0: any).
+  int64_t not_before_unix_ms = 0;
 };
 
 class PerfMap {
@@ -83,8 +86,13 @@ class PerfMap {
 };
 
 // The perf map of the calling process (/tmp/perf-<getpid()>.map), one per pid (a forked child
-// gets its own), never freed.
+// gets its own), never freed. A file there last modified before this process started (less 2 s
+// for the clocks' grain: /proc/stat's btime is in seconds) is an earlier process's that had the
+// same pid, which a program that writes no map of its own would otherwise be named from.
 PerfMap& PerfMapOfThisProcess();
+// This process's start, ms since the Unix epoch (/proc/self/stat's starttime after /proc/stat's
+// btime); 0 when unknown.
+int64_t ThisProcessStartUnixMs();
 
 }  // namespace hangwatch::symbols
 

@@ -140,15 +140,24 @@ void ContextProbe::Sample(uint64_t pass, uint64_t now_ns, HangContext* out) {
 void ContextProbe::ReadLabels(HangContext* out) const {
   const uint32_t depth = words_->label_depth.load(std::memory_order_acquire);
   // The labels of the last sample that found any: the thread may have left its labelled work
-  // for the pass's last moments.
+  // for the pass's last moments. Nor does a sample that found only the outer part of the labels
+  // kept replace them: the pass's inner labelled work ended as the pass did (a scope closed
+  // right before EndWork(), the thread descheduled in between).
   if (depth == 0 || depth > 1u << 20) return;
   const uint32_t kept = depth < internal::kMaxLabelDepth ? depth : internal::kMaxLabelDepth;
+  char labels[internal::kMaxLabelDepth][HangContext::kLabelBytes];
   uint32_t n = 0;
   for (uint32_t i = 0; i < kept; ++i) {
     const char* name = words_->labels[i].load(std::memory_order_relaxed);
-    if (!CopyForeignString(name, out->labels[n], HangContext::kLabelBytes)) continue;
+    if (!CopyForeignString(name, labels[n], HangContext::kLabelBytes)) continue;
     ++n;
   }
+  if (n < out->label_count) {
+    bool prefix = true;
+    for (uint32_t i = 0; i < n && prefix; ++i) prefix = std::strcmp(labels[i], out->labels[i]) == 0;
+    if (prefix) return;
+  }
+  std::memcpy(out->labels, labels, sizeof labels);
   out->label_count = n;
   out->label_depth = depth;
 }

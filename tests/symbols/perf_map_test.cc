@@ -3,6 +3,7 @@
 #include "symbols/perf_map.h"
 
 #include <fcntl.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -117,6 +118,27 @@ TEST(PerfMapTest, AMapRewrittenInPlaceIsReadAgainFromItsStartWhenSaid) {
   EXPECT_EQ(NameAt(map, 0x3000), "<none>");
   EXPECT_EQ(NameAt(map, 0x4000), "last");
   EXPECT_EQ(map.Refresh(), 0u) << "once";
+}
+
+// A process that writes no map of its own must not be named from the one an earlier process with
+// the same pid left in /tmp: a file last modified before the process started is not read.
+TEST(PerfMapTest, AMapOlderThanTheProcessIsNotRead) {
+  TempDir dir;
+  const std::string path = dir.path() + "/perf-5.map";
+  Append(path, "1000 10 earlier-process\n");
+  const timeval old[2] = {{1'000'000'000, 0}, {1'000'000'000, 0}};  // 2001
+  ASSERT_EQ(utimes(path.c_str(), old), 0);
+  PerfMapLimits limits;
+  limits.not_before_unix_ms = ThisProcessStartUnixMs() - 2000;
+  PerfMap map(path, limits);
+  EXPECT_EQ(map.Refresh(), 0u);
+  EXPECT_EQ(NameAt(map, 0x1000), "<none>");
+  Append(path, "2000 10 ours\n");  // written now: this process's
+  EXPECT_EQ(map.Refresh(), 2u);
+  EXPECT_EQ(NameAt(map, 0x2000), "ours");
+  const int64_t now_ms = static_cast<int64_t>(time(nullptr)) * 1000;
+  EXPECT_GT(ThisProcessStartUnixMs(), now_ms - 3'600'000) << "started within the hour";
+  EXPECT_LE(ThisProcessStartUnixMs(), now_ms + 2000);
 }
 
 TEST(PerfMapTest, AMapOwnedByAnotherUserIsNotRead) {

@@ -97,6 +97,30 @@ TEST_F(ContextProbeTest, ALaterSampleWithoutLabelsKeepsTheEarlierOnes) {
   EXPECT_STREQ(c.labels[0], "sync");
 }
 
+// A sample taken after the inner labelled work ended, before the pass did (its thread
+// descheduled between the scope's end and EndWork()), keeps the inner labels; a sample that
+// finds other labels takes them.
+TEST_F(ContextProbeTest, ALaterSampleWithOnlyTheOuterLabelsKeepsTheInnerOnes) {
+  static const char kOuter[] = "worker.job";
+  static const char kInner[] = "job.step";
+  static const char kOther[] = "job.flush";
+  HangContext c;
+  words_.labels[0].store(kOuter);
+  words_.labels[1].store(kInner);
+  words_.label_depth.store(2);
+  probe_.Sample(kPass, 0, &c);
+  words_.label_depth.store(1);
+  probe_.Sample(kPass, 0, &c);
+  ASSERT_EQ(c.label_count, 2u);
+  EXPECT_STREQ(c.labels[1], "job.step");
+  EXPECT_EQ(c.label_depth, 2u);
+  words_.labels[1].store(kOther);
+  words_.label_depth.store(2);
+  probe_.Sample(kPass, 0, &c);
+  ASSERT_EQ(c.label_count, 2u);
+  EXPECT_STREQ(c.labels[1], "job.flush");
+}
+
 TEST_F(ContextProbeTest, TheSourceOfThisPassIsTakenNotAnotherPasss) {
   static const char kSource[] = "thumbnail-timer";
   words_.source.store(kSource);
