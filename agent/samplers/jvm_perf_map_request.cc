@@ -1,6 +1,5 @@
 #include "agent/samplers/jvm_perf_map_request.h"
 
-#include <link.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include "absl/time/time.h"
 #include "agent/threads/agent_thread.h"
 #include "jvm/thread_dump.h"
+#include "symbols/module_map.h"
 #include "symbols/perf_map.h"
 
 namespace hangwatch::agent {
@@ -163,22 +163,15 @@ std::string_view DumpMethodOf(std::string_view symbol) {
   return space == std::string_view::npos ? symbol : symbol.substr(space + 1);
 }
 
-// Whether a library of this file name is loaded (dl_iterate_phdr: the loader's list).
-bool Loaded(const char* file_name) {
-  struct Search {
-    const char* name;
-    bool found;
-  } search{file_name, false};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        auto* s = static_cast<Search*>(data);
-        const char* path = info->dlpi_name != nullptr ? info->dlpi_name : "";
-        const char* slash = std::strrchr(path, '/');
-        if (std::strcmp(slash != nullptr ? slash + 1 : path, s->name) == 0) s->found = true;
-        return s->found ? 1 : 0;
-      },
-      &search);
-  return search.found;
+// Whether a library of this file name is loaded (symbols/module_map.h: the loader's list).
+bool Loaded(std::string_view file_name) {
+  for (const symbols::Module& m : symbols::CurrentModuleMap()->modules()) {
+    const size_t slash = m.path.rfind('/');
+    if (std::string_view(m.path).substr(slash == std::string::npos ? 0 : slash + 1) == file_name) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
