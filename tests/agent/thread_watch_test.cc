@@ -107,7 +107,17 @@ TEST_F(ThreadWatchTest, MainRenderAndIoThreadEachStallOnceAndEachHangIsItsThread
   }
   ASSERT_TRUE(collector.WaitFor(1));
   turn = 1;
-  const bool all = collector.WaitFor(3);
+  // Until the I/O loop's hang. The render thread's 2 ms frames may cross its 100 ms threshold
+  // too when it is kept off the CPU (TSan, a loaded machine): real hangs of that thread, but not
+  // the ones this test is about (left out below), so no count of hangs can tell the end.
+  const bool all = WaitUntil(
+      [&] {
+        for (const HangRecord& h : collector.hangs()) {
+          if (h.thread_role == "io") return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(20));
   if (!all) turn = 3;
   render.join();
   io.join();
@@ -115,6 +125,9 @@ TEST_F(ThreadWatchTest, MainRenderAndIoThreadEachStallOnceAndEachHangIsItsThread
   ASSERT_TRUE(all);
   Stop();
   std::vector<HangRecord> hangs = collector.hangs();
+  // A render frame descheduled past the threshold, not its 350 ms slow frame (TSan in CI: 4 hangs).
+  std::erase_if(
+      hangs, [](const HangRecord& h) { return h.thread_role == "render" && h.duration_ms < 300; });
   ASSERT_EQ(hangs.size(), 3u);
   EXPECT_EQ(hangs[0].thread_role, "main");
   EXPECT_EQ(hangs[0].tid, Tid());
