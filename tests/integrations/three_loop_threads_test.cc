@@ -90,7 +90,13 @@ TEST(ThreeLoopThreads, MainRenderAndALibuvIoThreadEachStallOnceEachHangIsItsThre
   }
   const bool main_reported = waiter.WaitFor(1);
   g_turn = 1;
-  const bool all_reported = waiter.WaitFor(3);
+  // Until the I/O loop's hang. The render thread's 2 ms frames may cross its 100 ms threshold
+  // too when it is kept off the CPU (TSan, a loaded machine): real hangs of that thread, not the
+  // ones this test is about (left out below), so no count of hangs can tell the end.
+  bool all_reported = false;
+  for (size_t n = 3; !all_reported && waiter.WaitFor(n); ++n) {
+    for (const hangwatch::HangRecord& h : waiter.Hangs()) all_reported |= h.thread_role == "io";
+  }
   // Final: the render thread ends within a frame (its slow one at most), the I/O thread at its
   // timer's next tick (after its stall, if one is under way); neither join waits for more.
   g_turn = 3;
@@ -101,7 +107,11 @@ TEST(ThreeLoopThreads, MainRenderAndALibuvIoThreadEachStallOnceEachHangIsItsThre
   ASSERT_EQ(attach_rc.load(), 0);
   ASSERT_TRUE(main_reported && all_reported);
 
-  const std::vector<hangwatch::HangRecord> hangs = waiter.Hangs();
+  std::vector<hangwatch::HangRecord> hangs = waiter.Hangs();
+  // A render frame descheduled past the threshold, not its 300 ms slow frame (under TSan: 4 hangs).
+  std::erase_if(hangs, [](const hangwatch::HangRecord& h) {
+    return h.thread_role == "render" && h.duration_ms < 250;
+  });
   ASSERT_EQ(hangs.size(), 3u);
   EXPECT_EQ(hangs[0].thread_role, "main");
   EXPECT_EQ(hangs[0].tid, ThisThreadTid());
