@@ -113,6 +113,13 @@ void HangData::NoteCause(const WaitCause& sample_cause) {
                          sample_cause.owner_tid() == cause.owner_tid() && cause.num_threads > 0;
   best_count_ = count;
   if (same_wait && ThreadsInASystemCall(sample_cause) < ThreadsInASystemCall(cause)) return;
+  // The end of a wait for a child: the waiter reaps it between the sample and the read of its
+  // /proc entry, which is gone. The sample that read the child says more.
+  const bool child_gone = sample_cause.kind == CauseKind::kChild &&
+                          cause.kind == CauseKind::kChild &&
+                          sample_cause.child.pid == cause.child.pid &&
+                          sample_cause.child.state == '?' && cause.child.state != '?';
+  if (child_gone) return;
   cause = sample_cause;
   ++cause_version_;
 }

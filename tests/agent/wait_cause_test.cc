@@ -80,6 +80,32 @@ TEST(WaitCauseTest, TheLastOwnerOfAChainLettingGoKeepsTheSampleThatSawItsCall) {
   EXPECT_EQ(h.cause.threads[1].call.nr, 35);
 }
 
+// The last sample of a wait for a child is read after the waiter reaped it: its /proc entry is
+// gone (state '?', no name). The sample that read the child stays (WaitCauseE2eTest.
+// SleepAndChildAreNamed read '?' in CI).
+TEST(WaitCauseTest, AChildReapedBeforeItWasReadKeepsTheSampleThatReadIt) {
+  HangData h(HangLimits{});
+  WaitCause asleep;
+  asleep.kind = CauseKind::kChild;
+  asleep.call.nr = 61;
+  asleep.child.pid = 4321;
+  asleep.child.state = 'S';
+  std::strcpy(asleep.child.name, "worker");
+  WaitCause reaped = asleep;
+  reaped.child.state = '?';
+  reaped.child.name[0] = '\0';
+  Sample(&h, asleep);
+  Sample(&h, reaped);
+  EXPECT_EQ(h.cause.child.state, 'S');
+  EXPECT_STREQ(h.cause.child.name, "worker");
+  WaitCause other = reaped;
+  other.child.pid = 4322;  // another child, never read: the most seen wait still wins
+  Sample(&h, other);
+  Sample(&h, other);
+  Sample(&h, other);
+  EXPECT_EQ(h.cause.child.pid, 4322);
+}
+
 TEST(OpenHangCauseTest, ATornCopyLeavesTheOtherAndGarbageIsMadeSafe) {
   const char* dir = std::getenv("TMPDIR");
   const std::string path =
