@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/loopback_http.h"
+
 namespace hangwatch::testing {
 
 inline constexpr char kPrometheus[] = "/usr/bin/prometheus";
@@ -44,24 +46,7 @@ inline int FreePort() {
 // The body of GET path from 127.0.0.1:port (HTTP/1.0: the server closes when done); nullopt
 // when nothing answers or the status is not 200.
 inline std::optional<std::string> HttpGet(int port, const std::string& path) {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(s);
-    return std::nullopt;
-  }
-  std::string request = "GET ";
-  request += path;
-  request += " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  (void)!write(s, request.data(), request.size());
-  std::string response;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(s, buf, sizeof buf)) > 0) response.append(buf, static_cast<size_t>(n));
-  close(s);
+  const std::string response = LoopbackGet(port, path);
   const size_t body = response.find("\r\n\r\n");
   if (response.compare(0, 12, "HTTP/1.0 200") != 0 && response.compare(0, 12, "HTTP/1.1 200") != 0)
     return std::nullopt;

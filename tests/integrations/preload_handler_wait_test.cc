@@ -3,9 +3,6 @@
 // Python's urllib, a psycopg2 query, a C handler polling a peer) report a blocked hang whose
 // cause names the peer; the same loops idling report nothing
 // (integrations/preload/loop_wait_sites.h).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -16,6 +13,7 @@
 
 #include "child_process.h"
 #include "hangwatch/hangwatch.h"
+#include "tests/loopback_http.h"
 #include "tests/postgres_server.h"
 #include "tools/reader/report_reader.h"
 
@@ -23,25 +21,6 @@ namespace hangwatch::testing {
 namespace {
 
 constexpr char kPython[] = "/usr/bin/python3.11";
-
-// Connects to the loop on `port` and reads until it closes: its handler ran to the end.
-std::string Trigger(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct timeval tv = {20, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    char buf[256];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) response.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return response;
-}
 
 tools::Report ReadReport(const std::string& path) {
   tools::Report report;
@@ -90,7 +69,7 @@ TEST(PreloadHandlerWait, PythonUrlopenInsideASelectorsHandlerIsABlockedHang) {
   ChildProcess loop({kPython, HANGWATCH_TEST_DATA_DIR "/selectors_urlopen_loop.py", url},
                     ShimEnv(dir, "300"));
   ASSERT_TRUE(loop.ReadLine(&line, std::chrono::seconds(20)));
-  EXPECT_EQ(Trigger(std::atoi(line.c_str())), "done\n");
+  EXPECT_EQ(LoopbackExchange(std::atoi(line.c_str()), "", std::chrono::seconds(20)), "done\n");
   const std::string report_path = dir.path() + "/hangs.jsonl";
   tools::Report report = WaitForAHang(report_path);
   kill(loop.pid(), SIGTERM);
@@ -150,7 +129,7 @@ TEST_F(PreloadHandlerWaitPostgres, Psycopg2QueryInsideASelectorsHandlerNamesTheB
   ASSERT_TRUE(loop.ReadLine(&line, std::chrono::seconds(30)));
   int backend = 0, port = 0;
   ASSERT_EQ(std::sscanf(line.c_str(), "%d %d", &backend, &port), 2) << line;
-  EXPECT_EQ(Trigger(port), "done\n");
+  EXPECT_EQ(LoopbackExchange(port, "", std::chrono::seconds(20)), "done\n");
   const std::string report_path = dir_.path() + "/hangs.jsonl";
   tools::Report report = WaitForAHang(report_path);
   kill(loop.pid(), SIGTERM);

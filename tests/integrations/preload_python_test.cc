@@ -2,10 +2,7 @@
 // running a small asyncio HTTP server (data/slow_http_server.py). A request whose handler blocks
 // the main thread for a second is reported with the handler's Python frames (or the C function
 // it blocks in); an idle server reports nothing.
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -18,33 +15,13 @@
 #include "child_process.h"
 #include "hang/open_hang/open_hang_file.h"
 #include "hangwatch/hangwatch.h"
+#include "tests/loopback_http.h"
 #include "tools/reader/report_reader.h"
 
 namespace hangwatch::testing {
 namespace {
 
 constexpr char kPython[] = "/usr/bin/python3";
-
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct timeval tv = {20, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[1024];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof buf)) > 0) response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return response;
-}
 
 // The shim armed the agent in `pid`: its watchdog thread exists. Waits up to 10 s.
 bool WaitForAgentThread(pid_t pid) {
@@ -110,10 +87,10 @@ TEST(PreloadPython, BlockingRequestIsReportedWithTheHandlersFrames) {
   Server server("300");
   ASSERT_GT(server.port, 0);
   ASSERT_TRUE(WaitForAgentThread(server.child->pid()));
-  EXPECT_NE(HttpGet(server.port, "/quick").find("200 OK"), std::string::npos);
-  EXPECT_NE(HttpGet(server.port, "/slow?busy").find("200 OK"), std::string::npos);
+  EXPECT_NE(LoopbackGet(server.port, "/quick").find("200 OK"), std::string::npos);
+  EXPECT_NE(LoopbackGet(server.port, "/slow?busy").find("200 OK"), std::string::npos);
   WaitForHangs(server.report, 1);
-  EXPECT_NE(HttpGet(server.port, "/slow?sleep").find("200 OK"), std::string::npos);
+  EXPECT_NE(LoopbackGet(server.port, "/slow?sleep").find("200 OK"), std::string::npos);
   tools::Report both = WaitForHangs(server.report, 2);
   kill(server.child->pid(), SIGTERM);
   server.child->Wait();

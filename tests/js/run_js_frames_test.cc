@@ -4,11 +4,8 @@
 // (fs.readFileSync on a FIFO nobody writes yet, crypto.pbkdf2Sync, child_process.execSync) or is
 // an HTTP server's request handler. The scripts are written by the test; the FIFO is written and
 // the HTTP request sent by the test. HANGWATCH_JS=0 (run --no-js) gives no JS frame.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/loopback_http.h"
 #include "tests/tools/cli_util.h"
 #include "tools/reader/report_reader.h"
 
@@ -274,25 +272,6 @@ TEST_F(RunJsFrames, ExecSyncInAWatchedWorkerThreadIsItsHang) {
   EXPECT_EQ(h.culprit.symbol, "migrateInWorker") << report;
 }
 
-// A GET to 127.0.0.1:port; the response's first bytes ("" when none).
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string got;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    (void)!write(fd, request.data(), request.size());
-    char buffer[256];
-    ssize_t n = 0;
-    while ((n = read(fd, buffer, sizeof(buffer))) > 0) got.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
-  return got;
-}
-
 TEST_F(RunJsFrames, AnHttpHandlerThatStallsIsNamed) {
   const std::string script = dir_ / "server.js";
   const std::string port_file = dir_ / "port";
@@ -314,7 +293,7 @@ TEST_F(RunJsFrames, AnHttpHandlerThatStallsIsNamed) {
     for (int i = 0; i < 1000; ++i) {
       const std::string port = ReadFile(port_file);
       if (!port.empty()) {
-        HttpGet(std::stoi(port), "/order");
+        LoopbackGet(std::stoi(port), "/order");
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

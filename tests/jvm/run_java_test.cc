@@ -5,10 +5,7 @@
 // hang opens (agent/samplers/jvm_perf_map_request.h), so the JIT-compiled method is the culprit
 // by name, with the file and line of the JVM's thread dump, and the samples in it are one stack.
 // `--no-java` asks nothing.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,31 +16,10 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/jvm/java_child.h"
+#include "tests/loopback_http.h"
 
 namespace hangwatch::jvm_test {
 namespace {
-
-// GET `target` from 127.0.0.1:port; the response ("" on failure). Blocks while the handler runs.
-std::string Get(int port, const std::string& target) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
-  timeval tv{30, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string request = "GET " + target + " HTTP/1.0\r\n\r\n";
-    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[4096];
-      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return out;
-}
 
 // The hang records of thread `name` in the report so far.
 std::vector<nlohmann::json> HangsOf(const std::string& report, const std::string& name) {
@@ -86,7 +62,7 @@ ServedRun RunSlowServer(int spin_ms, std::vector<std::string> flags) {
     out.java = run.java_pid();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (port > 0 && out.hang.is_null() && std::chrono::steady_clock::now() < deadline) {
-      if (Get(port, "/?ms=" + std::to_string(spin_ms)).empty()) break;
+      if (testing::LoopbackGet(port, "/?ms=" + std::to_string(spin_ms)).empty()) break;
       // The record is written once the pass has ended, by the watchdog's next tick.
       for (int i = 0; i < 100 && out.hang.is_null(); ++i) {
         if (auto hangs = HangsOf(report, "HTTP-Dispatcher"); !hangs.empty())
@@ -95,7 +71,7 @@ ServedRun RunSlowServer(int spin_ms, std::vector<std::string> flags) {
           SleepMs(10);
       }
     }
-    if (port > 0) Get(port, "/quit");
+    if (port > 0) testing::LoopbackGet(port, "/quit");
     for (int i = 0; i < 3000 && run.Alive(); ++i) SleepMs(10);
     out.output = run.Output();
   }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cli_util.h"
+#include "tests/loopback_http.h"
 #include "tools/reader/report_reader.h"
 #include "tools/run/launch_log_reader.h"
 
@@ -60,26 +61,6 @@ int FreePort() {
   }
   close(fd);
   return port;
-}
-
-// One HTTP/1.0 GET on 127.0.0.1:port; the whole reply ("" when nothing answers).
-std::string Get(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct timeval tv = {10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string reply;
-  const std::string request = "GET / HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-    char buf[512];
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return reply;
 }
 
 // The children of `pid` (nginx's workers), from /proc.
@@ -165,7 +146,9 @@ TEST_P(RunPrivilegeDrop, NginxWorkersAreWatchedAndWriteTheirLagRecords) {
     if (finished) return true;  // run ended early: said why below
     const std::string pid = ReadFile(dir / "nginx.pid");
     master = pid.empty() ? 0 : std::atoll(pid.c_str());
-    if (master <= 0 || ChildrenOf(master).size() != 2 || Get(port).empty()) return false;
+    if (master <= 0 || ChildrenOf(master).size() != 2 ||
+        LoopbackGet(port, "/", std::chrono::seconds(10)).empty())
+      return false;
     // One worker answering says nothing of the other: each switches user on its own, after the
     // fork (a worker read just before its switch is still root's).
     // Nor does it say the other reached its loop: a worker asleep in epoll_wait has armed (the
@@ -191,7 +174,8 @@ TEST_P(RunPrivilegeDrop, NginxWorkersAreWatchedAndWriteTheirLagRecords) {
   }
   const std::vector<int64_t> workers = ChildrenOf(master);
   for (int64_t w : workers) EXPECT_EQ(EffectiveUid(w), uid) << "worker " << w;
-  for (int i = 0; i < 6; ++i) EXPECT_NE(Get(port).find("hello"), std::string::npos);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_NE(LoopbackGet(port, "/", std::chrono::seconds(10)).find("hello"), std::string::npos);
   // `nginx -s quit` (with -p and -c: the pid file of this configuration), a graceful stop.
   const CommandResult quit = RunCommand({kNginx, "-p", d, "-c", dir / "nginx.conf", "-s", "quit"});
   EXPECT_EQ(quit.exit_code, 0) << quit.err;
