@@ -36,6 +36,12 @@ Runtime RuntimeOf(std::string_view file) {
       IsLibrary(file, "libruby") || file == "ruby" || StartsWith(file, "ruby3")) {
     return Runtime::kWholeModule;
   }
+  // The JDK's native libraries, under its Java classes' native methods (a socket read in
+  // libnet's or libnio's, a file's in libjava's): the Java method that called one is the culprit.
+  for (std::string_view jdk : {"libjava", "libnio", "libnet", "libzip", "libjimage", "libverify",
+                               "libextnet", "libmanagement", "libawt", "libawt_xawt"}) {
+    if (IsLibrary(file, jdk)) return Runtime::kWholeModule;
+  }
   return Runtime::kNone;
 }
 
@@ -181,8 +187,15 @@ FrameKind ClassifyScriptFrame(FrameLanguage language, std::string_view file) {
   return standard ? FrameKind::kRuntime : FrameKind::kApp;
 }
 
+FrameKind ClassifyJavaFrame(std::string_view method) {
+  return StartsWithAny(method, {"java.", "javax.", "jdk.", "sun.", "com.sun."})
+             ? FrameKind::kRuntime
+             : FrameKind::kApp;
+}
+
 FrameKind ClassifyFrame(const Frame& f) {
   if (f.language == FrameLanguage::kPython) return ClassifyPythonFrame(f.file, f.symbol);
+  if (f.language == FrameLanguage::kJava) return ClassifyJavaFrame(f.symbol);
   if (IsInterpreted(f.language)) return ClassifyScriptFrame(f.language, f.file);
   return ClassifyFrame(f.module, f.symbol);
 }

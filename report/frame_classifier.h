@@ -14,7 +14,8 @@
 //             libnode*, node, libjvm, libcoreclr, libruby), the functions that run code rather than
 //             being it: CPython's eval loop, call dispatch and start-up (_PyEval_*,
 //             PyObject_Call*, *Vectorcall*, cfunction_*, Py_RunMain, ...); V8's and node's
-//             (v8::*, Builtins_*, node::*, uv_*); every frame of libjvm, libcoreclr and libruby
+//             (v8::*, Builtins_*, node::*, uv_*); every frame of libjvm and the JDK's native
+//             libraries (libjava, libnio, libnet, libzip, libawt, ...), libcoreclr and libruby
 //             (the Ruby VM; a Ruby program's own C extensions are other modules). Also
 //             _start and __libc_start_main wherever they are;
 //   kApp      everything else, including code outside any module (JIT) and frames without a
@@ -60,8 +61,12 @@ FrameKind ClassifyPythonFrame(std::string_view file, std::string_view qualname);
 //   kApp      everything else.
 FrameKind ClassifyScriptFrame(FrameLanguage language, std::string_view file);
 
+// A Java frame, by its method's package: kRuntime for the JDK's own (java., javax., jdk., sun.,
+// com.sun.), kApp for everything else (a dump does not say which jar a class came from).
+FrameKind ClassifyJavaFrame(std::string_view method);
+
 // A frame on its own: ClassifyPythonFrame for a Python frame, ClassifyScriptFrame for a
-// JavaScript or Ruby one, else ClassifyFrame(module, symbol).
+// JavaScript or Ruby one, ClassifyJavaFrame for a Java one, else ClassifyFrame(module, symbol).
 // (In a stack, report/stack_identity.h also looks at the frames around it.)
 FrameKind ClassifyFrame(const Frame& f);
 

@@ -45,11 +45,12 @@ bool ParseFrame(const json& j, Frame* f, std::string* error) {
   std::string kind;
   if (!r.Str("kind", &kind, true)) return false;
   if (!ParseFrameLanguage(kind, &f->language)) {
-    *error = "a frame's 'kind' is none of \"native\", \"python\", \"js\", \"ruby\"";
+    *error = "a frame's 'kind' is none of \"native\", \"python\", \"js\", \"ruby\", \"java\"";
     return false;
   }
   if (IsInterpreted(f->language)) {
-    if (!r.Hex("code", &f->addr) || !r.Int("instr", &f->offset, true) ||
+    const bool java = f->language == FrameLanguage::kJava;  // no "code" of its own
+    if ((!java && !r.Hex("code", &f->addr)) || !r.Int("instr", &f->offset, true) ||
         !r.Str("symbol", &f->symbol, true) || !r.Str("file", &f->file, true) ||
         !r.Int("line", &line, true) ||
         !r.Bool("line_is_definition", &f->line_is_definition, true)) {
@@ -113,7 +114,8 @@ bool ParseCulprit(const json& j, Culprit* cu, std::string* error) {
   std::string kind;
   if (!c.Str("kind", &kind, true)) return false;
   if (!ParseFrameLanguage(kind, &cu->language)) {
-    *error = "field 'culprit' has a 'kind' none of \"native\", \"python\", \"js\", \"ruby\"";
+    *error =
+        "field 'culprit' has a 'kind' none of \"native\", \"python\", \"js\", \"ruby\", \"java\"";
     return false;
   }
   if (!c.Bool("line_is_definition", &cu->line_is_definition, true)) return false;

@@ -319,10 +319,12 @@ void AppendFrame(std::string* out, const Frame& fr) {
   if (IsInterpreted(fr.language)) {
     Key(&o, "kind", true);
     AppendString(&o, FrameLanguageName(fr.language));
-    Key(&o, "code");
-    AppendHex(&o, fr.addr);
-    Key(&o, "instr");
-    AppendInt(&o, fr.offset);
+    if (fr.language != FrameLanguage::kJava) {  // a Java frame is the JVM's word, no address
+      Key(&o, "code");
+      AppendHex(&o, fr.addr);
+      Key(&o, "instr");
+      AppendInt(&o, fr.offset);
+    }
     AppendFrameName(&o, fr);
     if (fr.line_is_definition) {
       Key(&o, "line_is_definition");

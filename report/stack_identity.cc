@@ -82,7 +82,9 @@ std::vector<FrameKind> Kinds(const Stack& s, bool perf_map) {
   bool python_candidate = false;
   for (size_t i = 0; i < n; ++i) {
     kinds[i] = Kind(s.frames[i], perf_map);
-    if (IsPython(s.frames[i])) {
+    // Java frames are the JVM's thread dump's, not what ran the native frames above them: those
+    // (a JIT-compiled method named by the perf map, a JNI function) keep their kinds.
+    if (IsPython(s.frames[i]) && s.frames[i].language != FrameLanguage::kJava) {
       outermost_python = i;
       python_candidate =
           python_candidate || kinds[i] == FrameKind::kApp || kinds[i] == FrameKind::kLibrary;

@@ -153,16 +153,6 @@ void Run(const std::shared_ptr<State>& s) {
   s->mu.Unlock();
 }
 
-// "long Server.spin(long)" -> "Server.spin": a perf map's name of a method (HotSpot's external
-// name: return type, class and method, parameters) as a thread dump names it.
-std::string_view DumpMethodOf(std::string_view symbol) {
-  const size_t paren = symbol.find('(');
-  if (paren == std::string_view::npos) return {};
-  symbol = symbol.substr(0, paren);
-  const size_t space = symbol.rfind(' ');
-  return space == std::string_view::npos ? symbol : symbol.substr(space + 1);
-}
-
 // Whether a library of this file name is loaded (symbols/module_map.h: the loader's list).
 bool Loaded(std::string_view file_name) {
   for (const symbols::Module& m : symbols::CurrentModuleMap()->modules()) {
@@ -242,7 +232,7 @@ void JvmPerfMapRequest::HangOpened(int64_t tid) {
 
 bool JvmPerfMapRequest::FrameLine(int64_t tid, std::string_view symbol, std::string* file,
                                   uint32_t* line) const {
-  const std::string_view method = DumpMethodOf(symbol);
+  const std::string_view method = JavaMethodOfPerfMapName(symbol);
   if (method.empty()) return false;
   absl::MutexLock lock(&state_->mu);
   const auto it = state_->stacks.find(tid);
@@ -255,6 +245,18 @@ bool JvmPerfMapRequest::FrameLine(int64_t tid, std::string_view symbol, std::str
     return true;
   }
   return false;
+}
+
+bool JvmPerfMapRequest::ThreadFrames(int64_t tid, std::vector<JavaStackFrame>* frames) const {
+  absl::MutexLock lock(&state_->mu);
+  const auto it = state_->stacks.find(tid);
+  if (it == state_->stacks.end() || it->second.empty()) return false;
+  frames->clear();
+  for (const jvm::JavaFrame& f : it->second) {
+    frames->push_back(
+        JavaStackFrame{f.method, f.file, f.line > 0 ? static_cast<uint32_t>(f.line) : 0u});
+  }
+  return true;
 }
 
 void JvmPerfMapRequest::set_note(Note note) {

@@ -76,6 +76,8 @@ class JvmPerfMapRequest final : public JitCodeNames {
   // no such frame, or no line.
   bool FrameLine(int64_t tid, std::string_view symbol, std::string* file,
                  uint32_t* line) const override;
+  // Thread `tid`'s Java frames in that same dump, innermost first.
+  bool ThreadFrames(int64_t tid, std::vector<JavaStackFrame>* frames) const override;
 
   struct Counts {
     uint64_t asked = 0;     // requests sent

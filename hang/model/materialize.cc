@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "hang/model/java_callers.h"
 #include "hang/model/materialize_cause.h"
 #include "hang/model/materialize_context.h"
 #include "hang/model/process_name.h"
@@ -288,6 +289,10 @@ HangRecord Materialize(const HangData& hang, const MaterializeOptions& options) 
   r.stacks.reserve(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     r.stacks.push_back(MakeStack(hang, order[i], static_cast<int>(i), options, &resolver));
+  }
+  std::vector<JavaStackFrame> java;
+  if (options.jit_lines != nullptr && options.jit_lines->ThreadFrames(hang.summary.tid, &java)) {
+    AddJavaFrames(java, &r.stacks);
   }
   r.dominant_stack = r.stacks.empty() ? -1 : 0;
   if (!order.empty() && !r.stacks[0].frames.empty()) {

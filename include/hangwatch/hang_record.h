@@ -105,17 +105,22 @@ constexpr const char* SampleMethodName(SampleMethod m) {
 // What ran in a frame: machine code, or a function an interpreter ran (a Python function of
 // CPython's eval loop, a Ruby method of the Ruby VM, a JavaScript function of V8): an
 // interpreter's frames stand in place of (Python, Ruby) or beside (JavaScript, whose frames are
-// machine frames of V8's) the native frames that ran them. JSON: a frame's "kind".
+// machine frames of V8's) the native frames that ran them. A Java frame is the JVM's own
+// account of the thread (its thread dump), below the native frames where their walk ended.
+// JSON: a frame's "kind".
 enum class FrameLanguage : uint8_t {
   kNative = 0,
   kPython,
   kJs,
   kRuby,
+  kJava,
 };
 
-// "native", "python", "js", "ruby": the JSON "kind" of a frame or culprit.
+// "native", "python", "js", "ruby", "java": the JSON "kind" of a frame or culprit.
 inline const char* FrameLanguageName(FrameLanguage l) {
   switch (l) {
+    case FrameLanguage::kJava:
+      return "java";
     case FrameLanguage::kPython:
       return "python";
     case FrameLanguage::kJs:
@@ -130,8 +135,8 @@ inline const char* FrameLanguageName(FrameLanguage l) {
 
 // The language a "kind" names ("" is native); false when it names none.
 inline bool ParseFrameLanguage(std::string_view kind, FrameLanguage* out) {
-  for (FrameLanguage l :
-       {FrameLanguage::kNative, FrameLanguage::kPython, FrameLanguage::kJs, FrameLanguage::kRuby}) {
+  for (FrameLanguage l : {FrameLanguage::kNative, FrameLanguage::kPython, FrameLanguage::kJs,
+                          FrameLanguage::kRuby, FrameLanguage::kJava}) {
     if (kind == FrameLanguageName(l)) {
       *out = l;
       return true;
@@ -161,7 +166,9 @@ struct Frame {
   // Interpreted (IsInterpreted): `addr` is the runtime's object for the function (CPython's code
   // object, a Ruby iseq, a V8 SharedFunctionInfo); `module`, `build_id` are empty and `offset`
   // is the instruction's position in it; `symbol` is the function's name, `file` and `line` where
-  // it is. JSON: "kind": "python" / "js" / "ruby" (docs/report-format.md).
+  // it is. JSON: "kind": "python" / "js" / "ruby" (docs/report-format.md). Java: `addr` and
+  // `offset` are 0; `symbol` is the method ("Server.handle"), `file` and `line` where the JVM's
+  // thread dump found the thread, once, after the hang opened ("kind": "java").
   // Last, so that aggregate initialisers of native frames stay as they were.
   FrameLanguage language = FrameLanguage::kNative;
   // `line` is the function's first line, not the one it was running (a runtime that could not

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,11 @@ struct ServedRun {
   pid_t java = 0;
 };
 
-// Runs SlowServer under `hangwatch run --threads loops FLAGS`, asks for `spin_ms` of work until a
+// Runs SlowServer under `hangwatch run --threads loops FLAGS`, asks for `query` ("ms=N": N ms of
+// work, "nap=N": N ms asleep) until a
 // hang of its dispatcher is recorded (its waits show a loop after a second of idling and a few
 // requests: the hangs before are not its), then quits it and waits for `run` to end.
-ServedRun RunSlowServer(int spin_ms, std::vector<std::string> flags) {
+ServedRun RunSlowServer(const std::string& query, std::vector<std::string> flags) {
   ServedRun out;
   char dir[] = "/tmp/hangwatch-run-java-XXXXXX";
   if (mkdtemp(dir) == nullptr) return out;
@@ -62,7 +64,7 @@ ServedRun RunSlowServer(int spin_ms, std::vector<std::string> flags) {
     out.java = run.java_pid();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (port > 0 && out.hang.is_null() && std::chrono::steady_clock::now() < deadline) {
-      if (testing::LoopbackGet(port, "/?ms=" + std::to_string(spin_ms)).empty()) break;
+      if (testing::LoopbackGet(port, "/?" + query).empty()) break;
       // The record is written once the pass has ended, by the watchdog's next tick.
       for (int i = 0; i < 100 && out.hang.is_null(); ++i) {
         if (auto hangs = HangsOf(report, "HTTP-Dispatcher"); !hangs.empty())
@@ -88,17 +90,28 @@ bool PerfMapWrittenSince(pid_t pid, time_t since) {
   return stat(PerfMapOf(pid).c_str(), &st) == 0 && st.st_mtime >= since;
 }
 
+// The line of SlowServer.java that holds `text`, 0 when none.
+int SlowServerLine(const std::string& text) {
+  std::istringstream in(ReadFile(JAVA_SOURCES "/SlowServer.java"));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find(text) != std::string::npos) return n;
+  }
+  return 0;
+}
+
 TEST(RunJava, ALoopThreadOfAJvmIsWatchedAndItsCompiledMethodIsTheCulprit) {
   if (!HaveJava()) GTEST_SKIP() << "needs java and javac (openjdk-17-jdk-headless)";
   const time_t started = time(nullptr);
-  const ServedRun run = RunSlowServer(1200, {});
+  const ServedRun run = RunSlowServer("ms=1200", {});
   ASSERT_FALSE(run.hang.is_null()) << run.output;
   EXPECT_EQ(run.hang["culprit"].value("symbol", ""), "long SlowServer.spin(long)") << run.hang;
   // Its file and line: where the JVM's thread dump, asked for with the map, found the thread
-  // (spin's loop, SlowServer.java:14-15).
+  // (spin's loop).
   EXPECT_EQ(run.hang["culprit"].value("file", ""), "SlowServer.java") << run.hang;
-  EXPECT_GE(run.hang["culprit"].value("line", 0), 14) << run.hang;
-  EXPECT_LE(run.hang["culprit"].value("line", 0), 16) << run.hang;
+  EXPECT_GE(run.hang["culprit"].value("line", 0), SlowServerLine("long x = 0;")) << run.hang;
+  EXPECT_LE(run.hang["culprit"].value("line", 0), SlowServerLine("for (int i = 0; i < 10_000"))
+      << run.hang;
   // The samples taken once the map was read are one stack: their leaves start at the method.
   const int samples = run.hang.value("samples", 0);
   const auto& dominant = run.hang["stacks"][run.hang.value("dominant_stack", 0)];
@@ -109,6 +122,69 @@ TEST(RunJava, ALoopThreadOfAJvmIsWatchedAndItsCompiledMethodIsTheCulprit) {
       << run.output;
   // The JVM wrote it when asked, during the run.
   EXPECT_TRUE(PerfMapWrittenSince(run.java, started)) << "the JVM was not asked";
+  unlink(PerfMapOf(run.java).c_str());
+}
+
+// A handler asleep in Java (Thread.sleep in SlowServer.nap): the walk of the native stack ends in
+// libjvm's JVM_Sleep (a native method's wrapper has no unwind information). Below it come the
+// Java frames of the JVM's thread dump (hang/model/java_callers.h), and the culprit is the
+// method that slept, with its line, not libc's futex wait.
+TEST(RunJava, AHandlerAsleepInJavaIsNamedByTheMethodThatSlept) {
+  if (!HaveJava()) GTEST_SKIP() << "needs java and javac (openjdk-17-jdk-headless)";
+  const ServedRun run = RunSlowServer("nap=1200", {});
+  ASSERT_FALSE(run.hang.is_null()) << run.output;
+  const int slept = SlowServerLine("Thread.sleep(ms);");
+  const int called = SlowServerLine("nap(Long.parseLong");
+  ASSERT_GT(slept, 0);
+  EXPECT_EQ(run.hang["culprit"].value("kind", ""), "java") << run.hang;
+  EXPECT_EQ(run.hang["culprit"].value("symbol", ""), "SlowServer.nap") << run.hang;
+  EXPECT_EQ(run.hang["culprit"].value("file", ""), "SlowServer.java") << run.hang;
+  EXPECT_EQ(run.hang["culprit"].value("line", 0), slept) << run.hang;
+  EXPECT_EQ(run.hang.value("class", ""), "blocked") << run.hang;
+  // The dominant stack: libjvm's JVM_Sleep, then the Java frames in one run from Thread.sleep
+  // out to the thread's run(), in place of the interpreter's frames (cold code: the walk went
+  // through them) or below the walk's end (compiled code), the handler's lambda at the line
+  // that called nap.
+  const auto& frames = run.hang["stacks"][run.hang.value("dominant_stack", 0)]["frames"];
+  std::vector<std::string> java;
+  size_t first = 0, last = 0;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].value("kind", "") != "java") continue;
+    if (java.empty()) first = i;
+    last = i;
+    java.push_back(frames[i].value("symbol", ""));
+    if (java.back() == "SlowServer.lambda$main$1") {
+      EXPECT_EQ(frames[i].value("line", 0), called);
+    }
+  }
+  ASSERT_GT(first, 0u) << frames;
+  EXPECT_EQ(frames[first - 1].value("symbol", ""), "JVM_Sleep") << frames;
+  EXPECT_EQ(last - first + 1, java.size()) << "one run of Java frames: " << frames;
+  ASSERT_GE(java.size(), 4u) << frames;
+  EXPECT_EQ(java[0], "java.lang.Thread.sleep");
+  EXPECT_EQ(java[1], "SlowServer.nap");
+  EXPECT_EQ(java.back(), "java.lang.Thread.run");
+  EXPECT_NE(run.output.find("thread HTTP-Dispatcher at SlowServer.nap (SlowServer.java:" +
+                            std::to_string(slept) + ")"),
+            std::string::npos)
+      << run.output;
+  unlink(PerfMapOf(run.java).c_str());
+}
+
+// A handler reading a socket whose peer never writes: the thread is asleep in poll under the
+// JDK's libnio, read through /proc, and a stack scan goes from libnio's frame to the JVM's entry
+// into Java (JavaCalls::call_helper), past the Java frames. The dump's frames go there, and the
+// culprit is the program's method that read, not libc's poll or the JDK's socket code.
+TEST(RunJava, AHandlerReadingASocketIsNamedByTheMethodThatRead) {
+  if (!HaveJava()) GTEST_SKIP() << "needs java and javac (openjdk-17-jdk-headless)";
+  const ServedRun run = RunSlowServer("read=1200", {});
+  ASSERT_FALSE(run.hang.is_null()) << run.output;
+  EXPECT_EQ(run.hang["culprit"].value("kind", ""), "java") << run.hang;
+  EXPECT_EQ(run.hang["culprit"].value("symbol", ""), "SlowServer.await") << run.hang;
+  EXPECT_EQ(run.hang["culprit"].value("line", 0),
+            SlowServerLine("return socket.getInputStream().read();"))
+      << run.hang;
+  EXPECT_EQ(run.hang["cause"].value("kind", ""), "ipc") << run.hang;
   unlink(PerfMapOf(run.java).c_str());
 }
 
@@ -168,7 +244,7 @@ TEST(RunJava, ASwingProgramsToolkitThreadIsWatchedAndItsIdleThreadsHaveNoHang) {
 
 TEST(RunJava, NoJavaAsksTheJvmNothing) {
   if (!HaveJava()) GTEST_SKIP() << "needs java and javac (openjdk-17-jdk-headless)";
-  const ServedRun run = RunSlowServer(600, {"--no-java"});
+  const ServedRun run = RunSlowServer("ms=600", {"--no-java"});
   ASSERT_FALSE(run.hang.is_null()) << run.output;
   struct stat st {};
   EXPECT_NE(stat(PerfMapOf(run.java).c_str(), &st), 0) << "the JVM was asked for its map";

@@ -76,6 +76,13 @@ TEST(FrameClassifierTest, NodeAndV8InternalsAreTheRuntime) {
   EXPECT_EQ(ClassifyFrame("", ""), FrameKind::kApp);
   EXPECT_EQ(ClassifyFrame("/usr/lib/jvm/lib/server/libjvm.so", "JavaCalls::call"),
             FrameKind::kRuntime);
+  // The JDK's native libraries under a Java native method: the Java caller is the culprit.
+  EXPECT_EQ(ClassifyFrame("/usr/lib/jvm/java-17-openjdk-amd64/lib/libnio.so",
+                          "Java_sun_nio_ch_SocketDispatcher_read0"),
+            FrameKind::kRuntime);
+  EXPECT_EQ(ClassifyFrame("/usr/lib/jvm/java-17-openjdk-amd64/lib/libnet.so", "NET_Timeout"),
+            FrameKind::kRuntime);
+  EXPECT_EQ(ClassifyFrame("/srv/app/libjavalin.so", "work"), FrameKind::kApp);
 }
 
 TEST(FrameClassifierTest, ProgramEntryIsTheRuntimeAnywhere) {
@@ -113,6 +120,26 @@ TEST(FrameClassifierTest, JsAndRubyFramesByFile) {
   // The Ruby VM's own library is its runtime, every frame of it.
   EXPECT_EQ(ClassifyFrame("/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1", "vm_exec_core"),
             FrameKind::kRuntime);
+}
+
+TEST(FrameClassifierTest, JavaFramesByPackage) {
+  auto kind = [](const char* method) {
+    Frame f;
+    f.language = FrameLanguage::kJava;
+    f.symbol = method;
+    f.file = "X.java";
+    return ClassifyFrame(f);
+  };
+  for (const char* jdk :
+       {"java.lang.Thread.sleep", "javax.swing.JComponent.paint", "jdk.internal.misc.Unsafe.park",
+        "sun.net.httpserver.ServerImpl$Exchange.run",
+        "com.sun.net.httpserver.Filter$Chain.doFilter"}) {
+    EXPECT_EQ(kind(jdk), FrameKind::kRuntime) << jdk;
+  }
+  for (const char* app : {"SlowServer.nap", "SlowServer.lambda$main$1", "org.example.Shop.checkout",
+                          "com.sunny.App.run", "javafx.App.start"}) {
+    EXPECT_EQ(kind(app), FrameKind::kApp) << app;
+  }
 }
 
 TEST(FrameClassifierTest, PythonFramesByFile) {

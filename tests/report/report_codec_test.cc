@@ -248,6 +248,44 @@ TEST(ReportCodec, JsAndRubyFramesRoundTrip) {
   EXPECT_EQ(report::ScanLine(bad, &scanned), report::LineKind::kBad);
 }
 
+// A Java frame (the JVM's thread dump's: hang/model/java_callers.h) has no address of its own:
+// "kind": "java" with the method, file and line only, and reads back as it was written.
+TEST(ReportCodec, JavaFramesRoundTripWithoutAnAddress) {
+  HangRecord in;
+  in.pid = 3;
+  in.samples = 1;
+  Frame java;
+  java.language = FrameLanguage::kJava;
+  java.symbol = "SlowServer.nap";
+  java.file = "SlowServer.java";
+  java.line = 23;
+  Stack s;
+  s.frames = {java};
+  in.stacks = {s};
+  in.culprit.symbol = java.symbol;
+  in.culprit.file = java.file;
+  in.culprit.line = java.line;
+  in.culprit.language = FrameLanguage::kJava;
+  in.culprit.frame = 0;
+  const std::string line = Encode(in);
+  EXPECT_NE(line.find(R"("culprit":{"kind":"java","symbol":"SlowServer.nap",)"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find(R"({"kind":"java","symbol":"SlowServer.nap","file":"SlowServer.java",)"
+                      R"("line":23})"),
+            std::string::npos)
+      << line;
+  HangRecord out;
+  std::string error;
+  ASSERT_TRUE(DecodeHang(line, &out, &error)) << error;
+  ASSERT_EQ(out.stacks[0].frames.size(), 1u);
+  EXPECT_EQ(out.stacks[0].frames[0].language, FrameLanguage::kJava);
+  EXPECT_EQ(out.stacks[0].frames[0].symbol, "SlowServer.nap");
+  EXPECT_EQ(out.culprit.language, FrameLanguage::kJava);
+  EXPECT_EQ(Encode(out), line);
+  report::ScannedLine scanned;
+  EXPECT_EQ(report::ScanLine(line, &scanned), report::LineKind::kHang);
+}
+
 TEST(ReportCodec, UnknownTypesAndBrokenLines) {
   Record out;
   std::string error;

@@ -305,6 +305,43 @@ TEST(StackIdentityTest, AnonymousCodeOutsideThePerfMapIsTheRuntimes) {
   EXPECT_EQ(FindCulprit(s).frame, 2);
 }
 
+Frame Java(const std::string& method, const std::string& file, int line) {
+  Frame f;
+  f.language = FrameLanguage::kJava;
+  f.symbol = method;
+  f.file = file;
+  f.line = line;
+  return f;
+}
+
+// A JVM thread's stacks with the Java callers of its thread dump (hang/model/java_callers.h): a
+// handler asleep in Thread.sleep is named by the application's method that slept, not by libjvm
+// or the JDK; a JIT-compiled method named by the perf map stays the culprit above its callers.
+TEST(StackIdentityTest, JavaCulpritIsTheApplicationsMethodBelowTheJvmAndAboveTheJdk) {
+  constexpr char kJvm[] = "/usr/lib/jvm/java-17/lib/server/libjvm.so";
+  const std::vector<Frame> callers = {
+      Java("SlowServer.lambda$main$1", "SlowServer.java", 34),
+      Java("sun.net.httpserver.ServerImpl$Exchange.run", "ServerImpl.java", 831),
+      Java("java.lang.Thread.run", "Thread.java", 840)};
+  Stack asleep =
+      S({F(kLibc, 0x85f16, "__futex_abstimed_wait_common"),
+         F(kJvm, 0x637008, "os::PlatformEvent::park(long)"), F(kJvm, 0x30e985, "JVM_Sleep"),
+         Java("java.lang.Thread.sleep", "", 0), Java("SlowServer.nap", "SlowServer.java", 23)});
+  asleep.frames.insert(asleep.frames.end(), callers.begin(), callers.end());
+  asleep.count = 44;
+  const Culprit c = HangCulprit(std::vector<Stack>{asleep});
+  EXPECT_EQ(c.frame, 4);
+  EXPECT_EQ(c.symbol, "SlowServer.nap");
+  EXPECT_EQ(c.language, FrameLanguage::kJava);
+  EXPECT_EQ(c.file, "SlowServer.java");
+  EXPECT_EQ(c.line, 23);
+
+  Stack busy = S({F("", 0x7f1f00ee8eeb, "long SlowServer.spin(long)")});
+  busy.frames.insert(busy.frames.end(), callers.begin(), callers.end());
+  busy.count = 43;
+  EXPECT_EQ(HangCulprit(std::vector<Stack>{busy}).symbol, "long SlowServer.spin(long)");
+}
+
 TEST(StackIdentityTest, FingerprintSeesCallSitesAndLeafFunctionButNotLoadAddress) {
   const Stack a = RedisDebugSleep();
   EXPECT_EQ(Fingerprint(a, 0xcf500).size(), 16u);

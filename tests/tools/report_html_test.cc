@@ -624,5 +624,30 @@ TEST(ReportHtml, ThreadsAreShownAndTheirLagIsNeverSummed) {
   EXPECT_NE(page.find("this.thread(i) + '\\n' + (this.signature(i)"), std::string::npos);
 }
 
+// The per-frame counts of the dominant stack (the text and HTML reports' first column): two
+// stacks' Java frames (the JVM's thread dump's: no address) are the same frame when they name
+// the same method at the same line, never merely because both have address 0.
+TEST(ReportFrames, JavaFramesAreTheSameFrameByTheirNameAndLine) {
+  auto java = [](const std::string& method, int line) {
+    Frame f;
+    f.language = FrameLanguage::kJava;
+    f.symbol = method;
+    f.file = "Server.java";
+    f.line = line;
+    return f;
+  };
+  HangRecord h;
+  Stack a;
+  a.count = 3;
+  a.frames = {java("Server.nap", 23), java("Server.handle", 34), java("java.lang.Thread.run", 840)};
+  Stack b;
+  b.count = 2;
+  b.frames = {java("Server.other", 40), java("Server.route", 50),
+              java("java.lang.Thread.run", 840)};
+  h.stacks = {a, b};
+  h.dominant_stack = 0;
+  EXPECT_EQ(DominantPathCounts(h), (std::vector<uint32_t>{3, 3, 5}));
+}
+
 }  // namespace
 }  // namespace hangwatch::tools

@@ -44,6 +44,10 @@ namespace {
 // Frames are "the same" in two stacks when they are the same code location.
 bool SameFrame(const Frame& a, const Frame& b) {
   if (a.language != b.language) return false;
+  // A Java frame has no address: the JVM's thread dump names it.
+  if (a.language == FrameLanguage::kJava) {
+    return a.symbol == b.symbol && a.file == b.file && a.line == b.line;
+  }
   // An interpreter's frame: the same function object at the same instruction (one run, one hang).
   if (IsInterpreted(a.language)) return a.addr == b.addr && a.offset == b.offset;
   if (!a.module.empty() || !b.module.empty()) {
