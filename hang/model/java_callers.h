@@ -1,6 +1,6 @@
-// AddJavaFrames: the Java frames a walk of a JVM thread's native stack cannot reach, from the
-// JVM's own account of the thread (its thread dump: jit_frame_lines.h), below the frames the walk
-// found. JIT-compiled code keeps no frame pointer and a native method's wrapper has no unwind
+// AddJavaFrames: the Java frames a walk of a JVM thread's native stack cannot reach or name, from
+// the JVM's own account of the thread (its thread dump: jit_frame_lines.h), put where the frames
+// the walk found show they go. JIT-compiled code keeps no frame pointer and a native method's wrapper has no unwind
 // information, so the walk of a thread running or blocked in Java ends at its first Java frame:
 // a handler asleep in Thread.sleep showed only libc and libjvm frames, and a JIT-compiled method
 // none of its callers.
