@@ -1,9 +1,9 @@
 // AddJavaFrames: the Java frames a walk of a JVM thread's native stack cannot reach or name, from
 // the JVM's own account of the thread (its thread dump: jit_frame_lines.h), put where the frames
-// the walk found show they go. JIT-compiled code keeps no frame pointer and a native method's wrapper has no unwind
-// information, so the walk of a thread running or blocked in Java ends at its first Java frame:
-// a handler asleep in Thread.sleep showed only libc and libjvm frames, and a JIT-compiled method
-// none of its callers.
+// the walk found show they go. JIT-compiled code keeps no frame pointer and a native method's
+// wrapper has no unwind information, so the walk of a thread running or blocked in Java ends at its
+// first Java frame: a handler asleep in Thread.sleep showed only libc and libjvm frames, and a
+// JIT-compiled method none of its callers.
 //
 // `hangwatch snapshot` does more with a dump (jvm/java_frame_placement.h): it also puts Java
 // frames in place of the code-cache frames inside the stack, since its native stack and its dump
