@@ -5,14 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string_view>
 #include <vector>
 
 #include "symbols/regular_file.h"
+#include "unwind/proc_files.h"
 
 namespace hangwatch::symbols {
 namespace {
@@ -184,27 +181,6 @@ int64_t PerfMap::modified_unix_ms() const {
   return modified_unix_ms_;
 }
 
-int64_t ThisProcessStartUnixMs() {
-  std::ifstream stat_file("/proc/self/stat");
-  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));  // from the state, field 3
-  std::string field;
-  uint64_t start_ticks = 0;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) start_ticks = std::strtoull(field.c_str(), nullptr, 10);
-  }
-  std::ifstream proc_stat("/proc/stat");
-  int64_t btime = 0;
-  for (std::string line; std::getline(proc_stat, line);) {
-    if (line.rfind("btime ", 0) == 0) btime = std::strtoll(line.c_str() + 6, nullptr, 10);
-  }
-  const long hz = sysconf(_SC_CLK_TCK);
-  if (start_ticks == 0 || btime == 0 || hz <= 0) return 0;
-  return btime * 1000 + static_cast<int64_t>(start_ticks * 1000 / static_cast<uint64_t>(hz));
-}
-
 PerfMap& PerfMapOfThisProcess() {
   static absl::Mutex mu(absl::kConstInit);
   static auto* maps = new std::map<pid_t, std::unique_ptr<PerfMap>>;  // never destroyed
@@ -213,7 +189,7 @@ PerfMap& PerfMapOfThisProcess() {
   auto& slot = (*maps)[pid];
   if (slot == nullptr) {
     PerfMapLimits limits;
-    const int64_t started = ThisProcessStartUnixMs();
+    const int64_t started = unwind::ProcessStartUnixMs(0);
     limits.not_before_unix_ms = started > 2000 ? started - 2000 : 0;
     slot = std::make_unique<PerfMap>("/tmp/perf-" + std::to_string(pid) + ".map", limits);
   }

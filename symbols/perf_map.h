@@ -86,13 +86,10 @@ class PerfMap {
 };
 
 // The perf map of the calling process (/tmp/perf-<getpid()>.map), one per pid (a forked child
-// gets its own), never freed. A file there last modified before this process started (less 2 s
-// for the clocks' grain: /proc/stat's btime is in seconds) is an earlier process's that had the
+// gets its own), never freed. A file there last modified before this process started (less 2 s,
+// a margin for the clocks: unwind::ProcessStartUnixMs) is an earlier process's that had the
 // same pid, which a program that writes no map of its own would otherwise be named from.
 PerfMap& PerfMapOfThisProcess();
-// This process's start, ms since the Unix epoch (/proc/self/stat's starttime after /proc/stat's
-// btime); 0 when unknown.
-int64_t ThisProcessStartUnixMs();
 
 }  // namespace hangwatch::symbols
 

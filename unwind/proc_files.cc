@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -253,6 +254,27 @@ bool ProcSyscallLinesAreOurs() {
                     sys.fields != 9 || sys.nr == SYS_read;
   known.store(ours ? 1 : 2, std::memory_order_relaxed);
   return ours;
+}
+
+int64_t ProcessStartUnixMs(pid_t pid) {
+  char path[64];
+  char text[1024];
+  ProcPath(pid, "stat", path, sizeof path);
+  const ssize_t len = ReadProcFile(path, text, sizeof text);
+  TaskStat stat;
+  if (len <= 0 || !ParseTaskStat(text, static_cast<size_t>(len), &stat) || !stat.has_start_time) {
+    return 0;
+  }
+  timespec real{};
+  timespec boot{};
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+      clock_gettime(CLOCK_BOOTTIME, &boot) != 0) {
+    return 0;
+  }
+  const int64_t booted_ms = (static_cast<int64_t>(real.tv_sec) - boot.tv_sec) * 1000 +
+                            (real.tv_nsec - boot.tv_nsec) / 1000000;
+  return booted_ms + static_cast<int64_t>(stat.start_time_ticks * 1000 / static_cast<uint64_t>(hz));
 }
 
 char ParseStatState(const char* text, size_t len) {

@@ -64,6 +64,11 @@ bool ParseTaskStat(const char* text, size_t len, TaskStat* out);
 // Just the state letter of a stat line; '?' when malformed.
 char ParseStatState(const char* text, size_t len);
 
+// When process `pid` (0: this one) started, ms since the Unix epoch: its stat's starttime
+// (clock ticks after boot, on the boot-time clock) plus the boot's moment (CLOCK_REALTIME less
+// CLOCK_BOOTTIME, now). 0 when unknown.
+int64_t ProcessStartUnixMs(pid_t pid);
+
 // ---- /proc/.../task/TID/syscall ----
 
 // True when a syscall line says "running": the thread is in TASK_RUNNING (state R), or woke up

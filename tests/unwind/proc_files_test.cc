@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,6 +66,33 @@ TEST(ParseTaskStatTest, NameStateAndCpuTicks) {
   EXPECT_EQ(cut.state, 'S');
   EXPECT_FALSE(cut.has_cpu_ticks);
   EXPECT_FALSE(cut.has_start_time);
+}
+
+// A child started after this process did, both within the hour; a pid that is none: 0.
+TEST(ProcessStartTest, AChildStartsAfterItsParentAndNowIsAfterBoth) {
+  const auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t self = ProcessStartUnixMs(0);
+  EXPECT_GT(self, now_ms() - 3'600'000) << "started within the hour";
+  EXPECT_LE(self, now_ms() + 20);
+  const int64_t before_fork = now_ms();
+  const pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  const int64_t started = ProcessStartUnixMs(child);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_GE(started, self);
+  // One clock tick (10 ms at 100 Hz) of grain either side.
+  EXPECT_GE(started, before_fork - 20);
+  EXPECT_LE(started, now_ms() + 20);
+  EXPECT_EQ(ProcessStartUnixMs(INT_MAX), 0);
 }
 
 TEST(ParseTaskSyscallTest, InsideAndOutsideASystemCall) {

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "unwind/proc_files.h"
+
 namespace hangwatch::tools {
 namespace {
 
@@ -27,21 +29,6 @@ prometheus::MetricFamily One(const char* name, const char* help, prometheus::Met
   }
   family.metric.push_back(metric);
   return family;
-}
-
-// The boot time (seconds since the epoch): /proc/stat's btime.
-double BootTime() {
-  std::ifstream in("/proc/stat");
-  std::string key;
-  double value = 0;
-  while (in >> key) {
-    if (key == "btime") {
-      in >> value;
-      return value;
-    }
-    in.ignore(1 << 20, '\n');
-  }
-  return 0;
 }
 
 size_t OpenFds() {
@@ -67,7 +54,7 @@ std::vector<prometheus::MetricFamily> ProcessMetrics::Collect() const {
   const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
   const double cpu = (std::stod("0" + f[11]) + std::stod("0" + f[12])) / ticks;  // utime stime
-  const double start = BootTime() + std::stod("0" + f[19]) / ticks;
+  const double start = static_cast<double>(unwind::ProcessStartUnixMs(0)) / 1000.0;
   const double vsize = std::stod("0" + f[20]);
   const double rss = std::stod("0" + f[21]) * page;
   rlimit limit = {};
